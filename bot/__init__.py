@@ -1,0 +1,1 @@
+"""signoff: a Slack approval bot for AI agent workflows, on the `graphs` runtime."""

@@ -1,0 +1,74 @@
+"""graphs: a durable state-graph runtime with interrupts and checkpointers.
+
+Importing `graphs` loads neither SQLAlchemy nor anything of Slack; `SQLSaver` is imported on
+first use.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from ._context import aonce, interrupt, once
+from .builder import StateGraph
+from .checkpoint import BaseCheckpointSaver, CheckpointTuple, InMemorySaver, MemorySaver
+from .compiled import CompiledGraph
+from .errors import (
+    CheckpointConflictError,
+    CheckpointerRequiredError,
+    CheckpointFormatError,
+    GraphError,
+    GraphInterrupt,
+    GraphRecursionError,
+    GraphSetupError,
+    InvalidUpdateError,
+    NodeInterrupt,
+    ResumeError,
+    SerializationError,
+    SideEffectUnknownError,
+    ThreadBusyError,
+)
+from .types import END, START, Command, Interrupt, RunConfig, StateSnapshot, StateTask
+
+if TYPE_CHECKING:
+    from .checkpoint.sql import SQLSaver
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "END",
+    "START",
+    "BaseCheckpointSaver",
+    "CheckpointConflictError",
+    "CheckpointFormatError",
+    "CheckpointTuple",
+    "CheckpointerRequiredError",
+    "Command",
+    "CompiledGraph",
+    "GraphError",
+    "GraphInterrupt",
+    "GraphRecursionError",
+    "GraphSetupError",
+    "InMemorySaver",
+    "Interrupt",
+    "InvalidUpdateError",
+    "MemorySaver",
+    "NodeInterrupt",
+    "ResumeError",
+    "RunConfig",
+    "SQLSaver",
+    "SerializationError",
+    "SideEffectUnknownError",
+    "StateGraph",
+    "StateSnapshot",
+    "StateTask",
+    "ThreadBusyError",
+    "aonce",
+    "interrupt",
+    "once",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SQLSaver":
+        from .checkpoint.sql import SQLSaver
+
+        return SQLSaver
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

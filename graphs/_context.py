@@ -1,0 +1,155 @@
+"""What node code can call while it runs: `interrupt()`, `once()` and `aonce()`.
+
+Replay rules, stated once
+-------------------------
+A node that pauses in `interrupt()` is run again *from its top* when the thread is resumed:
+that is how `interrupt()` can return the answer. Everything before the `interrupt()` call runs
+again. So, in node code:
+
+- Do not send, write or charge anything before an `interrupt()`. Put side effects after it, or
+  in a node of their own after the approval.
+- If code before an `interrupt()` must have an effect (draft an email with a model, reserve an
+  id), wrap it in `once(key, fn, ...)`: it runs once per thread; its result is stored in the
+  checkpoint and returned on every replay.
+- Make each `interrupt()` call happen in the same order on every replay: answers are matched by
+  the call's position within the node (and every pause has a stable id derived from it).
+
+These functions work only inside a running node; elsewhere they raise `RuntimeError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .checkpoint import serde
+from .errors import CheckpointerRequiredError, SideEffectUnknownError
+from .types import Interrupt
+
+if TYPE_CHECKING:
+    from ._loop import Task
+
+__all__ = ["aonce", "interrupt", "once"]
+
+T = TypeVar("T")
+
+_current: ContextVar[Task | None] = ContextVar("graphs_current_task", default=None)
+
+
+class Pause(BaseException):
+    """Raised by `interrupt()` to leave the node.
+
+    A `BaseException`, so that `except Exception:` in node code cannot swallow a pause.
+    """
+
+    def __init__(self, interrupt: Interrupt) -> None:
+        super().__init__(interrupt)
+        self.interrupt = interrupt
+
+
+def interrupt_id(thread_id: str, ns: str, task_id: str, index: int) -> str:
+    """The id of the `index`-th `interrupt()` of a task: stable across replays, unique per thread."""
+    raw = f"{thread_id}\x00{ns}\x00{task_id}\x00{index}".encode()
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def _task(fn_name: str) -> Task:
+    task = _current.get()
+    if task is None:
+        raise RuntimeError(f"{fn_name}() can only be called inside a graph node while it runs")
+    return task
+
+
+def interrupt(value: Any = None) -> Any:
+    """Pause the run and hand `value` to the caller; return the answer once resumed.
+
+    The first time, this raises out of the node: the run stops, the pause is saved, and the
+    caller sees an `Interrupt(value, id)`. When the thread is resumed with
+    `invoke(Command(resume=answer), config)`, the node runs again from its top and this call
+    returns `answer`. Several calls in one node are answered one after another.
+
+    Raises:
+        CheckpointerRequiredError: the graph has no checkpointer, so it cannot pause.
+        RuntimeError: called outside a running node.
+    """
+    task = _task("interrupt")
+    index = task.interrupt_count
+    task.interrupt_count += 1
+    if index in task.answers:
+        return task.answers[index]
+    if task.run.saver is None:
+        raise CheckpointerRequiredError(
+            f"node {task.name!r} called interrupt(), but the graph was compiled without a "
+            "checkpointer, so it cannot pause: compile(checkpointer=InMemorySaver()) for "
+            "tests, or SQLSaver(url) to survive restarts"
+        )
+    serde.dumps(value)  # a payload that cannot be stored must fail here, in the node
+    iid = interrupt_id(task.run.thread_id, task.run.ns, task.id, index)
+    raise Pause(Interrupt(value, iid, task.name, index))
+
+
+def _once_lookup(task: Task, key: str, retry_unknown: bool) -> tuple[bool, Any]:
+    done = task.run.once_results
+    if key in done:
+        return True, done[key]
+    record = task.once.get(key)
+    if record is not None:
+        state, result = record
+        if state == "done":
+            return True, result
+        if state == "started" and not retry_unknown:
+            raise SideEffectUnknownError(task.run.thread_id, key)
+    return False, None
+
+
+def once(key: str, fn: Callable[..., T], *args: Any, retry_unknown: bool = False, **kwargs: Any) -> T:
+    """Run `fn(*args, **kwargs)` once per thread; on replays return the stored result.
+
+    Use it for work before an `interrupt()` that must not happen twice (a model call, an email
+    draft, an id reservation). `key` names the effect within the thread: give each distinct
+    effect its own key, and include a loop counter in it if a node runs the effect once per
+    iteration. The result must be storable in a checkpoint (JSON-like).
+
+    Before `fn` runs, its start is recorded durably; after, its result. If the process dies in
+    between, the outcome is unknown: the next attempt raises `SideEffectUnknownError` instead
+    of running it again, unless `retry_unknown=True`. If `fn` raises, nothing is stored and the
+    next attempt runs it again.
+
+    Replaces: calling the effect directly in node code that may be replayed.
+    """
+    task = _task("once")
+    found, result = _once_lookup(task, key, retry_unknown)
+    if found:
+        return result
+    task.once_started(key)
+    try:
+        result = fn(*args, **kwargs)
+    except BaseException:
+        task.once_failed(key)
+        raise
+    task.once_done(key, result)
+    return result
+
+
+async def aonce(
+    key: str,
+    fn: Callable[..., Awaitable[T]],
+    *args: Any,
+    retry_unknown: bool = False,
+    **kwargs: Any,
+) -> T:
+    """`once()` for a coroutine function, in an async node: `await aonce("draft", make_draft)`."""
+    task = _task("aonce")
+    found, result = _once_lookup(task, key, retry_unknown)
+    if found:
+        return result
+    await task.aonce_started(key)
+    try:
+        result = await fn(*args, **kwargs)
+    except BaseException:
+        await task.aonce_failed(key)
+        raise
+    await task.aonce_done(key, result)
+    return result

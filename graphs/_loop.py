@@ -1,0 +1,807 @@
+"""The superstep loop.
+
+One invocation is a `Run`. Its logic is written once, as a generator that *describes* I/O
+(load the head, save a checkpoint, save pending writes, run these tasks, emit a chunk) and never
+performs it; `drive_sync` and `drive_async` perform each request with the sync or async saver
+and task runner. So `invoke` and `ainvoke` share every rule.
+
+A superstep:
+1. every task of the frontier runs (concurrently under `ainvoke`); a task that finished in an
+   earlier, incomplete attempt of this step is not run again: its saved writes are reused;
+2. if any task paused or failed, the finished tasks' writes are saved as pending writes of the
+   current checkpoint and the run stops (the step is incomplete; no new checkpoint);
+3. otherwise all writes are applied in frontier order (the order nodes were added), edges and
+   routers choose the next frontier, and one checkpoint is saved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import re
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._context import Pause, _current, interrupt_id
+from .checkpoint.base import (
+    DONE,
+    ERROR,
+    GOTO,
+    INTERRUPT,
+    ONCE,
+    RESUME,
+    Checkpoint,
+    CheckpointTuple,
+    checkpoint_config,
+    checkpoint_seq,
+    new_checkpoint_id,
+)
+from .errors import (
+    CheckpointerRequiredError,
+    GraphRecursionError,
+    InvalidUpdateError,
+    NodeInterrupt,
+    ResumeError,
+)
+from .types import END, START, Command, Interrupt, RunConfig
+
+if TYPE_CHECKING:
+    from .builder import NodeSpec
+    from .checkpoint.base import BaseCheckpointSaver
+    from .compiled import CompiledGraph
+
+# I/O requests the loop yields to its driver.
+GET, PUT, WRITES, EXEC, EMIT = range(5)
+
+ONCE_CHANNEL = "__once__"
+_ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
+
+
+class Paused:
+    """The result of a run that stopped at a pause."""
+
+    __slots__ = ("interrupts", "config", "values")
+
+    def __init__(
+        self, interrupts: tuple[Interrupt, ...], config: RunConfig | None, values: dict[str, Any]
+    ) -> None:
+        self.interrupts = interrupts
+        self.config = config
+        self.values = values
+
+
+class Task:
+    """One node to run in this step, with what it needs to replay deterministically."""
+
+    __slots__ = (
+        "run",
+        "spec",
+        "name",
+        "id",
+        "answers",
+        "interrupt_count",
+        "once",
+        "recorded",
+        "done",
+        "writes",
+        "goto",
+        "result",
+        "pause",
+        "error",
+    )
+
+    def __init__(self, run: Run, spec: NodeSpec, task_id: str) -> None:
+        self.run = run
+        self.spec = spec
+        self.name = spec.name
+        self.id = task_id
+        self.answers: dict[int, Any] = {}
+        self.interrupt_count = 0
+        self.once: dict[str, tuple[str, Any]] = {}
+        self.recorded: list[Interrupt] = []
+        self.done = False
+        self.writes: list[tuple[str, Any]] = []
+        self.goto: list[str] = []
+        self.result: Any = None
+        self.pause: Interrupt | None = None
+        self.error: BaseException | None = None
+
+    # ---- running --------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        self.interrupt_count = 0
+        self.pause = None
+        self.error = None
+
+    def run_sync(self) -> None:
+        self._reset()
+        token = _current.set(self)
+        try:
+            spec, run = self.spec, self.run
+            args = (dict(run.values), run.config) if spec.takes_config else (dict(run.values),)
+            if spec.is_async:
+                result = _run_coroutine_sync(spec.fn(*args), spec.name)
+            else:
+                result = spec.fn(*args)
+            self.result = result
+        except Pause as p:
+            self.pause = p.interrupt
+        except Exception as e:  # noqa: BLE001 - every node error is recorded, then re-raised
+            self.error = e
+        finally:
+            _current.reset(token)
+
+    async def run_async(self) -> None:
+        if not self.spec.is_async:
+            # Blocking node code must not stall the event loop (and the other tasks).
+            await asyncio.to_thread(self.run_sync)
+            return
+        self._reset()
+        token = _current.set(self)
+        try:
+            run = self.run
+            state = dict(run.values)
+            coro = self.spec.fn(state, run.config) if self.spec.takes_config else self.spec.fn(state)
+            self.result = await coro
+        except Pause as p:
+            self.pause = p.interrupt
+        except Exception as e:  # noqa: BLE001
+            self.error = e
+        finally:
+            _current.reset(token)
+
+    # ---- once() bookkeeping -----------------------------------------------------------
+
+    def _once_write(self, key: str, state: str, result: Any) -> list[tuple[str, Any]]:
+        self.once[key] = (state, result)
+        return [(ONCE, [key, state, result])]
+
+    def once_started(self, key: str) -> None:
+        writes = self._once_write(key, "started", None)
+        if self.run.saver is not None:
+            self.run.saver.put_writes(self.run.head_config, writes, self.id)
+
+    def once_done(self, key: str, result: Any) -> None:
+        writes = self._once_write(key, "done", result)
+        if self.run.saver is not None:
+            self.run.saver.put_writes(self.run.head_config, writes, self.id)
+
+    def once_failed(self, key: str) -> None:
+        writes = self._once_write(key, "failed", None)
+        if self.run.saver is not None:
+            self.run.saver.put_writes(self.run.head_config, writes, self.id)
+
+    async def aonce_started(self, key: str) -> None:
+        writes = self._once_write(key, "started", None)
+        if self.run.saver is not None:
+            await self.run.saver.aput_writes(self.run.head_config, writes, self.id)
+
+    async def aonce_done(self, key: str, result: Any) -> None:
+        writes = self._once_write(key, "done", result)
+        if self.run.saver is not None:
+            await self.run.saver.aput_writes(self.run.head_config, writes, self.id)
+
+    async def aonce_failed(self, key: str) -> None:
+        writes = self._once_write(key, "failed", None)
+        if self.run.saver is not None:
+            await self.run.saver.aput_writes(self.run.head_config, writes, self.id)
+
+
+def _run_coroutine_sync(coro: Any, name: str) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise RuntimeError(
+        f"node {name!r} is async and invoke() was called from a running event loop: "
+        "use `await graph.ainvoke(...)`"
+    )
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat()
+
+
+class Run:
+    """The state of one invocation (or one `update_state`) on one thread."""
+
+    def __init__(
+        self,
+        graph: CompiledGraph,
+        config: RunConfig,
+        thread_id: str,
+        ns: str,
+        *,
+        modes: frozenset[str] = frozenset(),
+    ) -> None:
+        self.graph = graph
+        self.saver: BaseCheckpointSaver | None = graph.checkpointer
+        self.config = config
+        self.thread_id = thread_id
+        self.ns = ns
+        self.modes = modes
+        limit = config.get("recursion_limit")
+        self.limit: int = graph.recursion_limit if limit is None else limit
+        self.values: dict[str, Any] = {}
+        self.internal: dict[str, Any] = {}
+        self.versions: dict[str, int] = {}
+        self.frontier: list[tuple[str, str]] = []  # (node, task_id)
+        self.pending: dict[str, list[tuple[str, Any]]] = {}  # task_id -> writes
+        self.head_id: str | None = None
+        self.head_config: RunConfig | None = None
+        self.requested_id: str | None = None
+        self.step = -1
+
+    @property
+    def once_results(self) -> dict[str, Any]:
+        return self.internal.get(ONCE_CHANNEL) or {}
+
+    # ---- loading -------------------------------------------------------------------
+
+    def restore(self, tup: CheckpointTuple) -> None:
+        cp = tup.checkpoint
+        for key, value in cp["channel_values"].items():
+            if key.startswith("__"):
+                self.internal[key] = value
+            elif key in self.graph.channels:
+                self.values[key] = value
+            # a key the schema no longer has is dropped; the other keys still load
+        self.versions = dict(cp["channel_versions"])
+        self.frontier = [(name, task_id) for name, task_id in cp["next_tasks"]]
+        unknown = [n for n, _ in self.frontier if n not in self.graph.nodes]
+        if unknown:
+            raise ResumeError(
+                f"thread {self.thread_id!r} is paused before node(s) {unknown} that this graph "
+                f"no longer has; nodes are: {sorted(self.graph.nodes)}",
+                self.thread_id,
+            )
+        self.pending = {}
+        for task_id, channel, value in tup.pending_writes:
+            self.pending.setdefault(task_id, []).append((channel, value))
+        self.head_id = cp["id"]
+        self.head_config = tup.config
+        self.step = tup.metadata.get("step", -1)
+
+    # ---- the pieces of a step ------------------------------------------------------
+
+    def task_id(self, checkpoint_id: str, name: str) -> str:
+        raw = f"{self.thread_id}\x00{self.ns}\x00{checkpoint_id}\x00{name}".encode()
+        return hashlib.blake2b(raw, digest_size=8).hexdigest()
+
+    def make_task(self, name: str, task_id: str) -> Task:
+        task = Task(self, self.graph.nodes[name], task_id)
+        answered: dict[str, Any] = {}
+        for channel, value in self.pending.get(task_id, ()):
+            if channel == INTERRUPT:
+                if all(i.id != value.id for i in task.recorded):
+                    task.recorded.append(value)
+            elif channel == RESUME:
+                answered[value[0]] = value[1]
+            elif channel == ONCE:
+                task.once[value[0]] = (value[1], value[2])
+            elif channel == DONE:
+                task.done = True
+            elif channel == GOTO:
+                task.goto.extend(value)
+            elif channel != ERROR:
+                task.writes.append((channel, value))
+        if not task.done:
+            task.writes.clear()
+            task.goto.clear()
+        for intr in task.recorded:
+            if intr.id in answered:
+                task.answers[intr.index] = answered[intr.id]
+        return task
+
+    def unanswered(self, task: Task) -> list[Interrupt]:
+        if task.done:
+            return []
+        return [i for i in task.recorded if i.index not in task.answers]
+
+    def to_writes(self, task: Task) -> None:
+        """Turn a finished task's return value into writes, or record why it is invalid."""
+        result = task.result
+        if result is None:
+            return
+        goto: Any = ()
+        if isinstance(result, Command):
+            update: Any = result.update or {}
+            goto = result.goto
+        elif isinstance(result, dict):
+            update = result
+        elif isinstance(result, Mapping):
+            update = dict(result)
+        else:
+            task.error = InvalidUpdateError(
+                f"node {task.name!r} returned {type(result).__name__} {_short(result)}; a node "
+                "must return a dict of state updates (or None, or a Command)"
+            )
+            return
+        channels = self.graph.channels
+        for key in update:
+            if key not in channels:
+                task.error = InvalidUpdateError(
+                    f"node {task.name!r} returned unknown state key {key!r}; the state's keys "
+                    f"are: {sorted(channels)}"
+                )
+                return
+        task.writes = list(update.items())
+        if goto:
+            names = [goto] if isinstance(goto, str) else list(goto)
+            bad = [n for n in names if n not in self.graph.nodes and n != END]
+            if bad:
+                task.error = InvalidUpdateError(
+                    f"node {task.name!r} returned Command(goto={bad}) naming unknown node(s); "
+                    f"nodes are: {sorted(self.graph.nodes)}"
+                )
+                return
+            task.goto = names
+
+    def check_input(self, update: Any, what: str) -> list[tuple[str, Any]]:
+        if not isinstance(update, Mapping):
+            raise InvalidUpdateError(
+                f"{what} must be a dict of state keys, got {type(update).__name__} {_short(update)}"
+            )
+        unknown = [k for k in update if k not in self.graph.channels]
+        if unknown:
+            raise InvalidUpdateError(
+                f"{what} has unknown state key(s) {unknown}; the state's keys are: "
+                f"{sorted(self.graph.channels)}"
+            )
+        return list(update.items())
+
+    def apply(
+        self, writes: list[tuple[str, list[tuple[str, Any]]]], *, reducers: bool = True
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """Apply `(node, writes)` in order. Returns (new_versions, appended)."""
+        grouped: dict[str, list[tuple[str, Any]]] = {}
+        for node, node_writes in writes:
+            for channel, value in node_writes:
+                grouped.setdefault(channel, []).append((node, value))
+        new_versions: dict[str, int] = {}
+        appended: dict[str, int] = {}
+        values, versions, channels = self.values, self.versions, self.graph.channels
+        for channel, items in grouped.items():
+            spec = channels[channel]
+            if spec.reducer is None or not reducers:
+                if len(items) > 1:
+                    nodes = [n for n, _ in items]
+                    raise InvalidUpdateError(
+                        f"state key {channel!r} got {len(items)} values in one step (from "
+                        f"{nodes}) but has no reducer, so it can take one: declare it as "
+                        f"Annotated[T, reducer] to merge them"
+                    )
+                values[channel] = items[0][1]
+            else:
+                had = channel in values
+                current = values[channel] if had else (spec.initial() if spec.initial else None)
+                old_len = len(current) if had and type(current) is list else -1
+                for node, value in items:
+                    if current is None and not had:
+                        current, had = value, True
+                        continue
+                    try:
+                        current = spec.reducer(current, value)
+                    except Exception as e:
+                        raise InvalidUpdateError(
+                            f"the reducer of state key {channel!r} failed on the value from "
+                            f"{node!r}: {type(e).__name__}: {e}"
+                        ) from e
+                values[channel] = current
+                if spec.appends and old_len >= 0 and type(current) is list:
+                    appended[channel] = len(current) - old_len
+            version = versions.get(channel, 0) + 1
+            versions[channel] = version
+            new_versions[channel] = version
+        return new_versions, appended
+
+    def route(self, ran: list[str], gotos: list[str], new_versions: dict[str, int]) -> list[str]:
+        """The next frontier after `ran` finished, in the order nodes were added."""
+        g = self.graph
+        triggered: set[str] = set(gotos)
+        state: dict[str, Any] | None = None
+        for name in ran:
+            triggered.update(g.edges.get(name, ()))
+            for join in g.joins.get(name, ()):
+                seen = set(self.internal.get(join.key, ()))
+                seen.add(name)
+                if seen >= join.sources:
+                    triggered.add(join.target)
+                    seen = set()
+                self.internal[join.key] = sorted(seen)
+                version = self.versions.get(join.key, 0) + 1
+                self.versions[join.key] = new_versions[join.key] = version
+            for br in g.branches.get(name, ()):
+                if state is None:
+                    state = dict(self.values)
+                triggered.update(self.resolve(br, state))
+        triggered.discard(END)
+        if len(triggered) == 1:
+            return list(triggered)
+        return sorted(triggered, key=lambda n: g.nodes[n].index)
+
+    def resolve(self, br: Any, state: dict[str, Any]) -> list[str]:
+        try:
+            out = br.router(state, self.config) if br.takes_config else br.router(state)
+        except Exception as e:
+            e.add_note(f"while routing after node {br.source!r} on thread {self.thread_id!r}")
+            raise
+        results = out if isinstance(out, (list, tuple)) else [out]
+        dests: list[str] = []
+        for r in results:
+            if br.path_map is not None:
+                if r not in br.path_map:
+                    raise InvalidUpdateError(
+                        f"router after {br.source!r} returned {r!r}, which is not in its "
+                        f"path_map {sorted(map(str, br.path_map))}"
+                    )
+                r = br.path_map[r]
+            if r != END and r not in self.graph.nodes:
+                raise InvalidUpdateError(
+                    f"router after {br.source!r} returned {r!r}, which is not a node; nodes "
+                    f"are: {sorted(self.graph.nodes)}"
+                )
+            dests.append(r)
+        return dests
+
+    def output(self) -> dict[str, Any]:
+        return dict(self.values)
+
+    def checkpoint(
+        self, names: list[str], paused: list[str], appended: dict[str, int]
+    ) -> Checkpoint:
+        seq = checkpoint_seq(self.head_id) + 1
+        checkpoint_id = new_checkpoint_id(seq)
+        self.frontier = [(n, self.task_id(checkpoint_id, n)) for n in names]
+        return Checkpoint(
+            v=1,
+            id=checkpoint_id,
+            ts=_now(),
+            channel_values={**self.values, **self.internal},
+            channel_versions=dict(self.versions),
+            next_tasks=[[n, t] for n, t in self.frontier],
+            paused=paused,
+            appended=appended,
+        )
+
+    def save(
+        self,
+        source: str,
+        names: list[str],
+        new_versions: dict[str, int],
+        appended: dict[str, int],
+        paused: list[str],
+    ) -> Generator[Any, Any, None]:
+        """Write the next checkpoint (or, without a saver, just move the frontier)."""
+        self.step += 1
+        self.pending = {}
+        if self.saver is None:
+            self.frontier = [(n, n) for n in names]
+            return
+        cp = self.checkpoint(names, paused, appended)
+        parent = self.head_config or {
+            "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
+        }
+        metadata = {"source": source, "step": self.step}
+        self.head_config = yield (PUT, parent, cp, metadata, new_versions)
+        self.head_id = cp["id"]
+
+    def static_pause(self, names: list[str], ran: list[str]) -> list[str]:
+        g = self.graph
+        if not (g.interrupt_before or g.interrupt_after) or not names:
+            return []
+        hit = [n for n in names if n in g.interrupt_before]
+        hit += [n for n in ran if n in g.interrupt_after and n not in hit]
+        return hit
+
+    # ---- a whole invocation --------------------------------------------------------
+
+    def execute(self, input: Any) -> Generator[Any, Any, dict[str, Any] | Paused]:
+        g = self.graph
+        tup = (yield (GET,)) if self.saver is not None else None
+        if tup is not None:
+            self.restore(tup)
+            if self.requested_id is not None and self.requested_id != self.head_id:
+                raise ResumeError(
+                    f"thread {self.thread_id!r}: runs continue from the latest checkpoint "
+                    f"({self.head_id}), not from {self.requested_id}; drop checkpoint_id from "
+                    "the config",
+                    self.thread_id,
+                )
+        is_command = isinstance(input, Command)
+        if is_command and input.goto:
+            raise InvalidUpdateError("Command(goto=...) can only be returned by a node")
+        update = input.update if is_command else input
+
+        if not self.frontier:
+            if input is None or (is_command and input.has_resume):
+                raise self.nothing_to_resume(tup)
+            if update is None:
+                raise InvalidUpdateError("the input is empty: pass a dict of state keys")
+            # A new run: the input goes through the reducers, START's edges pick the entry.
+            new_versions, appended = self.apply([(START, self.check_input(update, "the input"))])
+            names = self.route([START], [], new_versions)
+            paused = self.static_pause(names, [])
+            yield from self.save("input", names, new_versions, appended, paused)
+            if "values" in self.modes:
+                yield (EMIT, "values", self.output())
+            if paused:
+                return Paused((), self.head_config, self.output())
+        else:
+            if is_command and input.has_resume:
+                yield from self.answer(input.resume)
+            if update is not None:
+                # Input on resume is applied before the frontier runs, in a checkpoint of its own.
+                new_versions, appended = self.apply([(START, self.check_input(update, "the input"))])
+                yield from self.carry_over("input", new_versions, appended)
+                if "values" in self.modes:
+                    yield (EMIT, "values", self.output())
+
+        steps = 0
+        while self.frontier:
+            if steps >= self.limit:
+                raise GraphRecursionError(self.limit, steps, self.thread_id)
+            tasks = [self.make_task(name, task_id) for name, task_id in self.frontier]
+            todo = [t for t in tasks if not t.done]
+            yield (EXEC, todo)
+            for t in todo:
+                if t.error is None and t.pause is None:
+                    self.to_writes(t)
+            steps += 1
+            stuck = [t for t in tasks if t.error is not None or t.pause is not None]
+            if stuck:
+                return (yield from self.stop(tasks, todo, stuck))
+            writes = [(t.name, t.writes) for t in tasks]
+            gotos = [n for t in tasks for n in t.goto]
+            once = {k: r for t in tasks for k, (s, r) in t.once.items() if s == "done"}
+            new_versions, appended = self.apply(writes)
+            if once:
+                merged = {**self.once_results, **once}
+                self.internal[ONCE_CHANNEL] = merged
+                self.versions[ONCE_CHANNEL] = new_versions[ONCE_CHANNEL] = (
+                    self.versions.get(ONCE_CHANNEL, 0) + 1
+                )
+            ran = [t.name for t in tasks]
+            names = self.route(ran, gotos, new_versions)
+            paused = self.static_pause(names, ran)
+            yield from self.save("loop", names, new_versions, appended, paused)
+            if "updates" in self.modes:
+                for t in tasks:
+                    yield (EMIT, "updates", {t.name: dict(t.writes) if t.writes else None})
+            if "values" in self.modes:
+                yield (EMIT, "values", self.output())
+            if paused:
+                return Paused((), self.head_config, self.output())
+        return self.output()
+
+    def stop(
+        self, tasks: list[Task], ran: list[Task], stuck: list[Task]
+    ) -> Generator[Any, Any, Paused]:
+        """A step that did not complete: keep finished work, record pauses and errors."""
+        saver = self.saver
+        interrupts: list[Interrupt] = []
+        for t in ran:
+            writes: list[tuple[str, Any]]
+            if t.pause is not None or isinstance(t.error, NodeInterrupt):
+                writes = []
+            elif t.error is not None:
+                writes = [(ERROR, f"{type(t.error).__name__}: {t.error}")]
+            else:
+                writes = [*t.writes, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
+            if t.pause is not None:
+                if all(i.id != t.pause.id for i in t.recorded):
+                    writes.append((INTERRUPT, t.pause))
+                interrupts.append(t.pause)
+            if saver is not None and writes:
+                yield (WRITES, self.head_config, writes, t.id)
+        errors = [t for t in stuck if t.error is not None and not isinstance(t.error, NodeInterrupt)]
+        node_interrupts = [t for t in stuck if isinstance(t.error, NodeInterrupt)]
+        if errors:
+            err = errors[0].error
+            assert err is not None
+            err.add_note(
+                f"while running node {errors[0].name!r} on thread {self.thread_id!r}; the last "
+                "checkpoint is kept: fix the cause, then resume with invoke(None, config)"
+            )
+            raise err
+        if saver is None:
+            raise CheckpointerRequiredError(
+                f"node(s) {[t.name for t in stuck]} paused, but the graph was compiled without a "
+                "checkpointer, so the pause cannot be saved: compile(checkpointer=InMemorySaver()) "
+                "or SQLSaver(url)"
+            )
+        for t in node_interrupts:
+            assert isinstance(t.error, NodeInterrupt)
+            intr = Interrupt(
+                t.error.value, interrupt_id(self.thread_id, self.ns, t.id, -1), t.name, -1, False
+            )
+            if all(i.id != intr.id for i in t.recorded):
+                yield (WRITES, self.head_config, [(INTERRUPT, intr)], t.id)
+            interrupts.append(intr)
+        found = tuple(interrupts)
+        if "updates" in self.modes:
+            yield (EMIT, "updates", {"__interrupt__": found})
+        return Paused(found, self.head_config, self.output())
+
+    def answer(self, resume: Any) -> Generator[Any, Any, None]:
+        """Record `Command(resume=...)` answers durably, before anything runs."""
+        tasks = [self.make_task(name, task_id) for name, task_id in self.frontier]
+        waiting = [(t, i) for t in tasks for i in self.unanswered(t)]
+        resumable = [(t, i) for t, i in waiting if i.resumable]
+        if not resumable:
+            if waiting:
+                nodes = sorted({t.name for t, _ in waiting})
+                raise ResumeError(
+                    f"thread {self.thread_id!r} is paused by NodeInterrupt in {nodes}, which "
+                    "takes no answer: fix the state with update_state if needed, then resume "
+                    "with invoke(None, config)",
+                    self.thread_id,
+                )
+            raise ResumeError(
+                f"thread {self.thread_id!r} has no pending interrupt() to answer (it waits to "
+                f"run {[n for n, _ in self.frontier]}): resume it with invoke(None, config)",
+                self.thread_id,
+            )
+        by_id = {i.id: (t, i) for t, i in resumable}
+        if isinstance(resume, Mapping) and resume and all(k in by_id for k in resume):
+            answers = [(by_id[k][0], by_id[k][1], v) for k, v in resume.items()]
+        elif isinstance(resume, Mapping) and resume and any(
+            k in by_id or (isinstance(k, str) and _ID_LIKE.match(k)) for k in resume
+        ):
+            unknown = [k for k in resume if k not in by_id]
+            raise ResumeError(
+                f"thread {self.thread_id!r}: no pending interrupt has id(s) {unknown}; pending: "
+                f"{sorted(by_id)}",
+                self.thread_id,
+            )
+        elif len(resumable) == 1:
+            t, i = resumable[0]
+            answers = [(t, i, resume)]
+        else:
+            raise ResumeError(
+                f"thread {self.thread_id!r} has {len(resumable)} pending interrupts; answer them "
+                "by id: Command(resume={interrupt_id: answer, ...}) with ids "
+                f"{[i.id for _, i in resumable]}",
+                self.thread_id,
+            )
+        for t, i, value in answers:
+            yield (WRITES, self.head_config, [(RESUME, [i.id, value])], t.id)
+            self.pending.setdefault(t.id, []).append((RESUME, [i.id, value]))
+
+    def carry_over(
+        self, source: str, new_versions: dict[str, int], appended: dict[str, int]
+    ) -> Generator[Any, Any, None]:
+        """Save a checkpoint that keeps the frontier, its task ids and their pending writes."""
+        if self.saver is None:
+            return
+        frontier, pending = self.frontier, self.pending
+        seq = checkpoint_seq(self.head_id) + 1
+        self.step += 1
+        cp = Checkpoint(
+            v=1,
+            id=new_checkpoint_id(seq),
+            ts=_now(),
+            channel_values={**self.values, **self.internal},
+            channel_versions=dict(self.versions),
+            next_tasks=[[n, t] for n, t in frontier],
+            paused=[],
+            appended=appended,
+        )
+        parent = self.head_config or checkpoint_config(self.thread_id, self.ns, "")
+        metadata = {"source": source, "step": self.step}
+        self.head_config = yield (PUT, parent, cp, metadata, new_versions)
+        self.head_id = cp["id"]
+        for task_id, writes in pending.items():
+            yield (WRITES, self.head_config, writes, task_id)
+
+    def nothing_to_resume(self, tup: CheckpointTuple | None) -> ResumeError:
+        if self.saver is None:
+            return ResumeError("there is nothing to resume: the graph has no checkpointer")
+        if tup is None:
+            return ResumeError(
+                f"thread {self.thread_id!r} does not exist (no checkpoint), so there is nothing "
+                "to resume; check the thread id, or start a run with an input",
+                self.thread_id,
+            )
+        return ResumeError(
+            f"thread {self.thread_id!r} is not paused: its last run finished; start a new run "
+            "with an input",
+            self.thread_id,
+        )
+
+    # ---- update_state ---------------------------------------------------------------
+
+    def update(self, values: Any, as_node: str | None) -> Generator[Any, Any, RunConfig]:
+        tup = yield (GET,)
+        if tup is not None:
+            self.restore(tup)
+        if as_node is None:
+            writes = self.check_input(values, "update_state values")
+            new_versions, appended = self.apply([("update_state", writes)], reducers=False)
+            yield from self.carry_over("update", new_versions, {})
+        else:
+            if as_node not in self.graph.nodes:
+                raise InvalidUpdateError(
+                    f"update_state(as_node={as_node!r}): no such node; nodes are: "
+                    f"{sorted(self.graph.nodes)}"
+                )
+            writes = self.check_input(values, "update_state values")
+            new_versions, appended = self.apply([(as_node, writes)])
+            names = self.route([as_node], [], new_versions)
+            yield from self.save("update", names, new_versions, appended, [])
+        assert self.head_config is not None
+        return self.head_config
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# ---- drivers ---------------------------------------------------------------------------
+
+
+def drive_sync(run: Run, gen: Generator[Any, Any, Any]) -> Iterator[tuple[str, Any]]:
+    """Perform the loop's requests with the sync saver; yield emitted chunks; return its result."""
+    saver = run.saver
+    result: Any = None
+    while True:
+        try:
+            request = gen.send(result)
+        except StopIteration as stop:
+            return stop.value
+        op = request[0]
+        result = None
+        if op == EXEC:
+            for task in request[1]:
+                task.run_sync()
+        elif op == PUT:
+            assert saver is not None
+            result = saver.put(request[1], request[2], request[3], request[4])
+        elif op == WRITES:
+            assert saver is not None
+            saver.put_writes(request[1], request[2], request[3])
+        elif op == GET:
+            assert saver is not None
+            result = saver.get_tuple(
+                {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
+            )
+        else:
+            yield request[1], request[2]
+
+
+async def drive_async(
+    run: Run, gen: Generator[Any, Any, Any], out: list[Any]
+) -> AsyncIterator[tuple[str, Any]]:
+    """The async twin of `drive_sync`; the loop's result is appended to `out`."""
+    saver = run.saver
+    result: Any = None
+    while True:
+        try:
+            request = gen.send(result)
+        except StopIteration as stop:
+            out.append(stop.value)
+            return
+        op = request[0]
+        result = None
+        if op == EXEC:
+            tasks = request[1]
+            if len(tasks) == 1:
+                await tasks[0].run_async()
+            else:
+                await asyncio.gather(*(t.run_async() for t in tasks))
+        elif op == PUT:
+            assert saver is not None
+            result = await saver.aput(request[1], request[2], request[3], request[4])
+        elif op == WRITES:
+            assert saver is not None
+            await saver.aput_writes(request[1], request[2], request[3])
+        elif op == GET:
+            assert saver is not None
+            result = await saver.aget_tuple(
+                {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
+            )
+        else:
+            yield request[1], request[2]

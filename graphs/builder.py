@@ -1,0 +1,312 @@
+"""`StateGraph`: declare nodes and edges, then `compile()` into a runnable graph."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._schema import Channel, channels_from_schema
+from .errors import GraphSetupError
+from .types import END, START
+
+if TYPE_CHECKING:
+    from .checkpoint.base import BaseCheckpointSaver
+    from .compiled import CompiledGraph
+
+__all__ = ["StateGraph"]
+
+DEFAULT_RECURSION_LIMIT = 25
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    name: str
+    fn: Callable[..., Any]
+    takes_config: bool
+    is_async: bool
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    source: str
+    router: Callable[..., Any]
+    takes_config: bool
+    path_map: dict[Hashable, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    key: str
+    """Internal channel that remembers which sources have finished."""
+    sources: frozenset[str]
+    target: str
+
+
+def _takes_config(fn: Callable[..., Any], what: str) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return False
+    if len(positional) == 2 or any(p.name == "config" for p in params):
+        return True
+    if len(positional) > 2:
+        raise GraphSetupError(
+            f"{what} takes {len(positional)} arguments; it must take (state) or (state, config)"
+        )
+    return False
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)
+    )
+
+
+class StateGraph:
+    """A graph whose nodes read a shared state and return partial updates to it.
+
+    ```python
+    class State(TypedDict):
+        messages: Annotated[list, operator.add]   # merged through the reducer
+        approved: bool                            # overwritten
+
+    g = StateGraph(State)
+    g.add_node("draft", draft)
+    g.add_edge(START, "draft")
+    g.add_edge("draft", END)
+    app = g.compile(checkpointer=InMemorySaver())
+    ```
+    """
+
+    def __init__(self, state_schema: type) -> None:
+        self.schema = state_schema
+        self.channels: dict[str, Channel] = channels_from_schema(state_schema)
+        self.nodes: dict[str, NodeSpec] = {}
+        self.edges: list[tuple[str, str]] = []
+        self.joins: list[tuple[tuple[str, ...], str]] = []
+        self.branches: list[Branch] = []
+
+    def add_node(self, name: str | Callable[..., Any], fn: Callable[..., Any] | None = None) -> StateGraph:
+        """Add a node: `fn(state)` or `fn(state, config)`, sync or async, returning a dict update.
+
+        `add_node(fn)` names the node after the function.
+        """
+        if fn is None:
+            if not callable(name):
+                raise GraphSetupError(f"add_node({name!r}) needs a function")
+            fn, name = name, getattr(name, "__name__", "")
+        if not isinstance(name, str) or not name:
+            raise GraphSetupError(f"node name must be a non-empty string, got {name!r}")
+        if name in (START, END) or name.startswith("__"):
+            raise GraphSetupError(f"node name {name!r} is reserved (START, END and '__' names)")
+        if name in self.nodes:
+            raise GraphSetupError(f"node {name!r} is already in the graph")
+        if not callable(fn):
+            raise GraphSetupError(f"node {name!r}: {fn!r} is not callable")
+        self.nodes[name] = NodeSpec(
+            name, fn, _takes_config(fn, f"node {name!r}"), _is_async(fn), len(self.nodes)
+        )
+        return self
+
+    def add_edge(self, start: str | Sequence[str], end: str) -> StateGraph:
+        """`add_edge(a, b)`: b runs after a. `add_edge([a, b], c)`: c runs once both have run."""
+        if end == START:
+            raise GraphSetupError("START cannot be the end of an edge")
+        if isinstance(start, str):
+            if start == END:
+                raise GraphSetupError(f"END cannot be the start of an edge (END -> {end!r})")
+            self.edges.append((start, end))
+            return self
+        sources = tuple(start)
+        if not sources:
+            raise GraphSetupError(f"add_edge([], {end!r}): give at least one start node")
+        if START in sources or END in sources:
+            raise GraphSetupError(f"a join edge cannot start at START or END: {list(sources)}")
+        if len(sources) == 1:
+            return self.add_edge(sources[0], end)
+        self.joins.append((sources, end))
+        return self
+
+    def add_conditional_edges(
+        self,
+        source: str,
+        path: Callable[..., Any],
+        path_map: dict[Hashable, str] | Sequence[str] | None = None,
+    ) -> StateGraph:
+        """After `source`, run `path(state)` (or `path(state, config)`) to choose what runs next.
+
+        It returns a node name, `END`, or a list of them; with `path_map`, a key of the map (a
+        list `path_map` names the allowed nodes).
+        """
+        if source == END:
+            raise GraphSetupError("END cannot be the source of conditional edges")
+        if not callable(path):
+            raise GraphSetupError(f"conditional edges from {source!r}: {path!r} is not callable")
+        if _is_async(path):
+            raise GraphSetupError(
+                f"conditional edges from {source!r}: the router must be a plain function; "
+                "do async work in a node and route on its result"
+            )
+        mapping: dict[Hashable, str] | None
+        if path_map is None:
+            mapping = None
+        elif isinstance(path_map, dict):
+            mapping = dict(path_map)
+        else:
+            mapping = {name: name for name in path_map}
+        self.branches.append(
+            Branch(source, path, _takes_config(path, f"router of {source!r}"), mapping)
+        )
+        return self
+
+    def set_entry_point(self, name: str) -> StateGraph:
+        return self.add_edge(START, name)
+
+    def set_finish_point(self, name: str) -> StateGraph:
+        return self.add_edge(name, END)
+
+    def compile(
+        self,
+        checkpointer: BaseCheckpointSaver | None = None,
+        *,
+        interrupt_before: Sequence[str] | Literal["*"] = (),
+        interrupt_after: Sequence[str] | Literal["*"] = (),
+        recursion_limit: int = DEFAULT_RECURSION_LIMIT,
+        interrupt_mode: Literal["raise", "return"] = "raise",
+    ) -> CompiledGraph:
+        """Check the graph and make it runnable.
+
+        Args:
+            checkpointer: where state is saved after every superstep. Needed to pause, resume,
+                and for `get_state`/`update_state`.
+            interrupt_before: pause just before these nodes run (`"*"`: all).
+            interrupt_after: pause just after these nodes ran (`"*"`: all).
+            recursion_limit: the most supersteps one invocation may run.
+            interrupt_mode: `"raise"` (default): a pause raises `GraphInterrupt`. `"return"`:
+                `invoke` returns the state with an `"__interrupt__"` key instead.
+
+        Raises:
+            GraphSetupError: an edge names an unknown node, a node cannot be reached, the graph
+                has no entry point, or an option is invalid.
+        """
+        from .compiled import CompiledGraph
+
+        known = set(self.nodes)
+
+        def check(name: str, where: str) -> None:
+            if name not in known and name not in (START, END):
+                raise GraphSetupError(
+                    f"{where} names unknown node {name!r}; nodes are: {sorted(known) or 'none'}"
+                )
+
+        for a, b in self.edges:
+            check(a, f"edge {a!r} -> {b!r}")
+            check(b, f"edge {a!r} -> {b!r}")
+        for sources, target in self.joins:
+            for s in sources:
+                check(s, f"edge {list(sources)!r} -> {target!r}")
+            check(target, f"edge {list(sources)!r} -> {target!r}")
+        for br in self.branches:
+            check(br.source, f"conditional edges from {br.source!r}")
+            for dest in (br.path_map or {}).values():
+                check(dest, f"path_map of conditional edges from {br.source!r}")
+
+        starts = [b for a, b in self.edges if a == START]
+        if not starts and not any(br.source == START for br in self.branches):
+            raise GraphSetupError(
+                "the graph has no entry point: add add_edge(START, 'first_node') "
+                "(or add_conditional_edges(START, router))"
+            )
+        if not self.nodes:
+            raise GraphSetupError("the graph has no nodes: add_node('name', fn)")
+
+        unreachable = known - self._reachable()
+        if unreachable:
+            raise GraphSetupError(
+                f"node(s) {sorted(unreachable)} cannot be reached from START: add an edge to "
+                "them, or remove them"
+            )
+
+        before = self._interrupt_nodes(interrupt_before, "interrupt_before")
+        after = self._interrupt_nodes(interrupt_after, "interrupt_after")
+        if (before or after) and checkpointer is None:
+            raise GraphSetupError(
+                "interrupt_before/interrupt_after need a checkpointer to save the pause: "
+                "compile(checkpointer=InMemorySaver(), ...) or SQLSaver(url)"
+            )
+        if not isinstance(recursion_limit, int) or recursion_limit < 1:
+            raise GraphSetupError(f"recursion_limit must be a positive int, got {recursion_limit!r}")
+        if interrupt_mode not in ("raise", "return"):
+            raise GraphSetupError(
+                f"interrupt_mode must be 'raise' or 'return', got {interrupt_mode!r}"
+            )
+
+        edges: dict[str, list[str]] = {}
+        for a, b in self.edges:
+            if b not in edges.setdefault(a, []):
+                edges[a].append(b)
+        joins: dict[str, list[Join]] = {}
+        for i, (sources, target) in enumerate(self.joins):
+            join = Join(f"__join__:{i}:{target}", frozenset(sources), target)
+            for s in set(sources):
+                joins.setdefault(s, []).append(join)
+        branches: dict[str, list[Branch]] = {}
+        for br in self.branches:
+            branches.setdefault(br.source, []).append(br)
+
+        return CompiledGraph(
+            builder=self,
+            channels=dict(self.channels),
+            nodes=dict(self.nodes),
+            edges=edges,
+            joins=joins,
+            branches=branches,
+            checkpointer=checkpointer,
+            interrupt_before=before,
+            interrupt_after=after,
+            recursion_limit=recursion_limit,
+            interrupt_mode=interrupt_mode,
+        )
+
+    def _interrupt_nodes(self, names: Sequence[str] | str, option: str) -> frozenset[str]:
+        if names == "*":
+            return frozenset(self.nodes)
+        if isinstance(names, str):
+            names = [names]
+        unknown = [n for n in names if n not in self.nodes]
+        if unknown:
+            raise GraphSetupError(
+                f"{option} names unknown node(s) {unknown}; nodes are: {sorted(self.nodes)}"
+            )
+        return frozenset(names)
+
+    def _reachable(self) -> set[str]:
+        out: dict[str, set[str]] = {}
+        for a, b in self.edges:
+            out.setdefault(a, set()).add(b)
+        for sources, target in self.joins:
+            for s in sources:
+                out.setdefault(s, set()).add(target)
+        for br in self.branches:
+            # A router without a path map may go anywhere: every node counts as reachable.
+            dests = set(br.path_map.values()) if br.path_map is not None else set(self.nodes)
+            out.setdefault(br.source, set()).update(dests)
+        seen: set[str] = set()
+        todo = [START]
+        while todo:
+            node = todo.pop()
+            for nxt in out.get(node, ()):
+                if nxt not in seen and nxt != END:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen

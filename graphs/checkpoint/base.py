@@ -1,0 +1,273 @@
+"""The checkpoint saver contract: what the runtime stores, and what a saver must guarantee.
+
+A thread's history is a chain of checkpoints, each pointing at its parent. The newest is the
+thread's *head*. After every superstep the runtime calls `put` with the new checkpoint; while a
+step is under way (a task finished but a sibling paused or failed) it calls `put_writes` so that
+finished work survives and is not run again.
+
+A saver must:
+
+- store `checkpoint` so that `get_tuple` returns an equal copy: values are copies, never shared
+  with the running graph (mutating state after a step cannot rewrite history);
+- in `put`, refuse with `CheckpointConflictError` when `config`'s `checkpoint_id` (the parent)
+  is not the thread's current head: history never forks;
+- keep pending writes in the order they were put, per checkpoint;
+- in `lock_thread`, give at most one holder per thread at a time, refusing others with
+  `ThreadBusyError` rather than waiting.
+
+Savers may store only the channels in `new_versions` (the others did not change), and may use
+`checkpoint["appended"]` (channel -> number of items) to store a list channel that grew by
+concatenation as a delta instead of the whole list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypedDict
+
+from ..errors import ThreadBusyError
+from ..types import RunConfig
+
+__all__ = [
+    "BaseCheckpointSaver",
+    "Checkpoint",
+    "CheckpointMetadata",
+    "CheckpointTuple",
+    "PendingWrite",
+    "checkpoint_seq",
+    "config_checkpoint_id",
+    "config_ns",
+    "config_thread_id",
+    "empty_checkpoint",
+    "new_checkpoint_id",
+]
+
+# Reserved pending-write channels (never state keys: state keys cannot start with "__").
+INTERRUPT = "__interrupt__"
+"""An `Interrupt` raised by the task."""
+RESUME = "__resume__"
+"""`[interrupt_id, answer]`: an answer to one of the task's interrupts."""
+ERROR = "__error__"
+"""A string: the task failed with this error."""
+DONE = "__done__"
+"""The task finished; its channel writes precede this marker."""
+ONCE = "__once__"
+"""`[key, "started"|"done", result]`: progress of a `once()` side effect."""
+GOTO = "__goto__"
+"""A list of node names the task asked to run next (`Command(goto=...)`)."""
+
+
+class Checkpoint(TypedDict):
+    """One saved superstep."""
+
+    v: int
+    """Format version of this structure."""
+    id: str
+    """Sortable within the thread: a zero-padded sequence number, then random hex."""
+    ts: str
+    """ISO-8601 UTC time it was made."""
+    channel_values: dict[str, Any]
+    """The value of every channel that has one (state keys and internal `__` channels)."""
+    channel_versions: dict[str, int]
+    """A counter per channel, bumped each time its value changes."""
+    next_tasks: list[list[str]]
+    """The pending frontier: `[node, task_id]` pairs that run when the thread goes on."""
+    paused: list[str]
+    """Nodes of a static pause (`interrupt_before`/`interrupt_after`) at this checkpoint."""
+    appended: dict[str, int]
+    """Channels that grew by list concatenation in this step, and by how many items."""
+
+
+class CheckpointMetadata(TypedDict, total=False):
+    source: str
+    """`input` (a run started), `loop` (a superstep finished) or `update` (`update_state`)."""
+    step: int
+    """Superstep number within the thread: the input checkpoint of a new thread is step 0."""
+
+
+class PendingWrite(NamedTuple):
+    task_id: str
+    channel: str
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointTuple:
+    """A checkpoint with its config, metadata, parent and pending writes."""
+
+    config: RunConfig
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
+    parent_config: RunConfig | None = None
+    pending_writes: list[PendingWrite] = field(default_factory=list)
+
+
+def config_thread_id(config: RunConfig | None) -> str | None:
+    return ((config or {}).get("configurable") or {}).get("thread_id")
+
+
+def config_ns(config: RunConfig | None) -> str:
+    return ((config or {}).get("configurable") or {}).get("checkpoint_ns") or ""
+
+
+def config_checkpoint_id(config: RunConfig | None) -> str | None:
+    return ((config or {}).get("configurable") or {}).get("checkpoint_id")
+
+
+def new_checkpoint_id(seq: int) -> str:
+    """A checkpoint id that sorts by `seq` within a thread and is unique across forks."""
+    return f"{seq:012x}-{secrets.token_hex(4)}"
+
+
+def checkpoint_seq(checkpoint_id: str | None) -> int:
+    """The sequence number in a checkpoint id (-1 for none)."""
+    if not checkpoint_id:
+        return -1
+    return int(checkpoint_id.split("-", 1)[0], 16)
+
+
+def empty_checkpoint() -> Checkpoint:
+    return Checkpoint(
+        v=1,
+        id="",
+        ts="",
+        channel_values={},
+        channel_versions={},
+        next_tasks=[],
+        paused=[],
+        appended={},
+    )
+
+
+def checkpoint_config(thread_id: str, ns: str, checkpoint_id: str) -> RunConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+class BaseCheckpointSaver:
+    """Base class of every saver. Implement the sync methods; the async ones default to them.
+
+    A saver written against this class works with every feature of the runtime: interrupts,
+    resume, `get_state`/`update_state`, history, one run per thread (through `lock_thread`).
+    """
+
+    def __init__(self) -> None:
+        self._locks_guard = threading.Lock()
+        self._held: set[tuple[str, str]] = set()
+
+    # ---- the contract -------------------------------------------------------------------
+
+    def get_tuple(self, config: RunConfig) -> CheckpointTuple | None:
+        """The thread's head, or the checkpoint named by `checkpoint_id`; None if there is none."""
+        raise NotImplementedError
+
+    def list(
+        self,
+        config: RunConfig | None,
+        *,
+        before: RunConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """The thread's checkpoints, newest first (`config=None`: every thread's)."""
+        raise NotImplementedError
+
+    def put(
+        self,
+        config: RunConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: dict[str, int],
+    ) -> RunConfig:
+        """Store `checkpoint` as the thread's new head; return the config that points at it.
+
+        `config["configurable"]["checkpoint_id"]` is the parent (absent for a new thread).
+
+        Raises:
+            CheckpointConflictError: the parent is not the thread's current head.
+        """
+        raise NotImplementedError
+
+    def put_writes(
+        self, config: RunConfig, writes: Sequence[tuple[str, Any]], task_id: str
+    ) -> None:
+        """Append pending writes of `task_id` to the checkpoint `config` points at."""
+        raise NotImplementedError
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove every checkpoint and write of the thread (all namespaces)."""
+        raise NotImplementedError
+
+    # ---- one run per thread -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lock_thread(self, config: RunConfig) -> Iterator[None]:
+        """Hold the thread for one run. This default guards within one process only.
+
+        Raises:
+            ThreadBusyError: someone else holds it.
+        """
+        key = (config_thread_id(config) or "", config_ns(config))
+        with self._locks_guard:
+            if key in self._held:
+                raise ThreadBusyError(
+                    f"thread {key[0]!r} is already running in this process; "
+                    "wait for that run to pause or finish",
+                    key[0],
+                )
+            self._held.add(key)
+        try:
+            yield
+        finally:
+            with self._locks_guard:
+                self._held.discard(key)
+
+    @contextlib.asynccontextmanager
+    async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:
+        """Async form of `lock_thread`."""
+        with self.lock_thread(config):
+            yield
+
+    # ---- async twins (default: the sync method, off the event loop) -------------------
+
+    async def aget_tuple(self, config: RunConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunConfig | None,
+        *,
+        before: RunConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        items = await asyncio.to_thread(
+            lambda: list(self.list(config, before=before, limit=limit))
+        )
+        for item in items:
+            yield item
+
+    async def aput(
+        self,
+        config: RunConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: dict[str, int],
+    ) -> RunConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self, config: RunConfig, writes: Sequence[tuple[str, Any]], task_id: str
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)

@@ -1,0 +1,184 @@
+"""`InMemorySaver`: checkpoints in a dict, for development and tests. Lost when the process exits.
+
+Values are stored serialized (the same tagged JSON as `SQLSaver`), so a value that would not
+survive a restart fails here too, at the step that produced it, and stored history is a copy
+that later mutation cannot reach.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..errors import CheckpointConflictError, CheckpointFormatError
+from ..types import RunConfig
+from . import serde
+from .base import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    checkpoint_config,
+    config_checkpoint_id,
+    config_ns,
+    config_thread_id,
+)
+
+__all__ = ["InMemorySaver", "MemorySaver"]
+
+_Key = tuple[str, str]  # (thread_id, checkpoint_ns)
+
+
+class InMemorySaver(BaseCheckpointSaver):
+    """Keeps every thread's checkpoints in memory."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.RLock()
+        # (thread, ns) -> {checkpoint_id: (record, metadata, parent_id)}, in insertion order
+        self._checkpoints: dict[_Key, dict[str, tuple[dict[str, Any], str, str | None]]] = {}
+        self._blobs: dict[tuple[str, str, str, int], str] = {}
+        self._writes: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
+
+    def _key(self, config: RunConfig) -> _Key:
+        thread_id = config_thread_id(config)
+        if not thread_id:
+            raise ValueError('config needs {"configurable": {"thread_id": ...}}')
+        return (thread_id, config_ns(config))
+
+    def get_tuple(self, config: RunConfig) -> CheckpointTuple | None:
+        key = self._key(config)
+        with self._lock:
+            history = self._checkpoints.get(key)
+            if not history:
+                return None
+            checkpoint_id = config_checkpoint_id(config) or next(reversed(history))
+            if checkpoint_id not in history:
+                return None
+            return self._tuple(key, checkpoint_id, history[checkpoint_id])
+
+    def _tuple(
+        self, key: _Key, checkpoint_id: str, entry: tuple[dict[str, Any], str, str | None]
+    ) -> CheckpointTuple:
+        record, metadata_json, parent_id = entry
+        thread_id, ns = key
+        values: dict[str, Any] = {}
+        for channel, version in record["channel_versions"].items():
+            blob = self._blobs.get((thread_id, ns, channel, version))
+            if blob is None:
+                continue
+            try:
+                values[channel] = serde.loads(blob)
+            except CheckpointFormatError as e:
+                raise CheckpointFormatError(
+                    f"thread {thread_id!r}, channel {channel!r}: {e}",
+                    thread_id=thread_id,
+                    channel=channel,
+                ) from e
+        checkpoint = Checkpoint(
+            v=record["v"],
+            id=checkpoint_id,
+            ts=record["ts"],
+            channel_values=values,
+            channel_versions=dict(record["channel_versions"]),
+            next_tasks=[list(t) for t in record["next_tasks"]],
+            paused=list(record["paused"]),
+            appended={},
+        )
+        writes = [
+            PendingWrite(task_id, channel, serde.loads(value))
+            for task_id, channel, value in self._writes.get((thread_id, ns, checkpoint_id), ())
+        ]
+        return CheckpointTuple(
+            config=checkpoint_config(thread_id, ns, checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=serde.loads(metadata_json),
+            parent_config=checkpoint_config(thread_id, ns, parent_id) if parent_id else None,
+            pending_writes=writes,
+        )
+
+    def list(
+        self,
+        config: RunConfig | None,
+        *,
+        before: RunConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        with self._lock:
+            if config is None:
+                keys = list(self._checkpoints)
+            else:
+                key = self._key(config)
+                keys = [key] if key in self._checkpoints else []
+            before_id = config_checkpoint_id(before) if before else None
+            out: list[CheckpointTuple] = []
+            for key in keys:
+                for checkpoint_id in reversed(self._checkpoints[key]):
+                    if before_id is not None and checkpoint_id >= before_id:
+                        continue
+                    if limit is not None and len(out) >= limit:
+                        break
+                    out.append(self._tuple(key, checkpoint_id, self._checkpoints[key][checkpoint_id]))
+        yield from out
+
+    def put(
+        self,
+        config: RunConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: dict[str, int],
+    ) -> RunConfig:
+        key = self._key(config)
+        thread_id, ns = key
+        parent_id = config_checkpoint_id(config)
+        # Serialize before taking the lock: a value that cannot be stored fails here, changing nothing.
+        values = checkpoint["channel_values"]
+        blobs = {
+            (thread_id, ns, channel, version): serde.dumps(values[channel])
+            for channel, version in new_versions.items()
+            if channel in values
+        }
+        record = {
+            "v": checkpoint["v"],
+            "ts": checkpoint["ts"],
+            "channel_versions": dict(checkpoint["channel_versions"]),
+            "next_tasks": [list(t) for t in checkpoint["next_tasks"]],
+            "paused": list(checkpoint["paused"]),
+        }
+        metadata_json = serde.dumps(dict(metadata))
+        with self._lock:
+            history = self._checkpoints.setdefault(key, {})
+            head = next(reversed(history)) if history else None
+            if head != parent_id:
+                raise CheckpointConflictError(
+                    f"thread {thread_id!r} moved on: its head is {head!r}, not {parent_id!r}; "
+                    "another run wrote to it",
+                    thread_id,
+                )
+            self._blobs.update(blobs)
+            history[checkpoint["id"]] = (record, metadata_json, parent_id)
+        return checkpoint_config(thread_id, ns, checkpoint["id"])
+
+    def put_writes(
+        self, config: RunConfig, writes: Sequence[tuple[str, Any]], task_id: str
+    ) -> None:
+        thread_id, ns = self._key(config)
+        checkpoint_id = config_checkpoint_id(config) or ""
+        stored = [(task_id, channel, serde.dumps(value)) for channel, value in writes]
+        with self._lock:
+            self._writes.setdefault((thread_id, ns, checkpoint_id), []).extend(stored)
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self._lock:
+            for key in [k for k in self._checkpoints if k[0] == thread_id]:
+                del self._checkpoints[key]
+            for blob_key in [k for k in self._blobs if k[0] == thread_id]:
+                del self._blobs[blob_key]
+            for write_key in [k for k in self._writes if k[0] == thread_id]:
+                del self._writes[write_key]
+
+
+MemorySaver = InMemorySaver
+"""Alias of `InMemorySaver` (the name LangGraph used first)."""

@@ -1,0 +1,200 @@
+"""Checkpoint serialization: JSON with type tags and a format version.
+
+Nothing is pickled and no class named in stored data is ever imported. Plain JSON values are
+stored as themselves; every other value is a one-key object `{"$t": [tag, data]}` whose tag
+must be on the allow-list below (or registered by the application with `register_type`). A
+stored object that happens to have a `"$t"` key of its own is escaped with the tag `dict`.
+
+`dumps(value)` returns `str`; `loads(text)` reverses it. Values are wrapped as
+`{"v": FORMAT_VERSION, "d": ...}` only where a whole record is stored (`dumps_record`), so
+that a later format can be recognised and read or refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import math
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import CheckpointFormatError, SerializationError
+from ..types import Interrupt
+
+__all__ = [
+    "FORMAT_VERSION",
+    "dumps",
+    "dumps_record",
+    "loads",
+    "loads_record",
+    "register_type",
+]
+
+FORMAT_VERSION = 1
+"""Bump when the stored shape changes; keep a golden checkpoint of every version in the tests."""
+
+_TAG = "$t"
+
+_Encoder = Callable[[Any], Any]
+_Decoder = Callable[[Any], Any]
+
+# tag -> (type, encode(value) -> json-able, decode(json-able) -> value)
+_BY_TAG: dict[str, tuple[type, _Encoder, _Decoder]] = {}
+_BY_TYPE: dict[type, tuple[str, _Encoder]] = {}
+
+
+def register_type(
+    cls: type, tag: str, encode: _Encoder, decode: _Decoder, *, replace: bool = False
+) -> None:
+    """Allow instances of `cls` in state, stored under `tag`.
+
+    `encode` turns an instance into plain JSON-able data (it may contain other supported
+    values); `decode` turns that data back into an instance. The tag is what is stored, so keep
+    it stable across renames of the class.
+    """
+    if not replace and (tag in _BY_TAG or cls in _BY_TYPE):
+        raise ValueError(f"type tag {tag!r} or class {cls.__qualname__} is already registered")
+    _BY_TAG[tag] = (cls, encode, decode)
+    _BY_TYPE[cls] = (tag, encode)
+
+
+def _decode_float(data: str) -> float:
+    return float(data)
+
+
+register_type(tuple, "tuple", list, tuple)
+register_type(set, "set", lambda v: sorted(v, key=repr), set)
+register_type(frozenset, "frozenset", lambda v: sorted(v, key=repr), frozenset)
+register_type(bytes, "bytes", lambda v: base64.b64encode(v).decode("ascii"), base64.b64decode)
+register_type(dt.datetime, "datetime", dt.datetime.isoformat, dt.datetime.fromisoformat)
+register_type(dt.date, "date", dt.date.isoformat, dt.date.fromisoformat)
+register_type(dt.time, "time", dt.time.isoformat, dt.time.fromisoformat)
+register_type(
+    dt.timedelta,
+    "timedelta",
+    lambda v: [v.days, v.seconds, v.microseconds],
+    lambda d: dt.timedelta(days=d[0], seconds=d[1], microseconds=d[2]),
+)
+register_type(decimal.Decimal, "decimal", str, decimal.Decimal)
+register_type(uuid.UUID, "uuid", str, uuid.UUID)
+register_type(
+    Interrupt,
+    "interrupt",
+    lambda v: [v.value, v.id, v.node, v.index, v.resumable],
+    lambda d: Interrupt(d[0], d[1], d[2], d[3], d[4]),
+)
+
+
+def _enc(value: Any) -> Any:
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is float:
+        if math.isfinite(value):
+            return value
+        return {_TAG: ["float", repr(value)]}
+    if t is list:
+        return [_enc(v) for v in value]
+    if t is dict:
+        if all(type(k) is str for k in value):
+            out = {k: _enc(v) for k, v in value.items()}
+            if _TAG in value:
+                return {_TAG: ["dict", out]}
+            return out
+        return {_TAG: ["map", [[_enc(k), _enc(v)] for k, v in value.items()]]}
+    entry = _BY_TYPE.get(t)
+    if entry is not None:
+        tag, encode = entry
+        return {_TAG: [tag, _enc(encode(value))]}
+    raise SerializationError(
+        f"cannot store a value of type {t.__module__}.{t.__qualname__} in a checkpoint: "
+        "state must be JSON-like (dict, list, str, int, float, bool, None) or a type on the "
+        "allow-list (tuple, set, bytes, datetime, date, time, timedelta, Decimal, UUID); register "
+        "others with graphs.checkpoint.serde.register_type"
+    )
+
+
+def _dec(data: Any) -> Any:
+    t = type(data)
+    if t is list:
+        return [_dec(v) for v in data]
+    if t is dict:
+        tagged = data.get(_TAG)
+        if tagged is None or len(data) != 1:
+            return {k: _dec(v) for k, v in data.items()}
+        tag, payload = tagged
+        if tag == "dict":
+            return {k: _dec(v) for k, v in payload.items()}
+        if tag == "map":
+            return {_hashable(_dec(k)): _dec(v) for k, v in payload}
+        if tag == "float":
+            return _decode_float(payload)
+        entry = _BY_TAG.get(tag)
+        if entry is None:
+            raise CheckpointFormatError(
+                f"unknown type tag {tag!r}: the value was stored by code that registered a type "
+                "this process has not (graphs.checkpoint.serde.register_type)"
+            )
+        return entry[2](_dec(payload))
+    return data
+
+
+def _hashable(key: Any) -> Any:
+    return tuple(key) if type(key) is list else key
+
+
+def dumps(value: Any) -> str:
+    """Serialize one value to tagged JSON text.
+
+    Raises:
+        SerializationError: the value (or something inside it) is not storable.
+    """
+    return json.dumps(_enc(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def loads(text: str | bytes) -> Any:
+    """Read what `dumps` wrote.
+
+    Raises:
+        CheckpointFormatError: the text is not valid or names an unknown type tag.
+    """
+    try:
+        return _dec(json.loads(text))
+    except CheckpointFormatError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError) as e:
+        raise CheckpointFormatError(f"stored value is not valid tagged JSON: {e}") from e
+
+
+def dumps_record(value: Any) -> str:
+    """Like `dumps`, with the format version around it: `{"v": 1, "d": ...}`."""
+    return json.dumps(
+        {"v": FORMAT_VERSION, "d": _enc(value)},
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+
+
+def loads_record(text: str | bytes) -> Any:
+    """Read what `dumps_record` wrote, refusing a format this code does not know."""
+    try:
+        raw = json.loads(text)
+    except ValueError as e:
+        raise CheckpointFormatError(f"stored record is not JSON: {e}") from e
+    if not isinstance(raw, dict) or "v" not in raw or "d" not in raw:
+        raise CheckpointFormatError("stored record has no format version ('v')")
+    if raw["v"] != FORMAT_VERSION:
+        raise CheckpointFormatError(
+            f"stored record has format version {raw['v']!r}; this code reads version "
+            f"{FORMAT_VERSION}. Upgrade signoff to read it."
+        )
+    try:
+        return _dec(raw["d"])
+    except CheckpointFormatError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError) as e:
+        raise CheckpointFormatError(f"stored record is not valid tagged JSON: {e}") from e

@@ -1,0 +1,281 @@
+"""`CompiledGraph`: run a graph (`invoke`, `ainvoke`, `stream`, `astream`) and read or amend its
+saved state (`get_state`, `get_state_history`, `update_state`)."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._loop import Paused, Run, drive_async, drive_sync
+from ._schema import Channel
+from .checkpoint.base import DONE, ERROR, CheckpointTuple, config_checkpoint_id, config_ns
+from .errors import CheckpointerRequiredError, GraphInterrupt
+from .types import Command, RunConfig, StateSnapshot, StateTask, StreamMode
+
+if TYPE_CHECKING:
+    from .builder import Branch, Join, NodeSpec, StateGraph
+    from .checkpoint.base import BaseCheckpointSaver
+
+__all__ = ["CompiledGraph"]
+
+
+class CompiledGraph:
+    """A checked, runnable graph. Made by `StateGraph.compile()`; safe to share between threads."""
+
+    def __init__(
+        self,
+        *,
+        builder: StateGraph,
+        channels: dict[str, Channel],
+        nodes: dict[str, NodeSpec],
+        edges: dict[str, list[str]],
+        joins: dict[str, list[Join]],
+        branches: dict[str, list[Branch]],
+        checkpointer: BaseCheckpointSaver | None,
+        interrupt_before: frozenset[str],
+        interrupt_after: frozenset[str],
+        recursion_limit: int,
+        interrupt_mode: Literal["raise", "return"],
+    ) -> None:
+        self.builder = builder
+        self.channels = channels
+        self.nodes = nodes
+        self.edges = edges
+        self.joins = joins
+        self.branches = branches
+        self.checkpointer = checkpointer
+        self.interrupt_before = interrupt_before
+        self.interrupt_after = interrupt_after
+        self.recursion_limit = recursion_limit
+        self.interrupt_mode = interrupt_mode
+
+    # ---- running ---------------------------------------------------------------------
+
+    def _run(self, config: RunConfig | None, modes: frozenset[str]) -> Run:
+        if config is None:
+            config = {}
+        configurable = config.get("configurable")
+        if configurable is None:
+            configurable = config["configurable"] = {}  # type: ignore[typeddict-item]
+        thread_id = configurable.get("thread_id")
+        if thread_id is None:
+            thread_id = uuid.uuid4().hex
+            if self.checkpointer is not None:
+                # Written back so the caller can learn the thread it must resume.
+                configurable["thread_id"] = thread_id
+        elif not isinstance(thread_id, str) or not thread_id:
+            raise ValueError(f"thread_id must be a non-empty string, got {thread_id!r}")
+        ns = configurable.get("checkpoint_ns") or ""
+        run_config: RunConfig = {**config, "configurable": {**configurable, "thread_id": thread_id}}
+        run = Run(self, run_config, thread_id, ns, modes=modes)
+        run.requested_id = config_checkpoint_id(config)
+        return run
+
+    def _lock(self, run: Run) -> contextlib.AbstractContextManager[None]:
+        if self.checkpointer is None:
+            return contextlib.nullcontext()
+        return self.checkpointer.lock_thread(run.config)
+
+    def _finish(self, result: dict[str, Any] | Paused) -> dict[str, Any]:
+        if isinstance(result, Paused):
+            if self.interrupt_mode == "return":
+                return {**result.values, "__interrupt__": list(result.interrupts)}
+            raise GraphInterrupt(result.interrupts, result.config)
+        return result
+
+    def invoke(self, input: dict[str, Any] | Command | None, config: RunConfig | None = None) -> dict[str, Any]:
+        """Run until the graph finishes or pauses; return the final state.
+
+        `input` starts a run (a dict of state keys), answers a pause (`Command(resume=...)`),
+        or, as `None`, continues a paused or failed thread from its saved frontier.
+
+        Raises:
+            GraphInterrupt: the run paused (unless compiled with `interrupt_mode="return"`).
+            ResumeError: there is nothing to resume, or the answer matches no pending pause.
+            ThreadBusyError: another run holds this thread.
+            GraphRecursionError: more supersteps than the recursion limit.
+        """
+        out: list[dict[str, Any]] = []
+        for _ in self._stream(input, config, frozenset(), out):
+            pass
+        return out[0]
+
+    def _stream(
+        self, input: Any, config: RunConfig | None, modes: frozenset[str], out: list[Any]
+    ) -> Iterator[tuple[str, Any]]:
+        run = self._run(config, modes)
+        with self._lock(run):
+            result = yield from drive_sync(run, run.execute(input))
+        out.append(self._finish(result))
+
+    async def ainvoke(
+        self, input: dict[str, Any] | Command | None, config: RunConfig | None = None
+    ) -> dict[str, Any]:
+        """Async `invoke`: tasks of one superstep run concurrently."""
+        out: list[dict[str, Any]] = []
+        async for _ in self._astream(input, config, frozenset(), out):
+            pass
+        return out[0]
+
+    async def _astream(
+        self, input: Any, config: RunConfig | None, modes: frozenset[str], out: list[Any]
+    ) -> AsyncIterator[tuple[str, Any]]:
+        run = self._run(config, modes)
+        got: list[Any] = []
+        lock = (
+            self.checkpointer.alock_thread(run.config)
+            if self.checkpointer is not None
+            else contextlib.nullcontext()
+        )
+        async with lock:
+            async for chunk in drive_async(run, run.execute(input), got):
+                yield chunk
+        out.append(self._finish(got[0]))
+
+    def stream(
+        self,
+        input: dict[str, Any] | Command | None,
+        config: RunConfig | None = None,
+        stream_mode: StreamMode | Sequence[StreamMode] = "values",
+    ) -> Iterator[Any]:
+        """Like `invoke`, yielding as it goes.
+
+        `"values"`: the whole state after the input and after every step. `"updates"`:
+        `{node: update}` per node per step, and `{"__interrupt__": (...)}` on a pause. With a
+        list of modes, each item is `(mode, chunk)`. A pause ends the stream; in the default
+        interrupt mode it then raises `GraphInterrupt`.
+        """
+        modes, tagged = _modes(stream_mode)
+        for mode, chunk in self._stream(input, config, modes, []):
+            yield (mode, chunk) if tagged else chunk
+
+    async def astream(
+        self,
+        input: dict[str, Any] | Command | None,
+        config: RunConfig | None = None,
+        stream_mode: StreamMode | Sequence[StreamMode] = "values",
+    ) -> AsyncIterator[Any]:
+        """Async `stream`."""
+        modes, tagged = _modes(stream_mode)
+        async for mode, chunk in self._astream(input, config, modes, []):
+            yield (mode, chunk) if tagged else chunk
+
+    # ---- state -----------------------------------------------------------------------
+
+    def _saver(self, what: str) -> BaseCheckpointSaver:
+        if self.checkpointer is None:
+            raise CheckpointerRequiredError(
+                f"{what} needs a checkpointer: compile(checkpointer=InMemorySaver()) or SQLSaver(url)"
+            )
+        return self.checkpointer
+
+    def get_state(self, config: RunConfig) -> StateSnapshot:
+        """The thread's latest checkpoint (or the one `checkpoint_id` names) as a snapshot.
+
+        An unknown thread gives an empty snapshot (`values={}`, `next=[]`).
+        """
+        tup = self._saver("get_state").get_tuple(config)
+        return self._snapshot(config, tup)
+
+    async def aget_state(self, config: RunConfig) -> StateSnapshot:
+        tup = await self._saver("aget_state").aget_tuple(config)
+        return self._snapshot(config, tup)
+
+    def get_state_history(
+        self, config: RunConfig, *, limit: int | None = None, before: RunConfig | None = None
+    ) -> Iterator[StateSnapshot]:
+        """Every checkpoint of the thread, newest first."""
+        for tup in self._saver("get_state_history").list(config, limit=limit, before=before):
+            yield self._snapshot(config, tup)
+
+    async def aget_state_history(
+        self, config: RunConfig, *, limit: int | None = None, before: RunConfig | None = None
+    ) -> AsyncIterator[StateSnapshot]:
+        async for tup in self._saver("aget_state_history").alist(config, limit=limit, before=before):
+            yield self._snapshot(config, tup)
+
+    def _snapshot(self, config: RunConfig, tup: CheckpointTuple | None) -> StateSnapshot:
+        if tup is None:
+            return StateSnapshot(values={}, next=[], config=config, metadata={}, created_at=None, parent_config=None)
+        cp = tup.checkpoint
+        run = self._run({"configurable": dict(tup.config["configurable"])}, frozenset())
+        tasks: list[StateTask] = []
+        interrupts = []
+        for name, task_id in cp["next_tasks"]:
+            writes = [(c, v) for t, c, v in tup.pending_writes if t == task_id]
+            if name in self.nodes:
+                run.pending = {task_id: writes}
+                task = run.make_task(name, task_id)
+                waiting = tuple(run.unanswered(task))
+            else:
+                waiting = ()
+            done = any(c == DONE for c, _ in writes)
+            errors = [v for c, v in writes if c == ERROR]
+            tasks.append(
+                StateTask(task_id, name, waiting, errors[-1] if errors and not done else None, done)
+            )
+            interrupts.extend(waiting)
+        values = {k: v for k, v in cp["channel_values"].items() if not k.startswith("__")}
+        return StateSnapshot(
+            values=values,
+            next=[name for name, _ in cp["next_tasks"]],
+            config=tup.config,
+            metadata=dict(tup.metadata),
+            created_at=cp["ts"],
+            parent_config=tup.parent_config,
+            tasks=tuple(tasks),
+            interrupts=tuple(interrupts),
+        )
+
+    def update_state(
+        self, config: RunConfig, values: dict[str, Any], as_node: str | None = None
+    ) -> RunConfig:
+        """Amend the thread's state in a new checkpoint (`source="update"`); return its config.
+
+        Without `as_node`, each key is replaced as given (reducers are not applied: pass the whole
+        intended value of an `operator.add` list), and the frontier and pending pauses are kept.
+        With `as_node="x"`, the values go through the reducers as if node `x` had returned them,
+        and the frontier becomes what follows `x`.
+        """
+        saver = self._saver("update_state")
+        run = self._run(_thread_only(config), frozenset())
+        with saver.lock_thread(run.config):
+            gen = drive_sync(run, run.update(values, as_node))
+            while True:
+                try:
+                    next(gen)
+                except StopIteration as stop:
+                    return stop.value
+
+    async def aupdate_state(
+        self, config: RunConfig, values: dict[str, Any], as_node: str | None = None
+    ) -> RunConfig:
+        saver = self._saver("aupdate_state")
+        run = self._run(_thread_only(config), frozenset())
+        out: list[Any] = []
+        async with saver.alock_thread(run.config):
+            async for _ in drive_async(run, run.update(values, as_node), out):
+                pass
+        return out[0]
+
+
+def _thread_only(config: RunConfig) -> RunConfig:
+    configurable = dict(config.get("configurable") or {})
+    if not configurable.get("thread_id"):
+        raise ValueError('update_state needs {"configurable": {"thread_id": ...}}')
+    # An update always goes on top of the thread's latest checkpoint: history never forks.
+    return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": config_ns(config)}}
+
+
+def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[str], bool]:
+    if isinstance(stream_mode, str):
+        modes, tagged = frozenset([stream_mode]), False
+    else:
+        modes, tagged = frozenset(stream_mode), True
+    unknown = modes - {"values", "updates"}
+    if unknown:
+        raise ValueError(f"unknown stream_mode {sorted(unknown)}; use 'values' and/or 'updates'")
+    return modes, tagged
+

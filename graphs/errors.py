@@ -1,0 +1,216 @@
+"""Every error the runtime raises, in one tree.
+
+```
+GraphError                        root of everything below
+├── GraphSetupError               the graph was built wrong (compile-time), also a ValueError
+├── InvalidUpdateError            a node or caller wrote a key or value the state cannot take
+├── GraphRecursionError           more supersteps than `recursion_limit`, also a RecursionError
+├── GraphInterrupt                the run paused; carries `.interrupts` and `.config`
+│   └── NodeInterrupt             raised by node code to pause with a value
+├── CheckpointerRequiredError     pausing or resuming without a checkpointer
+├── ResumeError                   a resume that matches nothing (unknown thread, not paused, bad id)
+├── ThreadBusyError               another run holds the thread (one run per thread)
+│   └── CheckpointConflictError   the thread's head moved under us; history never forks
+├── CheckpointFormatError         a stored checkpoint the code can no longer read
+│   └── SchemaVersionError        the database's checkpoint schema is not the one this code knows
+├── SerializationError            a value the checkpoint format cannot store
+└── SideEffectUnknownError        a `once()` effect started but its outcome was never recorded
+```
+
+An exception raised by node code is not wrapped: it propagates with its own type, and a note
+naming the node and the thread is attached (`BaseException.add_note`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .types import Interrupt, RunConfig
+
+__all__ = [
+    "CheckpointConflictError",
+    "CheckpointFormatError",
+    "CheckpointerRequiredError",
+    "GraphError",
+    "GraphInterrupt",
+    "GraphRecursionError",
+    "GraphSetupError",
+    "InvalidUpdateError",
+    "NodeInterrupt",
+    "ResumeError",
+    "SchemaVersionError",
+    "SerializationError",
+    "SideEffectUnknownError",
+    "ThreadBusyError",
+]
+
+
+class GraphError(Exception):
+    """Root of every error raised by `graphs`."""
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class GraphSetupError(GraphError, ValueError):
+    """The graph is built wrong: unknown node, unreachable node, no entry point, bad schema."""
+
+
+class InvalidUpdateError(GraphError, ValueError):
+    """A node (or `update_state`, or the input) produced an update the state cannot accept."""
+
+
+class GraphRecursionError(GraphError, RecursionError):
+    """The run needed more supersteps than `recursion_limit` allows.
+
+    Attributes:
+        limit: the limit in force for this run.
+        current: how many supersteps this run had completed when it stopped.
+    """
+
+    def __init__(self, limit: int, current: int, thread_id: str | None = None) -> None:
+        where = f" on thread {thread_id!r}" if thread_id else ""
+        super().__init__(
+            f"Recursion limit of {limit} supersteps reached{where} after {current} steps "
+            "without hitting END. Raise it with compile(recursion_limit=...) or "
+            'config["recursion_limit"], or check the graph for a loop that never exits.'
+        )
+        self.limit = limit
+        self.current = current
+        self.thread_id = thread_id
+
+
+class GraphInterrupt(GraphError):
+    """The run paused. Resume it with `invoke(Command(resume=...), config)` or `invoke(None, config)`.
+
+    Attributes:
+        interrupts: the pending `Interrupt`s (empty for a static `interrupt_before/after` pause).
+        config: the config of the saved checkpoint; it names the thread to resume.
+    """
+
+    def __init__(
+        self,
+        interrupts: Sequence[Interrupt] | Any = (),
+        config: RunConfig | None = None,
+    ) -> None:
+        if isinstance(interrupts, (list, tuple)):
+            self.interrupts: tuple[Any, ...] = tuple(interrupts)
+        else:
+            self.interrupts = (interrupts,)
+        self.config = config
+        super().__init__(self.interrupts)
+
+    def __str__(self) -> str:
+        thread = (self.config or {}).get("configurable", {}).get("thread_id")
+        where = f"thread {thread!r}" if thread else "the run"
+        if not self.interrupts:
+            return f"{where} paused at a static interrupt point"
+        return f"{where} paused: " + ", ".join(repr(i) for i in self.interrupts)
+
+
+class NodeInterrupt(GraphInterrupt):
+    """Raise inside a node to pause the run with `value`; `invoke(None, config)` re-runs the node."""
+
+    def __init__(self, value: Any = None) -> None:
+        self.value = value
+        super().__init__(())
+
+    def __str__(self) -> str:
+        return f"NodeInterrupt({self.value!r})"
+
+
+class CheckpointerRequiredError(GraphError, RuntimeError):
+    """A pause or resume was asked of a graph compiled without a checkpointer."""
+
+
+class ResumeError(GraphError, ValueError):
+    """A resume that cannot be honoured: no such thread, nothing paused, or an unknown interrupt id.
+
+    Attributes:
+        thread_id: the thread the resume was aimed at.
+    """
+
+    def __init__(self, message: str, thread_id: str | None = None) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+
+
+class ThreadBusyError(GraphError, RuntimeError):
+    """Another run (in this process or another) is running this thread right now.
+
+    Attributes:
+        thread_id: the contested thread.
+    """
+
+    def __init__(self, message: str, thread_id: str | None = None) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+
+
+class CheckpointConflictError(ThreadBusyError):
+    """The thread's latest checkpoint is not the one this run started from.
+
+    Another run wrote to the thread in between. Nothing was written; reload and try again.
+    """
+
+
+class CheckpointFormatError(GraphError, ValueError):
+    """A stored checkpoint cannot be read by this code.
+
+    Attributes:
+        thread_id: the thread it belongs to (when known).
+        channel: the state key whose value failed (when known).
+    """
+
+    def __init__(
+        self, message: str, *, thread_id: str | None = None, channel: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.channel = channel
+
+
+class SchemaVersionError(CheckpointFormatError):
+    """The database's checkpoint schema is not the revision this code reads and writes.
+
+    Either the database was migrated by newer code (upgrade signoff; never downgrade the
+    database under a running fleet), or the tables were never created (call `setup()`).
+
+    Attributes:
+        db_revision: the revision recorded in the database (None: no checkpoint tables).
+        code_revision: the newest revision this code knows.
+    """
+
+    def __init__(self, message: str, *, db_revision: str | None, code_revision: str) -> None:
+        super().__init__(message)
+        self.db_revision = db_revision
+        self.code_revision = code_revision
+
+
+class SerializationError(GraphError, TypeError):
+    """A value that the checkpoint format cannot store (it would not survive a restart)."""
+
+
+class SideEffectUnknownError(GraphError, RuntimeError):
+    """A `once()` effect was started on an earlier attempt, but its outcome was never recorded.
+
+    The process died (or the effect raised) after the effect began. It may or may not have
+    happened. Check the outside system, then either record the outcome with
+    `update_state`, or call `once(..., retry_unknown=True)` to run it again on purpose.
+
+    Attributes:
+        thread_id: the thread.
+        key: the `once()` key.
+    """
+
+    def __init__(self, thread_id: str | None, key: str) -> None:
+        super().__init__(
+            f"Side effect {key!r} on thread {thread_id!r} was started before a crash and its "
+            "outcome is unknown; check whether it happened, then rerun with "
+            "once(..., retry_unknown=True) if it did not."
+        )
+        self.thread_id = thread_id
+        self.key = key

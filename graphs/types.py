@@ -1,0 +1,129 @@
+"""The small value types of the public API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+__all__ = [
+    "END",
+    "START",
+    "Command",
+    "Interrupt",
+    "RunConfig",
+    "StateSnapshot",
+    "StateTask",
+    "StreamMode",
+]
+
+START = "__start__"
+"""The virtual node every run begins at: `add_edge(START, "first")`."""
+
+END = "__end__"
+"""The virtual node a branch finishes at: `add_edge("last", END)`."""
+
+StreamMode = Literal["values", "updates"]
+
+
+class Configurable(TypedDict, total=False):
+    thread_id: str
+    """The durable key of a conversation. Invocations on one thread accumulate."""
+    checkpoint_ns: str
+    """An optional namespace within the thread (default `""`)."""
+    checkpoint_id: str
+    """A specific checkpoint (read-only for `get_state`; runs always continue from the head)."""
+
+
+class RunConfig(TypedDict, total=False):
+    """The `config` argument of `invoke`, `get_state` and friends."""
+
+    configurable: Configurable
+    recursion_limit: int
+    """The most supersteps one invocation may run (default: the compiled graph's, 25)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupt:
+    """A pending pause: what the node asked, and the id a resume answers it by."""
+
+    value: Any
+    """What was passed to `interrupt(value)` (or `NodeInterrupt(value)`)."""
+    id: str
+    """Stable across replays; answer it with `Command(resume={id: answer})`."""
+    node: str = ""
+    """The node that paused."""
+    index: int = 0
+    """Which `interrupt()` call in the node this is (0 for the first)."""
+    resumable: bool = True
+    """False for a `NodeInterrupt`: it takes no answer; `invoke(None, config)` re-runs the node."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """An instruction in place of an input (`resume`, `update`) or of a node's return (`update`, `goto`).
+
+    `invoke(Command(resume=answer), config)` answers the one pending `interrupt()`;
+    `Command(resume={interrupt_id: answer, ...})` answers several by id.
+    """
+
+    resume: Any = None
+    """The value the pending `interrupt()` returns. A dict keyed by interrupt ids answers several."""
+    update: Mapping[str, Any] | None = None
+    """State update applied (through reducers) before the paused tasks run, or as a node's write."""
+    goto: str | Sequence[str] = ()
+    """From a node: the node(s) to run next, in addition to its edges."""
+    _has_resume: bool = field(default=False, repr=False, compare=False)
+
+    def __init__(
+        self,
+        *,
+        resume: Any = ...,
+        update: Mapping[str, Any] | None = None,
+        goto: str | Sequence[str] = (),
+    ) -> None:
+        object.__setattr__(self, "resume", None if resume is ... else resume)
+        object.__setattr__(self, "_has_resume", resume is not ...)
+        object.__setattr__(self, "update", update)
+        object.__setattr__(self, "goto", goto)
+
+    @property
+    def has_resume(self) -> bool:
+        """True when `resume=` was given (even `resume=None`)."""
+        return self._has_resume
+
+
+@dataclass(frozen=True, slots=True)
+class StateTask:
+    """A task of the pending frontier, as `get_state` shows it."""
+
+    id: str
+    name: str
+    interrupts: tuple[Interrupt, ...] = ()
+    """Its unanswered pauses."""
+    error: str | None = None
+    """The error it failed with on the last attempt, if it failed."""
+    done: bool = False
+    """It finished in a step that did not complete (its writes are kept; it will not run again)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StateSnapshot:
+    """A read-only view of one checkpoint."""
+
+    values: dict[str, Any]
+    """The state, without internal channels (names starting with `__`)."""
+    next: list[str]
+    """The nodes that run when the thread is resumed; empty when the run finished."""
+    config: RunConfig
+    """Points at this checkpoint (includes `checkpoint_id`)."""
+    metadata: dict[str, Any]
+    """`step`, `source` (`input`, `loop`, `update`) and `writes` (what each node returned)."""
+    created_at: str | None
+    """ISO-8601 time of the checkpoint."""
+    parent_config: RunConfig | None
+    """The checkpoint before this one."""
+    tasks: tuple[StateTask, ...] = ()
+    """The pending frontier, with interrupts and errors."""
+    interrupts: tuple[Interrupt, ...] = ()
+    """Every unanswered `Interrupt` of the frontier."""

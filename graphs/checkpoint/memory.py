@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import CheckpointConflictError, CheckpointFormatError
+from ..errors import CheckpointConflictError, CheckpointFormatError, SerializationError
 from ..types import RunConfig
 from . import serde
 from .base import (
@@ -30,6 +30,17 @@ __all__ = ["InMemorySaver", "MemorySaver"]
 
 _Key = tuple[str, str]  # (thread_id, checkpoint_ns)
 
+# Immutable scalars need no copy: they are kept as they are, in a 1-tuple; the rest as JSON.
+_SCALARS = frozenset([str, int, bool, type(None)])
+
+
+def _store(value: Any) -> tuple[Any] | str:
+    return (value,) if type(value) in _SCALARS else serde.dumps(value)
+
+
+def _load(stored: tuple[Any] | str) -> Any:
+    return stored[0] if type(stored) is tuple else serde.loads(stored)
+
 
 class InMemorySaver(BaseCheckpointSaver):
     """Keeps every thread's checkpoints in memory."""
@@ -38,9 +49,9 @@ class InMemorySaver(BaseCheckpointSaver):
         super().__init__()
         self._lock = threading.RLock()
         # (thread, ns) -> {checkpoint_id: (record, metadata, parent_id)}, in insertion order
-        self._checkpoints: dict[_Key, dict[str, tuple[dict[str, Any], str, str | None]]] = {}
-        self._blobs: dict[tuple[str, str, str, int], str] = {}
-        self._writes: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
+        self._checkpoints: dict[_Key, dict[str, tuple[dict[str, Any], dict[str, Any], str | None]]] = {}
+        self._blobs: dict[tuple[str, str, str, int], tuple[Any] | str] = {}
+        self._writes: dict[tuple[str, str, str], list[tuple[str, str, tuple[Any] | str]]] = {}
 
     def _key(self, config: RunConfig) -> _Key:
         thread_id = config_thread_id(config)
@@ -60,9 +71,9 @@ class InMemorySaver(BaseCheckpointSaver):
             return self._tuple(key, checkpoint_id, history[checkpoint_id])
 
     def _tuple(
-        self, key: _Key, checkpoint_id: str, entry: tuple[dict[str, Any], str, str | None]
+        self, key: _Key, checkpoint_id: str, entry: tuple[dict[str, Any], dict[str, Any], str | None]
     ) -> CheckpointTuple:
-        record, metadata_json, parent_id = entry
+        record, metadata, parent_id = entry
         thread_id, ns = key
         values: dict[str, Any] = {}
         for channel, version in record["channel_versions"].items():
@@ -70,7 +81,7 @@ class InMemorySaver(BaseCheckpointSaver):
             if blob is None:
                 continue
             try:
-                values[channel] = serde.loads(blob)
+                values[channel] = _load(blob)
             except CheckpointFormatError as e:
                 raise CheckpointFormatError(
                     f"thread {thread_id!r}, channel {channel!r}: {e}",
@@ -88,13 +99,13 @@ class InMemorySaver(BaseCheckpointSaver):
             appended={},
         )
         writes = [
-            PendingWrite(task_id, channel, serde.loads(value))
+            PendingWrite(task_id, channel, _load(value))
             for task_id, channel, value in self._writes.get((thread_id, ns, checkpoint_id), ())
         ]
         return CheckpointTuple(
             config=checkpoint_config(thread_id, ns, checkpoint_id),
             checkpoint=checkpoint,
-            metadata=serde.loads(metadata_json),
+            metadata=dict(metadata),
             parent_config=checkpoint_config(thread_id, ns, parent_id) if parent_id else None,
             pending_writes=writes,
         )
@@ -135,11 +146,15 @@ class InMemorySaver(BaseCheckpointSaver):
         parent_id = config_checkpoint_id(config)
         # Serialize before taking the lock: a value that cannot be stored fails here, changing nothing.
         values = checkpoint["channel_values"]
-        blobs = {
-            (thread_id, ns, channel, version): serde.dumps(values[channel])
-            for channel, version in new_versions.items()
-            if channel in values
-        }
+        blobs = {}
+        for channel, version in new_versions.items():
+            if channel in values:
+                try:
+                    blobs[(thread_id, ns, channel, version)] = _store(values[channel])
+                except SerializationError as e:
+                    raise SerializationError(
+                        f"thread {thread_id!r}, state key {channel!r}: {e}"
+                    ) from e
         record = {
             "v": checkpoint["v"],
             "ts": checkpoint["ts"],
@@ -147,7 +162,6 @@ class InMemorySaver(BaseCheckpointSaver):
             "next_tasks": [list(t) for t in checkpoint["next_tasks"]],
             "paused": list(checkpoint["paused"]),
         }
-        metadata_json = serde.dumps(dict(metadata))
         with self._lock:
             history = self._checkpoints.setdefault(key, {})
             head = next(reversed(history)) if history else None
@@ -158,7 +172,7 @@ class InMemorySaver(BaseCheckpointSaver):
                     thread_id,
                 )
             self._blobs.update(blobs)
-            history[checkpoint["id"]] = (record, metadata_json, parent_id)
+            history[checkpoint["id"]] = (record, dict(metadata), parent_id)
         return checkpoint_config(thread_id, ns, checkpoint["id"])
 
     def put_writes(
@@ -166,7 +180,7 @@ class InMemorySaver(BaseCheckpointSaver):
     ) -> None:
         thread_id, ns = self._key(config)
         checkpoint_id = config_checkpoint_id(config) or ""
-        stored = [(task_id, channel, serde.dumps(value)) for channel, value in writes]
+        stored = [(task_id, channel, _store(value)) for channel, value in writes]
         with self._lock:
             self._writes.setdefault((thread_id, ns, checkpoint_id), []).extend(stored)
 

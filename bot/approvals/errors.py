@@ -1,0 +1,121 @@
+"""Every error of the governance layer, in one tree.
+
+```
+ApprovalError                  root
+├── PolicyError                the policy file is invalid (names file, line and key)
+├── UnknownApprovalError       no approval has this id
+├── DecisionRefused            a vote that policy or state refuses; nothing changed
+│   ├── NotAuthorizedError     the user is not an approver of this action
+│   ├── SelfApprovalError      the requester may not approve their own request
+│   ├── AlreadyDecidedError    the approval was decided already (by whom, when)
+│   ├── AlreadyVotedError      this user has voted on it already
+│   ├── ApprovalExpiredError   the approval expired
+│   └── InvalidEditError       an edit names a field that is not editable, or a bad value
+├── UnknownWorkflowError       no workflow is registered under this name
+└── StartRefused               the user may not start this workflow
+```
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlreadyDecidedError",
+    "AlreadyVotedError",
+    "ApprovalError",
+    "ApprovalExpiredError",
+    "DecisionRefused",
+    "InvalidEditError",
+    "NotAuthorizedError",
+    "PolicyError",
+    "SelfApprovalError",
+    "StartRefused",
+    "UnknownApprovalError",
+    "UnknownWorkflowError",
+]
+
+
+class ApprovalError(Exception):
+    """Root of the governance layer's errors."""
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class PolicyError(ApprovalError, ValueError):
+    """The policy file is invalid. The message starts with `file:line:` and names the key.
+
+    Attributes:
+        source: the file name.
+        line: the 1-based line, when it can be told.
+        key: the dotted key, e.g. `actions.send_refund.tier`.
+    """
+
+    def __init__(self, message: str, *, source: str = "", line: int | None = None, key: str = "") -> None:
+        where = source + (f":{line}" if line else "")
+        prefix = f"{where}: " if where else ""
+        at = f"{key}: " if key else ""
+        super().__init__(f"{prefix}{at}{message}")
+        self.source = source
+        self.line = line
+        self.key = key
+
+
+class UnknownApprovalError(ApprovalError, LookupError):
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(
+            f"no approval has id {approval_id!r}; `signoff pending` lists the pending ones"
+        )
+        self.approval_id = approval_id
+
+
+class DecisionRefused(ApprovalError):
+    """A vote was refused. Nothing was recorded. `code` is stable, for programs and Slack."""
+
+    code = "refused"
+
+    def __init__(self, message: str, approval_id: str = "") -> None:
+        super().__init__(message)
+        self.approval_id = approval_id
+
+
+class NotAuthorizedError(DecisionRefused):
+    code = "not_approver"
+
+
+class SelfApprovalError(DecisionRefused):
+    code = "self_approval"
+
+
+class AlreadyDecidedError(DecisionRefused):
+    """Attributes: `status`, `decided_by` (user ids or the rule), `decided_at` (epoch seconds)."""
+
+    code = "already_decided"
+
+    def __init__(
+        self, message: str, approval_id: str, status: str, decided_by: list[str], decided_at: float | None
+    ) -> None:
+        super().__init__(message, approval_id)
+        self.status = status
+        self.decided_by = decided_by
+        self.decided_at = decided_at
+
+
+class AlreadyVotedError(DecisionRefused):
+    code = "already_voted"
+
+
+class ApprovalExpiredError(DecisionRefused):
+    code = "expired"
+
+
+class InvalidEditError(DecisionRefused):
+    code = "invalid_edit"
+
+
+class UnknownWorkflowError(ApprovalError, LookupError):
+    pass
+
+
+class StartRefused(ApprovalError):
+    pass

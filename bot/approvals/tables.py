@@ -1,0 +1,181 @@
+"""The governance tables, as SQLAlchemy Core metadata. Created by the migrations beside them.
+
+They live in the same database as the checkpoints but are separate from them: the checkpoint is
+the graph's memory, these are the application's record (what was asked, who decided, what ran).
+
+- `runs`: one row per workflow run (thread): who started it, where its cards go, how it ended.
+- `approvals`: one row per approval request, with its status and deadlines.
+- `approval_waiters`: the paused interrupts an approval answers (more than one when a duplicate
+  request joined a pending one).
+- `votes`: one row per person's decision on an approval.
+- `audit_events`: the append-only, hash-chained audit log.
+- `jobs`: the durable queue of work to do after a commit (resume a thread, deliver an event).
+- `effects`: what the bundled workflows' stand-in side effects did (refunds issued, rows
+  deleted, emails sent), so that tests and the demo can count them.
+
+Times are seconds since the epoch (double precision), the same on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Double,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+__all__ = [
+    "SCHEMA_REVISION",
+    "VERSION_TABLE",
+    "approval_waiters",
+    "approvals",
+    "audit_events",
+    "effects",
+    "jobs",
+    "metadata",
+    "runs",
+    "votes",
+]
+
+SCHEMA_REVISION = "a0001"
+"""The newest migration under `migrations/versions` (a test checks they agree)."""
+
+VERSION_TABLE = "signoff_schema_version"
+
+metadata = MetaData()
+
+_BigId = BigInteger().with_variant(Integer, "sqlite")
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("thread_id", Text, primary_key=True),
+    Column("workflow", Text, nullable=False),
+    Column("requester", Text, nullable=False),
+    Column("channel", Text, nullable=True),
+    Column("status", String(20), nullable=False),
+    Column("input", Text, nullable=False),
+    Column("result", Text, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("created_at", Double, nullable=False),
+    Column("updated_at", Double, nullable=False),
+    Index("ix_runs_status_updated", "status", "updated_at"),
+)
+
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("thread_id", Text, nullable=False),
+    Column("interrupt_id", Text, nullable=False, unique=True),
+    Column("workflow", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("title", Text, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("fingerprint", Text, nullable=False),
+    Column("dedupe_key", Text, nullable=True),
+    Column("risk_tier", String(10), nullable=False),
+    Column("requester", Text, nullable=False),
+    Column("status", String(10), nullable=False),
+    Column("required", Integer, nullable=False),
+    Column("approvers", Text, nullable=False),
+    Column("editable", Text, nullable=False),
+    Column("escalated", Boolean, nullable=False, default=False),
+    Column("decision", Text, nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("channel", Text, nullable=True),
+    Column("message_ts", Text, nullable=True),
+    Column("created_at", Double, nullable=False),
+    Column("updated_at", Double, nullable=False),
+    Column("decided_at", Double, nullable=True),
+    Column("remind_at", Double, nullable=True),
+    Column("escalate_at", Double, nullable=True),
+    Column("expire_at", Double, nullable=True),
+    Column("reminded_at", Double, nullable=True),
+    Column("escalated_at", Double, nullable=True),
+    Column("version", Integer, nullable=False, default=0),
+    Index("ix_approvals_status_created", "status", "created_at"),
+    Index("ix_approvals_status_expire", "status", "expire_at"),
+    Index("ix_approvals_dedupe", "action", "dedupe_key", "status"),
+    Index("ix_approvals_thread", "thread_id"),
+)
+
+approval_waiters = Table(
+    "approval_waiters",
+    metadata,
+    Column("interrupt_id", Text, primary_key=True),
+    Column("approval_id", Text, ForeignKey("approvals.id", ondelete="CASCADE"), nullable=False),
+    Column("thread_id", Text, nullable=False),
+    Column("fingerprint", Text, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Index("ix_approval_waiters_approval", "approval_id"),
+)
+
+votes = Table(
+    "votes",
+    metadata,
+    Column("id", _BigId, Identity(), primary_key=True),
+    Column("approval_id", Text, ForeignKey("approvals.id", ondelete="CASCADE"), nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("decision", String(10), nullable=False),
+    Column("note", Text, nullable=False, default=""),
+    Column("edits", Text, nullable=True),
+    Column("at", Double, nullable=False),
+    UniqueConstraint("approval_id", "user_id", name="uq_votes_approval_user"),
+)
+
+audit_events = Table(
+    "audit_events",
+    metadata,
+    Column("seq", _BigId, Identity(), primary_key=True),
+    Column("at", Double, nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("approval_id", Text, nullable=True),
+    Column("thread_id", Text, nullable=True),
+    Column("actor", Text, nullable=True),
+    Column("data", Text, nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", _BigId, Identity(), primary_key=True),
+    Column("kind", String(10), nullable=False),
+    Column("key", Text, nullable=False, unique=True),
+    Column("approval_id", Text, nullable=True),
+    Column("thread_id", Text, nullable=True),
+    Column("payload", Text, nullable=False),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("available_at", Double, nullable=False),
+    Column("locked_until", Double, nullable=True),
+    Column("locked_by", Text, nullable=True),
+    Column("done_at", Double, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("created_at", Double, nullable=False),
+    Index("ix_jobs_due", "done_at", "kind", "available_at"),
+    Index("ix_jobs_thread", "thread_id", "id"),
+)
+
+effects = Table(
+    "effects",
+    metadata,
+    Column("id", _BigId, Identity(), primary_key=True),
+    Column("kind", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("thread_id", Text, nullable=True),
+    Column("data", Text, nullable=False),
+    Column("at", Double, nullable=False),
+    UniqueConstraint("kind", "key", name="uq_effects_kind_key"),
+)

@@ -92,7 +92,8 @@ class Session:
         if not Path(py).exists():
             self.unavailable[engine] = f"no python at {py} (run bench/langgraph-venv.sh)"
             return
-        p = subprocess.run([py, "-c", code], capture_output=True, text=True, cwd=ROOT)
+        # From the workloads' directory, so the import sees the sys.path workloads.py will see.
+        p = subprocess.run([py, "-c", code], capture_output=True, text=True, cwd=(ROOT / WORKLOADS).parent)
         if p.returncode != 0:
             lines = p.stderr.strip().splitlines()
             self.unavailable[engine] = f"not importable ({lines[-1] if lines else p.returncode})"

@@ -17,6 +17,7 @@ own summary of every record. LangGraph runs with its default durability in the t
 
     .venv/bin/python bench/checkpointer.py [--backends sqlite,postgres] [--skip-w5] [--w5-threads 10000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,11 +34,16 @@ def stored_ratio(rec: dict[str, Any] | None) -> float | None:
     if rec is None:
         return None
     f = rec["figures"]
-    return f["all_column_bytes"] / f["final_state_json_bytes"]
+    return float(f["all_column_bytes"]) / float(f["final_state_json_bytes"])
 
 
 def fig(rec: dict[str, Any] | None, key: str) -> float | None:
-    return None if rec is None else rec["figures"].get(key)
+    value = None if rec is None else rec["figures"].get(key)
+    return None if value is None else float(value)
+
+
+def best_name(rec: dict[str, Any] | None) -> str:
+    return "" if rec is None else f" ({rec['figures']['best']})"
 
 
 def with_p99(rec: dict[str, Any] | None, what: str) -> str:
@@ -47,16 +53,28 @@ def with_p99(rec: dict[str, Any] | None, what: str) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_common_args(ap)
     ap.add_argument("--backends", default="sqlite,postgres")
     ap.add_argument("--w2-invokes", default="300")
     ap.add_argument("--w3-turns", default="50,100,200")
     ap.add_argument("--w4-threads", default="300")
     ap.add_argument("--w5-threads", default="10000")
-    ap.add_argument("--w5-budget-s", default="120", help="per-approach cap in w5, then extrapolated")
-    ap.add_argument("--skip-w5", action="store_true", help="skip w5 (the slowest part: 10,000 pauses per engine)")
-    ap.add_argument("--durability-extra", default="sync", help="extra durability modes for engines that take one")
+    ap.add_argument(
+        "--w5-budget-s", default="120", help="per-approach cap in w5, then extrapolated"
+    )
+    ap.add_argument(
+        "--skip-w5",
+        action="store_true",
+        help="skip w5 (the slowest part: 10,000 pauses per engine)",
+    )
+    ap.add_argument(
+        "--durability-extra",
+        default="sync",
+        help="extra durability modes for engines that take one",
+    )
     args = ap.parse_args()
 
     s = Session("checkpointer", args)
@@ -64,32 +82,81 @@ def main() -> None:
     s.probe("langgraph", "import langgraph.checkpoint.sqlite, langgraph.checkpoint.postgres")
     backends = [b for b in args.backends.split(",") if b in LABEL]
     dur = ["--durability-extra", args.durability_extra]
-    for workload, extra in (("w2", ["--w2-invokes", args.w2_invokes, *dur]),
-                            ("w3", ["--w3-turns", args.w3_turns]),
-                            ("w4", ["--w4-threads", args.w4_threads, *dur])):
+    for workload, extra in (
+        ("w2", ["--w2-invokes", args.w2_invokes, *dur]),
+        ("w3", ["--w3-turns", args.w3_turns]),
+        ("w4", ["--w4-threads", args.w4_threads, *dur]),
+    ):
         for backend in backends:
             for engine in ("langgraph", "graphs"):
                 s.workloads(engine, "--workload", workload, "--saver", backend, *extra)
     w5 = not args.skip_w5 and "postgres" in backends
     if w5:
         for engine in ("langgraph", "graphs"):
-            s.workloads(engine, "--workload", "w5", "--saver", "postgres",
-                        "--w5-threads", args.w5_threads, "--w5-budget-s", args.w5_budget_s)
+            s.workloads(
+                engine,
+                "--workload",
+                "w5",
+                "--saver",
+                "postgres",
+                "--w5-threads",
+                args.w5_threads,
+                "--w5-budget-s",
+                args.w5_budget_s,
+            )
         if "graphs" not in s.unavailable:
             pg = ["--pg-url", args.pg_url] if args.pg_url else []
-            s.subprocess("graphs", [args.python, "bench/list_paused.py", "--threads", args.w5_threads,
-                                    *pg, "--out", show(s.out)])
+            s.subprocess(
+                "graphs",
+                [
+                    args.python,
+                    "bench/list_paused.py",
+                    "--threads",
+                    args.w5_threads,
+                    *pg,
+                    "--out",
+                    show(s.out),
+                ],
+            )
 
     rows: list[list[str]] = []
 
-    def row(metric: str, backend: str, g: float | None, lg: float | None, shown: tuple[str, str],
-            goal: float | None, digits: int = 2) -> None:
+    def row(
+        metric: str,
+        backend: str,
+        g: float | None,
+        lg: float | None,
+        shown: tuple[str, str],
+        goal: float | None,
+        digits: int = 2,
+    ) -> None:
         r = ratio(g, lg)
-        rows.append([metric, LABEL[backend], shown[0], shown[1], fmt(r, digits),
-                     f"<= {goal}" if goal else "-", verdict(r, goal) if goal else "-"])
-        s.emit({"engine": "compare", "engine_version": "-", "workload": "comparison", "saver": backend,
-                "figures": {"metric": metric, "graphs": g, "langgraph": lg,
-                            "ratio_graphs_over_langgraph": r, "goal_ratio_at_most": goal}})
+        rows.append(
+            [
+                metric,
+                LABEL[backend],
+                shown[0],
+                shown[1],
+                fmt(r, digits),
+                f"<= {goal}" if goal else "-",
+                verdict(r, goal) if goal else "-",
+            ]
+        )
+        s.emit(
+            {
+                "engine": "compare",
+                "engine_version": "-",
+                "workload": "comparison",
+                "saver": backend,
+                "figures": {
+                    "metric": metric,
+                    "graphs": g,
+                    "langgraph": lg,
+                    "ratio_graphs_over_langgraph": r,
+                    "goal_ratio_at_most": goal,
+                },
+            }
+        )
 
     for b in backends:
         g, lg = (s.find(e, "durable10", b) for e in ("graphs", "langgraph"))
@@ -103,33 +170,74 @@ def main() -> None:
             row(f"w4 {what} ms, median (p99)", b, gv, lv, shown, HALF)
     for b in backends:
         for turns in (int(t) for t in args.w3_turns.split(",")):
-            g, lg = (stored_ratio(s.find(e, f"chat{turns}", b)) for e in ("graphs", "langgraph"))
-            rows.append([f"w3 stored ÷ final state, {turns} turns", LABEL[b], fmt(g, 1, "x"), fmt(lg, 1, "x"),
-                         fmt(ratio(g, lg), 3), f"graphs <= {SIZE_GOAL:.0f}x" if turns == 200 else "-",
-                         verdict(g, SIZE_GOAL) if turns == 200 else "-"])
-            s.emit({"engine": "compare", "engine_version": "-", "workload": "comparison", "saver": b,
-                    "figures": {"metric": f"chat{turns} all stored column bytes / final state json bytes",
-                                "graphs": g, "langgraph": lg, "ratio_graphs_over_langgraph": ratio(g, lg),
-                                "goal_graphs_at_most": SIZE_GOAL if turns == 200 else None}})
+            gx, lx = (stored_ratio(s.find(e, f"chat{turns}", b)) for e in ("graphs", "langgraph"))
+            last = turns == max(int(t) for t in args.w3_turns.split(","))
+            rows.append(
+                [
+                    f"w3 stored ÷ final state, {turns} turns",
+                    LABEL[b],
+                    fmt(gx, 1, "x"),
+                    fmt(lx, 1, "x"),
+                    fmt(ratio(gx, lx), 3),
+                    f"graphs <= {SIZE_GOAL:.0f}x" if last else "-",
+                    verdict(gx, SIZE_GOAL) if last else "-",
+                ]
+            )
+            s.emit(
+                {
+                    "engine": "compare",
+                    "engine_version": "-",
+                    "workload": "comparison",
+                    "saver": b,
+                    "figures": {
+                        "metric": f"chat{turns} all stored column bytes / final state json bytes",
+                        "graphs": gx,
+                        "langgraph": lx,
+                        "ratio_graphs_over_langgraph": ratio(gx, lx),
+                        "goal_graphs_at_most": SIZE_GOAL if last else None,
+                    },
+                }
+            )
     if w5:
         g, lg = (s.find(e, "pending_scan", "postgres", None) for e in ("graphs", "langgraph"))
         gv, lv = fig(g, "best_seconds"), fig(lg, "best_seconds")
-        name = lambda r: "" if r is None else f" ({r['figures']['best']})"  # noqa: E731
-        row(f"w5 s to find {args.w5_threads} paused threads, best approach", "postgres", gv, lv,
-            (fmt(gv, 3) + name(g), fmt(lv, 3) + name(lg)), None, 3)
+        row(
+            f"w5 s to find {args.w5_threads} paused threads, best approach",
+            "postgres",
+            gv,
+            lv,
+            (fmt(gv, 3) + best_name(g), fmt(lv, 3) + best_name(lg)),
+            None,
+            3,
+        )
         lp = s.find("graphs", "list_paused", "postgres", None)
         lpv = fig(lp, "median_s")
-        ok = "" if lp is None else f" (found {lp['figures']['found']}, ids match: {lp['figures']['thread_ids_match']})"
-        row(f"w5 graphs SQLSaver.list_paused() over {args.w5_threads} paused threads", "postgres", lpv, lv,
-            (fmt(lpv, 3) + ok, fmt(lv, 3) + name(lg)), None, 3)
+        ok = (
+            ""
+            if lp is None
+            else f" (found {lp['figures']['found']}, ids match: {lp['figures']['thread_ids_match']})"
+        )
+        row(
+            f"w5 graphs SQLSaver.list_paused() over {args.w5_threads} paused threads",
+            "postgres",
+            lpv,
+            lv,
+            (fmt(lpv, 3) + ok, fmt(lv, 3) + best_name(lg)),
+            None,
+            3,
+        )
 
     print(s.header())
     for line in s.report_unavailable():
         print(line)
     print()
-    print(table(["metric", "backend", "graphs", "LangGraph", "graphs / LangGraph", "goal", "met"], rows))
+    print(
+        table(
+            ["metric", "backend", "graphs", "LangGraph", "graphs / LangGraph", "goal", "met"], rows
+        )
+    )
     print("\nEvery record (workloads.py --summarize):\n", flush=True)
-    subprocess.run([args.python, WORKLOADS, "--summarize", show(s.out)], cwd=ROOT)
+    subprocess.run([args.python, WORKLOADS, "--summarize", show(s.out)], check=False, cwd=ROOT)
     print(f"\nresults: {show(s.out)}")
     raise SystemExit(1 if any(r.error for r in s.runs) else 0)
 

@@ -5,6 +5,7 @@ root) in subprocesses: LangGraph with the throwaway venv's python (see `bench/la
 our `graphs` with the project's python. Every subprocess appends its JSON lines to one results
 file under `bench/results/`; this module parses them back and formats markdown tables.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,9 +14,10 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = "../shared/bench/workloads.py"  # relative to ROOT; it sits beside the project
@@ -41,20 +43,32 @@ def cmdline(cmd: list[str]) -> str:
 def add_common_args(ap: argparse.ArgumentParser) -> None:
     venv = os.environ.get("LANGGRAPH_VENV", DEFAULT_LG_VENV)
     ours = ROOT / ".venv" / "bin" / "python"
-    ap.add_argument("--lg-python", default=str(Path(venv) / "bin" / "python"),
-                    help="python of the throwaway LangGraph venv (default: $LANGGRAPH_VENV or "
-                         f"{DEFAULT_LG_VENV}, see bench/langgraph-venv.sh)")
-    ap.add_argument("--python", default=str(ours) if ours.exists() else sys.executable,
-                    help="python that imports our graphs (default: the project's .venv)")
-    ap.add_argument("--pg-url", default=os.environ.get("BENCH_PG_URL"),
-                    help="PostgreSQL URL (default: workloads.py's, or $BENCH_PG_URL)")
+    ap.add_argument(
+        "--lg-python",
+        default=str(Path(venv) / "bin" / "python"),
+        help="python of the throwaway LangGraph venv (default: $LANGGRAPH_VENV or "
+        f"{DEFAULT_LG_VENV}, see bench/langgraph-venv.sh)",
+    )
+    ap.add_argument(
+        "--python",
+        default=str(ours) if ours.exists() else sys.executable,
+        help="python that imports our graphs (default: the project's .venv)",
+    )
+    ap.add_argument(
+        "--pg-url",
+        default=os.environ.get("BENCH_PG_URL"),
+        help="PostgreSQL URL (default: workloads.py's, or $BENCH_PG_URL)",
+    )
     ap.add_argument("--engines", default="graphs,langgraph", help="which engines to run")
-    ap.add_argument("--out", default=None, help="results file (default: bench/results/<name>-<UTC>.jsonl)")
+    ap.add_argument(
+        "--out", default=None, help="results file (default: bench/results/<name>-<UTC>.jsonl)"
+    )
 
 
 @dataclass
 class Run:
     """One workloads.py subprocess."""
+
     engine: str
     cmd: list[str]
     records: list[dict[str, Any]]
@@ -67,6 +81,7 @@ class Run:
 @dataclass
 class Session:
     """The engines of one benchmark run and everything they emitted."""
+
     name: str
     args: argparse.Namespace
     out: Path = field(init=False)
@@ -75,8 +90,12 @@ class Session:
     runs: list[Run] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        self.out = Path(self.args.out) if self.args.out else ROOT / "bench" / "results" / f"{self.name}-{stamp}.jsonl"
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        self.out = (
+            Path(self.args.out)
+            if self.args.out
+            else ROOT / "bench" / "results" / f"{self.name}-{stamp}.jsonl"
+        )
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.pythons = {"graphs": self.args.python, "langgraph": self.args.lg_python}
         wanted = [e.strip() for e in self.args.engines.split(",") if e.strip()]
@@ -93,7 +112,13 @@ class Session:
             self.unavailable[engine] = f"no python at {py} (run bench/langgraph-venv.sh)"
             return
         # From the workloads' directory, so the import sees the sys.path workloads.py will see.
-        p = subprocess.run([py, "-c", code], capture_output=True, text=True, cwd=(ROOT / WORKLOADS).parent)
+        p = subprocess.run(
+            [py, "-c", code],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=(ROOT / WORKLOADS).parent,
+        )
         if p.returncode != 0:
             lines = p.stderr.strip().splitlines()
             self.unavailable[engine] = f"not importable ({lines[-1] if lines else p.returncode})"
@@ -103,14 +128,28 @@ class Session:
         if engine in self.unavailable:
             return None
         extra = ["--pg-url", self.args.pg_url] if self.args.pg_url else []
-        cmd = [self.pythons[engine], WORKLOADS, "--engine", engine, *args, *extra, "--out", show(self.out)]
+        cmd = [
+            self.pythons[engine],
+            WORKLOADS,
+            "--engine",
+            engine,
+            *args,
+            *extra,
+            "--out",
+            show(self.out),
+        ]
         return self.subprocess(engine, cmd)
 
     def subprocess(self, engine: str, cmd: list[str]) -> Run:
         print(f"... {engine}: {cmdline(cmd)}", file=sys.stderr, flush=True)
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        p = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=ROOT)
         records = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
-        run = Run(engine, cmd, records, None if p.returncode == 0 else (p.stderr.strip() or f"exit {p.returncode}"))
+        run = Run(
+            engine,
+            cmd,
+            records,
+            None if p.returncode == 0 else (p.stderr.strip() or f"exit {p.returncode}"),
+        )
         if run.error:
             print(f"!!! {engine} failed: {run.command()}\n{run.error}", file=sys.stderr, flush=True)
         self.runs.append(run)
@@ -121,8 +160,14 @@ class Session:
             if run.engine == engine:
                 yield from run.records
 
-    def find(self, engine: str, workload: str, saver: str, durability: str | None = "default",
-             **figures: Any) -> dict[str, Any] | None:
+    def find(
+        self,
+        engine: str,
+        workload: str,
+        saver: str,
+        durability: str | None = "default",
+        **figures: Any,
+    ) -> dict[str, Any] | None:
         """The last record matching; `figures` are required key/values inside record['figures']."""
         hit = None
         for r in self.records(engine):
@@ -136,15 +181,13 @@ class Session:
 
     def emit(self, rec: dict[str, Any]) -> None:
         """Append one of our own records (comparisons, extra measurements) to the results file."""
-        rec = {**rec, "ts": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        rec = {**rec, "ts": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
         with open(self.out, "a") as f:
             f.write(json.dumps(rec) + "\n")
 
     def header(self) -> str:
         """Machine, versions and date, from the runs' own records."""
-        cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                    if line.startswith("model name")), "unknown") if os.path.exists("/proc/cpuinfo") else "unknown"
-        parts = [f"{dt.date.today().isoformat()}", f"nproc {os.cpu_count()}", f"CPU {cpu}"]
+        parts = [f"{dt.date.today().isoformat()}", f"nproc {os.cpu_count()}", f"CPU {cpu_model()}"]
         for engine in ENGINES:
             rec = next(iter(self.records(engine)), None)
             if rec:
@@ -152,9 +195,26 @@ class Session:
         return "machine: " + ", ".join(parts)
 
     def report_unavailable(self) -> list[str]:
-        lines = [f"{e}: {why}" for e, why in self.unavailable.items() if not why.startswith("not requested")]
-        lines += [f"{r.engine}: FAILED: {r.command()}\n{indent(r.error)}" for r in self.runs if r.error]
+        lines = [
+            f"{e}: {why}"
+            for e, why in self.unavailable.items()
+            if not why.startswith("not requested")
+        ]
+        lines += [
+            f"{r.engine}: FAILED: {r.command()}\n{indent(r.error)}" for r in self.runs if r.error
+        ]
         return lines
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(
+                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
+                "unknown",
+            )
+    except OSError:
+        return "unknown"
 
 
 def indent(text: str | None, pad: str = "    ") -> str:

@@ -7,6 +7,7 @@ shape) and appends it to --out. Run with the project's python; bench/checkpointe
 
     .venv/bin/python bench/list_paused.py --threads 10000 --out bench/results/x.jsonl
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,15 +36,20 @@ def load_workloads() -> ModuleType:
 def thread_id_of(item: Any) -> str | None:
     """Best effort: the thread id of one list_paused() item, whatever its shape."""
     if isinstance(item, dict):
-        return item.get("thread_id") or item.get("config", {}).get("configurable", {}).get("thread_id")
-    tid = getattr(item, "thread_id", None)
-    if tid is None and isinstance(getattr(item, "config", None), dict):
-        tid = item.config.get("configurable", {}).get("thread_id")
-    return tid
+        tid = item.get("thread_id") or item.get("config", {}).get("configurable", {}).get(
+            "thread_id"
+        )
+    else:
+        tid = getattr(item, "thread_id", None)
+        if tid is None and isinstance(getattr(item, "config", None), dict):
+            tid = item.config.get("configurable", {}).get("thread_id")
+    return None if tid is None else str(tid)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--threads", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--pg-url", default=None)
@@ -58,10 +64,15 @@ def main() -> None:
     try:
         graph = wl.build_approval(engine, saver)
         t0 = time.perf_counter()
-        _, _, interrupted, _ = wl.run_pause_resume(SimpleNamespace(engine=engine), graph, graph.invoke,
-                                                    "lp", args.threads, resume=False)
+        _, _, interrupted, _ = wl.run_pause_resume(
+            SimpleNamespace(engine=engine), graph, graph.invoke, "lp", args.threads, resume=False
+        )
         create_s = time.perf_counter() - t0
-        kwargs = {"limit": args.threads + 1} if "limit" in inspect.signature(saver.list_paused).parameters else {}
+        kwargs = (
+            {"limit": args.threads + 1}
+            if "limit" in inspect.signature(saver.list_paused).parameters
+            else {}
+        )
         runs, found, ids_ok = [], 0, False
         expected = {f"lp-{i}" for i in range(args.threads)}
         for _ in range(args.repeats):
@@ -70,13 +81,25 @@ def main() -> None:
             runs.append(time.perf_counter() - t0)
             found = len(items)
             ids_ok = {thread_id_of(x) for x in items} == expected
-        rec = {"engine": "graphs", "engine_version": engine.version, "saver": "postgres",
-               "workload": "list_paused",
-               "figures": {"threads": args.threads, "paused_returned___interrupt__": interrupted,
-                           "create_s": round(create_s, 2), "found": found, "thread_ids_match": ids_ok,
-                           "call_kwargs": kwargs, "median_s": round(statistics.median(runs), 4),
-                           "min_s": round(min(runs), 4), "runs_s": [round(x, 4) for x in runs]},
-               "ts": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "host": wl.HOST}
+        rec = {
+            "engine": "graphs",
+            "engine_version": engine.version,
+            "saver": "postgres",
+            "workload": "list_paused",
+            "figures": {
+                "threads": args.threads,
+                "paused_returned___interrupt__": interrupted,
+                "create_s": round(create_s, 2),
+                "found": found,
+                "thread_ids_match": ids_ok,
+                "call_kwargs": kwargs,
+                "median_s": round(statistics.median(runs), 4),
+                "min_s": round(min(runs), 4),
+                "runs_s": [round(x, 4) for x in runs],
+            },
+            "ts": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "host": wl.HOST,
+        }
         line = json.dumps(rec)
         print(line, flush=True)
         if args.out:
@@ -84,7 +107,9 @@ def main() -> None:
                 f.write(line + "\n")
     finally:
         wl.close_saver(saver)
-        wl.drop_db({"kind": "postgres", "schema": schema}, SimpleNamespace(keep_db=False, pg_url=base_url))
+        wl.drop_db(
+            {"kind": "postgres", "schema": schema}, SimpleNamespace(keep_db=False, pg_url=base_url)
+        )
 
 
 if __name__ == "__main__":

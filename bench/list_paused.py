@@ -16,6 +16,7 @@ import importlib.util
 import inspect
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -29,6 +30,7 @@ def load_workloads() -> ModuleType:
     spec = importlib.util.spec_from_file_location("workloads", WORKLOADS)
     assert spec and spec.loader, WORKLOADS
     mod = importlib.util.module_from_spec(spec)
+    sys.modules["workloads"] = mod  # its TypedDicts' string annotations resolve through sys.modules
     spec.loader.exec_module(mod)
     return mod
 

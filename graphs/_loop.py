@@ -33,7 +33,6 @@ from .checkpoint.base import (
     RESUME,
     Checkpoint,
     CheckpointTuple,
-    checkpoint_config,
     checkpoint_seq,
     new_checkpoint_id,
 )
@@ -370,7 +369,7 @@ class Run:
                     nodes = [n for n, _ in items]
                     raise InvalidUpdateError(
                         f"state key {channel!r} got {len(items)} values in one step (from "
-                        f"{nodes}) but has no reducer, so it can take one: declare it as "
+                        f"{nodes}) but has no reducer, so it can take only one: declare it as "
                         f"Annotated[T, reducer] to merge them"
                     )
                 values[channel] = items[0][1]
@@ -689,7 +688,10 @@ class Run:
             paused=[],
             appended=appended,
         )
-        parent = self.head_config or checkpoint_config(self.thread_id, self.ns, "")
+        # A new thread has no parent: a config without checkpoint_id (not an empty id).
+        parent = self.head_config or {
+            "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
+        }
         metadata = {"source": source, "step": self.step}
         self.head_config = yield (PUT, parent, cp, metadata, new_versions)
         self.head_id = cp["id"]

@@ -1,0 +1,229 @@
+"""`get_state`, `get_state_history` and `update_state`: reading and amending a thread's saved state."""
+
+import dataclasses
+import datetime as dt
+import operator
+from collections import Counter
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from graphs import (
+    END,
+    START,
+    CheckpointerRequiredError,
+    Command,
+    GraphInterrupt,
+    InMemorySaver,
+    InvalidUpdateError,
+    StateGraph,
+    StateSnapshot,
+    interrupt,
+    once,
+)
+
+
+class State(TypedDict):
+    messages: Annotated[list, operator.add]
+    approved: bool
+
+
+def build(calls: Counter | None = None) -> StateGraph:
+    """START -> plan -> act -> END, counting calls."""
+    calls = Counter() if calls is None else calls
+
+    def plan(state: State) -> dict[str, Any]:
+        calls["plan"] += 1
+        return {"messages": ["plan"]}
+
+    def act(state: State) -> dict[str, Any]:
+        calls["act"] += 1
+        return {"messages": [f"act approved={state.get('approved')}"]}
+
+    g = StateGraph(State).add_node("plan", plan).add_node("act", act)
+    return g.add_edge(START, "plan").add_edge("plan", "act").add_edge("act", END)
+
+
+CONFIG = {"configurable": {"thread_id": "t"}}
+
+
+def test_snapshot_of_a_paused_thread() -> None:
+    app = build().compile(checkpointer=InMemorySaver(), interrupt_before=["act"])
+    with pytest.raises(GraphInterrupt):
+        app.invoke({"messages": ["hi"]}, CONFIG)
+
+    snap = app.get_state(CONFIG)
+
+    assert isinstance(snap, StateSnapshot)
+    assert snap.values == {"messages": ["hi", "plan"]}
+    assert snap.next == ["act"]
+    assert snap.metadata == {"source": "loop", "step": 1}
+    assert snap.config["configurable"]["thread_id"] == "t"
+    assert snap.config["configurable"]["checkpoint_id"]
+    assert snap.parent_config is not None
+    assert app.get_state(snap.parent_config).values == {"messages": ["hi"]}
+    assert [(t.name, t.interrupts, t.error, t.done) for t in snap.tasks] == [
+        ("act", (), None, False)
+    ]
+    assert snap.interrupts == ()
+    created = dt.datetime.fromisoformat(snap.created_at or "")
+    assert abs(dt.datetime.now(dt.timezone.utc) - created) < dt.timedelta(minutes=5)
+
+
+def test_snapshot_is_frozen() -> None:
+    app = build().compile(checkpointer=InMemorySaver())
+    app.invoke({"messages": []}, CONFIG)
+    snap = app.get_state(CONFIG)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.values = {}  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.next = ["plan"]  # type: ignore[misc]
+
+
+def test_internal_channels_are_filtered_out_of_values() -> None:
+    class Joined(TypedDict):
+        log: Annotated[list, operator.add]
+
+    def b(state: Joined) -> dict[str, Any]:
+        return {"log": [once("token", lambda: "tok-1")]}
+
+    g = StateGraph(Joined).add_node("a", lambda s: {"log": ["a"]}).add_node("b", b)
+    g.add_node("c", lambda s: {"log": ["c"]})
+    g.add_edge(START, "a").add_edge(START, "b").add_edge(["a", "b"], "c")
+    saver = InMemorySaver()
+    app = g.compile(checkpointer=saver)
+    app.invoke({"log": []}, CONFIG)
+
+    stored = saver.get_tuple(CONFIG)
+    assert stored is not None
+    internal = sorted(k for k in stored.checkpoint["channel_values"] if k.startswith("__"))
+    assert internal  # the join's barrier and the once() results are saved...
+    assert app.get_state(CONFIG).values == {"log": ["a", "tok-1", "c"]}  # ...but not shown
+
+
+def test_unknown_thread_gives_an_empty_snapshot() -> None:
+    app = build().compile(checkpointer=InMemorySaver())
+    snap = app.get_state({"configurable": {"thread_id": "nobody"}})
+    assert (snap.values, snap.next, snap.tasks, snap.interrupts) == ({}, [], (), ())
+    assert list(app.get_state_history({"configurable": {"thread_id": "nobody"}})) == []
+
+
+def test_state_api_needs_a_checkpointer() -> None:
+    app = build().compile()
+    with pytest.raises(CheckpointerRequiredError) as info:
+        app.get_state(CONFIG)
+    assert str(info.value) == (
+        "get_state needs a checkpointer: compile(checkpointer=InMemorySaver()) or SQLSaver(url)"
+    )
+    with pytest.raises(CheckpointerRequiredError):
+        app.update_state(CONFIG, {"approved": True})
+
+
+def test_history_is_newest_first_and_old_checkpoints_stay_readable() -> None:
+    app = build().compile(checkpointer=InMemorySaver())
+    app.invoke({"messages": ["hi"]}, CONFIG)
+    history = list(app.get_state_history(CONFIG))
+    assert [(s.metadata["step"], s.metadata["source"], s.next) for s in history] == [
+        (2, "loop", []),
+        (1, "loop", ["act"]),
+        (0, "input", ["plan"]),
+    ]
+    assert history[0].values == app.get_state(CONFIG).values
+    assert app.get_state(history[-1].config).values == {"messages": ["hi"]}
+    assert [s.metadata["step"] for s in app.get_state_history(CONFIG, limit=2)] == [2, 1]
+    older = app.get_state_history(CONFIG, before=history[0].config)
+    assert [s.metadata["step"] for s in older] == [1, 0]
+
+
+async def test_async_state_api() -> None:
+    app = build().compile(checkpointer=InMemorySaver())
+    await app.ainvoke({"messages": []}, CONFIG)
+    snap = await app.aget_state(CONFIG)
+    assert snap.values == {"messages": ["plan", "act approved=None"]}
+    steps = [s.metadata["step"] async for s in app.aget_state_history(CONFIG)]
+    assert steps == [2, 1, 0]
+    new = await app.aupdate_state(CONFIG, {"approved": True})
+    assert (await app.aget_state(new)).values["approved"] is True
+
+
+def test_update_state_replaces_each_key_without_the_reducer() -> None:
+    calls: Counter = Counter()
+    app = build(calls).compile(checkpointer=InMemorySaver(), interrupt_before=["act"])
+    with pytest.raises(GraphInterrupt):
+        app.invoke({"messages": ["hi"]}, CONFIG)
+    before = app.get_state(CONFIG)
+
+    new_config = app.update_state(CONFIG, {"messages": ["use metric units"], "approved": True})
+
+    snap = app.get_state(CONFIG)
+    assert snap.config == new_config  # the returned config points at the new head
+    assert snap.values == {"messages": ["use metric units"], "approved": True}
+    assert snap.metadata == {"source": "update", "step": 2}
+    assert snap.parent_config == before.config
+    assert snap.next == ["act"]  # still paused where it was
+    assert app.invoke(None, CONFIG) == {
+        "messages": ["use metric units", "act approved=True"],
+        "approved": True,
+    }
+    assert calls == Counter(plan=1, act=1)
+
+
+def test_update_state_keeps_a_pending_interrupt() -> None:
+    def ask(state: State) -> dict[str, Any]:
+        return {"messages": [interrupt("ok?")]}
+
+    g = StateGraph(State).add_node("ask", ask).add_edge(START, "ask")
+    app = g.compile(checkpointer=InMemorySaver())
+    with pytest.raises(GraphInterrupt) as info:
+        app.invoke({"messages": []}, CONFIG)
+    app.update_state(CONFIG, {"approved": False})
+    assert app.get_state(CONFIG).interrupts == info.value.interrupts
+    assert app.invoke(Command(resume="yes"), CONFIG) == {"messages": ["yes"], "approved": False}
+
+
+def test_update_state_on_a_new_thread() -> None:
+    app = build().compile(checkpointer=InMemorySaver())
+    config = app.update_state({"configurable": {"thread_id": "fresh"}}, {"approved": True})
+    snap = app.get_state({"configurable": {"thread_id": "fresh"}})
+    assert (snap.values, snap.next, snap.config) == ({"approved": True}, [], config)
+    assert app.invoke({"messages": []}, {"configurable": {"thread_id": "fresh"}}) == {
+        "messages": ["plan", "act approved=True"],
+        "approved": True,
+    }
+
+
+def test_update_state_as_node_applies_reducers_and_moves_the_frontier() -> None:
+    calls: Counter = Counter()
+    app = build(calls).compile(checkpointer=InMemorySaver(), interrupt_before=["plan"])
+    with pytest.raises(GraphInterrupt):
+        app.invoke({"messages": ["hi"]}, CONFIG)
+    assert app.get_state(CONFIG).next == ["plan"]
+
+    app.update_state(CONFIG, {"messages": ["hand-written plan"]}, as_node="plan")
+
+    snap = app.get_state(CONFIG)
+    assert snap.values == {"messages": ["hi", "hand-written plan"]}
+    assert snap.next == ["act"]
+    assert snap.metadata["source"] == "update"
+    assert app.invoke(None, CONFIG)["messages"] == ["hi", "hand-written plan", "act approved=None"]
+    assert calls == Counter(act=1)  # plan never ran
+
+
+def test_update_state_errors() -> None:
+    app = build().compile(checkpointer=InMemorySaver())
+    app.invoke({"messages": []}, CONFIG)
+    with pytest.raises(InvalidUpdateError) as info:
+        app.update_state(CONFIG, {"nope": 1})
+    assert str(info.value) == (
+        "update_state values has unknown state key(s) ['nope']; the state's keys are: "
+        "['approved', 'messages']"
+    )
+    with pytest.raises(InvalidUpdateError) as info:
+        app.update_state(CONFIG, {"approved": True}, as_node="ghost")
+    assert str(info.value) == (
+        "update_state(as_node='ghost'): no such node; nodes are: ['act', 'plan']"
+    )
+    with pytest.raises(ValueError) as value_error:
+        app.update_state({"configurable": {}}, {"approved": True})
+    assert str(value_error.value) == 'update_state needs {"configurable": {"thread_id": ...}}'
+    assert app.get_state(CONFIG).metadata["source"] == "loop"  # nothing was written

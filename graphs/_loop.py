@@ -600,10 +600,13 @@ class Run:
         if errors:
             err = errors[0].error
             assert err is not None
-            err.add_note(
-                f"while running node {errors[0].name!r} on thread {self.thread_id!r}; the last "
-                "checkpoint is kept: fix the cause, then resume with invoke(None, config)"
-            )
+            note = f"while running node {errors[0].name!r} on thread {self.thread_id!r}"
+            if saver is not None:
+                note += (
+                    "; the last checkpoint is kept: fix the cause, then resume with "
+                    "invoke(None, config)"
+                )
+            err.add_note(note)
             raise err
         if saver is None:
             raise CheckpointerRequiredError(

@@ -197,9 +197,10 @@ class SerializationError(GraphError, TypeError):
 class SideEffectUnknownError(GraphError, RuntimeError):
     """A `once()` effect was started on an earlier attempt, but its outcome was never recorded.
 
-    The process died (or the effect raised) after the effect began. It may or may not have
-    happened. Check the outside system, then either record the outcome with
-    `update_state`, or call `once(..., retry_unknown=True)` to run it again on purpose.
+    The process died after the effect began and before its result was recorded. It may or may
+    not have happened. Check the outside system; if it did not happen, call
+    `once(..., retry_unknown=True)` to run it again on purpose (an effect that raised is not
+    this error: its failure is recorded and the next attempt simply runs it again).
 
     Attributes:
         thread_id: the thread.

@@ -627,12 +627,23 @@ class SQLSaver(BaseCheckpointSaver):
             await saver.aclose()
 
     def close(self) -> None:
-        """Close every pooled connection (the saver can still be used: it reconnects)."""
+        """Close every pooled connection (the saver can still be used: it reconnects).
+
+        From async code prefer `await aclose()`: connections of the async engine can only be
+        closed on an event loop, so inside a running loop `close` just lets go of them.
+        """
         if self._engine is not None:
             self._engine.dispose()
         if self._aengine is not None:
-            # Connections of an async engine must be closed on an event loop; drop them here.
-            self._aengine.sync_engine.dispose(close=False)
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                try:
+                    asyncio.run(self._aengine.dispose())
+                except Exception:
+                    self._aengine.sync_engine.dispose(close=False)
+            else:
+                self._aengine.sync_engine.dispose(close=False)
 
     async def aclose(self) -> None:
         if self._aengine is not None:

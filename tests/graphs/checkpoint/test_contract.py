@@ -121,11 +121,27 @@ class DictSaver(BaseCheckpointSaver):
 
 SaverFactory = Callable[[pytest.FixtureRequest], BaseCheckpointSaver]
 
+def sql_saver(request: pytest.FixtureRequest, kind: str) -> BaseCheckpointSaver:
+    """A set-up `SQLSaver` on a fresh database (fixtures in this folder's conftest.py)."""
+    from graphs.checkpoint.sql import SQLSaver
+
+    if kind == "sqlite":
+        url = f"sqlite:///{request.getfixturevalue('tmp_path') / 'contract.db'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+    saver = SQLSaver(url)
+    saver.setup()
+    request.addfinalizer(saver.close)
+    return saver
+
+
 SAVER_FACTORIES: dict[str, SaverFactory] = {
     "memory": lambda request: InMemorySaver(),
     "user_dict_saver": lambda request: DictSaver(),
+    "sqlite": lambda request: sql_saver(request, "sqlite"),
+    "postgres": lambda request: sql_saver(request, "postgres"),
 }
-SAVER_MARKS: dict[str, list[pytest.MarkDecorator]] = {}
+SAVER_MARKS: dict[str, list[pytest.MarkDecorator]] = {"postgres": [pytest.mark.postgres]}
 
 
 @pytest.fixture(

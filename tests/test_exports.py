@@ -1,0 +1,126 @@
+"""The public surface of `graphs`: pinned, complete, and light to import."""
+
+import subprocess
+import sys
+import types
+
+import graphs
+import graphs.checkpoint
+import graphs.errors
+
+GRAPHS_API = [
+    "END",
+    "START",
+    "BaseCheckpointSaver",
+    "CheckpointConflictError",
+    "CheckpointFormatError",
+    "CheckpointTuple",
+    "CheckpointerRequiredError",
+    "Command",
+    "CompiledGraph",
+    "GraphError",
+    "GraphInterrupt",
+    "GraphRecursionError",
+    "GraphSetupError",
+    "InMemorySaver",
+    "Interrupt",
+    "InvalidUpdateError",
+    "MemorySaver",
+    "NodeInterrupt",
+    "ResumeError",
+    "RunConfig",
+    "SQLSaver",
+    "SchemaVersionError",
+    "SerializationError",
+    "SideEffectUnknownError",
+    "StateGraph",
+    "StateSnapshot",
+    "StateTask",
+    "ThreadBusyError",
+    "aonce",
+    "interrupt",
+    "once",
+]
+
+LAZY = {"SQLSaver"}  # imported on first use, so that `import graphs` needs no SQLAlchemy
+
+
+def public_names(module: types.ModuleType) -> set[str]:
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)
+        and name not in ("TYPE_CHECKING", "Any")
+    }
+
+
+def test_graphs_all_is_pinned() -> None:
+    assert sorted(graphs.__all__) == sorted(GRAPHS_API)
+    assert len(set(graphs.__all__)) == len(graphs.__all__)
+
+
+def test_the_issue_s_api_is_there() -> None:
+    required = {
+        "StateGraph", "START", "END", "interrupt", "Command", "Interrupt", "StateSnapshot",
+        "InMemorySaver", "MemorySaver", "BaseCheckpointSaver", "CheckpointTuple",
+        "GraphInterrupt", "NodeInterrupt", "GraphRecursionError",
+    }  # fmt: skip
+    assert required <= set(graphs.__all__)
+    assert graphs.MemorySaver is graphs.InMemorySaver
+
+
+def test_every_exported_name_resolves_and_nothing_public_is_left_out() -> None:
+    for name in graphs.__all__:
+        assert getattr(graphs, name) is not None
+    assert public_names(graphs) == set(graphs.__all__) - LAZY
+
+
+def test_every_error_is_exported_and_under_the_root() -> None:
+    for name in graphs.errors.__all__:
+        error = getattr(graphs.errors, name)
+        assert getattr(graphs, name) is error
+        assert issubclass(error, graphs.GraphError)
+
+
+def test_checkpoint_package_exports() -> None:
+    assert sorted(graphs.checkpoint.__all__) == [
+        "BaseCheckpointSaver",
+        "Checkpoint",
+        "CheckpointMetadata",
+        "CheckpointTuple",
+        "InMemorySaver",
+        "MemorySaver",
+        "PendingWrite",
+        "SQLSaver",
+    ]
+    assert public_names(graphs.checkpoint) == set(graphs.checkpoint.__all__) - LAZY
+    assert graphs.checkpoint.SQLSaver is graphs.SQLSaver
+
+
+def test_the_error_tree() -> None:
+    assert issubclass(graphs.NodeInterrupt, graphs.GraphInterrupt)
+    assert issubclass(graphs.GraphRecursionError, RecursionError)
+    assert issubclass(graphs.GraphSetupError, ValueError)
+    assert issubclass(graphs.CheckpointConflictError, graphs.ThreadBusyError)
+    assert issubclass(graphs.SchemaVersionError, graphs.CheckpointFormatError)
+
+
+def test_importing_graphs_pulls_in_neither_sqlalchemy_nor_slack() -> None:
+    code = (
+        "import sys, graphs\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('sqlalchemy', 'alembic', 'slack_sdk', 'slack_bolt', 'aiohttp', 'psycopg', 'bot'))\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_missing_name_is_an_attribute_error() -> None:
+    try:
+        graphs.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as e:
+        assert str(e) == "module 'graphs' has no attribute 'NoSuchThing'"
+    else:
+        raise AssertionError("graphs.NoSuchThing resolved")

@@ -1,0 +1,105 @@
+"""The public typing of `graphs`, checked by a type checker and never run by pytest.
+
+`mypy --strict --follow-imports=silent tests/typing_graphs.py` must pass: every `assert_type` holds, and every
+`# type: ignore[...]` marks a misuse the checker must catch (with `warn_unused_ignores`, an
+ignore that is no longer needed is itself an error).
+"""
+
+import operator
+from collections.abc import AsyncIterator, Iterator
+from typing import Annotated, Any, TypedDict, assert_type
+
+from graphs import (
+    END,
+    START,
+    BaseCheckpointSaver,
+    CheckpointTuple,
+    Command,
+    CompiledGraph,
+    GraphInterrupt,
+    GraphRecursionError,
+    InMemorySaver,
+    Interrupt,
+    RunConfig,
+    StateGraph,
+    StateSnapshot,
+    aonce,
+    interrupt,
+    once,
+)
+
+
+class State(TypedDict):
+    messages: Annotated[list[str], operator.add]
+    approved: bool
+
+
+def ask(state: State) -> dict[str, Any]:
+    answer = interrupt({"question": "ok?"})
+    assert_type(answer, Any)
+    return {"approved": bool(answer)}
+
+
+def draft(state: State, config: RunConfig) -> dict[str, Any]:
+    text = once("draft", lambda: "hello")
+    assert_type(text, str)
+    count = once("count", len, state["messages"])
+    assert_type(count, int)
+    return {"messages": [text]}
+
+
+async def fetch() -> float:
+    return 1.0
+
+
+async def async_node(state: State) -> dict[str, Any]:
+    value = await aonce("fetch", fetch)
+    assert_type(value, float)
+    return {}
+
+
+builder = StateGraph(State)
+assert_type(builder.add_node("draft", draft), StateGraph)
+builder.add_node("ask", ask).add_node(async_node)
+builder.add_edge(START, "draft").add_edge("draft", "ask").add_edge(["ask", "async_node"], END)
+builder.add_conditional_edges("ask", lambda s: END, {END: END})
+
+saver = InMemorySaver()
+assert_type(saver, InMemorySaver)
+base: BaseCheckpointSaver = saver
+app = builder.compile(checkpointer=saver, interrupt_before=["ask"], interrupt_mode="return")
+assert_type(app, CompiledGraph)
+builder.compile(interrupt_mode="pause")  # type: ignore[arg-type]
+
+config: RunConfig = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}, "recursion_limit": 5}
+bad_config: RunConfig = {"configurable": {"thread": "t"}}  # type: ignore[typeddict-unknown-key]
+
+assert_type(app.invoke({"messages": []}, config), dict[str, Any])
+assert_type(app.invoke(None, config), dict[str, Any])
+assert_type(app.invoke(Command(resume={"approved": True}), config), dict[str, Any])
+app.invoke(42, config)  # type: ignore[arg-type]
+assert_type(app.stream(None, config, stream_mode="updates"), Iterator[Any])
+app.stream(None, config, stream_mode="debug")  # type: ignore[arg-type]
+assert_type(app.astream(None, config), AsyncIterator[Any])
+
+snapshot = app.get_state(config)
+assert_type(snapshot, StateSnapshot)
+assert_type(snapshot.next, list[str])
+assert_type(snapshot.values, dict[str, Any])
+assert_type(snapshot.interrupts, tuple[Interrupt, ...])
+assert_type(app.get_state_history(config, limit=3), Iterator[StateSnapshot])
+assert_type(app.update_state(config, {"approved": True}, as_node="ask"), RunConfig)
+assert_type(saver.get_tuple(config), CheckpointTuple | None)
+
+try:
+    app.invoke(None, config)
+except GraphRecursionError as e:
+    assert_type(e.limit, int)
+    assert_type(e.current, int)
+except GraphInterrupt as e:
+    assert_type(e.config, RunConfig | None)
+
+pause = Interrupt("value", "id")
+pause.value = 1  # type: ignore[misc]
+Command(resume=1, goto="ask", update={"approved": False})
+Command(1)  # type: ignore[call-arg]

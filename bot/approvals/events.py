@@ -1,0 +1,66 @@
+"""Events the governance layer emits, and the interface that delivers them.
+
+Events are written to the `jobs` table in the transaction that caused them and delivered
+afterwards by the worker, in order per thread, retried until the sink accepts them: an event
+enqueued is delivered after a crash. The Slack app implements `EventSink`; tests record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+__all__ = ["Event", "EventKind", "EventSink", "NullSink", "RecordingSink", "RetryLater"]
+
+EventKind = Literal[
+    "approval_requested",  # a card should be posted
+    "vote_recorded",  # quorum progress: 1 of 2
+    "decided",  # approved, rejected or denied: update the card
+    "reminded",  # nudge the approvers
+    "escalated",  # escalation approvers added
+    "expired",  # nobody decided in time
+    "run_completed",
+    "run_failed",
+    "run_outcome_unknown",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    id: int
+    """The job id: increasing, so sinks can tell order and de-duplicate a redelivery."""
+    kind: EventKind
+    thread_id: str | None
+    approval_id: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class RetryLater(Exception):
+    """Raised by a sink to have the event retried after `seconds` (e.g. Slack's Retry-After)."""
+
+    def __init__(self, seconds: float, reason: str = "") -> None:
+        super().__init__(reason or f"retry in {seconds}s")
+        self.seconds = seconds
+
+
+class EventSink(Protocol):
+    async def deliver(self, event: Event) -> None:
+        """Deliver one event. Raise to have it retried (RetryLater to say when)."""
+        ...
+
+
+class NullSink:
+    """Accepts every event and does nothing (the CLI: the bot, if any, delivers to Slack)."""
+
+    async def deliver(self, event: Event) -> None:
+        return None
+
+
+class RecordingSink:
+    """Keeps delivered events in a list (tests and the CLI's `--events`)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    async def deliver(self, event: Event) -> None:
+        self.events.append(event)

@@ -1,0 +1,216 @@
+"""The governance layer's value types: an approval's lifecycle, a vote, and the decision a paused
+node receives."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from graphs import StateGraph
+
+__all__ = [
+    "APPROVAL_KIND",
+    "Approval",
+    "ApprovalStatus",
+    "Decision",
+    "DecisionStatus",
+    "RunStatus",
+    "Vote",
+    "Workflow",
+]
+
+APPROVAL_KIND = "signoff.approval/1"
+"""Marks an `interrupt()` payload as an approval request (see `request_approval`)."""
+
+ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "cancelled"]
+"""Where an approval is in its life. Only `pending` moves, and only once:
+
+- `pending`: waiting for votes. Reminded, escalated, and finally expired by the sweep.
+- `approved`: enough distinct approvers said yes (or an auto-approval rule did).
+- `rejected`: one approver said no, or policy denied the request (unlisted action, conflict).
+- `expired`: nobody decided before `expire_after`; the policy's `on_expiry` outcome was sent.
+- `cancelled`: withdrawn (its run was deleted or purged) before anyone decided.
+"""
+
+DecisionStatus = Literal["approved", "rejected", "denied", "expired", "cancelled"]
+"""How a decision came about, as the node sees it (`denied`: by policy, before any person)."""
+
+RunStatus = Literal["running", "paused", "completed", "failed", "outcome_unknown"]
+"""A run (one thread of a workflow):
+
+- `running`: started or resumed, not yet paused or finished.
+- `paused`: waiting for at least one approval.
+- `completed`: reached END.
+- `failed`: a node raised; `signoff show` has the error; resuming re-runs what had not finished.
+- `outcome_unknown`: a side effect started and the process died before its result was recorded:
+  a person must check the outside system (see `once()`).
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What `request_approval()` returns to the node once the approval is settled."""
+
+    approved: bool
+    """True only when the action may run."""
+    status: DecisionStatus
+    approval_id: str
+    action: str
+    fingerprint: str
+    """Of the action and arguments that were *proposed* (before edits)."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """The arguments to run with: the proposal with the approvers' edits applied."""
+    edits: dict[str, Any] = field(default_factory=dict)
+    """Only the fields an approver changed, with their new values."""
+    by: tuple[str, ...] = ()
+    """User ids of the deciders, or `rule:<name>` / `policy` / `sweep`."""
+    at: str = ""
+    """ISO-8601 UTC time of the decision."""
+    note: str = ""
+    """The approvers' notes (a rejection always has one)."""
+    idempotency_key: str = ""
+    """Stable for this approved action: pass it to downstream APIs so a retry is de-duplicated."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "approved": self.approved,
+            "status": self.status,
+            "approval_id": self.approval_id,
+            "action": self.action,
+            "fingerprint": self.fingerprint,
+            "args": self.args,
+            "edits": self.edits,
+            "by": list(self.by),
+            "at": self.at,
+            "note": self.note,
+            "idempotency_key": self.idempotency_key,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Decision:
+        try:
+            return cls(
+                approved=bool(data["approved"]),
+                status=data["status"],
+                approval_id=data["approval_id"],
+                action=data["action"],
+                fingerprint=data["fingerprint"],
+                args=dict(data.get("args") or {}),
+                edits=dict(data.get("edits") or {}),
+                by=tuple(data.get("by") or ()),
+                at=data.get("at", ""),
+                note=data.get("note", ""),
+                idempotency_key=data.get("idempotency_key", ""),
+            )
+        except (KeyError, TypeError) as e:
+            raise TypeError(
+                f"request_approval() was resumed with {data!r}, which is not a signoff decision "
+                f"(missing {e}); resume approvals through signoff (approve/reject), not by hand"
+            ) from e
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    user_id: str
+    decision: Literal["approve", "reject"]
+    note: str
+    edits: dict[str, Any]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """One approval request, as stored."""
+
+    id: str
+    thread_id: str
+    interrupt_id: str
+    workflow: str
+    action: str
+    title: str
+    payload: dict[str, Any]
+    """The proposed arguments, with secret fields redacted."""
+    fingerprint: str
+    dedupe_key: str | None
+    risk_tier: str
+    requester: str
+    status: ApprovalStatus
+    required: int
+    approvers: tuple[str, ...]
+    """Policy entries (user ids and `@groups`) who may decide, escalation targets included once escalated."""
+    editable: tuple[str, ...]
+    escalated: bool
+    decision: dict[str, Any] | None
+    reason: str | None
+    channel: str | None
+    message_ts: str | None
+    created_at: float
+    updated_at: float
+    decided_at: float | None
+    remind_at: float | None
+    escalate_at: float | None
+    expire_at: float | None
+    version: int
+    votes: tuple[Vote, ...] = ()
+
+    @property
+    def approvals_count(self) -> int:
+        return sum(1 for v in self.votes if v.decision == "approve")
+
+    @property
+    def decided_by(self) -> list[str]:
+        if self.decision:
+            return list(self.decision.get("by") or [])
+        return []
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], votes: tuple[Vote, ...] = ()) -> Approval:
+        return cls(
+            id=row["id"],
+            thread_id=row["thread_id"],
+            interrupt_id=row["interrupt_id"],
+            workflow=row["workflow"],
+            action=row["action"],
+            title=row["title"],
+            payload=json.loads(row["payload"]),
+            fingerprint=row["fingerprint"],
+            dedupe_key=row["dedupe_key"],
+            risk_tier=row["risk_tier"],
+            requester=row["requester"],
+            status=row["status"],
+            required=row["required"],
+            approvers=tuple(json.loads(row["approvers"])),
+            editable=tuple(json.loads(row["editable"])),
+            escalated=bool(row["escalated"]),
+            decision=json.loads(row["decision"]) if row["decision"] else None,
+            reason=row["reason"],
+            channel=row["channel"],
+            message_ts=row["message_ts"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            decided_at=row["decided_at"],
+            remind_at=row["remind_at"],
+            escalate_at=row["escalate_at"],
+            expire_at=row["expire_at"],
+            version=row["version"],
+            votes=votes,
+        )
+
+
+def iso(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True, slots=True)
+class Workflow:
+    """A workflow signoff can run: a name and a function that builds its (uncompiled) graph."""
+
+    name: str
+    build: Callable[[], StateGraph]
+    description: str
+    inputs: tuple[str, ...] = ()
+    """The input keys a run needs (shown by the CLI and the sandbox's form)."""

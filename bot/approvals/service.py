@@ -1,0 +1,657 @@
+"""`Signoff`: the governance core. Starts runs, turns their pauses into approvals, takes decisions,
+resumes threads exactly once, sweeps stale approvals. The CLI and the Slack app both drive it.
+
+The rule that makes it exactly-once: whatever must happen after a commit (resume a thread, tell
+Slack) is written as a job *in the same transaction* as the decision; the worker performs jobs
+and marks them done. A process that dies in between leaves the job for the next worker, and the
+runtime's own guarantees (one run per thread, an answer recorded once per interrupt) make a
+second attempt harmless.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, delete, exists, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from graphs import Command, CompiledGraph, Interrupt, SideEffectUnknownError, ThreadBusyError
+
+from . import store
+from . import tables as t
+from .audit import AuditLog
+from .effects import Effects, NodeServices
+from .errors import (
+    AlreadyDecidedError,
+    AlreadyVotedError,
+    ApprovalExpiredError,
+    InvalidEditError,
+    NotAuthorizedError,
+    StartRefused,
+    UnknownApprovalError,
+    UnknownWorkflowError,
+)
+from .events import Event, EventSink, NullSink, RetryLater
+from .models import APPROVAL_KIND, Approval, Workflow, iso
+from .policy import (
+    GroupResolver,
+    Policy,
+    StaticGroups,
+    check_voter,
+    evaluate_request,
+    may_start,
+    redact,
+    resolve_members,
+    validate_edits,
+)
+
+if TYPE_CHECKING:
+    from ..db import Database
+
+__all__ = ["DecideResult", "RunReport", "Signoff"]
+
+log = logging.getLogger("signoff")
+
+LEASE_SECONDS = 60.0
+"""How long a claimed job is held before another worker may take it over."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """Where a run stands after `start` or a resume."""
+
+    thread_id: str
+    workflow: str
+    status: str
+    approvals: tuple[str, ...] = ()
+    """Ids of the approvals this pause opened (or joined)."""
+    values: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DecideResult:
+    approval: Approval
+    settled: bool
+    """True when this vote decided the approval (quorum reached, or a rejection)."""
+
+
+def idempotency_key(approval_id: str, fingerprint: str) -> str:
+    return hashlib.sha256(f"{approval_id}:{fingerprint}".encode()).hexdigest()[:32]
+
+
+class Signoff:
+    """The governance core, bound to one database, policy and set of workflows."""
+
+    def __init__(
+        self,
+        db: Database,
+        policy: Policy,
+        workflows: Mapping[str, Workflow],
+        *,
+        groups: GroupResolver | None = None,
+        audit: AuditLog | None = None,
+        sink: EventSink | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db = db
+        self.saver = db.saver
+        self.policy = policy
+        self.workflows = dict(workflows)
+        self.groups = groups or StaticGroups(policy.groups)
+        self.audit = audit or AuditLog.from_env()
+        self.sink = sink or NullSink()
+        self.clock = clock
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._graphs: dict[str, CompiledGraph] = {}
+        self._effects = Effects(db.sync_engine, clock)
+
+    # ---- graphs ------------------------------------------------------------------------
+
+    def graph(self, workflow: str) -> CompiledGraph:
+        graph = self._graphs.get(workflow)
+        if graph is None:
+            wf = self.workflows.get(workflow)
+            if wf is None:
+                raise UnknownWorkflowError(
+                    f"no workflow named {workflow!r}; known: {sorted(self.workflows)}"
+                )
+            graph = wf.build().compile(checkpointer=self.saver, interrupt_mode="return")
+            self._graphs[workflow] = graph
+        return graph
+
+    def _config(self, thread_id: str) -> dict[str, Any]:
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "signoff": NodeServices(effects=self._effects, thread_id=thread_id),
+            }
+        }
+
+    # ---- starting runs -----------------------------------------------------------------
+
+    async def start(
+        self,
+        workflow: str,
+        input: Mapping[str, Any],
+        *,
+        requester: str,
+        channel: str | None = None,
+        thread_id: str | None = None,
+        check_starter: bool = False,
+    ) -> RunReport:
+        """Start `workflow` on a new thread and run it until it pauses or ends.
+
+        Args:
+            requester: who asked (a Slack user id, a service name). They may not approve their
+                own requests unless the policy allows it.
+            channel: where this run's cards and notifications go.
+            check_starter: enforce the policy's `starters` (Slack and the HTTP API do; the CLI
+                is an operator's tool and does not).
+        """
+        graph = self.graph(workflow)
+        if check_starter:
+            wf_policy = self.policy.workflows.get(workflow)
+            members = await resolve_members(wf_policy.starters if wf_policy else (), self.groups)
+            if not may_start(wf_policy, requester, members):
+                raise StartRefused(
+                    f"{requester} may not start {workflow!r}: add them to "
+                    f"[workflows.{workflow}] starters in the policy"
+                )
+        thread_id = thread_id or f"{workflow}-{uuid.uuid4().hex[:12]}"
+        now = self.clock()
+        async with self.db.transaction() as conn:
+            created = await store.insert_run(
+                conn,
+                thread_id=thread_id,
+                workflow=workflow,
+                requester=requester,
+                channel=channel,
+                status="running",
+                input=store.dumps(dict(input)),
+                created_at=now,
+                updated_at=now,
+            )
+            if not created:
+                raise StartRefused(
+                    f"thread {thread_id!r} exists already; pick another --thread-id, or resume it"
+                )
+            await self.audit.append(
+                conn, "run_started", thread_id=thread_id, actor=requester,
+                data={"workflow": workflow, "channel": channel},
+            )
+        try:
+            result: Any = await graph.ainvoke(dict(input), self._config(thread_id))
+        except Exception as e:  # noqa: BLE001 - a failed run is recorded, not lost
+            result = e
+        return await self._after_run(thread_id, workflow, result)
+
+    async def _after_run(self, thread_id: str, workflow: str, result: Any) -> RunReport:
+        """Record how a run stopped: open approvals for its pauses, or note its end."""
+        now = self.clock()
+        if isinstance(result, BaseException):
+            unknown = isinstance(result, SideEffectUnknownError)
+            status = "outcome_unknown" if unknown else "failed"
+            error = f"{type(result).__name__}: {result}"
+            log.warning("run %s %s: %s", thread_id, status, error)
+            async with self.db.transaction() as conn:
+                await store.set_run(conn, thread_id, now, status=status, error=error)
+                await self.audit.append(conn, status if unknown else "run_failed", thread_id=thread_id, data={"error": error})
+                await self._event(conn, "run_outcome_unknown" if unknown else "run_failed", now, thread_id=thread_id, data={"error": error, "workflow": workflow})
+            return RunReport(thread_id, workflow, status, error=error)
+
+        pauses: list[Interrupt] = result.pop("__interrupt__", None) or []
+        if pauses:
+            ids = []
+            for intr in pauses:
+                if isinstance(intr.value, dict) and intr.value.get("kind") == APPROVAL_KIND:
+                    ids.append(await self._register(thread_id, workflow, intr))
+            async with self.db.transaction() as conn:
+                await store.set_run(conn, thread_id, now, status="paused")
+            return RunReport(thread_id, workflow, "paused", tuple(ids), result)
+
+        summary = store.dumps(result)
+        async with self.db.transaction() as conn:
+            await store.set_run(conn, thread_id, now, status="completed", result=summary, error=None)
+            await self.audit.append(conn, "run_completed", thread_id=thread_id, data={"workflow": workflow})
+            await self._event(conn, "run_completed", now, thread_id=thread_id, data={"workflow": workflow, "values": result})
+        return RunReport(thread_id, workflow, "completed", (), result)
+
+    async def _register(self, thread_id: str, workflow: str, intr: Interrupt) -> str:
+        """Open (or find, or join) the approval for one paused `request_approval()`."""
+        try:
+            async with self.db.transaction() as conn:
+                return await self._register_in(conn, thread_id, workflow, intr)
+        except IntegrityError:
+            # Another process registered this interrupt at the same moment: use theirs.
+            async with self.db.read() as conn:
+                found = await store.approval_for_interrupt(conn, intr.id)
+            if found is None:
+                raise
+            return found.id
+
+    async def _register_in(self, conn: AsyncConnection, thread_id: str, workflow: str, intr: Interrupt) -> str:
+        existing = await store.approval_for_interrupt(conn, intr.id)
+        if existing is not None:
+            return existing.id
+        run = await store.get_run(conn, thread_id)
+        requester = run["requester"] if run else "unknown"
+        channel = run["channel"] if run else None
+        p = intr.value
+        action, args, fp = p["action"], p["args"], p["fingerprint"]
+        verdict = evaluate_request(self.policy, action, args)
+        rule = verdict.rule
+        now = self.clock()
+        shown = redact(rule, args) if rule is not None else args
+        if verdict.outcome == "ask" and p.get("dedupe_key"):
+            dup = await store.pending_duplicate(conn, action, p["dedupe_key"])
+            if dup is not None and dup.fingerprint == fp:
+                await store.add_waiter(conn, dup.id, thread_id, intr.id, fp, now)
+                await self.audit.append(conn, "requested", approval_id=dup.id, thread_id=thread_id, actor=requester, data={"joined": True, "dedupe_key": p["dedupe_key"]})
+                return dup.id
+            if dup is not None:
+                verdict_outcome, reason = "conflict", (
+                    f"conflicts with pending approval {dup.id} for {p['dedupe_key']!r}, which "
+                    "proposes different arguments; decide that one first"
+                )
+            else:
+                verdict_outcome, reason = "ask", ""
+        else:
+            verdict_outcome, reason = verdict.outcome, verdict.reason
+
+        approval_id = store.new_approval_id()
+        deadlines: dict[str, float | None] = {"remind_at": None, "escalate_at": None, "expire_at": None}
+        if rule is not None and verdict_outcome == "ask":
+            for key, after in (("remind_at", rule.remind_after), ("escalate_at", rule.escalate_after), ("expire_at", rule.expire_after)):
+                deadlines[key] = now + after.total_seconds() if after else None
+        status = {"ask": "pending", "auto_approve": "approved"}.get(verdict_outcome, "rejected")
+        values = dict(
+            id=approval_id,
+            thread_id=thread_id,
+            interrupt_id=intr.id,
+            workflow=workflow,
+            action=action,
+            title=p.get("title") or (rule.title if rule else action),
+            payload=store.dumps(shown),
+            fingerprint=fp,
+            dedupe_key=p.get("dedupe_key"),
+            risk_tier=rule.tier if rule else "critical",
+            requester=requester,
+            status=status,
+            required=rule.required if rule else 1,
+            approvers=store.dumps(list(rule.approvers) if rule else []),
+            editable=store.dumps(list(rule.editable) if rule else []),
+            escalated=False,
+            channel=channel,
+            created_at=now,
+            updated_at=now,
+            version=0,
+            **deadlines,
+        )
+        if status != "pending":
+            by = [f"rule:{verdict.auto_rule}"] if status == "approved" else ["policy"]
+            decision_status = "approved" if status == "approved" else "denied"
+            decision = _decision(approval_id, action, fp, decision_status, by, reason, {}, now)
+            values.update(decision=store.dumps(decision), decided_at=now, reason=reason or None)
+        await store.insert_approval(conn, values)
+        data = {"action": action, "args": shown, "tier": values["risk_tier"], "workflow": workflow}
+        if status == "pending":
+            await self.audit.append(conn, "requested", approval_id=approval_id, thread_id=thread_id, actor=requester, data=data)
+            await self._event(conn, "approval_requested", now, thread_id=thread_id, approval_id=approval_id)
+        else:
+            kind = {"approved": "auto_approved", "rejected": "conflict" if verdict_outcome == "conflict" else "denied"}[status]
+            await self.audit.append(conn, kind, approval_id=approval_id, thread_id=thread_id, actor=by[0], data={**data, "reason": reason})
+            await self._settled(conn, approval_id, decision, now)
+        return approval_id
+
+    # ---- deciding ----------------------------------------------------------------------
+
+    async def decide(
+        self,
+        approval_id: str,
+        user: str,
+        approve: bool,
+        *,
+        note: str = "",
+        edits: Mapping[str, Any] | None = None,
+    ) -> DecideResult:
+        """Record `user`'s vote; settle the approval when it decides it. One transaction.
+
+        Raises:
+            UnknownApprovalError, NotAuthorizedError, SelfApprovalError, AlreadyDecidedError,
+            AlreadyVotedError, ApprovalExpiredError, InvalidEditError: nothing was changed.
+        """
+        now = self.clock()
+        note = note.strip()
+        async with self.db.transaction() as conn:
+            a = await store.get_approval(conn, approval_id, for_update=True)
+            if a is None:
+                raise UnknownApprovalError(approval_id)
+            if a.status != "pending":
+                raise self._already(a)
+            if a.expire_at is not None and now >= a.expire_at:
+                raise ApprovalExpiredError(
+                    f"approval {a.id} expired at {iso(a.expire_at)}; the workflow gets the "
+                    "expiry outcome", a.id,
+                )
+            rule = self.policy.actions.get(a.action)
+            if rule is None:
+                raise NotAuthorizedError(
+                    f"action {a.action!r} is no longer in the policy, so nobody may approve it; "
+                    "reject it, or add it back to the policy", a.id,
+                )
+            members = await resolve_members(a.approvers, self.groups)
+            refusal = check_voter(rule, requester=a.requester, actor=user, approvers=members)
+            if refusal is not None:
+                refusal.approval_id = a.id
+                raise refusal
+            if not approve and not note:
+                raise InvalidEditError("a rejection needs a reason: pass a note", a.id)
+            clean: dict[str, Any] = {}
+            if approve and edits:
+                if a.approvals_count:
+                    raise InvalidEditError(
+                        f"{a.approvals_count} person(s) approved the current values already; "
+                        "an edit would change what they approved: reject with a note instead",
+                        a.id,
+                    )
+                clean = validate_edits(rule, edits, a.payload)
+            decision_word = "approve" if approve else "reject"
+            if not await store.insert_vote(conn, a.id, user, decision_word, note, clean, now):
+                raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
+            await self.audit.append(conn, "vote", approval_id=a.id, thread_id=a.thread_id, actor=user, data={"decision": decision_word, "note": note, "edits": clean})
+            if clean:
+                before = {k: a.payload.get(k) for k in clean}
+                await self.audit.append(conn, "edited", approval_id=a.id, thread_id=a.thread_id, actor=user, data={"before": before, "after": clean})
+            approvers_so_far = [v.user_id for v in a.votes if v.decision == "approve"]
+            settled = not approve or len(approvers_so_far) + 1 >= a.required
+            if settled:
+                status = "approved" if approve else "rejected"
+                by = approvers_so_far + [user] if approve else [user]
+                all_edits = {**{k: v for vote in a.votes for k, v in vote.edits.items()}, **clean}
+                notes = "; ".join([v.note for v in a.votes if v.note] + ([note] if note else []))
+                decision = _decision(a.id, a.action, a.fingerprint, status, by, notes, all_edits, now)
+                if not await store.settle(conn, a, status, decision, now):
+                    raise self._already(await store.get_approval(conn, a.id) or a)
+                await self.audit.append(conn, status, approval_id=a.id, thread_id=a.thread_id, actor=user, data={"by": by, "note": notes, "edits": all_edits})
+                await self._settled(conn, a.id, decision, now)
+            else:
+                if not await store.bump(conn, a, now):
+                    raise self._already(await store.get_approval(conn, a.id) or a)
+                await self._event(conn, "vote_recorded", now, thread_id=a.thread_id, approval_id=a.id)
+            fresh = await store.get_approval(conn, a.id)
+        assert fresh is not None
+        return DecideResult(fresh, settled)
+
+    def _already(self, a: Approval) -> AlreadyDecidedError | ApprovalExpiredError:
+        if a.status == "expired":
+            return ApprovalExpiredError(
+                f"approval {a.id} expired{' at ' + iso(a.decided_at) if a.decided_at else ''}", a.id
+            )
+        by = a.decided_by
+        when = f" at {iso(a.decided_at)}" if a.decided_at else ""
+        return AlreadyDecidedError(
+            f"approval {a.id} was {a.status} already by {', '.join(by) or 'someone'}{when}",
+            a.id, a.status, by, a.decided_at,
+        )
+
+    async def _settled(self, conn: AsyncConnection, approval_id: str, decision: dict[str, Any], now: float) -> None:
+        """Enqueue a resume for every thread waiting on the approval, and the `decided` event."""
+        for thread_id, interrupt_id in await store.waiters(conn, approval_id):
+            await store.enqueue(
+                conn, "resume", f"resume:{interrupt_id}",
+                {"interrupt_id": interrupt_id, "decision": decision}, now,
+                approval_id=approval_id, thread_id=thread_id,
+            )
+        kind = "expired" if decision["status"] == "expired" else "decided"
+        thread = (await store.waiters(conn, approval_id) or [(None, None)])[0][0]
+        await self._event(conn, kind, now, thread_id=thread, approval_id=approval_id)
+
+    async def _event(
+        self, conn: AsyncConnection, kind: str, now: float, *, thread_id: str | None = None,
+        approval_id: str | None = None, data: Mapping[str, Any] | None = None,
+    ) -> None:
+        key = f"event:{kind}:{approval_id or thread_id}:{uuid.uuid4().hex}"
+        await store.enqueue(conn, "event", key, {"kind": kind, "data": dict(data or {})}, now, approval_id=approval_id, thread_id=thread_id)
+
+    # ---- the worker --------------------------------------------------------------------
+
+    async def run_jobs(self, kinds: tuple[str, ...] = ("resume", "event"), *, limit: int = 1000) -> int:
+        """Perform due jobs until none is left (or `limit`); return how many were done."""
+        done = 0
+        while done < limit:
+            job = await self._claim(kinds)
+            if job is None:
+                break
+            if job["kind"] == "resume":
+                await self._resume(job)
+            else:
+                await self._deliver(job)
+            done += 1
+        return done
+
+    async def _claim(self, kinds: tuple[str, ...]) -> Mapping[str, Any] | None:
+        now = self.clock()
+        j = t.jobs.c
+        earlier = t.jobs.alias("earlier")
+        async with self.db.transaction() as conn:
+            query = (
+                select(t.jobs)
+                .where(
+                    j.done_at.is_(None),
+                    j.kind.in_(kinds),
+                    j.available_at <= now,
+                    (j.locked_until.is_(None)) | (j.locked_until < now),
+                    # events of one thread go out in order: not before an earlier one is done
+                    ~exists().where(
+                        and_(
+                            j.kind == "event",
+                            earlier.c.kind == "event",
+                            earlier.c.thread_id == j.thread_id,
+                            earlier.c.id < j.id,
+                            earlier.c.done_at.is_(None),
+                        )
+                    ),
+                )
+                .order_by(j.id)
+                .limit(1)
+            )
+            if conn.dialect.name == "postgresql":
+                query = query.with_for_update(skip_locked=True, of=t.jobs)
+            job = (await conn.execute(query)).mappings().first()
+            if job is None:
+                return None
+            claimed = await conn.execute(
+                update(t.jobs)
+                .where(j.id == job["id"], j.done_at.is_(None))
+                .where((j.locked_until.is_(None)) | (j.locked_until < now))
+                .values(locked_until=now + LEASE_SECONDS, locked_by=self.worker_id, attempts=j.attempts + 1)
+            )
+            if claimed.rowcount != 1:
+                return None
+            return dict(job)
+
+    async def _finish_job(self, job_id: int, *, error: str | None = None, retry_in: float | None = None) -> None:
+        now = self.clock()
+        async with self.db.transaction() as conn:
+            values: dict[str, Any] = {"locked_until": None, "locked_by": None, "last_error": error}
+            if retry_in is None:
+                values["done_at"] = now
+            else:
+                values["available_at"] = now + retry_in
+            await conn.execute(update(t.jobs).where(t.jobs.c.id == job_id).values(**values))
+
+    async def _resume(self, job: Mapping[str, Any]) -> None:
+        payload = json.loads(job["payload"])
+        thread_id = job["thread_id"]
+        interrupt_id = payload["interrupt_id"]
+        async with self.db.read() as conn:
+            run = await store.get_run(conn, thread_id)
+        if run is None:
+            await self._finish_job(job["id"], error=f"thread {thread_id!r} has no run record")
+            return
+        graph = self.graph(run["workflow"])
+        config = self._config(thread_id)
+        try:
+            state = await graph.aget_state(config)
+            pending = {i.id for i in state.interrupts}
+            if interrupt_id in pending:
+                result: Any = await graph.ainvoke(Command(resume={interrupt_id: payload["decision"]}), config)
+            elif state.next:
+                # Answered by an attempt that died before finishing: go on from the saved frontier.
+                result = await graph.ainvoke(None, config)
+            else:
+                await self._finish_job(job["id"])
+                return
+        except ThreadBusyError as e:
+            await self._finish_job(job["id"], error=str(e), retry_in=0.5)
+            return
+        except Exception as e:  # noqa: BLE001 - recorded on the run
+            result = e
+        async with self.db.transaction() as conn:
+            await store.set_run(conn, thread_id, self.clock(), status="running")
+            await self.audit.append(conn, "resumed", approval_id=job["approval_id"], thread_id=thread_id, actor=self.worker_id, data={"interrupt_id": interrupt_id, "approved": payload["decision"]["approved"]})
+        await self._after_run(thread_id, run["workflow"], result)
+        await self._finish_job(job["id"])
+
+    async def _deliver(self, job: Mapping[str, Any]) -> None:
+        payload = json.loads(job["payload"])
+        event = Event(job["id"], payload["kind"], job["thread_id"], job["approval_id"], payload["data"])
+        try:
+            await self.sink.deliver(event)
+        except RetryLater as e:
+            await self._finish_job(job["id"], error=str(e), retry_in=max(e.seconds, 0.1))
+        except Exception as e:  # noqa: BLE001 - retried with backoff, never lost
+            delay = min(2.0 ** min(job["attempts"], 8), 300.0)
+            log.warning("event %s (%s) failed, retrying in %.0fs: %s", job["id"], payload["kind"], delay, e)
+            await self._finish_job(job["id"], error=f"{type(e).__name__}: {e}", retry_in=delay)
+        else:
+            await self._finish_job(job["id"])
+
+    # ---- the sweep ---------------------------------------------------------------------
+
+    async def sweep(self) -> dict[str, int]:
+        """Remind, escalate and expire what is due. Safe with several sweepers at once."""
+        now = self.clock()
+        counts = {"reminded": 0, "escalated": 0, "expired": 0}
+        async with self.db.read() as conn:
+            due = await store.due_approvals(conn, now)
+        for a in due:
+            async with self.db.transaction() as conn:
+                cur = await store.get_approval(conn, a.id, for_update=True)
+                if cur is None or cur.status != "pending":
+                    continue
+                rule = self.policy.actions.get(cur.action)
+                if cur.expire_at is not None and now >= cur.expire_at:
+                    outcome = rule.on_expiry if rule else "reject"
+                    reason = f"expired: nobody decided by {iso(cur.expire_at)}"
+                    decision = _decision(cur.id, cur.action, cur.fingerprint, "expired", ["sweep"], reason, {}, now, approved=outcome == "approve")
+                    if await store.settle(conn, cur, "expired", decision, now, reason=reason):
+                        await self.audit.append(conn, "expired", approval_id=cur.id, thread_id=cur.thread_id, actor="sweep", data={"outcome": outcome})
+                        await self._settled(conn, cur.id, decision, now)
+                        counts["expired"] += 1
+                elif cur.escalate_at is not None and now >= cur.escalate_at and not cur.escalated:
+                    extra = list(rule.escalate_to) if rule else []
+                    approvers = list(dict.fromkeys([*cur.approvers, *extra]))
+                    if await store.bump(conn, cur, now, escalated=True, escalated_at=now, approvers=store.dumps(approvers)):
+                        await self.audit.append(conn, "escalated", approval_id=cur.id, thread_id=cur.thread_id, actor="sweep", data={"to": extra})
+                        await self._event(conn, "escalated", now, thread_id=cur.thread_id, approval_id=cur.id, data={"to": extra})
+                        counts["escalated"] += 1
+                elif cur.remind_at is not None and now >= cur.remind_at:
+                    if await store.bump(conn, cur, now, reminded_at=now):
+                        await self.audit.append(conn, "reminded", approval_id=cur.id, thread_id=cur.thread_id, actor="sweep", data={})
+                        await self._event(conn, "reminded", now, thread_id=cur.thread_id, approval_id=cur.id)
+                        counts["reminded"] += 1
+        return counts
+
+    # ---- reading -----------------------------------------------------------------------
+
+    async def get(self, approval_id: str) -> Approval:
+        async with self.db.read() as conn:
+            a = await store.get_approval(conn, approval_id)
+        if a is None:
+            raise UnknownApprovalError(approval_id)
+        return a
+
+    async def pending(self, *, user: str | None = None) -> list[Approval]:
+        """Pending approvals, oldest first; with `user`, those they may decide come first."""
+        async with self.db.read() as conn:
+            items = await store.list_approvals(conn)
+        if user is None:
+            return items
+        mine = []
+        for a in items:
+            members = await resolve_members(a.approvers, self.groups)
+            mine.append(user in members and (user != a.requester))
+        return [a for a, m in zip(items, mine) if m] + [a for a, m in zip(items, mine) if not m]
+
+    async def run_info(self, thread_id: str) -> Mapping[str, Any] | None:
+        async with self.db.read() as conn:
+            return await store.get_run(conn, thread_id)
+
+    async def thread_approvals(self, thread_id: str) -> list[Approval]:
+        async with self.db.read() as conn:
+            return await store.list_approvals(
+                conn, statuses=("pending", "approved", "rejected", "expired", "cancelled"), thread_id=thread_id
+            )
+
+    async def purge(self, older_than_seconds: float) -> int:
+        """Delete settled runs (and their approvals and checkpoints) older than the age given.
+
+        Live runs (running, paused) and failed ones a person must look at are never touched.
+        """
+        cutoff = self.clock() - older_than_seconds
+        async with self.db.read() as conn:
+            rows = await conn.execute(
+                select(t.runs.c.thread_id).where(t.runs.c.status == "completed", t.runs.c.updated_at < cutoff)
+            )
+            threads = [r[0] for r in rows]
+        for thread_id in threads:
+            async with self.db.transaction() as conn:
+                live = await store.list_approvals(conn, statuses=("pending",), thread_id=thread_id)
+                if live:
+                    continue
+                ids = [a.id for a in await store.list_approvals(conn, statuses=("approved", "rejected", "expired", "cancelled"), thread_id=thread_id)]
+                for table in (t.votes, t.approval_waiters):
+                    await conn.execute(delete(table).where(table.c.approval_id.in_(ids)))
+                await conn.execute(delete(t.approvals).where(t.approvals.c.id.in_(ids)))
+                await conn.execute(delete(t.runs).where(t.runs.c.thread_id == thread_id))
+                await self.audit.append(conn, "purged", thread_id=thread_id, actor="retention", data={"approvals": ids})
+            await self.saver.adelete_thread(thread_id)
+        return len(threads)
+
+
+def _decision(
+    approval_id: str,
+    action: str,
+    fingerprint: str,
+    status: str,
+    by: list[str],
+    note: str,
+    edits: Mapping[str, Any],
+    now: float,
+    *,
+    approved: bool | None = None,
+) -> dict[str, Any]:
+    return {
+        "approved": status == "approved" if approved is None else approved,
+        "status": status,
+        "approval_id": approval_id,
+        "action": action,
+        "fingerprint": fingerprint,
+        "edits": dict(edits),
+        "by": list(by),
+        "at": iso(now),
+        "note": note,
+        "idempotency_key": idempotency_key(approval_id, fingerprint),
+    }

@@ -1,0 +1,286 @@
+"""Queries on the governance tables. Every function takes the caller's connection, so that a
+decision, its vote, its audit event and its jobs commit together or not at all."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from . import tables as t
+from .models import Approval, Vote
+
+__all__ = [
+    "add_waiter",
+    "enqueue",
+    "get_approval",
+    "insert_approval",
+    "list_approvals",
+    "new_approval_id",
+]
+
+
+def new_approval_id() -> str:
+    """Unguessable: 128 random bits. Button values carry it, so it must not be enumerable."""
+    return "apr_" + secrets.token_urlsafe(16)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
+async def get_approval(conn: AsyncConnection, approval_id: str, *, for_update: bool = False) -> Approval | None:
+    query = select(t.approvals).where(t.approvals.c.id == approval_id)
+    if for_update and conn.dialect.name == "postgresql":
+        query = query.with_for_update()
+    row = (await conn.execute(query)).mappings().first()
+    if row is None:
+        return None
+    return Approval.from_row(row, await _votes(conn, approval_id))
+
+
+async def _votes(conn: AsyncConnection, approval_id: str) -> tuple[Vote, ...]:
+    rows = (
+        await conn.execute(
+            select(t.votes).where(t.votes.c.approval_id == approval_id).order_by(t.votes.c.id)
+        )
+    ).mappings()
+    return tuple(
+        Vote(r["user_id"], r["decision"], r["note"], json.loads(r["edits"]) if r["edits"] else {}, r["at"])
+        for r in rows
+    )
+
+
+async def approval_for_interrupt(conn: AsyncConnection, interrupt_id: str) -> Approval | None:
+    row = (
+        await conn.execute(
+            select(t.approval_waiters.c.approval_id).where(
+                t.approval_waiters.c.interrupt_id == interrupt_id
+            )
+        )
+    ).first()
+    return await get_approval(conn, row[0]) if row else None
+
+
+async def pending_duplicate(conn: AsyncConnection, action: str, dedupe_key: str) -> Approval | None:
+    row = (
+        await conn.execute(
+            select(t.approvals).where(
+                t.approvals.c.action == action,
+                t.approvals.c.dedupe_key == dedupe_key,
+                t.approvals.c.status == "pending",
+            )
+        )
+    ).mappings().first()
+    return Approval.from_row(row) if row else None
+
+
+async def insert_approval(conn: AsyncConnection, values: Mapping[str, Any]) -> None:
+    await conn.execute(insert(t.approvals).values(**values))
+    await add_waiter(conn, values["id"], values["thread_id"], values["interrupt_id"], values["fingerprint"], values["created_at"])
+
+
+async def add_waiter(
+    conn: AsyncConnection, approval_id: str, thread_id: str, interrupt_id: str, fingerprint: str, now: float
+) -> None:
+    await conn.execute(
+        insert(t.approval_waiters).values(
+            interrupt_id=interrupt_id,
+            approval_id=approval_id,
+            thread_id=thread_id,
+            fingerprint=fingerprint,
+            created_at=now,
+        )
+    )
+
+
+async def waiters(conn: AsyncConnection, approval_id: str) -> list[tuple[str, str]]:
+    rows = await conn.execute(
+        select(t.approval_waiters.c.thread_id, t.approval_waiters.c.interrupt_id)
+        .where(t.approval_waiters.c.approval_id == approval_id)
+        .order_by(t.approval_waiters.c.created_at)
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+async def settle(
+    conn: AsyncConnection,
+    approval: Approval,
+    status: str,
+    decision: Mapping[str, Any],
+    now: float,
+    reason: str | None = None,
+    escalated: bool | None = None,
+) -> bool:
+    """Move a pending approval to `status` with compare-and-set on its version."""
+    values: dict[str, Any] = {
+        "status": status,
+        "decision": dumps(decision),
+        "decided_at": now,
+        "updated_at": now,
+        "reason": reason,
+        "version": approval.version + 1,
+    }
+    result = await conn.execute(
+        update(t.approvals)
+        .where(
+            t.approvals.c.id == approval.id,
+            t.approvals.c.version == approval.version,
+            t.approvals.c.status == "pending",
+        )
+        .values(**values)
+    )
+    return result.rowcount == 1
+
+
+async def bump(conn: AsyncConnection, approval: Approval, now: float, **values: Any) -> bool:
+    """Change fields of a pending approval with compare-and-set (reminders, escalation, votes)."""
+    result = await conn.execute(
+        update(t.approvals)
+        .where(
+            t.approvals.c.id == approval.id,
+            t.approvals.c.version == approval.version,
+            t.approvals.c.status == "pending",
+        )
+        .values(updated_at=now, version=approval.version + 1, **values)
+    )
+    return result.rowcount == 1
+
+
+async def insert_vote(
+    conn: AsyncConnection, approval_id: str, user_id: str, decision: str, note: str, edits: Mapping[str, Any] | None, now: float
+) -> bool:
+    """False when this user has voted on it already."""
+    try:
+        async with conn.begin_nested():
+            await conn.execute(
+                insert(t.votes).values(
+                    approval_id=approval_id,
+                    user_id=user_id,
+                    decision=decision,
+                    note=note,
+                    edits=dumps(dict(edits)) if edits else None,
+                    at=now,
+                )
+            )
+    except IntegrityError:
+        return False
+    return True
+
+
+async def list_approvals(
+    conn: AsyncConnection,
+    *,
+    statuses: Iterable[str] = ("pending",),
+    thread_id: str | None = None,
+    limit: int = 200,
+) -> list[Approval]:
+    query = select(t.approvals).where(t.approvals.c.status.in_(list(statuses)))
+    if thread_id is not None:
+        query = query.where(t.approvals.c.thread_id == thread_id)
+    query = query.order_by(t.approvals.c.created_at).limit(limit)
+    rows = (await conn.execute(query)).mappings().all()
+    out = []
+    for row in rows:
+        out.append(Approval.from_row(row, await _votes(conn, row["id"])))
+    return out
+
+
+async def recent_decided(conn: AsyncConnection, limit: int = 20) -> list[Approval]:
+    rows = (
+        await conn.execute(
+            select(t.approvals)
+            .where(t.approvals.c.status != "pending")
+            .order_by(t.approvals.c.decided_at.desc())
+            .limit(limit)
+        )
+    ).mappings().all()
+    return [Approval.from_row(r) for r in rows]
+
+
+async def due_approvals(conn: AsyncConnection, now: float, limit: int = 500) -> list[Approval]:
+    """Pending approvals with a reminder, escalation or expiry due (indexed on status)."""
+    c = t.approvals.c
+    rows = (
+        await conn.execute(
+            select(t.approvals)
+            .where(
+                c.status == "pending",
+                or_(
+                    c.expire_at <= now,
+                    and_(c.escalate_at <= now, c.escalated.is_(False)),
+                    and_(c.remind_at <= now, c.reminded_at.is_(None)),
+                ),
+            )
+            .order_by(c.created_at)
+            .limit(limit)
+        )
+    ).mappings().all()
+    return [Approval.from_row(r) for r in rows]
+
+
+# ---- runs ------------------------------------------------------------------------------
+
+
+async def insert_run(conn: AsyncConnection, **values: Any) -> bool:
+    try:
+        async with conn.begin_nested():
+            await conn.execute(insert(t.runs).values(**values))
+    except IntegrityError:
+        return False
+    return True
+
+
+async def get_run(conn: AsyncConnection, thread_id: str) -> Mapping[str, Any] | None:
+    return (await conn.execute(select(t.runs).where(t.runs.c.thread_id == thread_id))).mappings().first()
+
+
+async def set_run(conn: AsyncConnection, thread_id: str, now: float, **values: Any) -> None:
+    await conn.execute(
+        update(t.runs).where(t.runs.c.thread_id == thread_id).values(updated_at=now, **values)
+    )
+
+
+async def count_by_status(conn: AsyncConnection) -> dict[str, int]:
+    rows = await conn.execute(
+        select(t.approvals.c.status, func.count()).group_by(t.approvals.c.status)
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+# ---- jobs ------------------------------------------------------------------------------
+
+
+async def enqueue(
+    conn: AsyncConnection,
+    kind: str,
+    key: str,
+    payload: Mapping[str, Any],
+    now: float,
+    *,
+    approval_id: str | None = None,
+    thread_id: str | None = None,
+) -> bool:
+    """Add a job once: a second enqueue with the same key is ignored (returns False)."""
+    try:
+        async with conn.begin_nested():
+            await conn.execute(
+                insert(t.jobs).values(
+                    kind=kind,
+                    key=key,
+                    approval_id=approval_id,
+                    thread_id=thread_id,
+                    payload=dumps(dict(payload)),
+                    attempts=0,
+                    available_at=now,
+                    created_at=now,
+                )
+            )
+    except IntegrityError:
+        return False
+    return True

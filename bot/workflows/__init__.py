@@ -1,0 +1,62 @@
+"""The workflows signoff ships with, the registry that names them, and what their nodes can use.
+
+A workflow is a function that returns a `graphs.StateGraph` (not compiled: signoff compiles it
+with its own checkpointer). Register yours by dotted path in the policy file:
+
+```toml
+[workflows.my_flow]
+path = "mypkg.flows:build"
+starters = ["@support"]
+```
+
+Node code reaches signoff's services through its config: `services(config).effects`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from graphs import StateGraph
+
+from ..approvals.effects import services
+from ..approvals.models import Workflow
+from . import delete_row, refund, vendor_payment
+
+__all__ = ["BUILTIN", "Workflow", "load_workflows", "services"]
+
+
+BUILTIN: dict[str, Workflow] = {
+    "refund": Workflow("refund", refund.build, refund.__doc__.strip().splitlines()[0], refund.INPUTS),
+    "delete_row": Workflow("delete_row", delete_row.build, delete_row.__doc__.strip().splitlines()[0], delete_row.INPUTS),
+    "vendor_payment": Workflow(
+        "vendor_payment", vendor_payment.build, vendor_payment.__doc__.strip().splitlines()[0], vendor_payment.INPUTS
+    ),
+}
+
+
+def load_workflows(paths: Mapping[str, str | None]) -> dict[str, Workflow]:
+    """The built-in workflows plus the user's, given as `{name: "module:attribute"}`.
+
+    Raises:
+        ValueError: a path that does not import, or does not name a function returning a
+            StateGraph (the message names the workflow and the path).
+    """
+    out = dict(BUILTIN)
+    for name, path in paths.items():
+        if not path:
+            continue
+        module_name, _, attr = path.partition(":")
+        if not attr:
+            raise ValueError(f"workflow {name!r}: path {path!r} must look like 'package.module:function'")
+        try:
+            target: Any = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as e:
+            raise ValueError(f"workflow {name!r}: cannot import {path!r}: {e}") from e
+        build = (lambda g=target: g) if isinstance(target, StateGraph) else target
+        if not callable(build):
+            raise ValueError(f"workflow {name!r}: {path!r} is not a function returning a StateGraph")
+        doc = (getattr(target, "__doc__", None) or name).strip().splitlines()[0]
+        out[name] = Workflow(name, build, doc, tuple(getattr(target, "INPUTS", ())))
+    return out

@@ -1,0 +1,85 @@
+"""Refund a customer, after a person approves the amount.
+
+The article's flow: draft the refund, ask for approval, then issue it or tell the customer it
+was declined. The approver may edit the amount and the reason; the refund runs with the edited
+values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from graphs import END, START, StateGraph, once
+
+from ..approvals.request import request_approval
+from ..approvals.effects import services
+
+INPUTS = ("customer_id", "order_id", "amount", "reason")
+
+
+class RefundState(TypedDict, total=False):
+    customer_id: str
+    order_id: str
+    amount: float
+    reason: str
+    decision: dict[str, Any]
+    outcome: str
+
+
+def draft_refund(state: RefundState) -> dict[str, Any]:
+    # Model calls or pricing rules that decide the amount would go here.
+    return {"amount": round(float(state["amount"]), 2)}
+
+
+def ask(state: RefundState) -> dict[str, Any]:
+    decision = request_approval(
+        "send_refund",
+        {
+            "customer_id": state["customer_id"],
+            "order_id": state.get("order_id", ""),
+            "amount": state["amount"],
+            "reason": state.get("reason", ""),
+        },
+        title=f"Refund {state['amount']:.2f} to {state['customer_id']}",
+        dedupe_key=f"refund:{state['order_id']}" if state.get("order_id") else None,
+    )
+    return {"decision": {**decision.to_json(), "args": decision.args}}
+
+
+def route(state: RefundState) -> str:
+    return "issue_refund" if state["decision"]["approved"] else "notify_rejection"
+
+
+def issue_refund(state: RefundState, config: Any) -> dict[str, Any]:
+    decision, svc = state["decision"], services(config)
+    args = decision["args"]
+    key = decision["idempotency_key"]
+    # once(): if the process dies mid-refund, the next attempt reports "outcome unknown"
+    # instead of refunding again; the key lets the provider refuse a duplicate too.
+    once(f"refund:{key}", svc.effects.record, "refund", key,
+         {"customer_id": args["customer_id"], "amount": args["amount"], "reason": args["reason"]},
+         thread_id=svc.thread_id)
+    return {"outcome": f"refunded {args['amount']:.2f} to {args['customer_id']}"}
+
+
+def notify_rejection(state: RefundState, config: Any) -> dict[str, Any]:
+    decision, svc = state["decision"], services(config)
+    key = f"declined:{decision['approval_id']}"
+    once(key, svc.effects.record, "email", key,
+         {"to": state["customer_id"], "text": "Your refund request was declined."},
+         thread_id=svc.thread_id)
+    return {"outcome": f"declined ({decision['status']}): {decision['note'] or 'no reason given'}"}
+
+
+def build() -> StateGraph:
+    g = StateGraph(RefundState)
+    g.add_node("draft_refund", draft_refund)
+    g.add_node("request_approval", ask)
+    g.add_node("issue_refund", issue_refund)
+    g.add_node("notify_rejection", notify_rejection)
+    g.add_edge(START, "draft_refund")
+    g.add_edge("draft_refund", "request_approval")
+    g.add_conditional_edges("request_approval", route, ["issue_refund", "notify_rejection"])
+    g.add_edge("issue_refund", END)
+    g.add_edge("notify_rejection", END)
+    return g

@@ -301,6 +301,30 @@ def test_command_resume_with_update_applies_the_update_first() -> None:
     }
 
 
+def test_an_answer_is_kept_when_the_node_fails_after_receiving_it() -> None:
+    broken = [True]
+
+    def ask(state: State) -> dict[str, Any]:
+        answer = interrupt("ok?")
+        if broken[0]:
+            raise ConnectionError("mail server down")
+        return {"log": [answer]}
+
+    app = StateGraph(State).add_node("ask", ask).add_edge(START, "ask").compile(
+        checkpointer=InMemorySaver()
+    )
+    with pytest.raises(GraphInterrupt):
+        app.invoke({"log": []}, CONFIG)
+    with pytest.raises(ConnectionError):
+        app.invoke(Command(resume="approved"), CONFIG)
+    snap = app.get_state(CONFIG)
+    assert (snap.next, snap.interrupts) == (["ask"], ())  # answered, not pending any more
+    with pytest.raises(ResumeError):  # a second click cannot change the recorded answer
+        app.invoke(Command(resume="rejected"), CONFIG)
+    broken[0] = False
+    assert app.invoke(None, CONFIG) == {"log": ["approved"]}
+
+
 # ---- resumes that match nothing -------------------------------------------------------------
 
 

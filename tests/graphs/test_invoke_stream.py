@@ -98,6 +98,15 @@ def test_a_pause_ends_the_stream_with_an_interrupt_chunk() -> None:
     assert resumed == [{"ask": {"x": 5}}]
 
 
+def test_in_return_mode_a_paused_stream_just_ends() -> None:
+    g = StateGraph(State).add_node("ask", lambda s: {"x": interrupt("?")})
+    app = g.add_edge(START, "ask").compile(checkpointer=InMemorySaver(), interrupt_mode="return")
+    chunks = list(app.stream({"log": []}, thread("t"), stream_mode=["values", "updates"]))
+    assert chunks[0] == ("values", {"log": []})
+    [(mode, chunk)] = chunks[1:]
+    assert (mode, [i.value for i in chunk["__interrupt__"]]) == ("updates", ["?"])
+
+
 def test_invocations_on_one_thread_accumulate_and_threads_are_isolated() -> None:
     g = StateGraph(State).add_node("a", lambda s: {"log": [len(s["log"])]})
     g.add_edge(START, "a")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -189,13 +190,25 @@ async def cmd_sweep(app: Signoff, args: argparse.Namespace) -> int:
 
 async def cmd_worker(app: Signoff, args: argparse.Namespace) -> int:
     """Resume decided approvals and sweep on an interval (the bot does this itself)."""
-    while True:
-        await app.sweep()
+    if args.once:
+        counts = await app.sweep()
         n = await app.run_jobs(("resume",))
-        if args.once:
-            print(f"{n} job(s) done")
-            return 0
-        await asyncio.sleep(args.interval)
+        print(f"{n} job(s) done; sweep: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        return 0
+    from .scheduler import start_scheduler
+
+    scheduler = start_scheduler(app, sweep_every=args.interval, kinds=("resume",))
+    print(f"worker running on {app.db.display_url} (sweep every {args.interval:g}s); Ctrl-C stops it")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        scheduler.shutdown(wait=False)
+    print("worker stopped")
+    return 0
 
 
 async def cmd_purge(app: Signoff, args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from graphs import (
     GraphInterrupt,
     InMemorySaver,
     InvalidUpdateError,
+    ResumeError,
     StateGraph,
     StateSnapshot,
     interrupt,
@@ -227,3 +228,20 @@ def test_update_state_errors() -> None:
         app.update_state({"configurable": {}}, {"approved": True})
     assert str(value_error.value) == 'update_state needs {"configurable": {"thread_id": ...}}'
     assert app.get_state(CONFIG).metadata["source"] == "loop"  # nothing was written
+
+
+def test_a_run_cannot_continue_from_an_old_checkpoint() -> None:
+    # History never forks: runs go on from the thread's head, whatever config they are given.
+    app = build().compile(checkpointer=InMemorySaver())
+    app.invoke({"messages": []}, CONFIG)
+    history = list(app.get_state_history(CONFIG))
+    head, oldest = history[0].config, history[-1].config
+    with pytest.raises(ResumeError) as info:
+        app.invoke({"messages": ["again"]}, oldest)
+    assert str(info.value) == (
+        f"thread 't': runs continue from the latest checkpoint "
+        f"({head['configurable']['checkpoint_id']}), not from "
+        f"{oldest['configurable']['checkpoint_id']}; drop checkpoint_id from the config"
+    )
+    assert len(list(app.get_state_history(CONFIG))) == len(history)
+    assert app.invoke({"messages": ["again"]}, head)["messages"][-1] == "act approved=None"

@@ -820,7 +820,13 @@ class SQLSaver(BaseCheckpointSaver):
             if isinstance(e, dialect.loaded_dbapi.Error) and dialect.is_disconnect(
                 e, raw.dbapi_connection, cursor
             ):
-                raw.invalidate(e)
+                # Like SQLAlchemy's own handling: every connection of the pool opened before
+                # now is presumed dead too (a server restart drops them all).
+                pool = getattr(raw, "_pool", None)
+                if pool is not None and hasattr(pool, "_invalidate"):
+                    pool._invalidate(raw, e)
+                else:
+                    raw.invalidate(e)
                 raise _Dropped(e) from e
             with contextlib.suppress(Exception):
                 raw.rollback()
@@ -1461,9 +1467,7 @@ class SQLSaver(BaseCheckpointSaver):
     # ---- one run per thread -------------------------------------------------------------
 
     def _proc_key(self, thread_id: str, ns: str) -> tuple[str, str, str]:
-        scope = self._lock_path or f"{self.url.render_as_string(hide_password=True)}#{id(self)}"
-        if self._d.pg:
-            scope = f"{self.url.render_as_string(hide_password=True)}#{self._lock_scope}"
+        scope = self._lock_path or self.url.render_as_string(hide_password=True)
         return (scope, thread_id, ns)
 
     @contextlib.contextmanager
@@ -1499,24 +1503,43 @@ class SQLSaver(BaseCheckpointSaver):
             with self._proc_hold(thread_id, ns), self._file_lock(thread_id, ns):
                 yield
             return
-        engine = self._sync_engine()
-        with engine.connect() as conn:
-            if self._lock_scope is None:
-                self._lock_scope = _pg_scope(conn)
-            with self._proc_hold(thread_id, ns):
-                key = {"k": self._advisory_key(thread_id, ns)}
+        with self._proc_hold(thread_id, ns):
+            key = {"k": 0}
+            conn = self._pg_lock(thread_id, ns, key)
+            try:
+                yield
+            finally:
+                try:
+                    conn.exec_driver_sql("SELECT pg_advisory_unlock(%(k)s)", key)
+                    conn.commit()
+                except sa.exc.DBAPIError:
+                    conn.invalidate()  # the session (and with it the lock) is gone
+                finally:
+                    conn.close()
+
+    def _pg_lock(self, thread_id: str, ns: str, key: dict[str, int]) -> Connection:
+        """A connection holding the thread's advisory lock (a dropped connection: once more)."""
+        for attempt in (0, 1):
+            conn = self._sync_engine().connect()
+            try:
+                if self._lock_scope is None:
+                    self._lock_scope = _pg_scope(conn)
+                key["k"] = self._advisory_key(thread_id, ns)
                 got = conn.exec_driver_sql("SELECT pg_try_advisory_lock(%(k)s)", key).scalar()
                 conn.commit()
-                if not got:
-                    raise _busy(thread_id, "another process")
-                try:
-                    yield
-                finally:
-                    try:
-                        conn.exec_driver_sql("SELECT pg_advisory_unlock(%(k)s)", key)
-                        conn.commit()
-                    except sa.exc.DBAPIError:
-                        conn.invalidate()  # the session (and with it the lock) is gone
+            except sa.exc.DBAPIError as e:
+                conn.close()
+                if attempt == 0 and e.connection_invalidated:
+                    continue
+                raise
+            except BaseException:
+                conn.close()
+                raise
+            if not got:
+                conn.close()
+                raise _busy(thread_id, "another process")
+            return conn
+        raise AssertionError("unreachable")
 
     @contextlib.asynccontextmanager
     async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:
@@ -1526,24 +1549,43 @@ class SQLSaver(BaseCheckpointSaver):
             with self.lock_thread(config):  # no I/O wait: fcntl is asked not to block
                 yield
             return
-        async with self._async_engine().connect() as conn:
-            if self._lock_scope is None:
-                self._lock_scope = await conn.run_sync(_pg_scope)
-            with self._proc_hold(thread_id, ns):
-                key = {"k": self._advisory_key(thread_id, ns)}
+        with self._proc_hold(thread_id, ns):
+            key = {"k": 0}
+            conn = await self._apg_lock(thread_id, ns, key)
+            try:
+                yield
+            finally:
+                try:
+                    await conn.exec_driver_sql("SELECT pg_advisory_unlock(%(k)s)", key)
+                    await conn.commit()
+                except sa.exc.DBAPIError:
+                    await conn.invalidate()
+                finally:
+                    await conn.close()
+
+    async def _apg_lock(self, thread_id: str, ns: str, key: dict[str, int]) -> AsyncConnection:
+        for attempt in (0, 1):
+            conn = await self._async_engine().connect()
+            try:
+                if self._lock_scope is None:
+                    self._lock_scope = await conn.run_sync(_pg_scope)
+                key["k"] = self._advisory_key(thread_id, ns)
                 result = await conn.exec_driver_sql("SELECT pg_try_advisory_lock(%(k)s)", key)
                 got = result.scalar()
                 await conn.commit()
-                if not got:
-                    raise _busy(thread_id, "another process")
-                try:
-                    yield
-                finally:
-                    try:
-                        await conn.exec_driver_sql("SELECT pg_advisory_unlock(%(k)s)", key)
-                        await conn.commit()
-                    except sa.exc.DBAPIError:
-                        await conn.invalidate()
+            except sa.exc.DBAPIError as e:
+                await conn.close()
+                if attempt == 0 and e.connection_invalidated:
+                    continue
+                raise
+            except BaseException:
+                await conn.close()
+                raise
+            if not got:
+                await conn.close()
+                raise _busy(thread_id, "another process")
+            return conn
+        raise AssertionError("unreachable")
 
     @contextlib.contextmanager
     def _file_lock(self, thread_id: str, ns: str) -> Iterator[None]:

@@ -1,0 +1,217 @@
+"""Graphs on `SQLSaver` across real processes: issue 3's properties, on SQLite and PostgreSQL.
+
+Every process here is a fresh interpreter (`_sql_worker.py`) that knows only the database URL
+and the thread id: a pause is only real when it survives that boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphs import Command, GraphInterrupt, ResumeError, SQLSaver
+
+WORKER = str(Path(__file__).with_name("_sql_worker.py"))
+QUICK = os.environ.get("SIGNOFF_TEST_QUICK", "") not in ("", "0")
+sys.path.insert(0, str(Path(__file__).parent))
+import _sql_worker as worker  # noqa: E402
+
+
+def run(*args: str) -> str:
+    """Run the worker to completion; its one line of output."""
+    done = subprocess.run(
+        [sys.executable, WORKER, *args], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
+
+
+def history(url: str, thread_id: str) -> list[Any]:
+    with SQLSaver.from_conn_string(url) as saver:
+        return list(saver.list(worker.config(thread_id)))
+
+
+def assert_linear(tuples: list[Any]) -> None:
+    """Newest first, each checkpoint's parent is the next one: the history never forked."""
+    for newer, older in zip(tuples, tuples[1:]):
+        assert newer.parent_config == older.config
+    assert tuples[-1].parent_config is None
+
+
+def test_a_pause_at_interrupt_is_resumed_by_another_process(db_url: str) -> None:
+    run("setup", db_url)
+    asked = json.loads(run("start", db_url, "refund-1"))
+    assert asked == [{"action": "refund", "amount": 42, "request": "refund 42"}]
+    with SQLSaver.from_conn_string(db_url) as saver:
+        (paused,) = saver.list_paused()
+        assert paused.thread_id == "refund-1"
+        assert [i.value for i in paused.interrupts] == asked
+
+    state = json.loads(run("resume", db_url, "refund-1", "yes"))
+    assert state == {"log": ["draft", "approve", "act"], "request": "refund 42", "approved": True}
+    with SQLSaver.from_conn_string(db_url) as saver:
+        assert saver.list_paused() == []
+        assert saver.get_status(worker.config("refund-1")) == "done"
+    assert_linear(history(db_url, "refund-1"))
+
+
+def test_a_static_pause_is_resumed_by_another_process(db_url: str) -> None:
+    run("setup", db_url)
+    assert json.loads(run("start_static", db_url, "static-1")) == []
+    with SQLSaver.from_conn_string(db_url) as saver:
+        (paused,) = saver.list_paused()
+        assert (paused.thread_id, paused.paused_nodes, paused.interrupts) == ("static-1", ("act",), ())
+    assert json.loads(run("resume_static", db_url, "static-1")) == {"log": ["draft", "act"]}
+
+
+def test_a_process_killed_mid_node_loses_only_that_step(db_url: str, tmp_path: Path) -> None:
+    run("setup", db_url)
+    marker = tmp_path / "in-slow-node"
+    crashing = subprocess.Popen(
+        [sys.executable, WORKER, "crash", db_url, "crash-1", str(marker)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert crashing.poll() is None, crashing.communicate()[1].decode()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        crashing.send_signal(signal.SIGKILL)
+    finally:
+        crashing.kill()
+        crashing.communicate()
+    # at once (the dead process's thread lock went with it), with nothing but the URL
+    state = json.loads(run("resume_crash", db_url, "crash-1"))
+    assert state == {"log": ["first", "slow", "last"]}  # `first` ran once
+    tuples = history(db_url, "crash-1")
+    assert_linear(tuples)
+    assert [t.metadata["step"] for t in tuples] == sorted(
+        (t.metadata["step"] for t in tuples), reverse=True
+    )
+
+
+def test_two_processes_resuming_one_paused_thread_race_and_exactly_one_wins(db_url: str) -> None:
+    races = 10 if QUICK else 50
+    threads = [f"race-{i}" for i in range(races)]
+    with SQLSaver.from_conn_string(db_url) as saver:
+        saver.setup()
+        graph = worker.approval_graph(saver)
+        for thread_id in threads:
+            with pytest.raises(GraphInterrupt):
+                graph.invoke({"log": []}, worker.config(thread_id))
+
+    racers = [
+        subprocess.Popen(
+            [sys.executable, WORKER, "race", db_url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        for _ in range(2)
+    ]
+    outcomes: Counter[str] = Counter()
+    try:
+        for thread_id in threads:
+            for r in racers:
+                assert r.stdin is not None and r.stdout is not None
+                r.stdin.write(thread_id + "\n")
+                r.stdin.flush()
+            for r in racers:
+                assert r.stdout.readline().strip() == "ready"
+            for r in racers:  # as close to the same moment as two processes get
+                r.stdin.write("go\n")
+                r.stdin.flush()
+            results = [r.stdout.readline().strip() for r in racers]
+            assert results.count("ok") == 1, results
+            (loser,) = [x for x in results if x != "ok"]
+            assert loser.split(" ", 1)[0] in ("busy", "resume"), loser
+            assert repr(thread_id) in loser, loser
+            outcomes[loser.split(" ", 1)[0]] += 1
+    finally:
+        for r in racers:
+            assert r.stdin is not None and r.stdout is not None and r.stderr is not None
+            r.stdin.close()
+            r.wait(timeout=60)
+            err = r.stderr.read()
+            r.stdout.close()
+            r.stderr.close()
+            assert r.returncode == 0, err[-3000:]
+
+    with SQLSaver.from_conn_string(db_url) as saver:
+        graph = worker.approval_graph(saver)
+        for thread_id in threads:
+            tuples = list(saver.list(worker.config(thread_id)))
+            assert_linear(tuples)
+            state = graph.get_state(worker.config(thread_id))
+            assert state.values["log"] == ["draft", "approve", "act"]
+            assert state.next == []
+        assert saver.list_paused() == []
+    assert sum(outcomes.values()) == races
+    print("race outcomes", dict(outcomes))
+
+
+def test_resuming_an_unknown_or_finished_thread_is_an_error(db_url: str) -> None:
+    with SQLSaver.from_conn_string(db_url) as saver:
+        saver.setup()
+        graph = worker.approval_graph(saver)
+        with pytest.raises(ResumeError, match="'nobody'") as err:
+            graph.invoke(Command(resume={"approved": True}), worker.config("nobody"))
+        assert err.value.thread_id == "nobody"
+        with pytest.raises(ResumeError, match="'nobody'"):
+            graph.invoke(None, worker.config("nobody"))
+        assert saver.get_tuple(worker.config("nobody")) is None  # no silent new run
+
+        with pytest.raises(GraphInterrupt):
+            graph.invoke({"log": []}, worker.config("t"))
+        graph.invoke(Command(resume={"approved": False}), worker.config("t"))
+        before = list(saver.list(worker.config("t")))
+        with pytest.raises(ResumeError, match="'t'"):
+            graph.invoke(Command(resume={"approved": True}), worker.config("t"))
+        assert list(saver.list(worker.config("t"))) == before
+
+
+async def test_async_runs_pause_and_resume(db_url: str) -> None:
+    async with SQLSaver.afrom_conn_string(db_url) as saver:
+        await saver.asetup()
+        graph = worker.approval_graph(saver)
+        with pytest.raises(GraphInterrupt):
+            await graph.ainvoke({"log": []}, worker.config("a"))
+        (paused,) = await saver.alist_paused()
+        assert paused.thread_id == "a"
+        state = await graph.ainvoke(Command(resume={"approved": True}), worker.config("a"))
+        assert state["log"] == ["draft", "approve", "act"]
+        assert await saver.alist_paused() == []
+
+
+def test_several_processes_write_one_sqlite_file_without_database_is_locked(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'busy.db'}"
+    run("setup", url)
+    count = 4
+    procs = [
+        subprocess.Popen(
+            [sys.executable, WORKER, "start", url, f"writer-{i}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(count)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()[-3000:]
+    with SQLSaver.from_conn_string(url) as saver:
+        assert sorted(p.thread_id for p in saver.list_paused()) == [f"writer-{i}" for i in range(count)]

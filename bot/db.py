@@ -1,0 +1,358 @@
+"""`Database`: the bot's one handle on its database (SQLite file or PostgreSQL).
+
+```python
+db = Database(os.environ.get("SIGNOFF_DATABASE_URL", "sqlite:///signoff.db"))
+await db.upgrade()                      # checkpoint + governance tables; idempotent
+async with db.transaction() as conn:    # one write transaction
+    ...
+async with db.read() as conn:           # reads
+    ...
+graph = builder.compile(checkpointer=db.saver)   # the same pool, the same settings
+```
+
+The engines are the checkpointer's own (`graphs.checkpoint.sql.SQLSaver`), so the bot and the
+graphs it runs share one connection pool and one set of settings: on SQLite WAL, a busy
+timeout, `synchronous=FULL` and `BEGIN IMMEDIATE` for writes; on PostgreSQL psycopg 3, a pool
+and a ping before each checkout.
+
+Errors: a database that cannot be reached (server down, wrong host or port, a SQLite file that
+cannot be opened) raises `DatabaseUnavailable`, which says which database and what to check. A
+connection that drops mid-transaction raises it too. Other driver errors (a constraint, a
+serialization failure, "database is locked" after the busy timeout) pass through unchanged.
+A schema newer than this code raises `graphs.errors.SchemaVersionError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from graphs.checkpoint.sql import SQLSaver
+from graphs.errors import SchemaVersionError
+
+from .approvals.tables import SCHEMA_REVISION, VERSION_TABLE
+
+__all__ = ["Database", "DatabaseUnavailable", "SchemaVersionError"]
+
+MIGRATIONS_DIR = Path(__file__).parent / "approvals" / "migrations"
+
+_MIGRATION_LOCK_KEY = int.from_bytes(
+    hashlib.sha256(b"signoff.approvals.migrations").digest()[:8], "big", signed=True
+)
+"""PostgreSQL advisory lock held while the governance tables are migrated."""
+
+
+class DatabaseUnavailable(ConnectionError):
+    """The database cannot be reached: a server that is down or not where the URL says, or a
+    SQLite file that cannot be opened. The message names the database and what to check.
+
+    Attributes:
+        url: the database URL, password hidden.
+    """
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.url))
+
+
+class Database:
+    """The bot's database: engines, transactions, migrations and a health check.
+
+    Args:
+        url: `sqlite:///path/to/file.db` or `postgresql://user@host/db` (the driver is chosen
+            for you: aiosqlite or psycopg for async, pysqlite or psycopg for sync).
+        **options: passed to `SQLSaver` (`busy_timeout`, `sqlite_synchronous`, `pool_size`,
+            `max_overflow`, and engine options).
+
+    Raises:
+        ValueError: the URL is not SQLite or PostgreSQL, or is an in-memory SQLite database
+            (the bot needs one database that every connection and process sees).
+    """
+
+    def __init__(self, url: str | URL, **options: Any) -> None:
+        self.saver = SQLSaver(url, **options)
+        """The checkpointer on this database; compile graphs with it to share the pool."""
+        if self.saver._memory:
+            raise ValueError(
+                "an in-memory SQLite database cannot hold the bot's state (each connection "
+                "would see its own); use a file, e.g. sqlite:///signoff.db"
+            )
+        self.url: URL = self.saver.url
+        """The URL as given, normalized (no driver name)."""
+
+    def __repr__(self) -> str:
+        return f"Database({self.display_url!r})"
+
+    @property
+    def display_url(self) -> str:
+        """The URL with its password hidden, for messages and logs."""
+        return self.url.render_as_string(hide_password=True)
+
+    @property
+    def dialect(self) -> str:
+        """`"sqlite"` or `"postgresql"`."""
+        return str(self.url.drivername)
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The async engine. Its transactions write (`BEGIN IMMEDIATE` on SQLite)."""
+        return self.saver._async_engine()
+
+    @property
+    def sync_engine(self) -> Engine:
+        """The sync engine (created on first use), for sync callers and migrations."""
+        return self.saver._sync_engine()
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close every pooled connection (the database can still be used: it reconnects)."""
+        await self.saver.aclose()
+
+    def close(self) -> None:
+        """Sync form of `aclose`."""
+        self.saver.close()
+
+    async def __aenter__(self) -> Database:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ---- transactions -------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+        """`async with db.transaction() as conn:` one write transaction, committed on exit.
+
+        On SQLite it starts with `BEGIN IMMEDIATE`: it holds the file's write lock from the
+        start, so writers queue (up to the busy timeout) instead of failing half way, and
+        everything read inside is current. On PostgreSQL it is an ordinary READ COMMITTED
+        transaction; lock rows (`FOR UPDATE`) or take advisory locks where it matters.
+        An exception inside rolls it back.
+
+        Raises:
+            DatabaseUnavailable: the database cannot be reached or the connection dropped.
+        """
+        async with self._connection(self.saver._async_engine()) as conn:
+            async with self._translated():
+                async with conn.begin():
+                    yield conn
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """`async with db.read() as conn:` a transaction for reads only, rolled back on exit.
+
+        On SQLite it is a deferred `BEGIN`: it does not take the write lock, and sees one
+        snapshot from its first read. Do not write through it (SQLite would have to upgrade
+        the lock, which fails at once when another writer holds it); use `transaction()`.
+
+        Raises:
+            DatabaseUnavailable: the database cannot be reached or the connection dropped.
+        """
+        async with self._connection(self.saver._async_engine(read=True)) as conn:
+            async with self._translated():
+                tx = await conn.begin()
+                try:
+                    yield conn
+                finally:
+                    await tx.rollback()
+
+    @asynccontextmanager
+    async def _connection(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+        """A connection from `engine`; failing to connect is `DatabaseUnavailable`."""
+        try:
+            conn = await engine.connect()
+        except (sa.exc.DBAPIError, OSError) as e:
+            if self.dialect == "sqlite":
+                # aiosqlite (0.22) stops its worker thread after a failed connect without
+                # waiting; the thread then reports to this loop. If the loop had closed by
+                # then (a CLI exiting on this very error), it would print a traceback.
+                await asyncio.sleep(0.05)
+            raise self._unavailable(e) from e
+        try:
+            yield conn
+        finally:
+            await conn.close()
+
+    @contextmanager
+    def _sync_connection(self, engine: Engine) -> Iterator[Connection]:
+        try:
+            conn = engine.connect()
+        except (sa.exc.DBAPIError, OSError) as e:
+            raise self._unavailable(e) from e
+        with conn, self._translated_sync():
+            yield conn
+
+    @asynccontextmanager
+    async def _translated(self) -> AsyncIterator[None]:
+        with self._translated_sync():
+            yield
+
+    @contextmanager
+    def _translated_sync(self) -> Iterator[None]:
+        """A connection that dropped mid-use is `DatabaseUnavailable`; other errors pass."""
+        try:
+            yield
+        except sa.exc.DBAPIError as e:
+            if e.connection_invalidated:
+                raise self._unavailable(e) from e
+            raise
+
+    # ---- health -------------------------------------------------------------------------
+
+    async def ping(self, timeout: float = 5.0) -> None:
+        """Check that the database answers (`SELECT 1` on a fresh or pooled connection).
+
+        Args:
+            timeout: seconds to wait for an answer.
+
+        Raises:
+            DatabaseUnavailable: it cannot be reached, or did not answer within `timeout`.
+        """
+        try:
+            async with asyncio.timeout(timeout):
+                async with self.read() as conn:
+                    await conn.exec_driver_sql("SELECT 1")
+        except TimeoutError as e:
+            raise DatabaseUnavailable(
+                f"the database {self.display_url} did not answer within {timeout:g} s; "
+                f"{self._what_to_check()}",
+                self.display_url,
+            ) from e
+
+    # ---- migrations ---------------------------------------------------------------------
+
+    async def upgrade(self) -> None:
+        """Create or upgrade every table: the checkpoints (`SQLSaver.asetup`), then governance.
+
+        Idempotent, and safe from several processes at once: each set of tables is migrated in
+        one transaction that holds a lock (a PostgreSQL advisory lock; SQLite's write lock).
+        A database whose governance schema is newer than this code is refused before anything
+        changes (`SQLSaver` refuses a newer checkpoint schema the same way).
+
+        Raises:
+            SchemaVersionError: the database was migrated by a newer signoff.
+            DatabaseUnavailable: the database cannot be reached.
+        """
+        async with self.read() as conn:  # also: reachable, or DatabaseUnavailable
+            await conn.run_sync(_check_not_newer, self)
+        async with self._translated():
+            await self.saver.asetup()
+        async with self.transaction() as conn:
+            await conn.run_sync(_migrate, self)
+
+    def upgrade_sync(self) -> None:
+        """Sync form of `upgrade` (for the CLI and other sync callers)."""
+        with self._sync_connection(self.saver._sync_engine(read=True)) as conn:
+            with conn.begin():
+                _check_not_newer(conn, self)
+        with self._translated_sync():
+            self.saver.setup()
+        with self._migration_connection() as conn:
+            _migrate(conn, self)
+
+    @contextmanager
+    def _migration_connection(self) -> Iterator[Connection]:
+        """A sync connection in a write transaction that holds the governance migration lock
+        (for `upgrade_sync` and the Alembic command line)."""
+        with self._sync_connection(self.sync_engine) as conn, conn.begin():
+            _lock_migrations(conn)
+            yield conn
+
+    # ---- errors -------------------------------------------------------------------------
+
+    def _what_to_check(self) -> str:
+        if self.dialect == "sqlite":
+            return (
+                f"check that the directory of {self.url.database!r} exists and that this user "
+                "may read and write there, and that SIGNOFF_DATABASE_URL names the right file"
+            )
+        where = f"{self.url.host or 'localhost'}:{self.url.port or 5432}"
+        return (
+            f"check that PostgreSQL is running and accepts connections at {where}, that "
+            f"database {self.url.database!r} and user {self.url.username!r} exist, and that "
+            "SIGNOFF_DATABASE_URL is right"
+        )
+
+    def _unavailable(self, error: BaseException) -> DatabaseUnavailable:
+        cause = getattr(error, "orig", None) or error
+        said = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        verb = "open" if self.dialect == "sqlite" else "reach"
+        return DatabaseUnavailable(
+            f"cannot {verb} the database {self.display_url} ({said}); {self._what_to_check()}",
+            self.display_url,
+        )
+
+
+# ---- migrations, on a sync connection ---------------------------------------------------
+
+
+@functools.cache
+def _script() -> Any:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory(str(MIGRATIONS_DIR))
+
+
+def _known_revisions() -> set[str]:
+    return {script.revision for script in _script().walk_revisions()}
+
+
+def _lock_migrations(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%(k)s)", {"k": _MIGRATION_LOCK_KEY})
+    else:
+        conn.exec_driver_sql("SELECT 1")  # the engine's BEGIN IMMEDIATE: the write lock
+
+
+def _current_revision(conn: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+    return context.get_current_revision()
+
+
+def _check_not_newer(conn: Connection, db: Database) -> str | None:
+    """The governance revision in the database; `SchemaVersionError` if this code is older."""
+    current = _current_revision(conn)
+    if current is not None and current != SCHEMA_REVISION and current not in _known_revisions():
+        raise SchemaVersionError(
+            f"{db.display_url} has governance schema revision {current!r} (in table "
+            f"{VERSION_TABLE}), which this code does not know (it knows up to "
+            f"{SCHEMA_REVISION!r}): the database was migrated by a newer signoff. Upgrade "
+            "signoff; do not downgrade the database.",
+            db_revision=current,
+            code_revision=SCHEMA_REVISION,
+        )
+    return current
+
+
+def _migrate(conn: Connection, db: Database) -> None:
+    """Bring the governance tables to head inside the caller's write transaction."""
+    from alembic import command
+    from alembic.config import Config
+
+    _lock_migrations(conn)
+    if _check_not_newer(conn, db) == SCHEMA_REVISION:
+        return
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = conn
+    command.upgrade(config, "head")

@@ -405,7 +405,8 @@ async def _reading(conn_or_engine: AsyncConnection | AsyncEngine) -> AsyncIterat
     if isinstance(conn_or_engine, AsyncConnection):
         yield conn_or_engine
         return
-    # The read-only variant of the bot's engine, when it has one (deferred BEGIN on SQLite).
+    # Read-only, so that a long verify does not hold SQLite's write lock: SQLSaver's engines
+    # (which `bot.db.Database` uses) begin with a deferred BEGIN under this option.
     async with conn_or_engine.execution_options(signoff_read=True).connect() as conn:
         yield conn
 

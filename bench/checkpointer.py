@@ -1,4 +1,4 @@
-"""Durable checkpointers: our `graphs` SQLSaver beside LangGraph's savers, SQLite and PostgreSQL, in one run.
+"""Durable checkpointers: our SQLSaver beside LangGraph's savers, SQLite and PostgreSQL, one run.
 
 Runs workloads w2..w5 of ../shared/bench/workloads.py for both engines, alternating engines per
 workload and backend so they see the same machine load:
@@ -13,9 +13,10 @@ workload and backend so they see the same machine load:
 Prints a markdown table versus the goals of issue 3 (at most half LangGraph's time per durable
 step, pause and resume; at most 3x the final state for the 200-turn thread), then workloads.py's
 own summary of every record. LangGraph runs with its default durability in the table; its
-`durability="sync"` figures are in the summary. All records go to bench/results/checkpointer-<UTC>.jsonl.
+`durability="sync"` figures are in the summary. `--rounds N` repeats w2 and w4 and reports
+medians over rounds. All records go to bench/results/checkpointer-<UTC>.jsonl.
 
-    .venv/bin/python bench/checkpointer.py [--backends sqlite,postgres] [--skip-w5] [--w5-threads 10000]
+    .venv/bin/python bench/checkpointer.py [--rounds 1] [--backends sqlite,postgres] [--skip-w5]
 """
 
 from __future__ import annotations
@@ -24,7 +25,18 @@ import argparse
 import subprocess
 from typing import Any
 
-from harness import ROOT, WORKLOADS, Session, add_common_args, fmt, ratio, show, table, verdict
+from harness import (
+    ENGINES,
+    ROOT,
+    WORKLOADS,
+    Session,
+    add_common_args,
+    fmt,
+    ratio,
+    show,
+    table,
+    verdict,
+)
 
 HALF, SIZE_GOAL = 0.5, 3.0
 LABEL = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
@@ -46,10 +58,8 @@ def best_name(rec: dict[str, Any] | None) -> str:
     return "" if rec is None else f" ({rec['figures']['best']})"
 
 
-def with_p99(rec: dict[str, Any] | None, what: str) -> str:
-    if rec is None:
-        return "-"
-    return f"{rec['figures'][f'{what}_median_ms']:.2f} ({rec['figures'][f'{what}_p99_ms']:.2f})"
+def with_p99(median: float | None, p99: float | None) -> str:
+    return "-" if median is None or p99 is None else f"{median:.2f} ({p99:.2f})"
 
 
 def main() -> None:
@@ -58,6 +68,12 @@ def main() -> None:
     )
     add_common_args(ap)
     ap.add_argument("--backends", default="sqlite,postgres")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run w2 and w4 this many times, alternating engines; medians over rounds",
+    )
     ap.add_argument("--w2-invokes", default="300")
     ap.add_argument("--w3-turns", default="50,100,200")
     ap.add_argument("--w4-threads", default="300")
@@ -82,11 +98,12 @@ def main() -> None:
     s.probe("langgraph", "import langgraph.checkpoint.sqlite, langgraph.checkpoint.postgres")
     backends = [b for b in args.backends.split(",") if b in LABEL]
     dur = ["--durability-extra", args.durability_extra]
-    for workload, extra in (
+    timed = [
         ("w2", ["--w2-invokes", args.w2_invokes, *dur]),
-        ("w3", ["--w3-turns", args.w3_turns]),
         ("w4", ["--w4-threads", args.w4_threads, *dur]),
-    ):
+    ]
+    plan = [*timed * args.rounds, ("w3", ["--w3-turns", args.w3_turns])]
+    for workload, extra in plan:
         for backend in backends:
             for engine in ("langgraph", "graphs"):
                 s.workloads(engine, "--workload", workload, "--saver", backend, *extra)
@@ -108,15 +125,7 @@ def main() -> None:
             pg = ["--pg-url", args.pg_url] if args.pg_url else []
             s.subprocess(
                 "graphs",
-                [
-                    args.python,
-                    "bench/list_paused.py",
-                    "--threads",
-                    args.w5_threads,
-                    *pg,
-                    "--out",
-                    show(s.out),
-                ],
+                [args.python, "bench/list_paused.py", "--threads", args.w5_threads, *pg],
             )
 
     rows: list[list[str]] = []
@@ -159,14 +168,13 @@ def main() -> None:
         )
 
     for b in backends:
-        g, lg = (s.find(e, "durable10", b) for e in ("graphs", "langgraph"))
-        gv, lv = fig(g, "median_ms_per_superstep"), fig(lg, "median_ms_per_superstep")
+        gv, lv = (s.median(e, "durable10", b, "median_ms_per_superstep") for e in ENGINES)
         row("w2 ms per durable superstep (median)", b, gv, lv, (fmt(gv, 3), fmt(lv, 3)), HALF)
     for b in backends:
-        g, lg = (s.find(e, "pause_resume", b) for e in ("graphs", "langgraph"))
         for what in ("pause", "resume"):
-            gv, lv = fig(g, f"{what}_median_ms"), fig(lg, f"{what}_median_ms")
-            shown = (with_p99(g, what), with_p99(lg, what))
+            gv, lv = (s.median(e, "pause_resume", b, f"{what}_median_ms") for e in ENGINES)
+            gp, lp99 = (s.median(e, "pause_resume", b, f"{what}_p99_ms") for e in ENGINES)
+            shown = (with_p99(gv, gp), with_p99(lv, lp99))
             row(f"w4 {what} ms, median (p99)", b, gv, lv, shown, HALF)
     for b in backends:
         for turns in (int(t) for t in args.w3_turns.split(",")):
@@ -212,11 +220,8 @@ def main() -> None:
         )
         lp = s.find("graphs", "list_paused", "postgres", None)
         lpv = fig(lp, "median_s")
-        ok = (
-            ""
-            if lp is None
-            else f" (found {lp['figures']['found']}, ids match: {lp['figures']['thread_ids_match']})"
-        )
+        ok = "" if lp is None else f" (found {lp['figures']['found']}"
+        ok += "" if lp is None else f", ids match: {lp['figures']['thread_ids_match']})"
         row(
             f"w5 graphs SQLSaver.list_paused() over {args.w5_threads} paused threads",
             "postgres",

@@ -12,8 +12,10 @@ import argparse
 import datetime as dt
 import json
 import os
+import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,14 @@ WORKLOADS = "../shared/bench/workloads.py"  # relative to ROOT; it sits beside t
 DEFAULT_LG_VENV = "/tmp/signoff-lg-venv"
 ENGINES = ("graphs", "langgraph")
 NOT_RUN = "-"
+DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"  # workloads.py's default
+PG_RETRIES = 3
+PG_DOWN = (  # psycopg messages when the server restarts under a run
+    "the database system is shutting down",
+    "the database system is starting up",
+    "terminating connection due to administrator command",
+    "Connection refused",
+)
 
 
 def show(path: str | Path) -> str:
@@ -88,6 +98,7 @@ class Session:
     pythons: dict[str, str] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)  # engine -> why it cannot run
     runs: list[Run] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)  # commands re-run after a PostgreSQL restart
 
     def __post_init__(self) -> None:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -128,28 +139,40 @@ class Session:
         if engine in self.unavailable:
             return None
         extra = ["--pg-url", self.args.pg_url] if self.args.pg_url else []
-        cmd = [
-            self.pythons[engine],
-            WORKLOADS,
-            "--engine",
-            engine,
-            *args,
-            *extra,
-            "--out",
-            show(self.out),
-        ]
-        return self.subprocess(engine, cmd)
+        return self.subprocess(
+            engine, [self.pythons[engine], WORKLOADS, "--engine", engine, *args, *extra]
+        )
 
     def subprocess(self, engine: str, cmd: list[str]) -> Run:
-        print(f"... {engine}: {cmdline(cmd)}", file=sys.stderr, flush=True)
-        p = subprocess.run(cmd, check=False, capture_output=True, text=True, cwd=ROOT)
+        """Run `cmd --out FILE`; its records reach the results file only once it has finished.
+
+        A run that failed because PostgreSQL was restarting (other test suites on a shared
+        machine restart it) is retried once the server accepts connections again; the retry is
+        reported, and the failed attempt's partial records are dropped.
+        """
+        shown = [*cmd, "--out", show(self.out)]
+        attempt = self.out.with_name(f".{self.out.stem}.attempt.jsonl")
+        for tries in range(PG_RETRIES + 1):
+            print(f"... {engine}: {cmdline(shown)}", file=sys.stderr, flush=True)
+            attempt.unlink(missing_ok=True)
+            p = subprocess.run(
+                [*cmd, "--out", str(attempt)], check=False, capture_output=True, text=True, cwd=ROOT
+            )
+            error = None if p.returncode == 0 else (p.stderr.strip() or f"exit {p.returncode}")
+            if error and tries < PG_RETRIES and any(m in error for m in PG_DOWN):
+                self.retried.append(cmdline(shown))
+                print(
+                    f"!!! PostgreSQL went away, retrying: {error.splitlines()[-1]}", file=sys.stderr
+                )
+                wait_for_postgres(self.args.pg_url or DEFAULT_PG_URL)
+                continue
+            break
+        if attempt.exists():
+            with open(self.out, "a") as f:
+                f.write(attempt.read_text())
+            attempt.unlink()
         records = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
-        run = Run(
-            engine,
-            cmd,
-            records,
-            None if p.returncode == 0 else (p.stderr.strip() or f"exit {p.returncode}"),
-        )
+        run = Run(engine, shown, records, error)
         if run.error:
             print(f"!!! {engine} failed: {run.command()}\n{run.error}", file=sys.stderr, flush=True)
         self.runs.append(run)
@@ -179,6 +202,19 @@ class Session:
                 hit = r
         return hit
 
+    def median(
+        self, engine: str, workload: str, saver: str, key: str, durability: str = "default"
+    ) -> float | None:
+        """Median of figures[key] over every matching record (one per round)."""
+        values = [
+            float(r["figures"][key])
+            for r in self.records(engine)
+            if r["workload"] == workload
+            and r["saver"] == saver
+            and r.get("durability", "default") == durability
+        ]
+        return statistics.median(values) if values else None
+
     def emit(self, rec: dict[str, Any]) -> None:
         """Append one of our own records (comparisons, extra measurements) to the results file."""
         rec = {**rec, "ts": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
@@ -200,10 +236,26 @@ class Session:
             for e, why in self.unavailable.items()
             if not why.startswith("not requested")
         ]
+        lines += [f"retried after a PostgreSQL restart: {cmd}" for cmd in self.retried]
         lines += [
             f"{r.engine}: FAILED: {r.command()}\n{indent(r.error)}" for r in self.runs if r.error
         ]
         return lines
+
+
+def wait_for_postgres(url: str, timeout_s: float = 120.0) -> None:
+    """Block until PostgreSQL accepts a connection (psycopg is a project dependency)."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with psycopg.connect(url, connect_timeout=5):
+                return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
 
 
 def cpu_model() -> str:

@@ -232,6 +232,8 @@ class Run:
         self.head_config: RunConfig | None = None
         self.requested_id: str | None = None
         self.step = -1
+        self.paused: list[str] = []
+        """The static pause (`interrupt_before/after` nodes) the head checkpoint is at."""
 
     @property
     def once_results(self) -> dict[str, Any]:
@@ -262,6 +264,7 @@ class Run:
         self.head_id = cp["id"]
         self.head_config = tup.config
         self.step = tup.metadata.get("step", -1)
+        self.paused = list(cp["paused"])
 
     # ---- the pieces of a step ------------------------------------------------------
 
@@ -476,6 +479,7 @@ class Run:
         """Write the next checkpoint (or, without a saver, just move the frontier)."""
         self.step += 1
         self.pending = {}
+        self.paused = list(paused)
         if self.saver is None:
             self.frontier = [(n, n) for n in names]
             return
@@ -688,7 +692,8 @@ class Run:
             channel_values={**self.values, **self.internal},
             channel_versions=dict(self.versions),
             next_tasks=[[n, t] for n, t in frontier],
-            paused=[],
+            # An update leaves a static pause in place; input given on resume lifts it.
+            paused=list(self.paused) if source == "update" else [],
             appended=appended,
         )
         # A new thread has no parent: a config without checkpoint_id (not an empty id).
@@ -735,7 +740,9 @@ class Run:
             writes = self.check_input(values, "update_state values")
             new_versions, appended = self.apply([(as_node, writes)])
             names = self.route([as_node], [], new_versions)
-            yield from self.save("update", names, new_versions, appended, [])
+            # As if `as_node` had run: the next checkpoint pauses where a real step would.
+            paused = self.static_pause(names, [as_node])
+            yield from self.save("update", names, new_versions, appended, paused)
         assert self.head_config is not None
         return self.head_config
 

@@ -396,13 +396,23 @@ def test_static_interrupt_update_state_and_as_node(saver: BaseCheckpointSaver) -
     g.add_node("act", lambda s: {"log": [f"act:{s['status']}"]})
     g.add_edge(START, "plan").add_edge("plan", "act")
     app = g.compile(checkpointer=saver, interrupt_before=["plan", "act"])
+
+    def paused_at() -> list[str]:
+        head = saver.get_tuple(CONFIG)
+        assert head is not None
+        return head.checkpoint["paused"]
+
     with pytest.raises(GraphInterrupt):
         app.invoke({"log": ["in"], "status": "new"}, CONFIG)
+    assert paused_at() == ["plan"]
     app.update_state(CONFIG, {"log": ["my plan"]}, as_node="plan")
     assert app.get_state(CONFIG).next == ["act"]
+    assert paused_at() == ["act"]  # as if plan had run: now paused before act
     new_config = app.update_state(CONFIG, {"status": "approved"})
     assert app.get_state(CONFIG).config == new_config
+    assert paused_at() == ["act"]  # an update does not lift the pause
     assert app.invoke(None, CONFIG) == {"log": ["in", "my plan", "act:approved"], "status": "approved"}
+    assert paused_at() == []
     assert calls == Counter()
     fresh = app.update_state({"configurable": {"thread_id": "fresh"}}, {"status": "seeded"})
     assert app.get_state(fresh).values == {"status": "seeded"}

@@ -157,7 +157,13 @@ class CompiledGraph:
         config: RunConfig | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
     ) -> AsyncIterator[Any]:
-        """Async `stream`."""
+        """Async `stream`.
+
+        The run holds its thread until the stream is closed. Leaving `async for` early does not
+        close an async generator at once (Python finalizes it later), so wrap the stream in
+        `contextlib.aclosing(graph.astream(...))` when you may stop early and then touch the same
+        thread again.
+        """
         modes, tagged = _modes(stream_mode)
         async for mode, chunk in self._astream(input, config, modes, []):
             yield (mode, chunk) if tagged else chunk

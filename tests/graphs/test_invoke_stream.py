@@ -1,6 +1,7 @@
 """`invoke`, `ainvoke`, `stream`, `astream`; threads accumulate, are isolated, and are one run at a time."""
 
 import asyncio
+import contextlib
 import operator
 from typing import Annotated, Any, TypedDict
 
@@ -187,6 +188,15 @@ def test_leaving_a_stream_early_releases_the_thread_and_keeps_the_progress() -> 
         break
     assert app.get_state(thread("t")).next == ["b", "c"]
     assert app.invoke(None, thread("t")) == {"log": ["a"], "x": 2}
+
+
+async def test_an_astream_closed_early_with_aclosing_releases_the_thread() -> None:
+    app = fan_graph().compile(checkpointer=InMemorySaver())
+    async with contextlib.aclosing(app.astream({"log": []}, thread("t"))) as stream:
+        async for chunk in stream:
+            assert chunk == {"log": []}
+            break
+    assert await app.ainvoke(None, thread("t")) == {"log": ["a"], "x": 2}
 
 
 async def test_sync_invoke_of_an_async_node_inside_an_event_loop_says_to_use_ainvoke() -> None:

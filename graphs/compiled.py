@@ -165,8 +165,10 @@ class CompiledGraph:
         thread again.
         """
         modes, tagged = _modes(stream_mode)
-        async for mode, chunk in self._astream(input, config, modes, []):
-            yield (mode, chunk) if tagged else chunk
+        # Closing this stream closes the run's own, which releases the thread.
+        async with contextlib.aclosing(self._astream(input, config, modes, [])) as chunks:
+            async for mode, chunk in chunks:
+                yield (mode, chunk) if tagged else chunk
 
     # ---- state -----------------------------------------------------------------------
 

@@ -118,7 +118,7 @@ class StateSnapshot:
     config: RunConfig
     """Points at this checkpoint (includes `checkpoint_id`)."""
     metadata: dict[str, Any]
-    """`step`, `source` (`input`, `loop`, `update`) and `writes` (what each node returned)."""
+    """`step` (the superstep number within the thread) and `source` (`input`, `loop`, `update`)."""
     created_at: str | None
     """ISO-8601 time of the checkpoint."""
     parent_config: RunConfig | None

@@ -1,8 +1,8 @@
 """The public typing of `graphs`, checked by a type checker and never run by pytest.
 
-`mypy --strict --follow-imports=silent tests/typing_graphs.py` must pass: every `assert_type` holds, and every
-`# type: ignore[...]` marks a misuse the checker must catch (with `warn_unused_ignores`, an
-ignore that is no longer needed is itself an error).
+`mypy --strict --follow-imports=silent tests/typing_graphs.py` must pass: every `assert_type`
+holds, and every `# type: ignore[...]` marks a misuse the checker must catch (with
+`warn_unused_ignores`, an ignore that is no longer needed is itself an error).
 """
 
 import operator

@@ -164,16 +164,18 @@ def test_async_router_is_refused() -> None:
 
 def test_interrupt_before_unknown_node() -> None:
     g = one_node().add_edge(START, "a")
-    assert setup_error(
-        lambda: g.compile(checkpointer=InMemorySaver(), interrupt_before=["zz"])
-    ) == "interrupt_before names unknown node(s) ['zz']; nodes are: ['a']"
+    assert (
+        setup_error(lambda: g.compile(checkpointer=InMemorySaver(), interrupt_before=["zz"]))
+        == "interrupt_before names unknown node(s) ['zz']; nodes are: ['a']"
+    )
 
 
 def test_interrupt_after_unknown_node() -> None:
     g = one_node().add_edge(START, "a")
-    assert setup_error(
-        lambda: g.compile(checkpointer=InMemorySaver(), interrupt_after=["a", "zz"])
-    ) == "interrupt_after names unknown node(s) ['zz']; nodes are: ['a']"
+    assert (
+        setup_error(lambda: g.compile(checkpointer=InMemorySaver(), interrupt_after=["a", "zz"]))
+        == "interrupt_after names unknown node(s) ['zz']; nodes are: ['a']"
+    )
 
 
 @pytest.mark.parametrize("option", ["interrupt_before", "interrupt_after"])

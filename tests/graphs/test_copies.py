@@ -1,4 +1,4 @@
-"""Saved state is a copy: mutating a value in place, after the step that saved it, cannot rewrite history."""
+"""Saved state is a copy: mutating a value after the step that saved it cannot rewrite history."""
 
 import operator
 from typing import Annotated, Any, TypedDict

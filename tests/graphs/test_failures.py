@@ -1,4 +1,4 @@
-"""A node that raises: the error keeps its type, the last good checkpoint stays, finished work is kept."""
+"""A node that raises: the error keeps its type, the last checkpoint stays, finished work stays."""
 
 import operator
 from collections import Counter
@@ -58,8 +58,10 @@ def test_the_error_keeps_its_type_and_gets_a_note_naming_node_and_thread() -> No
         app.invoke({"log": []}, CONFIG)
     assert str(info.value) == "gateway timeout"
     assert info.value.__notes__ == [
-        "while running node 'flaky' on thread 't'; the last checkpoint is kept: fix the cause, "
-        "then resume with invoke(None, config)"
+        (
+            "while running node 'flaky' on thread 't'; the last checkpoint is kept: fix the "
+            "cause, then resume with invoke(None, config)"
+        )
     ]
 
 

@@ -1,4 +1,4 @@
-"""Pausing and resuming: static interrupts, `NodeInterrupt`, `interrupt()` + `Command(resume=...)`."""
+"""Pausing and resuming: static interrupts, `NodeInterrupt`, `interrupt()`, `Command(resume=)`."""
 
 import operator
 from collections import Counter
@@ -13,8 +13,8 @@ from graphs import (
     Command,
     GraphError,
     GraphInterrupt,
-    Interrupt,
     InMemorySaver,
+    Interrupt,
     NodeInterrupt,
     ResumeError,
     SerializationError,
@@ -193,7 +193,11 @@ def test_a_node_interrupt_takes_no_answer_and_reruns_the_node_on_resume() -> Non
 
 def test_interrupt_replays_the_node_and_returns_the_answer() -> None:
     calls: Counter = Counter()
-    g = StateGraph(State).add_node("ask", asking("ask", calls)).add_node("after", step("after", calls))
+    g = (
+        StateGraph(State)
+        .add_node("ask", asking("ask", calls))
+        .add_node("after", step("after", calls))
+    )
     g.add_edge(START, "ask").add_edge("ask", "after")
     app = g.compile(checkpointer=InMemorySaver())
 
@@ -216,8 +220,11 @@ def test_several_interrupts_in_one_node_are_answered_one_after_another() -> None
         email = interrupt(f"email for {name}?")
         return {"log": [name, email]}
 
-    app = StateGraph(State).add_node("form", form).add_edge(START, "form").compile(
-        checkpointer=InMemorySaver()
+    app = (
+        StateGraph(State)
+        .add_node("form", form)
+        .add_edge(START, "form")
+        .compile(checkpointer=InMemorySaver())
     )
     with pytest.raises(GraphInterrupt) as first:
         app.invoke({"log": []}, CONFIG)
@@ -290,8 +297,11 @@ def test_command_resume_with_update_applies_the_update_first() -> None:
         answer = interrupt(f"pay {state['amount']}?")
         return {"log": [f"{answer} for {state['amount']}"]}
 
-    app = StateGraph(State).add_node("ask", ask).add_edge(START, "ask").compile(
-        checkpointer=InMemorySaver()
+    app = (
+        StateGraph(State)
+        .add_node("ask", ask)
+        .add_edge(START, "ask")
+        .compile(checkpointer=InMemorySaver())
     )
     with pytest.raises(GraphInterrupt):
         app.invoke({"amount": 100}, CONFIG)
@@ -310,8 +320,11 @@ def test_an_answer_is_kept_when_the_node_fails_after_receiving_it() -> None:
             raise ConnectionError("mail server down")
         return {"log": [answer]}
 
-    app = StateGraph(State).add_node("ask", ask).add_edge(START, "ask").compile(
-        checkpointer=InMemorySaver()
+    app = (
+        StateGraph(State)
+        .add_node("ask", ask)
+        .add_edge(START, "ask")
+        .compile(checkpointer=InMemorySaver())
     )
     with pytest.raises(GraphInterrupt):
         app.invoke({"log": []}, CONFIG)
@@ -449,7 +462,7 @@ def test_except_exception_in_node_code_does_not_swallow_a_pause() -> None:
     def careless(state: State) -> dict[str, Any]:
         try:
             answer = interrupt("ok?")
-        except Exception:  # what node authors write around flaky calls
+        except Exception:  # noqa: BLE001 - what node authors write around flaky calls
             return {"log": ["swallowed"]}
         return {"log": [answer]}
 
@@ -465,5 +478,7 @@ def test_an_interrupt_payload_that_cannot_be_stored_fails_in_the_node() -> None:
     app = g.add_edge(START, "ask").compile(checkpointer=InMemorySaver())
     with pytest.raises(SerializationError) as info:
         app.invoke({"log": []}, CONFIG)
-    assert str(info.value).startswith("cannot store a value of type builtins.object in a checkpoint")
+    assert str(info.value).startswith(
+        "cannot store a value of type builtins.object in a checkpoint"
+    )
     assert isinstance(info.value, GraphError)

@@ -1,4 +1,4 @@
-"""`invoke`, `ainvoke`, `stream`, `astream`; threads accumulate, are isolated, and are one run at a time."""
+"""`invoke`, `ainvoke`, `stream`, `astream`; threads accumulate, are isolated, run one at a time."""
 
 import asyncio
 import contextlib
@@ -92,7 +92,7 @@ def test_a_pause_ends_the_stream_with_an_interrupt_chunk() -> None:
     chunks: list[Any] = []
     with pytest.raises(GraphInterrupt) as info:
         for chunk in app.stream({"log": []}, thread("t"), stream_mode="updates"):
-            chunks.append(chunk)
+            chunks.append(chunk)  # noqa: PERF402 - kept up to the pause
     assert chunks == [{"a": {"log": ["a"]}}, {"__interrupt__": info.value.interrupts}]
     assert [i.value for i in info.value.interrupts] == ["how many?"]
     resumed = list(app.stream(Command(resume=5), thread("t"), stream_mode="updates"))

@@ -66,9 +66,7 @@ def test_per_run_limit_in_the_config_overrides_the_compiled_one() -> None:
 
 
 def test_paused_and_resumed_runs_count_from_zero_each_time() -> None:
-    app = chain(8).compile(
-        checkpointer=InMemorySaver(), recursion_limit=5, interrupt_before=["n4"]
-    )
+    app = chain(8).compile(checkpointer=InMemorySaver(), recursion_limit=5, interrupt_before=["n4"])
     config = {"configurable": {"thread_id": "t"}}
     with pytest.raises(GraphInterrupt):
         app.invoke({"n": 0}, config)

@@ -90,8 +90,10 @@ def test_node_returning_an_unknown_key() -> None:
         "['log', 'status', 'total']"
     )
     assert info.value.__notes__ == [
-        "while running node 'n0' on thread 't'; the last checkpoint is kept: fix the cause, "
-        "then resume with invoke(None, config)"
+        (
+            "while running node 'n0' on thread 't'; the last checkpoint is kept: fix the "
+            "cause, then resume with invoke(None, config)"
+        )
     ]
 
 

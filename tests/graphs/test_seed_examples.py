@@ -9,7 +9,7 @@ plain async functions. Imports the documents take from `infy.graph`, `langgraph.
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, ClassVar, TypedDict
 
 import pytest
 
@@ -44,9 +44,7 @@ class AIMessage:
 
 # Message types are the application's; it tells the checkpoint format how to store them.
 for _cls in (HumanMessage, AIMessage):
-    serde.register_type(
-        _cls, f"test.{_cls.__name__}", lambda m: m.content, _cls, replace=True
-    )
+    serde.register_type(_cls, f"test.{_cls.__name__}", lambda m: m.content, _cls, replace=True)
 
 
 class State(TypedDict):
@@ -99,9 +97,7 @@ def test_inspect_state_with_get_state() -> None:
 
     snapshot = app.get_state(config)
 
-    assert snapshot.values == {
-        "messages": [HumanMessage("hello"), AIMessage("you said: hello")]
-    }
+    assert snapshot.values == {"messages": [HumanMessage("hello"), AIMessage("you said: hello")]}
     assert snapshot.next == []
     assert snapshot.metadata["step"] == 1
     with pytest.raises(AttributeError):  # frozen
@@ -176,9 +172,7 @@ def test_interrupt_from_inside_a_node() -> None:
 
 def test_resume_by_reinvoking() -> None:
     tool_calls: list[str] = []
-    app = tools_graph(tool_calls).compile(
-        checkpointer=InMemorySaver(), interrupt_before=["tools"]
-    )
+    app = tools_graph(tool_calls).compile(checkpointer=InMemorySaver(), interrupt_before=["tools"])
     config = {"configurable": {"thread_id": "run-42"}}
 
     # 1. runs, then pauses at interrupt_before=["tools"]
@@ -199,9 +193,7 @@ def test_resume_by_reinvoking() -> None:
 
 async def test_the_async_api_restores_and_persists_identically() -> None:
     tool_calls: list[str] = []
-    app = tools_graph(tool_calls).compile(
-        checkpointer=InMemorySaver(), interrupt_before=["tools"]
-    )
+    app = tools_graph(tool_calls).compile(checkpointer=InMemorySaver(), interrupt_before=["tools"])
     config = {"configurable": {"thread_id": "run-44"}}
     with pytest.raises(GraphInterrupt):
         await app.ainvoke({"messages": [HumanMessage(content="hi")]}, config=config)
@@ -259,12 +251,14 @@ class AgentState(TypedDict):
 
 
 def request_approval(state: AgentState):  # type: ignore[no-untyped-def]
-    decision = interrupt({
-        "action": "send_refund",
-        "amount": state["refund_amount"],
-        "customer": state["customer_id"],
-        "reason": state["reason"],
-    })
+    decision = interrupt(
+        {
+            "action": "send_refund",
+            "amount": state["refund_amount"],
+            "customer": state["customer_id"],
+            "reason": state["reason"],
+        }
+    )
     return {"approved": decision["approved"]}
 
 
@@ -352,8 +346,8 @@ class RefundState(TypedDict):
 class Outside:
     """The payment provider and the mail server the refund service talks to."""
 
-    refunds: list[tuple[str, float]] = []
-    emails: list[tuple[str, str]] = []
+    refunds: ClassVar[list[tuple[str, float]]] = []
+    emails: ClassVar[list[tuple[str, str]]] = []
 
 
 def process_payment_refund(customer_id: str, amount: float) -> None:
@@ -370,12 +364,14 @@ def draft_refund(state: RefundState):  # type: ignore[no-untyped-def]
 
 
 def request_refund_approval(state: RefundState):  # type: ignore[no-untyped-def]
-    decision = interrupt({
-        "action": "approve_refund",
-        "customer_id": state["customer_id"],
-        "amount": state["amount"],
-        "reason": state["reason"],
-    })
+    decision = interrupt(
+        {
+            "action": "approve_refund",
+            "customer_id": state["customer_id"],
+            "amount": state["amount"],
+            "reason": state["reason"],
+        }
+    )
     return {"approved": decision["approved"]}
 
 
@@ -411,7 +407,9 @@ class RefundService:
     def __init__(self) -> None:
         self.checkpointer = InMemorySaver()  # the article's AsyncPostgresSaver
 
-    async def start_refund(self, refund_id: str, customer_id: str, amount: float, reason: str):  # type: ignore[no-untyped-def]
+    async def start_refund(  # type: ignore[no-untyped-def]
+        self, refund_id: str, customer_id: str, amount: float, reason: str
+    ):
         graph = builder.compile(checkpointer=self.checkpointer, interrupt_mode="return")
         config = {"configurable": {"thread_id": f"refund-{refund_id}"}}
         result = await graph.ainvoke(
@@ -486,9 +484,7 @@ def test_schema_drift_between_pause_and_resume_is_tolerated_when_additive() -> N
     config = {"configurable": {"thread_id": "refund-80"}}
     old = builder.compile(checkpointer=saver)
     with pytest.raises(GraphInterrupt):
-        old.invoke(
-            {"customer_id": "c", "amount": 1.0, "reason": "r", "approved": None}, config
-        )
+        old.invoke({"customer_id": "c", "amount": 1.0, "reason": "r", "approved": None}, config)
 
     # A deploy adds a field while the thread is paused; node code handles it missing.
     class RefundStateV2(RefundState):

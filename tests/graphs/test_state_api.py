@@ -1,4 +1,4 @@
-"""`get_state`, `get_state_history` and `update_state`: reading and amending a thread's saved state."""
+"""`get_state`, `get_state_history` and `update_state`: reading and amending a thread's state."""
 
 import dataclasses
 import datetime as dt
@@ -68,7 +68,7 @@ def test_snapshot_of_a_paused_thread() -> None:
     ]
     assert snap.interrupts == ()
     created = dt.datetime.fromisoformat(snap.created_at or "")
-    assert abs(dt.datetime.now(dt.timezone.utc) - created) < dt.timedelta(minutes=5)
+    assert abs(dt.datetime.now(dt.UTC) - created) < dt.timedelta(minutes=5)
 
 
 def test_snapshot_is_frozen() -> None:

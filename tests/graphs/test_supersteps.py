@@ -182,8 +182,7 @@ def test_conditional_edges_with_a_path_map_and_a_fan_out() -> None:
     with pytest.raises(InvalidUpdateError) as info:
         app.invoke({"status": "maybe"})
     assert str(info.value) == (
-        "router after 'check' returned 'maybe', which is not in its path_map "
-        "['bad', 'log', 'ok']"
+        "router after 'check' returned 'maybe', which is not in its path_map ['bad', 'log', 'ok']"
     )
 
 

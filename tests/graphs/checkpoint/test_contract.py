@@ -121,6 +121,7 @@ class DictSaver(BaseCheckpointSaver):
 
 SaverFactory = Callable[[pytest.FixtureRequest], BaseCheckpointSaver]
 
+
 def sql_saver(request: pytest.FixtureRequest, kind: str) -> BaseCheckpointSaver:
     """A set-up `SQLSaver` on a fresh database (fixtures in this folder's conftest.py)."""
     from graphs.checkpoint.sql import SQLSaver
@@ -313,9 +314,8 @@ async def test_async_twins(saver: BaseCheckpointSaver) -> None:
 
 def test_one_holder_per_thread(saver: BaseCheckpointSaver) -> None:
     with saver.lock_thread(thread("t")):
-        with pytest.raises(ThreadBusyError):
-            with saver.lock_thread(thread("t")):
-                pass
+        with pytest.raises(ThreadBusyError), saver.lock_thread(thread("t")):
+            pass
         with saver.lock_thread(thread("u")):  # other threads are free
             pass
     with saver.lock_thread(thread("t")):  # released
@@ -384,9 +384,7 @@ def test_interrupt_resume_and_finished_branches(saver: BaseCheckpointSaver) -> N
 
     with pytest.raises(GraphInterrupt):
         app.invoke(Command(resume={ids["a"]: "A"}), CONFIG)
-    assert app.invoke(Command(resume={ids["b"]: "B"}), CONFIG) == {
-        "log": ["a=A", "b=B", "c", "d"]
-    }
+    assert app.invoke(Command(resume={ids["b"]: "B"}), CONFIG) == {"log": ["a=A", "b=B", "c", "d"]}
     assert calls == Counter(a=2, b=3, c=1, d=1)
 
 
@@ -411,7 +409,10 @@ def test_static_interrupt_update_state_and_as_node(saver: BaseCheckpointSaver) -
     new_config = app.update_state(CONFIG, {"status": "approved"})
     assert app.get_state(CONFIG).config == new_config
     assert paused_at() == ["act"]  # an update does not lift the pause
-    assert app.invoke(None, CONFIG) == {"log": ["in", "my plan", "act:approved"], "status": "approved"}
+    assert app.invoke(None, CONFIG) == {
+        "log": ["in", "my plan", "act:approved"],
+        "status": "approved",
+    }
     assert paused_at() == []
     assert calls == Counter()
     fresh = app.update_state({"configurable": {"thread_id": "fresh"}}, {"status": "seeded"})
@@ -527,8 +528,8 @@ async def test_one_run_per_thread_through_the_saver(saver: BaseCheckpointSaver) 
         await asyncio.wait_for(release.wait(), timeout=5)
         return {"log": ["slow"]}
 
-    app = StateGraph(State).add_node("slow", slow).add_edge(START, "slow").compile(
-        checkpointer=saver
+    app = (
+        StateGraph(State).add_node("slow", slow).add_edge(START, "slow").compile(checkpointer=saver)
     )
     first = asyncio.create_task(app.ainvoke({"log": []}, CONFIG))
     await asyncio.wait_for(started.wait(), timeout=5)
@@ -539,8 +540,11 @@ async def test_one_run_per_thread_through_the_saver(saver: BaseCheckpointSaver) 
 
 
 def test_delete_thread_forgets_the_thread(saver: BaseCheckpointSaver) -> None:
-    app = StateGraph(State).add_node("a", lambda s: {"log": ["a"]}).add_edge(START, "a").compile(
-        checkpointer=saver
+    app = (
+        StateGraph(State)
+        .add_node("a", lambda s: {"log": ["a"]})
+        .add_edge(START, "a")
+        .compile(checkpointer=saver)
     )
     app.invoke({"log": []}, CONFIG)
     saver.delete_thread("t")

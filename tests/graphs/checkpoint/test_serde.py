@@ -43,7 +43,7 @@ EVERY_TYPE: dict[str, Any] = {
     "float": 0.1,
     "inf": float("inf"),
     "minus_inf": float("-inf"),
-    "str": "héllo \u2603 \"quoted\" \\ back",
+    "str": 'héllo \u2603 "quoted" \\ back',
     "list": [1, [2, [3]]],
     "tuple": (1, "a", (2,)),
     "set": {3, 1, 2},
@@ -109,12 +109,14 @@ json_like = st.recursive(
     | st.times()
     | st.timedeltas()
     | st.uuids(),
-    lambda children: st.lists(children, max_size=4)
-    | st.tuples(children, children)
-    | st.dictionaries(st.text(max_size=5), children, max_size=4)
-    | st.dictionaries(st.integers() | st.sampled_from(["$t", "$t2"]), children, max_size=3)
-    | st.frozensets(st.integers() | st.text(max_size=3), max_size=4)
-    | st.sets(st.tuples(st.integers(), st.text(max_size=2)), max_size=3),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=5), children, max_size=4)
+        | st.dictionaries(st.integers() | st.sampled_from(["$t", "$t2"]), children, max_size=3)
+        | st.frozensets(st.integers() | st.text(max_size=3), max_size=4)
+        | st.sets(st.tuples(st.integers(), st.text(max_size=2)), max_size=3)
+    ),
     max_leaves=12,
 )
 
@@ -206,8 +208,10 @@ def test_text_that_is_not_tagged_json_is_refused() -> None:
     [
         (
             '{"v": 2, "d": {}}',
-            "stored record has format version 2; this code reads version 1. Upgrade signoff "
-            "to read it.",
+            (
+                "stored record has format version 2; this code reads version 1. Upgrade "
+                "signoff to read it."
+            ),
         ),
         ('{"d": {}}', "stored record has no format version ('v')"),
         ("[1, 2]", "stored record has no format version ('v')"),
@@ -221,7 +225,10 @@ def test_a_record_of_another_format_version_is_refused(text: str, message: str) 
 
 def test_records_carry_the_format_version() -> None:
     assert serde.FORMAT_VERSION == 1
-    assert json.loads(serde.dumps_record({"a": (1,)})) == {"v": 1, "d": {"a": {"$t": ["tuple", [1]]}}}
+    assert json.loads(serde.dumps_record({"a": (1,)})) == {
+        "v": 1,
+        "d": {"a": {"$t": ["tuple", [1]]}},
+    }
 
 
 # ---- the golden checkpoint of format version 1 ------------------------------------------------
@@ -262,7 +269,11 @@ def golden_graph(run: dict[str, Any]) -> StateGraph:
 def write_golden() -> Path:
     """Run the golden graph to its pause and store the head checkpoint (run by hand, once)."""
     saver = InMemorySaver()
-    run = {"ticket": lambda: "T-1", "quote": lambda amount: f"{amount} EUR", "audit": lambda: "audited"}
+    run = {
+        "ticket": lambda: "T-1",
+        "quote": lambda amount: f"{amount} EUR",
+        "audit": lambda: "audited",
+    }
     app = golden_graph(run).compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "golden"}}
     with pytest.raises(GraphInterrupt):
@@ -306,9 +317,7 @@ def test_golden_v1_resumes_with_todays_code() -> None:
     saver = InMemorySaver()
     config = {"configurable": {"thread_id": "golden", "checkpoint_ns": ""}}
     checkpoint = stored["checkpoint"]
-    head = saver.put(
-        config, checkpoint, stored["metadata"], dict(checkpoint["channel_versions"])
-    )
+    head = saver.put(config, checkpoint, stored["metadata"], dict(checkpoint["channel_versions"]))
     for task_id, channel, value in stored["pending_writes"]:
         saver.put_writes(head, [(channel, value)], task_id)
 

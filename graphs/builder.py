@@ -99,7 +99,9 @@ class StateGraph:
     def add_node(self, name: str | Callable[..., Any], fn: Callable[..., Any] | None = None) -> StateGraph:
         """Add a node: `fn(state)` or `fn(state, config)`, sync or async, returning a dict update.
 
-        `add_node(fn)` names the node after the function.
+        `add_node(fn)` names the node after the function. The state a node receives shares its
+        lists and dicts with the run: read it, and return what changes (`{"log": [entry]}`);
+        never mutate it in place, or the run goes on with values no checkpoint holds.
         """
         if fn is None:
             if not callable(name):

@@ -154,6 +154,8 @@ class Approval:
     remind_at: float | None
     escalate_at: float | None
     expire_at: float | None
+    reminded_at: float | None
+    """When the approvers were reminded (None: not yet); they are reminded once."""
     version: int
     votes: tuple[Vote, ...] = ()
 
@@ -196,6 +198,7 @@ class Approval:
             remind_at=row["remind_at"],
             escalate_at=row["escalate_at"],
             expire_at=row["expire_at"],
+            reminded_at=row["reminded_at"],
             version=row["version"],
             votes=votes,
         )

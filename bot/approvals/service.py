@@ -567,7 +567,7 @@ class Signoff:
                         await self.audit.append(conn, "escalated", approval_id=cur.id, thread_id=cur.thread_id, actor="sweep", data={"to": extra})
                         await self._event(conn, "escalated", now, thread_id=cur.thread_id, approval_id=cur.id, data={"to": extra})
                         counts["escalated"] += 1
-                elif cur.remind_at is not None and now >= cur.remind_at:
+                elif cur.remind_at is not None and now >= cur.remind_at and cur.reminded_at is None:
                     if await store.bump(conn, cur, now, reminded_at=now):
                         await self.audit.append(conn, "reminded", approval_id=cur.id, thread_id=cur.thread_id, actor="sweep", data={})
                         await self._event(conn, "reminded", now, thread_id=cur.thread_id, approval_id=cur.id)

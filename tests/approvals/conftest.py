@@ -23,6 +23,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
+from _signoff_kit import Kit
 from bot.db import Database
 
 PG_URL = os.environ.get("SIGNOFF_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -131,3 +132,16 @@ def wait_for_go():
     while not _os.path.exists(_os.environ["SIGNOFF_TEST_GO"]):
         _time.sleep(0.005)
 """
+
+
+# ---- the governance core on `db_url` (test_decisions, test_workflows, test_sweep, test_cli) ----
+
+
+@pytest.fixture
+async def kit(db_url: str, tmp_path: Path) -> AsyncIterator[Kit]:
+    """`Signoff` on a fresh, upgraded database with the test policy (`_signoff_flows.POLICY`),
+    a clock the test moves (`kit.clock`) and a `RecordingSink` (`kit.sink`)."""
+    bench = Kit(db_url, tmp_path)
+    await bench.db.upgrade()
+    yield bench
+    await bench.aclose()

@@ -1,0 +1,150 @@
+"""Workflows and a policy for the governance tests, registered by dotted path like a user's own.
+
+Importable as `_signoff_flows` from the tests (pytest puts this folder on `sys.path`) and from
+the subprocesses they start (`env()` sets `PYTHONPATH` to this folder).
+
+- `build_ask`: asks for approval of whatever `action` and `args` the run was started with, then
+  records an `act` effect (approved) or a `declined` effect (anything else).
+- `build_replay`: proposes `{"amount": state["amount"]}`, so a state update between pause and
+  resume changes the proposal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, TypedDict
+
+from graphs import END, START, StateGraph, once
+
+from bot.approvals.effects import services
+from bot.approvals.request import request_approval
+
+HERE = Path(__file__).resolve().parent
+DEMO_POLICY = Path(__file__).resolve().parents[2] / "bot" / "policies" / "demo.toml"
+
+APPROVERS_20 = [f"U_P{i:02d}" for i in range(20)]
+
+EXTRA_POLICY = f"""
+[workflows.ask]
+path = "_signoff_flows:build_ask"
+starters = ["@support"]
+
+[workflows.replay]
+path = "_signoff_flows:build_replay"
+starters = ["@support"]
+
+[actions.deploy]
+title = "Deploy to production"
+tier = "high"
+approvers = ["U_ALICE", "U_BOB", "U_DAVE"]
+required = 2
+
+[actions.crowd]
+title = "Anyone of twenty may approve"
+tier = "medium"
+approvers = {json.dumps(APPROVERS_20)}
+required = 1
+
+[actions.slow]
+title = "Waits for a long time"
+tier = "medium"
+approvers = ["@finance"]
+remind_after = "10m"
+escalate_after = "1h"
+escalate_to = ["@ops"]
+expire_after = "1d"
+on_expiry = "reject"
+
+[actions.charge_card]
+title = "Charge a card"
+tier = "high"
+approvers = ["@finance"]
+secret = ["card_number"]
+editable = ["amount"]
+"""
+
+POLICY = DEMO_POLICY.read_text(encoding="utf-8") + EXTRA_POLICY
+"""The demo policy (refunds, delete_row, vendor payments) plus the test actions above."""
+
+
+def env(database_url: str, policy_path: str | os.PathLike[str]) -> dict[str, str]:
+    """The environment of a `signoff` subprocess on this database and policy."""
+    path = os.environ.get("PYTHONPATH", "")
+    return {
+        **os.environ,
+        "SIGNOFF_DATABASE_URL": database_url,
+        "SIGNOFF_POLICY": os.fspath(policy_path),
+        "PYTHONPATH": str(HERE) + (os.pathsep + path if path else ""),
+    }
+
+
+class AskState(TypedDict, total=False):
+    action: str
+    args: dict[str, Any]
+    dedupe_key: str
+    decision: dict[str, Any]
+    outcome: str
+
+
+def _ask(state: AskState) -> dict[str, Any]:
+    d = request_approval(state["action"], state["args"], dedupe_key=state.get("dedupe_key"))
+    return {"decision": {**d.to_json(), "args": d.args}}
+
+
+def _act(state: AskState, config: Any) -> dict[str, Any]:
+    d, svc = state["decision"], services(config)
+    once("act", svc.effects.record, "act", d["idempotency_key"], d["args"], thread_id=svc.thread_id)
+    return {"outcome": f"done with {d['args']}"}
+
+
+def _declined(state: AskState, config: Any) -> dict[str, Any]:
+    d, svc = state["decision"], services(config)
+    once("declined", svc.effects.record, "declined", d["approval_id"],
+         {"status": d["status"], "note": d["note"]}, thread_id=svc.thread_id)
+    return {"outcome": f"declined ({d['status']}): {d['note']}"}
+
+
+def build_ask() -> StateGraph:
+    """Ask for approval of any action, then act or record the refusal."""
+    g = StateGraph(AskState)
+    g.add_node("ask", _ask)
+    g.add_node("act", _act)
+    g.add_node("declined", _declined)
+    g.add_edge(START, "ask")
+    g.add_conditional_edges(
+        "ask", lambda s: "act" if s["decision"]["approved"] else "declined", ["act", "declined"]
+    )
+    g.add_edge("act", END)
+    g.add_edge("declined", END)
+    return g
+
+
+class ReplayState(TypedDict, total=False):
+    amount: float
+    decision: dict[str, Any]
+    outcome: str
+
+
+def _propose(state: ReplayState) -> dict[str, Any]:
+    d = request_approval("send_refund", {"customer_id": "c1", "order_id": "", "amount": state["amount"], "reason": "r"})
+    return {"decision": {**d.to_json(), "args": d.args}}
+
+
+def _pay(state: ReplayState, config: Any) -> dict[str, Any]:
+    d, svc = state["decision"], services(config)
+    if d["approved"]:
+        once("pay", svc.effects.record, "refund", d["idempotency_key"], d["args"], thread_id=svc.thread_id)
+    return {"outcome": f"{d['status']} {d['args']['amount']}"}
+
+
+def build_replay() -> StateGraph:
+    """Propose a refund of the state's amount, then pay it if approved."""
+    g = StateGraph(ReplayState)
+    g.add_node("propose", _propose)
+    g.add_node("pay", _pay)
+    g.add_edge(START, "propose")
+    g.add_edge("propose", "pay")
+    g.add_edge("pay", END)
+    return g

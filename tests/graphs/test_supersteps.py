@@ -220,3 +220,11 @@ def test_a_node_can_route_with_command_goto() -> None:
     # compile() checks reachability from edges, so a goto target needs a declared way in.
     g.add_conditional_edges("b", lambda s: END, [END, "c"])
     assert g.compile().invoke({"log": []}) == {"log": ["a", "b", "c"]}
+
+
+def test_a_router_can_choose_the_entry_node() -> None:
+    g = StateGraph(State).add_node("refund", writer("refund")).add_node("delete", writer("delete"))
+    g.add_conditional_edges(START, lambda s: s["status"], ["refund", "delete"])
+    app = g.compile()
+    assert app.invoke({"status": "delete"})["log"] == ["delete"]
+    assert app.invoke({"status": "refund"})["log"] == ["refund"]

@@ -67,7 +67,8 @@ threads = Table(
     Column("created_at", Double, nullable=False),
     Column("updated_at", Double, nullable=False),
     Column("paused_since", Double, nullable=True),
-    Column("interrupts", LargeBinary, nullable=True),
+    # The nodes of a static pause (tagged JSON list); the interrupt() payloads of a pause are
+    # the head's `__interrupt__` writes without a `__resume__` of the same interrupt id.
     Column("paused_nodes", LargeBinary, nullable=True),
     Column("error", Text, nullable=True),
     Index("ix_checkpoint_threads_status_paused", "status", "paused_since"),
@@ -121,5 +122,7 @@ writes = Table(
     Column("task_id", Id, nullable=False),
     Column("channel", Id, nullable=False),
     Column("value", LargeBinary, nullable=False),
+    # For `__interrupt__` writes the Interrupt's id, for `__resume__` writes the id answered.
+    Column("interrupt_id", Text, nullable=True),
     Index("ix_checkpoint_writes_checkpoint", "thread_id", "checkpoint_ns", "checkpoint_id", "seq"),
 )

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import functools
@@ -153,17 +154,17 @@ _FOR_UPDATE = "{for_update}"
 _SQL = {
     "insert_thread": """
         INSERT INTO checkpoint_threads (thread_id, checkpoint_ns, head_id, status, created_at,
-            updated_at, paused_since, interrupts, paused_nodes, error)
-        VALUES (:t, :ns, :id, :status, :now, :now, :paused_since, NULL, :nodes, NULL)
+            updated_at, paused_since, paused_nodes, error)
+        VALUES (:t, :ns, :id, :status, :now, :now, :paused_since, :nodes, NULL)
         ON CONFLICT (thread_id, checkpoint_ns) DO NOTHING""",
     "advance_thread": """
         UPDATE checkpoint_threads SET head_id = :id, status = :status, updated_at = :now,
-            paused_since = NULL, interrupts = NULL, paused_nodes = NULL, error = NULL
+            paused_since = NULL, paused_nodes = NULL, error = NULL
         WHERE thread_id = :t AND checkpoint_ns = :ns AND head_id = :parent""",
     "advance_thread_paused": """
         UPDATE checkpoint_threads SET head_id = :id, status = 'paused', updated_at = :now,
             paused_since = CASE WHEN status = 'paused' THEN paused_since ELSE :now END,
-            interrupts = NULL, paused_nodes = :nodes, error = NULL
+            paused_nodes = :nodes, error = NULL
         WHERE thread_id = :t AND checkpoint_ns = :ns AND head_id = :parent""",
     "head": """
         SELECT head_id FROM checkpoint_threads WHERE thread_id = :t AND checkpoint_ns = :ns""",
@@ -191,16 +192,26 @@ _SQL = {
         ON CONFLICT DO NOTHING""",
     "insert_write": """
         INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, channel,
-            value)
-        VALUES (:t, :ns, :id, :task, :c, :value)""",
-    "thread_at_head": """
-        SELECT status, interrupts, paused_since, paused_nodes FROM checkpoint_threads
-        WHERE thread_id = :t AND checkpoint_ns = :ns AND head_id = :id {for_update}""",
-    "set_thread_status": """
-        UPDATE checkpoint_threads SET status = :status, interrupts = :interrupts,
-            paused_since = :paused_since, paused_nodes = :nodes, error = :error,
+            value, interrupt_id)
+        VALUES (:t, :ns, :id, :task, :c, :value, :iid)""",
+    # Status after writes to the head: an error fails the thread; otherwise it is paused while
+    # a static pause lasts or an interrupt has no answer, else running. (A pending interrupt:
+    # an `__interrupt__` write with no `__resume__` of its id; {answered} lets PostgreSQL's
+    # one-statement form exclude the ids answered by writes of the same statement.)
+    "thread_failed": """
+        UPDATE checkpoint_threads SET status = 'failed', error = :error, paused_since = NULL,
             updated_at = :now
-        WHERE thread_id = :t AND checkpoint_ns = :ns""",
+        WHERE thread_id = :t AND checkpoint_ns = :ns AND head_id = :id""",
+    "thread_after_writes": """
+        UPDATE checkpoint_threads SET
+            status = CASE WHEN status = 'failed' THEN 'failed'
+                          WHEN {paused} THEN 'paused' ELSE 'running' END,
+            paused_since = CASE WHEN status = 'failed' THEN NULL
+                                WHEN {paused} THEN COALESCE(
+                                    CASE WHEN status = 'paused' THEN paused_since END, :now)
+                                ELSE NULL END,
+            updated_at = :now
+        WHERE thread_id = :t AND checkpoint_ns = :ns AND head_id = :id""",
     "checkpoint": """
         SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, record, metadata
         FROM checkpoints WHERE thread_id = :t AND checkpoint_ns = :ns AND checkpoint_id = :id""",
@@ -219,10 +230,18 @@ _SQL = {
         WHERE 1 = 1 {before}
         ORDER BY t.created_at, t.thread_id, t.checkpoint_ns, c.checkpoint_id DESC
         LIMIT :limit""",
+    # The paused threads (on the status index), with the interrupt and resume writes of their
+    # heads (on the writes index), in one query.
     "list_paused": """
-        SELECT thread_id, checkpoint_ns, head_id, paused_since, interrupts, paused_nodes
-        FROM checkpoint_threads WHERE status = 'paused' AND paused_since < :before
-        ORDER BY paused_since, thread_id, checkpoint_ns LIMIT :limit""",
+        SELECT t.thread_id, t.checkpoint_ns, t.head_id, t.paused_since, t.paused_nodes,
+            w.channel, w.interrupt_id, w.value
+        FROM (SELECT thread_id, checkpoint_ns, head_id, paused_since, paused_nodes
+              FROM checkpoint_threads WHERE status = 'paused' AND paused_since < :before
+              ORDER BY paused_since, thread_id, checkpoint_ns LIMIT :limit) t
+        LEFT JOIN checkpoint_writes w
+          ON w.thread_id = t.thread_id AND w.checkpoint_ns = t.checkpoint_ns
+             AND w.checkpoint_id = t.head_id AND w.channel IN ('__interrupt__', '__resume__')
+        ORDER BY t.paused_since, t.thread_id, t.checkpoint_ns, w.seq""",
     "thread_status": """
         SELECT status FROM checkpoint_threads WHERE thread_id = :t AND checkpoint_ns = :ns""",
     "delete_threads": "DELETE FROM checkpoint_threads WHERE thread_id = :t",
@@ -268,6 +287,15 @@ _SQL = {
 
 _NO_LIMIT = 2**62
 
+_PAUSED = """(paused_nodes IS NOT NULL OR EXISTS (
+    SELECT 1 FROM checkpoint_writes i
+    WHERE i.thread_id = :t AND i.checkpoint_ns = :ns AND i.checkpoint_id = :id
+      AND i.channel = '__interrupt__' {answered}
+      AND NOT EXISTS (
+        SELECT 1 FROM checkpoint_writes r
+        WHERE r.thread_id = :t AND r.checkpoint_ns = :ns AND r.checkpoint_id = :id
+          AND r.channel = '__resume__' AND r.interrupt_id = i.interrupt_id)))"""
+
 
 class _Dialect:
     """The statements, rendered for one database."""
@@ -287,6 +315,7 @@ class _Dialect:
     def render(self, text: str) -> str:
         text = " ".join(text.split())
         text = text.replace(_FOR_UPDATE, "FOR UPDATE" if self.pg else "")
+        text = text.replace("{paused}", _PAUSED.replace("{answered}", ""))
         text = text.replace("{for_update_skip}", "FOR UPDATE SKIP LOCKED" if self.pg else "")
         if self.pg:
             text = re.sub(r"(?<!:):(\w+)", r"%(\1)s", text)
@@ -359,6 +388,69 @@ class _Dialect:
                     ORDER BY q.version DESC LIMIT 1) p ON true
                 ON CONFLICT DO NOTHING)"""
         return self.render(text + " SELECT count(*) FROM moved")
+
+    @functools.lru_cache(maxsize=4)  # noqa: B019
+    def get_statement(self, by_id: bool) -> str:
+        """PostgreSQL: a checkpoint, its writes and its values, as rows of one statement.
+
+        Columns: kind (0 checkpoint, 1 write, 2 value), then per kind
+        (checkpoint_id, parent_id, -, -, -, record, metadata),
+        (task_id, channel, seq, -, -, value, -), (-, channel, version, prev, total, value, -).
+        """
+        where = "AND checkpoint_id = :id" if by_id else ""
+        return self.render(f"""
+            WITH cp AS (
+                SELECT checkpoint_id, parent_id, record, metadata FROM checkpoints
+                WHERE thread_id = :t AND checkpoint_ns = :ns {where}
+                ORDER BY checkpoint_id DESC LIMIT 1),
+            cv AS (
+                SELECT e.key AS channel, CAST(e.value AS bigint) AS version
+                FROM cp CROSS JOIN LATERAL jsonb_each_text(
+                    CAST(convert_from(cp.record, 'UTF8') AS jsonb) -> 'd' -> 'channel_versions'
+                ) AS e)
+            SELECT 0, cp.checkpoint_id, cp.parent_id, CAST(NULL AS bigint), CAST(NULL AS bigint),
+                CAST(NULL AS integer), cp.record, cp.metadata
+            FROM cp
+            UNION ALL
+            SELECT 1, w.task_id, w.channel, w.seq, NULL, NULL, w.value, NULL
+            FROM cp JOIN checkpoint_writes w
+              ON w.thread_id = :t AND w.checkpoint_ns = :ns AND w.checkpoint_id = cp.checkpoint_id
+            UNION ALL
+            SELECT 2, NULL, b.channel, b.version, b.prev_version, b.total, b.value, NULL
+            FROM cv
+            JOIN checkpoint_blobs h
+              ON h.thread_id = :t AND h.checkpoint_ns = :ns AND h.channel = cv.channel
+                 AND h.version = cv.version
+            JOIN checkpoint_blobs b
+              ON b.thread_id = :t AND b.checkpoint_ns = :ns AND b.channel = cv.channel
+                 AND b.version >= h.full_version AND b.version <= cv.version""")
+
+    @functools.lru_cache(maxsize=128)  # noqa: B019
+    def writes_statement(self, n: int, status: str | None, n_answered: int) -> str:
+        """PostgreSQL: `put_writes` in one statement (the rows, then the thread's status)."""
+        rows = ", ".join(
+            f"(CAST(:c{i} AS text), CAST(:value{i} AS bytea), CAST(:iid{i} AS text), {i})"
+            for i in range(n)
+        )
+        insert = f"""
+            INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id,
+                channel, value, interrupt_id)
+            SELECT :t, :ns, :id, :task, u.c, u.value, u.iid
+            FROM (VALUES {rows}) AS u(c, value, iid, n) ORDER BY u.n"""
+        if status is None:
+            return self.render(insert)
+        if status == "failed":
+            update = _SQL["thread_failed"]
+        else:
+            # The statement's own rows are invisible to its subqueries: the new interrupts
+            # come in as :new_pending, and ids answered here are left out of the old ones.
+            answered = ""
+            if n_answered:
+                ids = ", ".join(f":a{i}" for i in range(n_answered))
+                answered = f"AND (i.interrupt_id IS NULL OR i.interrupt_id NOT IN ({ids}))"
+            paused = f"(CAST(:new_pending AS boolean) OR {_PAUSED.replace('{answered}', answered)})"
+            update = _SQL["thread_after_writes"].replace("{paused}", paused)
+        return self.render(f"WITH ins AS ({insert} RETURNING 1), upd AS ({update}) SELECT 1")
 
     @functools.lru_cache(maxsize=256)  # noqa: B019
     def writes(self, n: int) -> str:
@@ -492,6 +584,54 @@ def _channel_value(thread_id: str, channel: str, version: int, rows: _BlobRows) 
 _MISSING = object()
 
 
+def _record(thread_id: str, row: tuple[Any, ...]) -> dict[str, Any]:
+    """The stored checkpoint record of a checkpoint row, checked."""
+    try:
+        record = serde.loads_record(_bytes(row[4]))
+        if not isinstance(record.get("channel_versions"), dict):
+            raise KeyError("channel_versions")
+        return record  # type: ignore[no-any-return]
+    except (CheckpointFormatError, KeyError, TypeError, AttributeError) as e:
+        raise _format_error(thread_id, None, f"checkpoint {row[2]!r}: {e}") from e
+
+
+def _assemble(
+    thread_id: str,
+    ns: str,
+    row: tuple[Any, ...],
+    record: dict[str, Any],
+    blob_rows: _BlobRows,
+    writes: Sequence[tuple[str, str, Any]],
+) -> CheckpointTuple:
+    """A `CheckpointTuple` from a checkpoint row, its record, the blob rows and its writes."""
+    checkpoint_id, parent_id = row[2], row[3]
+    values = {}
+    for channel, version in record["channel_versions"].items():
+        value = _channel_value(thread_id, channel, version, blob_rows)
+        if value is not _MISSING:
+            values[channel] = value
+    checkpoint = Checkpoint(
+        v=record["v"],
+        id=checkpoint_id,
+        ts=record["ts"],
+        channel_values=values,
+        channel_versions=dict(record["channel_versions"]),
+        next_tasks=[list(t) for t in record["next_tasks"]],
+        paused=list(record["paused"]),
+        appended={},
+    )
+    return CheckpointTuple(
+        config=checkpoint_config(thread_id, ns, checkpoint_id),
+        checkpoint=checkpoint,
+        metadata=_decode(thread_id, None, row[5]),
+        parent_config=checkpoint_config(thread_id, ns, parent_id) if parent_id else None,
+        pending_writes=[
+            PendingWrite(task_id, channel, _decode(thread_id, channel, value))
+            for task_id, channel, value in writes
+        ],
+    )
+
+
 # ---- public types -----------------------------------------------------------------------
 
 
@@ -515,6 +655,10 @@ class PausedThread:
     def config(self) -> RunConfig:
         """The config that names this thread, for `invoke`/`get_state`."""
         return {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.checkpoint_ns}}
+
+
+def _with_interrupts(paused: PausedThread, pending: dict[str, Any]) -> PausedThread:
+    return dataclasses.replace(paused, interrupts=tuple(pending.values()))
 
 
 # ---- process-wide lock registry ---------------------------------------------------------
@@ -816,18 +960,7 @@ class SQLSaver(BaseCheckpointSaver):
                 raw.commit()
             return result
         except BaseException as e:
-            dialect = self._sync_engine().dialect
-            if isinstance(e, dialect.loaded_dbapi.Error) and dialect.is_disconnect(
-                e, raw.dbapi_connection, cursor
-            ):
-                # Like SQLAlchemy's own handling: every connection of the pool opened before
-                # now is presumed dead too (a server restart drops them all).
-                pool = getattr(raw, "_pool", None)
-                if pool is not None and hasattr(pool, "_invalidate"):
-                    pool._invalidate(raw, e)
-                else:
-                    raw.invalidate(e)
-                raise _Dropped(e) from e
+            self._handle_drop(raw, e, cursor)
             with contextlib.suppress(Exception):
                 raw.rollback()
             raise
@@ -904,13 +1037,13 @@ class SQLSaver(BaseCheckpointSaver):
 
     def get_tuple(self, config: RunConfig) -> CheckpointTuple | None:
         thread_id, ns = self._key(config)
-        return self._run(self._get_tx, thread_id, ns, config_checkpoint_id(config), read=True)
+        get = self._get_pg if self._d.pg else self._get_tx
+        return self._run(get, thread_id, ns, config_checkpoint_id(config), read=True)
 
     async def aget_tuple(self, config: RunConfig) -> CheckpointTuple | None:
         thread_id, ns = self._key(config)
-        return await self._arun(
-            self._get_tx, thread_id, ns, config_checkpoint_id(config), read=True
-        )
+        get = self._get_pg if self._d.pg else self._get_tx
+        return await self._arun(get, thread_id, ns, config_checkpoint_id(config), read=True)
 
     def _get_tx(
         self, tx: _Tx, thread_id: str, ns: str, checkpoint_id: str | None
@@ -979,16 +1112,10 @@ class SQLSaver(BaseCheckpointSaver):
     def _load(self, tx: _Tx, rows: list[tuple[Any, ...]]) -> list[CheckpointTuple]:
         """Tuples for checkpoint rows of one thread: two more statements for all of them."""
         thread_id, ns = rows[0][0], rows[0][1]
-        records = []
+        records = [_record(thread_id, row) for row in rows]
         ranges: dict[str, list[int]] = {}
-        for row in rows:
-            try:
-                record = serde.loads_record(_bytes(row[4]))
-                versions = record["channel_versions"]
-            except (CheckpointFormatError, KeyError, TypeError) as e:
-                raise _format_error(thread_id, None, f"checkpoint {row[2]!r}: {e}") from e
-            records.append(record)
-            for channel, version in versions.items():
+        for record in records:
+            for channel, version in record["channel_versions"].items():
                 span = ranges.get(channel)
                 if span is None:
                     ranges[channel] = [version, version]
@@ -1007,39 +1134,45 @@ class SQLSaver(BaseCheckpointSaver):
                 blob_rows[(c, v)] = (prev, total, value)
         ids = [row[2] for row in rows]
         params = {"t": thread_id, "ns": ns, **{f"id{i}": cid for i, cid in enumerate(ids)}}
-        writes: dict[str, list[PendingWrite]] = {cid: [] for cid in ids}
+        writes: dict[str, list[tuple[str, str, Any]]] = {cid: [] for cid in ids}
         for cid, task_id, channel, value in tx.all(self._d.writes(len(ids)), params):
-            writes[cid].append(PendingWrite(task_id, channel, _decode(thread_id, channel, value)))
-        out = []
-        for row, record in zip(rows, records):
-            checkpoint_id, parent_id = row[2], row[3]
-            values = {}
-            for channel, version in record["channel_versions"].items():
-                value = _channel_value(thread_id, channel, version, blob_rows)
-                if value is not _MISSING:
-                    values[channel] = value
-            checkpoint = Checkpoint(
-                v=record["v"],
-                id=checkpoint_id,
-                ts=record["ts"],
-                channel_values=values,
-                channel_versions=dict(record["channel_versions"]),
-                next_tasks=[list(t) for t in record["next_tasks"]],
-                paused=list(record["paused"]),
-                appended={},
-            )
-            out.append(
-                CheckpointTuple(
-                    config=checkpoint_config(thread_id, ns, checkpoint_id),
-                    checkpoint=checkpoint,
-                    metadata=_decode(thread_id, None, row[5]),
-                    parent_config=checkpoint_config(thread_id, ns, parent_id)
-                    if parent_id
-                    else None,
-                    pending_writes=writes[checkpoint_id],
-                )
-            )
-        return out
+            writes[cid].append((task_id, channel, value))
+        return [
+            _assemble(thread_id, ns, row, record, blob_rows, writes[row[2]])
+            for row, record in zip(rows, records)
+        ]
+
+    def _get_pg(
+        self, tx: _Tx, thread_id: str, ns: str, checkpoint_id: str | None
+    ) -> CheckpointTuple | None:
+        """PostgreSQL: `get_tuple` in one statement (the checkpoint, its writes, its values)."""
+        params = {"t": thread_id, "ns": ns, "id": checkpoint_id}
+        try:
+            result = tx.all(self._d.get_statement(bool(checkpoint_id)), params)
+        except Exception as e:
+            if str(getattr(e, "sqlstate", "") or "").startswith("22"):
+                # the record is not JSON the server can read: let the general path say why
+                return self._get_tx(tx, thread_id, ns, checkpoint_id)
+            raise
+        row = None
+        writes: list[tuple[int, str, str, Any]] = []
+        blob_rows: _BlobRows = {}
+        for kind, a, b, n, prev, total, value, meta in result:
+            if kind == 0:
+                row = (thread_id, ns, a, b, value, meta)
+            elif kind == 1:
+                writes.append((n, a, b, value))
+            else:
+                blob_rows[(b, n)] = (prev, total, value)
+        if row is None:
+            return None
+        record = _record(thread_id, row)
+        if any((c, v) not in blob_rows for c, v in record["channel_versions"].items()):
+            return self._get_tx(tx, thread_id, ns, checkpoint_id)  # a value missing: look closer
+        writes.sort(key=lambda w: w[0])
+        return _assemble(thread_id, ns, row, record, blob_rows, [w[1:] for w in writes])
+
+    _get_pg._single_statement = True  # type: ignore[attr-defined]
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -1244,15 +1377,28 @@ class SQLSaver(BaseCheckpointSaver):
     ) -> tuple[Any, ...] | None:
         thread_id, ns = self._key(config)
         checkpoint_id = config_checkpoint_id(config) or ""
-        rows = [
-            {"t": thread_id, "ns": ns, "id": checkpoint_id, "task": task_id, "c": channel,
-             "value": serde.dumps(value).encode()}
-            for channel, value in writes
-        ]
+        rows = []
+        error = None
+        special = False
+        for channel, value in writes:
+            iid = None
+            if channel in _SPECIAL:
+                special = True
+                if channel == INTERRUPT:
+                    iid = getattr(value, "id", None)
+                elif channel == RESUME:
+                    if isinstance(value, (list, tuple)) and len(value) == 2:
+                        iid = str(value[0])
+                else:
+                    error = str(value)
+            rows.append(
+                {"t": thread_id, "ns": ns, "id": checkpoint_id, "task": task_id, "c": channel,
+                 "value": serde.dumps(value).encode(), "iid": iid}
+            )
         if not rows:
             return None
-        special = [(c, v) for c, v in writes if c in _SPECIAL]
-        return thread_id, ns, checkpoint_id, rows, special
+        status = "failed" if error is not None else "check" if special else None
+        return thread_id, ns, checkpoint_id, rows, status, error
 
     def _writes_tx(
         self,
@@ -1261,52 +1407,46 @@ class SQLSaver(BaseCheckpointSaver):
         ns: str,
         checkpoint_id: str,
         rows: list[dict[str, Any]],
-        special: list[tuple[str, Any]],
+        status: str | None,
+        error: str | None,
     ) -> None:
+        if self._d.pg:
+            self._writes_pg(tx, thread_id, ns, checkpoint_id, rows, status, error)
+            return
         sql = self._d.sql
         tx.many(sql["insert_write"], rows)
-        if not special:
-            return
-        row = tx.one(sql["thread_at_head"], {"t": thread_id, "ns": ns, "id": checkpoint_id})
-        if row is None:  # not the head: history, not status
-            return
-        status, interrupts, paused_since, nodes = row
-        pending: list[Any] = (
-            list(_decode(thread_id, INTERRUPT, interrupts)) if interrupts else []
-        )
-        failed, error = status == "failed", None
-        for channel, value in special:
-            if channel == INTERRUPT:
-                new_id = getattr(value, "id", None)
-                pending = [i for i in pending if new_id is None or getattr(i, "id", None) != new_id]
-                pending.append(value)
-            elif channel == RESUME:
-                if isinstance(value, (list, tuple)) and len(value) == 2:
-                    pending = [i for i in pending if getattr(i, "id", None) != value[0]]
-            else:
-                failed, error = True, str(value)
-        if failed:
-            new_status = "failed"
-        elif pending or nodes:  # a static pause lasts until the next checkpoint
-            new_status = "paused"
-        else:
-            new_status = "running"
-        now = _now()
-        tx.run(
-            sql["set_thread_status"],
-            {
-                "t": thread_id,
-                "ns": ns,
-                "status": new_status,
-                "interrupts": serde.dumps(pending).encode() if pending else None,
-                "paused_since": (paused_since if status == "paused" else now)
-                if new_status == "paused"
-                else None,
-                "nodes": nodes if new_status == "paused" else None,
-                "error": error,
-                "now": now,
-            },
-        )
+        head = {"t": thread_id, "ns": ns, "id": checkpoint_id, "now": _now()}
+        if status == "failed":
+            tx.run(sql["thread_failed"], {**head, "error": error})
+        elif status == "check":
+            tx.run(sql["thread_after_writes"], head)
+
+    def _writes_pg(
+        self,
+        tx: _Tx,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        rows: list[dict[str, Any]],
+        status: str | None,
+        error: str | None,
+    ) -> None:
+        """PostgreSQL: the writes and the thread's new status in one statement."""
+        params: dict[str, Any] = {
+            "t": thread_id, "ns": ns, "id": checkpoint_id, "now": _now(), "error": error,
+            "task": rows[0]["task"],
+        }
+        for i, row in enumerate(rows):
+            params[f"c{i}"], params[f"value{i}"], params[f"iid{i}"] = row["c"], row["value"], row["iid"]
+        new_ids = {r["iid"] for r in rows if r["c"] == INTERRUPT}
+        answered = {r["iid"] for r in rows if r["c"] == RESUME and r["iid"] is not None}
+        params["new_pending"] = bool(new_ids - answered) or (None in new_ids)
+        for i, iid in enumerate(sorted(answered)):
+            params[f"a{i}"] = iid
+        tx.run(self._d.writes_statement(len(rows), status, len(answered)), params)
+
+    _writes_pg._single_statement = True  # type: ignore[attr-defined]
+    _writes_tx._single_statement = True  # type: ignore[attr-defined]
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(self._delete_tx, thread_id)
@@ -1345,22 +1485,34 @@ class SQLSaver(BaseCheckpointSaver):
             "before": paused_before.timestamp() if paused_before else 1e300,
             "limit": _NO_LIMIT if limit is None else max(limit, 0),
         }
-        out = []
-        for thread_id, ns, head, since, interrupts, nodes in tx.all(
+        out: list[PausedThread] = []
+        pending: dict[str, Any] = {}
+        for thread_id, ns, head, since, nodes, channel, iid, value in tx.all(
             self._d.sql["list_paused"], params
         ):
-            out.append(
-                PausedThread(
-                    thread_id=thread_id,
-                    checkpoint_ns=ns,
-                    checkpoint_id=head,
-                    paused_since=_ts(since),
-                    interrupts=tuple(_decode(thread_id, INTERRUPT, interrupts))
-                    if interrupts
-                    else (),
-                    paused_nodes=tuple(_decode(thread_id, None, nodes)) if nodes else (),
+            if not out or (out[-1].thread_id, out[-1].checkpoint_ns) != (thread_id, ns):
+                if out:
+                    out[-1] = _with_interrupts(out[-1], pending)
+                pending = {}
+                out.append(
+                    PausedThread(
+                        thread_id=thread_id,
+                        checkpoint_ns=ns,
+                        checkpoint_id=head,
+                        paused_since=_ts(since),
+                        interrupts=(),
+                        paused_nodes=tuple(_decode(thread_id, None, nodes)) if nodes else (),
+                    )
                 )
-            )
+            if channel == INTERRUPT:
+                pending.pop(iid, None)  # asked again: it moves to the end
+                pending[iid if iid is not None else f"#{len(pending)}"] = _decode(
+                    thread_id, INTERRUPT, value
+                )
+            elif channel == RESUME:
+                pending.pop(iid, None)
+        if out:
+            out[-1] = _with_interrupts(out[-1], pending)
         return out
 
     def get_status(self, config: RunConfig) -> str | None:
@@ -1504,42 +1656,11 @@ class SQLSaver(BaseCheckpointSaver):
                 yield
             return
         with self._proc_hold(thread_id, ns):
-            key = {"k": 0}
-            conn = self._pg_lock(thread_id, ns, key)
+            raw, key = self._retry_lock(thread_id, ns, self._sync_engine().raw_connection)
             try:
                 yield
             finally:
-                try:
-                    conn.exec_driver_sql("SELECT pg_advisory_unlock(%(k)s)", key)
-                    conn.commit()
-                except sa.exc.DBAPIError:
-                    conn.invalidate()  # the session (and with it the lock) is gone
-                finally:
-                    conn.close()
-
-    def _pg_lock(self, thread_id: str, ns: str, key: dict[str, int]) -> Connection:
-        """A connection holding the thread's advisory lock (a dropped connection: once more)."""
-        for attempt in (0, 1):
-            conn = self._sync_engine().connect()
-            try:
-                if self._lock_scope is None:
-                    self._lock_scope = _pg_scope(conn)
-                key["k"] = self._advisory_key(thread_id, ns)
-                got = conn.exec_driver_sql("SELECT pg_try_advisory_lock(%(k)s)", key).scalar()
-                conn.commit()
-            except sa.exc.DBAPIError as e:
-                conn.close()
-                if attempt == 0 and e.connection_invalidated:
-                    continue
-                raise
-            except BaseException:
-                conn.close()
-                raise
-            if not got:
-                conn.close()
-                raise _busy(thread_id, "another process")
-            return conn
-        raise AssertionError("unreachable")
+                self._raw_unlock(raw, key)
 
     @contextlib.asynccontextmanager
     async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:
@@ -1550,42 +1671,96 @@ class SQLSaver(BaseCheckpointSaver):
                 yield
             return
         with self._proc_hold(thread_id, ns):
-            key = {"k": 0}
-            conn = await self._apg_lock(thread_id, ns, key)
+            for attempt in (0, 1):
+                conn = await self._async_engine().connect()
+                try:
+                    key = await conn.run_sync(
+                        lambda c: self._raw_try_lock(c.connection, thread_id, ns)
+                    )
+                    break
+                except _Dropped as dropped:
+                    await conn.close()
+                    if attempt:
+                        raise dropped.error from None
+                except BaseException:
+                    await conn.close()
+                    raise
             try:
                 yield
             finally:
                 try:
-                    await conn.exec_driver_sql("SELECT pg_advisory_unlock(%(k)s)", key)
-                    await conn.commit()
-                except sa.exc.DBAPIError:
-                    await conn.invalidate()
+                    await conn.run_sync(lambda c: self._raw_unlock(c.connection, key, close=False))
                 finally:
                     await conn.close()
 
-    async def _apg_lock(self, thread_id: str, ns: str, key: dict[str, int]) -> AsyncConnection:
+    def _retry_lock(
+        self, thread_id: str, ns: str, checkout: Callable[[], Any]
+    ) -> tuple[Any, int]:
         for attempt in (0, 1):
-            conn = await self._async_engine().connect()
+            raw = checkout()
             try:
-                if self._lock_scope is None:
-                    self._lock_scope = await conn.run_sync(_pg_scope)
-                key["k"] = self._advisory_key(thread_id, ns)
-                result = await conn.exec_driver_sql("SELECT pg_try_advisory_lock(%(k)s)", key)
-                got = result.scalar()
-                await conn.commit()
-            except sa.exc.DBAPIError as e:
-                await conn.close()
-                if attempt == 0 and e.connection_invalidated:
-                    continue
-                raise
+                return raw, self._raw_try_lock(raw, thread_id, ns)
+            except _Dropped as dropped:
+                raw.close()
+                if attempt:
+                    raise dropped.error from None
             except BaseException:
-                await conn.close()
+                raw.close()
                 raise
-            if not got:
-                await conn.close()
-                raise _busy(thread_id, "another process")
-            return conn
         raise AssertionError("unreachable")
+
+    def _raw_try_lock(self, raw: Any, thread_id: str, ns: str) -> int:
+        """Take the thread's advisory lock on `raw` (in autocommit mode while held)."""
+        cursor = None
+        try:
+            raw.dbapi_connection.autocommit = True
+            cursor = raw.cursor()
+            if self._lock_scope is None:
+                cursor.execute("SELECT current_database() || '.' || current_schema()")
+                self._lock_scope = str(cursor.fetchone()[0])
+            key = self._advisory_key(thread_id, ns)
+            cursor.execute("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
+            got = cursor.fetchone()[0]
+        except BaseException as e:
+            self._handle_drop(raw, e, cursor)
+            with contextlib.suppress(Exception):
+                raw.dbapi_connection.autocommit = False
+            raise
+        finally:
+            if cursor is not None:
+                with contextlib.suppress(Exception):
+                    cursor.close()
+        if not got:
+            raw.dbapi_connection.autocommit = False
+            raise _busy(thread_id, "another process")
+        return key
+
+    def _raw_unlock(self, raw: Any, key: int, close: bool = True) -> None:
+        try:
+            cursor = raw.cursor()
+            cursor.execute("SELECT pg_advisory_unlock(%(k)s)", {"k": key})
+            cursor.close()
+            raw.dbapi_connection.autocommit = False
+        except Exception:
+            raw.invalidate()  # the session, and with it the lock, is gone
+        finally:
+            if close:
+                raw.close()
+
+    def _handle_drop(self, raw: Any, error: BaseException, cursor: Any) -> None:
+        """If `error` means the connection is lost: invalidate the pool, raise `_Dropped`."""
+        dialect = self._sync_engine().dialect
+        if isinstance(error, dialect.loaded_dbapi.Error) and dialect.is_disconnect(
+            error, raw.dbapi_connection, cursor
+        ):
+            # Like SQLAlchemy's own handling: every connection of the pool opened before now
+            # is presumed dead too (a server restart drops them all).
+            pool = getattr(raw, "_pool", None)
+            if pool is not None and hasattr(pool, "_invalidate"):
+                pool._invalidate(raw, error)
+            else:
+                raw.invalidate(error)
+            raise _Dropped(error) from error
 
     @contextlib.contextmanager
     def _file_lock(self, thread_id: str, ns: str) -> Iterator[None]:

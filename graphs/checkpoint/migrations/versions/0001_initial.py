@@ -29,7 +29,6 @@ def upgrade() -> None:
         sa.Column("created_at", sa.Double(), nullable=False),
         sa.Column("updated_at", sa.Double(), nullable=False),
         sa.Column("paused_since", sa.Double(), nullable=True),
-        sa.Column("interrupts", sa.LargeBinary(), nullable=True),
         sa.Column("paused_nodes", sa.LargeBinary(), nullable=True),
         sa.Column("error", sa.Text(), nullable=True),
         sqlite_with_rowid=False,
@@ -76,6 +75,7 @@ def upgrade() -> None:
         sa.Column("task_id", Id, nullable=False),
         sa.Column("channel", Id, nullable=False),
         sa.Column("value", sa.LargeBinary(), nullable=False),
+        sa.Column("interrupt_id", sa.Text(), nullable=True),
     )
     op.create_index(
         "ix_checkpoint_writes_checkpoint",

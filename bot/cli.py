@@ -128,10 +128,11 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
         raise ApprovalError(f"no run has thread id {args.thread_id!r}; `signoff pending` lists paused ones")
     state = await app.graph(run["workflow"]).aget_state({"configurable": {"thread_id": args.thread_id}})
     approvals = await app.thread_approvals(args.thread_id)
+    values = app.hide_secrets(state.values)
     if args.json:
         print(json.dumps({
             "thread_id": args.thread_id, "workflow": run["workflow"], "status": run["status"],
-            "requester": run["requester"], "error": run["error"], "values": state.values,
+            "requester": run["requester"], "error": run["error"], "values": values,
             "next": state.next, "approvals": [_approval_json(a) for a in approvals],
         }, indent=2, default=str))
         return 0
@@ -139,7 +140,7 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
     print(f"  workflow {run['workflow']}, started by {run['requester']} {_age(run['created_at'])} ago")
     if state.next:
         print(f"  waiting to run: {', '.join(state.next)}")
-    for key, value in state.values.items():
+    for key, value in values.items():
         print(f"  {key} = {json.dumps(value, default=str)[:200]}")
     for a in approvals:
         who = ", ".join(a.decided_by)

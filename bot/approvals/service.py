@@ -115,6 +115,19 @@ class Signoff:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._graphs: dict[str, CompiledGraph] = {}
         self._effects = Effects(db.sync_engine, clock)
+        self._secret_rules = {name: rule for rule in policy.actions.values() for name in rule.secret}
+
+    def hide_secrets(self, value: Any) -> Any:
+        """`value` (a run's input or state) with every field the policy marks secret, at any
+        depth, replaced by its hash, as in approvals: for what is stored, printed or posted."""
+        if isinstance(value, Mapping):
+            return {
+                k: redact(self._secret_rules[k], {k: v})[k] if k in self._secret_rules else self.hide_secrets(v)
+                for k, v in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            return [self.hide_secrets(v) for v in value]
+        return value
 
     # ---- graphs ------------------------------------------------------------------------
 
@@ -178,7 +191,7 @@ class Signoff:
                 requester=requester,
                 channel=channel,
                 status="running",
-                input=store.dumps(dict(input)),
+                input=store.dumps(self.hide_secrets(dict(input))),
                 created_at=now,
                 updated_at=now,
             )
@@ -220,11 +233,12 @@ class Signoff:
                 await store.set_run(conn, thread_id, now, status="paused")
             return RunReport(thread_id, workflow, "paused", tuple(ids), result)
 
-        summary = store.dumps(result)
+        shown = self.hide_secrets(result)
+        summary = store.dumps(shown)
         async with self.db.transaction() as conn:
             await store.set_run(conn, thread_id, now, status="completed", result=summary, error=None)
             await self.audit.append(conn, "run_completed", thread_id=thread_id, data={"workflow": workflow})
-            await self._event(conn, "run_completed", now, thread_id=thread_id, data={"workflow": workflow, "values": result})
+            await self._event(conn, "run_completed", now, thread_id=thread_id, data={"workflow": workflow, "values": shown})
         return RunReport(thread_id, workflow, "completed", (), result)
 
     async def _register(self, thread_id: str, workflow: str, intr: Interrupt) -> str:

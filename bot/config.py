@@ -20,6 +20,10 @@ DEFAULT_DATABASE_URL = "sqlite:///signoff.db"
 DEFAULT_POLICY = "signoff.toml"
 
 
+class SettingsError(ValueError):
+    """A setting is missing or wrong; the message says which and how to get it."""
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -28,6 +32,20 @@ class Settings:
     """`SIGNOFF_POLICY`: the policy file (default: signoff.toml here)."""
     audit_key: bytes | None = field(default=None, repr=False)
     """`SIGNOFF_AUDIT_KEY`: when set, the audit chain is HMAC-SHA256 with it; kept out of repr."""
+    slack_bot_token: str | None = field(default=None, repr=False)
+    """`SLACK_BOT_TOKEN` (xoxb-...): the bot's Web API token."""
+    slack_signing_secret: str | None = field(default=None, repr=False)
+    """`SLACK_SIGNING_SECRET`: verifies that requests come from Slack (HTTP mode)."""
+    slack_app_token: str | None = field(default=None, repr=False)
+    """`SLACK_APP_TOKEN` (xapp-...): when set, the bot connects in Socket Mode."""
+    slack_api_url: str | None = None
+    """`SIGNOFF_SLACK_API_URL`: another Web API base URL (the local sandbox, tests)."""
+    api_token: str | None = field(default=None, repr=False)
+    """`SIGNOFF_API_TOKEN`: bearer token of `POST /api/runs`; unset disables the endpoint."""
+    default_channel: str | None = None
+    """`SIGNOFF_DEFAULT_CHANNEL`: where cards go when a run names no channel."""
+    notify_channel: bool = True
+    """`SIGNOFF_NOTIFY_CHANNEL` (default true): also tell the channel, not only the card's thread."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -37,7 +55,39 @@ class Settings:
             database_url=env.get("SIGNOFF_DATABASE_URL") or DEFAULT_DATABASE_URL,
             policy_path=Path(env.get("SIGNOFF_POLICY") or DEFAULT_POLICY),
             audit_key=key.encode() if key else None,
+            slack_bot_token=env.get("SLACK_BOT_TOKEN") or None,
+            slack_signing_secret=env.get("SLACK_SIGNING_SECRET") or None,
+            slack_app_token=env.get("SLACK_APP_TOKEN") or None,
+            slack_api_url=env.get("SIGNOFF_SLACK_API_URL") or None,
+            api_token=env.get("SIGNOFF_API_TOKEN") or None,
+            default_channel=env.get("SIGNOFF_DEFAULT_CHANNEL") or None,
+            notify_channel=(env.get("SIGNOFF_NOTIFY_CHANNEL") or "true").lower() not in ("0", "false", "no"),
         )
+
+    def check_slack(self) -> None:
+        """Refuse to start the bot without what it needs, saying how to get each setting.
+
+        Raises:
+            SettingsError: the first missing or malformed setting.
+        """
+        where = "the app's page at https://api.slack.com/apps"
+        if not self.slack_bot_token:
+            raise SettingsError(
+                f"SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-...) from {where}, "
+                "under OAuth & Permissions, after installing the app to your workspace"
+            )
+        if not self.slack_bot_token.startswith("xoxb-"):
+            raise SettingsError("SLACK_BOT_TOKEN must be a bot token starting with xoxb-")
+        if self.slack_app_token is not None and not self.slack_app_token.startswith("xapp-"):
+            raise SettingsError(
+                f"SLACK_APP_TOKEN must be an app-level token starting with xapp- ({where}, under "
+                "Basic Information > App-Level Tokens, with the connections:write scope)"
+            )
+        if self.slack_app_token is None and not self.slack_signing_secret:
+            raise SettingsError(
+                f"SLACK_SIGNING_SECRET is not set: copy the Signing Secret from {where}, under Basic "
+                "Information (or set SLACK_APP_TOKEN to use Socket Mode)"
+            )
 
 
 def build_signoff(

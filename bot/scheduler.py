@@ -1,37 +1,71 @@
-"""The periodic work of a signoff process, on APScheduler: the sweep (remind, escalate, expire)
-and the job worker (resume decided approvals, deliver events).
+"""The periodic work of a signoff process: the sweep (remind, escalate, expire) on APScheduler,
+and the job worker (resume decided approvals, deliver events), which also runs at once when
+kicked (after a click, so the card and the run move within a moment rather than a tick).
 
-Both jobs are safe with several processes running them at once: the database decides who does
-each piece of work (compare-and-set, `FOR UPDATE SKIP LOCKED`), not the scheduler.
+Both are safe with several processes running them at once: the database decides who does each
+piece of work (compare-and-set, `FOR UPDATE SKIP LOCKED`), not the scheduler.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from .approvals.service import Signoff
 
-__all__ = ["start_scheduler"]
+__all__ = ["JobRunner", "start_scheduler"]
 
 log = logging.getLogger("signoff.scheduler")
+
+
+class JobRunner:
+    """Drains due jobs every `every` seconds, and right away when `kick()`ed."""
+
+    def __init__(self, signoff: Signoff, *, every: float = 1.0, kinds: tuple[str, ...] = ("resume", "event")) -> None:
+        self.signoff = signoff
+        self.every = every
+        self.kinds = kinds
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def kick(self) -> None:
+        """Run a pass as soon as the current one (if any) ends."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name="signoff-jobs")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                await self.signoff.run_jobs(self.kinds)
+            except Exception:
+                log.exception("job worker failed; it runs again in %ss", self.every)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.every)
 
 
 def start_scheduler(
     app: Signoff,
     *,
     sweep_every: float = 30.0,
-    jobs_every: float = 1.0,
+    jobs_every: float | None = 1.0,
     kinds: tuple[str, ...] = ("resume", "event"),
 ) -> AsyncIOScheduler:
-    """Start the sweep and the worker on the running event loop; `shutdown()` the result to stop.
+    """Start the sweep (and, unless `jobs_every` is None, the job worker) on the running loop.
 
-    Args:
-        sweep_every: seconds between sweeps of pending approvals.
-        jobs_every: seconds between passes of the job worker (a pass drains what is due).
-        kinds: the job kinds this process performs (the CLI resumes but leaves Slack events
-            to the bot).
+    `shutdown()` the result to stop. `kinds` are the job kinds this process performs (the CLI
+    resumes but leaves Slack events to the bot).
     """
 
     async def sweep() -> None:
@@ -51,6 +85,7 @@ def start_scheduler(
     scheduler = AsyncIOScheduler()
     # coalesce + max_instances=1: a slow pass is never overlapped by the next one.
     scheduler.add_job(sweep, "interval", seconds=sweep_every, coalesce=True, max_instances=1, id="sweep")
-    scheduler.add_job(work, "interval", seconds=jobs_every, coalesce=True, max_instances=1, id="jobs")
+    if jobs_every is not None:
+        scheduler.add_job(work, "interval", seconds=jobs_every, coalesce=True, max_instances=1, id="jobs")
     scheduler.start()
     return scheduler

@@ -44,6 +44,7 @@ from .errors import (
 from .events import Event, EventSink, NullSink, RetryLater
 from .models import APPROVAL_KIND, Approval, Workflow, iso
 from .policy import (
+    ActionPolicy,
     GroupResolver,
     Policy,
     StaticGroups,
@@ -225,12 +226,14 @@ class Signoff:
 
         pauses: list[Interrupt] = result.pop("__interrupt__", None) or []
         if pauses:
+            # Paused before the approvals exist: once one does, a worker may resume and finish
+            # the run at once, and its status must not be overwritten with "paused" after that.
+            async with self.db.transaction() as conn:
+                await store.set_run(conn, thread_id, now, status="paused")
             ids = []
             for intr in pauses:
                 if isinstance(intr.value, dict) and intr.value.get("kind") == APPROVAL_KIND:
                     ids.append(await self._register(thread_id, workflow, intr))
-            async with self.db.transaction() as conn:
-                await store.set_run(conn, thread_id, now, status="paused")
             return RunReport(thread_id, workflow, "paused", tuple(ids), result)
 
         shown = self.hide_secrets(result)
@@ -351,24 +354,7 @@ class Signoff:
             a = await store.get_approval(conn, approval_id, for_update=True)
             if a is None:
                 raise UnknownApprovalError(approval_id)
-            if a.status != "pending":
-                raise self._already(a)
-            if a.expire_at is not None and now >= a.expire_at:
-                raise ApprovalExpiredError(
-                    f"approval {a.id} expired at {iso(a.expire_at)}; the workflow gets the "
-                    "expiry outcome", a.id,
-                )
-            rule = self.policy.actions.get(a.action)
-            if rule is None:
-                raise NotAuthorizedError(
-                    f"action {a.action!r} is no longer in the policy, so nobody may approve it; "
-                    "reject it, or add it back to the policy", a.id,
-                )
-            members = await resolve_members(a.approvers, self.groups)
-            refusal = check_voter(rule, requester=a.requester, actor=user, approvers=members)
-            if refusal is not None:
-                refusal.approval_id = a.id
-                raise refusal
+            rule = await self._check_voter(a, user, now)
             if not approve and not note:
                 raise InvalidEditError("a rejection needs a reason: pass a note", a.id)
             clean: dict[str, Any] = {}
@@ -406,6 +392,40 @@ class Signoff:
             fresh = await store.get_approval(conn, a.id)
         assert fresh is not None
         return DecideResult(fresh, settled)
+
+    async def check_voter(self, approval_id: str, user: str) -> Approval:
+        """Raise the refusal `decide` would give `user`, recording nothing (e.g. before a form).
+
+        Raises:
+            UnknownApprovalError, NotAuthorizedError, SelfApprovalError, AlreadyDecidedError,
+            ApprovalExpiredError.
+        """
+        a = await self.get(approval_id)
+        await self._check_voter(a, user, self.clock())
+        if any(v.user_id == user for v in a.votes):
+            raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
+        return a
+
+    async def _check_voter(self, a: Approval, user: str, now: float) -> ActionPolicy:
+        if a.status != "pending":
+            raise self._already(a)
+        if a.expire_at is not None and now >= a.expire_at:
+            raise ApprovalExpiredError(
+                f"approval {a.id} expired at {iso(a.expire_at)}; the workflow gets the "
+                "expiry outcome", a.id,
+            )
+        rule = self.policy.actions.get(a.action)
+        if rule is None:
+            raise NotAuthorizedError(
+                f"action {a.action!r} is no longer in the policy, so nobody may approve it; "
+                "reject it, or add it back to the policy", a.id,
+            )
+        members = await resolve_members(a.approvers, self.groups)
+        refusal = check_voter(rule, requester=a.requester, actor=user, approvers=members)
+        if refusal is not None:
+            refusal.approval_id = a.id
+            raise refusal
+        return rule
 
     def _already(self, a: Approval) -> AlreadyDecidedError | ApprovalExpiredError:
         if a.status == "expired":
@@ -608,6 +628,21 @@ class Signoff:
             members = await resolve_members(a.approvers, self.groups)
             mine.append(user in members and (user != a.requester))
         return [a for a, m in zip(items, mine) if m] + [a for a, m in zip(items, mine) if not m]
+
+    async def mark_posted(self, approval_id: str, channel: str, message_ts: str) -> None:
+        """Record where the approval's card was posted (Slack), so later updates edit it."""
+        async with self.db.transaction() as conn:
+            await store.set_posted(conn, approval_id, channel, message_ts)
+
+    async def approval_counts(self) -> dict[str, int]:
+        """How many approvals there are in each status (one grouped query)."""
+        async with self.db.read() as conn:
+            return await store.count_by_status(conn)
+
+    async def recent(self, limit: int = 10) -> list[Approval]:
+        """The most recently decided approvals, newest first."""
+        async with self.db.read() as conn:
+            return await store.recent_decided(conn, limit)
 
     async def run_info(self, thread_id: str) -> Mapping[str, Any] | None:
         async with self.db.read() as conn:

@@ -284,3 +284,10 @@ async def enqueue(
     except IntegrityError:
         return False
     return True
+
+
+async def set_posted(conn: AsyncConnection, approval_id: str, channel: str, message_ts: str) -> None:
+    """Remember where the approval's card is (not a state change: no version bump)."""
+    await conn.execute(
+        update(t.approvals).where(t.approvals.c.id == approval_id).values(channel=channel, message_ts=message_ts)
+    )

@@ -1,0 +1,118 @@
+"""`python -m bot.sandbox.slack_api`: the fake Slack as a process of its own.
+
+It prints one line, `SANDBOX_SLACK_URL=http://127.0.0.1:PORT/api/`, once it is serving (the Web
+API base URL; the control API is at `http://127.0.0.1:PORT/_sandbox/`), then serves until
+SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+
+from bot.sandbox.limits import TRIGGER_ID_TTL
+from bot.sandbox.slack_api import FakeSlack
+from bot.sandbox.workspace import BOT_USER, User, UserGroup, Workspace
+
+__all__ = ["READY_PREFIX", "build_workspace", "parse_args", "run"]
+
+READY_PREFIX = "SANDBOX_SLACK_URL="
+"""Start of the line printed once the fake is serving; the Web API base URL follows."""
+
+
+def _split(spec: str) -> list[tuple[str | None, str]]:
+    """`"alice,U9=bob"` -> `[(None, "alice"), ("U9", "bob")]`."""
+    out: list[tuple[str | None, str]] = []
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        ident, _, name = item.rpartition("=")
+        out.append((ident or None, name))
+    return out
+
+
+def build_workspace(
+    users: str | None, channels: str | None, usergroups: list[str] | None
+) -> Workspace:
+    """The workspace the options describe; the demo one for each part not given.
+
+    Args:
+        users: `"alice,bob"` or `"U123=alice,..."`; ids default to `U0` + the name in capitals.
+        channels: `"approvals,general"` or `"C123=approvals,..."`; ids default to `C0` + NAME.
+        usergroups: Each `"approvers=alice,bob"` (members by name or id); id `S0` + HANDLE.
+    """
+    demo = Workspace.demo()
+    people = (
+        [User(i or f"U0{n.upper()}", n) for i, n in _split(users)]
+        if users is not None
+        else [u for u in demo.users.values() if not u.is_bot]
+    )
+    by_name = {u.name: u.id for u in people}
+    rooms = (
+        [(i or f"C0{n.upper()}", n) for i, n in _split(channels)]
+        if channels is not None
+        else [(c.id, c.name) for c in demo.channels.values()]
+    )
+    groups = list(demo.usergroups.values())
+    if usergroups is not None:
+        groups = []
+        for spec in usergroups:
+            handle, _, members = spec.partition("=")
+            ids = [by_name.get(m.strip(), m.strip()) for m in members.split(",") if m.strip()]
+            groups.append(UserGroup(f"S0{handle.upper()}", handle, ids))
+    return Workspace(users=[*people, BOT_USER], channels=rooms, usergroups=groups)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line options."""
+    p = argparse.ArgumentParser(
+        prog="python -m bot.sandbox.slack_api", description="A local stand-in for Slack's Web API."
+    )
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port (printed)")
+    p.add_argument("--users", help="alice,bob or U123=alice,... (default: alice, bob, carol, dave)")
+    p.add_argument("--channels", help="approvals,general or C123=approvals,...")
+    p.add_argument(
+        "--usergroup", action="append", help="approvers=alice,bob (repeatable; default @approvers)"
+    )
+    p.add_argument(
+        "--token", action="append", help="accepted token (repeatable; default any xoxb-)"
+    )
+    p.add_argument(
+        "--app-url", help="the app's request URL, e.g. http://127.0.0.1:3000/slack/events"
+    )
+    p.add_argument(
+        "--signing-secret",
+        default=os.environ.get("SLACK_SIGNING_SECRET"),
+        help="the app's signing secret (default: $SLACK_SIGNING_SECRET)",
+    )
+    p.add_argument(
+        "--trigger-ttl", type=float, default=TRIGGER_ID_TTL, help="seconds a trigger_id lasts"
+    )
+    return p.parse_args(argv)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    slack = FakeSlack(
+        lambda: build_workspace(args.users, args.channels, args.usergroup),
+        tokens=set(args.token) if args.token else None,
+        app_url=args.app_url,
+        signing_secret=args.signing_secret,
+        trigger_ttl=args.trigger_ttl,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await slack.start(args.host, args.port)
+    print(f"{READY_PREFIX}{slack.url}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await slack.stop()
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Parse `argv`, serve until interrupted; the process's exit status."""
+    asyncio.run(_serve(parse_args(argv)))
+    return 0

@@ -1,0 +1,274 @@
+"""The Web API methods the stand-in answers, one small function each, over a `Workspace`.
+
+Each handler takes the call's parameters (already merged from query, form and JSON, JSON-string
+fields decoded) and returns Slack's success body, or raises `SlackApiFailure`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.sandbox import limits
+from bot.sandbox.errors import SlackApiFailure
+from bot.sandbox.handles import TriggerIds
+from bot.sandbox.validation import check_message, check_view
+from bot.sandbox.workspace import JSON, View, Workspace
+
+__all__ = ["METHODS", "ApiContext", "decode_json_fields"]
+
+JSON_FIELDS = ("blocks", "attachments", "view", "metadata")
+"""Parameters that form-encoded callers send as JSON strings."""
+
+
+@dataclass
+class ApiContext:
+    """What a handler may touch."""
+
+    workspace: Workspace
+    triggers: TriggerIds
+    public_url: str
+    """The fake's root URL, for permalinks."""
+
+
+def decode_json_fields(params: dict[str, Any]) -> dict[str, Any]:
+    """Decode the JSON-string parameters a form-encoded call carries (`blocks`, `view`, ...).
+
+    Raises:
+        SlackApiFailure: `invalid_blocks_format` for blocks, `invalid_arguments` for a view,
+            when the string is not JSON.
+    """
+    out = dict(params)
+    for name in JSON_FIELDS:
+        value = out.get(name)
+        if isinstance(value, str):
+            try:
+                out[name] = json.loads(value) if value else None
+            except ValueError:
+                code = "invalid_arguments" if name == "view" else "invalid_blocks_format"
+                raise SlackApiFailure(
+                    code, [f"[ERROR] must be JSON [json-pointer:/{name}]"]
+                ) from None
+    return out
+
+
+def _required(params: dict[str, Any], name: str, error: str = "invalid_arguments") -> str:
+    value = params.get(name)
+    if value in (None, ""):
+        raise SlackApiFailure(error, [f"[ERROR] missing required field: {name}"])
+    return str(value)
+
+
+def _blocks(params: dict[str, Any]) -> list[JSON] | None:
+    blocks = params.get("blocks")
+    return blocks if isinstance(blocks, list) else None
+
+
+# auth, users, groups ------------------------------------------------------------------------
+
+
+def auth_test(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    team, ws = ctx.workspace.team, ctx.workspace
+    return {
+        "url": ctx.public_url,
+        "team": team.domain,
+        "user": ws.users[team.bot_user_id].name,
+        "team_id": team.id,
+        "user_id": team.bot_user_id,
+        "bot_id": team.bot_id,
+        "app_id": team.app_id,
+        "is_enterprise_install": False,
+    }
+
+
+def users_info(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    user = ctx.workspace.user(_required(params, "user", "user_not_found"))
+    return {"user": user.to_api(ctx.workspace.team.id)}
+
+
+def usergroups_users_list(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    group = ctx.workspace.usergroup(_required(params, "usergroup", "no_such_subteam"))
+    return {"users": list(group.users)}
+
+
+# conversations ------------------------------------------------------------------------------
+
+
+def conversations_info(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    return {
+        "channel": ctx.workspace.channel(_required(params, "channel", "channel_not_found")).to_api()
+    }
+
+
+def conversations_list(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    channels = [c.to_api() for c in ctx.workspace.channels.values() if not c.is_im]
+    return {"channels": channels, "response_metadata": {"next_cursor": ""}}
+
+
+def conversations_history(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    channel = ctx.workspace.channel(_required(params, "channel", "channel_not_found"))
+    top = [m.to_api() for m in reversed(channel.messages.values()) if not m.is_reply]
+    return {"messages": top, "has_more": False, "response_metadata": {"next_cursor": ""}}
+
+
+def conversations_replies(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    ws = ctx.workspace
+    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    ts = _required(params, "ts", "thread_not_found")
+    if ts not in channel.messages:
+        raise SlackApiFailure("thread_not_found")
+    parent = channel.messages[ts]
+    if parent.is_reply:
+        parent = channel.messages[parent.thread_ts or ""]
+    messages = [parent.to_api(), *(channel.messages[r].to_api() for r in parent.replies)]
+    return {"messages": messages, "has_more": False, "response_metadata": {"next_cursor": ""}}
+
+
+# chat ---------------------------------------------------------------------------------------
+
+
+def chat_post_message(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    ws = ctx.workspace
+    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    text, blocks = params.get("text") or "", _blocks(params)
+    check_message(text, params.get("blocks"))
+    msg = ws.post(
+        channel, ws.team.bot_user_id, text, blocks or [],
+        thread_ts=params.get("thread_ts") or None, metadata=params.get("metadata"),
+    )  # fmt: skip
+    return {"channel": channel.id, "ts": msg.ts, "message": msg.to_api()}
+
+
+def chat_update(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    ws = ctx.workspace
+    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    msg = ws.message(channel, _required(params, "ts", "message_not_found"))
+    if msg.user != ws.team.bot_user_id:
+        raise SlackApiFailure("cant_update_message")
+    text, blocks = params.get("text"), _blocks(params)
+    check_message(
+        text if text is not None else msg.text, blocks if blocks is not None else msg.blocks
+    )
+    ws.edit(msg, text, blocks)
+    return {"channel": channel.id, "ts": msg.ts, "text": msg.text, "message": msg.to_api()}
+
+
+def chat_delete(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    ws = ctx.workspace
+    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    msg = ws.message(channel, _required(params, "ts", "message_not_found"))
+    if msg.user != ws.team.bot_user_id:
+        raise SlackApiFailure("cant_delete_message")
+    ws.delete(msg)
+    return {"channel": channel.id, "ts": msg.ts}
+
+
+def chat_post_ephemeral(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    ws = ctx.workspace
+    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    user = ws.user(_required(params, "user", "user_not_found"))
+    text, blocks = params.get("text") or "", _blocks(params)
+    check_message(text, params.get("blocks"))
+    eph = ws.post_ephemeral(channel, user.id, text, blocks or [], thread_ts=params.get("thread_ts"))
+    return {"message_ts": eph.ts}
+
+
+def chat_get_permalink(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    ws = ctx.workspace
+    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    msg = ws.message(channel, _required(params, "message_ts", "message_not_found"))
+    link = f"{ctx.public_url}archives/{channel.id}/p{msg.ts.replace('.', '')}"
+    if msg.is_reply:
+        link += f"?thread_ts={msg.thread_ts}&cid={channel.id}"
+    return {"channel": channel.id, "permalink": link}
+
+
+# views --------------------------------------------------------------------------------------
+
+
+def _trigger_user(ctx: ApiContext, params: dict[str, Any]) -> str:
+    trigger = params.get("trigger_id") or params.get("interactivity_pointer")
+    if not trigger:
+        raise SlackApiFailure("invalid_arguments", ["[ERROR] missing required field: trigger_id"])
+    return ctx.triggers.redeem(str(trigger))
+
+
+def _view_spec(params: dict[str, Any], *, home: bool = False) -> JSON:
+    view = params.get("view")
+    check_view(view, home=home)
+    assert isinstance(view, dict)
+    return view
+
+
+def views_open(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    spec = _view_spec(params)
+    user = _trigger_user(ctx, params)
+    view = ctx.workspace.new_view(user, spec)
+    ctx.workspace.views[user] = [view]
+    return {"view": view.to_api(ctx.workspace.team)}
+
+
+def views_push(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    spec = _view_spec(params)
+    user = _trigger_user(ctx, params)
+    stack = ctx.workspace.views.get(user) or []
+    if not stack:
+        raise SlackApiFailure("not_found")
+    if len(stack) >= limits.MAX_VIEW_STACK:
+        raise SlackApiFailure("push_limit_reached")
+    view = ctx.workspace.new_view(user, spec, root=stack[-1])
+    stack.append(view)
+    return {"view": view.to_api(ctx.workspace.team)}
+
+
+def views_update(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    ws = ctx.workspace
+    if not params.get("view_id") and not params.get("external_id"):
+        raise SlackApiFailure("invalid_arguments", ["[ERROR] missing required field: view_id"])
+    view = ws.find_view(params.get("view_id"), params.get("external_id"))
+    spec = _view_spec(params, home=view.spec.get("type") == "home")
+    _replace(ws, view, spec, params.get("hash"))
+    return {"view": view.to_api(ws.team)}
+
+
+def views_publish(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    ws = ctx.workspace
+    user = ws.user(_required(params, "user_id", "user_not_found"))
+    spec = _view_spec(params, home=True)
+    view = ws.home.get(user.id)
+    if view is None:
+        view = ws.home[user.id] = ws.new_view(user.id, spec)
+    else:
+        _replace(ws, view, spec, params.get("hash"))
+    return {"view": view.to_api(ws.team)}
+
+
+def _replace(ws: Workspace, view: View, spec: JSON, expected_hash: Any) -> None:
+    if expected_hash and expected_hash != view.hash:
+        raise SlackApiFailure("hash_conflict")
+    ws.replace_view(view, spec)
+
+
+Handler = Callable[[ApiContext, dict[str, Any]], JSON]
+
+METHODS: dict[str, Handler] = {
+    "auth.test": auth_test,
+    "chat.delete": chat_delete,
+    "chat.getPermalink": chat_get_permalink,
+    "chat.postEphemeral": chat_post_ephemeral,
+    "chat.postMessage": chat_post_message,
+    "chat.update": chat_update,
+    "conversations.history": conversations_history,
+    "conversations.info": conversations_info,
+    "conversations.list": conversations_list,
+    "conversations.replies": conversations_replies,
+    "usergroups.users.list": usergroups_users_list,
+    "users.info": users_info,
+    "views.open": views_open,
+    "views.publish": views_publish,
+    "views.push": views_push,
+    "views.update": views_update,
+}
+"""Every Web API method the stand-in answers; anything else gets `unknown_method`."""

@@ -1,0 +1,181 @@
+"""The stand-in's HTTP control API, under `/_sandbox/`, for tests and tools in other processes.
+
+All bodies are JSON. Errors answer `{"ok": false, "error": ...}` with 400 (bad request or a
+Slack refusal, whose code is the error), 404 (unknown response_url) or 409 (no app connected).
+
+| route | what |
+| --- | --- |
+| `GET /_sandbox/calls?method=M&since=N` | recorded calls (from index N), `{"calls": [...], "total": T}` |
+| `GET /_sandbox/state?after=V&timeout=S` | the workspace; waits up to S seconds for version > V |
+| `POST /_sandbox/fail_next` | `{"method", "status"?, "error"?, "retry_after"?, "count"?}` |
+| `POST /_sandbox/reset` | initial workspace; calls, faults, triggers, response_urls forgotten |
+| `POST /_sandbox/app` | `{"url", "signing_secret"}`: where the app listens |
+| `POST /_sandbox/triggers` | `{"user"}` → `{"trigger_id"}` |
+| `POST /_sandbox/response_urls` | `{"channel", "user", "message_ts"?}` → `{"response_url"}` |
+| `POST /_sandbox/response/{id}` | a response_url: what the app posts there is applied and recorded |
+| `POST /_sandbox/act/click` | `{"user", "channel", "ts", "action_id", "value"?}` → the app's answer |
+| `POST /_sandbox/act/submit` | `{"user", "inputs", "view_id"?}` → answer, errors, view after |
+| `POST /_sandbox/act/command` | `{"user", "channel", "text", "command"?}` → the app's answer |
+| `POST /_sandbox/act/home` | `{"user"}` → the app's answer |
+
+An app's answer is `{"status", "body", "json"}` (`json` is the body parsed, or null).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+from aiohttp import web
+
+from bot.sandbox.errors import SlackApiFailure
+from bot.sandbox.interactions import apply_response
+from bot.sandbox.signing import AppResponse
+
+if TYPE_CHECKING:
+    from bot.sandbox.slack_api import FakeSlack
+
+__all__ = ["add_control_routes"]
+
+JSON = dict[str, Any]
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_GONE = {"no_such_url", "expired_url", "used_url"}
+
+
+def _error(status: int, error: str, **extra: Any) -> web.Response:
+    return web.json_response({"ok": False, "error": error, **extra}, status=status)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: _Handler) -> web.StreamResponse:
+    if not request.path.startswith("/_sandbox/"):
+        return await handler(request)
+    try:
+        return await handler(request)
+    except SlackApiFailure as failure:
+        return web.json_response(failure.to_response(), status=400)
+    except RuntimeError as exc:
+        return _error(409, str(exc))
+    except (KeyError, LookupError, ValueError, TypeError) as exc:
+        return _error(400, f"{type(exc).__name__}: {exc}")
+
+
+def _answer(response: AppResponse) -> JSON:
+    return {"status": response.status, "body": response.body, "json": response.json()}
+
+
+async def _body(request: web.Request) -> JSON:
+    if not request.can_read_body:
+        return {}
+    body = await request.json()
+    if not isinstance(body, dict):
+        raise TypeError("the request body must be a JSON object")
+    return body
+
+
+def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
+    """Add the `/_sandbox/` routes for `slack` to its aiohttp application."""
+    app.middlewares.append(_errors)
+
+    async def calls(request: web.Request) -> web.Response:
+        since = int(request.query.get("since", "0"))
+        method = request.query.get("method")
+        picked = [c.to_json() for c in slack.calls[since:] if method in (None, c.method)]
+        return web.json_response({"calls": picked, "total": len(slack.calls)})
+
+    async def state(request: web.Request) -> web.Response:
+        if "after" in request.query:
+            after = int(request.query["after"])
+            await slack.wait_for_change(after, float(request.query.get("timeout", "25")))
+        return web.json_response({"version": slack.version, **slack.workspace.to_state()})
+
+    async def fail_next(request: web.Request) -> web.Response:
+        body = await _body(request)
+        slack.fail_next(
+            str(body["method"]),
+            status=body.get("status"),
+            error=body.get("error"),
+            retry_after=body.get("retry_after"),
+            count=int(body.get("count", 1)),
+        )
+        return web.json_response({"ok": True})
+
+    async def reset(request: web.Request) -> web.Response:
+        slack.reset()
+        return web.json_response({"ok": True})
+
+    async def connect(request: web.Request) -> web.Response:
+        body = await _body(request)
+        slack.connect_app(str(body["url"]), str(body["signing_secret"]))
+        return web.json_response({"ok": True})
+
+    async def triggers(request: web.Request) -> web.Response:
+        user = slack.workspace.user(str((await _body(request))["user"]))
+        return web.json_response({"trigger_id": slack.triggers.issue(user.id)})
+
+    async def response_urls(request: web.Request) -> web.Response:
+        body = await _body(request)
+        user = slack.workspace.user(str(body["user"]))
+        channel = slack.workspace.channel(str(body["channel"]))
+        url = slack.responses.issue(channel.id, user.id, body.get("message_ts"))
+        return web.json_response({"response_url": url})
+
+    async def response(request: web.Request) -> web.Response:
+        rid = request.match_info["id"]
+        if request.content_type == "application/json":
+            body = await _body(request)
+        else:  # a form post: `payload=<json>`, or plain fields
+            form = {k: v[-1] for k, v in parse_qs(await request.text()).items()}
+            body = json.loads(form["payload"]) if "payload" in form else form
+        try:
+            apply_response(slack, slack.responses.use(rid), body)
+            status, answer = 200, {"ok": True}
+        except SlackApiFailure as failure:
+            status, answer = (404 if failure.error in _GONE else 400), failure.to_response()
+        slack.record("response_url", {**body, "response_url_id": rid}, status, answer)
+        slack.touch()
+        return web.json_response(answer, status=status)
+
+    async def click(request: web.Request) -> web.Response:
+        b = await _body(request)
+        res = await slack.click(
+            b["user"], b["channel"], b["ts"], b["action_id"], value=b.get("value")
+        )
+        return web.json_response(_answer(res))
+
+    async def submit(request: web.Request) -> web.Response:
+        b = await _body(request)
+        result = await slack.submit(b["user"], b.get("inputs") or {}, view_id=b.get("view_id"))
+        return web.json_response(
+            {
+                "response": _answer(result.response) if result.response else None,
+                "errors": result.errors,
+                "view": result.view,
+            }
+        )
+
+    async def command(request: web.Request) -> web.Response:
+        b = await _body(request)
+        res = await slack.command(
+            b["user"], b["channel"], b.get("text", ""), b.get("command", "/agent")
+        )
+        return web.json_response(_answer(res))
+
+    async def home(request: web.Request) -> web.Response:
+        return web.json_response(_answer(await slack.open_home((await _body(request))["user"])))
+
+    r = app.router
+    r.add_get("/_sandbox/calls", calls)
+    r.add_get("/_sandbox/state", state)
+    r.add_post("/_sandbox/fail_next", fail_next)
+    r.add_post("/_sandbox/reset", reset)
+    r.add_post("/_sandbox/app", connect)
+    r.add_post("/_sandbox/triggers", triggers)
+    r.add_post("/_sandbox/response_urls", response_urls)
+    r.add_post("/_sandbox/response/{id}", response)
+    r.add_post("/_sandbox/act/click", click)
+    r.add_post("/_sandbox/act/submit", submit)
+    r.add_post("/_sandbox/act/command", command)
+    r.add_post("/_sandbox/act/home", home)

@@ -1,0 +1,300 @@
+"""The user's side of Slack: clicks, modal submissions, slash commands, opening the Home tab.
+
+`AppDriver` sends the app the signed request Slack would send for each, with a trigger_id and a
+response_url the fake issued, then does what Slack does with the app's answer: a slash command's
+ack text becomes an ephemeral message, a modal's `response_action` closes, updates, pushes or
+marks errors on it. `apply_response()` is what Slack does with a post to a response_url.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+
+from bot.sandbox import limits
+from bot.sandbox.errors import SlackApiFailure
+from bot.sandbox.handles import ResponseTarget
+from bot.sandbox.signing import (
+    AppResponse,
+    SlackRequest,
+    SlackSigner,
+    app_home_opened,
+    block_actions,
+    slash_command,
+    state_values,
+    view_submission,
+)
+from bot.sandbox.validation import check_message, check_view
+from bot.sandbox.workspace import JSON, View
+
+if TYPE_CHECKING:
+    from bot.sandbox.slack_api import FakeSlack
+
+__all__ = ["REQUIRED_FIELD", "AppDriver", "SubmitResult", "apply_response", "find_element"]
+
+REQUIRED_FIELD = "Please complete this required field."
+"""What Slack's client says under an empty required input (the app is not called)."""
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """What came of submitting a modal."""
+
+    response: AppResponse | None
+    """The app's answer; None when Slack's client refused to send (required field empty)."""
+    errors: dict[str, str] = field(default_factory=dict)
+    """Errors shown under inputs, by block_id: the client's own or the app's `errors`."""
+    view: JSON | None = None
+    """The user's top modal afterwards (as views.* return it); None when it closed."""
+
+
+def find_element(blocks: list[JSON], action_id: str) -> tuple[str, JSON]:
+    """The interactive element `action_id` in `blocks`, with its block's block_id.
+
+    Raises:
+        LookupError: naming the action_ids that are there.
+    """
+    found: list[str] = []
+    for block in blocks:
+        elements = list(block.get("elements") or [])
+        if isinstance(block.get("accessory"), dict):
+            elements.append(block["accessory"])
+        for el in elements:
+            if isinstance(el, dict) and "action_id" in el:
+                if el["action_id"] == action_id:
+                    return block.get("block_id", ""), el
+                found.append(el["action_id"])
+    raise LookupError(f"no element with action_id {action_id!r}; the blocks have {found or 'none'}")
+
+
+def _flag(value: Any) -> bool:
+    return value is True or value in ("true", "1")
+
+
+def apply_response(slack: FakeSlack, target: ResponseTarget, body: JSON) -> None:
+    """Do what Slack does with a post to a response_url.
+
+    `delete_original` removes the clicked message; `replace_original` replaces its text and
+    blocks; `response_type: in_channel` posts a new message; anything else is an ephemeral
+    message to the user who interacted.
+
+    Raises:
+        SlackApiFailure: the message is refused (`no_text`, `invalid_blocks`, ...).
+    """
+    ws = slack.workspace
+    channel = ws.channel(target.channel)
+    text, blocks = body.get("text"), body.get("blocks")
+    if _flag(body.get("delete_original")):
+        if target.message_ts and target.message_ts in channel.messages:
+            ws.delete(channel.messages[target.message_ts])
+        return
+    check_message(text, blocks)
+    thread_ts = body.get("thread_ts")
+    if _flag(body.get("replace_original")) and target.message_ts:
+        ws.edit(ws.message(channel, target.message_ts), text or "", blocks or [])
+    elif body.get("response_type") == "in_channel":
+        ws.post(channel, ws.team.bot_user_id, text or "", blocks or [], thread_ts=thread_ts)
+    else:
+        ws.post_ephemeral(
+            channel,
+            target.user,
+            text or "",
+            blocks or [],
+            thread_ts=thread_ts,
+            source="response_url",
+        )
+
+
+class AppDriver:
+    """Sends the app what Slack sends when a person uses it, and applies the app's answers.
+
+    Args:
+        slack: The fake whose workspace the person acts in.
+        url: The app's request URL (`http://127.0.0.1:3000/slack/events`).
+        signer: Signs with the app's signing secret.
+    """
+
+    def __init__(self, slack: FakeSlack, url: str, signer: SlackSigner) -> None:
+        self.slack = slack
+        self.url = url
+        self.signer = signer
+        self._session: aiohttp.ClientSession | None = None
+
+    async def close(self) -> None:
+        """Close the HTTP session to the app."""
+        if self._session:
+            await self._session.close()
+            self._session = None
+
+    async def _send(self, request: SlackRequest) -> tuple[AppResponse, bool]:
+        """Send a signed request; returns the answer and whether it came in Slack's 3 seconds."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        started = time.monotonic()
+        response = await self.signer.send(self.url, request, session=self._session)
+        return response, time.monotonic() - started <= limits.ACK_DEADLINE
+
+    async def click(
+        self, user: str, channel: str, ts: str, action_id: str, *, value: str | None = None
+    ) -> AppResponse:
+        """`user` clicks the button `action_id` on the message `ts` in `channel`.
+
+        Args:
+            value: Send this value instead of the button's own (to test forged clicks).
+
+        Raises:
+            SlackApiFailure: unknown user, channel or message.
+            LookupError: the message has no element `action_id`.
+        """
+        ws = self.slack.workspace
+        person, conv = ws.user(user), ws.channel(channel)
+        msg = ws.message(conv, ts)
+        block_id, element = find_element(msg.blocks, action_id)
+        request = block_actions(
+            action_id=action_id,
+            value=element.get("value") if value is None else value,
+            block_id=block_id,
+            button_text=str((element.get("text") or {}).get("text", "")),
+            user_id=person.id,
+            user_name=person.name,
+            channel_id=conv.id,
+            channel_name=conv.name,
+            message=msg.to_api(),
+            trigger_id=self.slack.triggers.issue(person.id),
+            response_url=self.slack.responses.issue(conv.id, person.id, msg.ts),
+            team_id=ws.team.id,
+            team_domain=ws.team.domain,
+            api_app_id=ws.team.app_id,
+        )
+        response, _ = await self._send(request)
+        return response
+
+    async def command(
+        self, user: str, channel: str, text: str, command: str = "/agent"
+    ) -> AppResponse:
+        """`user` types `{command} {text}` in `channel`; an ack with text shows it to them."""
+        ws = self.slack.workspace
+        person, conv = ws.user(user), ws.channel(channel)
+        request = slash_command(
+            command=command,
+            text=text,
+            user_id=person.id,
+            user_name=person.name,
+            channel_id=conv.id,
+            channel_name=conv.name,
+            trigger_id=self.slack.triggers.issue(person.id),
+            response_url=self.slack.responses.issue(conv.id, person.id),
+            team_id=ws.team.id,
+            team_domain=ws.team.domain,
+            api_app_id=ws.team.app_id,
+        )
+        response, in_time = await self._send(request)
+        if response.status == 200 and in_time and response.body.strip():
+            body = response.json()
+            if not isinstance(body, dict):
+                body = {"text": response.body}
+            if body.get("text") or body.get("blocks"):
+                text_, blocks = str(body.get("text") or ""), body.get("blocks") or []
+                if body.get("response_type") == "in_channel":
+                    ws.post(conv, ws.team.bot_user_id, text_, blocks)
+                else:
+                    ws.post_ephemeral(conv, person.id, text_, blocks, source="command_ack")
+                self.slack.touch()
+        return response
+
+    async def open_home(self, user: str) -> AppResponse:
+        """`user` opens the app's Home tab (`app_home_opened`, with the view published so far)."""
+        ws = self.slack.workspace
+        person = ws.user(user)
+        home = ws.home.get(person.id)
+        request = app_home_opened(
+            user_id=person.id,
+            channel_id=ws.im(person.id).id,
+            view=home.to_api(ws.team) if home else None,
+            team_id=ws.team.id,
+            api_app_id=ws.team.app_id,
+            bot_user_id=ws.team.bot_user_id,
+        )
+        response, _ = await self._send(request)
+        return response
+
+    async def submit(self, user: str, inputs: JSON, *, view_id: str | None = None) -> SubmitResult:
+        """`user` fills in their top modal (or `view_id`) with `inputs` and presses Submit.
+
+        Args:
+            inputs: Answers by block_id or action_id (see `signing.state_values`).
+
+        Raises:
+            SlackApiFailure: the user has no such modal open (`not_found`).
+        """
+        ws = self.slack.workspace
+        person = ws.user(user)
+        stack = ws.views.get(person.id) or []
+        view = next((v for v in stack if v.id == view_id), None) if view_id else _top(stack)
+        if view is None:
+            raise SlackApiFailure("not_found")
+        blocks = view.spec.get("blocks") or []
+        values = state_values(blocks, inputs)
+        missing = _missing_required(blocks, values)
+        if missing:
+            view.errors = missing
+            self.slack.touch()
+            return SubmitResult(None, missing, view.to_api(ws.team))
+        request = view_submission(
+            user_id=person.id,
+            user_name=person.name,
+            view=view.to_api(ws.team),
+            values=values,
+            trigger_id=self.slack.triggers.issue(person.id),
+            team_id=ws.team.id,
+            team_domain=ws.team.domain,
+            api_app_id=ws.team.app_id,
+        )
+        response, in_time = await self._send(request)
+        errors: dict[str, str] = {}
+        if response.status == 200 and in_time:
+            errors = self._apply_view_ack(person.id, view, response.json())
+            self.slack.touch()
+        top = _top(ws.views.get(person.id) or [])
+        return SubmitResult(response, errors, top.to_api(ws.team) if top else None)
+
+    def _apply_view_ack(self, user: str, view: View, ack: Any) -> dict[str, str]:
+        ws = self.slack.workspace
+        stack = ws.views.get(user) or []
+        action = ack.get("response_action") if isinstance(ack, dict) else None
+        if action == "errors":
+            view.errors = dict(ack.get("errors") or {})
+            return view.errors
+        if action in ("update", "push"):
+            new = ack.get("view")
+            check_view(new)
+            if action == "update":
+                ws.replace_view(view, new)
+            elif len(stack) < limits.MAX_VIEW_STACK:
+                stack.append(ws.new_view(user, new, root=stack[-1]))
+            return {}
+        if action == "clear":
+            stack.clear()
+        elif view in stack:  # no response_action: this view closes, the one below shows again
+            stack.remove(view)
+        return {}
+
+
+def _top(stack: list[View]) -> View | None:
+    return stack[-1] if stack else None
+
+
+def _missing_required(blocks: list[JSON], values: JSON) -> dict[str, str]:
+    missing: dict[str, str] = {}
+    for block in blocks:
+        if block.get("type") != "input" or block.get("optional"):
+            continue
+        block_id = block.get("block_id", "")
+        for state in (values.get(block_id) or {}).values():
+            answered = [v for k, v in state.items() if k != "type" and v not in (None, "", [])]
+            if not answered:
+                missing[block_id] = REQUIRED_FIELD
+    return missing

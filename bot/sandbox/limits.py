@@ -1,0 +1,88 @@
+"""Slack's documented limits, in one place.
+
+The stand-in enforces these the way Slack does (refusing the call with Slack's error code), and
+the bot's card builders can import them to stay inside. Every number is from Slack's Block Kit
+and Web API reference; lengths are in characters.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Messages (chat.postMessage, chat.update, chat.postEphemeral, response_url)
+MAX_MESSAGE_TEXT: Final = 40_000
+"""`text` of a message. Slack answers `msg_too_long` beyond it."""
+MAX_MESSAGE_BLOCKS: Final = 50
+"""Blocks in one message."""
+
+# Views (views.open, views.update, views.push, views.publish)
+MAX_VIEW_BLOCKS: Final = 100
+"""Blocks in one modal or Home tab."""
+MAX_MODAL_TITLE: Final = 24
+"""A modal's `title`."""
+MAX_MODAL_BUTTON_TEXT: Final = 24
+"""A modal's `submit` and `close` labels."""
+MAX_PRIVATE_METADATA: Final = 3000
+"""A view's `private_metadata`."""
+MAX_CALLBACK_ID: Final = 255
+"""A view's `callback_id`."""
+MAX_EXTERNAL_ID: Final = 255
+"""A view's `external_id`."""
+MAX_VIEW_STACK: Final = 3
+"""Views one modal stack may hold (views.push past it: `push_limit_reached`)."""
+
+# Blocks
+MAX_BLOCK_ID: Final = 255
+"""Any block's `block_id`."""
+MAX_SECTION_TEXT: Final = 3000
+"""A section block's `text`."""
+MAX_SECTION_FIELDS: Final = 10
+"""Items in a section block's `fields`."""
+MAX_SECTION_FIELD_TEXT: Final = 2000
+"""Each item of a section block's `fields`."""
+MAX_HEADER_TEXT: Final = 150
+"""A header block's text."""
+MAX_CONTEXT_ELEMENTS: Final = 10
+"""Elements in a context block."""
+MAX_ACTIONS_ELEMENTS: Final = 25
+"""Elements in an actions block."""
+MAX_INPUT_LABEL: Final = 2000
+"""An input block's `label`."""
+MAX_INPUT_HINT: Final = 2000
+"""An input block's `hint`."""
+
+# Block elements
+MAX_ACTION_ID: Final = 255
+"""Any interactive element's `action_id`."""
+MAX_BUTTON_TEXT: Final = 75
+"""A button's label."""
+MAX_BUTTON_VALUE: Final = 2000
+"""A button's `value` (what comes back in block_actions)."""
+MAX_BUTTON_URL: Final = 3000
+"""A link button's `url`."""
+MAX_PLACEHOLDER: Final = 150
+"""An input element's `placeholder`."""
+MAX_PLAIN_TEXT_INPUT: Final = 3000
+"""A plain_text_input's `max_length` and `initial_value`."""
+MAX_CONFIRM_TITLE: Final = 100
+"""A confirm dialog's `title`."""
+MAX_CONFIRM_TEXT: Final = 300
+"""A confirm dialog's `text`."""
+MAX_CONFIRM_BUTTON: Final = 30
+"""A confirm dialog's `confirm` and `deny` labels."""
+BUTTON_STYLES: Final = frozenset({"primary", "danger"})
+"""The only `style` values a button may have."""
+
+# Interactions and timing (seconds)
+ACK_DEADLINE: Final = 3.0
+"""Slack shows an error if an app has not answered an interaction within this."""
+TRIGGER_ID_TTL: Final = 3.0
+"""A `trigger_id` can open a modal for about this long (then `expired_trigger_id`)."""
+RESPONSE_URL_TTL: Final = 30 * 60.0
+"""A `response_url` is accepted for this long."""
+RESPONSE_URL_MAX_USES: Final = 5
+"""A `response_url` is accepted this many times."""
+SIGNATURE_MAX_AGE: Final = 5 * 60
+"""A signed request older than this is refused (replay protection)."""
+POST_MESSAGE_INTERVAL: Final = 1.0
+"""chat.postMessage allows about one message per second per channel (bursts tolerated)."""

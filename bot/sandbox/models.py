@@ -1,0 +1,235 @@
+"""The objects of a Slack workspace as the stand-in stores them, each able to render itself in
+the shape Slack's API returns (`to_api()`) and, with the stand-in's bookkeeping, for tests
+(`to_state()`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "BOT_USER",
+    "JSON",
+    "Channel",
+    "Ephemeral",
+    "Message",
+    "Team",
+    "User",
+    "UserGroup",
+    "View",
+]
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class User:
+    """A member of the workspace."""
+
+    id: str
+    """Slack user id, e.g. `U0ALICE`."""
+    name: str
+    """Handle, e.g. `alice`."""
+    real_name: str = ""
+    """Display name; the handle, capitalised, when empty."""
+    is_bot: bool = False
+    """True for the app's bot user."""
+    tz: str = "UTC"
+    """IANA time zone."""
+
+    def to_api(self, team_id: str) -> JSON:
+        """The `user` object of users.info."""
+        real = self.real_name or self.name.capitalize()
+        return {
+            "id": self.id,
+            "team_id": team_id,
+            "name": self.name,
+            "real_name": real,
+            "deleted": False,
+            "is_bot": self.is_bot,
+            "is_admin": False,
+            "tz": self.tz,
+            "profile": {"real_name": real, "display_name": self.name},
+        }
+
+
+BOT_USER = User(id="U0SIGNOFF", name="signoff", real_name="signoff", is_bot=True)
+"""The app's bot user in the default workspace."""
+
+
+@dataclass
+class UserGroup:
+    """A Slack user group (`@approvers`); `usergroups.users.list` reads its members."""
+
+    id: str
+    """Slack group id, e.g. `S0APPROVERS`."""
+    handle: str
+    """The name after `@`."""
+    users: list[str] = field(default_factory=list)
+    """Member user ids."""
+
+
+@dataclass
+class Team:
+    """The workspace itself and the app installed in it."""
+
+    id: str = "T0SANDBOX"
+    domain: str = "sandbox"
+    app_id: str = "A0SIGNOFF"
+    bot_id: str = "B0SIGNOFF"
+    bot_user_id: str = BOT_USER.id
+
+
+@dataclass
+class Message:
+    """A message in a channel, top level or in a thread."""
+
+    ts: str
+    """Slack's message id, unique in its channel: `"1700000000.000100"`."""
+    channel: str
+    """Id of the channel it is in."""
+    user: str
+    """Author's user id (the bot user for the app's messages)."""
+    text: str = ""
+    blocks: list[JSON] = field(default_factory=list)
+    thread_ts: str | None = None
+    """The parent's ts for a reply, own ts for a parent that has replies, else None."""
+    bot_id: str | None = None
+    """Set on the app's messages."""
+    replies: list[str] = field(default_factory=list)
+    """ts of the replies, oldest first (parents only)."""
+    edits: list[JSON] = field(default_factory=list)
+    """Earlier versions, oldest first: `{"ts": edit time, "text": ..., "blocks": ...}`."""
+    edited_ts: str | None = None
+    """When it was last edited (chat.update), if ever."""
+    metadata: JSON | None = None
+
+    @property
+    def is_reply(self) -> bool:
+        """True for a message inside a thread (not its parent)."""
+        return self.thread_ts is not None and self.thread_ts != self.ts
+
+    def to_api(self) -> JSON:
+        """The message object of conversations.history / conversations.replies."""
+        out: JSON = {"type": "message", "ts": self.ts, "user": self.user, "text": self.text}
+        if self.blocks:
+            out["blocks"] = self.blocks
+        if self.bot_id:
+            out["bot_id"] = self.bot_id
+        if self.thread_ts:
+            out["thread_ts"] = self.thread_ts
+        if self.replies:
+            out["reply_count"] = len(self.replies)
+            out["latest_reply"] = self.replies[-1]
+        if self.edited_ts:
+            out["edited"] = {"user": self.user, "ts": self.edited_ts}
+        if self.metadata:
+            out["metadata"] = self.metadata
+        return out
+
+    def to_state(self) -> JSON:
+        """The message with the stand-in's bookkeeping (channel, edit history) for tests."""
+        return {
+            **self.to_api(),
+            "channel": self.channel,
+            "replies": self.replies,
+            "edits": self.edits,
+        }
+
+
+@dataclass
+class Ephemeral:
+    """A message only one user sees (chat.postEphemeral, response_url, a slash command's ack)."""
+
+    ts: str
+    channel: str
+    user: str
+    """Who sees it."""
+    text: str = ""
+    blocks: list[JSON] = field(default_factory=list)
+    thread_ts: str | None = None
+    source: str = "chat.postEphemeral"
+    """What produced it: `chat.postEphemeral`, `response_url` or `command_ack`."""
+
+    def to_state(self) -> JSON:
+        """Everything about it, for tests and the sandbox page."""
+        return {
+            "ts": self.ts,
+            "channel": self.channel,
+            "user": self.user,
+            "text": self.text,
+            "blocks": self.blocks,
+            "thread_ts": self.thread_ts,
+            "source": self.source,
+        }
+
+
+@dataclass
+class View:
+    """An open modal or a published Home tab, as Slack stores it."""
+
+    id: str
+    """Slack view id, e.g. `V000001`."""
+    user: str
+    """Whose screen it is on."""
+    spec: JSON
+    """What the app sent: type, title, blocks, callback_id, private_metadata, ..."""
+    hash: str
+    """Changes on every update; views.update with a stale hash gets `hash_conflict`."""
+    root_view_id: str
+    previous_view_id: str | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+    """Input errors the app answered a submission with (`response_action: errors`)."""
+
+    def to_api(self, team: Team) -> JSON:
+        """The `view` object views.* return and view_submission payloads carry."""
+        spec = self.spec
+        return {
+            "id": self.id,
+            "team_id": team.id,
+            "type": spec.get("type", "modal"),
+            "title": spec.get("title"),
+            "submit": spec.get("submit"),
+            "close": spec.get("close"),
+            "blocks": spec.get("blocks", []),
+            "private_metadata": spec.get("private_metadata", ""),
+            "callback_id": spec.get("callback_id", ""),
+            "external_id": spec.get("external_id", ""),
+            "state": {"values": {}},
+            "hash": self.hash,
+            "clear_on_close": bool(spec.get("clear_on_close", False)),
+            "notify_on_close": bool(spec.get("notify_on_close", False)),
+            "root_view_id": self.root_view_id,
+            "previous_view_id": self.previous_view_id,
+            "app_id": team.app_id,
+            "bot_id": team.bot_id,
+        }
+
+
+@dataclass
+class Channel:
+    """A public channel or a direct-message channel, with its messages."""
+
+    id: str
+    name: str
+    is_im: bool = False
+    """A direct-message channel between the bot and `im_user`."""
+    im_user: str | None = None
+    messages: dict[str, Message] = field(default_factory=dict)
+    """Every message, replies included, by ts, in posting order."""
+
+    def to_api(self) -> JSON:
+        """The channel object of conversations.info / conversations.list."""
+        out: JSON = {
+            "id": self.id,
+            "name": self.name,
+            "is_channel": not self.is_im,
+            "is_im": self.is_im,
+            "is_private": self.is_im,
+            "is_archived": False,
+            "is_member": True,
+        }
+        if self.im_user:
+            out["user"] = self.im_user
+        return out

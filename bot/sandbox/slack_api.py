@@ -1,0 +1,358 @@
+"""`FakeSlack`: a local stand-in for Slack's Web API, as an aiohttp application.
+
+Point slack_sdk's client (or the bot, through `SIGNOFF_SLACK_API_URL`) at `FakeSlack.url` and it
+answers `/api/<method>` like Slack: form-encoded or JSON bodies, the token in the Authorization
+header or the body, `{"ok": false, "error": ...}` refusals with Slack's codes. Behind it is a
+`Workspace` (channels, messages, threads, edits, ephemeral messages, modals, Home tabs, users,
+user groups) that tests inspect. Every call is recorded; `fail_next()` makes the next calls of a
+method answer 429 (with Retry-After), 5xx or a Slack error first.
+
+In the other direction it plays the user: `click()`, `submit()`, `command()`, `open_home()` send
+the app properly signed requests, with trigger_ids and response_urls the fake issued and honours.
+
+    async with FakeSlack.running() as slack:
+        client = AsyncWebClient(token="xoxb-test", base_url=slack.url)
+        ...
+
+Run as a process (`python -m bot.sandbox.slack_api --port 0`), it prints its URLs and serves an
+HTTP control API under `/_sandbox/` (see `bot.sandbox.control`) so other processes can drive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from bot.sandbox import limits
+from bot.sandbox._web_api import METHODS, ApiContext, decode_json_fields
+from bot.sandbox.errors import SlackApiFailure
+from bot.sandbox.handles import ResponseUrls, TriggerIds
+from bot.sandbox.interactions import AppDriver, SubmitResult
+from bot.sandbox.signing import AppResponse, SlackSigner
+from bot.sandbox.workspace import JSON, Workspace
+
+__all__ = ["Call", "FakeSlack", "Fault"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request the fake received."""
+
+    method: str
+    """Web API method (`chat.postMessage`), or `response_url` for a post to a response_url."""
+    params: JSON
+    """Its parameters, merged from query, form and JSON; the token is left out."""
+    time: float
+    """Clock time it arrived."""
+    status: int
+    """HTTP status answered."""
+    response: JSON
+    """Body answered."""
+
+    def to_json(self) -> JSON:
+        """JSON-ready form, as `GET /_sandbox/calls` lists it."""
+        return {
+            "method": self.method,
+            "params": self.params,
+            "time": self.time,
+            "status": self.status,
+            "response": self.response,
+        }
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A programmed answer, used instead of the real handling for one call."""
+
+    status: int
+    """HTTP status: 429, 5xx, or 200 with `error`."""
+    error: str
+    """Slack error code in the body."""
+    retry_after: int | None = None
+    """Seconds for the Retry-After header (429)."""
+
+
+def _default_error(status: int) -> str:
+    return {429: "ratelimited", 200: "fatal_error"}.get(status, "internal_error")
+
+
+class FakeSlack:
+    """Slack's Web API and interaction delivery, in process, over a `Workspace`.
+
+    Args:
+        workspace: The initial workspace, or a factory for it (called again on `reset()`);
+            `Workspace.demo` by default.
+        tokens: Tokens accepted; any `xoxb-`/`xoxp-` token when None. A call with no token
+            gets `not_authed`, one with a token not accepted `invalid_auth`.
+        app_url: The app's request URL (`.../slack/events`), for `click()` and friends.
+        signing_secret: The app's signing secret, to sign what is sent to `app_url`.
+        trigger_ttl: Seconds a trigger_id may open a modal (Slack: about 3).
+        clock: Time source for recorded calls, trigger_ids and response_urls.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace | Callable[[], Workspace] | None = None,
+        *,
+        tokens: set[str] | None = None,
+        app_url: str | None = None,
+        signing_secret: str | None = None,
+        trigger_ttl: float = limits.TRIGGER_ID_TTL,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if isinstance(workspace, Workspace):
+            initial = workspace
+            self._make_workspace: Callable[[], Workspace] = lambda: initial
+        else:
+            self._make_workspace = workspace or Workspace.demo
+        self.workspace = self._make_workspace()
+        """The current workspace; inspect it freely from tests in the same process."""
+        self.tokens = tokens
+        self.clock = clock
+        self.calls: list[Call] = []
+        """Every call so far, oldest first."""
+        self.faults: dict[str, list[Fault]] = {}
+        """Programmed answers still to give, per method."""
+        self.triggers = TriggerIds(trigger_ttl, clock)
+        self.responses = ResponseUrls(clock=clock)
+        self.version = 0
+        """Goes up by one whenever the workspace may have changed."""
+        self._changed = asyncio.Event()
+        self._driver: AppDriver | None = None
+        if app_url and signing_secret:
+            self.connect_app(app_url, signing_secret)
+        self.app = web.Application()
+        """The aiohttp application; serve it yourself or use `start()` / `running()`."""
+        self.app.router.add_route("*", "/api/{method}", self._handle_api)
+        from bot.sandbox.control import add_control_routes
+
+        add_control_routes(self.app, self)
+        self._runner: web.AppRunner | None = None
+        self.base_url = ""
+        """`http://host:port/` once started."""
+
+    # serving ----------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The Web API base URL (`http://host:port/api/`): slack_sdk's `base_url`."""
+        if not self.base_url:
+            raise RuntimeError("FakeSlack is not serving yet: call start() or use running()")
+        return self.base_url + "api/"
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve on `host:port` (0 picks a free port); returns the Web API base URL."""
+        self._runner = web.AppRunner(self.app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        bound_host, bound_port = self._runner.addresses[0][:2]
+        self.base_url = f"http://{bound_host}:{bound_port}/"
+        self.responses.base_url = self.base_url
+        return self.url
+
+    async def stop(self) -> None:
+        """Stop serving and close the connection to the app."""
+        if self._driver:
+            await self._driver.close()
+        if self._runner:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @classmethod
+    @asynccontextmanager
+    async def running(
+        cls, *, host: str = "127.0.0.1", port: int = 0, **kwargs: Any
+    ) -> AsyncIterator[FakeSlack]:
+        """`async with FakeSlack.running(port=0) as slack:` serves while the block runs."""
+        slack = cls(**kwargs)
+        await slack.start(host, port)
+        try:
+            yield slack
+        finally:
+            await slack.stop()
+
+    # inspection and control -------------------------------------------------------------------
+
+    def calls_to(self, method: str) -> list[Call]:
+        """The calls of one method, oldest first."""
+        return [c for c in self.calls if c.method == method]
+
+    def fail_next(
+        self,
+        method: str,
+        *,
+        status: int | None = None,
+        error: str | None = None,
+        retry_after: int | None = None,
+        count: int = 1,
+    ) -> None:
+        """Make the next `count` calls of `method` fail before any normal handling.
+
+        Args:
+            method: Web API method, e.g. `chat.postMessage`.
+            status: HTTP status; 429 when `retry_after` is given, 200 when only `error` is,
+                500 otherwise.
+            error: Slack error code in the body (`ratelimited` for 429, `internal_error` for
+                5xx, `fatal_error` for 200 by default).
+            retry_after: Retry-After seconds (429 defaults to 1).
+            count: How many calls in a row fail this way.
+        """
+        if status is None:
+            status = 429 if retry_after is not None else 200 if error else 500
+        if status == 429 and retry_after is None:
+            retry_after = 1
+        fault = Fault(status, error or _default_error(status), retry_after)
+        self.faults.setdefault(method, []).extend([fault] * count)
+
+    def reset(self) -> None:
+        """Back to the initial workspace; forget calls, faults, trigger_ids and response_urls."""
+        self.workspace = self._make_workspace()
+        self.calls.clear()
+        self.faults.clear()
+        self.triggers.clear()
+        self.responses.clear()
+        self.touch()
+
+    def record(self, method: str, params: JSON, status: int, response: JSON) -> None:
+        """Add a call to the log (the Web API and response_url handlers do this)."""
+        self.calls.append(Call(method, params, self.clock(), status, response))
+
+    def touch(self) -> None:
+        """Note that the workspace may have changed; wakes `wait_for_change()`."""
+        self.version += 1
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def wait_for_change(self, after: int, timeout: float) -> int:
+        """Wait until `version` passes `after` (or `timeout` seconds); returns `version`."""
+        if self.version <= after:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+        return self.version
+
+    # the Web API ------------------------------------------------------------------------------
+
+    async def _handle_api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params, token = await _read_params(request)
+        status, headers, body = self.answer(method, params, token)
+        self.record(method, params, status, body)
+        if body.get("ok") and method in METHODS and not _read_only(method):
+            self.touch()
+        return web.json_response(body, status=status, headers=headers)
+
+    def answer(
+        self, method: str, params: JSON, token: str | None
+    ) -> tuple[int, dict[str, str], JSON]:
+        """Handle one Web API call: programmed faults first, then auth, then the method.
+
+        Returns:
+            HTTP status, extra headers, JSON body.
+        """
+        queued = self.faults.get(method)
+        if queued:
+            fault = queued.pop(0)
+            headers = (
+                {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
+            )
+            return fault.status, headers, {"ok": False, "error": fault.error}
+        handler = METHODS.get(method)
+        if handler is None:
+            return 200, {}, {"ok": False, "error": "unknown_method"}
+        try:
+            self._check_token(token)
+            ctx = ApiContext(self.workspace, self.triggers, self.base_url)
+            return 200, {}, {"ok": True, **handler(ctx, decode_json_fields(params))}
+        except SlackApiFailure as failure:
+            return 200, {}, failure.to_response()
+
+    def _check_token(self, token: str | None) -> None:
+        if not token:
+            raise SlackApiFailure("not_authed")
+        if self.tokens is None:
+            if not token.startswith(("xoxb-", "xoxp-")):
+                raise SlackApiFailure("invalid_auth")
+        elif token not in self.tokens:
+            raise SlackApiFailure("invalid_auth")
+
+    # playing the user -------------------------------------------------------------------------
+
+    def connect_app(self, url: str, signing_secret: str) -> None:
+        """Say where the app listens (`.../slack/events`) and how to sign what it is sent."""
+        self._driver = AppDriver(self, url, SlackSigner(signing_secret))
+
+    @property
+    def driver(self) -> AppDriver:
+        """The connection to the app; `connect_app()` first."""
+        if self._driver is None:
+            raise RuntimeError(
+                "FakeSlack has no app to talk to: pass app_url= and signing_secret=, "
+                "or call connect_app(url, signing_secret)"
+            )
+        return self._driver
+
+    async def click(
+        self, user: str, channel: str, ts: str, action_id: str, *, value: str | None = None
+    ) -> AppResponse:
+        """`user` clicks the button `action_id` on message `ts`; see `AppDriver.click`."""
+        return await self.driver.click(user, channel, ts, action_id, value=value)
+
+    async def submit(self, user: str, inputs: JSON, *, view_id: str | None = None) -> SubmitResult:
+        """`user` fills in and submits their open modal; see `AppDriver.submit`."""
+        return await self.driver.submit(user, inputs, view_id=view_id)
+
+    async def command(
+        self, user: str, channel: str, text: str, command: str = "/agent"
+    ) -> AppResponse:
+        """`user` types `/agent text` in `channel`; see `AppDriver.command`."""
+        return await self.driver.command(user, channel, text, command)
+
+    async def open_home(self, user: str) -> AppResponse:
+        """`user` opens the app's Home tab; see `AppDriver.open_home`."""
+        return await self.driver.open_home(user)
+
+
+_READ_ONLY_PREFIXES = ("auth.", "users.", "usergroups.", "conversations.", "chat.getPermalink")
+
+
+def _read_only(method: str) -> bool:
+    return method.startswith(_READ_ONLY_PREFIXES)
+
+
+async def _read_params(request: web.Request) -> tuple[JSON, str | None]:
+    """Merge query, form and JSON parameters as Slack does; take the token out of them."""
+    params: JSON = dict(request.query)
+    if request.method == "POST" and request.can_read_body:
+        if request.content_type == "application/json":
+            try:
+                body = await request.json()
+            except ValueError:
+                body = None
+            if isinstance(body, dict):
+                params.update(body)
+        else:
+            params.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
+    token = params.pop("token", None)
+    auth = request.headers.get("Authorization", "")
+    if auth.startswith("Bearer "):
+        token = auth.removeprefix("Bearer ").strip()
+    return params, token
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bot.sandbox.slack_api`: serve the fake until interrupted."""
+    from bot.sandbox._cli import run
+
+    return run(argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""Block Kit checks the stand-in makes, with Slack's error codes and message format.
+
+Only what real Slack refuses and what matters to signoff: counts, lengths, the shapes our cards
+and modals use. Slack answers a bad message with `invalid_blocks` and a bad view with
+`invalid_arguments`, each explained by lines such as
+`[ERROR] must be less than 25 characters [json-pointer:/view/title/text]`; so does this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.sandbox import limits
+from bot.sandbox.errors import SlackApiFailure
+
+__all__ = ["check_message", "check_view"]
+
+JSON = dict[str, Any]
+
+
+class _Problems:
+    """Collects `[ERROR] ... [json-pointer:...]` lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, pointer: str, what: str) -> None:
+        self.lines.append(f"[ERROR] {what} [json-pointer:{pointer}]")
+
+    def max_len(self, pointer: str, value: Any, limit: int) -> None:
+        if isinstance(value, str) and len(value) > limit:
+            self.add(pointer, f"must be less than {limit + 1} characters")
+
+    def text_obj(self, pointer: str, obj: Any, limit: int, *, plain_only: bool = False) -> None:
+        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
+            self.add(pointer, "must provide an object with a text string")
+            return
+        kinds = ("plain_text",) if plain_only else ("plain_text", "mrkdwn")
+        if obj.get("type") not in kinds:
+            self.add(f"{pointer}/type", f"must be one of {', '.join(kinds)}")
+        self.max_len(f"{pointer}/text", obj["text"], limit)
+
+
+def check_message(text: Any, blocks: Any) -> None:
+    """Refuse a message as Slack would (chat.postMessage, chat.update, postEphemeral, responses).
+
+    Raises:
+        SlackApiFailure: `no_text` (neither text nor blocks), `msg_too_long` (text over
+            `MAX_MESSAGE_TEXT`), `invalid_blocks` (with the lines saying what and where).
+    """
+    if not text and not blocks:
+        raise SlackApiFailure("no_text")
+    if isinstance(text, str) and len(text) > limits.MAX_MESSAGE_TEXT:
+        raise SlackApiFailure(
+            "msg_too_long",
+            [
+                f"[ERROR] must be less than {limits.MAX_MESSAGE_TEXT + 1} characters [json-pointer:/text]"
+            ],
+        )
+    if blocks is None:
+        return
+    p = _Problems()
+    _check_blocks(p, "/blocks", blocks, limits.MAX_MESSAGE_BLOCKS, surface="message")
+    if p.lines:
+        raise SlackApiFailure("invalid_blocks", p.lines)
+
+
+def check_view(view: Any, *, home: bool = False) -> None:
+    """Refuse a view as Slack would (views.open/push/update take modals, views.publish a home).
+
+    Raises:
+        SlackApiFailure: `invalid_arguments`, with the lines saying what and where.
+    """
+    p = _Problems()
+    if not isinstance(view, dict):
+        p.add("/view", "must provide an object")
+        raise SlackApiFailure("invalid_arguments", p.lines)
+    expected = "home" if home else "modal"
+    if view.get("type") != expected:
+        p.add("/view/type", f"must be {expected}")
+    if not home:
+        p.text_obj("/view/title", view.get("title"), limits.MAX_MODAL_TITLE, plain_only=True)
+        for key in ("submit", "close"):
+            if key in view and view[key] is not None:
+                p.text_obj(f"/view/{key}", view[key], limits.MAX_MODAL_BUTTON_TEXT, plain_only=True)
+        has_input = any(
+            isinstance(b, dict) and b.get("type") == "input" for b in view.get("blocks") or []
+        )
+        if has_input and not view.get("submit"):
+            p.add("/view/submit", "must provide submit when the view has input blocks")
+    p.max_len("/view/private_metadata", view.get("private_metadata"), limits.MAX_PRIVATE_METADATA)
+    p.max_len("/view/callback_id", view.get("callback_id"), limits.MAX_CALLBACK_ID)
+    p.max_len("/view/external_id", view.get("external_id"), limits.MAX_EXTERNAL_ID)
+    _check_blocks(p, "/view/blocks", view.get("blocks"), limits.MAX_VIEW_BLOCKS, surface=expected)
+    if p.lines:
+        raise SlackApiFailure("invalid_arguments", p.lines)
+
+
+def _check_blocks(p: _Problems, at: str, blocks: Any, max_blocks: int, *, surface: str) -> None:
+    if not isinstance(blocks, list):
+        p.add(at, "must provide an array")
+        return
+    if len(blocks) > max_blocks:
+        p.add(at, f"no more than {max_blocks} items allowed")
+    seen: set[str] = set()
+    for i, block in enumerate(blocks):
+        where = f"{at}/{i}"
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            p.add(where, "must provide an object with a type")
+            continue
+        block_id = block.get("block_id")
+        if block_id is not None:
+            p.max_len(f"{where}/block_id", block_id, limits.MAX_BLOCK_ID)
+            if block_id in seen:
+                p.add(f"{where}/block_id", f"duplicate block_id {block_id!r}")
+            seen.add(block_id)
+        _check_block(p, where, block, surface)
+
+
+def _check_block(p: _Problems, at: str, block: JSON, surface: str) -> None:
+    kind = block["type"]
+    if kind == "section":
+        if "text" not in block and "fields" not in block:
+            p.add(at, "must provide text or fields")
+        if "text" in block:
+            p.text_obj(f"{at}/text", block["text"], limits.MAX_SECTION_TEXT)
+        fields = block.get("fields", [])
+        if len(fields) > limits.MAX_SECTION_FIELDS:
+            p.add(f"{at}/fields", f"no more than {limits.MAX_SECTION_FIELDS} items allowed")
+        for j, f in enumerate(fields):
+            p.text_obj(f"{at}/fields/{j}", f, limits.MAX_SECTION_FIELD_TEXT)
+        if "accessory" in block:
+            _check_element(p, f"{at}/accessory", block["accessory"])
+    elif kind == "header":
+        p.text_obj(f"{at}/text", block.get("text"), limits.MAX_HEADER_TEXT, plain_only=True)
+    elif kind == "context":
+        elements = block.get("elements") or []
+        if not 1 <= len(elements) <= limits.MAX_CONTEXT_ELEMENTS:
+            p.add(f"{at}/elements", f"must provide 1 to {limits.MAX_CONTEXT_ELEMENTS} items")
+    elif kind == "actions":
+        elements = block.get("elements") or []
+        if not 1 <= len(elements) <= limits.MAX_ACTIONS_ELEMENTS:
+            p.add(f"{at}/elements", f"must provide 1 to {limits.MAX_ACTIONS_ELEMENTS} items")
+        action_ids: set[str] = set()
+        for j, el in enumerate(elements):
+            _check_element(p, f"{at}/elements/{j}", el)
+            aid = el.get("action_id") if isinstance(el, dict) else None
+            if aid is not None and aid in action_ids:
+                p.add(f"{at}/elements/{j}/action_id", f"duplicate action_id {aid!r}")
+            if aid is not None:
+                action_ids.add(aid)
+    elif kind == "input":
+        if surface == "message":
+            p.add(f"{at}/type", "input blocks are not allowed in messages")
+        p.text_obj(f"{at}/label", block.get("label"), limits.MAX_INPUT_LABEL, plain_only=True)
+        if "hint" in block:
+            p.text_obj(f"{at}/hint", block["hint"], limits.MAX_INPUT_HINT, plain_only=True)
+        if not isinstance(block.get("element"), dict):
+            p.add(f"{at}/element", "must provide an object")
+        else:
+            _check_element(p, f"{at}/element", block["element"])
+
+
+def _check_element(p: _Problems, at: str, el: Any) -> None:
+    if not isinstance(el, dict) or not isinstance(el.get("type"), str):
+        p.add(at, "must provide an object with a type")
+        return
+    p.max_len(f"{at}/action_id", el.get("action_id"), limits.MAX_ACTION_ID)
+    if "placeholder" in el:
+        p.text_obj(f"{at}/placeholder", el["placeholder"], limits.MAX_PLACEHOLDER, plain_only=True)
+    if el["type"] == "button":
+        p.text_obj(f"{at}/text", el.get("text"), limits.MAX_BUTTON_TEXT, plain_only=True)
+        p.max_len(f"{at}/value", el.get("value"), limits.MAX_BUTTON_VALUE)
+        p.max_len(f"{at}/url", el.get("url"), limits.MAX_BUTTON_URL)
+        if "style" in el and el["style"] not in limits.BUTTON_STYLES:
+            p.add(f"{at}/style", "must be one of primary, danger")
+    elif el["type"] == "plain_text_input":
+        max_length = el.get("max_length")
+        if isinstance(max_length, int) and max_length > limits.MAX_PLAIN_TEXT_INPUT:
+            p.add(f"{at}/max_length", f"must be at most {limits.MAX_PLAIN_TEXT_INPUT}")
+        p.max_len(f"{at}/initial_value", el.get("initial_value"), limits.MAX_PLAIN_TEXT_INPUT)
+    if "confirm" in el:
+        c = el["confirm"]
+        if not isinstance(c, dict):
+            p.add(f"{at}/confirm", "must provide an object")
+            return
+        p.text_obj(f"{at}/confirm/title", c.get("title"), limits.MAX_CONFIRM_TITLE, plain_only=True)
+        p.text_obj(f"{at}/confirm/text", c.get("text"), limits.MAX_CONFIRM_TEXT)
+        for key in ("confirm", "deny"):
+            p.text_obj(
+                f"{at}/confirm/{key}", c.get(key), limits.MAX_CONFIRM_BUTTON, plain_only=True
+            )

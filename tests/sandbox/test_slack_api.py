@@ -1,0 +1,389 @@
+"""The fake Slack's Web API, through slack_sdk's real clients pointed at it with `base_url`.
+
+The sync `WebClient` blocks, and the fake serves on this test's event loop, so its calls run in
+a worker thread (`asyncio.to_thread`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry import RateLimitErrorRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.sandbox import FakeSlack, limits
+
+TOKEN = "xoxb-sandbox-test"
+
+
+def aclient(slack: FakeSlack, **kwargs: Any) -> AsyncWebClient:
+    return AsyncWebClient(token=TOKEN, base_url=slack.url, **kwargs)
+
+
+def section(text: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}, **extra}
+
+
+def button(action_id: str, value: str, **extra: Any) -> dict[str, Any]:
+    text = {"type": "plain_text", "text": "Approve"}
+    return {"type": "button", "action_id": action_id, "value": value, "text": text, **extra}
+
+
+def modal(title: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "modal", "title": {"type": "plain_text", "text": title}, "blocks": [], **extra}
+
+
+async def error_of(call: Any) -> dict[str, Any]:
+    """The body of the SlackApiError a client call raises."""
+    with pytest.raises(SlackApiError) as info:
+        await call
+    return dict(info.value.response.data)
+
+
+# chat ---------------------------------------------------------------------------------------
+
+
+async def test_post_message_returns_ts_and_channel_and_is_stored(slack: FakeSlack) -> None:
+    blocks = [section("*Refund* $20"), {"type": "actions", "elements": [button("approve", "a1")]}]
+    res = await aclient(slack).chat_postMessage(channel="#approvals", text="Refund?", blocks=blocks)
+
+    assert res["ok"] and res["channel"] == "C0APPROVALS"
+    msg = slack.workspace.channels["C0APPROVALS"].messages[res["ts"]]
+    assert (msg.text, msg.user, msg.bot_id) == ("Refund?", "U0SIGNOFF", "B0SIGNOFF")
+    assert msg.blocks[1]["elements"][0]["value"] == "a1"
+    assert res["message"]["blocks"] == msg.blocks
+    assert all("block_id" in b for b in msg.blocks)  # Slack fills in missing block_ids
+
+
+async def test_thread_replies_and_conversations_replies(slack: FakeSlack) -> None:
+    client = aclient(slack)
+    parent = await client.chat_postMessage(channel="C0APPROVALS", text="card")
+    r1 = await client.chat_postMessage(channel="C0APPROVALS", text="one", thread_ts=parent["ts"])
+    await client.chat_postMessage(channel="C0APPROVALS", text="two", thread_ts=r1["ts"])
+
+    replies = await client.conversations_replies(channel="C0APPROVALS", ts=parent["ts"])
+    assert [m["text"] for m in replies["messages"]] == ["card", "one", "two"]
+    assert replies["messages"][0]["reply_count"] == 2
+    assert {m["thread_ts"] for m in replies["messages"]} == {parent["ts"]}
+    history = await client.conversations_history(channel="C0APPROVALS")
+    assert [m["text"] for m in history["messages"]] == ["card"]
+    body = await error_of(client.chat_postMessage(channel="C0APPROVALS", text="x", thread_ts="1.2"))
+    assert body["error"] == "thread_not_found"
+
+
+async def test_sync_webclient_json_and_form_encoded(slack: FakeSlack) -> None:
+    client = WebClient(token=TOKEN, base_url=slack.url)
+    res = await asyncio.to_thread(client.chat_postMessage, channel="general", text="json body")
+    blocks = json.dumps([section("form body")])
+    form = await asyncio.to_thread(
+        client.api_call, "chat.postMessage", data={"channel": "C0GENERAL", "blocks": blocks}
+    )
+
+    texts = [m.text for m in slack.workspace.channels["C0GENERAL"].messages.values()]
+    assert res["ok"] and form["ok"] and texts == ["json body", ""]
+    assert slack.workspace.channels["C0GENERAL"].messages[form["ts"]].blocks[0]["text"]["text"] == (
+        "form body"
+    )
+    group = await asyncio.to_thread(client.usergroups_users_list, usergroup="S0APPROVERS")
+    assert group["users"] == ["U0ALICE", "U0BOB"]
+
+
+async def test_update_keeps_edit_history(slack: FakeSlack) -> None:
+    client = aclient(slack)
+    posted = await client.chat_postMessage(
+        channel="C0APPROVALS", text="pending", blocks=[section("A")]
+    )
+    res = await client.chat_update(
+        channel="C0APPROVALS", ts=posted["ts"], text="approved", blocks=[]
+    )
+
+    msg = slack.workspace.channels["C0APPROVALS"].messages[posted["ts"]]
+    assert res["ts"] == posted["ts"] and res["text"] == "approved"
+    assert (msg.text, msg.blocks, msg.edited_ts is not None) == ("approved", [], True)
+    assert [e["text"] for e in msg.edits] == ["pending"]
+    body = await error_of(client.chat_update(channel="C0APPROVALS", ts="1.000001", text="x"))
+    assert body["error"] == "message_not_found"
+
+
+async def test_ephemeral_is_kept_per_user(slack: FakeSlack) -> None:
+    res = await aclient(slack).chat_postEphemeral(
+        channel="C0APPROVALS", user="U0BOB", text="You cannot approve your own request."
+    )
+    assert res["ok"] and res["message_ts"]
+    [eph] = slack.workspace.ephemerals["U0BOB"]
+    assert (eph.channel, eph.text, eph.ts) == (
+        "C0APPROVALS",
+        "You cannot approve your own request.",
+        res["message_ts"],
+    )
+    assert "U0ALICE" not in slack.workspace.ephemerals
+    body = await error_of(
+        aclient(slack).chat_postEphemeral(channel="C0APPROVALS", user="U0NOBODY", text="x")
+    )
+    assert body["error"] == "user_not_found"
+
+
+async def test_permalink_points_at_the_fake(slack: FakeSlack) -> None:
+    client = aclient(slack)
+    posted = await client.chat_postMessage(channel="C0APPROVALS", text="card")
+    res = await client.chat_getPermalink(channel="C0APPROVALS", message_ts=posted["ts"])
+    assert (
+        res["permalink"] == f"{slack.base_url}archives/C0APPROVALS/p{posted['ts'].replace('.', '')}"
+    )
+
+
+# validation ---------------------------------------------------------------------------------
+
+
+async def test_unknown_channel_and_auth(slack: FakeSlack) -> None:
+    assert (await error_of(aclient(slack).chat_postMessage(channel="#nope", text="x")))[
+        "error"
+    ] == ("channel_not_found")
+    no_token = AsyncWebClient(base_url=slack.url)
+    assert (await error_of(no_token.chat_postMessage(channel="C0GENERAL", text="x")))[
+        "error"
+    ] == "not_authed"
+    bad = AsyncWebClient(token="not-a-token", base_url=slack.url)
+    assert (await error_of(bad.auth_test()))["error"] == "invalid_auth"
+    assert not slack.workspace.channels["C0GENERAL"].messages
+
+
+async def test_configured_tokens_only() -> None:
+    async with FakeSlack.running(tokens={"xoxb-right"}) as slack:
+        assert (await AsyncWebClient(token="xoxb-right", base_url=slack.url).auth_test())["ok"]
+        wrong = AsyncWebClient(token="xoxb-wrong", base_url=slack.url)
+        assert (await error_of(wrong.auth_test()))["error"] == "invalid_auth"
+
+
+@pytest.mark.parametrize(
+    ("blocks", "text", "error", "pointer"),
+    [
+        ([section("x")] * (limits.MAX_MESSAGE_BLOCKS + 1), "t", "invalid_blocks", "/blocks"),
+        (None, "x" * (limits.MAX_MESSAGE_TEXT + 1), "msg_too_long", "/text"),
+        (
+            [section("x" * (limits.MAX_SECTION_TEXT + 1))],
+            "t",
+            "invalid_blocks",
+            "/blocks/0/text/text",
+        ),
+        (
+            [{"type": "actions", "elements": [button("a", "v" * (limits.MAX_BUTTON_VALUE + 1))]}],
+            "t",
+            "invalid_blocks",
+            "/blocks/0/elements/0/value",
+        ),
+        (
+            [{"type": "actions", "elements": [button("a" * (limits.MAX_ACTION_ID + 1), "v")]}],
+            "t",
+            "invalid_blocks",
+            "/blocks/0/elements/0/action_id",
+        ),
+        (
+            [section("x", block_id="b" * (limits.MAX_BLOCK_ID + 1))],
+            "t",
+            "invalid_blocks",
+            "/blocks/0/block_id",
+        ),
+        (
+            [section("x", block_id="same"), section("y", block_id="same")],
+            "t",
+            "invalid_blocks",
+            "/blocks/1/block_id",
+        ),
+        (None, "", "no_text", None),
+    ],
+    ids=[
+        "51-blocks",
+        "text-40001",
+        "section-3001",
+        "value-2001",
+        "action-id-256",
+        "block-id-256",
+        "dup-block-id",
+        "empty",
+    ],
+)
+async def test_messages_over_slack_limits_are_refused(
+    slack: FakeSlack, blocks: Any, text: str, error: str, pointer: str | None
+) -> None:
+    args = {"channel": "C0APPROVALS", "text": text, **({"blocks": blocks} if blocks else {})}
+    body = await error_of(aclient(slack).api_call("chat.postMessage", json=args))
+
+    assert body["error"] == error
+    if pointer:
+        [line] = body["response_metadata"]["messages"]
+        assert line.startswith("[ERROR] ") and line.endswith(f"[json-pointer:{pointer}]")
+    assert not slack.workspace.channels["C0APPROVALS"].messages
+
+
+# views --------------------------------------------------------------------------------------
+
+
+async def test_views_open_needs_a_fresh_trigger_and_a_short_title(slack: FakeSlack) -> None:
+    client = aclient(slack)
+    long_title = "x" * (limits.MAX_MODAL_TITLE + 1)
+    body = await error_of(
+        client.views_open(trigger_id=slack.triggers.issue("U0ALICE"), view=modal(long_title))
+    )
+    assert body["error"] == "invalid_arguments"
+    assert body["response_metadata"]["messages"] == [
+        "[ERROR] must be less than 25 characters [json-pointer:/view/title/text]"
+    ]
+    assert not slack.workspace.views
+
+    trigger = slack.triggers.issue("U0ALICE")
+    opened = await client.views_open(
+        trigger_id=trigger, view=modal("Reject refund", callback_id="reject")
+    )
+    [view] = slack.workspace.views["U0ALICE"]
+    assert opened["view"]["id"] == view.id and opened["view"]["callback_id"] == "reject"
+    assert (await error_of(client.views_open(trigger_id=trigger, view=modal("Again"))))[
+        "error"
+    ] == ("exchanged_trigger_id")
+    assert (await error_of(client.views_open(trigger_id="1.2.3", view=modal("No"))))["error"] == (
+        "invalid_trigger_id"
+    )
+
+
+async def test_trigger_ids_expire() -> None:
+    now = [1000.0]
+    async with FakeSlack.running(clock=lambda: now[0]) as slack:
+        trigger = slack.triggers.issue("U0ALICE")
+        now[0] += limits.TRIGGER_ID_TTL + 0.1
+        body = await error_of(aclient(slack).views_open(trigger_id=trigger, view=modal("Late")))
+        assert body["error"] == "expired_trigger_id"
+
+
+async def test_views_push_update_and_publish(slack: FakeSlack) -> None:
+    client = aclient(slack)
+    opened = await client.views_open(trigger_id=slack.triggers.issue("U0BOB"), view=modal("One"))
+    pushed = await client.views_push(trigger_id=slack.triggers.issue("U0BOB"), view=modal("Two"))
+    assert [v.spec["title"]["text"] for v in slack.workspace.views["U0BOB"]] == ["One", "Two"]
+    assert pushed["view"]["root_view_id"] == opened["view"]["id"]
+
+    updated = await client.views_update(view_id=opened["view"]["id"], view=modal("One, edited"))
+    assert updated["view"]["hash"] != opened["view"]["hash"]
+    stale = client.views_update(
+        view_id=opened["view"]["id"], hash=opened["view"]["hash"], view=modal("No")
+    )
+    assert (await error_of(stale))["error"] == "hash_conflict"
+
+    home = {"type": "home", "blocks": [section("Pending: 1")]}
+    published = await client.views_publish(user_id="U0BOB", view=home)
+    assert slack.workspace.home["U0BOB"].id == published["view"]["id"]
+    assert (await error_of(client.views_publish(user_id="U0BOB", view=modal("Not home"))))[
+        "error"
+    ] == ("invalid_arguments")
+
+
+# users and groups ---------------------------------------------------------------------------
+
+
+async def test_users_groups_and_conversations(slack: FakeSlack) -> None:
+    client = aclient(slack)
+    assert (await client.usergroups_users_list(usergroup="S0APPROVERS"))["users"] == [
+        "U0ALICE",
+        "U0BOB",
+    ]
+    assert (await error_of(client.usergroups_users_list(usergroup="S0NONE")))[
+        "error"
+    ] == "no_such_subteam"
+    user = (await client.users_info(user="U0CAROL"))["user"]
+    assert (user["id"], user["name"], user["is_bot"]) == ("U0CAROL", "carol", False)
+    assert (await client.conversations_info(channel="C0APPROVALS"))["channel"][
+        "name"
+    ] == "approvals"
+    names = [c["name"] for c in (await client.conversations_list())["channels"]]
+    assert names == ["approvals", "general"]
+    auth = await client.auth_test()
+    assert (auth["user_id"], auth["bot_id"], auth["team_id"]) == (
+        "U0SIGNOFF",
+        "B0SIGNOFF",
+        "T0SANDBOX",
+    )
+
+
+async def test_unknown_method(slack: FakeSlack) -> None:
+    assert (await error_of(aclient(slack).api_call("files.upload")))["error"] == "unknown_method"
+
+
+# recording and faults -----------------------------------------------------------------------
+
+
+async def test_calls_are_recorded_without_the_token(slack: FakeSlack) -> None:
+    await aclient(slack).chat_postMessage(channel="C0APPROVALS", text="hello")
+    await aclient(slack).users_info(user="U0ALICE")
+
+    [post] = slack.calls_to("chat.postMessage")
+    assert post.params == {"channel": "C0APPROVALS", "text": "hello"}
+    assert post.status == 200 and post.response["ok"] and post.time > 0
+    assert [c.method for c in slack.calls] == ["chat.postMessage", "users.info"]
+
+
+async def test_429_with_retry_after_is_retried_by_slack_sdk(slack: FakeSlack) -> None:
+    slack.fail_next("chat.postMessage", status=429, retry_after=1)
+    client = aclient(slack, retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=1)])
+
+    res = await client.chat_postMessage(channel="C0APPROVALS", text="after the limit")
+
+    first, second = slack.calls_to("chat.postMessage")
+    assert (first.status, first.response) == (429, {"ok": False, "error": "ratelimited"})
+    assert second.status == 200 and res["ok"]
+    assert second.time - first.time >= 1.0  # slack_sdk waited Retry-After
+    assert [m.text for m in slack.workspace.channels["C0APPROVALS"].messages.values()] == [
+        "after the limit"
+    ]
+
+
+async def test_429_without_retry_handler_surfaces_retry_after(slack: FakeSlack) -> None:
+    slack.fail_next("chat.update", status=429, retry_after=7)
+    with pytest.raises(SlackApiError) as info:
+        await aclient(slack).chat_update(channel="C0APPROVALS", ts="1.1", text="x")
+    assert info.value.response.status_code == 429
+    assert info.value.response.headers["Retry-After"] == "7"
+
+
+async def test_sync_client_retries_429(slack: FakeSlack) -> None:
+    slack.fail_next("usergroups.users.list", status=429, retry_after=1)
+    client = WebClient(
+        token=TOKEN, base_url=slack.url, retry_handlers=[RateLimitErrorRetryHandler(1)]
+    )
+    res = await asyncio.to_thread(client.usergroups_users_list, usergroup="approvers")
+    assert res["users"] == ["U0ALICE", "U0BOB"]
+    assert [c.status for c in slack.calls_to("usergroups.users.list")] == [429, 200]
+
+
+async def test_500_fails_then_is_retried(slack: FakeSlack) -> None:
+    slack.fail_next("chat.postMessage", status=500, count=2)
+    with pytest.raises(SlackApiError) as info:
+        await aclient(slack).chat_postMessage(channel="C0APPROVALS", text="x")
+    assert info.value.response.status_code == 500
+    assert info.value.response["error"] == "internal_error"
+
+    retrying = aclient(slack, retry_handlers=[AsyncServerErrorRetryHandler(max_retry_count=1)])
+    assert (await retrying.chat_postMessage(channel="C0APPROVALS", text="y"))["ok"]
+    assert [c.status for c in slack.calls_to("chat.postMessage")] == [500, 500, 200]
+
+
+async def test_fail_next_with_a_slack_error_and_reset(slack: FakeSlack) -> None:
+    slack.fail_next("chat.update", error="message_not_found")
+    posted = await aclient(slack).chat_postMessage(channel="C0APPROVALS", text="x")
+    body = await error_of(
+        aclient(slack).chat_update(channel="C0APPROVALS", ts=posted["ts"], text="y")
+    )
+    assert body == {"ok": False, "error": "message_not_found"}
+
+    slack.fail_next("chat.postMessage", status=503)
+    slack.reset()
+    assert not slack.calls and not slack.faults
+    assert not slack.workspace.channels["C0APPROVALS"].messages
+    assert (await aclient(slack).chat_postMessage(channel="C0APPROVALS", text="z"))["ok"]

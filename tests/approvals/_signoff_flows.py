@@ -96,7 +96,7 @@ def _ask(state: AskState) -> dict[str, Any]:
 def _act(state: AskState, config: Any) -> dict[str, Any]:
     d, svc = state["decision"], services(config)
     once("act", svc.effects.record, "act", d["idempotency_key"], d["args"], thread_id=svc.thread_id)
-    return {"outcome": f"done with {d['args']}"}
+    return {"outcome": f"did {d['action']}"}
 
 
 def _declined(state: AskState, config: Any) -> dict[str, Any]:

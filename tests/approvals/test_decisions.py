@@ -1,0 +1,324 @@
+"""Who may decide, and that a decision resumes its run exactly once: refusals, quorum, denial of
+unlisted actions, concurrent clicks from two processes, a process killed between the decision
+and the resume, and durable delivery of events. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from typing import Any
+
+import pytest
+
+from _signoff_kit import Kit
+from bot.approvals.errors import (
+    AlreadyDecidedError,
+    AlreadyVotedError,
+    InvalidEditError,
+    NotAuthorizedError,
+    SelfApprovalError,
+    UnknownApprovalError,
+)
+from bot.approvals.events import Event
+from conftest import run_together
+
+REFUND = {"customer_id": "cust_1", "order_id": "o-1", "amount": 42.5, "reason": "damaged"}
+
+
+async def nothing_changed(kit: Kit, approval_id: str) -> None:
+    a = await kit.app.get(approval_id)
+    assert (a.status, a.votes) == ("pending", ())
+    assert [e["kind"] for e in await kit.audit(approval_id=approval_id)] == ["requested"]
+    assert await kit.pending_jobs("resume") == 0
+
+
+# ---- refusals ---------------------------------------------------------------------------
+
+
+async def test_self_approval_is_refused(kit: Kit) -> None:
+    # Alice is in finance, so she may approve refunds: but not the one she asked for.
+    report = await kit.start("refund", REFUND, requester="U_ALICE")
+    (approval_id,) = report.approvals
+    with pytest.raises(SelfApprovalError, match="does not allow approving your own request") as info:
+        await kit.app.decide(approval_id, "U_ALICE", True)
+    assert info.value.approval_id == approval_id
+    await nothing_changed(kit, approval_id)
+    assert (await kit.app.decide(approval_id, "U_BOB", True)).settled
+
+
+async def test_a_user_not_in_the_policy_is_refused(kit: Kit) -> None:
+    (approval_id,) = (await kit.start("refund", REFUND)).approvals
+    for outsider in ("U_DAVE", "U_MALLORY", "@finance"):
+        with pytest.raises(NotAuthorizedError, match="not an approver of Send a refund"):
+            await kit.app.decide(approval_id, outsider, True)
+        with pytest.raises(NotAuthorizedError):
+            await kit.app.decide(approval_id, outsider, False, note="no")
+    await nothing_changed(kit, approval_id)
+
+
+async def test_an_unknown_approval_is_refused(kit: Kit) -> None:
+    with pytest.raises(UnknownApprovalError, match="no approval has id 'apr_nope'"):
+        await kit.app.decide("apr_nope", "U_ALICE", True)
+
+
+async def test_a_rejection_needs_a_reason(kit: Kit) -> None:
+    (approval_id,) = (await kit.start("refund", REFUND)).approvals
+    with pytest.raises(InvalidEditError, match="a rejection needs a reason"):
+        await kit.app.decide(approval_id, "U_ALICE", False, note="   ")
+    await nothing_changed(kit, approval_id)
+
+
+async def test_an_unlisted_action_is_denied_and_the_graph_takes_its_rejection_branch(kit: Kit) -> None:
+    report = await kit.ask("launch_rockets", {"count": 3})
+    (approval_id,) = report.approvals
+    a = await kit.app.get(approval_id)
+    assert a.status == "rejected"
+    assert a.reason and "'launch_rockets' is not in the policy" in a.reason
+    (denied,) = await kit.audit("denied")
+    assert (denied["approval_id"], denied["actor"]) == (approval_id, "policy")
+    assert "not in the policy" in denied["data"]["reason"]
+    with pytest.raises(AlreadyDecidedError):  # nobody can approve it afterwards
+        await kit.app.decide(approval_id, "U_ALICE", True)
+
+    assert await kit.app.run_jobs(("resume",)) == 1
+    run = await kit.run(report.thread_id)
+    assert run["status"] == "completed"
+    assert json.loads(run["result"])["outcome"].startswith("declined (denied): action 'launch_rockets'")
+    assert await kit.effects("act") == []
+    (declined,) = await kit.effects("declined")
+    assert declined["data"]["status"] == "denied"
+
+
+# ---- quorum -------------------------------------------------------------------------------
+
+
+async def test_two_of_three_needs_two_distinct_people(kit: Kit) -> None:
+    report = await kit.ask("deploy", {"service": "api", "version": "1.2"})
+    (approval_id,) = report.approvals
+
+    first = await kit.app.decide(approval_id, "U_ALICE", True, note="looks fine")
+    assert not first.settled
+    assert (first.approval.status, first.approval.approvals_count) == ("pending", 1)
+    with pytest.raises(AlreadyVotedError, match="U_ALICE has voted on approval"):
+        await kit.app.decide(approval_id, "U_ALICE", True)
+    with pytest.raises(AlreadyVotedError):  # changing her mind is not a second vote either
+        await kit.app.decide(approval_id, "U_ALICE", False, note="wait")
+    assert await kit.app.run_jobs(("resume",)) == 0
+    assert (await kit.run(report.thread_id))["status"] == "paused"
+    assert await kit.effects() == []
+
+    second = await kit.app.decide(approval_id, "U_BOB", True)
+    assert second.settled
+    assert second.approval.status == "approved"
+    assert second.approval.decided_by == ["U_ALICE", "U_BOB"]
+    assert await kit.app.run_jobs(("resume",)) == 1
+    (act,) = await kit.effects("act")
+    assert act["data"] == {"service": "api", "version": "1.2"}
+    assert [e["actor"] for e in await kit.audit("vote")] == ["U_ALICE", "U_BOB"]
+    with pytest.raises(AlreadyDecidedError, match="approved already by U_ALICE, U_BOB"):
+        await kit.app.decide(approval_id, "U_DAVE", True)
+
+
+async def test_a_rejection_ends_it(kit: Kit) -> None:
+    report = await kit.ask("deploy", {"service": "api", "version": "1.3"})
+    (approval_id,) = report.approvals
+    await kit.app.decide(approval_id, "U_ALICE", True)
+    result = await kit.app.decide(approval_id, "U_BOB", False, note="not on a Friday")
+    assert result.settled
+    assert (result.approval.status, result.approval.decided_by) == ("rejected", ["U_BOB"])
+    with pytest.raises(AlreadyDecidedError, match="rejected already by U_BOB") as info:
+        await kit.app.decide(approval_id, "U_DAVE", True)
+    assert (info.value.status, info.value.decided_by) == ("rejected", ["U_BOB"])
+    assert info.value.decided_at is not None
+
+    assert await kit.app.run_jobs(("resume",)) == 1
+    assert await kit.effects("act") == []
+    (declined,) = await kit.effects("declined")
+    assert declined["data"] == {"status": "rejected", "note": "not on a Friday"}
+    assert (await kit.run(report.thread_id))["status"] == "completed"
+
+
+# ---- exactly once across processes -------------------------------------------------------
+
+CONCURRENT_DECIDES = """
+import asyncio, json, sys
+from bot.approvals.errors import AlreadyDecidedError
+from bot.config import Settings, build_signoff
+
+approval_id, users = sys.argv[1], sys.argv[2].split(",")
+
+async def main():
+    app = build_signoff(Settings.from_env())
+    outcomes = []
+    async def one(user):
+        try:
+            await app.decide(approval_id, user, True, note="ok")
+            outcomes.append("decided")
+        except AlreadyDecidedError:
+            outcomes.append("already")
+    await app.db.ping()  # connect before the start line
+    wait_for_go()
+    await asyncio.gather(*(one(u) for u in users))
+    resumed = await app.run_jobs(("resume",))
+    await app.db.aclose()
+    print(json.dumps({"outcomes": outcomes, "resumed": resumed}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+async def test_twenty_concurrent_decides_from_two_processes(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = await kit.ask("crowd", {"what": "ship it"})
+    (approval_id,) = report.approvals
+    users = [f"U_P{i:02d}" for i in range(20)]
+    for key, value in kit.env().items():
+        monkeypatch.setenv(key, value)
+    results = await asyncio.to_thread(
+        run_together, CONCURRENT_DECIDES, [[approval_id, ",".join(users[:10])], [approval_id, ",".join(users[10:])]]
+    )
+    outs = []
+    for r in results:
+        assert r.returncode == 0, r.stderr
+        outs.append(json.loads(r.stdout.splitlines()[-1]))
+    outcomes = [o for out in outs for o in out["outcomes"]]
+    assert sorted(outcomes) == ["already"] * 19 + ["decided"]
+    assert sum(out["resumed"] for out in outs) == 1
+
+    a = await kit.app.get(approval_id)
+    assert a.status == "approved" and len(a.votes) == 1 and len(a.decided_by) == 1
+    assert len(await kit.audit("vote")) == 1
+    assert len(await kit.audit("approved")) == 1
+    assert len(await kit.audit("resumed")) == 1
+    assert len(await kit.effects("act")) == 1
+    assert (await kit.run(report.thread_id))["status"] == "completed"
+
+
+DECIDE_THEN_DIE = """
+import asyncio, os, signal, sys
+from bot.config import Settings, build_signoff
+
+async def main():
+    app = build_signoff(Settings.from_env())
+    await app.decide(sys.argv[1], "U_ALICE", True, note="approved, then the power went out")
+    print("decided", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # before run_jobs: the resume is only a queued job
+
+asyncio.run(main())
+"""
+
+
+async def test_a_process_killed_after_deciding_is_resumed_by_the_next_one(kit: Kit) -> None:
+    report = await kit.start("refund", REFUND)
+    (approval_id,) = report.approvals
+
+    killed = await asyncio.to_thread(kit.python, DECIDE_THEN_DIE, approval_id)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert killed.stdout.split() == ["decided"]
+    assert (await kit.app.get(approval_id)).status == "approved"
+    assert (await kit.run(report.thread_id))["status"] == "paused"
+    assert await kit.effects("refund") == []
+    assert await kit.pending_jobs("resume") == 1
+
+    worker = await asyncio.to_thread(kit.cli, "worker", "--once")
+    assert worker.returncode == 0, worker.stderr
+    assert worker.stdout.startswith("1 job(s) done")
+    (refund,) = await kit.effects("refund")
+    assert refund["data"]["amount"] == 42.5
+    assert (await kit.run(report.thread_id))["status"] == "completed"
+
+    again = await asyncio.to_thread(kit.cli, "worker", "--once")
+    assert again.stdout.startswith("0 job(s) done"), again.stderr
+    assert len(await kit.effects("refund")) == 1
+
+
+async def test_a_run_finished_by_another_worker_while_starting_is_not_left_paused(
+    kit: Kit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A small refund is approved by the rule as the run starts. Another replica's worker may
+    # resume and finish the run before the starting process has recorded the pause.
+    other = kit.new_app()
+    register = kit.app._register
+
+    async def register_then_another_worker_runs(*args: Any) -> str:
+        approval_id = await register(*args)
+        assert await other.run_jobs(("resume",)) == 1
+        return approval_id
+
+    monkeypatch.setattr(kit.app, "_register", register_then_another_worker_runs)
+    report = await kit.start("refund", {**REFUND, "amount": 3})
+    assert len(await kit.effects("refund")) == 1
+    run = await kit.run(report.thread_id)
+    assert run["status"] == "completed"
+    assert json.loads(run["result"])["outcome"] == "refunded 3.00 to cust_1"
+
+
+# ---- events ---------------------------------------------------------------------------------
+
+
+class FlakySink:
+    """Fails each event's first `failures` deliveries, then records it."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.attempts: dict[int, int] = {}
+        self.events: list[Event] = []
+
+    async def deliver(self, event: Event) -> None:
+        self.attempts[event.id] = self.attempts.get(event.id, 0) + 1
+        if self.attempts[event.id] <= self.failures:
+            raise ConnectionError("slack is down")
+        self.events.append(event)
+
+
+def by_thread(events: list[Event]) -> dict[str | None, list[tuple[int, str]]]:
+    out: dict[str | None, list[tuple[int, str]]] = {}
+    for e in events:
+        out.setdefault(e.thread_id, []).append((e.id, e.kind))
+    return out
+
+
+async def test_events_are_delivered_in_order_per_thread(kit: Kit) -> None:
+    one = await kit.ask("deploy", {"service": "a"})
+    two = await kit.ask("deploy", {"service": "b"})
+    await kit.app.decide(one.approvals[0], "U_ALICE", True)
+    await kit.app.decide(two.approvals[0], "U_ALICE", False, note="no")
+    await kit.app.decide(one.approvals[0], "U_BOB", True)
+    await kit.app.run_jobs()
+    await kit.app.run_jobs()  # the runs' own events, enqueued by the resumes
+    seen = by_thread(kit.sink.events)
+    assert [k for _, k in seen[one.thread_id]] == ["approval_requested", "vote_recorded", "decided", "run_completed"]
+    assert [k for _, k in seen[two.thread_id]] == ["approval_requested", "decided", "run_completed"]
+    for events in seen.values():
+        assert [i for i, _ in events] == sorted(i for i, _ in events)
+    assert len({e.id for e in kit.sink.events}) == len(kit.sink.events)
+    assert await kit.pending_jobs("event") == 0
+
+
+async def test_events_survive_a_sink_that_fails_twice(kit: Kit) -> None:
+    sink = FlakySink(failures=2)
+    app = kit.new_app(sink=sink)
+    one = await app.start("ask", {"action": "deploy", "args": {"service": "a"}}, requester="U_CAROL")
+    await app.decide(one.approvals[0], "U_ALICE", True)
+    await app.decide(one.approvals[0], "U_BOB", True)
+    await app.run_jobs(("resume",))
+    expected = ["approval_requested", "vote_recorded", "decided", "run_completed"]
+
+    delivered_at: list[int] = []
+    for _ in range(40):  # each failure backs off; move the clock past it instead of sleeping
+        await app.run_jobs(("event",))
+        delivered_at.append(len(sink.events))
+        if len(sink.events) == len(expected):
+            break
+        kit.clock.advance(30)
+    assert [e.kind for e in sink.events] == expected
+    assert all(n == 3 for n in sink.attempts.values())  # failed twice, delivered once
+    assert [e.id for e in sink.events] == sorted(e.id for e in sink.events)
+    assert await kit.pending_jobs("event") == 0
+    assert delivered_at[0] == 0  # nothing went out while the first event kept failing
+
+
+def _fmt(x: Any) -> str:  # pragma: no cover - debugging aid
+    return json.dumps(x, indent=2, default=str)

@@ -32,9 +32,9 @@ from sqlalchemy import (
 )
 
 __all__ = [
-    "Id",
     "SCHEMA_REVISION",
     "VERSION_TABLE",
+    "Id",
     "blobs",
     "checkpoints",
     "metadata",

@@ -49,6 +49,7 @@ SIGKILL, so a crashed run can be resumed at once by another process.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import dataclasses
 import errno
@@ -61,14 +62,14 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
 from ..errors import (
@@ -304,13 +305,13 @@ class _Dialect:
         self.name = name
         self.pg = name == "postgresql"
         self.sql = {}
-        for name, text in _SQL.items():
+        for key, text in _SQL.items():
             if "{before}" in text:
-                self.sql[name + "_before"] = self.render(
+                self.sql[key + "_before"] = self.render(
                     text.replace("{before}", "AND checkpoint_id < :before")
                 )
                 text = text.replace("{before}", "")
-            self.sql[name] = self.render(text)
+            self.sql[key] = self.render(text)
 
     def render(self, text: str) -> str:
         text = " ".join(text.split())
@@ -489,7 +490,7 @@ class _Tx:
 
     def all(self, sql: str, params: Any = ()) -> list[Any]:
         self.cur.execute(sql, params)
-        return self.cur.fetchall()
+        return list(self.cur.fetchall())
 
     def count(self, sql: str, params: Any = ()) -> int:
         self.cur.execute(sql, params)
@@ -499,9 +500,10 @@ class _Tx:
 def _is_broken_chain(error: BaseException) -> bool:
     """PostgreSQL refused an append row: its previous version is not the list it extends."""
     diag = getattr(error, "diag", None)
-    return getattr(error, "sqlstate", None) == "23502" and getattr(
-        diag, "column_name", None
-    ) == "full_version"
+    return (
+        getattr(error, "sqlstate", None) == "23502"
+        and getattr(diag, "column_name", None) == "full_version"
+    )
 
 
 class _Dropped(Exception):
@@ -520,7 +522,7 @@ def _now() -> float:
 
 
 def _ts(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
 def _bytes(value: Any) -> bytes:
@@ -552,7 +554,7 @@ def _channel_value(thread_id: str, channel: str, version: int, rows: _BlobRows) 
     if prev is None:
         return _decode(thread_id, channel, value)
     parts = [_bytes(value)]
-    at = prev
+    at: int | None = prev
     while at is not None:
         link = rows.get((channel, at))
         if link is None or link[2] is None:
@@ -723,7 +725,9 @@ class SQLSaver(BaseCheckpointSaver):
     ) -> None:
         super().__init__()
         if sqlite_synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
-            raise ValueError(f"sqlite_synchronous must be FULL, NORMAL or EXTRA, not {sqlite_synchronous!r}")
+            raise ValueError(
+                f"sqlite_synchronous must be FULL, NORMAL or EXTRA, not {sqlite_synchronous!r}"
+            )
         self.url = _parse(url)
         self._d = _DIALECTS[self.url.drivername]
         self._memory = self._d.name == "sqlite" and _is_memory(self.url)
@@ -784,7 +788,7 @@ class SQLSaver(BaseCheckpointSaver):
             except RuntimeError:
                 try:
                     asyncio.run(self._aengine.dispose())
-                except Exception:
+                except Exception:  # noqa: BLE001 (closing is best effort; drop them)
                     self._aengine.sync_engine.dispose(close=False)
             else:
                 self._aengine.sync_engine.dispose(close=False)
@@ -1085,7 +1089,7 @@ class SQLSaver(BaseCheckpointSaver):
         key: tuple[str, str] | None,
         before: RunConfig | None,
         limit: int | None,
-    ) -> list[CheckpointTuple]:
+    ) -> builtins.list[CheckpointTuple]:
         if self._d.pg:  # one snapshot for every statement below
             tx.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         params: dict[str, Any] = {"limit": _NO_LIMIT if limit is None else max(limit, 0)}
@@ -1098,7 +1102,7 @@ class SQLSaver(BaseCheckpointSaver):
         else:
             params.update(t=key[0], ns=key[1])
             rows = tx.all(self._d.sql["list_thread" + suffix], params)
-        out: list[CheckpointTuple] = []
+        out: builtins.list[CheckpointTuple] = []
         start = 0
         while start < len(rows):
             # a batch: consecutive rows of one thread, at most _BATCH of them
@@ -1109,11 +1113,13 @@ class SQLSaver(BaseCheckpointSaver):
             start = end
         return out
 
-    def _load(self, tx: _Tx, rows: list[tuple[Any, ...]]) -> list[CheckpointTuple]:
+    def _load(
+        self, tx: _Tx, rows: builtins.list[tuple[Any, ...]]
+    ) -> builtins.list[CheckpointTuple]:
         """Tuples for checkpoint rows of one thread: two more statements for all of them."""
         thread_id, ns = rows[0][0], rows[0][1]
         records = [_record(thread_id, row) for row in rows]
-        ranges: dict[str, list[int]] = {}
+        ranges: dict[str, builtins.list[int]] = {}
         for record in records:
             for channel, version in record["channel_versions"].items():
                 span = ranges.get(channel)
@@ -1134,7 +1140,7 @@ class SQLSaver(BaseCheckpointSaver):
                 blob_rows[(c, v)] = (prev, total, value)
         ids = [row[2] for row in rows]
         params = {"t": thread_id, "ns": ns, **{f"id{i}": cid for i, cid in enumerate(ids)}}
-        writes: dict[str, list[tuple[str, str, Any]]] = {cid: [] for cid in ids}
+        writes: dict[str, builtins.list[tuple[str, str, Any]]] = {cid: [] for cid in ids}
         for cid, task_id, channel, value in tx.all(self._d.writes(len(ids)), params):
             writes[cid].append((task_id, channel, value))
         return [
@@ -1155,7 +1161,7 @@ class SQLSaver(BaseCheckpointSaver):
                 return self._get_tx(tx, thread_id, ns, checkpoint_id)
             raise
         row = None
-        writes: list[tuple[int, str, str, Any]] = []
+        writes: builtins.list[tuple[int, str, str, Any]] = []
         blob_rows: _BlobRows = {}
         for kind, a, b, n, prev, total, value, meta in result:
             if kind == 0:
@@ -1210,8 +1216,8 @@ class SQLSaver(BaseCheckpointSaver):
         parent_id = config_checkpoint_id(config)
         values = checkpoint["channel_values"]
         appended = checkpoint.get("appended") or {}
-        full: list[dict[str, Any]] = []
-        deltas: list[tuple[dict[str, Any], list[Any]]] = []
+        full: builtins.list[dict[str, Any]] = []
+        deltas: builtins.list[tuple[dict[str, Any], builtins.list[Any]]] = []
         for channel, version in new_versions.items():
             row: dict[str, Any] = {"t": thread_id, "ns": ns, "c": channel, "v": version}
             if channel not in values:
@@ -1266,8 +1272,8 @@ class SQLSaver(BaseCheckpointSaver):
         nodes: bytes | None,
         record: bytes,
         meta: bytes,
-        full: list[dict[str, Any]],
-        deltas: list[tuple[dict[str, Any], list[Any]]],
+        full: builtins.list[dict[str, Any]],
+        deltas: builtins.list[tuple[dict[str, Any], builtins.list[Any]]],
     ) -> None:
         sql = self._d.sql
         now = _now()
@@ -1293,8 +1299,14 @@ class SQLSaver(BaseCheckpointSaver):
             )
         tx.run(
             sql["insert_checkpoint"],
-            {"t": thread_id, "ns": ns, "id": checkpoint_id, "parent": parent_id,
-             "record": record, "meta": meta},
+            {
+                "t": thread_id,
+                "ns": ns,
+                "id": checkpoint_id,
+                "parent": parent_id,
+                "record": record,
+                "meta": meta,
+            },
         )
         for delta, whole in deltas:
             if tx.count(sql["append_blob"], delta) != 1:
@@ -1315,14 +1327,21 @@ class SQLSaver(BaseCheckpointSaver):
         nodes: bytes | None,
         record: bytes,
         meta: bytes,
-        full: list[dict[str, Any]],
-        deltas: list[tuple[dict[str, Any], list[Any]]],
+        full: builtins.list[dict[str, Any]],
+        deltas: builtins.list[tuple[dict[str, Any], builtins.list[Any]]],
     ) -> None:
         """`_put_tx` as one statement (PostgreSQL's data-modifying WITH): one round trip."""
         now = _now()
         params: dict[str, Any] = {
-            "t": thread_id, "ns": ns, "id": checkpoint_id, "parent": parent_id,
-            "status": status, "now": now, "nodes": nodes, "record": record, "meta": meta,
+            "t": thread_id,
+            "ns": ns,
+            "id": checkpoint_id,
+            "parent": parent_id,
+            "status": status,
+            "now": now,
+            "nodes": nodes,
+            "record": record,
+            "meta": meta,
             "paused_since": now if status == "paused" else None,
         }
         for i, row in enumerate(full):
@@ -1339,11 +1358,20 @@ class SQLSaver(BaseCheckpointSaver):
                 raise
             # An appended list whose stored previous version is not what it extends: the
             # statement failed whole; store every value whole instead.
-            wholes = [
-                {**d, "value": serde.dumps(whole).encode()} for d, whole in deltas
-            ]
-            return self._put_pg(tx, thread_id, ns, checkpoint_id, parent_id, status, nodes,
-                                record, meta, full + wholes, [])
+            wholes = [{**d, "value": serde.dumps(whole).encode()} for d, whole in deltas]
+            return self._put_pg(
+                tx,
+                thread_id,
+                ns,
+                checkpoint_id,
+                parent_id,
+                status,
+                nodes,
+                record,
+                meta,
+                full + wholes,
+                [],
+            )
         if moved != 1:
             row = tx.one(self._d.sql["head"], {"t": thread_id, "ns": ns})
             current = row[0] if row else None
@@ -1392,8 +1420,15 @@ class SQLSaver(BaseCheckpointSaver):
                 else:
                     error = str(value)
             rows.append(
-                {"t": thread_id, "ns": ns, "id": checkpoint_id, "task": task_id, "c": channel,
-                 "value": serde.dumps(value).encode(), "iid": iid}
+                {
+                    "t": thread_id,
+                    "ns": ns,
+                    "id": checkpoint_id,
+                    "task": task_id,
+                    "c": channel,
+                    "value": serde.dumps(value).encode(),
+                    "iid": iid,
+                }
             )
         if not rows:
             return None
@@ -1406,7 +1441,7 @@ class SQLSaver(BaseCheckpointSaver):
         thread_id: str,
         ns: str,
         checkpoint_id: str,
-        rows: list[dict[str, Any]],
+        rows: builtins.list[dict[str, Any]],
         status: str | None,
         error: str | None,
     ) -> None:
@@ -1427,17 +1462,25 @@ class SQLSaver(BaseCheckpointSaver):
         thread_id: str,
         ns: str,
         checkpoint_id: str,
-        rows: list[dict[str, Any]],
+        rows: builtins.list[dict[str, Any]],
         status: str | None,
         error: str | None,
     ) -> None:
         """PostgreSQL: the writes and the thread's new status in one statement."""
         params: dict[str, Any] = {
-            "t": thread_id, "ns": ns, "id": checkpoint_id, "now": _now(), "error": error,
+            "t": thread_id,
+            "ns": ns,
+            "id": checkpoint_id,
+            "now": _now(),
+            "error": error,
             "task": rows[0]["task"],
         }
         for i, row in enumerate(rows):
-            params[f"c{i}"], params[f"value{i}"], params[f"iid{i}"] = row["c"], row["value"], row["iid"]
+            params[f"c{i}"], params[f"value{i}"], params[f"iid{i}"] = (
+                row["c"],
+                row["value"],
+                row["iid"],
+            )
         new_ids = {r["iid"] for r in rows if r["c"] == INTERRUPT}
         answered = {r["iid"] for r in rows if r["c"] == RESUME and r["iid"] is not None}
         params["new_pending"] = bool(new_ids - answered) or (None in new_ids)
@@ -1463,7 +1506,7 @@ class SQLSaver(BaseCheckpointSaver):
 
     def list_paused(
         self, *, paused_before: datetime | None = None, limit: int | None = None
-    ) -> list[PausedThread]:
+    ) -> builtins.list[PausedThread]:
         """Every paused thread, longest-waiting first: one query on an index of the status.
 
         Args:
@@ -1474,18 +1517,18 @@ class SQLSaver(BaseCheckpointSaver):
 
     async def alist_paused(
         self, *, paused_before: datetime | None = None, limit: int | None = None
-    ) -> list[PausedThread]:
+    ) -> builtins.list[PausedThread]:
         """Async form of `list_paused`."""
         return await self._arun(self._paused_tx, paused_before, limit, read=True)
 
     def _paused_tx(
         self, tx: _Tx, paused_before: datetime | None, limit: int | None
-    ) -> list[PausedThread]:
+    ) -> builtins.list[PausedThread]:
         params = {
             "before": paused_before.timestamp() if paused_before else 1e300,
             "limit": _NO_LIMIT if limit is None else max(limit, 0),
         }
-        out: list[PausedThread] = []
+        out: builtins.list[PausedThread] = []
         pending: dict[str, Any] = {}
         for thread_id, ns, head, since, nodes, channel, iid, value in tx.all(
             self._d.sql["list_paused"], params
@@ -1550,7 +1593,7 @@ class SQLSaver(BaseCheckpointSaver):
             removed += await self._arun(self._prune_tx, t, ns, keep_last)
         return removed
 
-    def _thread_keys_tx(self, tx: _Tx, thread_id: str | None) -> list[tuple[str, str]]:
+    def _thread_keys_tx(self, tx: _Tx, thread_id: str | None) -> builtins.list[tuple[str, str]]:
         if thread_id is None:
             rows = tx.all(self._d.sql["all_thread_keys"])
         else:
@@ -1572,9 +1615,7 @@ class SQLSaver(BaseCheckpointSaver):
             except (CheckpointFormatError, KeyError, TypeError) as e:
                 raise _format_error(thread_id, None, f"checkpoint {checkpoint_id!r}: {e}") from e
             needed.update(versions.items())
-        prev_of = {
-            (c, v): prev for c, v, prev in tx.all(sql["blob_keys"], key)
-        }
+        prev_of = {(c, v): prev for c, v, prev in tx.all(sql["blob_keys"], key)}
         keep: set[tuple[str, int]] = set()
         for c, v in needed:
             at: int | None = v
@@ -1611,8 +1652,12 @@ class SQLSaver(BaseCheckpointSaver):
             return 0
         # The rows are locked (PostgreSQL) or the file is (SQLite): they are still done and old.
         plain = [{"t": t, "ns": ns} for t, ns in keys]
-        for name in ("delete_key_threads", "delete_key_checkpoints", "delete_key_blobs",
-                     "delete_key_writes"):
+        for name in (
+            "delete_key_threads",
+            "delete_key_checkpoints",
+            "delete_key_blobs",
+            "delete_key_writes",
+        ):
             tx.many(sql[name], plain)
         return len(keys)
 
@@ -1693,9 +1738,7 @@ class SQLSaver(BaseCheckpointSaver):
                 finally:
                     await conn.close()
 
-    def _retry_lock(
-        self, thread_id: str, ns: str, checkout: Callable[[], Any]
-    ) -> tuple[Any, int]:
+    def _retry_lock(self, thread_id: str, ns: str, checkout: Callable[[], Any]) -> tuple[Any, int]:
         for attempt in (0, 1):
             raw = checkout()
             try:
@@ -1741,8 +1784,8 @@ class SQLSaver(BaseCheckpointSaver):
             cursor.execute("SELECT pg_advisory_unlock(%(k)s)", {"k": key})
             cursor.close()
             raw.dbapi_connection.autocommit = False
-        except Exception:
-            raw.invalidate()  # the session, and with it the lock, is gone
+        except Exception:  # noqa: BLE001 (the session, and with it the lock, is gone)
+            raw.invalidate()
         finally:
             if close:
                 raw.close()

@@ -6,6 +6,7 @@ and the thread id: a pause is only real when it survives that boundary.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -23,13 +24,13 @@ from graphs import Command, GraphInterrupt, ResumeError, SQLSaver
 WORKER = str(Path(__file__).with_name("_sql_worker.py"))
 QUICK = os.environ.get("SIGNOFF_TEST_QUICK", "") not in ("", "0")
 sys.path.insert(0, str(Path(__file__).parent))
-import _sql_worker as worker  # noqa: E402
+import _sql_worker as worker
 
 
 def run(*args: str) -> str:
     """Run the worker to completion; its one line of output."""
     done = subprocess.run(
-        [sys.executable, WORKER, *args], capture_output=True, text=True, timeout=120
+        [sys.executable, WORKER, *args], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip()
@@ -42,7 +43,7 @@ def history(url: str, thread_id: str) -> list[Any]:
 
 def assert_linear(tuples: list[Any]) -> None:
     """Newest first, each checkpoint's parent is the next one: the history never forked."""
-    for newer, older in zip(tuples, tuples[1:]):
+    for newer, older in itertools.pairwise(tuples):
         assert newer.parent_config == older.config
     assert tuples[-1].parent_config is None
 
@@ -69,7 +70,11 @@ def test_a_static_pause_is_resumed_by_another_process(db_url: str) -> None:
     assert json.loads(run("start_static", db_url, "static-1")) == []
     with SQLSaver.from_conn_string(db_url) as saver:
         (paused,) = saver.list_paused()
-        assert (paused.thread_id, paused.paused_nodes, paused.interrupts) == ("static-1", ("act",), ())
+        assert (paused.thread_id, paused.paused_nodes, paused.interrupts) == (
+            "static-1",
+            ("act",),
+            (),
+        )
     assert json.loads(run("resume_static", db_url, "static-1")) == {"log": ["draft", "act"]}
 
 
@@ -214,4 +219,6 @@ def test_several_processes_write_one_sqlite_file_without_database_is_locked(
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()[-3000:]
     with SQLSaver.from_conn_string(url) as saver:
-        assert sorted(p.thread_id for p in saver.list_paused()) == [f"writer-{i}" for i in range(count)]
+        assert sorted(p.thread_id for p in saver.list_paused()) == [
+            f"writer-{i}" for i in range(count)
+        ]

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -133,11 +132,12 @@ def _key(t: Any) -> tuple[str, str, str]:
     return (c["thread_id"], c["checkpoint_ns"], c["checkpoint_id"])
 
 
-def test_conflicting_put_names_the_thread_and_writes_nothing(
-    saver: SQLSaver, db_url: str) -> None:
+def test_conflicting_put_names_the_thread_and_writes_nothing(saver: SQLSaver, db_url: str) -> None:
     configs = chat(saver, thread("t"), 3)
     before = list(saver.list(thread("t")))
-    stale = checkpoint(9, {"messages": [], "turn": 9, "owner": "x"}, {"messages": 9, "turn": 9, "owner": 9})
+    stale = checkpoint(
+        9, {"messages": [], "turn": 9, "owner": "x"}, {"messages": 9, "turn": 9, "owner": 9}
+    )
     with pytest.raises(CheckpointConflictError, match="thread 't' moved on") as err:
         saver.put(configs[0], stale, {}, {"messages": 9, "turn": 9, "owner": 9})
     assert err.value.thread_id == "t"
@@ -151,7 +151,8 @@ def test_conflicting_put_names_the_thread_and_writes_nothing(
 
 
 def test_unchanged_channels_are_not_written_again_and_appends_cost_what_was_appended(
-    saver: SQLSaver, db_url: str,
+    saver: SQLSaver,
+    db_url: str,
 ) -> None:
     turns = 201
     configs = chat(saver, thread("chat"), turns)
@@ -182,24 +183,30 @@ def test_unchanged_channels_are_not_written_again_and_appends_cost_what_was_appe
 
 
 def test_a_delta_that_does_not_fit_the_stored_list_is_stored_whole(
-    saver: SQLSaver, db_url: str) -> None:
+    saver: SQLSaver, db_url: str
+) -> None:
     parent = saver.put(thread(), checkpoint(0, {"l": [1, 2]}, {"l": 1}), {}, {"l": 1})
     # `appended` claims one new item, but the stored list had 2 and the new one has 5
     cp = checkpoint(1, {"l": [1, 2, 3, 4, 5]}, {"l": 2}, appended={"l": 1})
     saver.put(parent, cp, {}, {"l": 2})
     got = saver.get_tuple(thread())
     assert got is not None and got.checkpoint["channel_values"]["l"] == [1, 2, 3, 4, 5]
-    assert sql(db_url, "SELECT prev_version FROM checkpoint_blobs WHERE version = 2") == [
-        (None,)
-    ]
+    assert sql(db_url, "SELECT prev_version FROM checkpoint_blobs WHERE version = 2") == [(None,)]
 
 
 def test_a_channel_that_lost_its_value_reads_as_absent(saver: SQLSaver) -> None:
     memory = InMemorySaver()
     for s in (saver, memory):
-        parent = s.put(thread(), checkpoint(0, {"l": [1], "k": 1}, {"l": 1, "k": 1}), {}, {"l": 1, "k": 1})
+        parent = s.put(
+            thread(), checkpoint(0, {"l": [1], "k": 1}, {"l": 1, "k": 1}), {}, {"l": 1, "k": 1}
+        )
         parent = s.put(parent, checkpoint(1, {"k": 2}, {"l": 2, "k": 2}), {}, {"l": 2, "k": 2})
-        s.put(parent, checkpoint(2, {"l": [7], "k": 2}, {"l": 3, "k": 2}, appended={"l": 1}), {}, {"l": 3})
+        s.put(
+            parent,
+            checkpoint(2, {"l": [7], "k": 2}, {"l": 3, "k": 2}, appended={"l": 1}),
+            {},
+            {"l": 3},
+        )
     assert list(saver.list(thread())) == list(memory.list(thread()))
 
 
@@ -212,7 +219,8 @@ def test_a_channel_that_lost_its_value_reads_as_absent(saver: SQLSaver) -> None:
     ids=["unknown-tag", "not-json"],
 )
 def test_an_unreadable_value_names_the_thread_and_the_channel(
-    saver: SQLSaver, db_url: str, bad: bytes) -> None:
+    saver: SQLSaver, db_url: str, bad: bytes
+) -> None:
     chat(saver, thread("refund-7"), 3)
     sql(db_url, "UPDATE checkpoint_blobs SET value = ? WHERE channel = 'owner'", bad)
     with pytest.raises(CheckpointFormatError) as err:
@@ -222,15 +230,15 @@ def test_an_unreadable_value_names_the_thread_and_the_channel(
 
 
 def test_a_broken_append_chain_names_the_thread_and_the_channel(
-    saver: SQLSaver, db_url: str) -> None:
+    saver: SQLSaver, db_url: str
+) -> None:
     chat(saver, thread("c"), 6)
     sql(db_url, "DELETE FROM checkpoint_blobs WHERE channel = 'messages' AND version = 3")
     with pytest.raises(CheckpointFormatError, match="thread 'c', channel 'messages'.*missing"):
         saver.get_tuple(thread("c"))
 
 
-def test_a_record_of_an_unknown_format_version_is_refused(
-    saver: SQLSaver, db_url: str) -> None:
+def test_a_record_of_an_unknown_format_version_is_refused(saver: SQLSaver, db_url: str) -> None:
     chat(saver, thread("c"), 2)
     sql(db_url, "UPDATE checkpoints SET record = ?", b'{"v":99,"d":{}}')
     with pytest.raises(CheckpointFormatError, match="thread 'c'.*format version 99"):
@@ -241,7 +249,8 @@ def test_a_record_of_an_unknown_format_version_is_refused(
 
 
 def test_setup_is_idempotent_and_the_revision_is_the_migrations_head(
-    saver: SQLSaver, db_url: str) -> None:
+    saver: SQLSaver, db_url: str
+) -> None:
     from alembic.script import ScriptDirectory
 
     from graphs.checkpoint._tables import SCHEMA_REVISION
@@ -253,9 +262,7 @@ def test_setup_is_idempotent_and_the_revision_is_the_migrations_head(
     with SQLSaver.from_conn_string(saver.url) as other:
         other.setup()
     assert len(list(saver.list(thread()))) == 2
-    assert sql(db_url, "SELECT version_num FROM checkpoint_schema_version") == [
-        (SCHEMA_REVISION,)
-    ]
+    assert sql(db_url, "SELECT version_num FROM checkpoint_schema_version") == [(SCHEMA_REVISION,)]
 
 
 def test_the_tables_match_the_migrations(saver: SQLSaver) -> None:
@@ -308,13 +315,14 @@ def test_a_database_without_tables_asks_for_setup(db_url: str) -> None:
         assert err.value.db_revision is None and err.value.code_revision == "0001"
 
 
-def test_a_newer_schema_is_refused_naming_both_revisions(
-    saver: SQLSaver, db_url: str) -> None:
+def test_a_newer_schema_is_refused_naming_both_revisions(saver: SQLSaver, db_url: str) -> None:
     sql(db_url, "UPDATE checkpoint_schema_version SET version_num = '9999'")
     for attempt in (lambda s: s.setup(), lambda s: s.get_tuple(thread())):
-        with SQLSaver.from_conn_string(saver.url) as fresh:
-            with pytest.raises(SchemaVersionError) as err:
-                attempt(fresh)
+        with (
+            SQLSaver.from_conn_string(saver.url) as fresh,
+            pytest.raises(SchemaVersionError) as err,
+        ):
+            attempt(fresh)
         assert (err.value.db_revision, err.value.code_revision) == ("9999", "0001")
         assert "'9999'" in str(err.value) and "'0001'" in str(err.value)
         assert "newer signoff" in str(err.value)
@@ -322,7 +330,11 @@ def test_a_newer_schema_is_refused_naming_both_revisions(
 
 def test_setup_from_two_processes_at_once_on_a_fresh_database(db_url: str) -> None:
     procs = [
-        subprocess.Popen([sys.executable, WORKER, "setup", db_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, WORKER, "setup", db_url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for _ in range(2)
     ]
     results = [p.communicate(timeout=60) for p in procs]
@@ -359,11 +371,17 @@ def test_list_paused_follows_what_the_runtime_writes(saver: SQLSaver) -> None:
     )
     assert paused[1].interrupts == (interrupt_({"amount": 42}, "i1"), interrupt_("sure?", "i2"))
     assert paused[1].checkpoint_id == asked["configurable"]["checkpoint_id"]
-    assert abs(paused[1].paused_since - datetime.now(timezone.utc)) < timedelta(minutes=1)
+    assert abs(paused[1].paused_since - datetime.now(UTC)) < timedelta(minutes=1)
     assert paused[1].config == thread("asked")
-    statuses = {t: saver.get_status(thread(t)) for t in ("static", "asked", "done", "failed", "running")}
+    statuses = {
+        t: saver.get_status(thread(t)) for t in ("static", "asked", "done", "failed", "running")
+    }
     assert statuses == {
-        "static": "paused", "asked": "paused", "done": "done", "failed": "failed", "running": "running"
+        "static": "paused",
+        "asked": "paused",
+        "done": "done",
+        "failed": "failed",
+        "running": "running",
     }
     assert saver.get_status(thread("nobody")) is None
 
@@ -381,11 +399,10 @@ def test_list_paused_follows_what_the_runtime_writes(saver: SQLSaver) -> None:
     saver.put(static, checkpoint(1, {}, {}, next_tasks=[]), {}, {})
     assert [p.thread_id for p in saver.list_paused()] == []
 
-    assert saver.list_paused(paused_before=datetime(2000, 1, 1, tzinfo=timezone.utc)) == []
+    assert saver.list_paused(paused_before=datetime(2000, 1, 1, tzinfo=UTC)) == []
 
 
-def test_list_paused_is_one_query_on_the_status_index(
-    saver: SQLSaver, db_url: str) -> None:
+def test_list_paused_is_one_query_on_the_status_index(saver: SQLSaver, db_url: str) -> None:
     url = db_url
     query = (
         "SELECT thread_id FROM checkpoint_threads WHERE status = 'paused' AND paused_since < 1e300 "
@@ -393,7 +410,9 @@ def test_list_paused_is_one_query_on_the_status_index(
     )
     if url.startswith("sqlite"):
         plan = " ".join(str(r) for r in sql(url, "EXPLAIN QUERY PLAN " + query))
-        assert "ix_checkpoint_threads_status_paused" in plan and "SCAN checkpoint_threads" not in plan
+        assert (
+            "ix_checkpoint_threads_status_paused" in plan and "SCAN checkpoint_threads" not in plan
+        )
     else:
         import psycopg
 
@@ -407,7 +426,9 @@ def test_an_update_on_a_paused_thread_keeps_it_paused_since_the_same_time(saver:
     first = saver.put(thread(), checkpoint(0, {}, {}, paused=["act"]), {}, {})
     (before,) = saver.list_paused()
     time.sleep(0.01)
-    saver.put(first, checkpoint(1, {"x": 1}, {"x": 1}, paused=["act"]), {"source": "update"}, {"x": 1})
+    saver.put(
+        first, checkpoint(1, {"x": 1}, {"x": 1}, paused=["act"]), {"source": "update"}, {"x": 1}
+    )
     (after,) = saver.list_paused()
     assert after.paused_since == before.paused_since and after.checkpoint_id != before.checkpoint_id
 
@@ -415,8 +436,7 @@ def test_an_update_on_a_paused_thread_keeps_it_paused_since_the_same_time(saver:
 # ---- pruning --------------------------------------------------------------------------------
 
 
-def test_prune_keeps_what_the_kept_checkpoints_need(
-    saver: SQLSaver, db_url: str) -> None:
+def test_prune_keeps_what_the_kept_checkpoints_need(saver: SQLSaver, db_url: str) -> None:
     configs = chat(saver, thread("p"), 20)
     saver.put_writes(configs[-1], [(INTERRUPT, interrupt_("ok?", "i1"))], "task19")
     head_before = saver.get_tuple(thread("p"))
@@ -435,14 +455,21 @@ def test_prune_keeps_what_the_kept_checkpoints_need(
     # the thread goes on after pruning, appending to the kept chain
     chat_more = checkpoint(
         20,
-        {"messages": [*head_before.checkpoint["channel_values"]["messages"], {"n": 20}], "turn": 20, "owner": "ada"},
+        {
+            "messages": [*head_before.checkpoint["channel_values"]["messages"], {"n": 20}],
+            "turn": 20,
+            "owner": "ada",
+        },
         {"messages": 21, "turn": 21, "owner": 1},
         appended={"messages": 1},
     )
     saver.put(configs[-1], chat_more, {}, {"messages": 21, "turn": 21})
     got = saver.get_tuple(thread("p"))
     assert got is not None and len(got.checkpoint["channel_values"]["messages"]) == 20
-    assert sql(db_url, "SELECT prev_version FROM checkpoint_blobs WHERE version = 21 AND channel = 'messages'") == [(20,)]
+    assert sql(
+        db_url,
+        "SELECT prev_version FROM checkpoint_blobs WHERE version = 21 AND channel = 'messages'",
+    ) == [(20,)]
 
     with pytest.raises(ValueError, match="keep_last"):
         saver.prune("p", keep_last=0)
@@ -455,8 +482,7 @@ def test_prune_every_thread(saver: SQLSaver) -> None:
     assert [len(list(saver.list(thread(n)))) for n in ("a", "b")] == [2, 2]
 
 
-def test_prune_finished_removes_only_old_finished_threads(
-    saver: SQLSaver, db_url: str) -> None:
+def test_prune_finished_removes_only_old_finished_threads(saver: SQLSaver, db_url: str) -> None:
     saver.put(thread("done"), checkpoint(0, {"x": 1}, {"x": 1}, next_tasks=[]), {}, {"x": 1})
     saver.put(thread("paused"), checkpoint(0, {"x": 1}, {"x": 1}, paused=["n"]), {}, {"x": 1})
     saver.put(thread("running"), checkpoint(0, {"x": 1}, {"x": 1}), {}, {"x": 1})
@@ -476,7 +502,8 @@ def test_prune_finished_removes_only_old_finished_threads(
 
 
 def test_lock_thread_across_processes_and_released_when_the_holder_is_killed(
-    saver: SQLSaver, db_url: str,
+    saver: SQLSaver,
+    db_url: str,
 ) -> None:
     url = db_url
     holder = subprocess.Popen(
@@ -485,13 +512,17 @@ def test_lock_thread_across_processes_and_released_when_the_holder_is_killed(
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == b"holding"
-        with pytest.raises(ThreadBusyError, match="thread 't' is being run by another process") as err:
-            with saver.lock_thread(thread("t")):
-                pass
+        with (
+            pytest.raises(
+                ThreadBusyError, match="thread 't' is being run by another process"
+            ) as err,
+            saver.lock_thread(thread("t")),
+        ):
+            pass
         assert err.value.thread_id == "t"
         # a third process is refused too, and another thread is free
         other = subprocess.run(
-            [sys.executable, WORKER, "try", url, "t"], capture_output=True, timeout=60
+            [sys.executable, WORKER, "try", url, "t"], capture_output=True, timeout=60, check=False
         )
         assert other.stdout.strip() == b"busy", other.stderr.decode()[-2000:]
         with saver.lock_thread(thread("u")):
@@ -512,10 +543,13 @@ def test_lock_thread_across_processes_and_released_when_the_holder_is_killed(
         holder.kill()
         holder.communicate()
     # in one process, a second holder is refused too
-    with saver.lock_thread(thread("t")), SQLSaver.from_conn_string(saver.url) as other:
-        with pytest.raises(ThreadBusyError):
-            with other.lock_thread(thread("t")):
-                pass
+    with (
+        saver.lock_thread(thread("t")),
+        SQLSaver.from_conn_string(saver.url) as other,
+        pytest.raises(ThreadBusyError),
+        other.lock_thread(thread("t")),
+    ):
+        pass
 
 
 # ---- misc -----------------------------------------------------------------------------------

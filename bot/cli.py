@@ -291,7 +291,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _run(fn: Callable[[Signoff, argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
-    app = build_signoff(Settings.from_env())
+    try:
+        app = build_signoff(Settings.from_env())
+    except ValueError as e:  # a database URL or a workflow path that cannot be used
+        raise ApprovalError(str(e)) from e
     try:
         await app.db.upgrade()
         return await fn(app, args)

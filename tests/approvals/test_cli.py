@@ -129,6 +129,26 @@ async def test_errors_are_one_line_and_a_non_zero_exit(kit: Kit, cli: CLI) -> No
     assert (await kit.app.get(approval_id)).votes == ()
 
 
+async def test_bad_settings_are_one_line_errors(kit: Kit, cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad_policy = kit.tmp_path / "bad.toml"
+    bad_policy.write_text('[actions.x]\ntier = "hgh"\napprovers = ["U_A"]\n')
+    bad_path = kit.tmp_path / "bad_path.toml"
+    bad_path.write_text('[workflows.mine]\npath = "no_such_module_here:build"\n')
+    cases = [
+        ({"SIGNOFF_POLICY": str(bad_policy)}, f"signoff: {bad_policy}:2: actions.x.tier: must be one of low, medium, high"),
+        ({"SIGNOFF_POLICY": str(bad_path)}, "signoff: workflow 'mine': cannot import 'no_such_module_here:build'"),
+        ({"SIGNOFF_DATABASE_URL": "mysql://u@h/db"}, "signoff: unsupported database URL 'mysql://u@h/db'"),
+    ]
+    for env, message in cases:
+        with monkeypatch.context() as m:
+            for key, value in env.items():
+                m.setenv(key, value)
+            code, out, err = await cli("pending")
+        assert (code, out) == (1, ""), env
+        assert err.startswith(message), err
+        assert len(err.strip().splitlines()) == 1, err
+
+
 async def test_edit_then_approve_from_the_cli(kit: Kit, cli: CLI) -> None:
     report = await kit.start("refund", REFUND_A)
     (approval_id,) = report.approvals

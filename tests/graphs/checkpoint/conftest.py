@@ -77,3 +77,16 @@ def saver(db_url: str) -> Iterator[object]:
         yield s
     finally:
         s.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "restarts_postgres: restarts the local PostgreSQL server (run after all else)"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that restart PostgreSQL run at the very end of the session, after every other."""
+    last = [item for item in items if item.get_closest_marker("restarts_postgres")]
+    if last:
+        items[:] = [item for item in items if item not in last] + last

@@ -20,7 +20,7 @@ from graphs import Command, GraphInterrupt, SQLSaver
 sys.path.insert(0, str(Path(__file__).parent))
 import _sql_worker as worker
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.restarts_postgres]
 
 
 def wait_until_up(url: str, timeout: float = 60.0) -> None:

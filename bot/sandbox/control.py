@@ -135,7 +135,6 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
         except SlackApiFailure as failure:
             status, answer = (404 if failure.error in _GONE else 400), failure.to_response()
         slack.record("response_url", {**body, "response_url_id": rid}, status, answer)
-        slack.touch()
         return web.json_response(answer, status=status)
 
     async def click(request: web.Request) -> web.Response:

@@ -26,12 +26,13 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
 from bot.sandbox import limits
 from bot.sandbox._web_api import METHODS, ApiContext, decode_json_fields
+from bot.sandbox.control import add_control_routes
 from bot.sandbox.errors import SlackApiFailure
 from bot.sandbox.handles import ResponseUrls, TriggerIds
 from bot.sandbox.interactions import AppDriver, SubmitResult
@@ -39,6 +40,8 @@ from bot.sandbox.signing import AppResponse, SlackSigner
 from bot.sandbox.workspace import JSON, Workspace
 
 __all__ = ["Call", "FakeSlack", "Fault"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,8 @@ class FakeSlack:
     """Slack's Web API and interaction delivery, in process, over a `Workspace`.
 
     Args:
-        workspace: The initial workspace, or a factory for it (called again on `reset()`);
+        workspace: The initial workspace (`reset()` keeps its people, groups and channels and
+            drops the conversations), or a factory for it (called again on `reset()`);
             `Workspace.demo` by default.
         tokens: Tokens accepted; any `xoxb-`/`xoxp-` token when None. A call with no token
             gets `not_authed`, one with a token not accepted `invalid_auth`.
@@ -108,11 +112,11 @@ class FakeSlack:
         clock: Callable[[], float] = time.time,
     ) -> None:
         if isinstance(workspace, Workspace):
-            initial = workspace
-            self._make_workspace: Callable[[], Workspace] = lambda: initial
+            self._make_workspace: Callable[[], Workspace] = workspace.fresh_copy
+            self.workspace = workspace
         else:
             self._make_workspace = workspace or Workspace.demo
-        self.workspace = self._make_workspace()
+            self.workspace = self._make_workspace()
         """The current workspace; inspect it freely from tests in the same process."""
         self.tokens = tokens
         self.clock = clock
@@ -131,8 +135,6 @@ class FakeSlack:
         self.app = web.Application()
         """The aiohttp application; serve it yourself or use `start()` / `running()`."""
         self.app.router.add_route("*", "/api/{method}", self._handle_api)
-        from bot.sandbox.control import add_control_routes
-
         add_control_routes(self.app, self)
         self._runner: web.AppRunner | None = None
         self.base_url = ""
@@ -204,7 +206,17 @@ class FakeSlack:
                 5xx, `fatal_error` for 200 by default).
             retry_after: Retry-After seconds (429 defaults to 1).
             count: How many calls in a row fail this way.
+
+        Raises:
+            ValueError: `method` is not one the fake answers (a typo would never fire), or
+                `count` is below 1.
         """
+        if method not in METHODS:
+            raise ValueError(
+                f"fail_next: unknown method {method!r}; the fake answers {sorted(METHODS)}"
+            )
+        if count < 1:
+            raise ValueError(f"fail_next: count must be at least 1, got {count}")
         if status is None:
             status = 429 if retry_after is not None else 200 if error else 500
         if status == 429 and retry_after is None:
@@ -222,8 +234,9 @@ class FakeSlack:
         self.touch()
 
     def record(self, method: str, params: JSON, status: int, response: JSON) -> None:
-        """Add a call to the log (the Web API and response_url handlers do this)."""
+        """Add a call to the log (the Web API and response_url handlers do this); `touch()`."""
         self.calls.append(Call(method, params, self.clock(), status, response))
+        self.touch()
 
     def touch(self) -> None:
         """Note that the workspace may have changed; wakes `wait_for_change()`."""
@@ -238,6 +251,24 @@ class FakeSlack:
                 await asyncio.wait_for(self._changed.wait(), timeout)
         return self.version
 
+    async def wait_for(self, predicate: Callable[[FakeSlack], T | None], timeout: float = 5.0) -> T:
+        """The first true value of `predicate(self)`, checked after every change.
+
+        For tests in the same process: the app acknowledges first and calls Slack after, so
+        what it does is awaited, not assumed (`await slack.wait_for(lambda s: s.calls_to(...))`).
+
+        Raises:
+            TimeoutError: still false after `timeout` seconds.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not (result := predicate(self)):
+            left = deadline - loop.time()
+            if left <= 0:
+                raise TimeoutError(f"fake Slack: condition still false after {timeout}s")
+            await self.wait_for_change(self.version, left)
+        return result
+
     # the Web API ------------------------------------------------------------------------------
 
     async def _handle_api(self, request: web.Request) -> web.Response:
@@ -245,8 +276,6 @@ class FakeSlack:
         params, token = await _read_params(request)
         status, headers, body = self.answer(method, params, token)
         self.record(method, params, status, body)
-        if body.get("ok") and method in METHODS and not _read_only(method):
-            self.touch()
         return web.json_response(body, status=status, headers=headers)
 
     def answer(
@@ -318,13 +347,6 @@ class FakeSlack:
     async def open_home(self, user: str) -> AppResponse:
         """`user` opens the app's Home tab; see `AppDriver.open_home`."""
         return await self.driver.open_home(user)
-
-
-_READ_ONLY_PREFIXES = ("auth.", "users.", "usergroups.", "conversations.", "chat.getPermalink")
-
-
-def _read_only(method: str) -> bool:
-    return method.startswith(_READ_ONLY_PREFIXES)
 
 
 async def _read_params(request: web.Request) -> tuple[JSON, str | None]:

@@ -7,6 +7,7 @@ The objects themselves are in `models.py`.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Callable, Iterable
@@ -87,6 +88,18 @@ class Workspace:
             channels=[("C0APPROVALS", "approvals"), ("C0GENERAL", "general")],
             usergroups=[UserGroup("S0APPROVERS", "approvers", ["U0ALICE", "U0BOB"])],
             **kwargs,
+        )
+
+    def fresh_copy(self) -> Workspace:
+        """The same team, people, groups and channels, with no conversations in them."""
+        return Workspace(
+            users=[dataclasses.replace(u) for u in self.users.values()],
+            channels=[(c.id, c.name) for c in self.channels.values() if not c.is_im],
+            usergroups=[
+                dataclasses.replace(g, users=list(g.users)) for g in self.usergroups.values()
+            ],
+            team=dataclasses.replace(self.team),
+            clock=self.clock,
         )
 
     # ids -------------------------------------------------------------------------------

@@ -387,3 +387,22 @@ async def test_fail_next_with_a_slack_error_and_reset(slack: FakeSlack) -> None:
     assert not slack.calls and not slack.faults
     assert not slack.workspace.channels["C0APPROVALS"].messages
     assert (await aclient(slack).chat_postMessage(channel="C0APPROVALS", text="z"))["ok"]
+
+
+def test_fail_next_refuses_a_method_the_fake_does_not_answer() -> None:
+    with pytest.raises(ValueError, match="unknown method 'chat.postmessage'"):
+        FakeSlack().fail_next("chat.postmessage", status=500)
+
+
+async def test_reset_of_a_given_workspace_keeps_its_people_and_drops_conversations() -> None:
+    from bot.sandbox import User, UserGroup, Workspace
+
+    ws = Workspace([User("U1", "ann")], [("C1", "ops")], [UserGroup("S1", "leads", ["U1"])])
+    async with FakeSlack.running(workspace=ws) as slack:
+        client = aclient(slack)
+        await client.chat_postMessage(channel="ops", text="x")
+        await client.chat_postMessage(channel="U1", text="dm")  # opens a DM channel
+        slack.reset()
+        assert [c.id for c in slack.workspace.channels.values()] == ["C1"]
+        assert not slack.workspace.channels["C1"].messages
+        assert (await client.usergroups_users_list(usergroup="leads"))["users"] == ["U1"]

@@ -1,0 +1,165 @@
+"""The fake Slack as a separate process (`python -m bot.sandbox.slack_api`), driven over HTTP.
+
+This is how the bot's end-to-end tests use it: the fake and the app are different processes,
+and the test inspects and programs the fake through `/_sandbox/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.sandbox import SandboxClient, SandboxError, client, start_fake_slack
+from bot.sandbox._cli import READY_PREFIX, build_workspace
+
+TOKEN = "xoxb-sandbox-test"
+
+
+@pytest.fixture
+async def remote() -> AsyncIterator[SandboxClient]:
+    async with start_fake_slack() as fake:
+        yield fake
+
+
+def test_ready_line_prefix_is_shared() -> None:
+    assert client.READY_PREFIX == READY_PREFIX
+
+
+async def test_web_api_calls_are_recorded_and_state_is_visible(remote: SandboxClient) -> None:
+    web_client = AsyncWebClient(token=TOKEN, base_url=remote.url)
+    posted = await web_client.chat_postMessage(channel="#approvals", text="card")
+    await web_client.chat_postMessage(channel="C0APPROVALS", text="reply", thread_ts=posted["ts"])
+    await web_client.chat_postEphemeral(channel="C0APPROVALS", user="U0BOB", text="only bob")
+
+    calls = await remote.calls("chat.postMessage")
+    assert [c["params"]["text"] for c in calls] == ["card", "reply"]
+    assert all(c["status"] == 200 and "token" not in c["params"] for c in calls)
+    assert len(await remote.calls(since=2)) == 1
+
+    state = await remote.state()
+    assert [(m["text"], m.get("thread_ts")) for m in await remote.messages("approvals")] == [
+        ("card", posted["ts"]),
+        ("reply", posted["ts"]),
+    ]
+    assert [e["text"] for e in state["ephemerals"]["U0BOB"]] == ["only bob"]
+    assert state["version"] >= 3
+
+
+async def test_fail_next_over_http(remote: SandboxClient) -> None:
+    await remote.fail_next("chat.postMessage", status=429, retry_after=1)
+    await remote.fail_next("chat.update", status=503)
+    retrying = AsyncWebClient(
+        token=TOKEN, base_url=remote.url, retry_handlers=[AsyncRateLimitErrorRetryHandler(1)]
+    )
+
+    posted = await retrying.chat_postMessage(channel="C0APPROVALS", text="eventually")
+    with pytest.raises(SlackApiError) as info:
+        await retrying.chat_update(channel="C0APPROVALS", ts=posted["ts"], text="x")
+
+    assert info.value.response.status_code == 503
+    assert [c["status"] for c in await remote.calls("chat.postMessage")] == [429, 200]
+    with pytest.raises(SandboxError) as refused:
+        await remote.fail_next("", count=1)
+    assert refused.value.status == 400
+
+
+async def test_reset_over_http(remote: SandboxClient) -> None:
+    await AsyncWebClient(token=TOKEN, base_url=remote.url).chat_postMessage(
+        channel="general", text="x"
+    )
+    await remote.reset()
+    assert await remote.calls() == [] and await remote.messages("general") == []
+
+
+async def test_response_url_records_and_applies_what_the_app_sends(remote: SandboxClient) -> None:
+    web_client = AsyncWebClient(token=TOKEN, base_url=remote.url)
+    card = await web_client.chat_postMessage(channel="C0APPROVALS", text="card")
+    on_card = await remote.response_url("C0APPROVALS", "alice", card["ts"])
+    for_command = await remote.response_url("approvals", "U0BOB")
+
+    replaced = await AsyncWebhookClient(on_card).send(replace_original=True, text="decided")
+    ephemeral = await AsyncWebhookClient(for_command).send(text="just for bob")
+    unknown = await AsyncWebhookClient(remote.base_url + "_sandbox/response/nope").send(text="x")
+
+    assert (replaced.status_code, ephemeral.status_code, unknown.status_code) == (200, 200, 404)
+    assert [m["text"] for m in await remote.messages("approvals")] == ["decided"]
+    state = await remote.state()
+    assert [(e["text"], e["source"]) for e in state["ephemerals"]["U0BOB"]] == [
+        ("just for bob", "response_url")
+    ]
+    recorded = await remote.calls("response_url")
+    assert [c["params"]["text"] for c in recorded] == ["decided", "just for bob", "x"]
+    assert [c["status"] for c in recorded] == [200, 200, 404]
+
+
+async def test_wait_for_long_polls_state(remote: SandboxClient) -> None:
+    web_client = AsyncWebClient(token=TOKEN, base_url=remote.url)
+    await web_client.chat_postMessage(channel="general", text="hello")
+    state = await remote.wait_for(lambda s: s["channels"][1]["messages"], timeout=5)
+    assert state["channels"][1]["messages"][0]["text"] == "hello"
+    with pytest.raises(TimeoutError):
+        await remote.wait_for(lambda s: False, timeout=0.3)
+
+
+@pytest.fixture
+async def echo_app() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
+    """An app (no signature check needed here: test_signing covers it) recording what it got."""
+    got: list[dict[str, Any]] = []
+
+    async def events(request: web.Request) -> web.Response:
+        got.append({"headers": dict(request.headers), "body": await request.text()})
+        return web.json_response({"text": "ack text"})
+
+    app = web.Application()
+    app.router.add_post("/slack/events", events)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    yield f"http://{host}:{port}/slack/events", got
+    await runner.cleanup()
+
+
+async def test_acting_as_a_user_over_http(echo_app: tuple[str, list[dict[str, Any]]]) -> None:
+    url, got = echo_app
+    async with start_fake_slack("--users", "erin,U0FRANK=frank", "--channels", "ops") as remote:
+        await remote.connect_app(url, "secret")
+        answer = await remote.command("erin", "ops", "status")
+
+        assert answer == {
+            "status": 200,
+            "body": '{"text": "ack text"}',
+            "json": {"text": "ack text"},
+        }
+        assert "user_id=U0ERIN" in got[0]["body"] and got[0]["headers"][
+            "X-Slack-Signature"
+        ].startswith("v0=")
+        state = await remote.state()
+        assert [e["text"] for e in state["ephemerals"]["U0ERIN"]] == ["ack text"]
+        assert [u["name"] for u in state["users"]] == ["erin", "frank", "signoff"]
+        with pytest.raises(SandboxError) as info:
+            await remote.click("frank", "ops", "1.000000", "approve")
+        assert info.value.body["error"] == "message_not_found"
+
+
+def test_build_workspace_from_options() -> None:
+    ws = build_workspace("alice,U9=zed", "C1=ops,random", ["leads=alice,zed", "empty="])
+    assert [(u.id, u.name) for u in ws.users.values()] == [
+        ("U0ALICE", "alice"),
+        ("U9", "zed"),
+        ("U0SIGNOFF", "signoff"),
+    ]
+    assert [(c.id, c.name) for c in ws.channels.values()] == [("C1", "ops"), ("C0RANDOM", "random")]
+    assert [(g.id, g.users) for g in ws.usergroups.values()] == [
+        ("S0LEADS", ["U0ALICE", "U9"]),
+        ("S0EMPTY", []),
+    ]
+    demo = build_workspace(None, None, None)
+    assert [g.handle for g in demo.usergroups.values()] == ["approvers"]

@@ -3,6 +3,7 @@ decision, its vote, its audit event and its jobs commit together or not at all."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 from collections.abc import Iterable, Mapping
@@ -68,6 +69,15 @@ async def approval_for_interrupt(conn: AsyncConnection, interrupt_id: str) -> Ap
 
 
 async def pending_duplicate(conn: AsyncConnection, action: str, dedupe_key: str) -> Approval | None:
+    """The pending approval of `action` for `dedupe_key`, if any.
+
+    On PostgreSQL the key stays locked until the caller's transaction ends, so two requests for
+    one entity at the same moment cannot both find none and open two approvals (on SQLite the
+    write transaction serializes them already).
+    """
+    if conn.dialect.name == "postgresql":
+        digest = hashlib.sha256(f"signoff.dedupe\0{action}\0{dedupe_key}".encode()).digest()
+        await conn.execute(select(func.pg_advisory_xact_lock(int.from_bytes(digest[:8], "big", signed=True))))
     row = (
         await conn.execute(
             select(t.approvals).where(

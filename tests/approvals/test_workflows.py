@@ -168,6 +168,16 @@ async def test_the_same_request_joins_the_pending_one(kit: Kit) -> None:
     assert len(await kit.effects("refund")) == 1
 
 
+async def test_the_same_request_from_four_processes_at_once_opens_one_approval(kit: Kit) -> None:
+    apps = [kit.new_app() for _ in range(4)]
+    reports = await asyncio.gather(*(app.start("refund", REFUND, requester="U_CAROL") for app in apps))
+    (approval,) = await kit.approvals()
+    assert [r.approvals for r in reports] == [(approval["id"],)] * 4
+    await kit.app.decide(approval["id"], "U_ALICE", True)
+    assert await kit.app.run_jobs(("resume",)) == 4
+    assert len(await kit.effects("refund")) == 1
+
+
 async def test_the_same_key_with_other_arguments_is_a_loud_conflict(kit: Kit) -> None:
     first = await kit.start("refund", REFUND)
     second = await kit.start("refund", {**REFUND, "amount": 99.0})

@@ -1825,13 +1825,6 @@ class SQLSaver(BaseCheckpointSaver):
 # ---- helpers on a connection ------------------------------------------------------------
 
 
-def _pg_scope(conn: Connection) -> str:
-    """Advisory locks are per database; the schema keeps two deployments (or tests) apart."""
-    scope = conn.exec_driver_sql("SELECT current_database() || '.' || current_schema()").scalar()
-    conn.rollback()
-    return str(scope)
-
-
 def _schema_revision(conn: Connection) -> str | None:
     if not sa.inspect(conn).has_table(VERSION_TABLE):
         return None

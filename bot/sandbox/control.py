@@ -1,7 +1,8 @@
 """The stand-in's HTTP control API, under `/_sandbox/`, for tests and tools in other processes.
 
 All bodies are JSON. Errors answer `{"ok": false, "error": ...}` with 400 (bad request or a
-Slack refusal, whose code is the error), 404 (unknown response_url) or 409 (no app connected).
+Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app connected) or
+502 (the app could not be reached).
 
 | route | what |
 | --- | --- |
@@ -28,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+import aiohttp
 from aiohttp import web
 
 from bot.sandbox.errors import SlackApiFailure
@@ -58,6 +60,8 @@ async def _errors(request: web.Request, handler: _Handler) -> web.StreamResponse
         return web.json_response(failure.to_response(), status=400)
     except RuntimeError as exc:
         return _error(409, str(exc))
+    except aiohttp.ClientError as exc:
+        return _error(502, f"the app did not answer: {type(exc).__name__}: {exc}")
     except (KeyError, LookupError, ValueError, TypeError) as exc:
         return _error(400, f"{type(exc).__name__}: {exc}")
 

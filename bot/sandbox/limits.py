@@ -2,7 +2,7 @@
 
 The stand-in enforces these the way Slack does (refusing the call with Slack's error code), and
 the bot's card builders can import them to stay inside. Every number is from Slack's Block Kit
-and Web API reference; lengths are in characters.
+and Web API reference; lengths are counted in UTF-16 code units (`validation.slack_length`).
 """
 
 from __future__ import annotations

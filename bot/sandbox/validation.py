@@ -13,9 +13,16 @@ from typing import Any
 from bot.sandbox import limits
 from bot.sandbox.errors import SlackApiFailure
 
-__all__ = ["check_message", "check_view"]
+__all__ = ["check_message", "check_view", "slack_length"]
 
 JSON = dict[str, Any]
+
+
+def slack_length(text: str) -> int:
+    """Length as the limits are checked here: UTF-16 code units, so an emoji outside the
+    Basic Multilingual Plane counts twice. That is the stricter of the two ways Slack's limits
+    may be read, and the one the bot's card builders assume."""
+    return len(text.encode("utf-16-le")) // 2
 
 
 class _Problems:
@@ -28,7 +35,7 @@ class _Problems:
         self.lines.append(f"[ERROR] {what} [json-pointer:{pointer}]")
 
     def max_len(self, pointer: str, value: Any, limit: int) -> None:
-        if isinstance(value, str) and len(value) > limit:
+        if isinstance(value, str) and slack_length(value) > limit:
             self.add(pointer, f"must be less than {limit + 1} characters")
 
     def text_obj(self, pointer: str, obj: Any, limit: int, *, plain_only: bool = False) -> None:
@@ -50,7 +57,7 @@ def check_message(text: Any, blocks: Any) -> None:
     """
     if not text and not blocks:
         raise SlackApiFailure("no_text")
-    if isinstance(text, str) and len(text) > limits.MAX_MESSAGE_TEXT:
+    if isinstance(text, str) and slack_length(text) > limits.MAX_MESSAGE_TEXT:
         raise SlackApiFailure(
             "msg_too_long",
             [

@@ -163,3 +163,10 @@ def test_build_workspace_from_options() -> None:
     ]
     demo = build_workspace(None, None, None)
     assert [g.handle for g in demo.usergroups.values()] == ["approvers"]
+
+
+async def test_an_unreachable_app_is_a_502(remote: SandboxClient) -> None:
+    await remote.connect_app("http://127.0.0.1:9/slack/events", "secret")
+    with pytest.raises(SandboxError) as info:
+        await remote.open_home("alice")
+    assert info.value.status == 502 and "the app did not answer" in info.value.body["error"]

@@ -406,3 +406,12 @@ async def test_reset_of_a_given_workspace_keeps_its_people_and_drops_conversatio
         assert [c.id for c in slack.workspace.channels.values()] == ["C1"]
         assert not slack.workspace.channels["C1"].messages
         assert (await client.usergroups_users_list(usergroup="leads"))["users"] == ["U1"]
+
+
+async def test_lengths_count_utf16_code_units(slack: FakeSlack) -> None:
+    client = aclient(slack)
+    fits = [section("\N{GRINNING FACE}" * (limits.MAX_SECTION_TEXT // 2))]
+    assert (await client.chat_postMessage(channel="C0APPROVALS", text="t", blocks=fits))["ok"]
+    over = [section("\N{GRINNING FACE}" * (limits.MAX_SECTION_TEXT // 2) + "x")]
+    body = await error_of(client.chat_postMessage(channel="C0APPROVALS", text="t", blocks=over))
+    assert body["error"] == "invalid_blocks"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from graphs import Command, GraphInterrupt, ResumeError, SQLSaver
+from graphs import END, START, Command, GraphInterrupt, ResumeError, SQLSaver, StateGraph, interrupt
 
 WORKER = str(Path(__file__).with_name("_sql_worker.py"))
 QUICK = os.environ.get("SIGNOFF_TEST_QUICK", "") not in ("", "0")
@@ -222,3 +222,53 @@ def test_several_processes_write_one_sqlite_file_without_database_is_locked(
         assert sorted(p.thread_id for p in saver.list_paused()) == [
             f"writer-{i}" for i in range(count)
         ]
+
+
+def test_thread_status_follows_a_run_through_pauses_an_update_a_failure_and_a_retry(
+    db_url: str,
+) -> None:
+    fail = {"on": True}
+
+    def ask(name: str) -> Any:
+        return lambda s: {"log": [f"{name}={interrupt(name + '?')}"]}
+
+    def boom(state: Any) -> dict[str, Any]:
+        if fail["on"]:
+            raise ValueError("boom")
+        return {"log": ["boom ok"]}
+
+    g = StateGraph(worker.State)
+    g.add_node("a", lambda s: {"log": ["a"]})
+    g.add_node("ask1", ask("ask1"))
+    g.add_node("ask2", ask("ask2"))
+    g.add_node("boom", boom)
+    g.add_edge(START, "a")
+    g.add_edge("a", "ask1")
+    g.add_edge("a", "ask2")
+    g.add_edge("ask1", "boom")
+    g.add_edge("ask2", "boom")
+    g.add_edge("boom", END)
+    config = worker.config("t")
+
+    def pending() -> list[Any]:
+        return [(p.thread_id, [i.value for i in p.interrupts]) for p in saver.list_paused()]
+
+    with SQLSaver.from_conn_string(db_url) as saver:
+        saver.setup()
+        app = g.compile(checkpointer=saver)
+        with pytest.raises(GraphInterrupt):
+            app.invoke({"log": []}, config)
+        assert pending() == [("t", ["ask1?", "ask2?"])]
+        app.update_state(config, {"request": "edited"})  # a new head, the same pause
+        assert pending() == [("t", ["ask1?", "ask2?"])]
+        first, second = (i.id for i in app.get_state(config).interrupts)
+        with pytest.raises(GraphInterrupt):
+            app.invoke(Command(resume={first: "yes"}), config)
+        assert pending() == [("t", ["ask2?"])]
+        with pytest.raises(ValueError, match="boom"):
+            app.invoke(Command(resume={second: "no"}), config)
+        assert (pending(), saver.get_status(config)) == ([], "failed")
+        fail["on"] = False
+        state = app.invoke(None, config)
+        assert state["log"] == ["a", "ask1=yes", "ask2=no", "boom ok"]
+        assert saver.get_status(config) == "done"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -42,6 +42,7 @@ from bot.sandbox.workspace import JSON, Workspace
 __all__ = ["Call", "FakeSlack", "Fault"]
 
 T = TypeVar("T")
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass(frozen=True)
@@ -134,11 +135,12 @@ class FakeSlack:
             self.connect_app(app_url, signing_secret)
         self.app = web.Application()
         """The aiohttp application; serve it yourself or use `start()` / `running()`."""
+        self.app.middlewares.append(self._learn_base_url)
         self.app.router.add_route("*", "/api/{method}", self._handle_api)
         add_control_routes(self.app, self)
         self._runner: web.AppRunner | None = None
         self.base_url = ""
-        """`http://host:port/` once started."""
+        """`http://host:port/` once started (or, when served elsewhere, once a request came)."""
 
     # serving ----------------------------------------------------------------------------------
 
@@ -268,6 +270,14 @@ class FakeSlack:
                 raise TimeoutError(f"fake Slack: condition still false after {timeout}s")
             await self.wait_for_change(self.version, left)
         return result
+
+    @web.middleware
+    async def _learn_base_url(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
+        """When the app is served by someone else (not `start()`), learn the URL from a request."""
+        if not self.base_url:
+            self.base_url = f"{request.url.origin()}/"
+            self.responses.base_url = self.base_url
+        return await handler(request)
 
     # the Web API ------------------------------------------------------------------------------
 

@@ -415,3 +415,21 @@ async def test_lengths_count_utf16_code_units(slack: FakeSlack) -> None:
     over = [section("\N{GRINNING FACE}" * (limits.MAX_SECTION_TEXT // 2) + "x")]
     body = await error_of(client.chat_postMessage(channel="C0APPROVALS", text="t", blocks=over))
     assert body["error"] == "invalid_blocks"
+
+
+async def test_served_by_someone_else_it_learns_its_url() -> None:
+    from aiohttp import web
+
+    fake = FakeSlack()
+    runner = web.AppRunner(fake.app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        host, port = runner.addresses[0][:2]
+        client = AsyncWebClient(token=TOKEN, base_url=f"http://{host}:{port}/api/")
+        posted = await client.chat_postMessage(channel="C0GENERAL", text="x")
+        link = await client.chat_getPermalink(channel="C0GENERAL", message_ts=posted["ts"])
+        assert fake.url == f"http://{host}:{port}/api/"
+        assert link["permalink"].startswith(f"http://{host}:{port}/archives/C0GENERAL/p")
+    finally:
+        await runner.cleanup()

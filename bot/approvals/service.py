@@ -545,13 +545,19 @@ class Signoff:
                 # Answered by an attempt that died before finishing: go on from the saved frontier.
                 result = await graph.ainvoke(None, config)
             else:
-                await self._finish_job(job["id"])
-                return
+                result = None
         except ThreadBusyError as e:
             await self._finish_job(job["id"], error=str(e), retry_in=0.5)
             return
         except Exception as e:  # noqa: BLE001 - recorded on the run
             result = e
+        if result is None:
+            # The graph went on to its end in an attempt that died before recording how it
+            # stopped: record it now, instead of leaving the run "paused" or "running".
+            if run["status"] in ("paused", "running"):
+                await self._after_run(thread_id, run["workflow"], dict(state.values))
+            await self._finish_job(job["id"])
+            return
         async with self.db.transaction() as conn:
             await store.set_run(conn, thread_id, self.clock(), status="running")
             await self.audit.append(conn, "resumed", approval_id=job["approval_id"], thread_id=thread_id, actor=self.worker_id, data={"interrupt_id": interrupt_id, "approved": payload["decision"]["approved"]})

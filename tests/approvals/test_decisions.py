@@ -234,6 +234,41 @@ async def test_a_process_killed_after_deciding_is_resumed_by_the_next_one(kit: K
     assert len(await kit.effects("refund")) == 1
 
 
+RESUME_THEN_DIE = """
+import asyncio, os, signal, sys
+from bot.approvals.service import Signoff
+from bot.config import Settings, build_signoff
+
+async def die(self, *args):  # the graph has run to its end; the process dies before recording it
+    os.kill(os.getpid(), signal.SIGKILL)
+
+Signoff._after_run = die
+
+async def main():
+    app = build_signoff(Settings.from_env())
+    await app.decide(sys.argv[1], "U_ALICE", True)
+    await app.run_jobs(("resume",))
+
+asyncio.run(main())
+"""
+
+
+async def test_a_process_killed_after_resuming_is_recorded_by_the_next_one(kit: Kit) -> None:
+    report = await kit.start("refund", REFUND)
+    killed = await asyncio.to_thread(kit.python, RESUME_THEN_DIE, report.approvals[0])
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert len(await kit.effects("refund")) == 1
+
+    kit.clock.advance(120)  # the dead worker's lease on the resume job runs out
+    assert await kit.new_app().run_jobs(("resume",)) == 1
+    run = await kit.run(report.thread_id)
+    assert run["status"] == "completed"
+    assert json.loads(run["result"])["outcome"] == "refunded 42.50 to cust_1"
+    assert len(await kit.audit("run_completed")) == 1
+    assert len(await kit.effects("refund")) == 1
+    assert await kit.new_app().run_jobs(("resume",)) == 0
+
+
 async def test_a_run_finished_by_another_worker_while_starting_is_not_left_paused(
     kit: Kit, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -108,6 +108,35 @@ def cli(kit: Kit, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
     return CLI(kit, monkeypatch, capsys)
 
 
+async def test_listing_commands_print_a_table_or_json(kit: Kit, cli: CLI) -> None:
+    code, out, _ = await cli("db", "upgrade")
+    assert code == 0 and out.startswith("database ") and out.rstrip().endswith("is up to date")
+    assert await cli("pending") == (0, "nothing is waiting for approval\n", "")
+    assert await cli("pending", "--json") == (0, "[]\n", "")
+
+    report = await kit.start("refund", REFUND_A)
+    (approval_id,) = report.approvals
+    code, out, _ = await cli("pending")
+    header, row = out.splitlines()
+    assert header.split() == ["APPROVAL", "ACTION", "TIER", "REQUESTER", "VOTES", "AGE", "APPROVERS", "THREAD"]
+    assert row.split()[:5] == [approval_id, "send_refund", "high", "U_CAROL", "0/1"]
+    assert row.split()[-2:] == ["@finance", report.thread_id]
+
+    code, out, _ = await cli("show", report.thread_id)
+    lines = out.splitlines()
+    assert lines[0] == f"thread {report.thread_id}: paused"
+    assert "  waiting to run: request_approval" in lines
+    assert f"  approval {approval_id} send_refund: pending" in lines
+
+    code, out, _ = await cli("audit", "export")
+    exported = [json.loads(line) for line in out.splitlines()]
+    assert [e["kind"] for e in exported] == ["run_started", "requested"]
+    assert exported[1]["approval_id"] == approval_id and exported[1]["data"]["args"] == REFUND_A
+    code, out, err = await cli("audit", "export", "--out", "audit.jsonl")
+    assert (code, out, err.strip()) == (0, "", "wrote 2 events to audit.jsonl")
+    assert (kit.tmp_path / "audit.jsonl").read_text().splitlines() == [json.dumps(e, ensure_ascii=False, sort_keys=True) for e in exported]
+
+
 async def test_errors_are_one_line_and_a_non_zero_exit(kit: Kit, cli: CLI) -> None:
     report = await kit.start("refund", REFUND_A)
     (approval_id,) = report.approvals

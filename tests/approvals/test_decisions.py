@@ -21,6 +21,7 @@ from bot.approvals.errors import (
     UnknownApprovalError,
 )
 from bot.approvals.events import Event
+from bot.approvals.policy import StaticGroups
 from conftest import run_together
 
 REFUND = {"customer_id": "cust_1", "order_id": "o-1", "amount": 42.5, "reason": "damaged"}
@@ -55,6 +56,25 @@ async def test_a_user_not_in_the_policy_is_refused(kit: Kit) -> None:
         with pytest.raises(NotAuthorizedError):
             await kit.app.decide(approval_id, outsider, False, note="no")
     await nothing_changed(kit, approval_id)
+
+
+class OnCall:
+    """Group members from elsewhere (as the Slack app resolves Slack user groups)."""
+
+    async def members(self, group: str) -> frozenset[str]:
+        return frozenset({"U_ZED"}) if group == "oncall" else frozenset()
+
+
+async def test_groups_the_policy_does_not_define_are_asked_of_the_resolver(kit: Kit) -> None:
+    text = kit.policy_path.read_text() + '\n[actions.page_someone]\ntier = "low"\napprovers = ["@oncall"]\n'
+    app = kit.new_app(policy_text=text)
+    app.groups = StaticGroups(app.policy.groups, fallback=OnCall())
+    report = await app.start("ask", {"action": "page_someone", "args": {"who": "db team"}}, requester="U_CAROL")
+    with pytest.raises(NotAuthorizedError):
+        await app.decide(report.approvals[0], "U_ALICE", True)
+    assert (await app.decide(report.approvals[0], "U_ZED", True)).settled
+    await app.run_jobs(("resume",))
+    assert [e["data"] for e in await kit.effects("act")] == [{"who": "db team"}]
 
 
 async def test_an_unknown_approval_is_refused(kit: Kit) -> None:
@@ -229,9 +249,13 @@ async def test_a_process_killed_after_deciding_is_resumed_by_the_next_one(kit: K
     assert refund["data"]["amount"] == 42.5
     assert (await kit.run(report.thread_id))["status"] == "completed"
 
-    again = await asyncio.to_thread(kit.cli, "worker", "--once")
-    assert again.stdout.startswith("0 job(s) done"), again.stderr
+    assert await kit.new_app().run_jobs(("resume",)) == 0
     assert len(await kit.effects("refund")) == 1
+
+    # The events the dead process committed are delivered too, in order.
+    kit.clock.advance(60)  # to when the other processes (on the real clock) queued them
+    await kit.app.run_jobs(("event",))
+    assert [e.kind for e in kit.sink.events] == ["approval_requested", "decided", "run_completed"]
 
 
 RESUME_THEN_DIE = """

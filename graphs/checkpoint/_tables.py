@@ -29,6 +29,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    text,
 )
 
 __all__ = [
@@ -71,8 +72,19 @@ threads = Table(
     # the head's `__interrupt__` writes without a `__resume__` of the same interrupt id.
     Column("paused_nodes", LargeBinary, nullable=True),
     Column("error", Text, nullable=True),
-    Index("ix_checkpoint_threads_status_paused", "status", "paused_since"),
-    Index("ix_checkpoint_threads_status_updated", "status", "updated_at"),
+    # Partial indexes: a running thread's steps (the hot path) touch neither.
+    Index(
+        "ix_checkpoint_threads_paused",
+        "paused_since",
+        sqlite_where=text("status = 'paused'"),
+        postgresql_where=text("status = 'paused'"),
+    ),
+    Index(
+        "ix_checkpoint_threads_done",
+        "updated_at",
+        sqlite_where=text("status = 'done'"),
+        postgresql_where=text("status = 'done'"),
+    ),
     sqlite_with_rowid=False,
 )
 

@@ -411,7 +411,7 @@ def test_list_paused_is_one_query_on_the_status_index(saver: SQLSaver, db_url: s
     if url.startswith("sqlite"):
         plan = " ".join(str(r) for r in sql(url, "EXPLAIN QUERY PLAN " + query))
         assert (
-            "ix_checkpoint_threads_status_paused" in plan and "SCAN checkpoint_threads" not in plan
+            "ix_checkpoint_threads_paused" in plan and "SCAN checkpoint_threads" not in plan
         )
     else:
         import psycopg
@@ -419,7 +419,7 @@ def test_list_paused_is_one_query_on_the_status_index(saver: SQLSaver, db_url: s
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("SET enable_seqscan = off")
             plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + query))
-        assert "ix_checkpoint_threads_status_paused" in plan
+        assert "ix_checkpoint_threads_paused" in plan
 
 
 def test_an_update_on_a_paused_thread_keeps_it_paused_since_the_same_time(saver: SQLSaver) -> None:

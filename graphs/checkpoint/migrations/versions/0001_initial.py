@@ -33,12 +33,15 @@ def upgrade() -> None:
         sa.Column("error", sa.Text(), nullable=True),
         sqlite_with_rowid=False,
     )
-    op.create_index(
-        "ix_checkpoint_threads_status_paused", "checkpoint_threads", ["status", "paused_since"]
-    )
-    op.create_index(
-        "ix_checkpoint_threads_status_updated", "checkpoint_threads", ["status", "updated_at"]
-    )
+    # Partial indexes: a running thread's steps (the hot path) touch neither.
+    for name, column, status in (
+        ("ix_checkpoint_threads_paused", "paused_since", "paused"),
+        ("ix_checkpoint_threads_done", "updated_at", "done"),
+    ):
+        where = sa.text(f"status = '{status}'")
+        op.create_index(
+            name, "checkpoint_threads", [column], sqlite_where=where, postgresql_where=where
+        )
     op.create_table(
         "checkpoints",
         sa.Column("thread_id", Id, primary_key=True),

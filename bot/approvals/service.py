@@ -354,7 +354,7 @@ class Signoff:
             a = await store.get_approval(conn, approval_id, for_update=True)
             if a is None:
                 raise UnknownApprovalError(approval_id)
-            rule = await self._check_voter(a, user, now)
+            rule = await self._check_voter(a, user, now, approve=approve)
             if not approve and not note:
                 raise InvalidEditError("a rejection needs a reason: pass a note", a.id)
             clean: dict[str, Any] = {}
@@ -365,6 +365,7 @@ class Signoff:
                         "an edit would change what they approved: reject with a note instead",
                         a.id,
                     )
+                assert rule is not None  # an approval needs the action's policy
                 clean = validate_edits(rule, edits, a.payload)
             decision_word = "approve" if approve else "reject"
             if not await store.insert_vote(conn, a.id, user, decision_word, note, clean, now):
@@ -406,7 +407,8 @@ class Signoff:
             raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
         return a
 
-    async def _check_voter(self, a: Approval, user: str, now: float) -> ActionPolicy:
+    async def _check_voter(self, a: Approval, user: str, now: float, *, approve: bool = True) -> ActionPolicy | None:
+        """The action's policy, or None for a rejection of an action the policy no longer names."""
         if a.status != "pending":
             raise self._already(a)
         if a.expire_at is not None and now >= a.expire_at:
@@ -415,12 +417,16 @@ class Signoff:
                 "expiry outcome", a.id,
             )
         rule = self.policy.actions.get(a.action)
-        if rule is None:
-            raise NotAuthorizedError(
-                f"action {a.action!r} is no longer in the policy, so nobody may approve it; "
-                "reject it, or add it back to the policy", a.id,
-            )
         members = await resolve_members(a.approvers, self.groups)
+        if rule is None:
+            # Deny by default: nobody may approve it any more, but its approvers may reject it.
+            if approve or user not in members:
+                raise NotAuthorizedError(
+                    f"action {a.action!r} is no longer in the policy, so nobody may approve it; "
+                    f"one of its approvers ({', '.join(a.approvers)}) may reject it, or add it back "
+                    "to the policy", a.id,
+                )
+            return None
         refusal = check_voter(rule, requester=a.requester, actor=user, approvers=members)
         if refusal is not None:
             refusal.approval_id = a.id

@@ -110,6 +110,21 @@ async def test_an_unlisted_action_is_denied_and_the_graph_takes_its_rejection_br
     assert declined["data"]["status"] == "denied"
 
 
+async def test_an_action_removed_from_the_policy_while_pending_can_be_rejected_not_approved(kit: Kit) -> None:
+    before = kit.new_app(policy_text=kit.policy_path.read_text() + '\n[actions.rotate_keys]\napprovers = ["U_ALICE", "U_BOB"]\n')
+    report = await before.start("ask", {"action": "rotate_keys", "args": {"env": "prod"}}, requester="U_CAROL")
+    (approval_id,) = report.approvals
+    # The policy is edited and the processes restart: rotate_keys is gone.
+    with pytest.raises(NotAuthorizedError, match="'rotate_keys' is no longer in the policy"):
+        await kit.app.decide(approval_id, "U_ALICE", True)
+    with pytest.raises(NotAuthorizedError):
+        await kit.app.decide(approval_id, "U_DAVE", False, note="not mine to say")
+    assert (await kit.app.decide(approval_id, "U_BOB", False, note="no longer allowed")).settled
+    await kit.app.run_jobs(("resume",))
+    assert await kit.effects("act") == []
+    assert [e["data"]["status"] for e in await kit.effects("declined")] == ["rejected"]
+
+
 # ---- quorum -------------------------------------------------------------------------------
 
 

@@ -198,7 +198,9 @@ _SQL = {
     # Status after writes to the head: an error fails the thread; otherwise it is paused while
     # a static pause lasts or an interrupt has no answer, else running. (A pending interrupt:
     # an `__interrupt__` write with no `__resume__` of its id; {answered} lets PostgreSQL's
-    # one-statement form exclude the ids answered by writes of the same statement.)
+    # one-statement form exclude the ids answered by writes of the same statement.) Writes to
+    # one thread come from the one run that holds it (`lock_thread`), one call at a time for
+    # answers, so the count below never races another writer's.
     "thread_failed": """
         UPDATE checkpoint_threads SET status = 'failed', error = :error, paused_since = NULL,
             updated_at = :now
@@ -1557,6 +1559,8 @@ class SQLSaver(BaseCheckpointSaver):
         if out:
             out[-1] = _with_interrupts(out[-1], pending)
         return out
+
+    _paused_tx._single_statement = True  # type: ignore[attr-defined]
 
     def get_status(self, config: RunConfig) -> str | None:
         """The thread's status (`running`, `paused`, `done`, `failed`), or None if unknown."""

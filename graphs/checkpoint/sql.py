@@ -896,8 +896,8 @@ class SQLSaver(BaseCheckpointSaver):
 
     # ---- running operations -------------------------------------------------------------
     # Each operation is one transaction on a raw DBAPI cursor from SQLAlchemy's pool (which
-    # brings pre-ping, the SQLite pragmas and invalidation); SQLAlchemy's execution layer would
-    # cost more than the database does for these few fixed statements.
+    # brings the idle ping, the SQLite pragmas and invalidation); SQLAlchemy's execution layer
+    # would cost more than the database does for these few fixed statements.
 
     def _run(self, fn: Callable[..., _T], *args: Any, read: bool = False, retry: bool = True) -> _T:
         if self._memory:

@@ -83,7 +83,7 @@ async def test_refund_end_to_end_in_separate_processes(kit: Kit) -> None:
     assert late.stderr.startswith(f"signoff: approval {approval_a} was approved already by U_ALICE at ")
     assert len(late.stderr.strip().splitlines()) == 1
     assert len(await kit.effects("refund")) == 1
-    assert json.loads((await asyncio.to_thread(kit.cli, "pending", "--json")).stdout) == []
+    assert await kit.app.pending() == []
 
 
 # ---- in-process CLI (same code as the `signoff` script, without a process per call) ---------
@@ -149,6 +149,8 @@ async def test_errors_are_one_line_and_a_non_zero_exit(kit: Kit, cli: CLI) -> No
         (["start", "refund", "--input", "{nope"], "signoff: --input is not valid JSON"),
         (["start", "nope", "--input", "{}"], "signoff: no workflow named 'nope'"),
         (["show", "no-such-thread"], "signoff: no run has thread id 'no-such-thread'"),
+        (["start", "refund", "--thread-id", report.thread_id, "--input", json.dumps(REFUND_B)],
+         f"signoff: thread {report.thread_id!r} exists already"),
     ]
     for argv, message in cases:
         code, out, err = await cli(*argv)

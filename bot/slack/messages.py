@@ -1,0 +1,812 @@
+"""Every user-facing string of the Slack app, and the helpers that put user data into them safely.
+
+Pure: no I/O, no clock. Functions return Slack mrkdwn unless their name says otherwise
+(`*_plain`). Lengths are not limited here: `blocks` fits every text to Slack's limits.
+
+User data in mrkdwn
+-------------------
+Anything a workflow, a requester or an approver wrote (payload keys and values, titles, notes,
+thread ids, error messages) goes through `escape()` (or `code()`, `link_label()`) before it is
+part of mrkdwn:
+
+- `&`, `<`, `>` become `&amp;`, `&lt;`, `&gt;`, so no `<!channel>`, `<@U123>`, `<#C1>`,
+  `<!subteam^S1>` or `<http://x|disguised link>` can be written by user data.
+- Slack has no escape for the formatting characters `*`, `_`, `~` and `` ` ``. A run of them is
+  written as the fallback text of an invalid date token, `<!date^00000000^{_}|*>`, which Slack
+  shows as plain text (the technique of jsx-slack's `<Escape>`). A single one between two ASCII
+  letters or digits is left alone (`order_id`, `a*b`): Slack formats only at word boundaries.
+- A `>` at the start of a line would quote the line: it gets an invisible soft hyphen before it.
+- An emoji shortcode (`:white_check_mark:`) has its first colon escaped the same way, so a
+  value cannot draw a ✅ on the card.
+- Control characters, unpaired surrogates and bidirectional overrides (which can make `100` read
+  as `001`) become U+FFFD.
+
+Mentions and dates are made only here, from ids that look like Slack ids (`mention()`), never
+from free text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.approvals.errors import DecisionRefused
+    from bot.approvals.models import Approval
+
+
+# ---------------------------------------------------------------------------------------------
+# Putting user data into mrkdwn
+# ---------------------------------------------------------------------------------------------
+
+FORMAT_CHARS = frozenset("*_~`＊＿｀")
+"""Characters that open or close mrkdwn formatting (with their full-width forms)."""
+
+ESCAPE_TOKEN = "<!date^00000000^{{_}}|{}>"
+"""A date token with an invalid format: Slack shows its fallback text (`{}`) as plain text."""
+
+_ESCAPE_RUN_MAX = 40
+"""Formatting characters per escape token, so a long run can be cut between tokens."""
+
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\ufff9-\ufffb]"
+)
+_SHORTCODE = re.compile(r":(?=[a-z0-9_+'-]*[a-z])[a-z0-9_+'-]+:", re.IGNORECASE)
+_SLACK_ID = re.compile(r"[UWB][A-Z0-9_]{1,40}")
+_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9_]{1,40}")
+
+
+def slack_len(text: str) -> int:
+    """Length as Slack counts it (UTF-16 code units): an emoji outside the BMP counts twice."""
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def clean(text: str) -> str:
+    """`text` with CRLF as LF and control characters, unpaired surrogates and bidirectional
+    overrides replaced by U+FFFD. Safe for plain_text; not yet for mrkdwn (see `escape`)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _UNSAFE.sub("\ufffd", text)
+
+
+def _word(c: str) -> bool:
+    return c.isascii() and c.isalnum()
+
+
+def escape_pieces(text: str) -> list[str]:
+    """`escape(text)` as a list of pieces, each standing for one or more characters of `text`,
+    so a caller can cut between pieces without breaking an entity or a token."""
+    text = clean(text)
+    out: list[str] = []
+    n = len(text)
+    line_start = True
+    i = 0
+    while i < n:
+        c = text[i]
+        if c in FORMAT_CHARS:
+            j = i
+            while j < n and text[j] in FORMAT_CHARS:
+                j += 1
+            prev = text[i - 1] if i else ""
+            nxt = text[j] if j < n else ""
+            if j - i == 1 and _word(prev) and _word(nxt):
+                out.append(c)
+            else:
+                for k in range(i, j, _ESCAPE_RUN_MAX):
+                    out.append(ESCAPE_TOKEN.format(text[k : min(j, k + _ESCAPE_RUN_MAX)]))
+            line_start = False
+            i = j
+            continue
+        if c == ":" and _SHORTCODE.match(text, i):
+            out.append(ESCAPE_TOKEN.format(":"))  # `:white_check_mark:` stays text, not ✅
+        elif c == "&":
+            out.append("&amp;")
+        elif c == "<":
+            out.append("&lt;")
+        elif c == ">":
+            out.append("\u00ad&gt;" if line_start else "&gt;")
+        elif c == "＞" and line_start:
+            out.append("\u00ad＞")
+        else:
+            out.append(c)
+        if c == "\n":
+            line_start = True
+        elif c not in " \t":
+            line_start = False
+        i += 1
+    return out
+
+
+def escape(text: str) -> str:
+    """`text` made inert for mrkdwn: shown as written, with no mention, link or formatting."""
+    return "".join(escape_pieces(text))
+
+
+def code(text: str) -> str:
+    """`text` as inline code (ids, workflow and action names): one line, no backticks inside."""
+    text = clean(text).replace("\n", " ").replace("`", "ˋ")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return f"`{text}`" if text.strip() else "`-`"
+
+
+def link_label(text: str) -> str:
+    """`text` for the label of a `<url|label>` link, where escape tokens do not work: formatting
+    characters become look-alikes (∗ ˍ ∼ ˋ), the rest is escaped."""
+    text = clean(text).replace("\n", " ")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    table = str.maketrans({"*": "∗", "＊": "﹡", "_": "ˍ", "＿": "ˍ", "~": "∼", "`": "ˋ", "｀": "ˋ", "|": "¦"})
+    return text.translate(table) or "-"
+
+
+def mention(user_id: str) -> str:
+    """`<@U123>` for something that looks like a Slack user id; anything else escaped as text."""
+    if _SLACK_ID.fullmatch(user_id):
+        return f"<@{user_id}>"
+    return escape(user_id) or "someone"
+
+
+def channel(channel_id: str) -> str:
+    """`<#C123>` for something that looks like a channel id; anything else as code."""
+    if _CHANNEL_ID.fullmatch(channel_id):
+        return f"<#{channel_id}>"
+    return code(channel_id)
+
+
+def approver(entry: str) -> str:
+    """A policy entry: a user id as a mention, a group (`@finance`) as its name."""
+    if entry.startswith("@"):
+        return escape(entry)
+    return mention(entry)
+
+
+def decider(entry: str) -> str:
+    """Who decided: a user mention, `the rule "small refunds"`, `policy`, or the expiry sweep."""
+    if entry.startswith("rule:"):
+        return f"the rule “{escape(entry[5:])}”"
+    if entry == "policy":
+        return "policy"
+    if entry == "sweep":
+        return "signoff (nobody decided in time)"
+    return mention(entry)
+
+
+def join(items: Sequence[str], word: str = "and") -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + f" {word} " + items[-1]
+
+
+def who(entries: Iterable[str]) -> str:
+    """Approver entries as readable mrkdwn: `<@U1>, @finance or <@U2>`."""
+    return join([approver(e) for e in entries], "or") or "an approver"
+
+
+def _finite(ts: float | None) -> bool:
+    return ts is not None and isinstance(ts, (int, float)) and math.isfinite(ts) and abs(ts) < 1e11
+
+
+def date(ts: float | None) -> str:
+    """A time, shown in the reader's time zone: `<!date^...^{date_short_pretty} at {time}|...>`."""
+    if not _finite(ts):
+        return "at an unknown time"
+    assert ts is not None
+    fallback = dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(ts)}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def date_plain(ts: float | None) -> str:
+    """A time as plain text, in UTC (for plain_text objects, where tokens do not work)."""
+    if not _finite(ts):
+        return "an unknown time"
+    assert ts is not None
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+_UNITS = (("w", 7 * 86400), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+
+
+def duration(seconds: float) -> str:
+    """`2d 3h`, `45m`, `less than a minute`: the two largest units."""
+    if not math.isfinite(seconds) or seconds < 60:
+        return "less than a minute"
+    seconds = int(seconds)
+    parts: list[str] = []
+    for unit, size in _UNITS[:-1]:
+        n, seconds = divmod(seconds, size)
+        if n:
+            parts.append(f"{n}{unit}")
+        elif parts:
+            break
+        if len(parts) == 2:
+            break
+    return " ".join(parts)
+
+
+def ago(seconds: float) -> str:
+    """`3h ago`, `just now`."""
+    if not math.isfinite(seconds) or seconds < 60:
+        return "just now"
+    return f"{duration(seconds)} ago"
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels (plain text: buttons, modal titles, field names)
+# ---------------------------------------------------------------------------------------------
+
+APPROVE = "Approve"
+REJECT = "Reject"
+EDIT = "Edit"
+FULL_PAYLOAD = "Full payload"
+CANCEL = "Cancel"
+CLOSE = "Close"
+
+REJECT_MODAL_TITLE = "Reject request"
+REJECT_MODAL_SUBMIT = "Reject"
+REASON_LABEL = "Why are you rejecting it?"
+REASON_HINT = "Required. Shown on the card and sent to the workflow."
+REASON_PLACEHOLDER = "e.g. The order was already refunded"
+
+EDIT_MODAL_TITLE = "Edit and approve"
+EDIT_MODAL_SUBMIT = "Approve"
+NOTE_LABEL = "Note (optional)"
+NOTE_HINT = "Shown on the card and kept in the audit log."
+
+PAYLOAD_MODAL_TITLE = "Full payload"
+
+CONFIRM_TITLE = "Approve a critical action?"
+CONFIRM_YES = "Approve"
+CONFIRM_NO = "Cancel"
+
+FIELD_RISK = "Risk"
+FIELD_REQUESTER = "Requested by"
+FIELD_WORKFLOW = "Workflow"
+FIELD_THREAD = "Thread"
+FIELD_EXPIRES = "Expires"
+FIELD_APPROVALS = "Approvals"
+FIELD_APPROVERS = "Approvers"
+FIELD_STATUS = "Status"
+FIELD_STARTED = "Started"
+FIELD_UPDATED = "Updated"
+FIELD_CHANNEL = "Channel"
+
+REDACTED = "[redacted]"
+EMPTY_VALUE = "(empty)"
+NULL_VALUE = "(none)"
+UNNAMED_FIELD = "(unnamed)"
+
+TIER_EMOJI = {"low": "🟢", "medium": "🟡", "high": "🟠", "critical": "🔴"}
+UNKNOWN_TIER_EMOJI = "⚪"
+
+STATUS_EMOJI = {
+    "pending": "⏳",
+    "approved": "✅",
+    "rejected": "❌",
+    "denied": "⛔",
+    "expired": "⌛",
+    "cancelled": "➖",
+}
+RUN_STATUS_EMOJI = {
+    "running": "🔄",
+    "paused": "⏸️",
+    "completed": "✅",
+    "failed": "⚠️",
+    "outcome_unknown": "❓",
+}
+
+
+def tier(tier_name: str) -> str:
+    """`🔴 critical` (mrkdwn)."""
+    return f"{TIER_EMOJI.get(tier_name, UNKNOWN_TIER_EMOJI)} {escape(tier_name)}"
+
+
+def tier_emoji(tier_name: str) -> str:
+    return TIER_EMOJI.get(tier_name, UNKNOWN_TIER_EMOJI)
+
+
+def status_word(status: str) -> str:
+    return {"outcome_unknown": "outcome unknown"}.get(status, status)
+
+
+# ---------------------------------------------------------------------------------------------
+# The card
+# ---------------------------------------------------------------------------------------------
+
+
+def card_fallback(title: str, action: str, tier_name: str, requester: str) -> str:
+    """The notification text of a new card (mrkdwn, user data escaped by the caller's parts)."""
+    return (
+        f"{tier_emoji(tier_name)} Approval needed: {escape(title)} ({escape(action)}), "
+        f"requested by {mention(requester)}"
+    )
+
+
+def card_summary(requester: str, action: str) -> str:
+    return f"{mention(requester)} asks to run {code(action)}. Decide below."
+
+
+def expires_in(seconds: float | None) -> str:
+    """`expires in 2d 3h`, `never expires`, `expires now`."""
+    if seconds is None:
+        return "never expires"
+    if seconds <= 0:
+        return "expires now"
+    return f"expires in {duration(seconds)}"
+
+
+def expiry(seconds: float | None, at: float | None) -> str:
+    """The card's Expires field: `in 2d 3h · <date>`, `never`, `now`."""
+    if seconds is None:
+        return "never"
+    if seconds <= 0:
+        return "now"
+    return f"in {duration(seconds)} · {date(at)}"
+
+
+def quorum(approved: int, required: int, users: Sequence[str]) -> str:
+    """`1 of 2 approvals: <@U_ALICE>`, or `needs 1 approval` when nobody has approved yet."""
+    if approved == 0:
+        return f"needs {plural(required, 'approval')}"
+    text = f"{approved} of {required} approvals"
+    if users:
+        text += ": " + join([mention(u) for u in users])
+    return text
+
+
+def fields_omitted(shown: int, total: int) -> str:
+    return (
+        f"Showing {shown} of {total} fields. *{FULL_PAYLOAD}* shows them all."
+    )
+
+
+def values_shortened() -> str:
+    return f"Long values are shortened here. *{FULL_PAYLOAD}* shows them in full."
+
+
+def card_footer(approval_id: str, created_at: float) -> str:
+    return f"Approval {code(approval_id)} · requested {date(created_at)}"
+
+
+def confirm_critical(title: str) -> str:
+    """Confirm dialog text (plain text: the dialog's text object is plain_text)."""
+    return (
+        f"“{clean(title)}” is a critical action and cannot be undone. "
+        "Approve it only if you have checked every field."
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Decided and expired cards
+# ---------------------------------------------------------------------------------------------
+
+
+def decided_line(status: str, by: Sequence[str], at: float | None) -> str:
+    """`✅ *Approved* by <@U_ALICE> and <@U_BOB> <!date...>`."""
+    emoji = STATUS_EMOJI.get(status, "•")
+    who_ = join([decider(b) for b in by]) or "someone"
+    return f"{emoji} *{status_word(status).capitalize()}* by {who_} {date(at)}"
+
+
+def expired_line(at: float | None, approved: bool) -> str:
+    outcome = "approved (the policy's expiry outcome)" if approved else "rejected"
+    return f"{STATUS_EMOJI['expired']} *Expired*: nobody decided by {date(at)}, so it was {outcome}."
+
+
+def cancelled_line(at: float | None) -> str:
+    return f"{STATUS_EMOJI['cancelled']} *Cancelled* {date(at)}: the run was withdrawn before anyone decided."
+
+
+def note_line(note: str) -> str:
+    return f"*Note:* {escape(note)}"
+
+
+def reason_line(reason: str) -> str:
+    return f"*Reason:* {escape(reason)}"
+
+
+def edits_heading() -> str:
+    return "*Edited before approval:*"
+
+
+def edit_change(field: str, before: str, after: str) -> str:
+    """One edit: `• *amount*: 120.0 → 100` (parts escaped by the caller)."""
+    return f"• *{field}*: {before} → {after}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Thread replies, reminders, escalation
+# ---------------------------------------------------------------------------------------------
+
+
+def run_completed(workflow: str, thread_id: str, outcome: str | None = None) -> str:
+    text = f"{RUN_STATUS_EMOJI['completed']} Run {code(thread_id)} of *{escape(workflow)}* completed."
+    if outcome:
+        text += f"\n{escape(outcome)}"
+    return text
+
+
+def run_failed(workflow: str, thread_id: str, error: str) -> str:
+    return (
+        f"{RUN_STATUS_EMOJI['failed']} Run {code(thread_id)} of *{escape(workflow)}* failed: "
+        f"{escape(error)}\n{code('signoff show ' + thread_id)} has the details; "
+        "resuming it re-runs only what had not finished."
+    )
+
+
+def run_outcome_unknown(workflow: str, thread_id: str, error: str) -> str:
+    return (
+        f"{RUN_STATUS_EMOJI['outcome_unknown']} Run {code(thread_id)} of *{escape(workflow)}* "
+        f"stopped while a side effect was running: {escape(error)}\nA person must check the outside "
+        "system before anything is retried."
+    )
+
+
+def run_approved(title: str, by: Sequence[str]) -> str:
+    return (
+        f"{STATUS_EMOJI['approved']} {escape(title)}: approved by "
+        f"{join([decider(b) for b in by]) or 'someone'}. The run is resuming."
+    )
+
+
+def run_rejected(title: str, by: Sequence[str], note: str, *, denied: bool = False) -> str:
+    if denied:
+        text = f"{STATUS_EMOJI['denied']} {escape(title)}: denied by policy."
+    else:
+        text = f"{STATUS_EMOJI['rejected']} {escape(title)}: rejected by {join([decider(b) for b in by]) or 'someone'}."
+    if note:
+        text += f"\n{reason_line(note)}"
+    return text + "\nThe run goes on without doing it."
+
+
+def run_expired(title: str, approved: bool) -> str:
+    if approved:
+        return (
+            f"{STATUS_EMOJI['expired']} {escape(title)}: nobody decided in time, and the policy "
+            "approves it on expiry. The run is resuming."
+        )
+    return (
+        f"{STATUS_EMOJI['expired']} {escape(title)}: nobody decided in time, so it was rejected. "
+        "The run goes on without doing it."
+    )
+
+
+def _expires_at(expire_at: float | None) -> str:
+    return f" It expires {date(expire_at)}." if expire_at is not None else ""
+
+
+def reminder(title: str, waiting: float, approvers: Sequence[str], expire_at: float | None) -> str:
+    """A reminder in the card's thread, mentioning `approvers` (user ids; `@groups` are named)."""
+    return (
+        f"⏰ Reminder: {escape(title)} has waited {duration(waiting)} for {who(approvers)}."
+        + _expires_at(expire_at)
+    )
+
+
+def escalation(title: str, waiting: float, approvers: Sequence[str], expire_at: float | None) -> str:
+    """The escalation notice: `approvers` (user ids, `@groups`) can now decide it too."""
+    return (
+        f"🔺 Escalated: {escape(title)} has waited {duration(waiting)}. "
+        f"{join([approver(a) for a in approvers]) or 'The escalation approvers'} can now decide it too."
+        + _expires_at(expire_at)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Refusals and errors (ephemeral replies to the person who clicked)
+# ---------------------------------------------------------------------------------------------
+
+NOTHING_CHANGED = "Nothing was changed."
+
+
+def not_approver(title: str | None = None, approvers: Sequence[str] = ()) -> str:
+    what = f"*{escape(title)}*" if title else "this request"
+    ask = f" Ask {who(approvers)}." if approvers else ""
+    return f"🚫 You're not an approver of {what}, so you can't decide it.{ask} {NOTHING_CHANGED}"
+
+
+def own_request(approvers: Sequence[str] = ()) -> str:
+    ask = f"ask {who(approvers)}" if approvers else "ask another approver"
+    return f"🚫 You asked for this, and the policy doesn't let you approve your own request: {ask}. {NOTHING_CHANGED}"
+
+
+def already_decided(status: str, by: Sequence[str], at: float | None) -> str:
+    who_ = join([decider(b) for b in by]) or "someone"
+    return f"ℹ️ This was already {status_word(status)} by {who_} {date(at)}. {NOTHING_CHANGED}"
+
+
+def already_voted(remaining: int | None = None) -> str:
+    more = f" It still needs {plural(remaining, 'more approval')}." if remaining else ""
+    return f"ℹ️ You've already voted on this.{more} {NOTHING_CHANGED}"
+
+
+def expired(at: float | None = None) -> str:
+    when = f" {date(at)}" if at is not None else ""
+    return f"⌛ This request expired{when}; the workflow got the expiry outcome. {NOTHING_CHANGED}"
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if not text or text[-1] in ".!?…" else text + "."
+
+
+def invalid_edit(detail: str) -> str:
+    return f"⚠️ That can't be used: {escape(_sentence(detail))} {NOTHING_CHANGED}"
+
+
+def refused(detail: str) -> str:
+    return f"🚫 signoff refused that: {escape(_sentence(detail))} {NOTHING_CHANGED}"
+
+
+def refusal(error: DecisionRefused, approval: Approval | None = None) -> str:
+    """The ephemeral reply for a refused vote, chosen by the error's stable `code`."""
+    title = approval.title if approval is not None else None
+    approvers: Sequence[str] = approval.approvers if approval is not None else ()
+    code_ = getattr(error, "code", "refused")
+    if code_ == "not_approver":
+        return not_approver(title, approvers)
+    if code_ == "self_approval":
+        others = [a for a in approvers if approval is None or a != approval.requester]
+        return own_request(others)
+    if code_ == "already_decided":
+        return already_decided(
+            getattr(error, "status", "decided"),
+            list(getattr(error, "decided_by", []) or []),
+            getattr(error, "decided_at", None),
+        )
+    if code_ == "already_voted":
+        remaining = None
+        if approval is not None:
+            remaining = max(approval.required - approval.approvals_count, 0) or None
+        return already_voted(remaining)
+    if code_ == "expired":
+        return expired(approval.expire_at if approval is not None else None)
+    if code_ == "invalid_edit":
+        return invalid_edit(error.message)
+    return refused(error.message)
+
+
+def unknown_approval(approval_id: str) -> str:
+    return (
+        f"🤷 signoff has no request {code(approval_id)}; it may have been purged. {NOTHING_CHANGED}"
+    )
+
+
+def stale_button() -> str:
+    return (
+        "⚠️ This button is broken or out of date, so nothing was changed. "
+        "`/agent status` lists what is waiting now."
+    )
+
+
+def database_unavailable() -> str:
+    return "signoff can't reach its database right now; nothing was changed — try again in a minute"
+
+
+def unknown_thread(thread_id: str) -> str:
+    return f"🤷 No run has the thread id {code(thread_id)}. `/agent status` lists what is waiting."
+
+
+def unknown_workflow(name: str, known: Sequence[str] = ()) -> str:
+    listed = f" Known: {join([code(k) for k in known])}." if known else ""
+    return f"🤷 There is no workflow {code(name)}.{listed}"
+
+
+def start_refused(workflow: str) -> str:
+    return (
+        f"🚫 You may not start {code(workflow)} from Slack. Ask an admin to add you to "
+        f"{code(f'[workflows.{workflow}] starters')} in the policy."
+    )
+
+
+def run_starting(workflow: str) -> str:
+    return f"⏳ Starting {code(workflow)}…"
+
+
+def run_started(workflow: str, thread_id: str, status: str) -> str:
+    return f"▶️ Started {code(workflow)} as {code(thread_id)}: {escape(status_word(status))}."
+
+
+def command_error(detail: str) -> str:
+    return f"⚠️ {escape(detail)}\n{usage_line()}"
+
+
+def unknown_command(verb: str) -> str:
+    return f"🤷 I don't know {code('/agent ' + verb[:50])}. Here is what I can do:"
+
+
+def reason_required() -> str:
+    return "Write a reason: the requester and the workflow will see it."
+
+
+def edit_too_long(field: str, size: int) -> str:
+    return (
+        f"*{escape(field)}* is too long to edit here ({size} characters). Reject with a note "
+        "if it must change."
+    )
+
+
+def edit_not_editable(field: str) -> str:
+    return f"*{escape(field)}* is redacted, so it cannot be edited here."
+
+
+def edits_omitted(count: int) -> str:
+    return f"{plural(count, 'more editable field')} cannot fit in this form; reject with a note if they must change."
+
+
+def field_required() -> str:
+    return "Enter a value."
+
+
+def edit_hint(value: Any) -> str:
+    """The hint under an edit input, from the type of the value it replaces (plain text)."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "A whole number, e.g. 42"
+    if isinstance(value, float):
+        return "A number, e.g. 12.50"
+    if isinstance(value, list):
+        return 'A JSON array, e.g. ["a", "b"]'
+    if isinstance(value, Mapping):
+        return 'A JSON object, e.g. {"key": "value"}'
+    return "Text"
+
+
+def edit_intro(title: str) -> str:
+    return f"You are approving *{escape(title)}* with the values below."
+
+
+def reject_intro(title: str, action: str) -> str:
+    return f"Rejecting *{escape(title)}* ({code(action)})."
+
+
+def payload_intro(title: str, action: str) -> str:
+    return f"*{escape(title)}* ({code(action)}): every field, as proposed (secrets redacted)."
+
+
+def payload_truncated(more: int) -> str:
+    return (
+        f"… {more} more characters do not fit in Slack. `signoff audit export` has the whole "
+        "request."
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# /agent status, /agent status THREAD, /agent help, App Home
+# ---------------------------------------------------------------------------------------------
+
+
+def status_mine_heading(n: int) -> str:
+    return f"*Waiting on you* ({n})"
+
+
+def status_others_heading(n: int) -> str:
+    return f"*Waiting on others* ({n})"
+
+
+def status_none() -> str:
+    return "🎉 Nothing is waiting for approval."
+
+
+def status_more(n: int) -> str:
+    return f"…and {n} more. `signoff pending` lists every pending approval."
+
+
+def status_fallback(mine: int, others: int) -> str:
+    return f"{mine} waiting on you, {others} waiting on others"
+
+
+def waits_on(approved: int, required: int, approvers: Sequence[str], *, voted: bool = False) -> str:
+    """What a pending approval waits on: `needs 1 more approval from @finance or <@U_DAVE>`."""
+    remaining = max(required - approved, 1)
+    text = f"needs {plural(remaining, 'more approval')} from {who(approvers)}"
+    if voted:
+        text = "you approved; " + text
+    return text
+
+
+def status_item_meta(action: str, waiting: float, waits: str, expires: float | None) -> str:
+    text = f"{code(action)} · waiting {duration(waiting)} · {waits}"
+    if expires is not None:
+        text += f" · {expires_in(expires)}"
+    return text
+
+
+def thread_heading_plain(thread_id: str) -> str:
+    return f"Thread {clean(thread_id)}"
+
+
+def thread_paused_at(nodes: Sequence[str], step: int | None = None) -> str:
+    text = "*Paused at:* " + (", ".join(code(n) for n in nodes) if nodes else "nothing")
+    return text + (f" (after step {step})" if step is not None else "")
+
+
+def thread_history_heading(shown: int, total: int) -> str:
+    if shown < total:
+        return f"*History* (last {shown} of {total} steps):"
+    return "*History:*"
+
+
+def thread_error(error: str) -> str:
+    return f"*Error:* {escape(error)}"
+
+
+def thread_approvals_heading(n: int) -> str:
+    return f"*Approvals* ({n}):"
+
+
+def thread_no_approvals() -> str:
+    return "No approvals were asked for in this thread."
+
+
+def approval_line(status: str, title: str, by: Sequence[str], at: float | None) -> str:
+    """One approval in a list: `✅ Send a refund — approved by <@U1> <date>`."""
+    emoji = STATUS_EMOJI.get(status, "•")
+    if status == "pending":
+        return f"{emoji} {escape(title)} — pending"
+    who_ = join([decider(b) for b in by])
+    by_ = f" by {who_}" if who_ else ""
+    return f"{emoji} {escape(title)} — {status_word(status)}{by_} {date(at)}"
+
+
+def home_heading_plain() -> str:
+    return "signoff"
+
+
+def home_pending_heading(n: int) -> str:
+    return f"*Waiting on you* ({n})"
+
+
+def home_recent_heading(n: int) -> str:
+    return f"*Recent decisions* ({n})"
+
+
+def home_none_pending() -> str:
+    return "🎉 Nothing is waiting on you."
+
+
+def home_none_recent() -> str:
+    return "No decisions yet."
+
+
+def home_more(n: int) -> str:
+    return f"…and {n} more."
+
+
+def usage_line() -> str:
+    return "Try `/agent help`."
+
+
+HELP_TITLE = "signoff: /agent"
+
+
+def help_text(workflows: Sequence[str] = ()) -> str:
+    lines = [
+        "`/agent status`: what is waiting for approval, what waits on you first.",
+        "`/agent status THREAD_ID`: one run: where it is paused, on what, its history.",
+        '`/agent run WORKFLOW key=value key="quoted value"`: start a workflow, if the policy lets you.',
+        "`/agent help`: this message.",
+        "Approve, reject or edit on the cards in the channel; refusals are only shown to you.",
+    ]
+    if workflows:
+        lines.append("Workflows: " + ", ".join(code(w) for w in workflows))
+    return "\n".join(lines)
+
+
+def blocks_fallback() -> str:
+    """The notification text of a message that has nothing better to say."""
+    return "signoff"
+
+
+def home_unavailable() -> str:
+    return f"⚠️ {database_unavailable()}."
+
+
+def help_fallback() -> str:
+    return "/agent status, /agent status THREAD_ID, /agent run WORKFLOW key=value, /agent help"

@@ -956,6 +956,7 @@ def help_blocks(workflows: Sequence[str] = (), *, unknown: str | None = None) ->
 def home_view(
     pending: Sequence[Approval], recent: Sequence[Approval], *, user: str | None = None,
     now: float | None = None, permalinks: Mapping[str, str] | None = None,
+    notice: str | None = None,
 ) -> dict[str, Any]:
     """The App Home tab: the user's pending approvals and recent decisions (`views.publish`).
 
@@ -965,10 +966,13 @@ def home_view(
         user: the user (to say "you approved" on the ones they voted on).
         now: epoch seconds; default the current time.
         permalinks: approval id -> card permalink.
+        notice: a `messages` string shown first (e.g. `messages.database_unavailable()`).
     """
     now = time.time() if now is None else now
     blocks: list[dict[str, Any]] = [_header(m.home_heading_plain())]
-    half = (VIEW_BLOCKS_MAX - 3) // 2
+    if notice:
+        blocks.append(_section(notice))
+    half = (VIEW_BLOCKS_MAX - 4) // 2
 
     def render(a: Approval) -> dict[str, Any]:
         return _pending_item(a, now=now, user=user, permalinks=permalinks)

@@ -733,6 +733,15 @@ def thread_history_heading(shown: int, total: int) -> str:
     return "*History:*"
 
 
+def history_line(step: object, source: object, next_nodes: Sequence[str] = ()) -> str:
+    """One checkpoint in a thread's history, as plain text (`thread_status_blocks` escapes it):
+    `step 3 (loop) → request_approval`, `step 5 (loop): finished`."""
+    where = f"step {step}" if isinstance(step, int) else "a step"
+    how = f" ({source})" if isinstance(source, str) and source else ""
+    then = f" → {', '.join(str(n) for n in next_nodes)}" if next_nodes else ": finished"
+    return where + how + then
+
+
 def thread_error(error: str) -> str:
     return f"*Error:* {escape(error)}"
 

@@ -612,6 +612,22 @@ def test_home_view() -> None:
     down = blocks.home_unavailable_view()
     assert blocks.check_limits(down) == []
     assert "signoff can't reach its database right now" in texts(down)
+    noticed = blocks.home_view(pending, recent, now=NOW, notice=messages.database_unavailable())
+    assert blocks.check_limits(noticed) == []
+    assert noticed["blocks"][1]["text"]["text"] == messages.database_unavailable()
+
+
+@pytest.mark.parametrize(
+    ("step", "source", "nodes", "line"),
+    [
+        (3, "loop", ["request_approval"], "step 3 (loop) → request_approval"),
+        (0, "input", ["a", "b"], "step 0 (input) → a, b"),
+        (5, "loop", [], "step 5 (loop): finished"),
+        (None, None, [], "a step: finished"),
+    ],
+)
+def test_history_line(step: Any, source: Any, nodes: list[str], line: str) -> None:
+    assert messages.history_line(step, source, nodes) == line
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ the subprocesses they start (`env()` sets `PYTHONPATH` to this folder).
   records an `act` effect (approved) or a `declined` effect (anything else).
 - `build_replay`: proposes `{"amount": state["amount"]}`, so a state update between pause and
   resume changes the proposal.
+- `build_parallel`: two branches that each ask for an approval (`deploy`, `crowd`) at once.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, TypedDict
+import operator
+from typing import Annotated, Any, TypedDict
 
 from graphs import END, START, StateGraph, once
 
@@ -33,6 +35,10 @@ starters = ["@support"]
 
 [workflows.replay]
 path = "_signoff_flows:build_replay"
+starters = ["@support"]
+
+[workflows.parallel]
+path = "_signoff_flows:build_parallel"
 starters = ["@support"]
 
 [actions.deploy]
@@ -147,4 +153,31 @@ def build_replay() -> StateGraph:
     g.add_edge(START, "propose")
     g.add_edge("propose", "pay")
     g.add_edge("pay", END)
+    return g
+
+
+class ParallelState(TypedDict, total=False):
+    done: Annotated[list[str], operator.add]
+
+
+def _branch(action: str, args: dict[str, Any]) -> Any:
+    def node(state: ParallelState, config: Any) -> dict[str, Any]:
+        d = request_approval(action, args)
+        if d.approved:
+            svc = services(config)
+            once(action, svc.effects.record, action, d.idempotency_key, d.args, thread_id=svc.thread_id)
+        return {"done": [f"{action}:{d.status}"]}
+
+    return node
+
+
+def build_parallel() -> StateGraph:
+    """Two approvals asked at once, in parallel branches."""
+    g = StateGraph(ParallelState)
+    g.add_node("one", _branch("deploy", {"service": "a"}))
+    g.add_node("two", _branch("crowd", {"what": "b"}))
+    g.add_edge(START, "one")
+    g.add_edge(START, "two")
+    g.add_edge("one", END)
+    g.add_edge("two", END)
     return g

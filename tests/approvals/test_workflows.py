@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,12 @@ async def outcome(kit: Kit, thread_id: str) -> str:
     run = await kit.run(thread_id)
     assert run["status"] == "completed", run
     return str(json.loads(run["result"])["outcome"])
+
+
+async def outcome_values(kit: Kit, thread_id: str) -> dict[str, Any]:
+    run = await kit.run(thread_id)
+    assert run["status"] == "completed", run
+    return dict(json.loads(run["result"]))
 
 
 # ---- the refund flow ---------------------------------------------------------------------
@@ -253,6 +260,23 @@ async def test_a_rejected_invoice_is_never_paid(kit: Kit) -> None:
     assert await outcome(kit, report.thread_id) == "not paid (approve_invoice rejected): duplicate invoice"
     assert len(await kit.app.thread_approvals(report.thread_id)) == 1
     assert await kit.effects() == []
+
+
+async def test_two_approvals_of_one_run_resumed_by_two_workers_at_once(kit: Kit) -> None:
+    report = await kit.start("parallel", {})
+    deploy, crowd = report.approvals
+    await kit.app.decide(crowd, "U_P01", True)
+    await kit.app.decide(deploy, "U_ALICE", True)
+    await kit.app.decide(deploy, "U_BOB", True)
+    one, two = kit.new_app(), kit.new_app()
+    for _ in range(5):  # the worker that finds the thread busy retries shortly after
+        await asyncio.gather(one.run_jobs(("resume",)), two.run_jobs(("resume",)))
+        if await kit.pending_jobs("resume") == 0:
+            break
+        kit.clock.advance(1)
+    assert sorted((await outcome_values(kit, report.thread_id))["done"]) == ["crowd:approved", "deploy:approved"]
+    assert sorted(e["kind"] for e in await kit.effects()) == ["crowd", "deploy"]
+    assert len(await kit.audit("resumed")) == 2
 
 
 # ---- workflows by dotted path ----------------------------------------------------------------

@@ -392,7 +392,3 @@ async def test_events_survive_a_sink_that_fails_twice(kit: Kit) -> None:
     assert [e.id for e in sink.events] == sorted(e.id for e in sink.events)
     assert await kit.pending_jobs("event") == 0
     assert delivered_at[0] == 0  # nothing went out while the first event kept failing
-
-
-def _fmt(x: Any) -> str:  # pragma: no cover - debugging aid
-    return json.dumps(x, indent=2, default=str)

@@ -72,7 +72,11 @@ threads = Table(
     # the head's `__interrupt__` writes without a `__resume__` of the same interrupt id.
     Column("paused_nodes", LargeBinary, nullable=True),
     Column("error", Text, nullable=True),
-    # Partial indexes: a running thread's steps (the hot path) touch neither.
+    # When it finished (status `done`), else NULL. Not `updated_at`, which every step changes:
+    # an index on it would make each step's update of this row rewrite its index entries.
+    Column("finished_at", Double, nullable=True),
+    # Partial indexes on columns a running thread's steps (the hot path) do not change, so
+    # PostgreSQL can update its row in place (HOT) and SQLite touches no index.
     Index(
         "ix_checkpoint_threads_paused",
         "paused_since",
@@ -81,7 +85,7 @@ threads = Table(
     ),
     Index(
         "ix_checkpoint_threads_done",
-        "updated_at",
+        "finished_at",
         sqlite_where=text("status = 'done'"),
         postgresql_where=text("status = 'done'"),
     ),

@@ -155,17 +155,17 @@ _FOR_UPDATE = "{for_update}"
 _SQL = {
     "insert_thread": """
         INSERT INTO checkpoint_threads (thread_id, checkpoint_ns, head_id, status, created_at,
-            updated_at, paused_since, paused_nodes, error)
-        VALUES (:t, :ns, :id, :status, :now, :now, :paused_since, :nodes, NULL)
+            updated_at, paused_since, paused_nodes, error, finished_at)
+        VALUES (:t, :ns, :id, :status, :now, :now, :paused_since, :nodes, NULL, :finished)
         ON CONFLICT (thread_id, checkpoint_ns) DO NOTHING""",
     "advance_thread": """
         UPDATE checkpoint_threads SET head_id = :id, status = :status, updated_at = :now,
-            paused_since = NULL, paused_nodes = NULL, error = NULL
+            paused_since = NULL, paused_nodes = NULL, error = NULL, finished_at = :finished
         WHERE thread_id = :t AND checkpoint_ns = :ns AND head_id = :parent""",
     "advance_thread_paused": """
         UPDATE checkpoint_threads SET head_id = :id, status = 'paused', updated_at = :now,
             paused_since = CASE WHEN status = 'paused' THEN paused_since ELSE :now END,
-            paused_nodes = :nodes, error = NULL
+            paused_nodes = :nodes, error = NULL, finished_at = NULL
         WHERE thread_id = :t AND checkpoint_ns = :ns AND head_id = :parent""",
     "head": """
         SELECT head_id FROM checkpoint_threads WHERE thread_id = :t AND checkpoint_ns = :ns""",
@@ -203,7 +203,7 @@ _SQL = {
     # answers, so the count below never races another writer's.
     "thread_failed": """
         UPDATE checkpoint_threads SET status = 'failed', error = :error, paused_since = NULL,
-            updated_at = :now
+            finished_at = NULL, updated_at = :now
         WHERE thread_id = :t AND checkpoint_ns = :ns AND head_id = :id""",
     "thread_after_writes": """
         UPDATE checkpoint_threads SET
@@ -213,7 +213,7 @@ _SQL = {
                                 WHEN {paused} THEN COALESCE(
                                     CASE WHEN status = 'paused' THEN paused_since END, :now)
                                 ELSE NULL END,
-            updated_at = :now
+            finished_at = NULL, updated_at = :now
         WHERE thread_id = :t AND checkpoint_ns = :ns AND head_id = :id""",
     "checkpoint": """
         SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, record, metadata
@@ -277,7 +277,7 @@ _SQL = {
         WHERE thread_id = :t AND checkpoint_ns = :ns AND channel = :c AND version = :v""",
     "finished": """
         SELECT thread_id, checkpoint_ns FROM checkpoint_threads
-        WHERE status = 'done' AND updated_at < :cutoff {for_update_skip}""",
+        WHERE status = 'done' AND finished_at < :cutoff {for_update_skip}""",
     "delete_key_threads": """
         DELETE FROM checkpoint_threads WHERE thread_id = :t AND checkpoint_ns = :ns""",
     "delete_key_checkpoints": """
@@ -1280,6 +1280,7 @@ class SQLSaver(BaseCheckpointSaver):
         sql = self._d.sql
         now = _now()
         head = {"t": thread_id, "ns": ns, "id": checkpoint_id, "status": status, "now": now}
+        head["finished"] = now if status == "done" else None
         if parent_id is None:
             head.update(paused_since=now if status == "paused" else None, nodes=nodes)
             moved = tx.count(sql["insert_thread"], head)
@@ -1345,6 +1346,7 @@ class SQLSaver(BaseCheckpointSaver):
             "record": record,
             "meta": meta,
             "paused_since": now if status == "paused" else None,
+            "finished": now if status == "done" else None,
         }
         for i, row in enumerate(full):
             params[f"c{i}"], params[f"v{i}"] = row["c"], row["v"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import signal
 import sys
 import time
@@ -20,7 +21,7 @@ from graphs import GraphError
 from .approvals.errors import ApprovalError
 from .approvals.models import Approval, iso
 from .approvals.service import Signoff
-from .config import Settings, build_signoff
+from .config import Settings, SettingsError, build_signoff
 from .db import DatabaseUnavailable
 
 __all__ = ["main"]
@@ -286,6 +287,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--older-than", required=True, help='e.g. "30d"')
     s.set_defaults(fn=cmd_purge)
 
+    s = sub.add_parser("run", help="run the Slack bot (HTTP on --port, or Socket Mode with SLACK_APP_TOKEN)")
+    s.add_argument("--port", type=int, default=3000)
+    s.add_argument("--host", default="0.0.0.0")
+    s.set_defaults(fn=None, serve=True)
+
     sub.add_parser("demo", help="a walk through a refund approval, on a SQLite file").set_defaults(fn=None, demo=True)
     return p
 
@@ -308,6 +314,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .demo import main as demo_main
 
         return demo_main()
+    if getattr(args, "serve", False):
+        from .server import serve
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        for noisy in ("alembic", "apscheduler"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+        try:
+            asyncio.run(serve(Settings.from_env(), port=args.port, host=args.host))
+        except (SettingsError, ApprovalError, DatabaseUnavailable, GraphError) as e:
+            print(f"signoff: {e}", file=sys.stderr)
+            return 1
+        return 0
     try:
         return asyncio.run(_run(args.fn, args))
     except (ApprovalError, DatabaseUnavailable, GraphError) as e:

@@ -635,16 +635,23 @@ class Signoff:
             items = await store.list_approvals(conn)
         if user is None:
             return items
-        mine = []
-        for a in items:
-            members = await resolve_members(a.approvers, self.groups)
-            mine.append(user in members and (user != a.requester))
+        mine = [await self.may_decide(a, user) for a in items]
         return [a for a, m in zip(items, mine) if m] + [a for a, m in zip(items, mine) if not m]
 
     async def mark_posted(self, approval_id: str, channel: str, message_ts: str) -> None:
         """Record where the approval's card was posted (Slack), so later updates edit it."""
         async with self.db.transaction() as conn:
             await store.set_posted(conn, approval_id, channel, message_ts)
+
+    async def may_decide(self, approval: Approval, user: str) -> bool:
+        """Whether `user` may vote on `approval` now (policy, groups, self-approval, votes)."""
+        if approval.status != "pending" or any(v.user_id == user for v in approval.votes):
+            return False
+        rule = self.policy.actions.get(approval.action)
+        if rule is None:
+            return False
+        members = await resolve_members(approval.approvers, self.groups)
+        return check_voter(rule, requester=approval.requester, actor=user, approvers=members) is None
 
     async def approval_counts(self) -> dict[str, int]:
         """How many approvals there are in each status (one grouped query)."""

@@ -1,0 +1,183 @@
+"""The bot's process: the HTTP server (Slack requests, health, metrics, the runs API), Socket
+Mode when configured, and the background work (job worker, sweep), all on one event loop.
+
+Routes:
+- `POST /slack/events`: every Slack request (events, interactivity, slash commands), verified
+  by Bolt with the signing secret.
+- `GET /healthz`: 200 when the database answers, 503 with the reason when it does not.
+- `GET /metrics`: Prometheus text: approvals by status, decision latency, resume failures.
+- `POST /api/runs`: start a workflow run, for services (`Authorization: Bearer $SIGNOFF_API_TOKEN`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import signal
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from .approvals.errors import ApprovalError, StartRefused, UnknownWorkflowError
+from .approvals.service import Signoff
+from .config import Settings
+from .db import DatabaseUnavailable
+from .scheduler import JobRunner, start_scheduler
+
+__all__ = ["Metrics", "build_web_app", "serve"]
+
+log = logging.getLogger("signoff.server")
+
+
+class Metrics:
+    """The process's Prometheus metrics, in a registry of its own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.approvals = Gauge(
+            "signoff_approvals", "Approvals by status", ["status"], registry=self.registry
+        )
+        self.decision_latency = Histogram(
+            "signoff_decision_latency_seconds",
+            "Time from an approval's request to its decision",
+            buckets=(60, 300, 900, 3600, 4 * 3600, 86400, 3 * 86400, 7 * 86400),
+            registry=self.registry,
+        )
+        self.resume_failures = Counter(
+            "signoff_resume_failures_total", "Resumed runs that failed", registry=self.registry
+        )
+        self.requests = Counter(
+            "signoff_slack_requests_total", "Slack requests by HTTP status", ["status"], registry=self.registry
+        )
+
+
+def _json_error(status: int, message: str) -> web.Response:
+    return web.json_response({"ok": False, "error": message}, status=status)
+
+
+def build_web_app(
+    signoff: Signoff,
+    settings: Settings,
+    *,
+    bolt_app: Any | None,
+    runner: JobRunner,
+    metrics: Metrics,
+) -> web.Application:
+    """The aiohttp application. `bolt_app` is None in Socket Mode (no Slack route is served)."""
+    routes = web.RouteTableDef()
+
+    if bolt_app is not None:
+        from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+
+        @routes.post("/slack/events")
+        async def slack_events(request: web.Request) -> web.Response:
+            response = await to_aiohttp_response(await bolt_app.async_dispatch(await to_bolt_request(request)))
+            metrics.requests.labels(str(response.status)).inc()
+            return response
+
+    @routes.get("/healthz")
+    async def healthz(request: web.Request) -> web.Response:
+        try:
+            await signoff.db.ping(timeout=3.0)
+        except DatabaseUnavailable as e:
+            return _json_error(503, e.message)
+        return web.json_response({"ok": True, "database": signoff.db.display_url})
+
+    @routes.get("/metrics")
+    async def metrics_route(request: web.Request) -> web.Response:
+        try:
+            counts = await signoff.approval_counts()
+        except DatabaseUnavailable as e:
+            return _json_error(503, e.message)
+        for status in ("pending", "approved", "rejected", "expired", "cancelled"):
+            metrics.approvals.labels(status).set(counts.get(status, 0))
+        return web.Response(body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    @routes.post("/api/runs")
+    async def start_run(request: web.Request) -> web.Response:
+        if not settings.api_token:
+            return _json_error(404, "the runs API is off: set SIGNOFF_API_TOKEN to enable it")
+        given = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {settings.api_token}".encode()):
+            return _json_error(401, "missing or wrong bearer token (Authorization: Bearer $SIGNOFF_API_TOKEN)")
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _json_error(400, "the body must be JSON: {\"workflow\": ..., \"input\": {...}, \"requester\": ...}")
+        if not isinstance(body, dict) or not isinstance(body.get("workflow"), str) or not isinstance(body.get("input", {}), dict):
+            return _json_error(400, "expected {\"workflow\": str, \"input\": object, \"requester\": str, \"channel\": str}")
+        requester = body.get("requester")
+        if not isinstance(requester, str) or not requester:
+            return _json_error(400, "\"requester\" (who asks: a Slack user id or a service name) is required")
+        try:
+            report = await signoff.start(
+                body["workflow"], body.get("input") or {}, requester=requester,
+                channel=body.get("channel") or settings.default_channel,
+                thread_id=body.get("thread_id"), check_starter=True,
+            )
+        except UnknownWorkflowError as e:
+            return _json_error(404, str(e))
+        except StartRefused as e:
+            return _json_error(403, str(e))
+        except DatabaseUnavailable as e:
+            return _json_error(503, e.message)
+        except ApprovalError as e:
+            return _json_error(400, str(e))
+        runner.kick()
+        return web.json_response(
+            {"ok": True, "thread_id": report.thread_id, "status": report.status,
+             "approvals": list(report.approvals), "error": report.error},
+            status=201,
+        )
+
+    app = web.Application(client_max_size=1024 * 1024)
+    app.add_routes(routes)
+    return app
+
+
+async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None:
+    """Run the bot until SIGTERM or SIGINT."""
+    from .slack.app import build_bolt_app, build_runtime
+
+    settings.check_slack()
+    metrics = Metrics()
+    signoff, client = build_runtime(settings, metrics=metrics)
+    await signoff.db.upgrade()
+    runner = JobRunner(signoff)
+    bolt_app = build_bolt_app(settings, signoff, client, runner)
+    socket_handler = None
+    if settings.slack_app_token:
+        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+        socket_handler = AsyncSocketModeHandler(bolt_app, settings.slack_app_token)
+        await socket_handler.connect_async()
+    web_app = build_web_app(
+        signoff, settings, bolt_app=None if socket_handler else bolt_app, runner=runner, metrics=metrics
+    )
+    web_runner = web.AppRunner(web_app, access_log=None)
+    await web_runner.setup()
+    site = web.TCPSite(web_runner, host, port)
+    await site.start()
+    runner.start()
+    scheduler = start_scheduler(signoff, jobs_every=None)
+    mode = "Socket Mode" if socket_handler else f"HTTP on {host}:{port}, Slack requests at /slack/events"
+    log.info("signoff running (%s); database %s", mode, signoff.db.display_url)
+    print(f"signoff running ({mode}); database {signoff.db.display_url}", flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        scheduler.shutdown(wait=False)
+        await runner.stop()
+        if socket_handler is not None:
+            await socket_handler.close_async()
+        await web_runner.cleanup()
+        await signoff.db.aclose()

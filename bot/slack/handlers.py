@@ -1,0 +1,250 @@
+"""The Bolt listeners. Thin: read the payload (`payloads`), call the governance core, answer with
+what `blocks` and `messages` render. Nothing here decides who may do what.
+
+Every click is answered within Slack's 3 seconds: the decision is committed first, then the
+request is acknowledged, and the resume and the card update run in the background (the job
+worker, kicked). Every refusal is an ephemeral message to the person who clicked; nothing
+changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from ..approvals.errors import ApprovalError, DecisionRefused, StartRefused, UnknownApprovalError, UnknownWorkflowError
+from ..approvals.models import Approval
+from ..approvals.service import Signoff
+from ..db import DatabaseUnavailable
+from . import blocks, messages, payloads
+
+__all__ = ["Handlers"]
+
+log = logging.getLogger("signoff.slack")
+
+Ack = Callable[..., Awaitable[Any]]
+
+HISTORY_STEPS = 10
+"""How many checkpoints `/agent status THREAD_ID` summarises."""
+
+
+class Handlers:
+    """The listeners, bound to one `Signoff`, Web API client and job runner."""
+
+    def __init__(
+        self,
+        signoff: Signoff,
+        client: AsyncWebClient,
+        kick: Callable[[], None],
+        *,
+        default_channel: str | None = None,
+    ) -> None:
+        self.signoff = signoff
+        self.client = client
+        self.kick = kick
+        self.default_channel = default_channel
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # ---- helpers ------------------------------------------------------------------------
+
+    async def _ephemeral(self, body: dict[str, Any], text: str) -> None:
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+        user = (body.get("user") or {}).get("id")
+        if channel and user:
+            await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _approval_for_click(self, body: dict[str, Any]) -> tuple[str, Approval]:
+        """The button pressed and its approval, checked against the message it was on.
+
+        Raises:
+            payloads.BadPayload: a malformed value, or one pointing at another thread or card.
+            UnknownApprovalError: no such approval.
+        """
+        action_id, value = payloads.action_from_body(body)
+        approval = await self.signoff.get(value.approval_id)
+        message_ts = (body.get("message") or {}).get("ts") or (body.get("container") or {}).get("message_ts")
+        if value.thread_id and value.thread_id != approval.thread_id:
+            raise payloads.BadPayload("the button points at another thread than its approval's")
+        if approval.message_ts and message_ts and message_ts != approval.message_ts:
+            raise payloads.BadPayload("the button is not on its approval's card")
+        return action_id, approval
+
+    # ---- buttons ------------------------------------------------------------------------
+
+    async def on_button(self, ack: Ack, body: dict[str, Any]) -> None:
+        user = (body.get("user") or {}).get("id", "")
+        try:
+            action_id, a = await self._approval_for_click(body)
+            if action_id == payloads.APPROVE:
+                await self.signoff.decide(a.id, user, True)
+                await ack()
+                self.kick()
+                return
+            if action_id == payloads.PAYLOAD:
+                await ack()
+                await self.client.views_open(trigger_id=body["trigger_id"], view=blocks.payload_modal(a))
+                return
+            a = await self.signoff.check_voter(a.id, user)
+            await ack()
+            if action_id == payloads.REJECT:
+                view = blocks.reject_modal(a)
+            else:
+                rule = self.signoff.policy.actions[a.action]
+                view = blocks.edit_modal(a, {f: a.payload.get(f) for f in rule.editable})
+            await self.client.views_open(trigger_id=body["trigger_id"], view=view)
+        except payloads.BadPayload as e:
+            log.info("refused a click from %s: %s", user, e)
+            await ack()
+            await self._ephemeral(body, messages.stale_button())
+        except UnknownApprovalError as e:
+            await ack()
+            await self._ephemeral(body, messages.unknown_approval(e.approval_id))
+        except DecisionRefused as e:
+            await ack()
+            try:
+                approval = await self.signoff.get(e.approval_id) if e.approval_id else None
+            except ApprovalError:
+                approval = None
+            await self._ephemeral(body, messages.refusal(e, approval))
+        except DatabaseUnavailable:
+            await ack()
+            await self._ephemeral(body, messages.database_unavailable())
+
+    # ---- modals -------------------------------------------------------------------------
+
+    async def on_reject_submit(self, ack: Ack, body: dict[str, Any], view: dict[str, Any]) -> None:
+        user = (body.get("user") or {}).get("id", "")
+        try:
+            approval_id = payloads.approval_id_from_view(view)
+            reason = payloads.reason_from_view_state(view.get("state") or {})
+            await self.signoff.decide(approval_id, user, False, note=reason)
+        except payloads.FormErrors as e:
+            await ack(**e.response())
+            return
+        except (payloads.BadPayload, ApprovalError) as e:
+            await ack(response_action="errors", errors={payloads.REASON_BLOCK: _refusal_text(e)})
+            return
+        except DatabaseUnavailable:
+            await ack(response_action="errors", errors={payloads.REASON_BLOCK: messages.database_unavailable()})
+            return
+        await ack()
+        self.kick()
+
+    async def on_edit_submit(self, ack: Ack, body: dict[str, Any], view: dict[str, Any]) -> None:
+        user = (body.get("user") or {}).get("id", "")
+        first_block = payloads.NOTE_BLOCK
+        try:
+            approval_id = payloads.approval_id_from_view(view)
+            a = await self.signoff.get(approval_id)
+            rule = self.signoff.policy.actions.get(a.action)
+            editable = {f: a.payload.get(f) for f in (rule.editable if rule else ())}
+            if editable:
+                first_block = payloads.edit_block_id(next(iter(editable)))
+            edits = payloads.edits_from_view_state(view.get("state") or {}, editable)
+            note = payloads.note_from_view_state(view.get("state") or {})
+            await self.signoff.decide(approval_id, user, True, note=note, edits=edits)
+        except payloads.FormErrors as e:
+            await ack(**e.response())
+            return
+        except (payloads.BadPayload, ApprovalError) as e:
+            await ack(response_action="errors", errors={first_block: _refusal_text(e)})
+            return
+        except DatabaseUnavailable:
+            await ack(response_action="errors", errors={first_block: messages.database_unavailable()})
+            return
+        await ack()
+        self.kick()
+
+    # ---- /agent -------------------------------------------------------------------------
+
+    async def on_agent(self, ack: Ack, body: dict[str, Any]) -> None:
+        user = body.get("user_id", "")
+        try:
+            command = payloads.parse_agent_command(body.get("text") or "")
+        except payloads.CommandError as e:
+            help_message = blocks.help_blocks(sorted(self.signoff.workflows))
+            await ack(response_type="ephemeral", text=str(e), blocks=help_message["blocks"])
+            return
+        try:
+            if command.kind == "status":
+                pending = await self.signoff.pending(user=user)
+                decidable = {a.id for a in pending if await self.signoff.may_decide(a, user)}
+                await ack(response_type="ephemeral", **blocks.status_blocks(pending, user, time.time(), decidable=decidable))
+            elif command.kind == "status_thread":
+                await ack(response_type="ephemeral", **(await self._thread_status(command.thread_id or "")))
+            elif command.kind == "run":
+                await ack(response_type="ephemeral", text=messages.run_starting(command.workflow or ""))
+                channel = body.get("channel_id") or self.default_channel
+                self._spawn(self._run(command.workflow or "", command.args, user, channel, body.get("response_url")))
+            else:
+                await ack(response_type="ephemeral", **blocks.help_blocks(sorted(self.signoff.workflows)))
+        except DatabaseUnavailable:
+            await ack(response_type="ephemeral", text=messages.database_unavailable())
+
+    async def _thread_status(self, thread_id: str) -> dict[str, Any]:
+        run = await self.signoff.run_info(thread_id)
+        if run is None:
+            return {"text": messages.unknown_thread(thread_id)}
+        graph = self.signoff.graph(run["workflow"])
+        config = {"configurable": {"thread_id": thread_id}}
+        history = [
+            messages.history_line(s.metadata.get("step"), s.metadata.get("source"), s.next)
+            async for s in graph.aget_state_history(config, limit=HISTORY_STEPS)
+        ]
+        state = await graph.aget_state(config)
+        approvals = await self.signoff.thread_approvals(thread_id)
+        summary = {"next": state.next, "history": list(reversed(history))}
+        return blocks.thread_status_blocks(dict(run), summary, approvals, now=time.time())
+
+    async def _run(self, workflow: str, args: dict[str, str], user: str, channel: str | None, response_url: str | None) -> None:
+        try:
+            report = await self.signoff.start(workflow, args, requester=user, channel=channel, check_starter=True)
+            text = messages.run_started(workflow, report.thread_id, report.status)
+        except UnknownWorkflowError:
+            text = messages.unknown_workflow(workflow, sorted(self.signoff.workflows))
+        except StartRefused:
+            text = messages.start_refused(workflow)
+        except DatabaseUnavailable:
+            text = messages.database_unavailable()
+        except Exception as e:  # noqa: BLE001 - the user is told; the log has the trace
+            log.exception("/agent run %s failed", workflow)
+            text = messages.run_failed(workflow, "", f"{type(e).__name__}: {e}")
+        self.kick()
+        if channel and user:
+            await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+
+    # ---- App Home -----------------------------------------------------------------------
+
+    async def on_home_opened(self, event: dict[str, Any]) -> None:
+        if event.get("tab") not in (None, "home"):
+            return
+        await self.publish_home(event["user"])
+
+    async def publish_home(self, user: str) -> None:
+        try:
+            pending = await self.signoff.pending(user=user)
+            recent = await self.signoff.recent(10)
+        except DatabaseUnavailable:
+            view = blocks.home_view([], [], user=user, now=time.time(), notice=messages.database_unavailable())
+        else:
+            mine = [a for a in pending if await self.signoff.may_decide(a, user)]
+            view = blocks.home_view(mine, recent, user=user, now=time.time())
+        await self.client.views_publish(user_id=user, view=view)
+
+
+def _refusal_text(error: Exception) -> str:
+    if isinstance(error, DecisionRefused):
+        return messages.refusal(error)
+    if isinstance(error, payloads.BadPayload):
+        return messages.stale_button()
+    return str(error)

@@ -1,0 +1,176 @@
+"""`SlackSink`: turns the governance layer's events into Slack messages.
+
+Each event arrives from the durable job queue, in order per thread, and may arrive twice (a
+crash after Slack answered, before the job was marked done): every handler is written so that a
+second delivery changes nothing visible: a card is posted once and then only updated.
+
+Slack errors are translated at this edge: a 429 becomes `RetryLater(Retry-After)`; other errors
+propagate, and the queue retries them with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from ..approvals.events import Event, RetryLater
+from ..approvals.models import Approval
+from ..approvals.service import Signoff
+from ..approvals.policy import resolve_members
+from . import blocks
+
+__all__ = ["SlackSink"]
+
+log = logging.getLogger("signoff.slack")
+
+
+class SlackSink:
+    """Delivers events to Slack through `client` (whose base URL may point at the sandbox)."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        signoff: Signoff,
+        *,
+        default_channel: str | None,
+        notify_channel: bool = True,
+        metrics: Any | None = None,
+    ) -> None:
+        self.client = client
+        self.signoff = signoff
+        self.default_channel = default_channel
+        self.notify_channel = notify_channel
+        self.metrics = metrics
+
+    async def deliver(self, event: Event) -> None:
+        try:
+            await self._deliver(event)
+        except SlackApiError as e:
+            status = e.response.status_code if e.response is not None else None
+            if status == 429 or (e.response is not None and e.response.get("error") == "ratelimited"):
+                retry_after = float(e.response.headers.get("Retry-After", 1)) if e.response is not None else 1.0
+                raise RetryLater(retry_after, f"Slack rate limit on {event.kind}") from e
+            raise
+
+    async def _deliver(self, event: Event) -> None:
+        handler = getattr(self, f"_on_{event.kind}", None)
+        if handler is None:
+            log.debug("no Slack message for event %s", event.kind)
+            return
+        await handler(event)
+
+    # ---- cards --------------------------------------------------------------------------
+
+    async def _approval(self, event: Event) -> Approval | None:
+        if event.approval_id is None:
+            return None
+        return await self.signoff.get(event.approval_id)
+
+    async def _post_card(self, a: Approval) -> Approval:
+        """Post the approval's card once; return the approval with where it is."""
+        if a.message_ts:
+            return a
+        channel = a.channel or self.default_channel
+        if channel is None:
+            log.warning("approval %s has no channel and SIGNOFF_DEFAULT_CHANNEL is unset; no card", a.id)
+            return a
+        card = blocks.card(a, now=time.time())
+        resp = await self.client.chat_postMessage(channel=channel, **card)
+        await self.signoff.mark_posted(a.id, resp["channel"], resp["ts"])
+        return await self.signoff.get(a.id)
+
+    async def _update_card(self, a: Approval) -> Approval:
+        if not a.message_ts:
+            return await self._post_card(a)
+        await self.client.chat_update(channel=a.channel, ts=a.message_ts, **blocks.card(a, now=time.time()))
+        return a
+
+    async def _reply(self, a: Approval, text: str) -> None:
+        if a.message_ts and a.channel:
+            await self.client.chat_postMessage(channel=a.channel, thread_ts=a.message_ts, text=text)
+
+    async def _on_approval_requested(self, event: Event) -> None:
+        a = await self._approval(event)
+        if a is not None:
+            await self._post_card(a)
+
+    async def _on_vote_recorded(self, event: Event) -> None:
+        a = await self._approval(event)
+        if a is not None:
+            await self._update_card(a)
+
+    async def _on_decided(self, event: Event) -> None:
+        a = await self._approval(event)
+        if a is None:
+            return
+        a = await self._update_card(a)
+        await self._reply(a, blocks.thread_reply_decided(a))
+        if self.metrics is not None and a.decided_at is not None:
+            self.metrics.decision_latency.observe(max(0.0, a.decided_at - a.created_at))
+
+    async def _on_expired(self, event: Event) -> None:
+        a = await self._approval(event)
+        if a is None:
+            return
+        a = await self._update_card(a)
+        await self._reply(a, blocks.thread_reply_expired(a))
+
+    async def _on_reminded(self, event: Event) -> None:
+        a = await self._approval(event)
+        if a is not None and a.status == "pending":
+            mentions = await self._who_can_decide(a)
+            await self._reply(a, blocks.reminder_text(a, now=time.time(), mentions=mentions))
+
+    async def _on_escalated(self, event: Event) -> None:
+        a = await self._approval(event)
+        if a is not None and a.status == "pending":
+            await self._update_card(a)
+            added = await resolve_members(event.data.get("to") or (), self.signoff.groups)
+            await self._reply(a, blocks.escalation_text(a, now=time.time(), added=sorted(added)))
+
+    async def _who_can_decide(self, a: Approval) -> list[str]:
+        """User ids to mention: the approvers, groups resolved, who have not voted."""
+        members = await resolve_members(a.approvers, self.signoff.groups)
+        voted = {v.user_id for v in a.votes}
+        return sorted(u for u in members if u not in voted and u != a.requester)
+
+    # ---- runs ---------------------------------------------------------------------------
+
+    async def _run_message(self, event: Event, text: str) -> None:
+        """Tell the run's card thread (its latest card), and the channel when configured."""
+        if event.thread_id is None:
+            return
+        approvals = await self.signoff.thread_approvals(event.thread_id)
+        posted = [a for a in approvals if a.message_ts]
+        if posted:
+            await self._reply(posted[-1], text)
+        run = await self.signoff.run_info(event.thread_id)
+        channel = (run["channel"] if run else None) or self.default_channel
+        if channel and (self.notify_channel or not posted):
+            await self.client.chat_postMessage(channel=channel, text=text)
+
+    async def _on_run_completed(self, event: Event) -> None:
+        values = event.data.get("values") or {}
+        outcome = values.get("outcome") if isinstance(values, dict) else None
+        await self._run_message(
+            event, blocks.thread_reply_completed(event.data.get("workflow", ""), event.thread_id or "", outcome)
+        )
+
+    async def _on_run_failed(self, event: Event) -> None:
+        if self.metrics is not None:
+            self.metrics.resume_failures.inc()
+        await self._run_message(
+            event, blocks.thread_reply_failed(event.data.get("workflow", ""), event.thread_id or "", event.data.get("error", ""))
+        )
+
+    async def _on_run_outcome_unknown(self, event: Event) -> None:
+        await self._run_message(
+            event,
+            blocks.thread_reply_outcome_unknown(
+                event.data.get("workflow", ""), event.thread_id or "", event.data.get("error", "")
+            ),
+        )

@@ -394,15 +394,15 @@ class Signoff:
         assert fresh is not None
         return DecideResult(fresh, settled)
 
-    async def check_voter(self, approval_id: str, user: str) -> Approval:
+    async def check_voter(self, approval_id: str, user: str, *, approve: bool = True) -> Approval:
         """Raise the refusal `decide` would give `user`, recording nothing (e.g. before a form).
 
         Raises:
             UnknownApprovalError, NotAuthorizedError, SelfApprovalError, AlreadyDecidedError,
-            ApprovalExpiredError.
+            AlreadyVotedError, ApprovalExpiredError.
         """
         a = await self.get(approval_id)
-        await self._check_voter(a, user, self.clock())
+        await self._check_voter(a, user, self.clock(), approve=approve)
         if any(v.user_id == user for v in a.votes):
             raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
         return a

@@ -94,7 +94,7 @@ class Handlers:
                 await ack()
                 await self.client.views_open(trigger_id=body["trigger_id"], view=blocks.payload_modal(a))
                 return
-            a = await self.signoff.check_voter(a.id, user)
+            a = await self.signoff.check_voter(a.id, user, approve=action_id != payloads.REJECT)
             await ack()
             if action_id == payloads.REJECT:
                 view = blocks.reject_modal(a)

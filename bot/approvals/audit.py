@@ -136,6 +136,11 @@ class AuditLog:
         return cls(value.encode() if value else None)
 
     @property
+    def redaction_key(self) -> bytes | None:
+        """The key secret fields are hashed with when redacted (the audit key), or None."""
+        return self._key
+
+    @property
     def keyed(self) -> bool:
         """Whether hashes are HMAC-SHA256 (True) or plain SHA-256 (False)."""
         return self._key is not None

@@ -123,7 +123,7 @@ class Signoff:
         depth, replaced by its hash, as in approvals: for what is stored, printed or posted."""
         if isinstance(value, Mapping):
             return {
-                k: redact(self._secret_rules[k], {k: v})[k] if k in self._secret_rules else self.hide_secrets(v)
+                k: redact(self._secret_rules[k], {k: v}, key=self.audit.redaction_key)[k] if k in self._secret_rules else self.hide_secrets(v)
                 for k, v in value.items()
             }
         if isinstance(value, (list, tuple)):
@@ -269,7 +269,7 @@ class Signoff:
         verdict = evaluate_request(self.policy, action, args)
         rule = verdict.rule
         now = self.clock()
-        shown = redact(rule, args) if rule is not None else args
+        shown = redact(rule, args, key=self.audit.redaction_key) if rule is not None else args
         if verdict.outcome == "ask" and p.get("dedupe_key"):
             dup = await store.pending_duplicate(conn, action, p["dedupe_key"])
             if dup is not None and dup.fingerprint == fp:

@@ -1,0 +1,127 @@
+"""Focused w4: our pause and resume times on SQLite and PostgreSQL, and what a resume sends.
+
+Builds w4's approval graph (draft -> approve, which calls interrupt() -> act) from
+../shared/bench/workloads.py (imported, not copied), then for N fresh threads times
+`invoke(input)` (the pause) and `invoke(Command(resume=...))` (the resume) and prints their
+medians and p99s, ours only (bench/checkpointer.py compares with LangGraph). With `--count`,
+also lists every statement (and COMMIT) one pause and one resume send to PostgreSQL, counted at
+psycopg's cursor and connection calls; each is one round trip unless pipelined.
+
+    .venv/bin/python bench/pause_resume.py [--iterations 300] [--backends sqlite,postgres] [--count]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from list_paused import load_workloads
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def stats(ns: list[int]) -> str:
+    ms = sorted(x / 1e6 for x in ns)
+    p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
+    return f"median {statistics.median(ms):.3f} ms (p99 {p99:.3f})"
+
+
+def count_calls(wl: Any, engine: Any, graph: Any, thread: str) -> None:
+    """Print what one pause and one resume of `thread` send through psycopg."""
+    import psycopg
+
+    log: list[str] = []
+    patched = []
+
+    def wrap(cls: type, name: str, describe: Any) -> None:
+        orig = getattr(cls, name)
+
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            what = describe(self, *args)
+            if what:
+                log.append(what)
+            return orig(self, *args, **kwargs)
+
+        setattr(cls, name, call)
+        patched.append((cls, name, orig))
+
+    def stmt(_cur: Any, query: Any, *_: Any) -> str:
+        text = " ".join(str(query).split())
+        return text if len(text) <= 110 else text[:107] + "..."
+
+    def txn(word: str) -> Any:
+        def describe(conn: Any) -> str | None:
+            idle = conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            return None if idle else word  # psycopg sends nothing outside a transaction
+
+        return describe
+
+    wrap(psycopg.Cursor, "execute", stmt)
+    wrap(psycopg.Cursor, "executemany", stmt)
+    wrap(psycopg.Connection, "commit", txn("COMMIT"))
+    wrap(psycopg.Connection, "rollback", txn("ROLLBACK"))
+    try:
+        for what, run in (
+            ("pause", lambda: graph.invoke({"request": "x"}, wl.cfg(thread))),
+            ("resume", lambda: graph.invoke(engine.Command(resume={"approved": True}), wl.cfg(thread))),
+        ):
+            log.clear()
+            run()
+            print(f"  {what}: {len(log)} statements")
+            for line in log:
+                print(f"    {line}")
+    finally:
+        for cls, name, orig in patched:
+            setattr(cls, name, orig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--iterations", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--backends", default="sqlite,postgres")
+    ap.add_argument("--pg-url", default=None)
+    ap.add_argument("--count", action="store_true", help="list a resume's statements (PostgreSQL)")
+    args = ap.parse_args()
+
+    wl = load_workloads()
+    engine = wl.Engine("graphs")
+    base_url = args.pg_url or os.environ.get("BENCH_PG_URL") or wl.DEFAULT_PG_URL
+    ctx = SimpleNamespace(engine=engine)
+    for backend in args.backends.split(","):
+        tmp = tempfile.TemporaryDirectory()
+        if backend == "postgres":
+            schema, url = wl.pg_fresh_schema(base_url)
+            saver = engine.make_postgres_saver(url)
+        else:
+            schema = None
+            saver = engine.make_sqlite_saver(os.path.join(tmp.name, "w4.sqlite"))
+        try:
+            graph = wl.build_approval(engine, saver)
+            wl.run_pause_resume(ctx, graph, graph.invoke, "warm", args.warmup)
+            pause, resume, paused, done = wl.run_pause_resume(
+                ctx, graph, graph.invoke, "w4", args.iterations
+            )
+            assert paused == done == args.iterations, (paused, done)
+            print(f"{backend}: pause {stats(pause)}; resume {stats(resume)}", flush=True)
+            if args.count and backend == "postgres":
+                count_calls(wl, engine, graph, "count")
+        finally:
+            wl.close_saver(saver)
+            if schema:
+                wl.drop_db(
+                    {"kind": "postgres", "schema": schema},
+                    SimpleNamespace(keep_db=False, pg_url=base_url),
+                )
+            tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

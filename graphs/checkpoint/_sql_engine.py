@@ -1,0 +1,168 @@
+"""Connecting: database URLs and drivers, the engines' hooks, and raw-cursor transactions.
+
+Drivers: `sqlite:///path` uses the standard library's `sqlite3` (sync) and `aiosqlite` (async) on
+the same file. `postgresql://` uses psycopg 3 for both: it is the one PostgreSQL driver with a
+sync and an asyncio interface over the same code, so sync `invoke` and the async bot see the
+same type adaptation, server-side prepared statements (after 5 uses) and error classes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
+
+# ---- URLs -------------------------------------------------------------------------------
+
+
+def _parse(url: str | URL) -> URL:
+    u = make_url(url)
+    backend, _, driver = u.drivername.partition("+")
+    if backend == "postgres":
+        backend = "postgresql"
+    if backend == "sqlite" and driver in ("", "pysqlite", "aiosqlite"):
+        return u.set(drivername="sqlite")
+    if backend == "postgresql" and driver in ("", "psycopg", "psycopg_async"):
+        return u.set(drivername="postgresql")
+    raise ValueError(
+        f"unsupported database URL {u.render_as_string(hide_password=True)!r}: SQLSaver takes "
+        "sqlite:///path/to/file.db or postgresql://user@host/db (it picks the driver itself)"
+    )
+
+
+def sync_url(url: str | URL) -> URL:
+    """The URL with the driver `SQLSaver` uses for sync calls (pysqlite or psycopg)."""
+    u = _parse(url)
+    return u.set(drivername="sqlite+pysqlite" if u.drivername == "sqlite" else "postgresql+psycopg")
+
+
+def async_url(url: str | URL) -> URL:
+    """The URL with the driver `SQLSaver` uses for async calls (aiosqlite or psycopg)."""
+    u = _parse(url)
+    return u.set(
+        drivername="sqlite+aiosqlite" if u.drivername == "sqlite" else "postgresql+psycopg"
+    )
+
+
+def _is_memory(u: URL) -> bool:
+    return u.database in (None, "", ":memory:") or u.query.get("mode") == "memory"
+
+
+# ---- engine hooks -----------------------------------------------------------------------
+
+
+def _install_pg_ping(engine: Engine, ping_after: float) -> None:
+    """Ping a pooled connection before use if it sat idle for `ping_after` seconds.
+
+    This is SQLAlchemy's `pool_pre_ping` (a connection the server dropped, say in a
+    restart, is replaced before anyone sees it) without its round trip on every checkout:
+    connections used moments ago, as between the steps of a run, are trusted, and a rare
+    drop in that window is met by the retry in `SQLSaver._run`.
+    """
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        now = time.monotonic()
+        last = record.info.get("signoff_used")
+        record.info["signoff_used"] = now
+        if last is None or now - last < ping_after:
+            return
+        try:
+            was = dbapi_conn.autocommit
+            dbapi_conn.autocommit = True
+            cursor = dbapi_conn.cursor()
+            cursor.execute("SELECT 1")
+            cursor.close()
+            dbapi_conn.autocommit = was
+        except Exception as e:
+            # The pool replaces the connection and checks out a fresh one.
+            raise sa.exc.DisconnectionError(f"stale pooled connection: {e}") from e
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+        if record is not None:
+            record.info["signoff_used"] = time.monotonic()
+
+
+def _install_sqlite_hooks(engine: Engine, busy_ms: int, synchronous: str) -> None:
+    """Set each new connection's pragmas, and begin writes with `BEGIN IMMEDIATE`."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # SQLAlchemy emits BEGIN itself (below); the driver must not (SQLAlchemy's SQLite
+        # docs, "Enabling Non-Legacy SQLite Transactional Modes").
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute(f"PRAGMA synchronous = {synchronous}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # Writers take the write lock up front, so a transaction never has to upgrade
+        # from reader to writer (which fails at once with "database is locked").
+        if conn.get_execution_options().get("signoff_read"):
+            conn.exec_driver_sql("BEGIN")
+        else:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+# ---- raw-cursor transactions ------------------------------------------------------------
+
+
+class _Tx:
+    """The cursor of one transaction, with the few shapes of call the saver makes."""
+
+    __slots__ = ("cur",)
+
+    def __init__(self, cur: Any) -> None:
+        self.cur = cur
+
+    def run(self, sql: str, params: Any = ()) -> Any:
+        self.cur.execute(sql, params)
+        return self.cur
+
+    def many(self, sql: str, rows: list[dict[str, Any]]) -> None:
+        if len(rows) == 1:
+            self.cur.execute(sql, rows[0])
+        else:
+            self.cur.executemany(sql, rows)
+
+    def one(self, sql: str, params: Any = ()) -> Any:
+        self.cur.execute(sql, params)
+        return self.cur.fetchone()
+
+    def all(self, sql: str, params: Any = ()) -> list[Any]:
+        self.cur.execute(sql, params)
+        return list(self.cur.fetchall())
+
+    def count(self, sql: str, params: Any = ()) -> int:
+        self.cur.execute(sql, params)
+        return int(self.cur.rowcount)
+
+
+class _Dropped(Exception):
+    """The connection was lost mid-transaction (it has been invalidated)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _handle_drop(dialect: Dialect, raw: Any, error: BaseException, cursor: Any) -> None:
+    """If `error` means the connection is lost: invalidate the pool, raise `_Dropped`."""
+    if isinstance(error, dialect.loaded_dbapi.Error) and dialect.is_disconnect(
+        error, raw.dbapi_connection, cursor
+    ):
+        # Like SQLAlchemy's own handling: every connection of the pool opened before now
+        # is presumed dead too (a server restart drops them all).
+        pool = getattr(raw, "_pool", None)
+        if pool is not None and hasattr(pool, "_invalidate"):
+            pool._invalidate(raw, error)
+        else:
+            raw.invalidate(error)
+        raise _Dropped(error) from error

@@ -1,0 +1,134 @@
+"""Stored rows back into values: decoding, rebuilding appended lists, assembling checkpoints.
+
+A list channel that grew by concatenation is stored as a chain: each row after the first holds
+only the items appended and names the version it extends (`prev_version`), back to a row that
+holds the whole list (`full_version`). `_channel_value` joins a chain back into the list.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import CheckpointFormatError
+from . import serde
+from .base import Checkpoint, CheckpointTuple, PendingWrite, checkpoint_config
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _ts(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else bytes(value)
+
+
+def _format_error(thread_id: str, channel: str | None, what: str) -> CheckpointFormatError:
+    where = f"thread {thread_id!r}" + (f", channel {channel!r}" if channel else "")
+    return CheckpointFormatError(f"{where}: {what}", thread_id=thread_id, channel=channel)
+
+
+def _decode(thread_id: str, channel: str | None, data: Any) -> Any:
+    try:
+        return serde.loads(_bytes(data))
+    except CheckpointFormatError as e:
+        raise _format_error(thread_id, channel, str(e)) from e
+
+
+# (channel, version) -> (prev_version, total, value)
+_BlobRows = dict[tuple[str, int], tuple[int | None, int | None, bytes | None]]
+
+
+def _channel_value(thread_id: str, channel: str, version: int, rows: _BlobRows) -> Any:
+    """The value of `channel` at `version`, or `_MISSING` when it has none."""
+    row = rows.get((channel, version))
+    if row is None or row[2] is None:
+        return _MISSING
+    prev, total, value = row
+    if prev is None:
+        return _decode(thread_id, channel, value)
+    parts = [_bytes(value)]
+    at: int | None = prev
+    while at is not None:
+        link = rows.get((channel, at))
+        if link is None or link[2] is None:
+            raise _format_error(
+                thread_id,
+                channel,
+                f"the list stored at version {version} extends version {at}, which is missing",
+            )
+        parts.append(_bytes(link[2]))
+        at = link[0]
+    items = []
+    for part in reversed(parts):
+        if part[:1] != b"[" or part[-1:] != b"]":
+            raise _format_error(
+                thread_id, channel, f"version {version} extends a value that is not a list"
+            )
+        if len(part) > 2:
+            items.append(part[1:-1])
+    out = _decode(thread_id, channel, b"[" + b",".join(items) + b"]")
+    if len(out) != total:
+        raise _format_error(
+            thread_id,
+            channel,
+            f"the list at version {version} has {len(out)} items where {total} were stored",
+        )
+    return out
+
+
+_MISSING = object()
+
+
+def _record(thread_id: str, row: tuple[Any, ...]) -> dict[str, Any]:
+    """The stored checkpoint record of a checkpoint row, checked."""
+    try:
+        record = serde.loads_record(_bytes(row[4]))
+        if not isinstance(record.get("channel_versions"), dict):
+            raise KeyError("channel_versions")
+        return record  # type: ignore[no-any-return]
+    except (CheckpointFormatError, KeyError, TypeError, AttributeError) as e:
+        raise _format_error(thread_id, None, f"checkpoint {row[2]!r}: {e}") from e
+
+
+def _assemble(
+    thread_id: str,
+    ns: str,
+    row: tuple[Any, ...],
+    record: dict[str, Any],
+    blob_rows: _BlobRows,
+    writes: Sequence[tuple[str, str, Any]],
+) -> CheckpointTuple:
+    """A `CheckpointTuple` from a checkpoint row, its record, the blob rows and its writes."""
+    checkpoint_id, parent_id = row[2], row[3]
+    values = {}
+    for channel, version in record["channel_versions"].items():
+        value = _channel_value(thread_id, channel, version, blob_rows)
+        if value is not _MISSING:
+            values[channel] = value
+    checkpoint = Checkpoint(
+        v=record["v"],
+        id=checkpoint_id,
+        ts=record["ts"],
+        channel_values=values,
+        channel_versions=dict(record["channel_versions"]),
+        next_tasks=[list(t) for t in record["next_tasks"]],
+        paused=list(record["paused"]),
+        appended={},
+    )
+    return CheckpointTuple(
+        config=checkpoint_config(thread_id, ns, checkpoint_id),
+        checkpoint=checkpoint,
+        metadata=_decode(thread_id, None, row[5]),
+        parent_config=checkpoint_config(thread_id, ns, parent_id) if parent_id else None,
+        pending_writes=[
+            PendingWrite(task_id, channel, _decode(thread_id, channel, value))
+            for task_id, channel, value in writes
+        ],
+    )

@@ -1,0 +1,320 @@
+"""Writing, as transactions on one cursor: `put` and `put_writes`.
+
+Values are serialized before the transaction begins (`_put_args`, `_writes_args`): a value that
+cannot be stored changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import CheckpointConflictError
+from ..types import RunConfig
+from . import serde
+from ._sql_engine import _Tx
+from ._sql_statements import _Dialect
+from ._sql_values import _now
+from .base import (
+    ERROR,
+    INTERRUPT,
+    RESUME,
+    Checkpoint,
+    CheckpointMetadata,
+    config_checkpoint_id,
+)
+
+_SPECIAL = frozenset((INTERRUPT, RESUME, ERROR))
+
+
+def _is_broken_chain(error: BaseException) -> bool:
+    """PostgreSQL refused an append row: its previous version is not the list it extends."""
+    diag = getattr(error, "diag", None)
+    return (
+        getattr(error, "sqlstate", None) == "23502"
+        and getattr(diag, "column_name", None) == "full_version"
+    )
+
+
+def _put_args(
+    key: tuple[str, str],
+    config: RunConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: dict[str, int],
+) -> tuple[Any, ...]:
+    # Serialize before touching the database: a value that cannot be stored changes nothing.
+    thread_id, ns = key
+    parent_id = config_checkpoint_id(config)
+    values = checkpoint["channel_values"]
+    appended = checkpoint.get("appended") or {}
+    full: list[dict[str, Any]] = []
+    deltas: list[tuple[dict[str, Any], list[Any]]] = []
+    for channel, version in new_versions.items():
+        row: dict[str, Any] = {"t": thread_id, "ns": ns, "c": channel, "v": version}
+        if channel not in values:
+            full.append({**row, "total": None, "value": None})
+            continue
+        value = values[channel]
+        total = len(value) if type(value) is list else None
+        n = appended.get(channel, 0)
+        if parent_id and total is not None and 0 < n < total:
+            delta = {**row, "total": total, "prev_total": total - n}
+            delta["value"] = serde.dumps(value[-n:]).encode()
+            deltas.append((delta, list(value)))
+        else:
+            full.append({**row, "total": total, "value": serde.dumps(value).encode()})
+    record = serde.dumps_record(
+        {
+            "v": checkpoint["v"],
+            "ts": checkpoint["ts"],
+            "channel_versions": dict(checkpoint["channel_versions"]),
+            "next_tasks": [list(t) for t in checkpoint["next_tasks"]],
+            "paused": list(checkpoint["paused"]),
+        }
+    ).encode()
+    paused = list(checkpoint["paused"])
+    if paused:
+        status = "paused"
+    elif not checkpoint["next_tasks"]:
+        status = "done"
+    else:
+        status = "running"
+    return (
+        thread_id,
+        ns,
+        checkpoint["id"],
+        parent_id,
+        status,
+        serde.dumps(paused).encode() if paused else None,
+        record,
+        serde.dumps(dict(metadata)).encode(),
+        full,
+        deltas,
+    )
+
+
+def _put_tx(
+    tx: _Tx,
+    dialect: _Dialect,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str,
+    parent_id: str | None,
+    status: str,
+    nodes: bytes | None,
+    record: bytes,
+    meta: bytes,
+    full: list[dict[str, Any]],
+    deltas: list[tuple[dict[str, Any], list[Any]]],
+) -> None:
+    sql = dialect.sql
+    now = _now()
+    head = {"t": thread_id, "ns": ns, "id": checkpoint_id, "status": status, "now": now}
+    head["finished"] = now if status == "done" else None
+    if parent_id is None:
+        head.update(paused_since=now if status == "paused" else None, nodes=nodes)
+        moved = tx.count(sql["insert_thread"], head)
+    elif status == "paused":
+        head.update(parent=parent_id, nodes=nodes)
+        moved = tx.count(sql["advance_thread_paused"], head)
+    else:
+        head["parent"] = parent_id
+        moved = tx.count(sql["advance_thread"], head)
+    if moved != 1:
+        row = tx.one(sql["head"], {"t": thread_id, "ns": ns})
+        current = row[0] if row else None
+        if current == checkpoint_id:
+            return  # stored already: a retry after the connection dropped during COMMIT
+        raise CheckpointConflictError(
+            f"thread {thread_id!r} moved on: its head is {current!r}, not {parent_id!r}; "
+            "another run wrote to it",
+            thread_id,
+        )
+    tx.run(
+        sql["insert_checkpoint"],
+        {
+            "t": thread_id,
+            "ns": ns,
+            "id": checkpoint_id,
+            "parent": parent_id,
+            "record": record,
+            "meta": meta,
+        },
+    )
+    for delta, whole in deltas:
+        if tx.count(sql["append_blob"], delta) != 1:
+            # The stored previous version is not the list this one extends (it was written
+            # before a delete, or `appended` disagrees with it): store the value whole.
+            full.append({**delta, "value": serde.dumps(whole).encode()})
+    if full:
+        tx.many(sql["insert_blob"], full)
+
+
+def _put_pg(
+    tx: _Tx,
+    dialect: _Dialect,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str,
+    parent_id: str | None,
+    status: str,
+    nodes: bytes | None,
+    record: bytes,
+    meta: bytes,
+    full: list[dict[str, Any]],
+    deltas: list[tuple[dict[str, Any], list[Any]]],
+) -> None:
+    """`_put_tx` as one statement (PostgreSQL's data-modifying WITH): one round trip."""
+    now = _now()
+    params: dict[str, Any] = {
+        "t": thread_id,
+        "ns": ns,
+        "id": checkpoint_id,
+        "parent": parent_id,
+        "status": status,
+        "now": now,
+        "nodes": nodes,
+        "record": record,
+        "meta": meta,
+        "paused_since": now if status == "paused" else None,
+        "finished": now if status == "done" else None,
+    }
+    for i, row in enumerate(full):
+        params[f"c{i}"], params[f"v{i}"] = row["c"], row["v"]
+        params[f"total{i}"], params[f"value{i}"] = row["total"], row["value"]
+    for i, (d, _) in enumerate(deltas):
+        params[f"dc{i}"], params[f"dv{i}"], params[f"dtotal{i}"] = d["c"], d["v"], d["total"]
+        params[f"dprev{i}"], params[f"dvalue{i}"] = d["prev_total"], d["value"]
+    head = "insert" if parent_id is None else "paused" if status == "paused" else "advance"
+    try:
+        moved = tx.one(dialect.put_statement(head, len(full), len(deltas)), params)[0]
+    except Exception as e:
+        if not (deltas and _is_broken_chain(e)):
+            raise
+        # An appended list whose stored previous version is not what it extends: the
+        # statement failed whole; store every value whole instead.
+        wholes = [{**d, "value": serde.dumps(whole).encode()} for d, whole in deltas]
+        return _put_pg(
+            tx,
+            dialect,
+            thread_id,
+            ns,
+            checkpoint_id,
+            parent_id,
+            status,
+            nodes,
+            record,
+            meta,
+            full + wholes,
+            [],
+        )
+    if moved != 1:
+        row = tx.one(dialect.sql["head"], {"t": thread_id, "ns": ns})
+        current = row[0] if row else None
+        if current == checkpoint_id:
+            return None  # stored already: a retry after the connection dropped
+        raise CheckpointConflictError(
+            f"thread {thread_id!r} moved on: its head is {current!r}, not {parent_id!r}; "
+            "another run wrote to it",
+            thread_id,
+        )
+    return None
+
+
+_put_pg._single_statement = True  # type: ignore[attr-defined]
+
+
+def _writes_args(
+    key: tuple[str, str], config: RunConfig, writes: Sequence[tuple[str, Any]], task_id: str
+) -> tuple[Any, ...] | None:
+    thread_id, ns = key
+    checkpoint_id = config_checkpoint_id(config) or ""
+    rows = []
+    error = None
+    special = False
+    for channel, value in writes:
+        iid = None
+        if channel in _SPECIAL:
+            special = True
+            if channel == INTERRUPT:
+                iid = getattr(value, "id", None)
+            elif channel == RESUME:
+                if isinstance(value, (list, tuple)) and len(value) == 2:
+                    iid = str(value[0])
+            else:
+                error = str(value)
+        rows.append(
+            {
+                "t": thread_id,
+                "ns": ns,
+                "id": checkpoint_id,
+                "task": task_id,
+                "c": channel,
+                "value": serde.dumps(value).encode(),
+                "iid": iid,
+            }
+        )
+    if not rows:
+        return None
+    status = "failed" if error is not None else "check" if special else None
+    return thread_id, ns, checkpoint_id, rows, status, error
+
+
+def _writes_tx(
+    tx: _Tx,
+    dialect: _Dialect,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str,
+    rows: list[dict[str, Any]],
+    status: str | None,
+    error: str | None,
+) -> None:
+    if dialect.pg:
+        _writes_pg(tx, dialect, thread_id, ns, checkpoint_id, rows, status, error)
+        return
+    sql = dialect.sql
+    tx.many(sql["insert_write"], rows)
+    head = {"t": thread_id, "ns": ns, "id": checkpoint_id, "now": _now()}
+    if status == "failed":
+        tx.run(sql["thread_failed"], {**head, "error": error})
+    elif status == "check":
+        tx.run(sql["thread_after_writes"], head)
+
+
+def _writes_pg(
+    tx: _Tx,
+    dialect: _Dialect,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str,
+    rows: list[dict[str, Any]],
+    status: str | None,
+    error: str | None,
+) -> None:
+    """PostgreSQL: the writes and the thread's new status in one statement."""
+    params: dict[str, Any] = {
+        "t": thread_id,
+        "ns": ns,
+        "id": checkpoint_id,
+        "now": _now(),
+        "error": error,
+        "task": rows[0]["task"],
+    }
+    for i, row in enumerate(rows):
+        params[f"c{i}"], params[f"value{i}"], params[f"iid{i}"] = (
+            row["c"],
+            row["value"],
+            row["iid"],
+        )
+    new_ids = {r["iid"] for r in rows if r["c"] == INTERRUPT}
+    answered = {r["iid"] for r in rows if r["c"] == RESUME and r["iid"] is not None}
+    params["new_pending"] = bool(new_ids - answered) or (None in new_ids)
+    for i, iid in enumerate(sorted(answered)):
+        params[f"a{i}"] = iid
+    tx.run(dialect.writes_statement(len(rows), status, len(answered)), params)
+
+
+_writes_pg._single_statement = True  # type: ignore[attr-defined]
+_writes_tx._single_statement = True  # type: ignore[attr-defined]

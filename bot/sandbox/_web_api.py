@@ -88,6 +88,15 @@ def users_info(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     return {"user": user.to_api(ctx.workspace.team.id)}
 
 
+def usergroups_list(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    groups = [
+        {"id": g.id, "team_id": ctx.workspace.team.id, "handle": g.handle, "name": g.handle,
+         "user_count": len(g.users)}
+        for g in ctx.workspace.usergroups.values()
+    ]  # fmt: skip
+    return {"usergroups": groups}
+
+
 def usergroups_users_list(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     group = ctx.workspace.usergroup(_required(params, "usergroup", "no_such_subteam"))
     return {"users": list(group.users)}
@@ -264,6 +273,7 @@ METHODS: dict[str, Handler] = {
     "conversations.info": conversations_info,
     "conversations.list": conversations_list,
     "conversations.replies": conversations_replies,
+    "usergroups.list": usergroups_list,
     "usergroups.users.list": usergroups_users_list,
     "users.info": users_info,
     "views.open": views_open,

@@ -18,6 +18,8 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 | `POST /_sandbox/act/submit` | `{"user", "inputs", "view_id"?}` → answer, errors, view after |
 | `POST /_sandbox/act/command` | `{"user", "channel", "text", "command"?}` → the app's answer |
 | `POST /_sandbox/act/home` | `{"user"}` → the app's answer |
+| `POST /_sandbox/act/close` | `{"user", "view_id"?}`: the user closes their top modal (or `view_id`) |
+| `POST /_sandbox/act/message` | `{"user", "channel", "text", "thread_ts"?}`: the user writes a message |
 
 An app's answer is `{"status", "body", "json"}` (`json` is the body parsed, or null).
 """
@@ -169,6 +171,35 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
     async def home(request: web.Request) -> web.Response:
         return web.json_response(_answer(await slack.open_home((await _body(request))["user"])))
 
+    async def close(request: web.Request) -> web.Response:
+        b = await _body(request)
+        ws = slack.workspace
+        stack = ws.views.get(ws.user(str(b["user"])).id) or []
+        view_id = b.get("view_id")
+        view = next((v for v in stack if v.id == view_id), None) if view_id else None
+        view = view or (stack[-1] if stack and not view_id else None)
+        if view is None:
+            raise SlackApiFailure("not_found")
+        if view.spec.get("clear_on_close"):
+            stack.clear()
+        else:
+            stack.remove(view)
+        slack.touch()
+        return web.json_response({"ok": True})
+
+    async def message(request: web.Request) -> web.Response:
+        b = await _body(request)
+        ws = slack.workspace
+        user, channel = ws.user(str(b["user"])), ws.channel(str(b["channel"]))
+        # Slack's client encodes these three, so typed text is never a mention or a link.
+        text = str(b.get("text") or "").replace("&", "&amp;").replace("<", "&lt;")
+        text = text.replace(">", "&gt;")
+        if not text.strip():
+            raise SlackApiFailure("no_text")
+        msg = ws.post(channel, user.id, text, [], thread_ts=b.get("thread_ts") or None)
+        slack.touch()
+        return web.json_response({"ok": True, "channel": channel.id, "ts": msg.ts})
+
     r = app.router
     r.add_get("/_sandbox/calls", calls)
     r.add_get("/_sandbox/state", state)
@@ -182,3 +213,5 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
     r.add_post("/_sandbox/act/submit", submit)
     r.add_post("/_sandbox/act/command", command)
     r.add_post("/_sandbox/act/home", home)
+    r.add_post("/_sandbox/act/close", close)
+    r.add_post("/_sandbox/act/message", message)

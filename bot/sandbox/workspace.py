@@ -296,7 +296,7 @@ class Workspace:
             ],
             "ephemerals": {u: [e.to_state() for e in es] for u, es in self.ephemerals.items()},
             "views": {
-                u: [v.to_api(self.team) | {"user": u} for v in s]
+                u: [v.to_api(self.team) | {"user": u, "errors": v.errors} for v in s]
                 for u, s in self.views.items()
                 if s
             },

@@ -255,7 +255,7 @@ REASON_PLACEHOLDER = "e.g. The order was already refunded"
 
 EDIT_MODAL_TITLE = "Edit and approve"
 EDIT_MODAL_SUBMIT = "Approve"
-NOTE_LABEL = "Note (optional)"
+NOTE_LABEL = "Note"  # Slack adds "(optional)" to an optional input's label itself
 NOTE_HINT = "Shown on the card and kept in the audit log."
 
 PAYLOAD_MODAL_TITLE = "Full payload"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ __all__ = ["Settings", "build_signoff"]
 
 DEFAULT_DATABASE_URL = "sqlite:///signoff.db"
 DEFAULT_POLICY = "signoff.toml"
+DEFAULT_SWEEP_INTERVAL = 30.0
 
 
 class SettingsError(ValueError):
@@ -46,6 +48,9 @@ class Settings:
     """`SIGNOFF_DEFAULT_CHANNEL`: where cards go when a run names no channel."""
     notify_channel: bool = True
     """`SIGNOFF_NOTIFY_CHANNEL` (default true): also tell the channel, not only the card's thread."""
+    sweep_interval: float = DEFAULT_SWEEP_INTERVAL
+    """`SIGNOFF_SWEEP_INTERVAL` (seconds, default 30): how often the bot reminds, escalates and
+    expires what is due. A due approval waits up to this long past its deadline."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -62,6 +67,7 @@ class Settings:
             api_token=env.get("SIGNOFF_API_TOKEN") or None,
             default_channel=env.get("SIGNOFF_DEFAULT_CHANNEL") or None,
             notify_channel=(env.get("SIGNOFF_NOTIFY_CHANNEL") or "true").lower() not in ("0", "false", "no"),
+            sweep_interval=_seconds(env, "SIGNOFF_SWEEP_INTERVAL", DEFAULT_SWEEP_INTERVAL),
         )
 
     def check_slack(self) -> None:
@@ -88,6 +94,24 @@ class Settings:
                 f"SLACK_SIGNING_SECRET is not set: copy the Signing Secret from {where}, under Basic "
                 "Information (or set SLACK_APP_TOKEN to use Socket Mode)"
             )
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """A positive number of seconds from `env[name]`; `default` when unset or empty.
+
+    Raises:
+        SettingsError: the value is not a positive number.
+    """
+    raw = env.get(name) or ""
+    if not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not (math.isfinite(value) and value > 0):
+        raise SettingsError(f"{name} must be a positive number of seconds (e.g. 30 or 0.5), got {raw!r}")
+    return value
 
 
 def build_signoff(

@@ -163,7 +163,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
     site = web.TCPSite(web_runner, host, port)
     await site.start()
     runner.start()
-    scheduler = start_scheduler(signoff, jobs_every=None)
+    scheduler = start_scheduler(signoff, sweep_every=settings.sweep_interval, jobs_every=None)
     mode = "Socket Mode" if socket_handler else f"HTTP on {host}:{port}, Slack requests at /slack/events"
     log.info("signoff running (%s); database %s", mode, signoff.db.display_url)
     print(f"signoff running ({mode}); database {signoff.db.display_url}", flush=True)

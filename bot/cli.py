@@ -292,7 +292,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="0.0.0.0")
     s.set_defaults(fn=None, serve=True)
 
-    sub.add_parser("demo", help="a walk through a refund approval, on a SQLite file").set_defaults(fn=None, demo=True)
+    s = sub.add_parser("demo", help="a local Slack in the browser with the bot running against it, on SQLite")
+    s.add_argument("--port", type=int, default=3000, help="the page's port (default 3000; 0 picks a free one)")
+    s.add_argument("--walkthrough", action="store_true", help="a walk through a refund approval in the terminal instead")
+    s.set_defaults(fn=None, demo=True)
     return p
 
 
@@ -313,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "demo", False):
         from .demo import main as demo_main
 
-        return demo_main()
+        return demo_main(port=args.port, walkthrough=args.walkthrough)
     if getattr(args, "serve", False):
         from .server import serve
 

@@ -1,0 +1,89 @@
+"""Canonical JSON, the fingerprint of a request, and the redaction of its secret fields."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import hashlib
+import hmac
+import json
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .policy import ActionPolicy
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces, the same for equal values in every process.
+
+    Besides JSON's own types: tuples, sets and frozensets are arrays (sets sorted), Decimal and
+    UUID their strings, datetimes ISO 8601, timedelta its seconds, bytes base64.
+
+    Raises:
+        TypeError: a value of another type. ValueError: NaN or infinity.
+    """
+    return json.dumps(
+        value,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+        default=_json_default,
+    )
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return sorted((json.loads(canonical_json(v)) for v in value), key=canonical_json)
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise ValueError(f"cannot fingerprint the non-finite number {value}")
+        return str(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(
+        f"cannot fingerprint a value of type {type(value).__qualname__}; use JSON types"
+    )
+
+
+def fingerprint(action: str, args: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of the action and its arguments.
+
+    Two requests with the same fingerprint ask for exactly the same thing.
+    """
+    data = canonical_json({"action": action, "args": dict(args)})
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def redact(
+    rule: ActionPolicy | None, args: Mapping[str, Any], *, key: bytes | None = None
+) -> dict[str, Any]:
+    """A copy of `args` fit for cards, logs and the audit log: each secret field becomes
+    `{"redacted": "sha256:<hex>"}`, the hash of its canonical JSON.
+
+    A short secret (a card number) can be found again from its plain hash by trying every
+    value; pass `key` (e.g. the audit HMAC key) to get `"hmac-sha256:<hex>"` instead.
+    """
+    out = dict(args)
+    if rule is None:
+        return out
+    for name in rule.secret:
+        if name in out:
+            data = canonical_json(out[name]).encode("utf-8")
+            if key is None:
+                digest = "sha256:" + hashlib.sha256(data).hexdigest()
+            else:
+                digest = "hmac-sha256:" + hmac.new(key, data, hashlib.sha256).hexdigest()
+            out[name] = {"redacted": digest}
+    return out

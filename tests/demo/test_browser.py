@@ -1,0 +1,233 @@
+"""The sandbox in a real browser: a person starts runs, clicks, types into modals and `/agent`.
+
+Each test drives `signoff demo` (a subprocess: the sandbox page plus the real bot, on SQLite)
+through Chromium, as one of the demo people, and leaves a screenshot in `test-output/demo/`.
+`SIGNOFF_WRITE_DOCS=1` also writes the README's screenshot, `docs/sandbox.png`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+expect.set_options(timeout=15_000)
+
+DOCS_SHOT = Path(__file__).resolve().parents[2] / "docs" / "sandbox.png"
+
+
+class Sandbox:
+    """The page, seen and used by one person at a time (the "You are" switch)."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+
+    def be(self, user_id: str) -> None:
+        self.page.select_option("#who", user_id)
+
+    def start(self, workflow: str = "refund", *, channel: str | None = None, **inputs: Any) -> None:
+        """Fill in and send the "Start a workflow" form; wait for its confirmation."""
+        self.page.get_by_role("button", name="+ Start a workflow").click()
+        form = self.page.locator("#start-form")
+        form.locator("#start-workflow").select_option(workflow)
+        for name, value in inputs.items():
+            form.locator(f"#start-{name}").fill(str(value))
+        if channel:
+            form.locator("#start-channel").select_option(channel)
+        form.get_by_role("button", name="Start").click()
+        expect(form).to_have_count(0)
+
+    def card(self, title: str) -> Locator:
+        """The channel message whose header holds `title`."""
+        header = self.page.locator(".block.header", has_text=title)
+        return self.page.locator("#messages .msg", has=header)
+
+    def ephemeral(self, text: str) -> Locator:
+        return self.page.locator("#messages .msg.ephemeral", has_text=text)
+
+    def modal(self) -> Locator:
+        return self.page.locator("#modal-layer .modal")
+
+    def say(self, text: str) -> None:
+        box = self.page.locator("#composer-input")
+        box.fill(text)
+        box.press("Enter")
+
+    def open_thread(self, card: Locator) -> Locator:
+        card.locator(".replies-link").click()
+        return self.page.locator("#thread")
+
+
+@pytest.fixture
+def sandbox(browser: Any, demo_url: str, shot: Path) -> Iterator[Sandbox]:
+    """A fresh page on the demo as Carol; its screenshot is taken when the test ends."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    origin = demo_url.rstrip("/")
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(demo_url + "?as=U_CAROL")
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    yield Sandbox(page)
+    page.screenshot(path=str(shot))
+    context.close()
+    assert not errors, errors
+    outside = [u for u in requests if not (u.startswith(origin + "/") or u.startswith("data:"))]
+    assert not outside, f"the page requested something outside the sandbox: {outside}"
+
+
+def test_a_refund_started_from_the_page_posts_its_card(sandbox: Sandbox) -> None:
+    sandbox.start("refund", customer_id="cust-start", amount="42.50", reason="damaged item")
+    card = sandbox.card("Refund 42.50 to cust-start")
+    expect(card).to_be_visible()
+    expect(card).to_contain_text("asks to run send_refund")
+    expect(card.locator(".mention", has_text="@Carol").first).to_be_visible()
+    for name in ("Approve", "Reject", "Edit", "Full payload"):
+        expect(card.get_by_role("button", name=name)).to_be_visible()
+    expect(card.get_by_role("button", name="Approve")).to_have_class("btn btn-primary")
+    expect(card.get_by_role("button", name="Reject")).to_have_class("btn btn-danger")
+
+
+def test_an_approver_approves_and_the_thread_hears_the_refund_ran(sandbox: Sandbox) -> None:
+    sandbox.start("refund", customer_id="cust-approve", amount="42.50")
+    card = sandbox.card("Refund 42.50 to cust-approve")
+    expect(card).to_be_visible()
+    sandbox.be("U_ALICE")
+    card.get_by_role("button", name="Approve").click()
+    expect(card.locator(".block.header")).to_contain_text("✅")
+    expect(card).to_contain_text("Approved by @Alice")
+    expect(card.locator(".actions")).to_have_count(0)
+    thread = sandbox.open_thread(card)
+    expect(thread).to_contain_text("completed")
+    expect(thread).to_contain_text("refunded 42.50 to cust-approve")
+
+
+def test_a_rejection_asks_for_a_reason_in_a_modal(sandbox: Sandbox, shot: Path) -> None:
+    sandbox.start("refund", customer_id="cust-reject", amount="19.99")
+    card = sandbox.card("Refund 19.99 to cust-reject")
+    sandbox.be("U_BOB")
+    card.get_by_role("button", name="Reject").click()
+    modal = sandbox.modal()
+    expect(modal).to_be_visible()
+    modal.locator(".modal-foot .btn-primary").click()  # no reason yet
+    expect(modal.locator(".input-error")).to_contain_text("Please complete this required field.")
+    sandbox.page.screenshot(path=str(shot.with_name(shot.stem + "-modal.png")))
+    modal.locator("textarea").fill("duplicate of an earlier order")
+    modal.locator(".modal-foot .btn-primary").click()
+    expect(modal).to_have_count(0)
+    expect(card.locator(".block.header")).to_contain_text("❌")
+    expect(card).to_contain_text("Rejected by @Bob")
+    expect(card).to_contain_text("duplicate of an earlier order")
+    thread = sandbox.open_thread(card)
+    expect(thread).to_contain_text("declined")
+
+
+def test_an_edited_amount_is_the_one_refunded(sandbox: Sandbox, shot: Path) -> None:
+    sandbox.start("refund", customer_id="cust-edit", amount="42.50")
+    card = sandbox.card("Refund 42.50 to cust-edit")
+    sandbox.be("U_ALICE")
+    card.get_by_role("button", name="Edit").click()
+    modal = sandbox.modal()
+    amount = modal.get_by_label("amount")
+    expect(amount).to_have_value("42.5")
+    amount.fill("forty")
+    modal.locator(".modal-foot .btn-primary").click()
+    expect(modal.locator(".input-error").first).to_contain_text("amount must be a number")
+    sandbox.page.screenshot(path=str(shot.with_name(shot.stem + "-modal.png")))
+    amount.fill("40")
+    modal.get_by_label("Note").fill("partial refund: one item kept")
+    modal.locator(".modal-foot .btn-primary").click()
+    expect(modal).to_have_count(0)
+    expect(card).to_contain_text("Approved by @Alice")
+    expect(card).to_contain_text("40")
+    thread = sandbox.open_thread(card)
+    expect(thread).to_contain_text("refunded 40.00 to cust-edit")
+
+
+def test_approving_ones_own_request_is_refused_privately(sandbox: Sandbox) -> None:
+    sandbox.start("refund", customer_id="cust-self", amount="42.50")
+    card = sandbox.card("Refund 42.50 to cust-self")
+    card.get_by_role("button", name="Approve").click()
+    refusal = sandbox.ephemeral("approve your own request")
+    expect(refusal).to_be_visible()
+    expect(refusal).to_contain_text("Only visible to you")
+    expect(card.get_by_role("button", name="Approve")).to_be_visible()  # still pending
+    sandbox.be("U_ALICE")
+    expect(sandbox.ephemeral("approve your own request")).to_have_count(0)
+    sandbox.be("U_CAROL")
+    expect(refusal).to_be_visible()
+
+
+def test_agent_status_typed_in_the_message_box_lists_the_pending_approval(sandbox: Sandbox) -> None:
+    sandbox.start("refund", customer_id="cust-status", amount="42.50")
+    expect(sandbox.card("Refund 42.50 to cust-status")).to_be_visible()
+    sandbox.be("U_BOB")
+    sandbox.say("/agent status")
+    answer = sandbox.page.locator("#messages .msg.ephemeral", has_text="Waiting on you")
+    expect(answer).to_be_visible()
+    expect(answer).to_contain_text("Refund 42.50 to cust-status")
+
+
+def test_two_of_ops_delete_a_row_after_a_confirm_dialog(sandbox: Sandbox) -> None:
+    sandbox.start("delete_row", table="users", row_id="4711", reason="GDPR erasure request")
+    card = sandbox.card("Delete row 4711 of users")
+    sandbox.be("U_DAVE")
+    card.get_by_role("button", name="Approve").click()
+    dialog = sandbox.page.locator("#dialog-layer .confirm")
+    expect(dialog).to_be_visible()  # critical: Slack's confirm dialog first
+    dialog.locator(".btn-danger, .btn-primary").last.click()
+    expect(card).to_contain_text("1 of 2")
+    card.get_by_role("button", name="Approve").click()  # Dave again: one person, one vote
+    dialog.locator(".btn-danger, .btn-primary").last.click()
+    expect(sandbox.ephemeral("already voted")).to_be_visible()
+    sandbox.be("U_ERIN")
+    card.get_by_role("button", name="Approve").click()
+    dialog.locator(".btn-danger, .btn-primary").last.click()
+    expect(card).to_contain_text("Approved by @Dave and @Erin")
+    expect(sandbox.open_thread(card)).to_contain_text("deleted row 4711 of users")
+
+
+def test_the_home_tab_lists_what_waits_on_you(sandbox: Sandbox) -> None:
+    sandbox.start("refund", customer_id="cust-home", amount="42.50")
+    sandbox.be("U_BOB")
+    sandbox.page.locator("#app-list .nav-item").click()
+    home = sandbox.page.locator("#messages .home")
+    expect(home).to_contain_text("Waiting on you")
+    expect(home).to_contain_text("Refund 42.50 to cust-home")
+
+
+def test_readme_screenshot_a_pending_card_and_a_decided_one(sandbox: Sandbox, shot: Path) -> None:
+    # In #general, where no other test posts, so the picture shows these two cards only.
+    sandbox.start(
+        "refund", channel="C_GENERAL",
+        customer_id="cust_7", order_id="o-2041", amount="42.50", reason="damaged item",
+    )  # fmt: skip
+    decided = sandbox.card("Refund 42.50 to cust_7")
+    sandbox.be("U_ALICE")
+    decided.get_by_role("button", name="Approve").click()
+    expect(decided).to_contain_text("Approved by @Alice")
+    sandbox.be("U_CAROL")
+    sandbox.start(
+        "refund", channel="C_GENERAL",
+        customer_id="cust_8", order_id="o-2042", amount="120.00", reason="late delivery",
+    )  # fmt: skip
+    pending = sandbox.card("Refund 120.00 to cust_8")
+    expect(pending.get_by_role("button", name="Approve")).to_be_visible()
+    sandbox.be("U_BOB")
+    sandbox.open_thread(decided)
+    expect(sandbox.page.locator("#thread")).to_contain_text("refunded 42.50 to cust_7")
+    sandbox.page.set_viewport_size({"width": 1400, "height": 1000})
+    sandbox.page.evaluate("document.querySelector('#toasts').replaceChildren()")
+    sandbox.page.locator("#messages").evaluate("box => { box.scrollTop = box.scrollHeight; }")
+    sandbox.page.mouse.move(0, 0)
+    sandbox.page.screenshot(path=str(shot))
+    if os.environ.get("SIGNOFF_WRITE_DOCS"):
+        DOCS_SHOT.parent.mkdir(exist_ok=True)
+        shutil.copyfile(shot, DOCS_SHOT)

@@ -223,7 +223,7 @@ def test_readme_screenshot_a_pending_card_and_a_decided_one(sandbox: Sandbox, sh
     sandbox.be("U_BOB")
     sandbox.open_thread(decided)
     expect(sandbox.page.locator("#thread")).to_contain_text("refunded 42.50 to cust_7")
-    sandbox.page.set_viewport_size({"width": 1400, "height": 1000})
+    sandbox.page.set_viewport_size({"width": 1400, "height": 1160})
     sandbox.page.evaluate("document.querySelector('#toasts').replaceChildren()")
     sandbox.page.locator("#messages").evaluate("box => { box.scrollTop = box.scrollHeight; }")
     sandbox.page.mouse.move(0, 0)

@@ -231,3 +231,44 @@ def test_readme_screenshot_a_pending_card_and_a_decided_one(sandbox: Sandbox, sh
     if os.environ.get("SIGNOFF_WRITE_DOCS"):
         DOCS_SHOT.parent.mkdir(exist_ok=True)
         shutil.copyfile(shot, DOCS_SHOT)
+
+
+ESCAPED_SAMPLES = [
+    "*not bold* _not italic_ ~not struck~ `not code`",
+    "<@U_ALICE> <!channel> <https://example.com|click> & co",
+    ":white_check_mark: done",
+    "> not a quote\n>> nor this",
+    "order_id a*b 2*3*4 **",
+]
+
+
+def test_mrkdwn_renders_like_slack(sandbox: Sandbox) -> None:
+    from bot.slack import messages
+
+    render = """([text, me]) => {
+        const d = document.createElement("div");
+        d.innerHTML = SlackText.mrkdwn(text, {users: {U_ALICE: {name: "alice", real_name: "Alice"}}, me});
+        document.body.append(d);
+        const out = [d.innerHTML, d.innerText];
+        d.remove();
+        return out;
+    }"""
+    page = sandbox.page
+
+    def html(text: str) -> str:
+        return page.evaluate(render, [text, "U_ALICE"])[0]
+
+    assert html("*bold* _it_ ~gone~ `x<y`") == "<b>bold</b> <i>it</i> <s>gone</s> <code>x&lt;y</code>"
+    assert html("<@U_ALICE> and <@U_BOB|bob>") == (
+        '<span class="mention me" data-user="U_ALICE">@Alice</span> and '
+        '<span class="mention" data-user="U_BOB">@bob</span>'
+    )
+    assert ">2023-11-14 22:13 UTC</span>" in html("<!date^1700000000^{date_short_pretty}|2023-11-14 22:13 UTC>")
+    assert html("&lt;script&gt;alert(1)&lt;/script&gt;") == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert html("<javascript:alert(1)|x>") == "&lt;javascript:alert(1)|x&gt;"
+    assert html("&gt; quoted\nplain") == "<blockquote>quoted</blockquote>plain"
+    assert html(":tada: :no_such_emoji:") == "🎉 :no_such_emoji:"
+    # Whatever a person typed, escaped by the bot, reads back exactly as typed.
+    for text in ESCAPED_SAMPLES:
+        shown = page.evaluate(render, [messages.escape(text), "U_BOB"])[1]
+        assert shown.replace("\u00ad", "") == text, text

@@ -107,20 +107,6 @@ def _get_pg(
             # the record is not JSON the server can read: let the general path say why
             return _get_tx(tx, dialect, thread_id, ns, checkpoint_id)
         raise
-    got = _parse_get(thread_id, ns, result)
-    if got is _INCOMPLETE:
-        return _get_tx(tx, dialect, thread_id, ns, checkpoint_id)  # a value missing: look closer
-    return got  # type: ignore[no-any-return]
-
-
-_get_pg._single_statement = True  # type: ignore[attr-defined]
-
-_INCOMPLETE: Any = object()
-
-
-def _parse_get(thread_id: str, ns: str, result: Any) -> Any:
-    """The rows of `_Dialect.get_statement` as a `CheckpointTuple` (None: no checkpoint;
-    `_INCOMPLETE`: a value is missing, for the general path to look at)."""
     row = None
     writes: list[tuple[int, str, str, Any]] = []
     blob_rows: _BlobRows = {}
@@ -135,9 +121,12 @@ def _parse_get(thread_id: str, ns: str, result: Any) -> Any:
         return None
     record = _record(thread_id, row)
     if any((c, v) not in blob_rows for c, v in record["channel_versions"].items()):
-        return _INCOMPLETE
+        return _get_tx(tx, dialect, thread_id, ns, checkpoint_id)  # a value missing: look closer
     writes.sort(key=lambda w: w[0])
     return _assemble(thread_id, ns, row, record, blob_rows, [w[1:] for w in writes])
+
+
+_get_pg._single_statement = True  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,15 +77,7 @@ from ._sql_engine import (
 )
 from ._sql_locks import _advisory_key, _busy, _file_lock, _proc_hold, _raw_unlock
 from ._sql_prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
-from ._sql_read import (
-    _INCOMPLETE,
-    PausedThread,
-    _get_pg,
-    _get_tx,
-    _list_tx,
-    _parse_get,
-    _paused_tx,
-)
+from ._sql_read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
 from ._sql_schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
 from ._sql_schema import _check_revision, _migrate, _schema_revision
 from ._sql_statements import _DIALECTS
@@ -157,9 +149,6 @@ class SQLSaver(BaseCheckpointSaver):
         self._aread_engine: AsyncEngine | None = None
         self._schema_ok = False
         self._lock_scope: str | None = None
-        # (OS thread, thread id, ns) -> the head `lock_thread` read with the lock, for the run's
-        # first `get_tuple` (the runtime's) to take instead of reading it again.
-        self._heads: dict[tuple[int, str, str], Any] = {}
         if self._d.name == "sqlite" and not self._memory:
             self._lock_path: str | None = os.path.abspath(self.url.database or "") + ".locks"
         else:
@@ -385,13 +374,8 @@ class SQLSaver(BaseCheckpointSaver):
 
     def get_tuple(self, config: RunConfig) -> CheckpointTuple | None:
         thread_id, ns = self._key(config)
-        checkpoint_id = config_checkpoint_id(config)
-        if self._heads and not checkpoint_id:
-            head = self._heads.pop((threading.get_ident(), thread_id, ns), _INCOMPLETE)
-            if head is not _INCOMPLETE:
-                return head  # type: ignore[no-any-return]
         get = _get_pg if self._d.pg else _get_tx
-        return self._run(get, self._d, thread_id, ns, checkpoint_id, read=True)
+        return self._run(get, self._d, thread_id, ns, config_checkpoint_id(config), read=True)
 
     async def aget_tuple(self, config: RunConfig) -> CheckpointTuple | None:
         thread_id, ns = self._key(config)
@@ -559,13 +543,10 @@ class SQLSaver(BaseCheckpointSaver):
                 yield
             return
         with _proc_hold(self._proc_key(thread_id, ns)):
-            raw, key = self._retry_lock(
-                thread_id, ns, self._sync_engine().raw_connection, read_head=True
-            )
+            raw, key = self._retry_lock(thread_id, ns, self._sync_engine().raw_connection)
             try:
                 yield
             finally:
-                self._heads.pop((threading.get_ident(), thread_id, ns), None)
                 _raw_unlock(raw, key)
 
     @contextlib.asynccontextmanager
@@ -599,14 +580,11 @@ class SQLSaver(BaseCheckpointSaver):
                 finally:
                     await conn.close()
 
-    def _retry_lock(
-        self, thread_id: str, ns: str, checkout: Callable[[], Any], read_head: bool = False
-    ) -> tuple[Any, int]:
+    def _retry_lock(self, thread_id: str, ns: str, checkout: Callable[[], Any]) -> tuple[Any, int]:
         for attempt in (0, 1):
             raw = checkout()
             try:
-                # (a retry takes the lock alone: the first try's read may be what failed)
-                return raw, self._raw_try_lock(raw, thread_id, ns, read_head and not attempt)
+                return raw, self._raw_try_lock(raw, thread_id, ns)
             except _Dropped as dropped:
                 raw.close()
                 if attempt:
@@ -616,12 +594,8 @@ class SQLSaver(BaseCheckpointSaver):
                 raise
         raise AssertionError("unreachable")
 
-    def _raw_try_lock(self, raw: Any, thread_id: str, ns: str, read_head: bool = False) -> int:
-        """Take the thread's advisory lock on `raw` (in autocommit mode while held).
-
-        With `read_head` (sync runs), the thread's head is read in the same round trip and
-        kept for the run's first `get_tuple` (`_locked_read`).
-        """
+    def _raw_try_lock(self, raw: Any, thread_id: str, ns: str) -> int:
+        """Take the thread's advisory lock on `raw` (in autocommit mode while held)."""
         cursor = None
         try:
             raw.dbapi_connection.autocommit = True
@@ -630,11 +604,8 @@ class SQLSaver(BaseCheckpointSaver):
                 cursor.execute("SELECT current_database() || '.' || current_schema()")
                 self._lock_scope = str(cursor.fetchone()[0])
             key = _advisory_key(self._lock_scope, thread_id, ns)
-            if read_head and self._schema_ok:
-                got = self._locked_read(raw, cursor, key, thread_id, ns)
-            else:
-                cursor.execute("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
-                got = cursor.fetchone()[0]
+            cursor.execute("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
+            got = cursor.fetchone()[0]
         except BaseException as e:
             _handle_drop(self._sync_engine().dialect, raw, e, cursor)
             with contextlib.suppress(Exception):
@@ -648,29 +619,3 @@ class SQLSaver(BaseCheckpointSaver):
             raw.dbapi_connection.autocommit = False
             raise _busy(thread_id, "another process")
         return key
-
-    def _locked_read(self, raw: Any, cursor: Any, key: int, thread_id: str, ns: str) -> bool:
-        """Take the lock and read the head in one round trip (psycopg's pipeline mode).
-
-        The read runs after the lock in the same session, so it sees everything the previous
-        holder committed before it let go. If the read fails (say, a record the server cannot
-        read as JSON), the session is ended, which releases a lock it may have taken, and the
-        caller's retry takes the lock alone. Returns whether the lock was taken.
-        """
-        read = raw.cursor()
-        try:
-            with raw.dbapi_connection.pipeline():
-                cursor.execute("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
-                read.execute(self._d.get_statement(False), {"t": thread_id, "ns": ns, "id": None})
-            if not cursor.fetchone()[0]:
-                return False
-            head = _parse_get(thread_id, ns, read.fetchall())
-        except Exception as e:
-            _handle_drop(self._sync_engine().dialect, raw, e, cursor)
-            raw.invalidate()
-            raise _Dropped(e) from e
-        finally:
-            read.close()
-        if head is not _INCOMPLETE:  # (a value missing: get_tuple's general path looks closer)
-            self._heads[(threading.get_ident(), thread_id, ns)] = head
-        return True

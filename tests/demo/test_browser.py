@@ -194,6 +194,15 @@ def test_two_of_ops_delete_a_row_after_a_confirm_dialog(sandbox: Sandbox) -> Non
     expect(sandbox.open_thread(card)).to_contain_text("deleted row 4711 of users")
 
 
+def test_the_form_says_when_the_policy_does_not_let_you_start_a_workflow(sandbox: Sandbox) -> None:
+    sandbox.be("U_DAVE")  # ops: may delete rows, not ask for refunds
+    sandbox.page.get_by_role("button", name="+ Start a workflow").click()
+    form = sandbox.page.locator("#start-form")
+    expect(form).to_contain_text("Who may start it: @support, @finance")
+    form.get_by_role("button", name="Start").click()
+    expect(form.locator(".dialog-error")).to_contain_text("U_DAVE may not start 'refund'")
+
+
 def test_the_home_tab_lists_what_waits_on_you(sandbox: Sandbox) -> None:
     sandbox.start("refund", customer_id="cust-home", amount="42.50")
     sandbox.be("U_BOB")

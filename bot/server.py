@@ -22,7 +22,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from .approvals.errors import ApprovalError, StartRefused, UnknownWorkflowError
+from .approvals.errors import ApprovalError, GroupsUnavailable, StartRefused, UnknownWorkflowError
 from .approvals.service import Signoff
 from .config import Settings
 from .db import DatabaseUnavailable
@@ -123,6 +123,8 @@ def build_web_app(
             return _json_error(404, str(e))
         except StartRefused as e:
             return _json_error(403, str(e))
+        except GroupsUnavailable as e:
+            return _json_error(503, str(e))
         except DatabaseUnavailable as e:
             return _json_error(503, e.message)
         except ApprovalError as e:

@@ -12,7 +12,8 @@ ApprovalError                  root
 │   ├── ApprovalExpiredError   the approval expired
 │   └── InvalidEditError       an edit names a field that is not editable, or a bad value
 ├── UnknownWorkflowError       no workflow is registered under this name
-└── StartRefused               the user may not start this workflow
+├── StartRefused               the user may not start this workflow
+└── GroupsUnavailable          group membership could not be looked up (e.g. Slack is down)
 ```
 """
 
@@ -23,6 +24,7 @@ __all__ = [
     "AlreadyVotedError",
     "ApprovalError",
     "ApprovalExpiredError",
+    "GroupsUnavailable",
     "DecisionRefused",
     "InvalidEditError",
     "NotAuthorizedError",
@@ -119,3 +121,8 @@ class UnknownWorkflowError(ApprovalError, LookupError):
 
 class StartRefused(ApprovalError):
     pass
+
+
+class GroupsUnavailable(ApprovalError):
+    """Who is in a group could not be found out right now. Nothing was decided: deny by default
+    means no one is let in on a guess, and no one is told they are not an approver either."""

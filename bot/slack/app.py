@@ -7,9 +7,12 @@ import re
 import time
 from typing import Any
 
+import aiohttp
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from ..approvals.errors import GroupsUnavailable
 from ..approvals.policy import StaticGroups, load_policy
 from ..approvals.service import Signoff
 from ..config import Settings, build_signoff
@@ -40,15 +43,22 @@ class SlackGroups:
         return self._ids[1].get(handle)
 
     async def members(self, group: str) -> frozenset[str]:
+        """Raises `GroupsUnavailable` when Slack cannot be asked (never a guess either way)."""
         now = time.monotonic()
         cached = self._members.get(group)
         if cached is not None and now - cached[0] <= self.ttl:
             return cached[1]
-        group_id = await self._group_id(group)
-        users: frozenset[str] = frozenset()
-        if group_id is not None:
-            resp = await self.client.usergroups_users_list(usergroup=group_id)
-            users = frozenset(resp.get("users", []))
+        try:
+            group_id = await self._group_id(group)
+            users: frozenset[str] = frozenset()
+            if group_id is not None:
+                resp = await self.client.usergroups_users_list(usergroup=group_id)
+                users = frozenset(resp.get("users", []))
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as e:
+            raise GroupsUnavailable(
+                f"could not look up the members of @{group} in Slack ({type(e).__name__}: {e}); "
+                "nothing was changed: try again in a minute"
+            ) from e
         self._members[group] = (now, users)
         return users
 

@@ -31,6 +31,8 @@ Ack = Callable[..., Awaitable[Any]]
 
 HISTORY_STEPS = 10
 """How many checkpoints `/agent status THREAD_ID` summarises."""
+PERMALINKS = 20
+"""How many card links `/agent status` fetches."""
 
 
 class Handlers:
@@ -89,6 +91,7 @@ class Handlers:
                 await self.signoff.decide(a.id, user, True)
                 await ack()
                 self.kick()
+                self._spawn(self.publish_home(user))
                 return
             if action_id == payloads.PAYLOAD:
                 await ack()
@@ -119,6 +122,9 @@ class Handlers:
         except DatabaseUnavailable:
             await ack()
             await self._ephemeral(body, messages.database_unavailable())
+        except ApprovalError as e:  # e.g. GroupsUnavailable: nothing changed, say why
+            await ack()
+            await self._ephemeral(body, messages.refused(str(e)))
 
     # ---- modals -------------------------------------------------------------------------
 
@@ -128,6 +134,7 @@ class Handlers:
             approval_id = payloads.approval_id_from_view(view)
             reason = payloads.reason_from_view_state(view.get("state") or {})
             await self.signoff.decide(approval_id, user, False, note=reason)
+            self._spawn(self.publish_home(user))
         except payloads.FormErrors as e:
             await ack(**e.response())
             return
@@ -153,6 +160,7 @@ class Handlers:
             edits = payloads.edits_from_view_state(view.get("state") or {}, editable)
             note = payloads.note_from_view_state(view.get("state") or {})
             await self.signoff.decide(approval_id, user, True, note=note, edits=edits)
+            self._spawn(self.publish_home(user))
         except payloads.FormErrors as e:
             await ack(**e.response())
             return
@@ -179,7 +187,11 @@ class Handlers:
             if command.kind == "status":
                 pending = await self.signoff.pending(user=user)
                 decidable = {a.id for a in pending if await self.signoff.may_decide(a, user)}
-                await ack(response_type="ephemeral", **blocks.status_blocks(pending, user, time.time(), decidable=decidable))
+                links = await self._permalinks(pending)
+                await ack(
+                    response_type="ephemeral",
+                    **blocks.status_blocks(pending, user, time.time(), decidable=decidable, permalinks=links),
+                )
             elif command.kind == "status_thread":
                 await ack(response_type="ephemeral", **(await self._thread_status(command.thread_id or "")))
             elif command.kind == "run":
@@ -190,6 +202,25 @@ class Handlers:
                 await ack(response_type="ephemeral", **blocks.help_blocks(sorted(self.signoff.workflows)))
         except DatabaseUnavailable:
             await ack(response_type="ephemeral", text=messages.database_unavailable())
+        except ApprovalError as e:
+            await ack(response_type="ephemeral", text=messages.refused(str(e)))
+
+    async def _permalinks(self, approvals: list[Approval]) -> dict[str, str]:
+        """Links to the cards (at most PERMALINKS of them, fetched together; a failure just
+        leaves that one out: the list must answer within Slack's 3 seconds)."""
+        posted = [a for a in approvals if a.message_ts and a.channel][:PERMALINKS]
+
+        async def one(a: Approval) -> tuple[str, str | None]:
+            try:
+                resp = await asyncio.wait_for(
+                    self.client.chat_getPermalink(channel=a.channel, message_ts=a.message_ts), 1.0
+                )
+                return a.id, resp.get("permalink")
+            except Exception:  # noqa: BLE001 - a missing link is fine
+                return a.id, None
+
+        found = await asyncio.gather(*(one(a) for a in posted))
+        return {approval_id: url for approval_id, url in found if url}
 
     async def _thread_status(self, thread_id: str) -> dict[str, Any]:
         run = await self.signoff.run_info(thread_id)

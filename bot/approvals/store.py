@@ -101,10 +101,10 @@ async def add_waiter(
     await conn.execute(
         insert(t.approval_waiters).values(
             interrupt_id=interrupt_id,
-            approval_id=approval_id,
-            thread_id=thread_id,
+        approval_id=approval_id,
+        thread_id=thread_id,
             fingerprint=fingerprint,
-            created_at=now,
+        created_at=now,
         )
     )
 
@@ -166,18 +166,24 @@ async def insert_vote(
     conn: AsyncConnection, approval_id: str, user_id: str, decision: str, note: str, edits: Mapping[str, Any] | None, now: float
 ) -> bool:
     """False when this user has voted on it already."""
+    return await _insert_once(
+        conn,
+        t.votes,
+        approval_id=approval_id,
+        user_id=user_id,
+        decision=decision,
+        note=note,
+        edits=dumps(dict(edits)) if edits else None,
+        at=now,
+    )
+
+
+async def _insert_once(conn: AsyncConnection, table: Any, **values: Any) -> bool:
+    """Insert a row unless a unique key already has one (False then). A savepoint keeps the
+    caller's transaction usable after the conflict."""
     try:
         async with conn.begin_nested():
-            await conn.execute(
-                insert(t.votes).values(
-                    approval_id=approval_id,
-                    user_id=user_id,
-                    decision=decision,
-                    note=note,
-                    edits=dumps(dict(edits)) if edits else None,
-                    at=now,
-                )
-            )
+            await conn.execute(insert(table).values(**values))
     except IntegrityError:
         return False
     return True
@@ -238,12 +244,8 @@ async def due_approvals(conn: AsyncConnection, now: float, limit: int = 500) -> 
 
 
 async def insert_run(conn: AsyncConnection, **values: Any) -> bool:
-    try:
-        async with conn.begin_nested():
-            await conn.execute(insert(t.runs).values(**values))
-    except IntegrityError:
-        return False
-    return True
+    """False when a run with this thread id exists already."""
+    return await _insert_once(conn, t.runs, **values)
 
 
 async def get_run(conn: AsyncConnection, thread_id: str) -> Mapping[str, Any] | None:
@@ -277,23 +279,18 @@ async def enqueue(
     thread_id: str | None = None,
 ) -> bool:
     """Add a job once: a second enqueue with the same key is ignored (returns False)."""
-    try:
-        async with conn.begin_nested():
-            await conn.execute(
-                insert(t.jobs).values(
-                    kind=kind,
-                    key=key,
-                    approval_id=approval_id,
-                    thread_id=thread_id,
-                    payload=dumps(dict(payload)),
-                    attempts=0,
-                    available_at=now,
-                    created_at=now,
-                )
-            )
-    except IntegrityError:
-        return False
-    return True
+    return await _insert_once(
+        conn,
+        t.jobs,
+        kind=kind,
+        key=key,
+            approval_id=approval_id,
+            thread_id=thread_id,
+        payload=dumps(dict(payload)),
+        attempts=0,
+        available_at=now,
+            created_at=now,
+    )
 
 
 async def set_posted(conn: AsyncConnection, approval_id: str, channel: str, message_ts: str) -> None:

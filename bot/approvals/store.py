@@ -284,12 +284,12 @@ async def enqueue(
         t.jobs,
         kind=kind,
         key=key,
-            approval_id=approval_id,
-            thread_id=thread_id,
+        approval_id=approval_id,
+        thread_id=thread_id,
         payload=dumps(dict(payload)),
         attempts=0,
         available_at=now,
-            created_at=now,
+        created_at=now,
     )
 
 

@@ -20,6 +20,7 @@ __all__ = ["Settings", "build_signoff"]
 DEFAULT_DATABASE_URL = "sqlite:///signoff.db"
 DEFAULT_POLICY = "signoff.toml"
 DEFAULT_SWEEP_INTERVAL = 30.0
+DEFAULT_JOB_LEASE = 60.0
 
 
 class SettingsError(ValueError):
@@ -51,6 +52,9 @@ class Settings:
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL
     """`SIGNOFF_SWEEP_INTERVAL` (seconds, default 30): how often the bot reminds, escalates and
     expires what is due. A due approval waits up to this long past its deadline."""
+    job_lease: float = DEFAULT_JOB_LEASE
+    """`SIGNOFF_JOB_LEASE` (seconds, default 60): how long a job (a resume, a Slack message) stays
+    claimed by the process working on it; a job whose process died is taken over after this."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -68,6 +72,7 @@ class Settings:
             default_channel=env.get("SIGNOFF_DEFAULT_CHANNEL") or None,
             notify_channel=(env.get("SIGNOFF_NOTIFY_CHANNEL") or "true").lower() not in ("0", "false", "no"),
             sweep_interval=_seconds(env, "SIGNOFF_SWEEP_INTERVAL", DEFAULT_SWEEP_INTERVAL),
+            job_lease=_seconds(env, "SIGNOFF_JOB_LEASE", DEFAULT_JOB_LEASE),
         )
 
     def check_slack(self) -> None:
@@ -125,4 +130,7 @@ def build_signoff(
     policy = policy if policy is not None else load_policy(settings.policy_path)
     workflows = load_workflows({name: wf.path for name, wf in policy.workflows.items()})
     db = Database(settings.database_url)
-    return Signoff(db, policy, workflows, groups=groups, audit=AuditLog(settings.audit_key), sink=sink)
+    return Signoff(
+        db, policy, workflows, groups=groups, audit=AuditLog(settings.audit_key), sink=sink,
+        lease_seconds=settings.job_lease,
+    )

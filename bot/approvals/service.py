@@ -104,6 +104,7 @@ class Signoff:
         audit: AuditLog | None = None,
         sink: EventSink | None = None,
         clock: Callable[[], float] = time.time,
+        lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         self.db = db
         self.saver = db.saver
@@ -113,6 +114,8 @@ class Signoff:
         self.audit = audit or AuditLog.from_env()
         self.sink = sink or NullSink()
         self.clock = clock
+        self.lease_seconds = lease_seconds
+        """How long a claimed job stays locked to this worker; past it, another may take it over."""
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._graphs: dict[str, CompiledGraph] = {}
         self._effects = Effects(db.sync_engine, clock)
@@ -515,7 +518,7 @@ class Signoff:
                 update(t.jobs)
                 .where(j.id == job["id"], j.done_at.is_(None))
                 .where((j.locked_until.is_(None)) | (j.locked_until < now))
-                .values(locked_until=now + LEASE_SECONDS, locked_by=self.worker_id, attempts=j.attempts + 1)
+                .values(locked_until=now + self.lease_seconds, locked_by=self.worker_id, attempts=j.attempts + 1)
             )
             if claimed.rowcount != 1:
                 return None

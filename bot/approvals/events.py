@@ -33,6 +33,9 @@ class Event:
     thread_id: str | None
     approval_id: str | None
     data: dict[str, Any] = field(default_factory=dict)
+    attempt: int = 1
+    """1 on the first delivery; more when an earlier one failed or its process died mid-way (so
+    some of its messages may be in Slack already)."""
 
 
 class RetryLater(Exception):

@@ -575,7 +575,10 @@ class Signoff:
 
     async def _deliver(self, job: Mapping[str, Any]) -> None:
         payload = json.loads(job["payload"])
-        event = Event(job["id"], payload["kind"], job["thread_id"], job["approval_id"], payload["data"])
+        event = Event(
+            job["id"], payload["kind"], job["thread_id"], job["approval_id"], payload["data"],
+            attempt=int(job["attempts"]) + 1,
+        )
         try:
             await self.sink.deliver(event)
         except RetryLater as e:

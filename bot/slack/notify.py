@@ -2,7 +2,9 @@
 
 Each event arrives from the durable job queue, in order per thread, and may arrive twice (a
 crash after Slack answered, before the job was marked done): every handler is written so that a
-second delivery changes nothing visible: a card is posted once and then only updated.
+second delivery changes nothing visible: a card is posted once and then only updated, and each
+message the bot posts carries metadata naming what posted it (the card of an approval, a step of
+an event), so a redelivery first looks in the channel or thread and posts only what is missing.
 
 Slack errors are translated at this edge: a 429 becomes `RetryLater(Retry-After)`; other errors
 propagate, and the queue retries them with backoff.
@@ -26,6 +28,9 @@ from . import blocks
 __all__ = ["SlackSink"]
 
 log = logging.getLogger("signoff.slack")
+
+_META = "signoff_message"
+"""The metadata event type of every message the sink posts (see `SlackSink._post`)."""
 
 
 class SlackSink:
@@ -70,7 +75,35 @@ class SlackSink:
             return None
         return await self.signoff.get(event.approval_id)
 
-    async def _post_card(self, a: Approval) -> Approval:
+    async def _posted_before(
+        self, event: Event, tag: dict[str, Any], channel: str, thread_ts: str | None = None
+    ) -> dict[str, Any] | None:
+        """On a redelivery, the message tagged `tag` if an earlier attempt posted it already."""
+        if event.attempt <= 1:
+            return None
+        if thread_ts:
+            resp = await self.client.conversations_replies(channel=channel, ts=thread_ts, include_all_metadata=True, limit=200)
+        else:
+            resp = await self.client.conversations_history(channel=channel, include_all_metadata=True, limit=200)
+        for m in resp.get("messages") or []:
+            meta = m.get("metadata") or {}
+            if meta.get("event_type") == _META and meta.get("event_payload") == tag:
+                return dict(m)
+        return None
+
+    async def _post(
+        self, event: Event, tag: dict[str, Any], channel: str, *, thread_ts: str | None = None, **message: Any
+    ) -> tuple[str, str]:
+        """Post once per `tag`: (channel, ts) of the new message, or of the one posted before."""
+        found = await self._posted_before(event, tag, channel, thread_ts)
+        if found is not None:
+            return channel, str(found["ts"])
+        resp = await self.client.chat_postMessage(
+            channel=channel, thread_ts=thread_ts, metadata={"event_type": _META, "event_payload": tag}, **message
+        )
+        return str(resp["channel"]), str(resp["ts"])
+
+    async def _post_card(self, a: Approval, event: Event) -> Approval:
         """Post the approval's card once; return the approval with where it is."""
         if a.message_ts:
             return a
@@ -79,36 +112,36 @@ class SlackSink:
             log.warning("approval %s has no channel and SIGNOFF_DEFAULT_CHANNEL is unset; no card", a.id)
             return a
         card = blocks.card(a, now=time.time())
-        resp = await self.client.chat_postMessage(channel=channel, **card)
-        await self.signoff.mark_posted(a.id, resp["channel"], resp["ts"])
+        where, ts = await self._post(event, {"card": a.id}, channel, **card)
+        await self.signoff.mark_posted(a.id, where, ts)
         return await self.signoff.get(a.id)
 
-    async def _update_card(self, a: Approval) -> Approval:
+    async def _update_card(self, a: Approval, event: Event) -> Approval:
         if not a.message_ts:
-            return await self._post_card(a)
+            return await self._post_card(a, event)
         await self.client.chat_update(channel=a.channel, ts=a.message_ts, **blocks.card(a, now=time.time()))
         return a
 
-    async def _reply(self, a: Approval, text: str) -> None:
+    async def _reply(self, a: Approval, text: str, event: Event) -> None:
         if a.message_ts and a.channel:
-            await self.client.chat_postMessage(channel=a.channel, thread_ts=a.message_ts, text=text)
+            await self._post(event, {"event": event.id, "step": "reply"}, a.channel, thread_ts=a.message_ts, text=text)
 
     async def _on_approval_requested(self, event: Event) -> None:
         a = await self._approval(event)
         if a is not None:
-            await self._post_card(a)
+            await self._post_card(a, event)
 
     async def _on_vote_recorded(self, event: Event) -> None:
         a = await self._approval(event)
         if a is not None:
-            await self._update_card(a)
+            await self._update_card(a, event)
 
     async def _on_decided(self, event: Event) -> None:
         a = await self._approval(event)
         if a is None:
             return
-        a = await self._update_card(a)
-        await self._reply(a, blocks.thread_reply_decided(a))
+        a = await self._update_card(a, event)
+        await self._reply(a, blocks.thread_reply_decided(a), event)
         if self.metrics is not None and a.decided_at is not None:
             self.metrics.decision_latency.observe(max(0.0, a.decided_at - a.created_at))
 
@@ -116,21 +149,21 @@ class SlackSink:
         a = await self._approval(event)
         if a is None:
             return
-        a = await self._update_card(a)
-        await self._reply(a, blocks.thread_reply_expired(a))
+        a = await self._update_card(a, event)
+        await self._reply(a, blocks.thread_reply_expired(a), event)
 
     async def _on_reminded(self, event: Event) -> None:
         a = await self._approval(event)
         if a is not None and a.status == "pending":
             mentions = await self._who_can_decide(a)
-            await self._reply(a, blocks.reminder_text(a, now=time.time(), mentions=mentions))
+            await self._reply(a, blocks.reminder_text(a, now=time.time(), mentions=mentions), event)
 
     async def _on_escalated(self, event: Event) -> None:
         a = await self._approval(event)
         if a is not None and a.status == "pending":
-            await self._update_card(a)
+            await self._update_card(a, event)
             added = await resolve_members(event.data.get("to") or (), self.signoff.groups)
-            await self._reply(a, blocks.escalation_text(a, now=time.time(), added=sorted(added)))
+            await self._reply(a, blocks.escalation_text(a, now=time.time(), added=sorted(added)), event)
 
     async def _who_can_decide(self, a: Approval) -> list[str]:
         """User ids to mention: the approvers, groups resolved, who have not voted."""
@@ -147,11 +180,11 @@ class SlackSink:
         approvals = await self.signoff.thread_approvals(event.thread_id)
         posted = [a for a in approvals if a.message_ts]
         if posted:
-            await self._reply(posted[-1], text)
+            await self._reply(posted[-1], text, event)
         run = await self.signoff.run_info(event.thread_id)
         channel = (run["channel"] if run else None) or self.default_channel
         if channel and (self.notify_channel or not posted):
-            await self.client.chat_postMessage(channel=channel, text=text)
+            await self._post(event, {"event": event.id, "step": "channel"}, channel, text=text)
 
     async def _on_run_completed(self, event: Event) -> None:
         values = event.data.get("values") or {}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, delete, exists, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from graphs import Command, CompiledGraph, Interrupt, SideEffectUnknownError, ThreadBusyError
@@ -559,6 +559,13 @@ class Signoff:
             await self._finish_job(job["id"], error=str(e), retry_in=0.5)
             return
         except Exception as e:  # noqa: BLE001 - recorded on the run
+            if _database_down(e):
+                # Not the workflow's failure: the database went away under the run (a restart,
+                # a dropped connection). Go on from the saved frontier once it is back.
+                delay = min(2.0 ** min(int(job["attempts"]), 6), 60.0)
+                log.warning("resume of %s met the database down, retrying in %.0fs: %s", thread_id, delay, e)
+                await self._finish_job(job["id"], error=f"{type(e).__name__}: {e}", retry_in=delay)
+                return
             result = e
         if result is None:
             # The graph went on to its end in an attempt that died before recording how it
@@ -703,6 +710,21 @@ class Signoff:
                 await self.audit.append(conn, "purged", thread_id=thread_id, actor="retention", data={"approvals": ids})
             await self.saver.adelete_thread(thread_id)
         return len(threads)
+
+
+def _database_down(error: BaseException) -> bool:
+    """True when `error` (or what caused it) is the database going away, not the run failing."""
+    from ..db import DatabaseUnavailable  # bot.db imports this package: not at module level
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, DatabaseUnavailable) or (isinstance(e, DBAPIError) and e.connection_invalidated):
+            return True
+        if type(e).__module__.startswith("psycopg") and any(c.__name__ == "OperationalError" for c in type(e).__mro__):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _decision(

@@ -81,10 +81,17 @@ class SlackSink:
         """On a redelivery, the message tagged `tag` if an earlier attempt posted it already."""
         if event.attempt <= 1:
             return None
-        if thread_ts:
-            resp = await self.client.conversations_replies(channel=channel, ts=thread_ts, include_all_metadata=True, limit=200)
-        else:
-            resp = await self.client.conversations_history(channel=channel, include_all_metadata=True, limit=200)
+        try:
+            if thread_ts:
+                resp = await self.client.conversations_replies(channel=channel, ts=thread_ts, include_all_metadata=True, limit=200)
+            else:
+                resp = await self.client.conversations_history(channel=channel, include_all_metadata=True, limit=200)
+        except SlackApiError as e:
+            if e.response is not None and (e.response.status_code == 429 or e.response.status_code >= 500):
+                raise  # retried later, like the post itself
+            # e.g. missing_scope (channels:history): post anyway, at worst twice, never lost
+            log.warning("could not look for an earlier delivery of event %s in %s: %s", event.id, channel, e)
+            return None
         for m in resp.get("messages") or []:
             meta = m.get("metadata") or {}
             if meta.get("event_type") == _META and meta.get("event_payload") == tag:

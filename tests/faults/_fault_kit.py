@@ -1,0 +1,70 @@
+"""Helpers of the fault tests: the invariants every approved refund must keep once the dust
+settles, whatever was killed, restarted or refused on the way."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+
+import sqlalchemy as sa
+
+from bot.approvals import tables as t
+from bot.slack import messages
+
+from _e2e_kit import E2E, WAIT, BotDatabase, BotProcess, Run, card_of, messages_of, replies_of
+
+QUICK = os.environ.get("SIGNOFF_TEST_QUICK", "") not in ("", "0")
+"""`SIGNOFF_TEST_QUICK=1` shortens the loops (CI), never skips them."""
+
+SETTLE = 60.0
+"""Seconds for the bot to finish everything after a fault (leases must run out first)."""
+
+
+async def until(predicate: Callable[[], object], what: str, bot: BotProcess | None = None, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            said = f"; the bot said:\n{bot.output()}" if bot is not None else ""
+            raise AssertionError(f"{what} did not happen within {timeout:g}s{said}")
+        await asyncio.sleep(0.05)
+
+
+def outcome(run: Run, customer: str, amount: float = 42.5) -> str:
+    return messages.run_completed("refund", run.thread_id, f"refunded {amount:.2f} to {customer}")
+
+
+async def settled(e2e: E2E, runs: dict[str, Run], approver: str, *, timeout: float = SETTLE) -> None:
+    """Wait until every run of `runs` (by customer) completed and told its thread, then check that
+    each was decided once, resumed once, refunded once, its card posted once and its thread told
+    each thing once (the sink may deliver an event twice, but nothing visible may repeat)."""
+    db: BotDatabase = e2e.db
+    await until(lambda: all((db.run(r.thread_id) or {}).get("status") == "completed" for r in runs.values())
+                and not db.jobs(undone=True), "every run completed, every job done", e2e.bot, timeout)  # fmt: skip
+    expected = {
+        c: [messages.run_approved(f"Refund 42.50 to {c}", [approver]), outcome(r, c)] for c, r in runs.items()
+    }
+    try:
+        state = await e2e.slack.wait_for(
+            lambda s: all(replies_of(s, r.card) == expected[c] for c, r in runs.items()), timeout=timeout
+        )
+    except TimeoutError:
+        state = await e2e.slack.state()
+        wrong = {c: replies_of(state, r.card) for c, r in runs.items() if replies_of(state, r.card) != expected[c]}
+        raise AssertionError(f"threads not told their approval and outcome once each: {wrong}") from None
+    top = [m for m in messages_of(state) if m.get("thread_ts") in (None, m["ts"])]
+    for customer, run in runs.items():
+        assert db.approval(run.approval_id)["status"] == "approved", customer
+        assert [v["user_id"] for v in db.rows(sa.select(t.votes).where(t.votes.c.approval_id == run.approval_id))] == [approver], customer
+        refunds = db.effects(run.thread_id)
+        assert [(e["kind"], e["data"]["customer_id"]) for e in refunds] == [("refund", customer)], customer
+        resumes = [j for j in db.jobs(thread_id=run.thread_id) if j["kind"] == "resume"]
+        assert len(resumes) == 1 and resumes[0]["done_at"] is not None, (customer, resumes)
+        cards = [m for m in top if f"`{run.approval_id}`" in str(m.get("blocks"))]
+        assert len(cards) == 1, (customer, "cards posted", len(cards))
+        card = card_of(state, run.approval_id)
+        assert card is not None and card["ts"] == run.card["ts"]
+        notices = [m for m in top if m.get("text") == outcome(run, customer)]
+        assert len(notices) == 1, (customer, "channel notices", len(notices))
+

@@ -58,7 +58,10 @@ class Handlers:
         channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
         user = (body.get("user") or {}).get("id")
         if channel and user:
-            await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+            try:
+                await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+            except Exception as e:  # noqa: BLE001 - the click is acknowledged; a refusal that cannot be shown is only logged
+                log.warning("could not tell %s in %s: %s (%s)", user, channel, text, e)
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -74,11 +77,18 @@ class Handlers:
         """
         action_id, value = payloads.action_from_body(body)
         approval = await self.signoff.get(value.approval_id)
-        message_ts = (body.get("message") or {}).get("ts") or (body.get("container") or {}).get("message_ts")
+        message_ts = _get(body, "message", "ts") or _get(body, "container", "message_ts")
+        channel = _get(body, "channel", "id") or _get(body, "container", "channel_id")
         if value.thread_id and value.thread_id != approval.thread_id:
             raise payloads.BadPayload("the button points at another thread than its approval's")
-        if approval.message_ts and message_ts and message_ts != approval.message_ts:
+        if value.interrupt_id is not None and value.interrupt_id != approval.interrupt_id:
+            raise payloads.BadPayload("the button points at another pause than its approval's")
+        # Our buttons are only on cards: a click must name the message it was on, and that must
+        # be the approval's card once it is recorded (a click can beat the recording by a moment).
+        if not message_ts or (approval.message_ts and message_ts != approval.message_ts):
             raise payloads.BadPayload("the button is not on its approval's card")
+        if approval.channel and channel != approval.channel:
+            raise payloads.BadPayload("the button is not in its approval's channel")
         return action_id, approval
 
     # ---- buttons ------------------------------------------------------------------------
@@ -252,7 +262,10 @@ class Handlers:
             text = messages.run_failed(workflow, "", f"{type(e).__name__}: {e}")
         self.kick()
         if channel and user:
-            await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+            try:
+                await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+            except Exception as e:  # noqa: BLE001 - the click is acknowledged; a refusal that cannot be shown is only logged
+                log.warning("could not tell %s in %s: %s (%s)", user, channel, text, e)
 
     # ---- App Home -----------------------------------------------------------------------
 
@@ -271,6 +284,12 @@ class Handlers:
             mine = [a for a in pending if await self.signoff.may_decide(a, user)]
             view = blocks.home_view(mine, recent, user=user, now=time.time())
         await self.client.views_publish(user_id=user, view=view)
+
+
+def _get(body: Any, key: str, field: str) -> Any:
+    """`body[key][field]`, or None when either is missing or not an object."""
+    inner = body.get(key) if isinstance(body, dict) else None
+    return inner.get(field) if isinstance(inner, dict) else None
 
 
 def _refusal_text(error: Exception) -> str:

@@ -444,6 +444,23 @@ async def test_generated_signed_bodies_of_any_shape_get_4xx_or_200(e2e: E2E) -> 
     await unchanged(e2e, before)
 
 
+async def test_wrong_methods_and_paths_get_4xx_and_health_and_metrics_ignore_junk(e2e: E2E) -> None:
+    before = await settled(e2e)
+    for method, path in [
+        ("GET", "/slack/events"), ("PUT", "/slack/events"), ("DELETE", "/api/runs"), ("GET", "/api/runs"),
+        ("POST", "/healthz"), ("POST", "/metrics"), ("GET", "/slack/events/../../etc/passwd"),
+        ("GET", "/%00"), ("GET", "/api/runs/" + "x" * 4000),
+    ]:
+        async with e2e.http.request(method, e2e.bot.url + path) as res:
+            await res.read()
+            assert 400 <= res.status < 500, (method, path, res.status)
+    for path in ("/healthz?x=%ff%fe", "/metrics?name[]=1&name=<script>", "/healthz?" + "a=1&" * 2000):
+        async with e2e.http.get(e2e.bot.url + path, headers={"Accept": "\u00e9/\u00e9", "X-Forwarded-For": "junk"}) as res:
+            await res.read()
+            assert res.status in (200, 414, 431), (path, res.status)
+    await unchanged(e2e, before)
+
+
 # ---- POST /api/runs with junk -------------------------------------------------------------------
 
 

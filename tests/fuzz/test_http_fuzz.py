@@ -292,6 +292,24 @@ async def test_an_action_value_edited_to_point_at_another_thread_or_approval_is_
     assert e2e.db.approval(b.approval_id)["status"] == "pending"
 
 
+async def test_a_click_replayed_within_the_signature_window_decides_nothing_more(e2e: E2E) -> None:
+    run = await e2e.refund("cust-replayed")
+    request = await e2e.click_request(BOB, run.card, APPROVE)
+    signed_at = int(time.time())
+    assert (await e2e.send(request, timestamp=signed_at)).status == 200
+    await e2e.decided_card(run.approval_id)
+    before = await settled(e2e)
+    told_before = len(await e2e.ephemerals(BOB))
+
+    for _ in range(3):  # the very same bytes and signature, as a replaying attacker sends them
+        assert (await e2e.send(request, timestamp=signed_at)).status == 200
+    told = await e2e.new_ephemerals(BOB, told_before, 3)
+    decided_at = e2e.db.approval(run.approval_id)["decided_at"]
+    assert [e["text"] for e in told] == [messages.already_decided("approved", [BOB], decided_at)] * 3
+    assert len(e2e.db.effects(run.thread_id, "refund")) == 1
+    await unchanged(e2e, before)
+
+
 async def test_a_click_naming_an_unknown_approval_is_told_so(e2e: E2E) -> None:
     a, _ = await two_runs(e2e, "unknown")
     before = await settled(e2e)

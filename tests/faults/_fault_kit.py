@@ -11,7 +11,7 @@ from collections.abc import Callable
 import sqlalchemy as sa
 
 from bot.approvals import tables as t
-from bot.slack import messages
+from bot.slack import blocks, messages
 
 from _e2e_kit import E2E, WAIT, BotDatabase, BotProcess, Run, card_of, messages_of, replies_of
 
@@ -35,15 +35,36 @@ def outcome(run: Run, customer: str, amount: float = 42.5) -> str:
     return messages.run_completed("refund", run.thread_id, f"refunded {amount:.2f} to {customer}")
 
 
-async def settled(e2e: E2E, runs: dict[str, Run], approver: str, *, timeout: float = SETTLE) -> None:
+def run_outcome(db: BotDatabase, run: Run, customer: str) -> str:
+    """What the run's thread should hear last: its completion, or that its refund's outcome is
+    unknown (the process died between starting the refund and recording that it returned)."""
+    found = db.run(run.thread_id) or {}
+    if found.get("status") == "outcome_unknown":
+        return blocks.thread_reply_outcome_unknown("refund", run.thread_id, found.get("error") or "")
+    return outcome(run, customer)
+
+
+async def settled(
+    e2e: E2E, runs: dict[str, Run], approver: str, *, timeout: float = SETTLE, unknown_allowed: bool = False
+) -> None:
     """Wait until every run of `runs` (by customer) completed and told its thread, then check that
     each was decided once, resumed once, refunded once, its card posted once and its thread told
-    each thing once (the sink may deliver an event twice, but nothing visible may repeat)."""
+    each thing once (the sink may deliver an event twice, but nothing visible may repeat).
+
+    With `unknown_allowed` (a process killed at random), a run may end "outcome_unknown" instead:
+    killed inside the refund's `once()`, the next attempt refuses to guess; then at most one
+    refund, and the thread is told so, once."""
     db: BotDatabase = e2e.db
-    await until(lambda: all((db.run(r.thread_id) or {}).get("status") == "completed" for r in runs.values())
-                and not db.jobs(undone=True), "every run completed, every job done", e2e.bot, timeout)  # fmt: skip
+    ends = ("completed", "outcome_unknown") if unknown_allowed else ("completed",)
+    try:
+        await until(lambda: all((db.run(r.thread_id) or {}).get("status") in ends for r in runs.values())
+                    and not db.jobs(undone=True), "every run completed, every job done", e2e.bot, timeout)  # fmt: skip
+    except AssertionError as e:
+        stuck = {c: (db.approval(r.approval_id)["status"], (db.run(r.thread_id) or {}).get("status"), (db.run(r.thread_id) or {}).get("error"))
+                 for c, r in runs.items() if (db.run(r.thread_id) or {}).get("status") not in ends}  # fmt: skip
+        raise AssertionError(f"{e}\nnot completed: {stuck}\njobs left: {db.jobs(undone=True)}") from None
     expected = {
-        c: [messages.run_approved(f"Refund 42.50 to {c}", [approver]), outcome(r, c)] for c, r in runs.items()
+        c: [messages.run_approved(f"Refund 42.50 to {c}", [approver]), run_outcome(db, r, c)] for c, r in runs.items()
     }
     try:
         state = await e2e.slack.wait_for(
@@ -57,14 +78,17 @@ async def settled(e2e: E2E, runs: dict[str, Run], approver: str, *, timeout: flo
     for customer, run in runs.items():
         assert db.approval(run.approval_id)["status"] == "approved", customer
         assert [v["user_id"] for v in db.rows(sa.select(t.votes).where(t.votes.c.approval_id == run.approval_id))] == [approver], customer
-        refunds = db.effects(run.thread_id)
-        assert [(e["kind"], e["data"]["customer_id"]) for e in refunds] == [("refund", customer)], customer
+        refunds = [(e["kind"], e["data"]["customer_id"]) for e in db.effects(run.thread_id)]
+        if (db.run(run.thread_id) or {}).get("status") == "outcome_unknown":
+            assert refunds in ([], [("refund", customer)]), customer
+        else:
+            assert refunds == [("refund", customer)], customer
         resumes = [j for j in db.jobs(thread_id=run.thread_id) if j["kind"] == "resume"]
         assert len(resumes) == 1 and resumes[0]["done_at"] is not None, (customer, resumes)
         cards = [m for m in top if f"`{run.approval_id}`" in str(m.get("blocks"))]
         assert len(cards) == 1, (customer, "cards posted", len(cards))
         card = card_of(state, run.approval_id)
         assert card is not None and card["ts"] == run.card["ts"]
-        notices = [m for m in top if m.get("text") == outcome(run, customer)]
+        notices = [m for m in top if m.get("text") == run_outcome(db, run, customer)]
         assert len(notices) == 1, (customer, "channel notices", len(notices))
 

@@ -5,10 +5,13 @@ Each iteration (a seeded loop: `SIGNOFF_FAULT_SEED` replays one) starts a few re
 approve them all at once, and kills the process after a random delay of 0 to 300 ms: before the
 click is decided, between the decision and its acknowledgement, during the resume, between the
 refund and the run's record, or while the card or the thread is being told. The next process on
-the same database (a short job lease, so it takes over the dead one's jobs within a second)
+the same database (SQLite; a short job lease, so it takes over the dead one's jobs within a second)
 finishes; a click that got no answer is clicked again, as a person would. At the end every
 approval is approved by alice once, every run resumed once and completed, one refund each, each
-card posted once and each thread told its approval and its outcome once.
+card posted once and each thread told its approval and its outcome once. A process killed inside
+the refund's `once()` (between its start and its recorded return, a few milliseconds) leaves the
+next one unable to tell whether the refund went out: that run ends "outcome_unknown", with at
+most one refund and its thread told so, once (by design: the engine never guesses).
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ import pytest
 from bot.sandbox.client import SandboxClient
 from bot.slack.payloads import APPROVE
 
-from _e2e_kit import ALICE, CAROL, CHANNEL, E2E, BotDatabase, BotProcess, FakeSlackProcess, Run, sqlite_url, write_policy
+from _e2e_kit import (
+    ALICE, CAROL, CHANNEL, E2E, BotDatabase, BotProcess, FakeSlackProcess, Run,
+    sqlite_url, write_policy,
+)  # fmt: skip
 from _fault_kit import QUICK, settled
 
 pytestmark = pytest.mark.slow
@@ -99,7 +105,7 @@ async def test_a_bot_killed_anywhere_between_click_and_notice_loses_nothing_and_
                     if db.approval(r.approval_id)["status"] == "pending":
                         answer = await e2e.signed_click(ALICE, r.card, APPROVE)
                         assert answer.status == 200, (answer.status, answer.body)
-            await settled(E2E(slack, bot, db, http), runs, ALICE)
+            await settled(E2E(slack, bot, db, http), runs, ALICE, unknown_allowed=True)
             print(f"seed {SEED}: the kills landed {dict(phases)}")
     except BaseException as e:
         raise AssertionError(f"seed {SEED}, delays (ms) {delays}, kills landed {dict(phases)}: {e}") from e

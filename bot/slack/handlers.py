@@ -51,6 +51,7 @@ class Handlers:
         self.kick = kick
         self.default_channel = default_channel
         self._background: set[asyncio.Task[Any]] = set()
+        self._home_locks: dict[str, asyncio.Lock] = {}
 
     # ---- helpers ------------------------------------------------------------------------
 
@@ -275,6 +276,11 @@ class Handlers:
         await self.publish_home(event["user"])
 
     async def publish_home(self, user: str) -> None:
+        # One publish per user at a time, so a view computed earlier never lands after a later one.
+        async with self._home_locks.setdefault(user, asyncio.Lock()):
+            await self._publish_home(user)
+
+    async def _publish_home(self, user: str) -> None:
         try:
             pending = await self.signoff.pending(user=user)
             recent = await self.signoff.recent(10)

@@ -1,0 +1,335 @@
+"""Interaction load (issue 7): signed Approve clicks at a fixed rate against a real bot process.
+
+    .venv/bin/python bench/load.py [--rates 10,50,100] [--seconds 30] [--db sqlite|postgres]
+
+Starts the fake Slack (`python -m bot.sandbox.slack_api`) and `signoff run` in HTTP mode (the
+processes of tests/slack/_e2e_kit.py), on a fresh SQLite file (or a fresh PostgreSQL schema,
+dropped afterwards). For each rate it first creates rate x seconds pending refund approvals
+through `POST /api/runs` (one approver suffices), waits for their cards, then sends one signed
+Approve click per approval straight to the bot's /slack/events, open loop: click i is sent at
+t0 + i/rate whatever the earlier ones are doing. It reports per rate:
+
+- ack: the bot's HTTP answer to the click (median, p99, max ms);
+- card: click sent -> the fake recorded the chat.update of that card (the time it arrived);
+- done: click sent -> the fake recorded the thread reply "... completed.";
+- errors: non-200 answers, timeouts (no ack within 10 s, or no card/completion within the wait).
+
+A markdown table goes to stdout, JSON lines to bench/results/load-<UTC time>.jsonl.
+All traffic is on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "slack"))
+
+import aiohttp  # noqa: E402
+
+from _e2e_kit import (  # noqa: E402
+    API_TOKEN,
+    BOB,
+    CAROL,
+    CHANNEL,
+    SECRET,
+    BotProcess,
+    FakeSlackProcess,
+    messages_of,
+    pg_schema,
+    pg_url,
+    sqlite_url,
+    text_of,
+    write_policy,
+)
+from bot.sandbox.client import SandboxClient  # noqa: E402
+from bot.sandbox.interactions import find_element  # noqa: E402
+from bot.sandbox.signing import SlackSigner, block_actions  # noqa: E402
+from bot.slack.payloads import APPROVE  # noqa: E402
+
+POLICY = """
+[workflows.refund]
+starters = ["U0CAROL"]
+
+[actions.send_refund]
+title = "Send a refund"
+tier = "high"
+approvers = ["@approvers"]
+editable = ["amount", "reason"]
+expire_after = "24h"
+"""
+"""One of @approvers (alice, bob) approves alone."""
+
+ACK_TIMEOUT = 10.0
+SETTLE = 60.0
+"""Seconds to wait, after the last click, for every card update and completion."""
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, math.ceil(q * len(s))))  # one rank above nearest-rank: errs high
+    return s[k]
+
+
+def summary(values: list[float]) -> dict[str, Any]:
+    return {
+        "n": len(values),
+        "median_ms": round(statistics.median(values) * 1000, 2) if values else None,
+        "p99_ms": round(pct(values, 0.99) * 1000, 2) if values else None,  # type: ignore[operator]
+        "max_ms": round(max(values) * 1000, 2) if values else None,
+    }
+
+
+def index_cards(state: dict[str, Any], wanted: set[str]) -> dict[str, Any]:
+    """approval id -> its card (a top-level message whose blocks name it), in one pass."""
+    found: dict[str, Any] = {}
+    for m in messages_of(state, CHANNEL):
+        if m.get("thread_ts") not in (None, m["ts"]):
+            continue
+        for aid in re.findall(r"`([^`\s]+)`", text_of(m.get("blocks") or [])):
+            if aid in wanted and aid not in found:
+                found[aid] = m
+    return found
+
+
+async def create_runs(http: aiohttp.ClientSession, bot: BotProcess, n: int, tag: str) -> list[dict[str, Any]]:
+    sem = asyncio.Semaphore(8)
+    runs: list[dict[str, Any]] = []
+
+    async def one(i: int) -> None:
+        body = {
+            "workflow": "refund",
+            "input": {"customer_id": f"cust-{tag}-{i}", "order_id": f"order-{tag}-{i}", "amount": 10.0, "reason": "load test"},
+            "requester": CAROL,
+        }
+        async with sem:
+            async with http.post(f"{bot.url}/api/runs", json=body, headers={"Authorization": f"Bearer {API_TOKEN}"}) as res:
+                data = await res.json()
+                if res.status != 201 or data.get("status") != "paused":
+                    raise RuntimeError(f"POST /api/runs answered {res.status}: {data}")
+        runs.append({"thread_id": data["thread_id"], "approval_id": data["approvals"][0]})
+
+    await asyncio.gather(*(one(i) for i in range(n)))
+    return runs
+
+
+async def run_rate(rate: int, seconds: float, bot: BotProcess, slack: SandboxClient, http: aiohttp.ClientSession) -> dict[str, Any]:
+    n = int(rate * seconds)
+    tag = f"r{rate}-{int(time.time())}"
+    t_prep = time.monotonic()
+    runs = await create_runs(http, bot, n, tag)
+    # wait for every card, then build each click (trigger_id and response_url from the fake)
+    deadline = time.monotonic() + 120
+    while True:
+        cards = index_cards(await slack.state(), {r["approval_id"] for r in runs})
+        cards = {r["approval_id"]: cards.get(r["approval_id"]) for r in runs}
+        if all(cards.values()):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{sum(1 for c in cards.values() if not c)} of {n} cards not posted within 120 s")
+        await asyncio.sleep(0.5)
+    requests = []
+    for r in runs:
+        card = cards[r["approval_id"]]
+        assert card is not None
+        r["ts"] = card["ts"]
+        block_id, element = find_element(card["blocks"], APPROVE)
+        message = {k: v for k, v in card.items() if k not in ("channel", "replies", "edits")}
+        requests.append(
+            block_actions(
+                action_id=APPROVE, value=element.get("value"), block_id=block_id,
+                user_id=BOB, channel_id=CHANNEL, message=message,
+                trigger_id=await slack.trigger_id(BOB),
+                response_url=await slack.response_url(CHANNEL, BOB, card["ts"]),
+            )  # fmt: skip
+        )
+    calls_before = len(await slack.calls())
+    prep_s = time.monotonic() - t_prep
+
+    signer = SlackSigner(SECRET)
+    sent_at: list[float] = [0.0] * n
+    acks: list[float | None] = [None] * n
+    errors: list[str] = []
+    lateness: list[float] = []
+    refused: list[float] = []
+    conn = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=ACK_TIMEOUT)) as clicks:
+
+        async def click(i: int) -> None:
+            req = requests[i]
+            headers = signer.headers(req)
+            sent_at[i] = time.time()
+            t = time.perf_counter()
+            try:
+                async with clicks.post(bot.events_url, data=req.body.encode(), headers=headers) as res:
+                    await res.read()
+                    elapsed = time.perf_counter() - t
+                    if res.status == 200:
+                        acks[i] = elapsed
+                    else:
+                        errors.append(f"HTTP {res.status}")
+                        refused.append(elapsed)
+            except asyncio.TimeoutError:
+                errors.append("ack timeout")
+            except aiohttp.ClientError as e:
+                errors.append(f"{type(e).__name__}: {e}")
+
+        tasks = []
+        t0 = time.perf_counter() + 0.2
+        for i in range(n):
+            target = t0 + i / rate
+            delay = target - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            lateness.append(time.perf_counter() - target)
+            tasks.append(asyncio.create_task(click(i)))
+        await asyncio.gather(*tasks)
+    send_span = time.perf_counter() - t0
+
+    # wait for the updates and completions, then read the fake's recorded calls
+    by_ts = {r["ts"]: i for i, r in enumerate(runs)}
+    card_at: dict[int, float] = {}
+    done_at: dict[int, float] = {}
+    deadline = time.monotonic() + SETTLE
+    since = calls_before
+    while True:
+        for call in await slack.calls(since=since):
+            since += 1
+            p = call["params"]
+            if call["method"] == "chat.update" and p.get("ts") in by_ts:
+                i = by_ts[p["ts"]]
+                if i not in card_at and call["time"] >= sent_at[i]:
+                    card_at[i] = call["time"]
+            elif call["method"] == "chat.postMessage" and p.get("thread_ts") in by_ts:
+                i = by_ts[p["thread_ts"]]
+                if i not in done_at and "completed." in (p.get("text") or "") and call["time"] >= sent_at[i]:
+                    done_at[i] = call["time"]
+        if (len(card_at) >= n and len(done_at) >= n) or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.5)
+
+    ack_vals = [a for a in acks if a is not None]
+    card_vals = [card_at[i] - sent_at[i] for i in card_at]
+    done_vals = [done_at[i] - sent_at[i] for i in done_at]
+    return {
+        "workload": "interaction_load",
+        "rate": rate,
+        "seconds": seconds,
+        "clicks": n,
+        "prep_s": round(prep_s, 1),
+        "send_span_s": round(send_span, 2),
+        "max_send_lateness_ms": round(max(lateness) * 1000, 2) if lateness else None,
+        "ack": summary(ack_vals),
+        "non_200_answer": summary(refused),
+        "card": summary(card_vals),
+        "done": summary(done_vals),
+        "errors": {
+            "non_200_or_failed": len(errors),
+            "kinds": sorted(set(errors))[:5],
+            "no_card_update": n - len(card_at),
+            "no_completion": n - len(done_at),
+            "ack_over_3s": sum(1 for a in ack_vals if a > 3.0),
+        },
+    }
+
+
+def fmt(s: dict[str, Any]) -> str:
+    if not s["n"]:
+        return "-"
+    return f"{s['median_ms']:.1f} / {s['p99_ms']:.1f} / {s['max_ms']:.1f}"
+
+
+def machine() -> str:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = "?"
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, nproc {os.cpu_count()}, CPU {cpu}, Python {platform.python_version()}, commit {commit}"
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rates", default="10,50,100")
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    rates = [int(r) for r in args.rates.split(",") if r.strip()]
+    info = machine()
+    print(f"machine: {info}; db {args.db}", flush=True)
+
+    results_dir = ROOT / "bench" / "results"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out) if args.out else results_dir / f"load-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.jsonl"
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="signoff-load-") as tmp:
+        directory = Path(tmp)
+        drop = None
+        fake = FakeSlackProcess(directory)
+        bot = None
+        try:
+            if args.db == "sqlite":
+                db_url = sqlite_url(directory)
+            else:
+                schema, drop = pg_schema("load")
+                db_url = pg_url(schema)
+            bot = BotProcess(directory, db_url, fake.url, write_policy(directory, POLICY))
+            async with SandboxClient(fake.url) as slack, aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
+                await fake.connect(slack, bot.events_url)
+                for rate in rates:
+                    print(f"rate {rate}/s for {args.seconds:g}s: creating {int(rate * args.seconds)} pending approvals ...", flush=True)
+                    row = await run_rate(rate, args.seconds, bot, slack, http)
+                    row.update({"db": args.db, "machine": info})
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                    with open(out, "a") as f:
+                        f.write(json.dumps(row) + "\n")
+        finally:
+            if bot is not None:
+                bot.stop()
+            fake.stop()
+            if drop is not None:
+                drop()
+
+    print()
+    print("| db | clicks/s | clicks | ack ms median / p99 / max | click -> card update ms | click -> completed ms | errors (non-200, no update, no completion) | ack p99 < 100 ms |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        e = r["errors"]
+        ok = "yes" if r["ack"]["n"] and r["ack"]["p99_ms"] < 100 else "NO"
+        print(
+            f"| {r['db']} | {r['rate']} | {r['clicks']} | {fmt(r['ack'])} | {fmt(r['card'])} | {fmt(r['done'])} | "
+            f"{e['non_200_or_failed']}, {e['no_card_update']}, {e['no_completion']} | {ok} |"
+        )
+    print(f"\nrecords: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+    return 1 if any(r["errors"]["non_200_or_failed"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -192,7 +192,7 @@ class Handlers:
             command = payloads.parse_agent_command(body.get("text") or "")
         except payloads.CommandError as e:
             help_message = blocks.help_blocks(sorted(self.signoff.workflows))
-            await ack(response_type="ephemeral", text=str(e), blocks=help_message["blocks"])
+            await ack(response_type="ephemeral", text=messages.command_error(str(e)), blocks=help_message["blocks"])
             return
         try:
             if command.kind == "status":

@@ -197,14 +197,6 @@ def date(ts: float | None) -> str:
     return f"<!date^{int(ts)}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
-def date_plain(ts: float | None) -> str:
-    """A time as plain text, in UTC (for plain_text objects, where tokens do not work)."""
-    if not _finite(ts):
-        return "an unknown time"
-    assert ts is not None
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 _UNITS = (("w", 7 * 86400), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
 
@@ -806,11 +798,6 @@ def help_text(workflows: Sequence[str] = ()) -> str:
     if workflows:
         lines.append("Workflows: " + ", ".join(code(w) for w in workflows))
     return "\n".join(lines)
-
-
-def blocks_fallback() -> str:
-    """The notification text of a message that has nothing better to say."""
-    return "signoff"
 
 
 def home_unavailable() -> str:

@@ -15,6 +15,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
 
+from ._sql_gate import WriteGate
+
 # ---- URLs -------------------------------------------------------------------------------
 
 
@@ -87,8 +89,13 @@ def _install_pg_ping(engine: Engine, ping_after: float) -> None:
             record.info["signoff_used"] = time.monotonic()
 
 
-def _install_sqlite_hooks(engine: Engine, busy_ms: int, synchronous: str) -> None:
-    """Set each new connection's pragmas, and begin writes with `BEGIN IMMEDIATE`."""
+def _install_sqlite_hooks(engine: Engine, busy_ms: int, synchronous: str, gate: WriteGate | None = None) -> None:
+    """Set each new connection's pragmas, and begin writes with `BEGIN IMMEDIATE`.
+
+    With `gate` (the sync engine), a write transaction first takes the process's write gate
+    (`_sql_gate.py`) and gives it back at commit or rollback. The async engine's callers take
+    the gate themselves, before they start: an event loop must not block in this hook.
+    """
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -107,8 +114,35 @@ def _install_sqlite_hooks(engine: Engine, busy_ms: int, synchronous: str) -> Non
         # from reader to writer (which fails at once with "database is locked").
         if conn.get_execution_options().get("signoff_read"):
             conn.exec_driver_sql("BEGIN")
-        else:
+            return
+        if gate is None:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
+            return
+        gate.acquire()
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            gate.release()
+            raise
+        conn.info[_GATE_HELD] = True
+
+    if gate is not None:
+
+        @event.listens_for(engine, "commit")
+        @event.listens_for(engine, "rollback")
+        def _on_end(conn: Connection) -> None:
+            if conn.info.pop(_GATE_HELD, False):
+                gate.release()
+
+        @event.listens_for(engine.pool, "reset")
+        def _on_reset(dbapi_connection: Any, connection_record: Any, reset_state: Any) -> None:
+            # A connection returned with its transaction open (not through Connection's own
+            # rollback): the pool rolls it back; the gate must not stay taken.
+            if connection_record is not None and connection_record.info.pop(_GATE_HELD, False):
+                gate.release()
+
+
+_GATE_HELD = "graphs_sqlite_gate_held"
 
 
 # ---- raw-cursor transactions ------------------------------------------------------------

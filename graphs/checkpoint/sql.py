@@ -44,6 +44,8 @@ The implementation, in private modules of this package:
 - `_sql_values.py`: stored rows back into values, appended lists rebuilt;
 - `_sql_locks.py`: one run per thread (`lock_thread`), by locks released when the holder dies,
   even by SIGKILL;
+- `_sql_gate.py`: on SQLite, one writer at a time per file within the process, handed over in
+  order (SQLite's own busy wait sleeps and polls);
 - `_sql_schema.py`: the schema revision and its migrations.
 """
 
@@ -75,6 +77,7 @@ from ._sql_engine import (
     async_url,
     sync_url,
 )
+from ._sql_gate import WriteGate, write_gate
 from ._sql_locks import _advisory_key, _busy, _file_lock, _proc_hold, _raw_unlock
 from ._sql_prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
 from ._sql_read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
@@ -153,9 +156,12 @@ class SQLSaver(BaseCheckpointSaver):
         # a sync `lock_thread` on PostgreSQL holds it (see `_run_thread`).
         self._held: dict[tuple[int, str, str], Any] = {}
         if self._d.name == "sqlite" and not self._memory:
-            self._lock_path: str | None = os.path.abspath(self.url.database or "") + ".locks"
+            path = os.path.abspath(self.url.database or "")
+            self._lock_path: str | None = path + ".locks"
+            self._gate: WriteGate | None = write_gate(path, busy_timeout)
         else:
             self._lock_path = None
+            self._gate = None
 
     def __repr__(self) -> str:
         return f"SQLSaver({self.url.render_as_string(hide_password=True)!r})"
@@ -222,7 +228,7 @@ class SQLSaver(BaseCheckpointSaver):
             if self._engine is None:
                 engine = sa.create_engine(sync_url(self.url), **self._engine_kwargs())
                 if self._d.name == "sqlite":
-                    _install_sqlite_hooks(engine, self._busy_ms, self._synchronous)
+                    _install_sqlite_hooks(engine, self._busy_ms, self._synchronous, self._gate)
                 else:
                     _install_pg_ping(engine, self._ping_after)
                 self._read_engine = engine.execution_options(signoff_read=True)
@@ -266,11 +272,12 @@ class SQLSaver(BaseCheckpointSaver):
     def _run_once(self, fn: Callable[..., _T], args: tuple[Any, ...], read: bool) -> _T:
         if not self._schema_ok:
             self._check_schema()
-        raw = self._sync_engine().raw_connection()
-        try:
-            return self._transact(raw, fn, args, read)
-        finally:
-            raw.close()
+        with self._gate.hold() if self._gate is not None and not read else contextlib.nullcontext():
+            raw = self._sync_engine().raw_connection()
+            try:
+                return self._transact(raw, fn, args, read)
+            finally:
+                raw.close()
 
     async def _arun(
         self, fn: Callable[..., _T], *args: Any, read: bool = False, retry: bool = True
@@ -292,10 +299,20 @@ class SQLSaver(BaseCheckpointSaver):
             async with self._async_engine(read=True).connect() as conn:
                 revision = await conn.run_sync(_schema_revision)
             self._accept_revision(revision)
-        async with self._async_engine().connect() as conn:
+        async with self.write_gate(read), self._async_engine().connect() as conn:
             return await conn.run_sync(
                 lambda sync_conn: self._transact(sync_conn.connection, fn, args, read)
             )
+
+    def write_gate(self, read: bool = False, *, urgent: bool = False) -> contextlib.AbstractAsyncContextManager[None]:
+        """`async with saver.write_gate():` around an async write transaction on this database
+        that does not go through the saver (the bot's own tables share its engines): on a
+        SQLite file, this process's writers then take turns without SQLite's sleeping busy
+        wait, `urgent` ones (a person waits on the answer) first (`_sql_gate.py`). Nothing to
+        wait for on PostgreSQL, in memory, or for a read."""
+        if self._gate is None or read:
+            return contextlib.nullcontext()
+        return self._gate.ahold(urgent=urgent)
 
     def _run_thread(
         self, key: tuple[str, str], fn: Callable[..., _T], *args: Any, retry: bool = True
@@ -392,7 +409,7 @@ class SQLSaver(BaseCheckpointSaver):
         if self._memory:
             await asyncio.to_thread(self.setup)
             return
-        async with self._async_engine().begin() as conn:
+        async with self.write_gate(), self._async_engine().begin() as conn:
             await conn.run_sync(_migrate, self)
         self._schema_ok = True
 

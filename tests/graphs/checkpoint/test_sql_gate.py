@@ -1,0 +1,179 @@
+"""The SQLite write gate: this process's writers to one file take turns in order, in threads and
+on event loops alike, urgent ones first, and a writer that gives up never leaves it taken."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+from typing import TypedDict
+
+import pytest
+
+from graphs import END, START, SQLSaver, StateGraph
+from graphs.checkpoint._sql_gate import WriteGate, write_gate
+
+
+class State(TypedDict):
+    n: int
+
+
+def _chain(saver: SQLSaver):  # type: ignore[no-untyped-def]
+    def step(state: State) -> State:
+        return {"n": state["n"] + 1}
+
+    builder = StateGraph(State)
+    builder.add_node("a", step)
+    builder.add_node("b", step)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_one_gate_per_file_for_every_saver_of_the_process(tmp_path: Path) -> None:
+    one = SQLSaver(f"sqlite:///{tmp_path / 'a.db'}")
+    two = SQLSaver(f"sqlite:///{tmp_path / 'a.db'}")
+    other = SQLSaver(f"sqlite:///{tmp_path / 'b.db'}")
+    assert one._gate is two._gate
+    assert one._gate is not other._gate
+    assert SQLSaver("sqlite://")._gate is None  # in memory: one connection, nothing to share
+
+
+async def test_threads_and_tasks_writing_at_once_all_land(tmp_path: Path) -> None:
+    """Sync runs in threads and async runs on the loop, on one file, at the same time."""
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'busy.db'}", busy_timeout=60)
+    saver.setup()
+    graph = _chain(saver)
+
+    def sync_runs(k: int) -> None:
+        for i in range(15):
+            assert graph.invoke({"n": 0}, {"configurable": {"thread_id": f"s{k}-{i}"}}) == {"n": 2}
+
+    async def async_runs(k: int) -> None:
+        for i in range(15):
+            assert await graph.ainvoke({"n": 0}, {"configurable": {"thread_id": f"a{k}-{i}"}}) == {"n": 2}
+
+    await asyncio.gather(
+        *(asyncio.to_thread(sync_runs, k) for k in range(3)),
+        *(async_runs(k) for k in range(4)),
+    )
+    done = {p.thread_id for p in saver.list_paused()}  # nothing left half way
+    assert done == set()
+    for k in range(3):
+        for i in range(15):
+            assert graph.get_state({"configurable": {"thread_id": f"s{k}-{i}"}}).values == {"n": 2}
+    for k in range(4):
+        for i in range(15):
+            assert (await graph.aget_state({"configurable": {"thread_id": f"a{k}-{i}"}})).values == {"n": 2}
+    await saver.aclose()
+
+
+async def test_urgent_writers_go_before_queued_ones(tmp_path: Path) -> None:
+    gate = WriteGate(str(tmp_path / "order.db"), timeout=10)
+    order: list[str] = []
+    gate.acquire()  # another thread's transaction is in progress
+
+    async def writer(name: str, urgent: bool) -> None:
+        async with gate.ahold(urgent=urgent):
+            order.append(name)
+            await asyncio.sleep(0.01)
+
+    tasks = [asyncio.create_task(writer("first", False))]
+    await asyncio.sleep(0.05)  # "first" is at the head of the line, waiting for the lock
+    tasks += [asyncio.create_task(writer(f"later-{i}", False)) for i in range(3)]
+    await asyncio.sleep(0.01)
+    tasks.append(asyncio.create_task(writer("click", True)))
+    await asyncio.sleep(0.05)
+    assert order == []
+    gate.release()
+    await asyncio.gather(*tasks)
+    assert order == ["first", "click", "later-0", "later-1", "later-2"]
+
+
+async def test_a_cancelled_writer_does_not_keep_the_gate(tmp_path: Path) -> None:
+    gate = WriteGate(str(tmp_path / "cancel.db"), timeout=10)
+    gate.acquire()
+
+    async def writer() -> None:
+        async with gate.ahold():
+            await asyncio.sleep(0)
+
+    head = asyncio.create_task(writer())  # waits for the lock in a helper thread
+    queued = asyncio.create_task(writer())  # waits in the line
+    await asyncio.sleep(0.05)
+    head.cancel()
+    queued.cancel()
+    gate.release()  # the helper thread now gets the lock, for nobody: it must give it back
+    for task in (head, queued):
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    await asyncio.wait_for(writer(), 5)
+    got = await asyncio.to_thread(gate._lock.acquire, True, 5)
+    assert got, "the gate stayed taken after its writers were cancelled"
+    gate.release()
+
+
+async def test_waiting_past_the_busy_timeout_fails_like_sqlite(tmp_path: Path) -> None:
+    gate = WriteGate(str(tmp_path / "stuck.db"), timeout=0.2)
+    held = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        with gate.hold():
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    held.wait(5)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="database is locked.*busy timeout"):
+            async with gate.ahold():
+                pass
+        with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+            await asyncio.to_thread(gate.acquire)
+    finally:
+        release.set()
+        thread.join()
+    async with gate.ahold():  # and it works again once the holder is done
+        pass
+
+
+def test_two_event_loops_share_the_gate(tmp_path: Path) -> None:
+    """Two threads, each with its event loop and its saver (an async engine serves one loop),
+    on one file: one gate, and every run lands."""
+    url = f"sqlite:///{tmp_path / 'loops.db'}"
+    SQLSaver(url).setup()
+    savers = [SQLSaver(url) for _ in range(2)]
+    assert savers[0]._gate is savers[1]._gate
+    errors: list[BaseException] = []
+
+    def loop_runs(k: int) -> None:
+        graph = _chain(savers[k])
+
+        async def main() -> None:
+            for i in range(20):
+                await graph.ainvoke({"n": 0}, {"configurable": {"thread_id": f"l{k}-{i}"}})
+            await savers[k].aclose()
+
+        try:
+            asyncio.run(main())
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=loop_runs, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    with SQLSaver.from_conn_string(url) as saver:
+        graph = _chain(saver)
+        assert all(
+            graph.get_state({"configurable": {"thread_id": f"l{k}-{i}"}}).values == {"n": 2}
+            for k in range(2)
+            for i in range(20)
+        )
+    assert write_gate(str((tmp_path / "loops.db").resolve()), 30) is savers[0]._gate

@@ -21,6 +21,7 @@ DEFAULT_DATABASE_URL = "sqlite:///signoff.db"
 DEFAULT_POLICY = "signoff.toml"
 DEFAULT_SWEEP_INTERVAL = 30.0
 DEFAULT_JOB_LEASE = 60.0
+DEFAULT_WORKERS = 4
 
 
 class SettingsError(ValueError):
@@ -55,6 +56,9 @@ class Settings:
     job_lease: float = DEFAULT_JOB_LEASE
     """`SIGNOFF_JOB_LEASE` (seconds, default 60): how long a job (a resume, a Slack message) stays
     claimed by the process working on it; a job whose process died is taken over after this."""
+    workers: int = DEFAULT_WORKERS
+    """`SIGNOFF_WORKERS` (default 4): how many jobs (resumes, Slack messages) the bot performs at
+    once; jobs of one thread still go one at a time, in order."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -73,6 +77,7 @@ class Settings:
             notify_channel=(env.get("SIGNOFF_NOTIFY_CHANNEL") or "true").lower() not in ("0", "false", "no"),
             sweep_interval=_seconds(env, "SIGNOFF_SWEEP_INTERVAL", DEFAULT_SWEEP_INTERVAL),
             job_lease=_seconds(env, "SIGNOFF_JOB_LEASE", DEFAULT_JOB_LEASE),
+            workers=_count(env, "SIGNOFF_WORKERS", DEFAULT_WORKERS),
         )
 
     def check_slack(self) -> None:
@@ -117,6 +122,20 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     if not (math.isfinite(value) and value > 0):
         raise SettingsError(f"{name} must be a positive number of seconds (e.g. 30 or 0.5), got {raw!r}")
     return value
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number from 1 to 64 from `env[name]`; `default` when unset or empty.
+
+    Raises:
+        SettingsError: the value is not such a number.
+    """
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= 64:
+        raise SettingsError(f"{name} must be a whole number from 1 to 64 (e.g. 4), got {raw!r}")
+    return int(raw)
 
 
 def build_signoff(

@@ -138,19 +138,21 @@ class Database:
     # ---- transactions -------------------------------------------------------------------
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+    async def transaction(self, *, urgent: bool = False) -> AsyncIterator[AsyncConnection]:
         """`async with db.transaction() as conn:` one write transaction, committed on exit.
 
         On SQLite it starts with `BEGIN IMMEDIATE`: it holds the file's write lock from the
         start, so writers queue (up to the busy timeout) instead of failing half way, and
         everything read inside is current. On PostgreSQL it is an ordinary READ COMMITTED
         transaction; lock rows (`FOR UPDATE`) or take advisory locks where it matters.
-        An exception inside rolls it back.
+        An exception inside rolls it back. On SQLite, this process's writers take turns
+        (`SQLSaver.write_gate`); `urgent` ones, where a person waits on the answer (a click),
+        go before background work.
 
         Raises:
             DatabaseUnavailable: the database cannot be reached or the connection dropped.
         """
-        async with self._connection(self.saver._async_engine()) as conn:
+        async with self.saver.write_gate(urgent=urgent), self._connection(self.saver._async_engine()) as conn:
             async with self._translated():
                 async with conn.begin():
                     yield conn

@@ -22,37 +22,61 @@ log = logging.getLogger("signoff.scheduler")
 
 
 class JobRunner:
-    """Drains due jobs every `every` seconds, and right away when `kick()`ed."""
+    """`concurrency` workers that drain due jobs every `every` seconds, and at once when kicked.
 
-    def __init__(self, signoff: Signoff, *, every: float = 1.0, kinds: tuple[str, ...] = ("resume", "event")) -> None:
+    Jobs of different threads run side by side (a resume waits on the database, a card update
+    on Slack); the queue keeps what must stay in order in order (one resume per thread at a
+    time, a thread's events one after another). Workers take turns preferring each kind, so
+    under a burst the card updates keep up with the clicks while the resumes catch up. Each
+    `kick()` wakes one idle worker; when all are busy it is remembered, so a worker that
+    finishes its pass looks again at once.
+    """
+
+    def __init__(
+        self,
+        signoff: Signoff,
+        *,
+        every: float = 1.0,
+        kinds: tuple[str, ...] = ("resume", "event"),
+        concurrency: int = 4,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, not {concurrency}")
         self.signoff = signoff
         self.every = every
         self.kinds = kinds
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self.concurrency = concurrency
+        self._kicks: asyncio.Queue[None] = asyncio.Queue(maxsize=concurrency)
+        self._tasks: list[asyncio.Task[None]] = []
 
     def kick(self) -> None:
-        """Run a pass as soon as the current one (if any) ends."""
-        self._wake.set()
+        """Have a worker look for due jobs now (or as soon as one is free)."""
+        with contextlib.suppress(asyncio.QueueFull):
+            self._kicks.put_nowait(None)
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._loop(), name="signoff-jobs")
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._loop(self.kinds[i % len(self.kinds)]), name=f"signoff-jobs-{i}")
+            for i in range(self.concurrency)
+        ]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
+        self._tasks = []
 
-    async def _loop(self) -> None:
+    async def _loop(self, prefer: str) -> None:
         while True:
-            self._wake.clear()
             try:
-                await self.signoff.run_jobs(self.kinds)
+                await self.signoff.run_jobs(self.kinds, prefer=prefer)
             except Exception:
                 log.exception("job worker failed; it runs again in %ss", self.every)
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.every)
+                await asyncio.wait_for(self._kicks.get(), self.every)
 
 
 def start_scheduler(
@@ -70,6 +94,7 @@ def start_scheduler(
 
     async def sweep() -> None:
         try:
+            await app.release_dead_leases()
             counts = await app.sweep()
             if any(counts.values()):
                 log.info("sweep: %s", counts)

@@ -202,7 +202,8 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
     metrics = Metrics()
     signoff, client = build_runtime(settings, metrics=metrics)
     await signoff.db.upgrade()
-    runner = JobRunner(signoff)
+    await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once
+    runner = JobRunner(signoff, concurrency=settings.workers)
     bolt_app = build_bolt_app(settings, signoff, client, runner)
     socket_handler = None
     if settings.slack_app_token:

@@ -19,9 +19,10 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, delete, exists, select, update
+from sqlalchemy import ColumnElement, Select, and_, case, delete, exists, or_, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -59,12 +60,14 @@ from .policy import (
 if TYPE_CHECKING:
     from ..db import Database
 
-__all__ = ["DecideResult", "RunReport", "Signoff"]
+__all__ = ["DecideResult", "PendingView", "RunReport", "Signoff"]
 
 log = logging.getLogger("signoff")
 
 LEASE_SECONDS = 60.0
 """How long a claimed job is held before another worker may take it over."""
+CLAIM_CANDIDATES = 16
+"""How many due jobs a SQLite worker reads at once to pick one from (see `Signoff._claim`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,18 @@ class RunReport:
     """Ids of the approvals this pause opened (or joined)."""
     values: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingView:
+    """What waits on one person (`Signoff.pending_view`): the oldest of each list, and totals."""
+
+    mine: list[Approval]
+    """Pending approvals they may decide, oldest first."""
+    others: list[Approval]
+    """Pending approvals waiting on someone else, oldest first."""
+    mine_total: int
+    others_total: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +133,8 @@ class Signoff:
         """How long a claimed job stays locked to this worker; past it, another may take it over."""
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._graphs: dict[str, CompiledGraph] = {}
+        self._held: set[int] = set()
+        """Ids of the jobs this process's workers hold right now."""
         self._effects = Effects(db.sync_engine, clock)
         self._secret_rules = {name: rule for rule in policy.actions.values() for name in rule.secret}
 
@@ -213,8 +230,14 @@ class Signoff:
             result = e
         return await self._after_run(thread_id, workflow, result)
 
-    async def _after_run(self, thread_id: str, workflow: str, result: Any) -> RunReport:
-        """Record how a run stopped: open approvals for its pauses, or note its end."""
+    async def _after_run(
+        self, thread_id: str, workflow: str, result: Any, *, resumed: _Resumed | None = None
+    ) -> RunReport:
+        """Record how a run stopped: open approvals for its pauses, or note its end.
+
+        After a resume (`resumed`), the "resumed" audit entry and the job's completion go into
+        the same transaction as the record: one commit where there were three.
+        """
         now = self.clock()
         if isinstance(result, BaseException):
             unknown = isinstance(result, SideEffectUnknownError)
@@ -222,6 +245,8 @@ class Signoff:
             error = f"{type(result).__name__}: {result}"
             log.warning("run %s %s: %s", thread_id, status, error)
             async with self.db.transaction() as conn:
+                if resumed is not None:
+                    await resumed.record(self, conn, now, finish=True)
                 await store.set_run(conn, thread_id, now, status=status, error=error)
                 await self.audit.append(conn, status if unknown else "run_failed", thread_id=thread_id, data={"error": error})
                 await self._event(conn, "run_outcome_unknown" if unknown else "run_failed", now, thread_id=thread_id, data={"error": error, "workflow": workflow})
@@ -232,16 +257,22 @@ class Signoff:
             # Paused before the approvals exist: once one does, a worker may resume and finish
             # the run at once, and its status must not be overwritten with "paused" after that.
             async with self.db.transaction() as conn:
+                if resumed is not None:
+                    await resumed.record(self, conn, now, finish=False)
                 await store.set_run(conn, thread_id, now, status="paused")
             ids = []
             for intr in pauses:
                 if isinstance(intr.value, dict) and intr.value.get("kind") == APPROVAL_KIND:
                     ids.append(await self._register(thread_id, workflow, intr))
+            if resumed is not None:
+                await self._finish_job(resumed.job_id)
             return RunReport(thread_id, workflow, "paused", tuple(ids), result)
 
         shown = self.hide_secrets(result)
         summary = store.dumps(shown)
         async with self.db.transaction() as conn:
+            if resumed is not None:
+                await resumed.record(self, conn, now, finish=True)
             await store.set_run(conn, thread_id, now, status="completed", result=summary, error=None)
             await self.audit.append(conn, "run_completed", thread_id=thread_id, data={"workflow": workflow})
             await self._event(conn, "run_completed", now, thread_id=thread_id, data={"workflow": workflow, "values": shown})
@@ -353,7 +384,7 @@ class Signoff:
         """
         now = self.clock()
         note = note.strip()
-        async with self.db.transaction() as conn:
+        async with self.db.transaction(urgent=True) as conn:
             a = await store.get_approval(conn, approval_id, for_update=True)
             if a is None:
                 raise UnknownApprovalError(approval_id)
@@ -450,14 +481,15 @@ class Signoff:
 
     async def _settled(self, conn: AsyncConnection, approval_id: str, decision: dict[str, Any], now: float) -> None:
         """Enqueue a resume for every thread waiting on the approval, and the `decided` event."""
-        for thread_id, interrupt_id in await store.waiters(conn, approval_id):
+        waiting = await store.waiters(conn, approval_id)
+        for thread_id, interrupt_id in waiting:
             await store.enqueue(
                 conn, "resume", f"resume:{interrupt_id}",
                 {"interrupt_id": interrupt_id, "decision": decision}, now,
                 approval_id=approval_id, thread_id=thread_id,
             )
         kind = "expired" if decision["status"] == "expired" else "decided"
-        thread = (await store.waiters(conn, approval_id) or [(None, None)])[0][0]
+        thread = waiting[0][0] if waiting else None
         await self._event(conn, kind, now, thread_id=thread, approval_id=approval_id)
 
     async def _event(
@@ -469,70 +501,96 @@ class Signoff:
 
     # ---- the worker --------------------------------------------------------------------
 
-    async def run_jobs(self, kinds: tuple[str, ...] = ("resume", "event"), *, limit: int = 1000) -> int:
-        """Perform due jobs until none is left (or `limit`); return how many were done."""
+    async def run_jobs(
+        self, kinds: tuple[str, ...] = ("resume", "event"), *, limit: int = 1000, prefer: str | None = None
+    ) -> int:
+        """Perform due jobs until none is left (or `limit`); return how many were done.
+
+        `prefer` (a kind) takes due jobs of that kind before older ones of other kinds: with
+        workers preferring each kind, a backlog of resumes does not hold up card updates, nor
+        the other way round.
+        """
         done = 0
         while done < limit:
-            job = await self._claim(kinds)
+            job = await self._claim(kinds, prefer)
             if job is None:
                 break
-            if job["kind"] == "resume":
-                await self._resume(job)
-            else:
-                await self._deliver(job)
+            try:
+                if job["kind"] == "resume":
+                    await self._resume(job)
+                else:
+                    await self._deliver(job)
+            finally:
+                self._held.discard(job["id"])
             done += 1
         return done
 
-    async def _claim(self, kinds: tuple[str, ...]) -> Mapping[str, Any] | None:
+    async def _claim(self, kinds: tuple[str, ...], prefer: str | None = None) -> Mapping[str, Any] | None:
+        """Take the oldest due job of `kinds` (leased to this worker), or None.
+
+        PostgreSQL: `FOR UPDATE SKIP LOCKED`, so replicas never wait on each other's picks.
+        SQLite: the due jobs are found with a read (no write lock: most passes find nothing),
+        then one is taken with a compare-and-set; jobs this process holds are skipped, so its
+        workers do not race for the same one.
+        """
         now = self.clock()
-        j = t.jobs.c
-        earlier = t.jobs.alias("earlier")
-        async with self.db.transaction() as conn:
-            query = (
-                select(t.jobs)
-                .where(
-                    j.done_at.is_(None),
-                    j.kind.in_(kinds),
-                    j.available_at <= now,
-                    (j.locked_until.is_(None)) | (j.locked_until < now),
-                    # events of one thread go out in order: not before an earlier one is done
-                    ~exists().where(
-                        and_(
-                            j.kind == "event",
-                            earlier.c.kind == "event",
-                            earlier.c.thread_id == j.thread_id,
-                            earlier.c.id < j.id,
-                            earlier.c.done_at.is_(None),
-                        )
-                    ),
-                )
-                .order_by(j.id)
-                .limit(1)
-            )
-            if conn.dialect.name == "postgresql":
-                query = query.with_for_update(skip_locked=True, of=t.jobs)
-            job = (await conn.execute(query)).mappings().first()
-            if job is None:
-                return None
-            claimed = await conn.execute(
-                update(t.jobs)
-                .where(j.id == job["id"], j.done_at.is_(None))
-                .where((j.locked_until.is_(None)) | (j.locked_until < now))
-                .values(locked_until=now + self.lease_seconds, locked_by=self.worker_id, attempts=j.attempts + 1)
-            )
-            if claimed.rowcount != 1:
-                return None
+        due = _due_jobs(kinds, now, prefer)
+        if self.db.dialect == "postgresql":
+            async with self.db.transaction() as conn:
+                job = (await conn.execute(due.limit(1).with_for_update(skip_locked=True, of=t.jobs))).mappings().first()
+                if job is None or not await self._take(conn, job, now):
+                    return None
+            self._held.add(job["id"])
             return dict(job)
+        async with self.db.read() as conn:
+            candidates = (await conn.execute(due.limit(CLAIM_CANDIDATES))).mappings().all()
+        for job in candidates:
+            if job["id"] in self._held:
+                continue
+            self._held.add(job["id"])
+            try:
+                async with self.db.transaction() as conn:
+                    taken = await self._take(conn, job, now)
+            except BaseException:
+                self._held.discard(job["id"])
+                raise
+            if taken:
+                return dict(job)
+            self._held.discard(job["id"])
+        return None
+
+    async def release_dead_leases(self) -> int:
+        """Give back at once the jobs leased to processes of this host that are gone (killed,
+        crashed), instead of after their lease: a bot restarted after a crash picks up where
+        its predecessor stopped. Processes of other hosts are waited out (their lease). Returns
+        how many jobs went back to the queue."""
+        j = t.jobs.c
+        async with self.db.read() as conn:
+            holders = (await conn.execute(select(j.locked_by).where(j.done_at.is_(None), j.locked_by.is_not(None)).distinct())).scalars().all()
+        dead = [h for h in holders if _gone_from_this_host(h)]
+        if not dead:
+            return 0
+        async with self.db.transaction() as conn:
+            released = await conn.execute(
+                update(t.jobs).where(j.done_at.is_(None), j.locked_by.in_(dead)).values(locked_until=None, locked_by=None)
+            )
+        log.warning("took back %d job(s) from process(es) that died: %s", released.rowcount, ", ".join(dead))
+        return int(released.rowcount)
+
+    async def _take(self, conn: AsyncConnection, job: Mapping[str, Any], now: float) -> bool:
+        """Lease `job` to this worker if it is still as it was read (nobody took it since)."""
+        j = t.jobs.c
+        taken = await conn.execute(
+            update(t.jobs)
+            .where(j.id == job["id"], j.done_at.is_(None), j.attempts == job["attempts"], j.available_at <= now)
+            .where((j.locked_until.is_(None)) | (j.locked_until < now))
+            .values(locked_until=now + self.lease_seconds, locked_by=self.worker_id, attempts=j.attempts + 1)
+        )
+        return taken.rowcount == 1
 
     async def _finish_job(self, job_id: int, *, error: str | None = None, retry_in: float | None = None) -> None:
-        now = self.clock()
         async with self.db.transaction() as conn:
-            values: dict[str, Any] = {"locked_until": None, "locked_by": None, "last_error": error}
-            if retry_in is None:
-                values["done_at"] = now
-            else:
-                values["available_at"] = now + retry_in
-            await conn.execute(update(t.jobs).where(t.jobs.c.id == job_id).values(**values))
+            await _finish_job_in(conn, job_id, self.clock(), error=error, retry_in=retry_in)
 
     async def _resume(self, job: Mapping[str, Any]) -> None:
         payload = json.loads(job["payload"])
@@ -574,11 +632,8 @@ class Signoff:
                 await self._after_run(thread_id, run["workflow"], dict(state.values))
             await self._finish_job(job["id"])
             return
-        async with self.db.transaction() as conn:
-            await store.set_run(conn, thread_id, self.clock(), status="running")
-            await self.audit.append(conn, "resumed", approval_id=job["approval_id"], thread_id=thread_id, actor=self.worker_id, data={"interrupt_id": interrupt_id, "approved": payload["decision"]["approved"]})
-        await self._after_run(thread_id, run["workflow"], result)
-        await self._finish_job(job["id"])
+        resumed = _Resumed(job["id"], thread_id, job["approval_id"], interrupt_id, bool(payload["decision"]["approved"]))
+        await self._after_run(thread_id, run["workflow"], result, resumed=resumed)
 
     async def _deliver(self, job: Mapping[str, Any]) -> None:
         payload = json.loads(job["payload"])
@@ -643,13 +698,48 @@ class Signoff:
         return a
 
     async def pending(self, *, user: str | None = None) -> list[Approval]:
-        """Pending approvals, oldest first; with `user`, those they may decide come first."""
+        """The oldest pending approvals (at most 200); with `user`, those they may decide first."""
         async with self.db.read() as conn:
             items = await store.list_approvals(conn)
         if user is None:
             return items
         mine = [await self.may_decide(a, user) for a in items]
         return [a for a, m in zip(items, mine) if m] + [a for a, m in zip(items, mine) if not m]
+
+    async def pending_view(self, user: str, *, limit: int = 50) -> PendingView:
+        """What waits on `user` and what waits on others: the oldest `limit` of each, and how
+        many there are in all. The database does the sorting and counting (five indexed
+        queries whatever the number of pauses), so the answer stays quick with 100,000 pending.
+
+        Raises:
+            GroupsUnavailable: the user's groups could not be looked up.
+        """
+        decidable = await self._decidable_by(user)
+        pending = t.approvals.c.status == "pending"
+        async with self.db.read() as conn:
+            total = await store.count_approvals(conn, pending)
+            mine_total = await store.count_approvals(conn, and_(pending, decidable))
+            mine = await store.list_approvals(conn, where=decidable, limit=limit)
+            others = await store.list_approvals(conn, where=~decidable, limit=limit)
+        # The query decides from what is stored; the policy check is the authority.
+        checked = [a for a in mine if await self.may_decide(a, user)]
+        return PendingView(checked, others, mine_total - (len(mine) - len(checked)), total - mine_total)
+
+    async def _decidable_by(self, user: str) -> ColumnElement[bool]:
+        """A condition on `approvals`: those `user` may vote on, as `may_decide` would say, for
+        the database to filter with. An approval's `approvers` is a JSON list of user ids and
+        @groups; `user` matches it by id or through a group of the policy they are in."""
+        names = {e[1:] for rule in self.policy.actions.values() for e in (*rule.approvers, *rule.escalate_to) if e.startswith("@")}
+        names |= {g.removeprefix("@") for g in self.policy.groups}
+        entries = [user] + [f"@{g}" for g in sorted(names) if user in await self.groups.members(g)]
+        c = t.approvals.c
+        self_ok = [name for name, rule in self.policy.actions.items() if rule.allow_self_approval]
+        return and_(
+            or_(*(c.approvers.contains(json.dumps(e), autoescape=True) for e in entries)),
+            c.action.in_(list(self.policy.actions)),
+            or_(c.requester != user, c.action.in_(self_ok)),
+            ~exists().where(t.votes.c.approval_id == c.id, t.votes.c.user_id == user),
+        )
 
     async def mark_posted(self, approval_id: str, channel: str, message_ts: str) -> None:
         """Record where the approval's card was posted (Slack), so later updates edit it."""
@@ -710,6 +800,84 @@ class Signoff:
                 await self.audit.append(conn, "purged", thread_id=thread_id, actor="retention", data={"approvals": ids})
             await self.saver.adelete_thread(thread_id)
         return len(threads)
+
+
+@dataclass(frozen=True, slots=True)
+class _Resumed:
+    """A resume job whose run just stopped, recorded with how it stopped (`_after_run`)."""
+
+    job_id: int
+    thread_id: str
+    approval_id: str | None
+    interrupt_id: str
+    approved: bool
+
+    async def record(self, signoff: Signoff, conn: AsyncConnection, now: float, *, finish: bool) -> None:
+        await signoff.audit.append(
+            conn, "resumed", approval_id=self.approval_id, thread_id=self.thread_id,
+            actor=signoff.worker_id, data={"interrupt_id": self.interrupt_id, "approved": self.approved},
+        )
+        if finish:
+            await _finish_job_in(conn, self.job_id, now)
+
+
+def _due_jobs(kinds: tuple[str, ...], now: float, prefer: str | None = None) -> Select[Any]:
+    """Due, unleased jobs of `kinds`, oldest first (those of kind `prefer` before the others);
+    a thread's events only once the ones before them are done, so they go out in order."""
+    j = t.jobs.c
+    earlier = t.jobs.alias("earlier")
+    order = [j.id] if prefer is None else [case((j.kind == prefer, 0), else_=1), j.id]
+    return (
+        select(t.jobs)
+        .where(
+            j.done_at.is_(None),
+            j.kind.in_(kinds),
+            j.available_at <= now,
+            (j.locked_until.is_(None)) | (j.locked_until < now),
+            ~exists().where(
+                and_(
+                    j.kind == "event",
+                    earlier.c.kind == "event",
+                    earlier.c.thread_id == j.thread_id,
+                    earlier.c.id < j.id,
+                    earlier.c.done_at.is_(None),
+                )
+            ),
+        )
+        .order_by(*order)
+    )
+
+
+async def _finish_job_in(
+    conn: AsyncConnection, job_id: int, now: float, *, error: str | None = None, retry_in: float | None = None
+) -> None:
+    """Mark a job done (or due again in `retry_in` seconds) and let go of its lease."""
+    values: dict[str, Any] = {"locked_until": None, "locked_by": None, "last_error": error}
+    if retry_in is None:
+        values["done_at"] = now
+    else:
+        values["available_at"] = now + retry_in
+    await conn.execute(update(t.jobs).where(t.jobs.c.id == job_id).values(**values))
+
+
+def _gone_from_this_host(worker_id: str) -> bool:
+    """True when `worker_id` (`host:pid:tag`) names a process of this host that no longer runs."""
+    parts = worker_id.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # it runs, as another user
+        return False
+    try:  # killed but not yet reaped by its parent: a zombie runs nothing
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _database_down(error: BaseException) -> bool:

@@ -9,8 +9,9 @@ import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import ColumnElement, and_, func, insert, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import tables as t
@@ -51,10 +52,7 @@ async def _votes(conn: AsyncConnection, approval_id: str) -> tuple[Vote, ...]:
             select(t.votes).where(t.votes.c.approval_id == approval_id).order_by(t.votes.c.id)
         )
     ).mappings()
-    return tuple(
-        Vote(r["user_id"], r["decision"], r["note"], json.loads(r["edits"]) if r["edits"] else {}, r["at"])
-        for r in rows
-    )
+    return tuple(_vote(r) for r in rows)
 
 
 async def approval_for_interrupt(conn: AsyncConnection, interrupt_id: str) -> Approval | None:
@@ -179,14 +177,14 @@ async def insert_vote(
 
 
 async def _insert_once(conn: AsyncConnection, table: Any, **values: Any) -> bool:
-    """Insert a row unless a unique key already has one (False then). A savepoint keeps the
-    caller's transaction usable after the conflict."""
-    try:
-        async with conn.begin_nested():
-            await conn.execute(insert(table).values(**values))
-    except IntegrityError:
-        return False
-    return True
+    """Insert a row unless a unique key already has one (False then), in one statement
+    (`INSERT ... ON CONFLICT DO NOTHING`, on SQLite and PostgreSQL alike): the caller's
+    transaction goes on either way. Other constraint violations still raise."""
+    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    statement = dialect_insert(table).values(**values).on_conflict_do_nothing()
+    # RETURNING, not rowcount: psycopg's async cursor through SQLAlchemy reports -1 here.
+    inserted = await conn.execute(statement.returning(*table.primary_key.columns))
+    return inserted.first() is not None
 
 
 async def list_approvals(
@@ -194,17 +192,35 @@ async def list_approvals(
     *,
     statuses: Iterable[str] = ("pending",),
     thread_id: str | None = None,
+    where: ColumnElement[bool] | None = None,
     limit: int = 200,
 ) -> list[Approval]:
+    """Approvals in `statuses`, oldest first, at most `limit`, with their votes (two queries)."""
     query = select(t.approvals).where(t.approvals.c.status.in_(list(statuses)))
     if thread_id is not None:
         query = query.where(t.approvals.c.thread_id == thread_id)
+    if where is not None:
+        query = query.where(where)
     query = query.order_by(t.approvals.c.created_at).limit(limit)
     rows = (await conn.execute(query)).mappings().all()
-    out = []
-    for row in rows:
-        out.append(Approval.from_row(row, await _votes(conn, row["id"])))
-    return out
+    votes = await _votes_of(conn, [row["id"] for row in rows])
+    return [Approval.from_row(row, votes.get(row["id"], ())) for row in rows]
+
+
+async def _votes_of(conn: AsyncConnection, approval_ids: list[str]) -> dict[str, tuple[Vote, ...]]:
+    """The votes of several approvals in one query (not one query per approval)."""
+    found: dict[str, list[Vote]] = {}
+    if approval_ids:
+        rows = await conn.execute(
+            select(t.votes).where(t.votes.c.approval_id.in_(approval_ids)).order_by(t.votes.c.id)
+        )
+        for r in rows.mappings():
+            found.setdefault(r["approval_id"], []).append(_vote(r))
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def _vote(r: Mapping[str, Any]) -> Vote:
+    return Vote(r["user_id"], r["decision"], r["note"], json.loads(r["edits"]) if r["edits"] else {}, r["at"])
 
 
 async def recent_decided(conn: AsyncConnection, limit: int = 20) -> list[Approval]:
@@ -256,6 +272,10 @@ async def set_run(conn: AsyncConnection, thread_id: str, now: float, **values: A
     await conn.execute(
         update(t.runs).where(t.runs.c.thread_id == thread_id).values(updated_at=now, **values)
     )
+
+
+async def count_approvals(conn: AsyncConnection, where: ColumnElement[bool]) -> int:
+    return int((await conn.execute(select(func.count()).select_from(t.approvals).where(where))).scalar_one())
 
 
 async def count_by_status(conn: AsyncConnection) -> dict[str, int]:

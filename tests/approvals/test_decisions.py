@@ -278,7 +278,7 @@ import asyncio, os, signal, sys
 from bot.approvals.service import Signoff
 from bot.config import Settings, build_signoff
 
-async def die(self, *args):  # the graph has run to its end; the process dies before recording it
+async def die(self, *args, **kwargs):  # the graph has run to its end; the process dies before recording it
     os.kill(os.getpid(), signal.SIGKILL)
 
 Signoff._after_run = die
@@ -392,3 +392,38 @@ async def test_events_survive_a_sink_that_fails_twice(kit: Kit) -> None:
     assert [e.id for e in sink.events] == sorted(e.id for e in sink.events)
     assert await kit.pending_jobs("event") == 0
     assert delivered_at[0] == 0  # nothing went out while the first event kept failing
+
+
+CLAIM_THEN_DIE = """
+import asyncio, os, signal, sys
+from bot.approvals.service import Signoff
+from bot.config import Settings, build_signoff
+
+async def die(self, job):  # the resume job is leased to this process, which dies with it
+    os.kill(os.getpid(), signal.SIGKILL)
+
+Signoff._resume = die
+
+async def main():
+    app = build_signoff(Settings.from_env())
+    await app.decide(sys.argv[1], "U_ALICE", True)
+    await app.run_jobs(("resume",))
+
+asyncio.run(main())
+"""
+
+
+async def test_jobs_of_a_process_that_died_on_this_host_are_taken_back_at_once(kit: Kit) -> None:
+    report = await kit.start("refund", REFUND)
+    killed = await asyncio.to_thread(kit.python, CLAIM_THEN_DIE, report.approvals[0])
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    kit.clock.advance(5)  # to when the other process (on the real clock) queued the job
+    assert await kit.app.run_jobs(("resume",)) == 0  # leased to the dead process for a minute
+
+    held = await kit.app._claim(("event",))  # a live process's lease (this one's) stays
+    assert held is not None
+    assert await kit.app.release_dead_leases() == 1
+    assert await kit.app.release_dead_leases() == 0
+    assert await kit.app.run_jobs(("resume",)) == 1
+    assert [e["kind"] for e in await kit.effects()] == ["refund"]
+    assert (await kit.run(report.thread_id))["status"] == "completed"

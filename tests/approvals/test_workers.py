@@ -1,0 +1,90 @@
+"""The bot's job runner: several workers perform jobs side by side, and what must stay in order
+(a thread's events, one resume per thread) stays in order; `SIGNOFF_WORKERS` sets how many."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+import pytest
+
+from _signoff_kit import Kit
+from bot.approvals.events import Event
+from bot.config import Settings, SettingsError
+from bot.scheduler import JobRunner
+
+REFUND = {"customer_id": "cust_1", "order_id": "o-1", "amount": 42.5, "reason": "damaged"}
+
+
+class SlowSink:
+    """Records deliveries, each taking a moment as a Slack call does, and what overlapped."""
+
+    def __init__(self) -> None:
+        self.active: set[str | None] = set()
+        self.most_at_once = 0
+        self.same_thread_overlap = False
+        self.kinds: dict[str | None, list[str]] = defaultdict(list)
+
+    async def deliver(self, event: Event) -> None:
+        if event.thread_id in self.active:
+            self.same_thread_overlap = True
+        self.active.add(event.thread_id)
+        self.most_at_once = max(self.most_at_once, len(self.active))
+        try:
+            await asyncio.sleep(0.05)
+            self.kinds[event.thread_id].append(event.kind)
+        finally:
+            self.active.discard(event.thread_id)
+
+
+async def _drain(kit: Kit, runner: JobRunner, timeout: float = 60) -> None:
+    runner.start()
+    try:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while await kit.pending_jobs("resume") or await kit.pending_jobs("event"):
+            assert asyncio.get_running_loop().time() < deadline, "jobs still pending"
+            runner.kick()
+            await asyncio.sleep(0.05)
+    finally:
+        await runner.stop()
+
+
+async def test_workers_deliver_side_by_side_and_each_thread_in_order(kit: Kit) -> None:
+    sink = SlowSink()
+    app = kit.new_app(sink=sink, share_db=True)
+    threads = []
+    for i in range(6):
+        report = await app.start("refund", {**REFUND, "order_id": f"o-{i}"}, requester="U_CAROL")
+        await app.decide(report.approvals[0], "U_ALICE", True)
+        threads.append(report.thread_id)
+
+    await _drain(kit, JobRunner(app, concurrency=4, every=0.2))
+
+    assert sink.most_at_once > 1, "the four workers never delivered two events at once"
+    assert not sink.same_thread_overlap, "two events of one thread were delivered at once"
+    for thread_id in threads:
+        assert sink.kinds[thread_id] == ["approval_requested", "decided", "run_completed"]
+    assert len(await kit.effects("refund")) == 6  # each run resumed once
+
+
+async def test_one_worker_delivers_one_event_at_a_time(kit: Kit) -> None:
+    sink = SlowSink()
+    app = kit.new_app(sink=sink, share_db=True)
+    for i in range(3):
+        report = await app.start("refund", {**REFUND, "order_id": f"o-{i}"}, requester="U_CAROL")
+        await app.decide(report.approvals[0], "U_ALICE", True)
+
+    await _drain(kit, JobRunner(app, concurrency=1, every=0.2))
+
+    assert sink.most_at_once == 1
+    assert len(await kit.effects("refund")) == 3
+
+
+def test_the_number_of_workers_comes_from_the_environment() -> None:
+    assert Settings.from_env({}).workers == 4
+    assert Settings.from_env({"SIGNOFF_WORKERS": "8"}).workers == 8
+    for bad in ("0", "-1", "two", "65", "1.5"):
+        with pytest.raises(SettingsError, match="SIGNOFF_WORKERS must be a whole number from 1 to 64"):
+            Settings.from_env({"SIGNOFF_WORKERS": bad})
+    with pytest.raises(ValueError, match="concurrency must be at least 1"):
+        JobRunner(object(), concurrency=0)  # type: ignore[arg-type]

@@ -808,19 +808,22 @@ def _pending_item(
 
 
 def _list(
-    heading: str, items: Sequence[Any], render: Any, room: int, more: Any
+    heading: str, items: Sequence[Any], render: Any, room: int, more: Any, total: int | None = None
 ) -> list[dict[str, Any]]:
-    """A heading and one block per item, within `room` blocks (the last says how many more)."""
+    """A heading and one block per item, within `room` blocks; when not all of `total` (default
+    `len(items)`: `items` may be the first page of more) fit, the last says how many more."""
+    total = len(items) if total is None else max(total, len(items))
     out = [_section(heading)]
-    if len(items) + 1 <= room:
+    if total == len(items) and len(items) + 1 <= room:
         return out + [render(i) for i in items]
-    keep = max(room - 2, 0)
-    return out + [render(i) for i in items[:keep]] + [_context(more(len(items) - keep))]
+    keep = min(len(items), max(room - 2, 0))
+    return out + [render(i) for i in items[:keep]] + [_context(more(total - keep))]
 
 
 def status_blocks(
     approvals: Sequence[Approval], user: str, now: float, *,
     decidable: Collection[str] | None = None, permalinks: Mapping[str, str] | None = None,
+    totals: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """The `/agent status` reply: pending approvals, those `user` can decide first, each with
     its age, what it waits on and a link to its card.
@@ -832,6 +835,8 @@ def status_blocks(
         decidable: ids of the approvals `user` may decide (groups resolved). Default: those
             listing `user` by id, not requested by them, and not voted on by them.
         permalinks: approval id -> the card's permalink (`chat.getPermalink`), when known.
+        totals: how many are waiting on `user` and on others in all, when `approvals` holds
+            only the first of each (`Signoff.pending_view`).
     """
     pending = [a for a in approvals if a.status == "pending"]
     if decidable is None:
@@ -840,6 +845,7 @@ def status_blocks(
         mine = [a for a in pending if a.id in decidable]
     ids = {a.id for a in mine}
     others = [a for a in pending if a.id not in ids]
+    mine_total, others_total = totals if totals is not None else (len(mine), len(others))
 
     def render(a: Approval) -> dict[str, Any]:
         return _pending_item(a, now=now, user=user, permalinks=permalinks)
@@ -849,13 +855,13 @@ def status_blocks(
         blocks.append(_section(m.status_none()))
     if mine:
         room = MESSAGE_BLOCKS_MAX - (3 if others else 0)
-        blocks += _list(m.status_mine_heading(len(mine)), mine, render, room, m.status_more)
+        blocks += _list(m.status_mine_heading(mine_total), mine, render, room, m.status_more, mine_total)
     if others:
         if blocks:
             blocks.append(_divider())
         room = MESSAGE_BLOCKS_MAX - len(blocks)
-        blocks += _list(m.status_others_heading(len(others)), others, render, room, m.status_more)
-    return _message(m.status_fallback(len(mine), len(others)), blocks)
+        blocks += _list(m.status_others_heading(others_total), others, render, room, m.status_more, others_total)
+    return _message(m.status_fallback(mine_total, others_total), blocks)
 
 
 def _approval_line(approval: Approval) -> str:
@@ -956,7 +962,7 @@ def help_blocks(workflows: Sequence[str] = (), *, unknown: str | None = None) ->
 def home_view(
     pending: Sequence[Approval], recent: Sequence[Approval], *, user: str | None = None,
     now: float | None = None, permalinks: Mapping[str, str] | None = None,
-    notice: str | None = None,
+    notice: str | None = None, pending_total: int | None = None,
 ) -> dict[str, Any]:
     """The App Home tab: the user's pending approvals and recent decisions (`views.publish`).
 
@@ -967,8 +973,10 @@ def home_view(
         now: epoch seconds; default the current time.
         permalinks: approval id -> card permalink.
         notice: a `messages` string shown first (e.g. `messages.database_unavailable()`).
+        pending_total: how many wait on the user in all, when `pending` is the first of them.
     """
     now = time.time() if now is None else now
+    total = len(pending) if pending_total is None else pending_total
     blocks: list[dict[str, Any]] = [_header(m.home_heading_plain())]
     if notice:
         blocks.append(_section(notice))
@@ -978,7 +986,7 @@ def home_view(
         return _pending_item(a, now=now, user=user, permalinks=permalinks)
 
     if pending:
-        blocks += _list(m.home_pending_heading(len(pending)), pending, render, half, m.home_more)
+        blocks += _list(m.home_pending_heading(total), pending, render, half, m.home_more, total)
     else:
         blocks.append(_section(m.home_none_pending()))
     blocks.append(_divider())

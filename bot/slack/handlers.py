@@ -33,6 +33,11 @@ HISTORY_STEPS = 10
 """How many checkpoints `/agent status THREAD_ID` summarises."""
 PERMALINKS = 20
 """How many card links `/agent status` fetches."""
+STATUS_LIMIT = 50
+"""How many approvals of each list (yours, others') `/agent status` and Home load; a message
+holds at most 50 blocks anyway, and the totals are counted by the database."""
+HOME_REFRESH_DELAY = 1.0
+"""Seconds from a decision to the refresh of the decider's Home (later clicks join it)."""
 
 
 class Handlers:
@@ -52,6 +57,8 @@ class Handlers:
         self.default_channel = default_channel
         self._background: set[asyncio.Task[Any]] = set()
         self._home_locks: dict[str, asyncio.Lock] = {}
+        self._home_waiting: set[str] = set()
+        self._home_soon: set[str] = set()
 
     # ---- helpers ------------------------------------------------------------------------
 
@@ -102,7 +109,7 @@ class Handlers:
                 await self.signoff.decide(a.id, user, True)
                 await ack()
                 self.kick()
-                self._spawn(self.publish_home(user))
+                self.refresh_home_soon(user)
                 return
             if action_id == payloads.PAYLOAD:
                 await ack()
@@ -145,7 +152,7 @@ class Handlers:
             approval_id = payloads.approval_id_from_view(view)
             reason = payloads.reason_from_view_state(view.get("state") or {})
             await self.signoff.decide(approval_id, user, False, note=reason)
-            self._spawn(self.publish_home(user))
+            self.refresh_home_soon(user)
         except payloads.FormErrors as e:
             await ack(**e.response())
             return
@@ -171,7 +178,7 @@ class Handlers:
             edits = payloads.edits_from_view_state(view.get("state") or {}, editable)
             note = payloads.note_from_view_state(view.get("state") or {})
             await self.signoff.decide(approval_id, user, True, note=note, edits=edits)
-            self._spawn(self.publish_home(user))
+            self.refresh_home_soon(user)
         except payloads.FormErrors as e:
             await ack(**e.response())
             return
@@ -196,12 +203,15 @@ class Handlers:
             return
         try:
             if command.kind == "status":
-                pending = await self.signoff.pending(user=user)
-                decidable = {a.id for a in pending if await self.signoff.may_decide(a, user)}
-                links = await self._permalinks(pending)
+                view = await self.signoff.pending_view(user, limit=STATUS_LIMIT)
+                shown = view.mine + view.others
+                links = await self._permalinks(shown)
                 await ack(
                     response_type="ephemeral",
-                    **blocks.status_blocks(pending, user, time.time(), decidable=decidable, permalinks=links),
+                    **blocks.status_blocks(
+                        shown, user, time.time(), decidable={a.id for a in view.mine}, permalinks=links,
+                        totals=(view.mine_total, view.others_total),
+                    ),
                 )
             elif command.kind == "status_thread":
                 await ack(response_type="ephemeral", **(await self._thread_status(command.thread_id or "")))
@@ -275,20 +285,53 @@ class Handlers:
             return
         await self.publish_home(event["user"])
 
+    def refresh_home_soon(self, user: str) -> None:
+        """Publish `user`'s Home after they decided something, within HOME_REFRESH_DELAY.
+
+        Clicks come in bursts (an approver working through a queue): one publish a moment after
+        the last of them shows them all, where a publish per click would keep the bot busy
+        rendering views nobody is looking at.
+        """
+        if user in self._home_soon:
+            return
+        self._home_soon.add(user)
+
+        async def later() -> None:
+            try:
+                await asyncio.sleep(HOME_REFRESH_DELAY)
+            finally:
+                self._home_soon.discard(user)
+            await self.publish_home(user)
+
+        self._spawn(later())
+
     async def publish_home(self, user: str) -> None:
-        # One publish per user at a time, so a view computed earlier never lands after a later one.
-        async with self._home_locks.setdefault(user, asyncio.Lock()):
+        # One publish per user at a time, so a view computed earlier never lands after a later
+        # one; and at most one more waiting behind it, which will show everything that happened
+        # meanwhile: a burst of clicks by one person costs two publishes, not one per click.
+        if user in self._home_waiting:
+            return
+        self._home_waiting.add(user)
+        lock = self._home_locks.setdefault(user, asyncio.Lock())
+        try:
+            await lock.acquire()
+        finally:
+            self._home_waiting.discard(user)
+        try:
             await self._publish_home(user)
+        finally:
+            lock.release()
+            if not lock.locked() and user not in self._home_waiting and self._home_locks.get(user) is lock:
+                del self._home_locks[user]
 
     async def _publish_home(self, user: str) -> None:
         try:
-            pending = await self.signoff.pending(user=user)
+            pending = await self.signoff.pending_view(user, limit=STATUS_LIMIT)
             recent = await self.signoff.recent(10)
         except DatabaseUnavailable:
             view = blocks.home_view([], [], user=user, now=time.time(), notice=messages.database_unavailable())
         else:
-            mine = [a for a in pending if await self.signoff.may_decide(a, user)]
-            view = blocks.home_view(mine, recent, user=user, now=time.time())
+            view = blocks.home_view(pending.mine, recent, user=user, now=time.time(), pending_total=pending.mine_total)
         await self.client.views_publish(user_id=user, view=view)
 
 

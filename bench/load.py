@@ -1,10 +1,11 @@
 """Interaction load (issue 7): signed Approve clicks at a fixed rate against a real bot process.
 
-    .venv/bin/python bench/load.py [--rates 10,50,100] [--seconds 30] [--db sqlite|postgres]
+    .venv/bin/python bench/load.py [--rates 10,50,100] [--seconds 30] [--db sqlite|postgres] [--replicas N]
 
 Starts the fake Slack (`python -m bot.sandbox.slack_api`) and `signoff run` in HTTP mode (the
 processes of tests/slack/_e2e_kit.py), on a fresh SQLite file (or a fresh PostgreSQL schema,
-dropped afterwards). For each rate it first creates rate x seconds pending refund approvals
+dropped afterwards); with `--replicas 2` (PostgreSQL), two bots on the one database, the clicks
+and run starts dealt to them in turn as a load balancer would. For each rate it first creates rate x seconds pending refund approvals
 through `POST /api/runs` (one approver suffices), waits for their cards, then sends one signed
 Approve click per approval straight to the bot's /slack/events, open loop: click i is sent at
 t0 + i/rate whatever the earlier ones are doing. It reports per rate:
@@ -109,7 +110,7 @@ def index_cards(state: dict[str, Any], wanted: set[str]) -> dict[str, Any]:
     return found
 
 
-async def create_runs(http: aiohttp.ClientSession, bot: BotProcess, n: int, tag: str) -> list[dict[str, Any]]:
+async def create_runs(http: aiohttp.ClientSession, bots: list[BotProcess], n: int, tag: str) -> list[dict[str, Any]]:
     sem = asyncio.Semaphore(8)
     runs: list[dict[str, Any]] = []
 
@@ -119,6 +120,7 @@ async def create_runs(http: aiohttp.ClientSession, bot: BotProcess, n: int, tag:
             "input": {"customer_id": f"cust-{tag}-{i}", "order_id": f"order-{tag}-{i}", "amount": 10.0, "reason": "load test"},
             "requester": CAROL,
         }
+        bot = bots[i % len(bots)]
         async with sem:
             async with http.post(f"{bot.url}/api/runs", json=body, headers={"Authorization": f"Bearer {API_TOKEN}"}) as res:
                 data = await res.json()
@@ -130,11 +132,11 @@ async def create_runs(http: aiohttp.ClientSession, bot: BotProcess, n: int, tag:
     return runs
 
 
-async def run_rate(rate: int, seconds: float, bot: BotProcess, slack: SandboxClient, http: aiohttp.ClientSession) -> dict[str, Any]:
+async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: SandboxClient, http: aiohttp.ClientSession) -> dict[str, Any]:
     n = int(rate * seconds)
     tag = f"r{rate}-{int(time.time())}"
     t_prep = time.monotonic()
-    runs = await create_runs(http, bot, n, tag)
+    runs = await create_runs(http, bots, n, tag)
     # wait for every card, then build each click (trigger_id and response_url from the fake)
     deadline = time.monotonic() + 120
     while True:
@@ -178,7 +180,7 @@ async def run_rate(rate: int, seconds: float, bot: BotProcess, slack: SandboxCli
             sent_at[i] = time.time()
             t = time.perf_counter()
             try:
-                async with clicks.post(bot.events_url, data=req.body.encode(), headers=headers) as res:
+                async with clicks.post(bots[i % len(bots)].events_url, data=req.body.encode(), headers=headers) as res:
                     await res.read()
                     elapsed = time.perf_counter() - t
                     if res.status == 200:
@@ -230,6 +232,7 @@ async def run_rate(rate: int, seconds: float, bot: BotProcess, slack: SandboxCli
     done_vals = [done_at[i] - sent_at[i] for i in done_at]
     return {
         "workload": "interaction_load",
+        "replicas": len(bots),
         "rate": rate,
         "seconds": seconds,
         "clicks": n,
@@ -277,11 +280,14 @@ async def main() -> int:
     ap.add_argument("--rates", default="10,50,100")
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--replicas", type=int, default=1, help="bot processes on the one database (PostgreSQL for more than one)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if args.replicas < 1 or (args.replicas > 1 and args.db != "postgres"):
+        ap.error("--replicas takes 1, or more with --db postgres (replicas share a PostgreSQL database)")
     rates = [int(r) for r in args.rates.split(",") if r.strip()]
     info = machine()
-    print(f"machine: {info}; db {args.db}", flush=True)
+    print(f"machine: {info}; db {args.db}, {args.replicas} bot process(es)", flush=True)
 
     results_dir = ROOT / "bench" / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -292,39 +298,40 @@ async def main() -> int:
         directory = Path(tmp)
         drop = None
         fake = FakeSlackProcess(directory)
-        bot = None
+        bots: list[BotProcess] = []
         try:
             if args.db == "sqlite":
                 db_url = sqlite_url(directory)
             else:
                 schema, drop = pg_schema("load")
                 db_url = pg_url(schema)
-            bot = BotProcess(directory, db_url, fake.url, write_policy(directory, POLICY))
+            policy = write_policy(directory, POLICY)
+            bots = [BotProcess(directory, db_url, fake.url, policy) for _ in range(args.replicas)]
             async with SandboxClient(fake.url) as slack, aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
-                await fake.connect(slack, bot.events_url)
+                await fake.connect(slack, bots[0].events_url)
                 for rate in rates:
                     print(f"rate {rate}/s for {args.seconds:g}s: creating {int(rate * args.seconds)} pending approvals ...", flush=True)
-                    row = await run_rate(rate, args.seconds, bot, slack, http)
+                    row = await run_rate(rate, args.seconds, bots, slack, http)
                     row.update({"db": args.db, "machine": info})
                     rows.append(row)
                     print(json.dumps(row), flush=True)
                     with open(out, "a") as f:
                         f.write(json.dumps(row) + "\n")
         finally:
-            if bot is not None:
+            for bot in bots:
                 bot.stop()
             fake.stop()
             if drop is not None:
                 drop()
 
     print()
-    print("| db | clicks/s | clicks | ack ms median / p99 / max | click -> card update ms | click -> completed ms | errors (non-200, no update, no completion) | ack p99 < 100 ms |")
+    print("| db (bots) | clicks/s | clicks | ack ms median / p99 / max | click -> card update ms | click -> completed ms | errors (non-200, no update, no completion) | ack p99 < 100 ms |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         e = r["errors"]
         ok = "yes" if r["ack"]["n"] and r["ack"]["p99_ms"] < 100 else "NO"
         print(
-            f"| {r['db']} | {r['rate']} | {r['clicks']} | {fmt(r['ack'])} | {fmt(r['card'])} | {fmt(r['done'])} | "
+            f"| {r['db']} ({r['replicas']}) | {r['rate']} | {r['clicks']} | {fmt(r['ack'])} | {fmt(r['card'])} | {fmt(r['done'])} | "
             f"{e['non_200_or_failed']}, {e['no_card_update']}, {e['no_completion']} | {ok} |"
         )
     print(f"\nrecords: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")

@@ -157,6 +157,15 @@ class Database:
                 async with conn.begin():
                     yield conn
 
+    async def write(self, statement: sa.Executable) -> int:
+        """Run one write statement in a transaction of its own; return how many rows it changed.
+
+        Raises:
+            DatabaseUnavailable: the database cannot be reached or the connection dropped.
+        """
+        async with self.transaction() as conn:
+            return int((await conn.execute(statement)).rowcount)
+
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
         """`async with db.read() as conn:` a transaction for reads only, rolled back on exit.

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Select, and_, case, delete, exists, or_, select, update
+from sqlalchemy import ColumnElement, Select, Update, and_, case, delete, exists, or_, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -424,9 +424,8 @@ class Signoff:
                 if not await store.bump(conn, a, now):
                     raise self._already(await store.get_approval(conn, a.id) or a)
                 await self._event(conn, "vote_recorded", now, thread_id=a.thread_id, approval_id=a.id)
-            fresh = await store.get_approval(conn, a.id)
-        assert fresh is not None
-        return DecideResult(fresh, settled)
+        # Read after the commit: the write lock is held for the decision alone.
+        return DecideResult(await self.get(a.id), settled)
 
     async def check_voter(self, approval_id: str, user: str, *, approve: bool = True) -> Approval:
         """Raise the refusal `decide` would give `user`, recording nothing (e.g. before a form).
@@ -549,8 +548,7 @@ class Signoff:
                 continue
             self._held.add(job["id"])
             try:
-                async with self.db.transaction() as conn:
-                    taken = await self._take(conn, job, now)
+                taken = await self.db.write(self._take_statement(job, now)) == 1
             except BaseException:
                 self._held.discard(job["id"])
                 raise
@@ -579,18 +577,19 @@ class Signoff:
 
     async def _take(self, conn: AsyncConnection, job: Mapping[str, Any], now: float) -> bool:
         """Lease `job` to this worker if it is still as it was read (nobody took it since)."""
+        return (await conn.execute(self._take_statement(job, now))).rowcount == 1
+
+    def _take_statement(self, job: Mapping[str, Any], now: float) -> Update:
         j = t.jobs.c
-        taken = await conn.execute(
+        return (
             update(t.jobs)
             .where(j.id == job["id"], j.done_at.is_(None), j.attempts == job["attempts"], j.available_at <= now)
             .where((j.locked_until.is_(None)) | (j.locked_until < now))
             .values(locked_until=now + self.lease_seconds, locked_by=self.worker_id, attempts=j.attempts + 1)
         )
-        return taken.rowcount == 1
 
     async def _finish_job(self, job_id: int, *, error: str | None = None, retry_in: float | None = None) -> None:
-        async with self.db.transaction() as conn:
-            await _finish_job_in(conn, job_id, self.clock(), error=error, retry_in=retry_in)
+        await self.db.write(_finish_statement(job_id, self.clock(), error=error, retry_in=retry_in))
 
     async def _resume(self, job: Mapping[str, Any]) -> None:
         payload = json.loads(job["payload"])
@@ -852,12 +851,16 @@ async def _finish_job_in(
     conn: AsyncConnection, job_id: int, now: float, *, error: str | None = None, retry_in: float | None = None
 ) -> None:
     """Mark a job done (or due again in `retry_in` seconds) and let go of its lease."""
+    await conn.execute(_finish_statement(job_id, now, error=error, retry_in=retry_in))
+
+
+def _finish_statement(job_id: int, now: float, *, error: str | None = None, retry_in: float | None = None) -> Update:
     values: dict[str, Any] = {"locked_until": None, "locked_by": None, "last_error": error}
     if retry_in is None:
         values["done_at"] = now
     else:
         values["available_at"] = now + retry_in
-    await conn.execute(update(t.jobs).where(t.jobs.c.id == job_id).values(**values))
+    return update(t.jobs).where(t.jobs.c.id == job_id).values(**values)
 
 
 def _gone_from_this_host(worker_id: str) -> bool:

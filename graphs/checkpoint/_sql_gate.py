@@ -4,32 +4,29 @@ SQLite lets one connection write at a time. A connection that finds the file loc
 SQLite's busy handler, which *sleeps* between tries (1, 2, 5, 10, ... up to 100 ms): under a burst
 of writes from one process (clicks deciding approvals while workers resume runs), most of a
 write's latency went to sleeping while the lock was already free. The gate queues this process's
-writers in front of SQLite instead, so the next one starts the moment the last one commits.
-Writers in other processes still meet in SQLite's busy handler, as before.
+writers in front of SQLite instead and hands the gate straight to the next one when a writer
+commits. Writers in other processes still meet in SQLite's busy handler, as before.
 
-Sync writers (threads) block on a `threading.Lock`. Async writers queue in a line of their event
-loop (urgent ones, where a person waits on the answer, first); the one at the head of the line
-waits for the threading lock in a helper thread, so an event loop never blocks. Either waits at most the busy timeout, then fails as
-SQLite would ("database is locked").
+One queue serves threads (sync writers block on an event) and event loops (async writers await a
+future, woken through their loop), so an event loop never blocks. `urgent` writers, where a
+person waits on the answer, go before the others; each kind in arrival order. A writer waits at
+most the busy timeout, then fails as SQLite would ("database is locked").
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
 import sqlite3
 import threading
-import weakref
-from collections import deque
-from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import AsyncIterator, Callable, Iterator
 
 __all__ = ["WriteGate", "write_gate"]
 
 _registry_guard = threading.Lock()
 _gates: dict[str, WriteGate] = {}
-_waiters = ThreadPoolExecutor(max_workers=4, thread_name_prefix="graphs-sqlite-gate")
-"""Threads in which an event loop's head writer waits for the gate (at most one per loop)."""
 
 
 def write_gate(path: str, timeout: float) -> WriteGate:
@@ -41,15 +38,30 @@ def write_gate(path: str, timeout: float) -> WriteGate:
         return gate
 
 
+class _Ticket:
+    """A writer waiting for the gate: its place (urgency, then arrival) and how to wake it."""
+
+    __slots__ = ("granted", "rank", "wake")
+
+    def __init__(self, rank: tuple[int, int], wake: Callable[[], None]) -> None:
+        self.rank = rank
+        self.wake = wake
+        self.granted = False
+
+    def __lt__(self, other: _Ticket) -> bool:
+        return self.rank < other.rank
+
+
 class WriteGate:
-    """A process-wide, FIFO-ish write lock for one SQLite file (see the module docstring)."""
+    """A process-wide write lock for one SQLite file, handed over in order (module docstring)."""
 
     def __init__(self, path: str, timeout: float) -> None:
         self.path = path
         self.timeout = timeout
-        self._lock = threading.Lock()
-        self._lines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Line] = weakref.WeakKeyDictionary()
-        self._lines_guard = threading.Lock()
+        self._mutex = threading.Lock()
+        self._held = False
+        self._queue: list[_Ticket] = []
+        self._arrivals = itertools.count()
 
     def _locked(self) -> sqlite3.OperationalError:
         return sqlite3.OperationalError(
@@ -57,65 +69,80 @@ class WriteGate:
             f"{self.timeout:g}s (the busy timeout)"
         )
 
-    # ---- sync ---------------------------------------------------------------------------
+    def _take_or_queue(self, urgent: bool, wake: Callable[[], None]) -> _Ticket | None:
+        """Take the gate if it is free and nobody waits (None), else join the queue."""
+        with self._mutex:
+            if not self._held and not self._queue:
+                self._held = True
+                return None
+            ticket = _Ticket((0 if urgent else 1, next(self._arrivals)), wake)
+            heapq.heappush(self._queue, ticket)
+            return ticket
 
-    def acquire(self) -> None:
-        """Block this thread until the gate is ours (at most the busy timeout)."""
-        if not self._lock.acquire(timeout=self.timeout):
-            raise self._locked()
+    def _give_up(self, ticket: _Ticket) -> bool:
+        """Leave the queue; True when the gate was handed to `ticket` meanwhile (so it is ours)."""
+        with self._mutex:
+            if ticket.granted:
+                return True
+            self._queue.remove(ticket)
+            heapq.heapify(self._queue)
+            return False
 
     def release(self) -> None:
-        self._lock.release()
+        """Hand the gate to the first writer waiting, or leave it free."""
+        with self._mutex:
+            if not self._queue:
+                self._held = False
+                return
+            ticket = heapq.heappop(self._queue)
+            ticket.granted = True  # still held: it passes to `ticket`
+        ticket.wake()
+
+    # ---- sync ---------------------------------------------------------------------------
+
+    def acquire(self, *, urgent: bool = False) -> None:
+        """Block this thread until the gate is ours (at most the busy timeout)."""
+        woken = threading.Event()
+        ticket = self._take_or_queue(urgent, woken.set)
+        if ticket is None or woken.wait(self.timeout):
+            return
+        if self._give_up(ticket):
+            return
+        raise self._locked()
 
     @contextlib.contextmanager
-    def hold(self) -> Iterator[None]:
-        self.acquire()
+    def hold(self, *, urgent: bool = False) -> Iterator[None]:
+        self.acquire(urgent=urgent)
         try:
             yield
         finally:
-            self._lock.release()
+            self.release()
 
     # ---- async --------------------------------------------------------------------------
 
-    def _line(self, loop: asyncio.AbstractEventLoop) -> _Line:
-        with self._lines_guard:
-            line = self._lines.get(loop)
-            if line is None:
-                line = self._lines[loop] = _Line()
-            return line
-
     async def aacquire(self, *, urgent: bool = False) -> None:
-        """Wait, without blocking the event loop, until the gate is ours.
-
-        `urgent` writers (a person waiting on the answer) go before the others of this loop
-        that have not reached the head of the line yet.
-        """
+        """Wait, without blocking the event loop, until the gate is ours."""
         loop = asyncio.get_running_loop()
-        line = self._line(loop)
-        # Nobody of this loop waiting: take it at once if it is free. Otherwise join the line,
-        # so that a newcomer never overtakes a task that has been waiting.
-        if not line.busy and not line.waiting() and self._lock.acquire(blocking=False):
-            return
-        await line.enter(loop, urgent)
-        try:
-            if self._lock.acquire(blocking=False):
-                return
-            attempt = _waiters.submit(self._lock.acquire, True, self.timeout)
-            try:
-                got = await asyncio.shield(asyncio.wrap_future(attempt))
-            except asyncio.CancelledError:
-                # The helper thread may still get the lock: it gives it back when it does
-                # (in that thread, so even if this loop is gone by then).
-                attempt.add_done_callback(self._release_if_got)
-                raise
-            if not got:
-                raise self._locked()
-        finally:
-            line.leave()
+        turn: asyncio.Future[None] = loop.create_future()
 
-    def _release_if_got(self, future: Future[bool]) -> None:
-        if not future.cancelled() and future.exception() is None and future.result():
-            self._lock.release()
+        def wake() -> None:  # called by whichever thread releases the gate
+            try:
+                loop.call_soon_threadsafe(_resolve, turn)
+            except RuntimeError:  # that loop has closed: nobody will take it there
+                self.release()
+
+        ticket = self._take_or_queue(urgent, wake)
+        if ticket is None:
+            return
+        try:
+            async with asyncio.timeout(self.timeout):
+                await turn
+        except (asyncio.CancelledError, TimeoutError) as e:
+            if self._give_up(ticket):
+                self.release()  # handed to us just as we gave up: pass it on
+            if isinstance(e, TimeoutError):
+                raise self._locked() from None
+            raise
 
     @contextlib.asynccontextmanager
     async def ahold(self, *, urgent: bool = False) -> AsyncIterator[None]:
@@ -123,44 +150,9 @@ class WriteGate:
         try:
             yield
         finally:
-            self._lock.release()
+            self.release()
 
 
-class _Line:
-    """The writers of one event loop waiting for the gate: one at the head (waiting for the
-    threading lock), the others queued, urgent ones first, each kind in arrival order."""
-
-    def __init__(self) -> None:
-        self.busy = False
-        self._urgent: deque[asyncio.Future[None]] = deque()
-        self._normal: deque[asyncio.Future[None]] = deque()
-
-    def waiting(self) -> bool:
-        return bool(self._urgent or self._normal)
-
-    async def enter(self, loop: asyncio.AbstractEventLoop, urgent: bool) -> None:
-        """Return once this task is at the head of the line."""
-        if not self.busy:
-            self.busy = True
-            return
-        turn: asyncio.Future[None] = loop.create_future()
-        (self._urgent if urgent else self._normal).append(turn)
-        try:
-            await turn
-        except asyncio.CancelledError:
-            if turn.done() and not turn.cancelled():
-                self.leave()  # it was our turn already: hand it on
-            else:
-                with contextlib.suppress(ValueError):
-                    (self._urgent if urgent else self._normal).remove(turn)
-            raise
-
-    def leave(self) -> None:
-        """The head got the lock (or gave up): the next in line becomes the head."""
-        for queue in (self._urgent, self._normal):
-            while queue:
-                turn = queue.popleft()
-                if not turn.done():
-                    turn.set_result(None)
-                    return
-        self.busy = False
+def _resolve(turn: asyncio.Future[None]) -> None:
+    if not turn.done():
+        turn.set_result(None)

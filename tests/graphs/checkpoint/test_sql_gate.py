@@ -4,6 +4,7 @@ on event loops alike, urgent ones first, and a writer that gives up never leaves
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 from pathlib import Path
@@ -80,16 +81,22 @@ async def test_urgent_writers_go_before_queued_ones(tmp_path: Path) -> None:
             order.append(name)
             await asyncio.sleep(0.01)
 
-    tasks = [asyncio.create_task(writer("first", False))]
-    await asyncio.sleep(0.05)  # "first" is at the head of the line, waiting for the lock
-    tasks += [asyncio.create_task(writer(f"later-{i}", False)) for i in range(3)]
+    def sync_writer(name: str) -> None:
+        with gate.hold():
+            order.append(name)
+
+    tasks = [asyncio.create_task(writer(f"job-{i}", False)) for i in range(3)]
     await asyncio.sleep(0.01)
+    thread = threading.Thread(target=sync_writer, args=("thread",))
+    thread.start()
+    await asyncio.sleep(0.05)
     tasks.append(asyncio.create_task(writer("click", True)))
     await asyncio.sleep(0.05)
     assert order == []
     gate.release()
     await asyncio.gather(*tasks)
-    assert order == ["first", "click", "later-0", "later-1", "later-2"]
+    await asyncio.to_thread(thread.join, 5)
+    assert order == ["click", "job-0", "job-1", "job-2", "thread"]
 
 
 async def test_a_cancelled_writer_does_not_keep_the_gate(tmp_path: Path) -> None:
@@ -100,19 +107,20 @@ async def test_a_cancelled_writer_does_not_keep_the_gate(tmp_path: Path) -> None
         async with gate.ahold():
             await asyncio.sleep(0)
 
-    head = asyncio.create_task(writer())  # waits for the lock in a helper thread
-    queued = asyncio.create_task(writer())  # waits in the line
+    waiting = [asyncio.create_task(writer()) for _ in range(2)]
     await asyncio.sleep(0.05)
-    head.cancel()
-    queued.cancel()
-    gate.release()  # the helper thread now gets the lock, for nobody: it must give it back
-    for task in (head, queued):
-        with pytest.raises(asyncio.CancelledError):
+    waiting[0].cancel()
+    gate.release()  # handed to the first, whose cancellation is on its way: it passes it on
+    waiting[1].cancel()
+    for task in waiting:
+        with contextlib.suppress(asyncio.CancelledError):
             await task
     await asyncio.wait_for(writer(), 5)
-    got = await asyncio.to_thread(gate._lock.acquire, True, 5)
-    assert got, "the gate stayed taken after its writers were cancelled"
-    gate.release()
+    got = threading.Event()
+    thread = threading.Thread(target=lambda: (gate.acquire(), got.set(), gate.release()))
+    thread.start()
+    await asyncio.to_thread(thread.join, 5)
+    assert got.is_set(), "the gate stayed taken after its writers were cancelled"
 
 
 async def test_waiting_past_the_busy_timeout_fails_like_sqlite(tmp_path: Path) -> None:

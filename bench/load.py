@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import math
@@ -34,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -253,6 +255,33 @@ async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: San
     }
 
 
+@contextlib.contextmanager
+def processes(
+    directory: Path, db: str, *, replicas: int = 1, name: str = "load", **env: str
+) -> Iterator[tuple[FakeSlackProcess, list[BotProcess], str, Path]]:
+    """The fake Slack and `replicas` bots (`POLICY`) on a fresh database: a SQLite file in
+    `directory`, or a PostgreSQL schema dropped afterwards. Yields (fake, bots, database URL,
+    policy file); everything is stopped on the way out."""
+    drop = None
+    fake = FakeSlackProcess(directory)
+    bots: list[BotProcess] = []
+    try:
+        if db == "sqlite":
+            db_url = sqlite_url(directory)
+        else:
+            schema, drop = pg_schema(name)
+            db_url = pg_url(schema)
+        policy = write_policy(directory, POLICY)
+        bots = [BotProcess(directory, db_url, fake.url, policy, **env) for _ in range(replicas)]
+        yield fake, bots, db_url, policy
+    finally:
+        for bot in bots:
+            bot.stop()
+        fake.stop()
+        if drop is not None:
+            drop()
+
+
 def fmt(s: dict[str, Any]) -> str:
     if not s["n"]:
         return "-"
@@ -296,17 +325,7 @@ async def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="signoff-load-") as tmp:
         directory = Path(tmp)
-        drop = None
-        fake = FakeSlackProcess(directory)
-        bots: list[BotProcess] = []
-        try:
-            if args.db == "sqlite":
-                db_url = sqlite_url(directory)
-            else:
-                schema, drop = pg_schema("load")
-                db_url = pg_url(schema)
-            policy = write_policy(directory, POLICY)
-            bots = [BotProcess(directory, db_url, fake.url, policy) for _ in range(args.replicas)]
+        with processes(directory, args.db, replicas=args.replicas) as (fake, bots, _, _):
             async with SandboxClient(fake.url) as slack, aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
                 await fake.connect(slack, bots[0].events_url)
                 for rate in rates:
@@ -317,12 +336,6 @@ async def main() -> int:
                     print(json.dumps(row), flush=True)
                     with open(out, "a") as f:
                         f.write(json.dumps(row) + "\n")
-        finally:
-            for bot in bots:
-                bot.stop()
-            fake.stop()
-            if drop is not None:
-                drop()
 
     print()
     print("| db (bots) | clicks/s | clicks | ack ms median / p99 / max | click -> card update ms | click -> completed ms | errors (non-200, no update, no completion) | ack p99 < 100 ms |")

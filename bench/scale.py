@@ -41,22 +41,12 @@ sys.path.insert(0, str(ROOT / "tests" / "slack"))
 import aiohttp  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
-from _e2e_kit import (  # noqa: E402
-    BOB,
-    CHANNEL,
-    SECRET,
-    BotProcess,
-    FakeSlackProcess,
-    pg_schema,
-    pg_url,
-    sqlite_url,
-    write_policy,
-)
+from _e2e_kit import BOB, CHANNEL, SECRET, BotProcess  # noqa: E402
 from bot.approvals import tables as t  # noqa: E402
 from bot.config import Settings, build_signoff  # noqa: E402
 from bot.sandbox.client import SandboxClient  # noqa: E402
 from bot.sandbox.signing import SlackSigner, app_home_opened, slash_command  # noqa: E402
-from load import POLICY, create_runs, index_cards, machine  # noqa: E402
+from load import create_runs, index_cards, machine, processes  # noqa: E402
 
 BATCH = 5000
 
@@ -210,18 +200,8 @@ async def main() -> int:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="signoff-scale-") as tmp:
         directory = Path(tmp)
-        drop = None
-        fake = FakeSlackProcess(directory)
-        bot = None
-        try:
-            if args.db == "sqlite":
-                db_url = sqlite_url(directory)
-            else:
-                schema, drop = pg_schema("scale")
-                db_url = pg_url(schema)
-            policy = write_policy(directory, POLICY)
-            # the bot's own sweep stays out of the way: this script times the passes itself
-            bot = BotProcess(directory, db_url, fake.url, policy, SIGNOFF_SWEEP_INTERVAL="36000")
+        # the bot's own sweep stays out of the way: this script times the passes itself
+        with processes(directory, args.db, name="scale", SIGNOFF_SWEEP_INTERVAL="36000") as (fake, (bot,), db_url, policy):
             settings = Settings(database_url=db_url, policy_path=policy)
             async with SandboxClient(fake.url) as slack, aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
                 await fake.connect(slack, bot.events_url)
@@ -257,13 +237,8 @@ async def main() -> int:
                     raise RuntimeError(f"the sweep reminded {counts['reminded']}, expected {args.due}")
                 rows[-1]["sweep_with_due"] = {"reminded": counts["reminded"], "seconds": round(due_pass, 2)}
                 with open(out, "a") as f:
-                    f.write(json.dumps({"workload": "pause_scale_sweep", "pending": rows[-1]["pending"], **rows[-1]["sweep_with_due"], "db": args.db, "machine": info}) + "\n")
-        finally:
-            if bot is not None:
-                bot.stop()
-            fake.stop()
-            if drop is not None:
-                drop()
+                    record = {"workload": "pause_scale_sweep", "pending": rows[-1]["pending"], **rows[-1]["sweep_with_due"]}
+                    f.write(json.dumps({**record, "db": args.db, "machine": info}) + "\n")
 
     print()
     print("| db | pending | /agent status reply ms, median / max | Home published ms, median / max | sweep pass, nothing due, ms median / max | bot VmRSS / peak MiB |")

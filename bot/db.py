@@ -25,8 +25,10 @@ A schema newer than this code raises `graphs.errors.SchemaVersionError`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -41,7 +43,7 @@ from graphs.errors import SchemaVersionError
 
 from .approvals.tables import SCHEMA_REVISION, VERSION_TABLE
 
-__all__ = ["Database", "DatabaseUnavailable", "SchemaVersionError"]
+__all__ = ["Database", "DatabaseBusy", "DatabaseUnavailable", "SchemaVersionError"]
 
 MIGRATIONS_DIR = Path(__file__).parent / "approvals" / "migrations"
 
@@ -69,6 +71,11 @@ class DatabaseUnavailable(ConnectionError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.message, self.url))
+
+
+class DatabaseBusy(DatabaseUnavailable):
+    """The database could not take a write within the time the caller can wait (a burst of
+    writes on SQLite); nothing was written, and the same request can be made again."""
 
 
 class Database:
@@ -138,7 +145,7 @@ class Database:
     # ---- transactions -------------------------------------------------------------------
 
     @asynccontextmanager
-    async def transaction(self, *, urgent: bool = False) -> AsyncIterator[AsyncConnection]:
+    async def transaction(self, *, urgent: bool = False, wait: float | None = None) -> AsyncIterator[AsyncConnection]:
         """`async with db.transaction() as conn:` one write transaction, committed on exit.
 
         On SQLite it starts with `BEGIN IMMEDIATE`: it holds the file's write lock from the
@@ -147,12 +154,23 @@ class Database:
         transaction; lock rows (`FOR UPDATE`) or take advisory locks where it matters.
         An exception inside rolls it back. On SQLite, this process's writers take turns
         (`SQLSaver.write_gate`); `urgent` ones, where a person waits on the answer (a click),
-        go before background work.
+        go before background work, and `wait` bounds how long to queue for it.
 
         Raises:
             DatabaseUnavailable: the database cannot be reached or the connection dropped.
+            DatabaseBusy: its turn to write did not come within `wait` seconds.
         """
-        async with self.saver.write_gate(urgent=urgent), self._connection(self.saver._async_engine()) as conn:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(self.saver.write_gate(urgent=urgent, timeout=wait))
+            except sqlite3.OperationalError as e:
+                if wait is None:
+                    raise
+                raise DatabaseBusy(
+                    f"{self.display_url} is busy: no turn to write within {wait:g}s; nothing was written",
+                    self.display_url,
+                ) from e
+            conn = await stack.enter_async_context(self._connection(self.saver._async_engine()))
             async with self._translated():
                 async with conn.begin():
                     yield conn

@@ -19,6 +19,8 @@ ApprovalError                  root
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "AlreadyDecidedError",
     "AlreadyVotedError",
@@ -121,6 +123,19 @@ class UnknownWorkflowError(ApprovalError, LookupError):
 
 class StartRefused(ApprovalError):
     pass
+
+
+class MissingInputError(ApprovalError):
+    """A run was asked for without inputs its workflow cannot start without; nothing was recorded."""
+
+    def __init__(self, workflow: str, missing: Sequence[str], inputs: Sequence[str]) -> None:
+        super().__init__(
+            f"workflow {workflow!r} needs {', '.join(missing)} (it takes {', '.join(inputs)}); "
+            "nothing was started"
+        )
+        self.workflow = workflow
+        self.missing = tuple(missing)
+        self.inputs = tuple(inputs)
 
 
 class GroupsUnavailable(ApprovalError):

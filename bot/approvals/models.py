@@ -216,4 +216,7 @@ class Workflow:
     build: Callable[[], StateGraph]
     description: str
     inputs: tuple[str, ...] = ()
-    """The input keys a run needs (shown by the CLI and the sandbox's form)."""
+    """The input keys a run takes (shown by the CLI and the sandbox's form)."""
+    required: tuple[str, ...] = ()
+    """The inputs a run cannot start without: a start missing one is refused before anything
+    is recorded (`MissingInputError`), rather than failing half way."""

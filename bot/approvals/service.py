@@ -30,13 +30,14 @@ from graphs import Command, CompiledGraph, Interrupt, SideEffectUnknownError, Th
 
 from . import store
 from . import tables as t
-from .audit import AuditLog
+from .audit import AuditKind, AuditLog
 from .effects import Effects, NodeServices
 from .errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
     ApprovalExpiredError,
     InvalidEditError,
+    MissingInputError,
     NotAuthorizedError,
     StartRefused,
     UnknownApprovalError,
@@ -192,6 +193,9 @@ class Signoff:
             channel: where this run's cards and notifications go.
             check_starter: enforce the policy's `starters` (Slack and the HTTP API do; the CLI
                 is an operator's tool and does not).
+
+        Raises:
+            UnknownWorkflowError, StartRefused, MissingInputError: nothing was recorded.
         """
         graph = self.graph(workflow)
         if check_starter:
@@ -202,6 +206,10 @@ class Signoff:
                     f"{requester} may not start {workflow!r}: add them to "
                     f"[workflows.{workflow}] starters in the policy"
                 )
+        wf = self.workflows[workflow]
+        missing = [k for k in wf.required if input.get(k) in (None, "")]
+        if missing:
+            raise MissingInputError(workflow, missing, wf.inputs or wf.required)
         thread_id = thread_id or f"{workflow}-{uuid.uuid4().hex[:12]}"
         now = self.clock()
         async with self.db.transaction() as conn:
@@ -245,11 +253,11 @@ class Signoff:
             error = f"{type(result).__name__}: {result}"
             log.warning("run %s %s: %s", thread_id, status, error)
             async with self.db.transaction() as conn:
+                await store.set_run(conn, thread_id, now, status=status, error=error)
+                await self._event(conn, "run_outcome_unknown" if unknown else "run_failed", now, thread_id=thread_id, data={"error": error, "workflow": workflow})
                 if resumed is not None:
                     await resumed.record(self, conn, now, finish=True)
-                await store.set_run(conn, thread_id, now, status=status, error=error)
                 await self.audit.append(conn, status if unknown else "run_failed", thread_id=thread_id, data={"error": error})
-                await self._event(conn, "run_outcome_unknown" if unknown else "run_failed", now, thread_id=thread_id, data={"error": error, "workflow": workflow})
             return RunReport(thread_id, workflow, status, error=error)
 
         pauses: list[Interrupt] = result.pop("__interrupt__", None) or []
@@ -257,9 +265,9 @@ class Signoff:
             # Paused before the approvals exist: once one does, a worker may resume and finish
             # the run at once, and its status must not be overwritten with "paused" after that.
             async with self.db.transaction() as conn:
+                await store.set_run(conn, thread_id, now, status="paused")
                 if resumed is not None:
                     await resumed.record(self, conn, now, finish=False)
-                await store.set_run(conn, thread_id, now, status="paused")
             ids = []
             for intr in pauses:
                 if isinstance(intr.value, dict) and intr.value.get("kind") == APPROVAL_KIND:
@@ -271,11 +279,12 @@ class Signoff:
         shown = self.hide_secrets(result)
         summary = store.dumps(shown)
         async with self.db.transaction() as conn:
+            await store.set_run(conn, thread_id, now, status="completed", result=summary, error=None)
+            await self._event(conn, "run_completed", now, thread_id=thread_id, data={"workflow": workflow, "values": shown})
+            # The audit entries last: on PostgreSQL appending takes the log's lock until commit.
             if resumed is not None:
                 await resumed.record(self, conn, now, finish=True)
-            await store.set_run(conn, thread_id, now, status="completed", result=summary, error=None)
             await self.audit.append(conn, "run_completed", thread_id=thread_id, data={"workflow": workflow})
-            await self._event(conn, "run_completed", now, thread_id=thread_id, data={"workflow": workflow, "values": shown})
         return RunReport(thread_id, workflow, "completed", (), result)
 
     async def _register(self, thread_id: str, workflow: str, intr: Interrupt) -> str:
@@ -375,8 +384,12 @@ class Signoff:
         *,
         note: str = "",
         edits: Mapping[str, Any] | None = None,
+        wait: float | None = None,
     ) -> DecideResult:
         """Record `user`'s vote; settle the approval when it decides it. One transaction.
+
+        `wait` bounds how long the vote queues for its turn to write (a click must be answered
+        within Slack's 3 seconds): past it, `DatabaseBusy` and nothing is recorded.
 
         Raises:
             UnknownApprovalError, NotAuthorizedError, SelfApprovalError, AlreadyDecidedError,
@@ -384,7 +397,7 @@ class Signoff:
         """
         now = self.clock()
         note = note.strip()
-        async with self.db.transaction(urgent=True) as conn:
+        async with self.db.transaction(urgent=True, wait=wait) as conn:
             a = await store.get_approval(conn, approval_id, for_update=True)
             if a is None:
                 raise UnknownApprovalError(approval_id)
@@ -404,10 +417,10 @@ class Signoff:
             decision_word = "approve" if approve else "reject"
             if not await store.insert_vote(conn, a.id, user, decision_word, note, clean, now):
                 raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
-            await self.audit.append(conn, "vote", approval_id=a.id, thread_id=a.thread_id, actor=user, data={"decision": decision_word, "note": note, "edits": clean})
+            # The audit entries go last: on PostgreSQL appending holds the log's lock to commit.
+            audit: list[tuple[AuditKind, dict[str, Any]]] = [("vote", {"decision": decision_word, "note": note, "edits": clean})]
             if clean:
-                before = {k: a.payload.get(k) for k in clean}
-                await self.audit.append(conn, "edited", approval_id=a.id, thread_id=a.thread_id, actor=user, data={"before": before, "after": clean})
+                audit.append(("edited", {"before": {k: a.payload.get(k) for k in clean}, "after": clean}))
             approvers_so_far = [v.user_id for v in a.votes if v.decision == "approve"]
             settled = not approve or len(approvers_so_far) + 1 >= a.required
             if settled:
@@ -418,12 +431,14 @@ class Signoff:
                 decision = _decision(a.id, a.action, a.fingerprint, status, by, notes, all_edits, now)
                 if not await store.settle(conn, a, status, decision, now):
                     raise self._already(await store.get_approval(conn, a.id) or a)
-                await self.audit.append(conn, status, approval_id=a.id, thread_id=a.thread_id, actor=user, data={"by": by, "note": notes, "edits": all_edits})
                 await self._settled(conn, a.id, decision, now)
+                audit.append((status, {"by": by, "note": notes, "edits": all_edits}))
             else:
                 if not await store.bump(conn, a, now):
                     raise self._already(await store.get_approval(conn, a.id) or a)
                 await self._event(conn, "vote_recorded", now, thread_id=a.thread_id, approval_id=a.id)
+            for kind, data in audit:
+                await self.audit.append(conn, kind, approval_id=a.id, thread_id=a.thread_id, actor=user, data=data)
         # Read after the commit: the write lock is held for the decision alone.
         return DecideResult(await self.get(a.id), settled)
 
@@ -812,12 +827,12 @@ class _Resumed:
     approved: bool
 
     async def record(self, signoff: Signoff, conn: AsyncConnection, now: float, *, finish: bool) -> None:
+        if finish:
+            await _finish_job_in(conn, self.job_id, now)
         await signoff.audit.append(
             conn, "resumed", approval_id=self.approval_id, thread_id=self.thread_id,
             actor=signoff.worker_id, data={"interrupt_id": self.interrupt_id, "approved": self.approved},
         )
-        if finish:
-            await _finish_job_in(conn, self.job_id, now)
 
 
 def _due_jobs(kinds: tuple[str, ...], now: float, prefer: str | None = None) -> Select[Any]:

@@ -17,10 +17,17 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..approvals.errors import ApprovalError, DecisionRefused, StartRefused, UnknownApprovalError, UnknownWorkflowError
+from ..approvals.errors import (
+    ApprovalError,
+    DecisionRefused,
+    MissingInputError,
+    StartRefused,
+    UnknownApprovalError,
+    UnknownWorkflowError,
+)
 from ..approvals.models import Approval
 from ..approvals.service import Signoff
-from ..db import DatabaseUnavailable
+from ..db import DatabaseBusy, DatabaseUnavailable
 from . import blocks, messages, payloads
 
 __all__ = ["Handlers"]
@@ -36,6 +43,10 @@ PERMALINKS = 20
 STATUS_LIMIT = 50
 """How many approvals of each list (yours, others') `/agent status` and Home load; a message
 holds at most 50 blocks anyway, and the totals are counted by the database."""
+CLICK_WAIT = 2.0
+"""Seconds a click's decision may queue for its turn to write: Slack wants an answer within 3 s,
+and past that it shows the user an error even if the click went through. A click that would wait
+longer is refused ("busy, nothing was recorded") and answered in time."""
 HOME_REFRESH_DELAY = 1.0
 """Seconds from a decision to the refresh of the decider's Home (later clicks join it)."""
 
@@ -106,7 +117,7 @@ class Handlers:
         try:
             action_id, a = await self._approval_for_click(body)
             if action_id == payloads.APPROVE:
-                await self.signoff.decide(a.id, user, True)
+                await self.signoff.decide(a.id, user, True, wait=CLICK_WAIT)
                 await ack()
                 self.kick()
                 self.refresh_home_soon(user)
@@ -137,6 +148,9 @@ class Handlers:
             except ApprovalError:
                 approval = None
             await self._ephemeral(body, messages.refusal(e, approval))
+        except DatabaseBusy:
+            await ack()
+            await self._ephemeral(body, messages.busy())
         except DatabaseUnavailable:
             await ack()
             await self._ephemeral(body, messages.database_unavailable())
@@ -151,13 +165,16 @@ class Handlers:
         try:
             approval_id = payloads.approval_id_from_view(view)
             reason = payloads.reason_from_view_state(view.get("state") or {})
-            await self.signoff.decide(approval_id, user, False, note=reason)
+            await self.signoff.decide(approval_id, user, False, note=reason, wait=CLICK_WAIT)
             self.refresh_home_soon(user)
         except payloads.FormErrors as e:
             await ack(**e.response())
             return
         except (payloads.BadPayload, ApprovalError) as e:
             await ack(response_action="errors", errors={payloads.REASON_BLOCK: _refusal_text(e)})
+            return
+        except DatabaseBusy:
+            await ack(response_action="errors", errors={payloads.REASON_BLOCK: messages.busy()})
             return
         except DatabaseUnavailable:
             await ack(response_action="errors", errors={payloads.REASON_BLOCK: messages.database_unavailable()})
@@ -177,13 +194,16 @@ class Handlers:
                 first_block = payloads.edit_block_id(next(iter(editable)))
             edits = payloads.edits_from_view_state(view.get("state") or {}, editable)
             note = payloads.note_from_view_state(view.get("state") or {})
-            await self.signoff.decide(approval_id, user, True, note=note, edits=edits)
+            await self.signoff.decide(approval_id, user, True, note=note, edits=edits, wait=CLICK_WAIT)
             self.refresh_home_soon(user)
         except payloads.FormErrors as e:
             await ack(**e.response())
             return
         except (payloads.BadPayload, ApprovalError) as e:
             await ack(response_action="errors", errors={first_block: _refusal_text(e)})
+            return
+        except DatabaseBusy:
+            await ack(response_action="errors", errors={first_block: messages.busy()})
             return
         except DatabaseUnavailable:
             await ack(response_action="errors", errors={first_block: messages.database_unavailable()})
@@ -264,6 +284,8 @@ class Handlers:
             text = messages.run_started(workflow, report.thread_id, report.status)
         except UnknownWorkflowError:
             text = messages.unknown_workflow(workflow, sorted(self.signoff.workflows))
+        except MissingInputError as e:
+            text = messages.missing_inputs(workflow, e.missing, e.inputs)
         except StartRefused:
             text = messages.start_refused(workflow)
         except DatabaseUnavailable:

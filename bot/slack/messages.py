@@ -576,6 +576,10 @@ def stale_button() -> str:
     )
 
 
+def busy() -> str:
+    return "⏳ signoff is very busy right now; nothing was recorded — click again in a moment"
+
+
 def database_unavailable() -> str:
     return "signoff can't reach its database right now; nothing was changed — try again in a minute"
 
@@ -593,6 +597,14 @@ def start_refused(workflow: str) -> str:
     return (
         f"🚫 You may not start {code(workflow)} from Slack. Ask an admin to add you to "
         f"{code(f'[workflows.{workflow}] starters')} in the policy."
+    )
+
+
+def missing_inputs(workflow: str, missing: Sequence[str], inputs: Sequence[str]) -> str:
+    example = " ".join(f"{k}=…" for k in inputs)
+    return (
+        f"✋ {code(workflow)} needs {join([code(k) for k in missing])}; nothing was started. "
+        f"Try {code(f'/agent run {workflow} {example}')}"
     )
 
 

@@ -28,11 +28,10 @@ __all__ = ["BUILTIN", "Workflow", "load_workflows", "services"]
 
 
 BUILTIN: dict[str, Workflow] = {
-    "refund": Workflow("refund", refund.build, refund.__doc__.strip().splitlines()[0], refund.INPUTS),
-    "delete_row": Workflow("delete_row", delete_row.build, delete_row.__doc__.strip().splitlines()[0], delete_row.INPUTS),
-    "vendor_payment": Workflow(
-        "vendor_payment", vendor_payment.build, vendor_payment.__doc__.strip().splitlines()[0], vendor_payment.INPUTS
-    ),
+    m.__name__.rpartition(".")[2]: Workflow(
+        m.__name__.rpartition(".")[2], m.build, (m.__doc__ or "").strip().splitlines()[0], m.INPUTS, m.REQUIRED
+    )
+    for m in (refund, delete_row, vendor_payment)
 }
 
 
@@ -58,5 +57,8 @@ def load_workflows(paths: Mapping[str, str | None]) -> dict[str, Workflow]:
         if not callable(build):
             raise ValueError(f"workflow {name!r}: {path!r} is not a function returning a StateGraph")
         doc = (getattr(target, "__doc__", None) or name).strip().splitlines()[0]
-        out[name] = Workflow(name, build, doc, tuple(getattr(target, "INPUTS", ())))
+        module = importlib.import_module(module_name)
+        inputs = tuple(getattr(target, "INPUTS", getattr(module, "INPUTS", ())))
+        required = tuple(getattr(target, "REQUIRED", getattr(module, "REQUIRED", ())))
+        out[name] = Workflow(name, build, doc, inputs, required)
     return out

@@ -14,6 +14,8 @@ from ..approvals.request import request_approval
 from ..approvals.effects import services
 
 INPUTS = ("table", "row_id", "reason")
+REQUIRED = ("table", "row_id")
+"""Inputs a run cannot start without (the others have defaults)."""
 
 
 class DeleteRowState(TypedDict, total=False):

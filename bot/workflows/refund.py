@@ -15,6 +15,8 @@ from ..approvals.request import request_approval
 from ..approvals.effects import services
 
 INPUTS = ("customer_id", "order_id", "amount", "reason")
+REQUIRED = ("customer_id", "amount")
+"""Inputs a run cannot start without (the others have defaults)."""
 
 
 class RefundState(TypedDict, total=False):

@@ -14,6 +14,8 @@ from ..approvals.request import request_approval
 from ..approvals.effects import services
 
 INPUTS = ("vendor", "invoice_id", "amount")
+REQUIRED = ("vendor", "invoice_id", "amount")
+"""Inputs a run cannot start without (the others have defaults)."""
 
 
 class PaymentState(TypedDict, total=False):

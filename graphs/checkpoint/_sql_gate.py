@@ -120,8 +120,9 @@ class WriteGate:
 
     # ---- async --------------------------------------------------------------------------
 
-    async def aacquire(self, *, urgent: bool = False) -> None:
-        """Wait, without blocking the event loop, until the gate is ours."""
+    async def aacquire(self, *, urgent: bool = False, timeout: float | None = None) -> None:
+        """Wait, without blocking the event loop, until the gate is ours (at most `timeout`
+        seconds, default the busy timeout)."""
         loop = asyncio.get_running_loop()
         turn: asyncio.Future[None] = loop.create_future()
 
@@ -135,7 +136,7 @@ class WriteGate:
         if ticket is None:
             return
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(self.timeout if timeout is None else timeout):
                 await turn
         except (asyncio.CancelledError, TimeoutError) as e:
             if self._give_up(ticket):
@@ -145,8 +146,8 @@ class WriteGate:
             raise
 
     @contextlib.asynccontextmanager
-    async def ahold(self, *, urgent: bool = False) -> AsyncIterator[None]:
-        await self.aacquire(urgent=urgent)
+    async def ahold(self, *, urgent: bool = False, timeout: float | None = None) -> AsyncIterator[None]:
+        await self.aacquire(urgent=urgent, timeout=timeout)
         try:
             yield
         finally:

@@ -304,15 +304,18 @@ class SQLSaver(BaseCheckpointSaver):
                 lambda sync_conn: self._transact(sync_conn.connection, fn, args, read)
             )
 
-    def write_gate(self, read: bool = False, *, urgent: bool = False) -> contextlib.AbstractAsyncContextManager[None]:
+    def write_gate(
+        self, read: bool = False, *, urgent: bool = False, timeout: float | None = None
+    ) -> contextlib.AbstractAsyncContextManager[None]:
         """`async with saver.write_gate():` around an async write transaction on this database
         that does not go through the saver (the bot's own tables share its engines): on a
         SQLite file, this process's writers then take turns without SQLite's sleeping busy
-        wait, `urgent` ones (a person waits on the answer) first (`_sql_gate.py`). Nothing to
-        wait for on PostgreSQL, in memory, or for a read."""
+        wait, `urgent` ones (a person waits on the answer) first (`_sql_gate.py`). Waiting
+        longer than `timeout` (default: the busy timeout) fails with "database is locked", and
+        nothing was written. Nothing to wait for on PostgreSQL, in memory, or for a read."""
         if self._gate is None or read:
             return contextlib.nullcontext()
-        return self._gate.ahold(urgent=urgent)
+        return self._gate.ahold(urgent=urgent, timeout=timeout)
 
     def _run_thread(
         self, key: tuple[str, str], fn: Callable[..., _T], *args: Any, retry: bool = True

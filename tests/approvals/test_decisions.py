@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -427,3 +428,33 @@ async def test_jobs_of_a_process_that_died_on_this_host_are_taken_back_at_once(k
     assert await kit.app.run_jobs(("resume",)) == 1
     assert [e["kind"] for e in await kit.effects()] == ["refund"]
     assert (await kit.run(report.thread_id))["status"] == "completed"
+
+
+async def test_a_vote_that_cannot_get_its_turn_in_time_is_refused_and_records_nothing(tmp_path: Path) -> None:
+    """SQLite (its write gate): a click must be answered within Slack's 3 s; when the process's
+    writers are queued too long, the vote is refused (DatabaseBusy) rather than recorded late."""
+    from bot.db import DatabaseBusy
+
+    kit = Kit(f"sqlite:///{tmp_path / 'busy.db'}", tmp_path)
+    await kit.db.upgrade()
+    try:
+        await _busy_vote(kit, DatabaseBusy)
+    finally:
+        await kit.aclose()
+
+
+async def _busy_vote(kit: Kit, DatabaseBusy: type[Exception]) -> None:
+    (approval_id,) = (await kit.start("refund", REFUND)).approvals
+    gate = kit.db.saver._gate
+    assert gate is not None
+    await asyncio.to_thread(gate.acquire)  # a long write of another thread
+    try:
+        with pytest.raises(DatabaseBusy, match=r"busy: no turn to write within 0.2s; nothing was written"):
+            await kit.app.decide(approval_id, "U_ALICE", True, wait=0.2)
+    finally:
+        gate.release()
+    a = await kit.app.get(approval_id)
+    assert (a.status, a.votes) == ("pending", ())
+    assert [e["kind"] for e in await kit.audit(approval_id=approval_id)] == ["requested"]
+    await kit.app.decide(approval_id, "U_ALICE", True, wait=0.2)  # and once the way is clear
+    assert (await kit.app.get(approval_id)).status == "approved"

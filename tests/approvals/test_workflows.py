@@ -330,3 +330,21 @@ async def test_a_crash_during_the_refund_is_outcome_unknown_not_a_second_refund(
     assert await kit.new_app().run_jobs(("resume",)) == 0
     with pytest.raises(AlreadyDecidedError):
         await kit.app.decide(approval_id, "U_BOB", True)
+
+
+async def test_a_start_without_a_required_input_is_refused_before_anything_is_recorded(kit: Kit) -> None:
+    from sqlalchemy import select
+
+    from bot.approvals.errors import MissingInputError
+    from bot.approvals.tables import runs
+
+    with pytest.raises(MissingInputError, match=r"workflow 'refund' needs amount \(it takes customer_id, order_id, amount, reason\)") as raised:
+        await kit.start("refund", {"customer_id": "cust_1", "amount": ""})
+    assert raised.value.missing == ("amount",)
+    with pytest.raises(MissingInputError, match="needs table, row_id"):
+        await kit.start("delete_row", {}, requester="U_DAVE")
+    assert await kit.rows(select(runs)) == []
+    assert await kit.audit() == []
+    # the optional ones have defaults: a refund with only what it needs runs to its approval
+    report = await kit.start("refund", {"customer_id": "cust_1", "amount": 42.5})
+    assert report.status == "paused"

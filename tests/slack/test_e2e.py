@@ -312,6 +312,14 @@ async def test_agent_run_starts_a_run_for_a_starter_and_refuses_anyone_else(e2e:
     assert action_ids(card) == [APPROVE, REJECT, EDIT, PAYLOAD]
     assert "*reason*\nwrong size" in text_of(card)
 
+    # without the amount: told what is missing and how to ask; nothing is started
+    carol_before, runs_before = len(await e2e.ephemerals(CAROL)), e2e.db.runs_count()
+    await e2e.slack.command(CAROL, CHANNEL, "run refund customer_id=cust-short")
+    told = [e["text"] for e in await e2e.new_ephemerals(CAROL, carol_before, 2)]
+    assert messages.missing_inputs("refund", ["amount"], ["customer_id", "order_id", "amount", "reason"]) in told
+    assert "`/agent run refund customer_id=… order_id=… amount=… reason=…`" in "".join(told)
+    assert e2e.db.runs_count() == runs_before
+
 
 async def test_app_home_publishes_the_users_pending_approvals(e2e: E2E) -> None:
     await e2e.refund("cust-home")

@@ -61,7 +61,8 @@ async def test_a_bot_killed_right_after_acknowledging_a_click_finishes_the_resum
 ) -> None:
     policy, db_url = write_policy(tmp_path, POLICY), sqlite_url(tmp_path)
     db = BotDatabase(db_url)
-    first = BotProcess(tmp_path, db_url, fake_slack.url, policy)
+    # One job worker, so that it is busy on the second card (Slack paused) when the click comes.
+    first = BotProcess(tmp_path, db_url, fake_slack.url, policy, SIGNOFF_WORKERS="1")
     second = None
     try:
         async with SandboxClient(fake_slack.url) as slack:

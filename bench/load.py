@@ -63,6 +63,7 @@ from _e2e_kit import (  # noqa: E402
 from bot.sandbox.client import SandboxClient  # noqa: E402
 from bot.sandbox.interactions import find_element  # noqa: E402
 from bot.sandbox.signing import SlackSigner, block_actions  # noqa: E402
+from bot.slack import messages  # noqa: E402
 from bot.slack.payloads import APPROVE  # noqa: E402
 
 POLICY = """
@@ -211,6 +212,7 @@ async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: San
     by_ts = {r["ts"]: i for i, r in enumerate(runs)}
     card_at: dict[int, float] = {}
     done_at: dict[int, float] = {}
+    busy = 0
     deadline = time.monotonic() + SETTLE
     since = calls_before
     while True:
@@ -221,6 +223,8 @@ async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: San
                 i = by_ts[p["ts"]]
                 if i not in card_at and call["time"] >= sent_at[i]:
                     card_at[i] = call["time"]
+            elif call["method"] == "chat.postEphemeral" and p.get("text") == messages.busy():
+                busy += 1
             elif call["method"] == "chat.postMessage" and p.get("thread_ts") in by_ts:
                 i = by_ts[p["thread_ts"]]
                 if i not in done_at and "completed." in (p.get("text") or "") and call["time"] >= sent_at[i]:
@@ -248,6 +252,7 @@ async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: San
         "errors": {
             "non_200_or_failed": len(errors),
             "kinds": sorted(set(errors))[:5],
+            "refused_busy": busy,
             "no_card_update": n - len(card_at),
             "no_completion": n - len(done_at),
             "ack_over_3s": sum(1 for a in ack_vals if a > 3.0),
@@ -338,14 +343,14 @@ async def main() -> int:
                         f.write(json.dumps(row) + "\n")
 
     print()
-    print("| db (bots) | clicks/s | clicks | ack ms median / p99 / max | click -> card update ms | click -> completed ms | errors (non-200, no update, no completion) | ack p99 < 100 ms |")
+    print("| db (bots) | clicks/s | clicks | ack ms median / p99 / max | click -> card update ms | click -> completed ms | errors (non-200, refused busy, no update, no completion) | ack p99 < 100 ms |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         e = r["errors"]
         ok = "yes" if r["ack"]["n"] and r["ack"]["p99_ms"] < 100 else "NO"
         print(
             f"| {r['db']} ({r['replicas']}) | {r['rate']} | {r['clicks']} | {fmt(r['ack'])} | {fmt(r['card'])} | {fmt(r['done'])} | "
-            f"{e['non_200_or_failed']}, {e['no_card_update']}, {e['no_completion']} | {ok} |"
+            f"{e['non_200_or_failed']}, {e['refused_busy']}, {e['no_card_update']}, {e['no_completion']} | {ok} |"
         )
     print(f"\nrecords: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 1 if any(r["errors"]["non_200_or_failed"] for r in rows) else 0

@@ -41,6 +41,7 @@ import json
 import math
 import os
 import time
+import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
@@ -86,6 +87,10 @@ _APPEND_LOCK_KEY = int.from_bytes(
     hashlib.sha256(b"signoff.audit.append").digest()[:8], "big", signed=True
 )
 """PostgreSQL advisory lock that serializes appends (held until the transaction ends)."""
+
+_HEADS: weakref.WeakKeyDictionary[Any, tuple[int, str]] = weakref.WeakKeyDictionary()
+"""The chain's head (seq, hash) as left by the last append in each open transaction (keyed by
+SQLAlchemy's root transaction, so it goes with it), shared by every `AuditLog` of the process."""
 
 _BATCH = 1000  # rows per query when verifying or exporting
 _REORDER_WINDOW = 1000  # how far `verify` looks for the place a misplaced row came from
@@ -197,16 +202,24 @@ class AuditLog:
         # (e.g. integer keys become strings before they are sorted).
         data_obj = json.loads(_canonical(dict(data), what=what))
         data_json = _canonical(data_obj, what=what)
-        if conn.dialect.name == "postgresql":
-            await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_APPEND_LOCK_KEY)))
-        last = (
-            await conn.execute(
-                sa.select(audit_events.c.seq, audit_events.c.hash)
-                .order_by(audit_events.c.seq.desc())
-                .limit(1)
-            )
-        ).first()
-        seq, prev_hash = (1, GENESIS_HASH) if last is None else (last.seq + 1, last.hash)
+        # A second append in the same transaction holds the append lock already (PostgreSQL's
+        # advisory lock, SQLite's write lock) and knows the head: its own last row. Inside a
+        # savepoint, which may roll back, the head is read again and forgotten afterwards.
+        root = conn.sync_connection.get_transaction() if conn.sync_connection is not None else None
+        nested = conn.in_nested_transaction()
+        head = None if nested or root is None else _HEADS.get(root)
+        if head is None:
+            if conn.dialect.name == "postgresql":
+                await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_APPEND_LOCK_KEY)))
+            last = (
+                await conn.execute(
+                    sa.select(audit_events.c.seq, audit_events.c.hash)
+                    .order_by(audit_events.c.seq.desc())
+                    .limit(1)
+                )
+            ).first()
+            head = (0, GENESIS_HASH) if last is None else (last.seq, last.hash)
+        seq, prev_hash = head[0] + 1, head[1]
         event = _Event(when, kind, approval_id, thread_id, actor)
         content = _content(event, seq, data_obj)
         await conn.execute(
@@ -219,9 +232,14 @@ class AuditLog:
                 actor=actor,
                 data=data_json,
                 prev_hash=prev_hash,
-                hash=self._hash(prev_hash, content),
+                hash=(new_hash := self._hash(prev_hash, content)),
             )
         )
+        if root is not None:
+            if nested:
+                _HEADS.pop(root, None)
+            else:
+                _HEADS[root] = (seq, new_hash)
         return seq
 
     # ---- reading ------------------------------------------------------------------------

@@ -118,6 +118,29 @@ async def test_append_belongs_to_the_callers_transaction(db: Database) -> None:
     assert (await log.verify(db.engine)).checked == 4
 
 
+async def test_appends_in_one_transaction_and_in_savepoints_keep_one_chain(db: Database) -> None:
+    """Later appends of a transaction reuse the head it wrote; a savepoint that rolls back its
+    append does not leave the chain pointing at the row that was undone."""
+    log, other = AuditLog(), AuditLog()
+    await fill(db, log, 2)
+    async with db.transaction() as conn:
+        assert await log.append(conn, "vote", data={"n": 3}) == 3
+        assert await other.append(conn, "approved", data={"n": 4}) == 4  # another log, same chain
+        savepoint = await conn.begin_nested()
+        assert await log.append(conn, "edited", data={"undone": True}) == 5
+        await savepoint.rollback()
+        assert await log.append(conn, "vote", data={"n": 5}) == 5
+        async with conn.begin_nested():
+            assert await log.append(conn, "vote", data={"n": 6}) == 6
+        assert await other.append(conn, "approved", data={"n": 7}) == 7
+    stored = await rows(db)
+    assert [json.loads(r.data).get("n") for r in stored[2:]] == [3, 4, 5, 6, 7]
+    report = await log.verify(db.engine)
+    assert (report.ok, report.checked) == (True, 7)
+    async with db.transaction() as conn:  # a new transaction reads the head again
+        assert await log.append(conn, "vote", data={}) == 8
+
+
 async def test_append_refuses_what_it_cannot_record(db: Database) -> None:
     log = AuditLog()
     async with db.transaction() as conn:

@@ -26,6 +26,9 @@ from .db import DatabaseUnavailable
 
 __all__ = ["main"]
 
+RESUME_WAIT = 15.0
+"""Seconds `approve` / `reject` wait for the run to go on when another process took its resume."""
+
 
 def _age(ts: float) -> str:
     s = max(0, int(time.time() - ts))
@@ -157,7 +160,14 @@ async def cmd_decide(app: Signoff, args: argparse.Namespace, approve: bool) -> i
         print(f"approval {a.id}: vote recorded, {a.approvals_count} of {a.required} approvals")
         return 0
     print(f"approval {a.id}: {a.status} by {', '.join(a.decided_by)}")
-    await app.run_jobs(("resume",))
+    # Resume it here, or wait for whoever took the resume (another `signoff` command, a bot's
+    # worker) to finish it, so that the line below says how the run went on.
+    deadline = time.monotonic() + RESUME_WAIT
+    while True:
+        await app.run_jobs(("resume",))
+        if not await app.resumes_due(a.id) or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
     print(await _report_run(app, a.thread_id))
     return 0
 

@@ -502,7 +502,6 @@ class Run:
     # ---- a whole invocation --------------------------------------------------------
 
     def execute(self, input: Any) -> Generator[Any, Any, dict[str, Any] | Paused]:
-        g = self.graph
         tup = (yield (GET,)) if self.saver is not None else None
         if tup is not None:
             self.restore(tup)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Select, Update, and_, case, delete, exists, or_, select, update
+from sqlalchemy import ColumnElement, Select, Update, and_, case, delete, exists, func, or_, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -571,6 +571,14 @@ class Signoff:
                 return dict(job)
             self._held.discard(job["id"])
         return None
+
+    async def resumes_due(self, approval_id: str) -> int:
+        """How many resumes of `approval_id`'s waiting threads are not done yet."""
+        j = t.jobs.c
+        async with self.db.read() as conn:
+            return await conn.scalar(
+                select(func.count()).select_from(t.jobs).where(j.kind == "resume", j.approval_id == approval_id, j.done_at.is_(None))
+            ) or 0
 
     async def release_dead_leases(self) -> int:
         """Give back at once the jobs leased to processes of this host that are gone (killed,

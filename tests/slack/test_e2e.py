@@ -34,7 +34,6 @@ from _e2e_kit import (
     action_ids,
     card_of,
     messages_of,
-    replies_of,
     sqlite_url,
     text_of,
     write_policy,

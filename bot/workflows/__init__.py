@@ -50,14 +50,14 @@ def load_workflows(paths: Mapping[str, str | None]) -> dict[str, Workflow]:
         if not attr:
             raise ValueError(f"workflow {name!r}: path {path!r} must look like 'package.module:function'")
         try:
-            target: Any = getattr(importlib.import_module(module_name), attr)
+            module = importlib.import_module(module_name)
+            target: Any = getattr(module, attr)
         except (ImportError, AttributeError) as e:
             raise ValueError(f"workflow {name!r}: cannot import {path!r}: {e}") from e
         build = (lambda g=target: g) if isinstance(target, StateGraph) else target
         if not callable(build):
             raise ValueError(f"workflow {name!r}: {path!r} is not a function returning a StateGraph")
         doc = (getattr(target, "__doc__", None) or name).strip().splitlines()[0]
-        module = importlib.import_module(module_name)
         inputs = tuple(getattr(target, "INPUTS", getattr(module, "INPUTS", ())))
         required = tuple(getattr(target, "REQUIRED", getattr(module, "REQUIRED", ())))
         out[name] = Workflow(name, build, doc, inputs, required)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Select, Update, and_, case, delete, exists, func, or_, select, update
+from sqlalchemy import ColumnElement, Select, Update, and_, delete, exists, func, or_, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -540,24 +540,35 @@ class Signoff:
         return done
 
     async def _claim(self, kinds: tuple[str, ...], prefer: str | None = None) -> Mapping[str, Any] | None:
-        """Take the oldest due job of `kinds` (leased to this worker), or None.
+        """Take the oldest due job of the first kind that has one (leased to this worker), or
+        None; kind `prefer` is asked first, then `kinds` in order.
 
+        Each kind is one walk of the pending-jobs index in `id` order that stops at the first
+        due job, so a claim costs the same with a backlog of thousands as with none.
         PostgreSQL: `FOR UPDATE SKIP LOCKED`, so replicas never wait on each other's picks.
         SQLite: the due jobs are found with a read (no write lock: most passes find nothing),
         then one is taken with a compare-and-set; jobs this process holds are skipped, so its
         workers do not race for the same one.
         """
         now = self.clock()
-        due = _due_jobs(kinds, now, prefer)
+        order = sorted(kinds, key=lambda kind: kind != prefer)  # stable: `prefer`, then the rest
         if self.db.dialect == "postgresql":
             async with self.db.transaction() as conn:
-                job = (await conn.execute(due.limit(1).with_for_update(skip_locked=True, of=t.jobs))).mappings().first()
+                for kind in order:
+                    due = _due_jobs(kind, now).limit(1).with_for_update(skip_locked=True, of=t.jobs)
+                    job = (await conn.execute(due)).mappings().first()
+                    if job is not None:
+                        break
                 if job is None or not await self._take(conn, job, now):
                     return None
             self._held.add(job["id"])
             return dict(job)
         async with self.db.read() as conn:
-            candidates = (await conn.execute(due.limit(CLAIM_CANDIDATES))).mappings().all()
+            candidates = [
+                job
+                for kind in order
+                for job in (await conn.execute(_due_jobs(kind, now).limit(CLAIM_CANDIDATES))).mappings().all()
+            ]
         for job in candidates:
             if job["id"] in self._held:
                 continue
@@ -843,31 +854,27 @@ class _Resumed:
         )
 
 
-def _due_jobs(kinds: tuple[str, ...], now: float, prefer: str | None = None) -> Select[Any]:
-    """Due, unleased jobs of `kinds`, oldest first (those of kind `prefer` before the others);
-    a thread's events only once the ones before them are done, so they go out in order."""
+def _due_jobs(kind: str, now: float) -> Select[Any]:
+    """Due, unleased jobs of `kind`, oldest first (through the index `ix_jobs_pending`); a
+    thread's events only once the ones before them are done, so they go out in order."""
     j = t.jobs.c
-    earlier = t.jobs.alias("earlier")
-    order = [j.id] if prefer is None else [case((j.kind == prefer, 0), else_=1), j.id]
-    return (
-        select(t.jobs)
-        .where(
-            j.done_at.is_(None),
-            j.kind.in_(kinds),
-            j.available_at <= now,
-            (j.locked_until.is_(None)) | (j.locked_until < now),
-            ~exists().where(
-                and_(
-                    j.kind == "event",
-                    earlier.c.kind == "event",
-                    earlier.c.thread_id == j.thread_id,
-                    earlier.c.id < j.id,
-                    earlier.c.done_at.is_(None),
-                )
-            ),
-        )
-        .order_by(*order)
+    due = select(t.jobs).where(
+        j.done_at.is_(None),
+        j.kind == kind,
+        j.available_at <= now,
+        (j.locked_until.is_(None)) | (j.locked_until < now),
     )
+    if kind == "event":
+        earlier = t.jobs.alias("earlier")
+        due = due.where(
+            ~exists().where(
+                earlier.c.kind == "event",
+                earlier.c.thread_id == j.thread_id,
+                earlier.c.id < j.id,
+                earlier.c.done_at.is_(None),
+            )
+        )
+    return due.order_by(j.id)
 
 
 async def _finish_job_in(

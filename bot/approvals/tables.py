@@ -32,6 +32,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 __all__ = [
@@ -47,7 +48,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0001"
+SCHEMA_REVISION = "a0002"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -164,7 +165,9 @@ jobs = Table(
     Column("done_at", Double, nullable=True),
     Column("last_error", Text, nullable=True),
     Column("created_at", Double, nullable=False),
-    Index("ix_jobs_due", "done_at", "kind", "available_at"),
+    # The jobs not done yet, by kind, oldest first: what a worker's claim walks (it stays small
+    # however long the history of done jobs grows).
+    Index("ix_jobs_pending", "kind", "id", postgresql_where=text("done_at IS NULL"), sqlite_where=text("done_at IS NULL")),
     Index("ix_jobs_thread", "thread_id", "id"),
 )
 

@@ -74,6 +74,43 @@ async def test_migrations_create_exactly_the_tables_in_tables_py(db: Database) -
         assert await conn.run_sync(diff) == []
 
 
+async def test_a_database_of_the_first_revision_is_upgraded_with_its_pending_jobs(db_url: str) -> None:
+    """a0002 replaced the jobs' index (the claim walks the pending jobs by kind): a database
+    made by the first release keeps its queue."""
+    from alembic import command
+    from alembic.config import Config
+
+    def to_first_revision(conn: sa.Connection) -> None:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS_DIR))
+        config.attributes["connection"] = conn
+        command.upgrade(config, "a0001")
+
+    def indexes(conn: sa.Connection) -> set[str]:
+        return {ix["name"] for ix in sa.inspect(conn).get_indexes("jobs")}
+
+    async with Database(db_url) as db:
+        async with db.transaction() as conn:
+            await conn.run_sync(to_first_revision)
+            assert "ix_jobs_due" in await conn.run_sync(indexes)
+            await conn.execute(
+                tables.jobs.insert(),
+                [
+                    {"kind": "event", "key": f"event:{i}", "thread_id": "t1", "payload": "{}",
+                     "attempts": 0, "available_at": 0.0, "created_at": 0.0, "done_at": 1.0 if i == 0 else None}
+                    for i in range(3)
+                ],
+            )  # fmt: skip
+        await db.upgrade()
+        assert await versions(db, tables.VERSION_TABLE) == [tables.SCHEMA_REVISION]
+        async with db.read() as conn:
+            assert {"ix_jobs_pending", "ix_jobs_thread"} <= await conn.run_sync(indexes)
+            assert "ix_jobs_due" not in await conn.run_sync(indexes)
+            pending = tables.jobs.c.done_at.is_(None)
+            keys = (await conn.execute(sa.select(tables.jobs.c.key).where(pending).order_by(tables.jobs.c.id))).scalars()
+            assert list(keys) == ["event:1", "event:2"]
+
+
 def test_upgrade_sync_on_a_fresh_database(db_url: str) -> None:
     db = Database(db_url)
     try:
@@ -123,13 +160,13 @@ async def test_a_newer_governance_schema_is_refused(db: Database) -> None:
         await conn.exec_driver_sql(f"UPDATE {tables.VERSION_TABLE} SET version_num = 'a9999'")
     expected = (
         f"{db.display_url} has governance schema revision 'a9999' (in table "
-        "signoff_schema_version), which this code does not know (it knows up to 'a0001'): the "
+        f"signoff_schema_version), which this code does not know (it knows up to '{tables.SCHEMA_REVISION}'): the "
         "database was migrated by a newer signoff. Upgrade signoff; do not downgrade the database."
     )
     with pytest.raises(SchemaVersionError) as info:
         await db.upgrade()
     assert str(info.value) == expected
-    assert (info.value.db_revision, info.value.code_revision) == ("a9999", "a0001")
+    assert (info.value.db_revision, info.value.code_revision) == ("a9999", tables.SCHEMA_REVISION)
     with pytest.raises(SchemaVersionError) as info:
         await asyncio.to_thread(db.upgrade_sync)
     assert str(info.value) == expected

@@ -179,6 +179,7 @@ async def cmd_audit_verify(app: Signoff, args: argparse.Namespace) -> int:
         if not sep or not seq.isdigit():
             raise ApprovalError(f"--anchor {args.anchor!r}: write it as SEQ:HASH, as printed by a verify")
         anchor = (int(seq), digest)
+    await app.link_audit()
     async with app.db.read() as conn:
         report = await app.audit.verify(conn, anchor=anchor)
     if report.ok:
@@ -192,6 +193,7 @@ async def cmd_audit_verify(app: Signoff, args: argparse.Namespace) -> int:
 
 
 async def cmd_audit_export(app: Signoff, args: argparse.Namespace) -> int:
+    await app.link_audit()
     async with app.db.read() as conn:
         if args.out and args.out != "-":
             with open(args.out, "w", encoding="utf-8") as out:
@@ -316,7 +318,9 @@ async def _run(fn: Callable[[Signoff, argparse.Namespace], Awaitable[int]], args
         raise ApprovalError(str(e)) from e
     try:
         await app.db.upgrade()
-        return await fn(app, args)
+        status = await fn(app, args)
+        await app.link_audit()  # what this command recorded is in the chain when it exits
+        return status
     finally:
         await app.db.aclose()
 

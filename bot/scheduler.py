@@ -22,7 +22,8 @@ log = logging.getLogger("signoff.scheduler")
 
 
 class JobRunner:
-    """`concurrency` workers that drain due jobs every `every` seconds, and at once when kicked.
+    """`concurrency` workers that drain due jobs every `every` seconds, and at once when kicked;
+    and the audit linker (`Signoff.link_audit`, every `link_every` seconds).
 
     Jobs of different threads run side by side (a resume waits on the database, a card update
     on Slack); the queue keeps what must stay in order in order (one resume per thread at a
@@ -39,6 +40,7 @@ class JobRunner:
         every: float = 1.0,
         kinds: tuple[str, ...] = ("resume", "event"),
         concurrency: int = 4,
+        link_every: float = 0.25,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
@@ -46,6 +48,7 @@ class JobRunner:
         self.every = every
         self.kinds = kinds
         self.concurrency = concurrency
+        self.link_every = link_every
         self._kicks: asyncio.Queue[None] = asyncio.Queue(maxsize=concurrency)
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -60,6 +63,7 @@ class JobRunner:
             loop.create_task(self._loop(self.kinds[i % len(self.kinds)]), name=f"signoff-jobs-{i}")
             for i in range(self.concurrency)
         ]
+        self._tasks.append(loop.create_task(self._link_loop(), name="signoff-audit-linker"))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -79,6 +83,17 @@ class JobRunner:
                 await asyncio.wait_for(self._kicks.get(), self.every)
 
 
+    async def _link_loop(self) -> None:
+        """Link committed audit entries into the chain (`Signoff.link_audit`), a few times a
+        second: writers never wait on the chain, and one linker per process keeps it short."""
+        while True:
+            try:
+                await self.signoff.link_audit()
+            except Exception:
+                log.exception("linking the audit log failed; it runs again in %ss", self.link_every)
+            await asyncio.sleep(self.link_every)
+
+
 def start_scheduler(
     app: Signoff,
     *,
@@ -96,6 +111,7 @@ def start_scheduler(
         try:
             await app.release_dead_leases()
             counts = await app.sweep()
+            await app.link_audit()
             if any(counts.values()):
                 log.info("sweep: %s", counts)
         except Exception:
@@ -104,6 +120,7 @@ def start_scheduler(
     async def work() -> None:
         try:
             await app.run_jobs(kinds)
+            await app.link_audit()
         except Exception:
             log.exception("job worker failed; it runs again in %ss", jobs_every)
 

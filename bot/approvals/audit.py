@@ -23,11 +23,22 @@ What a hash chain cannot detect on its own:
   key anyone with write access can; with `SIGNOFF_AUDIT_KEY` (kept out of the database) only
   someone who also has the key can. An anchor catches that too.
 
-Appends are serialized, so the chain never forks: on PostgreSQL `append` takes a transaction
-advisory lock before reading the last hash; on SQLite the caller's transaction
-(`Database.transaction()`, `BEGIN IMMEDIATE`) already holds the file's write lock. `seq` is the
-primary key and is chosen by `append`, so two appends that were somehow not serialized would
-fail on it rather than fork.
+Writing and linking are two steps, so that writers never wait on each other (every click,
+resume and sweep records something; one lock on the chain's head held to each writer's commit
+made them queue):
+
+1. `append` inserts the entry into `audit_inbox` inside the caller's transaction: it commits or
+   rolls back with the caller's other writes, and takes no lock.
+2. `link` moves committed entries from the inbox into `audit_events`, oldest first, giving each
+   its `seq` and hashes. One linker runs at a time (a transaction advisory lock on PostgreSQL;
+   SQLite's write lock), so the chain never forks; `seq` is the primary key, so two linkers
+   that were somehow not serialized would fail on it rather than fork. The bot links every
+   quarter of a second (`bot.scheduler.JobRunner`), the sweep and every `signoff` command too.
+
+An entry is covered by the chain from when it is linked; until then (normally well under a
+second) it sits in the inbox, where someone with write access to the database could change it
+unseen. `verify` counts what is still waiting (`AuditReport.unlinked`); `signoff audit verify`
+links first.
 
 Secrets: `data` is stored as given. Callers redact secret fields before appending (policy marks
 them; the log keeps their hash).
@@ -35,13 +46,13 @@ them; the log keeps their hash).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
 import math
 import os
 import time
-import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
@@ -50,7 +61,7 @@ from typing import Any, Literal, TextIO, get_args
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from .tables import audit_events
+from .tables import audit_events, audit_inbox
 
 __all__ = ["EVENT_KINDS", "GENESIS_HASH", "AuditKind", "AuditLog", "AuditReport"]
 
@@ -83,26 +94,16 @@ GENESIS_HASH = "0" * 64
 
 KEY_ENV = "SIGNOFF_AUDIT_KEY"
 
-_APPEND_LOCK_KEY = int.from_bytes(
+_LINK_LOCK_KEY = int.from_bytes(
     hashlib.sha256(b"signoff.audit.append").digest()[:8], "big", signed=True
 )
-"""PostgreSQL advisory lock that serializes appends (held until the transaction ends)."""
+"""PostgreSQL advisory lock that serializes linkers (held until the transaction ends)."""
 
-_HEADS: weakref.WeakKeyDictionary[Any, tuple[int, str]] = weakref.WeakKeyDictionary()
-"""The chain's head (seq, hash) as left by the last append in each open transaction (keyed by
-SQLAlchemy's root transaction, so it goes with it), shared by every `AuditLog` of the process."""
+LINK_BATCH = 500
+"""Inbox entries `link` moves in one transaction."""
 
 _BATCH = 1000  # rows per query when verifying or exporting
 _REORDER_WINDOW = 1000  # how far `verify` looks for the place a misplaced row came from
-
-
-@dataclass(frozen=True)
-class _Event:
-    at: float
-    kind: str
-    approval_id: str | None
-    thread_id: str | None
-    actor: str | None
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,8 @@ class AuditReport:
     """The newest row's `seq` (when `ok`): record it with `head_hash` to detect truncation."""
     head_hash: str | None = None
     """The newest row's hash (when `ok`)."""
+    unlinked: int = 0
+    """Entries committed but still in the inbox, not covered by the chain yet (`link` them)."""
 
 
 class AuditLog:
@@ -173,11 +176,10 @@ class AuditLog:
         actor: str | None = None,
         data: Mapping[str, Any],
         at: float | None = None,
-    ) -> int:
-        """Append one event inside the caller's (write) transaction; return its `seq`.
+    ) -> None:
+        """Write one event inside the caller's (write) transaction, for `link` to chain.
 
-        It commits with the caller's other writes, or not at all. On PostgreSQL the append
-        lock is held until that transaction ends, so keep the transaction short.
+        It commits with the caller's other writes, or not at all, and waits on no other writer.
 
         Args:
             conn: a connection in a write transaction (`Database.transaction()`).
@@ -200,47 +202,56 @@ class AuditLog:
         what = f"data of audit event {kind!r}"
         # Through JSON and back, so what is hashed is exactly what `verify` will read back
         # (e.g. integer keys become strings before they are sorted).
-        data_obj = json.loads(_canonical(dict(data), what=what))
-        data_json = _canonical(data_obj, what=what)
-        # A second append in the same transaction holds the append lock already (PostgreSQL's
-        # advisory lock, SQLite's write lock) and knows the head: its own last row. Inside a
-        # savepoint, which may roll back, the head is read again and forgotten afterwards.
-        root = conn.sync_connection.get_transaction() if conn.sync_connection is not None else None
-        nested = conn.in_nested_transaction()
-        head = None if nested or root is None else _HEADS.get(root)
-        if head is None:
-            if conn.dialect.name == "postgresql":
-                await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_APPEND_LOCK_KEY)))
-            last = (
-                await conn.execute(
-                    sa.select(audit_events.c.seq, audit_events.c.hash)
-                    .order_by(audit_events.c.seq.desc())
-                    .limit(1)
-                )
-            ).first()
-            head = (0, GENESIS_HASH) if last is None else (last.seq, last.hash)
-        seq, prev_hash = head[0] + 1, head[1]
-        event = _Event(when, kind, approval_id, thread_id, actor)
-        content = _content(event, seq, data_obj)
+        data_json = _canonical(json.loads(_canonical(dict(data), what=what)), what=what)
         await conn.execute(
-            audit_events.insert().values(
-                seq=seq,
-                at=when,
-                kind=kind,
-                approval_id=approval_id,
-                thread_id=thread_id,
-                actor=actor,
+            audit_inbox.insert().values(
+                at=when, kind=kind, approval_id=approval_id, thread_id=thread_id, actor=actor,
                 data=data_json,
-                prev_hash=prev_hash,
-                hash=(new_hash := self._hash(prev_hash, content)),
             )
-        )
-        if root is not None:
-            if nested:
-                _HEADS.pop(root, None)
-            else:
-                _HEADS[root] = (seq, new_hash)
-        return seq
+        )  # fmt: skip
+
+    async def link(self, conn: AsyncConnection, *, limit: int = LINK_BATCH) -> int:
+        """Move up to `limit` committed inbox entries, oldest first, into the chain; return how
+        many. Call it in a write transaction of its own (`Database.transaction()`): on
+        PostgreSQL it holds the linkers' lock until that transaction ends."""
+        if conn.dialect.name == "postgresql":
+            await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_LINK_LOCK_KEY)))
+        oldest = sa.select(audit_inbox.c.id).order_by(audit_inbox.c.id).limit(limit)
+        taken = (
+            await conn.execute(
+                sa.delete(audit_inbox)
+                .where(audit_inbox.c.id.in_(oldest.scalar_subquery()))
+                .returning(*audit_inbox.c)
+            )
+        ).all()
+        if not taken:
+            return 0
+        last = (
+            await conn.execute(
+                sa.select(audit_events.c.seq, audit_events.c.hash)
+                .order_by(audit_events.c.seq.desc())
+                .limit(1)
+            )
+        ).first()
+        seq, prev_hash = (0, GENESIS_HASH) if last is None else (last.seq, last.hash)
+        rows = []
+        for entry in sorted(taken, key=lambda e: e.id):
+            seq += 1
+            new_hash = self._hash(prev_hash, _content(entry, seq, json.loads(entry.data)))
+            rows.append(
+                {
+                    "seq": seq, "at": entry.at, "kind": entry.kind, "approval_id": entry.approval_id,
+                    "thread_id": entry.thread_id, "actor": entry.actor, "data": entry.data,
+                    "prev_hash": prev_hash, "hash": new_hash,
+                }
+            )  # fmt: skip
+            prev_hash = new_hash
+        await conn.execute(audit_events.insert(), rows)
+        return len(rows)
+
+    async def unlinked(self, conn: AsyncConnection) -> int:
+        """How many committed entries wait in the inbox to be linked."""
+        return await conn.scalar(sa.select(sa.func.count()).select_from(audit_inbox)) or 0
 
     # ---- reading ------------------------------------------------------------------------
 
@@ -261,7 +272,9 @@ class AuditLog:
             (see the module docstring for what a chain cannot detect).
         """
         async with _reading(conn_or_engine) as conn:
-            return await self._verify(conn, anchor)
+            report = await self._verify(conn, anchor)
+            unlinked = await self.unlinked(conn)
+        return dataclasses.replace(report, unlinked=unlinked) if unlinked else report
 
     async def _verify(self, conn: AsyncConnection, anchor: tuple[int, str] | None) -> AuditReport:
         checked = 0

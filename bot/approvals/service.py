@@ -30,7 +30,7 @@ from graphs import Command, CompiledGraph, Interrupt, SideEffectUnknownError, Th
 
 from . import store
 from . import tables as t
-from .audit import AuditKind, AuditLog
+from .audit import LINK_BATCH, AuditKind, AuditLog
 from .effects import Effects, NodeServices
 from .errors import (
     AlreadyDecidedError,
@@ -590,6 +590,21 @@ class Signoff:
             return await conn.scalar(
                 select(func.count()).select_from(t.jobs).where(j.kind == "resume", j.approval_id == approval_id, j.done_at.is_(None))
             ) or 0
+
+    async def link_audit(self) -> int:
+        """Link every committed audit entry into the hash chain (`AuditLog.link`), in batches;
+        return how many. The bot does it every quarter of a second, the sweep and each
+        `signoff` command too; with nothing waiting it is one read."""
+        async with self.db.read() as conn:
+            if not await self.audit.unlinked(conn):
+                return 0
+        linked = 0
+        while True:
+            async with self.db.transaction() as conn:
+                n = await self.audit.link(conn)
+            linked += n
+            if n < LINK_BATCH:
+                return linked
 
     async def release_dead_leases(self) -> int:
         """Give back at once the jobs leased to processes of this host that are gone (killed,

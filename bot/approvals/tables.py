@@ -9,6 +9,7 @@ the graph's memory, these are the application's record (what was asked, who deci
   request joined a pending one).
 - `votes`: one row per person's decision on an approval.
 - `audit_events`: the append-only, hash-chained audit log.
+- `audit_inbox`: audit entries committed but not yet linked into the chain (moments, normally).
 - `jobs`: the durable queue of work to do after a commit (resume a thread, deliver an event).
 - `effects`: what the bundled workflows' stand-in side effects did (refunds issued, rows
   deleted, emails sent), so that tests and the demo can count them.
@@ -41,6 +42,7 @@ __all__ = [
     "approval_waiters",
     "approvals",
     "audit_events",
+    "audit_inbox",
     "effects",
     "jobs",
     "metadata",
@@ -48,7 +50,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0002"
+SCHEMA_REVISION = "a0003"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -147,6 +149,21 @@ audit_events = Table(
     Column("data", Text, nullable=False),
     Column("prev_hash", String(64), nullable=False),
     Column("hash", String(64), nullable=False),
+)
+
+audit_inbox = Table(
+    "audit_inbox",
+    metadata,
+    # Entries written but not linked into the chain yet (`AuditLog.append` / `AuditLog.link`):
+    # writers insert here without waiting on each other; one linker at a time moves them into
+    # `audit_events`, in `id` order, right after they commit.
+    Column("id", _BigId, Identity(), primary_key=True),
+    Column("at", Double, nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("approval_id", Text, nullable=True),
+    Column("thread_id", Text, nullable=True),
+    Column("actor", Text, nullable=True),
+    Column("data", Text, nullable=False),
 )
 
 jobs = Table(

@@ -93,6 +93,9 @@ class Kit:
         return [{**r, "data": json.loads(r["data"])} for r in await self.rows(q)]
 
     async def audit(self, kind: str | None = None, approval_id: str | None = None) -> list[dict[str, Any]]:
+        """The audit log's events, once everything committed is linked (as the bot's linker
+        does within a quarter of a second)."""
+        await self.app.link_audit()
         q = sa.select(t.audit_events).order_by(t.audit_events.c.seq)
         if kind is not None:
             q = q.where(t.audit_events.c.kind == kind)

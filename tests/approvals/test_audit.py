@@ -1,5 +1,6 @@
-"""The hash-chained audit log: appends, tampering found and located, concurrent appends that
-never fork the chain, export. On a SQLite file and on PostgreSQL."""
+"""The hash-chained audit log: appends (written to the inbox, linked into the chain afterwards),
+tampering found and located, concurrent writers and linkers that never fork the chain, export.
+On a SQLite file and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -33,6 +34,18 @@ async def fill(db: Database, log: AuditLog, n: int, start: float = 1_700_000_000
                 data={"i": i, "note": "café", "amount": i * 1.25, "nested": {"z": [1, 2]}},
                 at=start + i,
             )
+    await link(db, log)
+
+
+async def link(db: Database, log: AuditLog) -> int:
+    """Link everything committed, as the bot's linker does; how many entries were linked."""
+    linked = 0
+    while True:
+        async with db.transaction() as conn:
+            n = await log.link(conn)
+        linked += n
+        if not n:
+            return linked
 
 
 async def rows(db: Database) -> list[Any]:
@@ -65,7 +78,7 @@ def test_the_event_kinds() -> None:
 async def test_the_hash_is_pinned(db: Database) -> None:
     """The exact hashed bytes; changing them would make every stored log fail to verify."""
     async with db.transaction() as conn:
-        seq = await AuditLog().append(
+        await AuditLog().append(
             conn,
             "requested",
             approval_id="ap1",
@@ -74,7 +87,7 @@ async def test_the_hash_is_pinned(db: Database) -> None:
             data={"b": [1, "é"], "amount": 12.5},
             at=1700000000.5,
         )
-    assert seq == 1
+    assert await link(db, AuditLog()) == 1
     content = (
         '{"actor":"U1","approval_id":"ap1","at":1700000000.5,"data":{"amount":12.5,'
         '"b":[1,"é"]},"kind":"requested","seq":1,"thread_id":"t1"}'
@@ -103,6 +116,7 @@ async def test_data_that_json_would_change_verifies(db: Database) -> None:
     async with db.transaction() as conn:
         await log.append(conn, "vote", data={1: "int key", 10: "sorts after 2 as text", 2: "x"})
         await log.append(conn, "edited", data={"t": (1, 2), "f": 0.1 + 0.2, "big": 2**70})
+    await link(db, log)
     assert (await log.verify(db.engine)).ok
 
 
@@ -114,31 +128,46 @@ async def test_append_belongs_to_the_callers_transaction(db: Database) -> None:
             await log.append(conn, "vote", data={"lost": True})
             raise RuntimeError("the decision failed")
     async with db.transaction() as conn:
-        assert await log.append(conn, "approved", data={}) == 4
+        await log.append(conn, "approved", data={})
+    assert await link(db, log) == 1
     assert (await log.verify(db.engine)).checked == 4
 
 
-async def test_appends_in_one_transaction_and_in_savepoints_keep_one_chain(db: Database) -> None:
-    """Later appends of a transaction reuse the head it wrote; a savepoint that rolls back its
-    append does not leave the chain pointing at the row that was undone."""
-    log, other = AuditLog(), AuditLog()
+async def test_entries_wait_in_the_inbox_until_linked_in_the_order_written(db: Database) -> None:
+    """What a transaction appends (savepoints that roll back leave nothing) is counted by
+    `verify` as unlinked, then linked after the chain's head, in the order it was written."""
+    log = AuditLog()
     await fill(db, log, 2)
     async with db.transaction() as conn:
-        assert await log.append(conn, "vote", data={"n": 3}) == 3
-        assert await other.append(conn, "approved", data={"n": 4}) == 4  # another log, same chain
+        await log.append(conn, "vote", data={"n": 3})
+        await AuditLog().append(conn, "approved", data={"n": 4})  # another log, same chain
         savepoint = await conn.begin_nested()
-        assert await log.append(conn, "edited", data={"undone": True}) == 5
+        await log.append(conn, "edited", data={"undone": True})
         await savepoint.rollback()
-        assert await log.append(conn, "vote", data={"n": 5}) == 5
         async with conn.begin_nested():
-            assert await log.append(conn, "vote", data={"n": 6}) == 6
-        assert await other.append(conn, "approved", data={"n": 7}) == 7
+            await log.append(conn, "vote", data={"n": 5})
+    before = await log.verify(db.engine)
+    assert (before.ok, before.checked, before.head_seq, before.unlinked) == (True, 2, 2, 3)
+    assert await link(db, log) == 3
     stored = await rows(db)
-    assert [json.loads(r.data).get("n") for r in stored[2:]] == [3, 4, 5, 6, 7]
-    report = await log.verify(db.engine)
-    assert (report.ok, report.checked) == (True, 7)
-    async with db.transaction() as conn:  # a new transaction reads the head again
-        assert await log.append(conn, "vote", data={}) == 8
+    assert [(r.seq, json.loads(r.data).get("n")) for r in stored[2:]] == [(3, 3), (4, 4), (5, 5)]
+    assert stored[2].prev_hash == before.head_hash
+    after = await log.verify(db.engine)
+    assert (after.ok, after.checked, after.unlinked) == (True, 5, 0)
+    assert await link(db, log) == 0
+
+
+async def test_link_moves_a_batch_at_a_time(db: Database) -> None:
+    log = AuditLog()
+    async with db.transaction() as conn:
+        for i in range(7):
+            await log.append(conn, "vote", data={"i": i})
+    async with db.transaction() as conn:
+        assert await log.link(conn, limit=5) == 5
+    assert (await log.verify(db.engine)).unlinked == 2
+    async with db.transaction() as conn:
+        assert await log.link(conn, limit=5) == 2
+    assert [json.loads(r.data)["i"] for r in await rows(db)] == list(range(7))
 
 
 async def test_append_refuses_what_it_cannot_record(db: Database) -> None:
@@ -277,6 +306,7 @@ def test_the_key_comes_from_the_environment_and_stays_out_of_repr() -> None:
 async def test_keyed_hashes_are_hmac_sha256(db: Database) -> None:
     async with db.transaction() as conn:
         await AuditLog(b"k").append(conn, "denied", data={}, at=5.0)
+    await link(db, AuditLog(b"k"))
     [row] = await rows(db)
     content = (
         '{"actor":null,"approval_id":null,"at":5.0,"data":{},"kind":"denied","seq":1,'
@@ -370,6 +400,8 @@ async def main():
     async def one(i):
         async with db.transaction() as conn:
             await log.append(conn, "vote", actor=who, data={"i": i})
+        async with db.transaction() as conn:  # and link, as each bot's linker does
+            await log.link(conn)
     await db.ping()
     wait_for_go()
     await asyncio.gather(*(one(i) for i in range(n)))
@@ -380,7 +412,7 @@ print("appended", flush=True)
 """
 
 
-async def test_two_processes_appending_at_once_never_fork_the_chain(db: Database) -> None:
+async def test_two_processes_appending_and_linking_at_once_never_fork_the_chain(db: Database) -> None:
     n = 40
     url = db.url.render_as_string(hide_password=False)
     argvs = [[url, "A", str(n)], [url, "B", str(n)]]
@@ -405,10 +437,34 @@ async def test_two_engines_with_many_tasks_never_fork_the_chain(pg_url: str) -> 
     async def one(db: Database, i: int) -> None:
         async with db.transaction() as conn:
             await log.append(conn, "vote", actor=str(i), data={"i": i})
-            await asyncio.sleep(0)  # let another task read the head meanwhile, if it could
+            await asyncio.sleep(0)  # let another task write or link meanwhile
+        async with db.transaction() as conn:
+            await log.link(conn)
+            await asyncio.sleep(0)
 
     await asyncio.gather(*(one(first if i % 2 else second, i) for i in range(120)))
     report = await log.verify(first.engine)
-    assert (report.ok, report.checked) == (True, 120)
+    assert (report.ok, report.checked, report.unlinked) == (True, 120, 0)
     await first.aclose()
     await second.aclose()
+
+
+@pytest.mark.postgres
+async def test_writers_do_not_wait_on_each_other_and_link_in_commit_order(pg_url: str) -> None:
+    """On PostgreSQL a writer's open transaction holds nothing another writer needs: the second
+    commits while the first is still open, is linked first, and the first follows when it
+    commits (the chain's order is the order entries became visible, never forked)."""
+    db = Database(pg_url)
+    await db.upgrade()
+    log = AuditLog()
+    async with db.transaction() as first:
+        await log.append(first, "vote", actor="first", data={})
+        async with asyncio.timeout(5):  # it used to wait here for the first to commit
+            async with db.transaction() as second:
+                await log.append(second, "vote", actor="second", data={})
+        assert await link(db, log) == 1
+    assert await link(db, log) == 1
+    assert [r.actor for r in await rows(db)] == ["second", "first"]
+    report = await log.verify(db.engine)
+    assert (report.ok, report.checked) == (True, 2)
+    await db.aclose()

@@ -248,6 +248,11 @@ class BotDatabase:
             query = query.where(t.jobs.c.done_at.is_(None))
         return self.rows(query)
 
+    def unlinked_audit(self) -> int:
+        """Audit entries committed but not linked into the chain yet (the bot's linker's work)."""
+        with self._db.sync_engine.connect() as conn:
+            return int(conn.scalar(sa.select(sa.func.count()).select_from(t.audit_inbox)) or 0)
+
 
 # ---- one test's hands -----------------------------------------------------------------------
 
@@ -393,9 +398,10 @@ class E2E:
         return ephemerals_of(state, user)[before:]
 
     async def idle(self, timeout: float = WAIT) -> None:
-        """Wait until the bot has no job left to do (a quiet moment to inject a fault)."""
+        """Wait until the bot has no job left to do and its audit entries are linked (a quiet
+        moment to inject a fault, or to compare the database)."""
         deadline = time.monotonic() + timeout
-        while self.db.jobs(undone=True):
+        while self.db.jobs(undone=True) or self.db.unlinked_audit():
             if time.monotonic() > deadline:
                 raise AssertionError(f"the bot still has jobs after {timeout:g}s: {self.db.jobs(undone=True)}")
             await asyncio.sleep(0.05)

@@ -21,7 +21,7 @@ DEFAULT_DATABASE_URL = "sqlite:///signoff.db"
 DEFAULT_POLICY = "signoff.toml"
 DEFAULT_SWEEP_INTERVAL = 30.0
 DEFAULT_JOB_LEASE = 60.0
-DEFAULT_WORKERS = 4
+DEFAULT_WORKERS = 2
 
 
 class SettingsError(ValueError):
@@ -57,8 +57,10 @@ class Settings:
     """`SIGNOFF_JOB_LEASE` (seconds, default 60): how long a job (a resume, a Slack message) stays
     claimed by the process working on it; a job whose process died is taken over after this."""
     workers: int = DEFAULT_WORKERS
-    """`SIGNOFF_WORKERS` (default 4): how many jobs (resumes, Slack messages) the bot performs at
-    once; jobs of one thread still go one at a time, in order."""
+    """`SIGNOFF_WORKERS` (default 2): how many jobs (resumes, Slack messages) the bot performs at
+    once; jobs of one thread still go one at a time, in order. They share the bot's event loop
+    with the clicks: on 2 cores, 4 made clicks slower and the backlog no shorter
+    (`bench/load.py`); raise it when jobs mostly wait on Slack or on slow nodes."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

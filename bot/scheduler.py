@@ -15,10 +15,14 @@ import logging
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from .approvals.service import Signoff
+from .db import DatabaseUnavailable
 
 __all__ = ["JobRunner", "start_scheduler"]
 
 log = logging.getLogger("signoff.scheduler")
+
+LINK_BACKOFF_MAX = 5.0
+"""The longest pause between tries of a failing audit linker (seconds)."""
 
 
 class JobRunner:
@@ -85,13 +89,21 @@ class JobRunner:
 
     async def _link_loop(self) -> None:
         """Link committed audit entries into the chain (`Signoff.link_audit`), a few times a
-        second: writers never wait on the chain, and one linker per process keeps it short."""
+        second: writers never wait on the chain, and one linker per process keeps it short.
+        While it fails (the database is down) it says so once and tries less often."""
+        pause, failing = self.link_every, False
         while True:
             try:
                 await self.signoff.link_audit()
-            except Exception:
-                log.exception("linking the audit log failed; it runs again in %ss", self.link_every)
-            await asyncio.sleep(self.link_every)
+            except Exception as e:
+                if not failing:
+                    log.warning("linking the audit log failed (%s); retrying until it works", e, exc_info=not isinstance(e, DatabaseUnavailable))
+                failing, pause = True, min(pause * 2, LINK_BACKOFF_MAX)
+            else:
+                if failing:
+                    log.info("linking the audit log works again")
+                failing, pause = False, self.link_every
+            await asyncio.sleep(pause)
 
 
 def start_scheduler(

@@ -81,10 +81,60 @@ async def test_one_worker_delivers_one_event_at_a_time(kit: Kit) -> None:
 
 
 def test_the_number_of_workers_comes_from_the_environment() -> None:
-    assert Settings.from_env({}).workers == 4
+    assert Settings.from_env({}).workers == 2
     assert Settings.from_env({"SIGNOFF_WORKERS": "8"}).workers == 8
     for bad in ("0", "-1", "two", "65", "1.5"):
         with pytest.raises(SettingsError, match="SIGNOFF_WORKERS must be a whole number from 1 to 64"):
             Settings.from_env({"SIGNOFF_WORKERS": bad})
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
         JobRunner(object(), concurrency=0)  # type: ignore[arg-type]
+
+
+async def test_the_runner_links_the_audit_log_and_says_once_while_it_cannot(
+    kit: Kit, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What a run records is in the hash chain a moment later without anyone asking; a linker
+    that cannot reach the database logs it once (not four times a second) and recovers."""
+    import sqlalchemy as sa
+
+    from bot.approvals import tables as t
+    from bot.db import DatabaseUnavailable
+
+    caplog.set_level("INFO", logger="signoff.scheduler")
+
+    async def linked() -> int:
+        return len(await kit.rows(sa.select(t.audit_events)))
+
+    async def unlinked() -> int:
+        return len(await kit.rows(sa.select(t.audit_inbox)))
+
+    await kit.start("refund", REFUND)
+    waiting = await unlinked()
+    assert waiting >= 2 and await linked() == 0  # run_started, requested
+    app = kit.new_app(share_db=True)
+    runner = JobRunner(app, kinds=("resume",), link_every=0.02)
+    real_link, failures = app.link_audit, 0
+
+    async def link_while_down() -> int:
+        nonlocal failures
+        if failures < 5:
+            failures += 1
+            raise DatabaseUnavailable("the database is down (test)", "db")
+        return await real_link()
+
+    app.link_audit = link_while_down  # type: ignore[method-assign]
+    runner.start()
+    try:
+        async with asyncio.timeout(30):
+            while await unlinked():
+                await asyncio.sleep(0.02)
+    finally:
+        await runner.stop()
+    assert failures == 5 and await linked() == waiting
+    said = [r.getMessage() for r in caplog.records if r.name == "signoff.scheduler"]
+    assert said == [
+        "linking the audit log failed (the database is down (test)); retrying until it works",
+        "linking the audit log works again",
+    ]
+    report = await app.audit.verify(kit.db.engine)
+    assert (report.ok, report.checked, report.unlinked) == (True, waiting, 0)

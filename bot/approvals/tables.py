@@ -19,6 +19,8 @@ Times are seconds since the epoch (double precision), the same on SQLite and Pos
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -137,16 +139,23 @@ votes = Table(
     UniqueConstraint("approval_id", "user_id", name="uq_votes_approval_user"),
 )
 
+def _audit_entry() -> list[Column[Any]]:
+    """What an audit entry holds, in the chain and in the inbox alike."""
+    return [
+        Column("at", Double, nullable=False),
+        Column("kind", String(40), nullable=False),
+        Column("approval_id", Text, nullable=True),
+        Column("thread_id", Text, nullable=True),
+        Column("actor", Text, nullable=True),
+        Column("data", Text, nullable=False),
+    ]
+
+
 audit_events = Table(
     "audit_events",
     metadata,
     Column("seq", _BigId, Identity(), primary_key=True),
-    Column("at", Double, nullable=False),
-    Column("kind", String(40), nullable=False),
-    Column("approval_id", Text, nullable=True),
-    Column("thread_id", Text, nullable=True),
-    Column("actor", Text, nullable=True),
-    Column("data", Text, nullable=False),
+    *_audit_entry(),
     Column("prev_hash", String(64), nullable=False),
     Column("hash", String(64), nullable=False),
 )
@@ -158,12 +167,7 @@ audit_inbox = Table(
     # writers insert here without waiting on each other; one linker at a time moves them into
     # `audit_events`, in `id` order, right after they commit.
     Column("id", _BigId, Identity(), primary_key=True),
-    Column("at", Double, nullable=False),
-    Column("kind", String(40), nullable=False),
-    Column("approval_id", Text, nullable=True),
-    Column("thread_id", Text, nullable=True),
-    Column("actor", Text, nullable=True),
-    Column("data", Text, nullable=False),
+    *_audit_entry(),
 )
 
 jobs = Table(

@@ -386,7 +386,28 @@ class Signoff:
         edits: Mapping[str, Any] | None = None,
         wait: float | None = None,
     ) -> DecideResult:
+        """Record `user`'s vote (`vote`), then read the approval as it now stands.
+
+        Raises:
+            As `vote`.
+        """
+        settled = await self.vote(approval_id, user, approve, note=note, edits=edits, wait=wait)
+        # Read after the commit: the write lock is held for the decision alone.
+        return DecideResult(await self.get(approval_id), settled)
+
+    async def vote(
+        self,
+        approval_id: str,
+        user: str,
+        approve: bool,
+        *,
+        note: str = "",
+        edits: Mapping[str, Any] | None = None,
+        wait: float | None = None,
+    ) -> bool:
         """Record `user`'s vote; settle the approval when it decides it. One transaction.
+        Returns whether this vote settled it (quorum reached, or a rejection). A click needs
+        no more than that: it answers Slack as soon as the vote is committed.
 
         `wait` bounds how long the vote queues for its turn to write (a click must be answered
         within Slack's 3 seconds): past it, `DatabaseBusy` and nothing is recorded.
@@ -417,7 +438,6 @@ class Signoff:
             decision_word = "approve" if approve else "reject"
             if not await store.insert_vote(conn, a.id, user, decision_word, note, clean, now):
                 raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
-            # The audit entries go last: on PostgreSQL appending holds the log's lock to commit.
             audit: list[tuple[AuditKind, dict[str, Any]]] = [("vote", {"decision": decision_word, "note": note, "edits": clean})]
             if clean:
                 audit.append(("edited", {"before": {k: a.payload.get(k) for k in clean}, "after": clean}))
@@ -439,8 +459,7 @@ class Signoff:
                 await self._event(conn, "vote_recorded", now, thread_id=a.thread_id, approval_id=a.id)
             for kind, data in audit:
                 await self.audit.append(conn, kind, approval_id=a.id, thread_id=a.thread_id, actor=user, data=data)
-        # Read after the commit: the write lock is held for the decision alone.
-        return DecideResult(await self.get(a.id), settled)
+        return settled
 
     async def check_voter(self, approval_id: str, user: str, *, approve: bool = True) -> Approval:
         """Raise the refusal `decide` would give `user`, recording nothing (e.g. before a form).

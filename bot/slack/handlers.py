@@ -117,7 +117,7 @@ class Handlers:
         try:
             action_id, a = await self._approval_for_click(body)
             if action_id == payloads.APPROVE:
-                await self.signoff.decide(a.id, user, True, wait=CLICK_WAIT)
+                await self.signoff.vote(a.id, user, True, wait=CLICK_WAIT)
                 await ack()
                 self.kick()
                 self.refresh_home_soon(user)
@@ -165,7 +165,7 @@ class Handlers:
         try:
             approval_id = payloads.approval_id_from_view(view)
             reason = payloads.reason_from_view_state(view.get("state") or {})
-            await self.signoff.decide(approval_id, user, False, note=reason, wait=CLICK_WAIT)
+            await self.signoff.vote(approval_id, user, False, note=reason, wait=CLICK_WAIT)
             self.refresh_home_soon(user)
         except payloads.FormErrors as e:
             await ack(**e.response())
@@ -194,7 +194,7 @@ class Handlers:
                 first_block = payloads.edit_block_id(next(iter(editable)))
             edits = payloads.edits_from_view_state(view.get("state") or {}, editable)
             note = payloads.note_from_view_state(view.get("state") or {})
-            await self.signoff.decide(approval_id, user, True, note=note, edits=edits, wait=CLICK_WAIT)
+            await self.signoff.vote(approval_id, user, True, note=note, edits=edits, wait=CLICK_WAIT)
             self.refresh_home_soon(user)
         except payloads.FormErrors as e:
             await ack(**e.response())

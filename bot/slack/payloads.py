@@ -292,7 +292,7 @@ def note_from_view_state(view_state: Mapping[str, Any]) -> str:
 
 def _rule_for(field_name: str) -> ActionPolicy:
     # validate_edits() needs a policy to say the field is editable; the real policy is
-    # applied again by Signoff.decide(), which stays the authority.
+    # applied again by Signoff.vote(), which stays the authority.
     return ActionPolicy(action="edit", approvers=("-",), editable=(field_name,))
 
 

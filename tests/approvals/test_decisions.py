@@ -129,6 +129,18 @@ async def test_an_action_removed_from_the_policy_while_pending_can_be_rejected_n
 # ---- quorum -------------------------------------------------------------------------------
 
 
+async def test_a_vote_says_whether_it_settled_the_approval(kit: Kit) -> None:
+    """What a click uses: the vote alone, committed, and whether it decided the approval."""
+    report = await kit.ask("deploy", {"service": "api", "version": "1.3"})
+    (approval_id,) = report.approvals
+    assert await kit.app.vote(approval_id, "U_ALICE", True) is False
+    assert (await kit.app.get(approval_id)).approvals_count == 1
+    with pytest.raises(AlreadyVotedError):
+        await kit.app.vote(approval_id, "U_ALICE", True)
+    assert await kit.app.vote(approval_id, "U_BOB", True) is True
+    assert (await kit.app.get(approval_id)).status == "approved"
+
+
 async def test_two_of_three_needs_two_distinct_people(kit: Kit) -> None:
     report = await kit.ask("deploy", {"service": "api", "version": "1.2"})
     (approval_id,) = report.approvals

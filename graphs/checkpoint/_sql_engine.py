@@ -8,6 +8,7 @@ same type adaptation, server-side prepared statements (after 5 uses) and error c
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from typing import Any
 
@@ -89,6 +90,28 @@ def _install_pg_ping(engine: Engine, ping_after: float) -> None:
             record.info["signoff_used"] = time.monotonic()
 
 
+def _enable_wal(cursor: Any, timeout: float) -> None:
+    """`PRAGMA journal_mode = WAL`, retried while the file is locked, up to `timeout` seconds.
+
+    Switching a new file to WAL takes an exclusive lock. When two connections try it at once,
+    each holding the shared lock the other must wait out, SQLite answers one of them "database
+    is locked" at once instead of calling the busy handler (waiting would deadlock). The failed
+    statement lets go of its lock, so trying again after a moment gets in: a bot and a worker
+    started together on a new file, or a pool opening several connections, no longer fail.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
 def _install_sqlite_hooks(engine: Engine, busy_ms: int, synchronous: str, gate: WriteGate | None = None) -> None:
     """Set each new connection's pragmas, and begin writes with `BEGIN IMMEDIATE`.
 
@@ -104,7 +127,7 @@ def _install_sqlite_hooks(engine: Engine, busy_ms: int, synchronous: str, gate: 
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(cursor, busy_ms / 1000)
         cursor.execute(f"PRAGMA synchronous = {synchronous}")
         cursor.close()
 

@@ -43,7 +43,7 @@ class JobRunner:
         *,
         every: float = 1.0,
         kinds: tuple[str, ...] = ("resume", "event"),
-        concurrency: int = 4,
+        concurrency: int = 2,
         link_every: float = 0.25,
     ) -> None:
         if concurrency < 1:
@@ -85,7 +85,6 @@ class JobRunner:
                 log.exception("job worker failed; it runs again in %ss", self.every)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._kicks.get(), self.every)
-
 
     async def _link_loop(self) -> None:
         """Link committed audit entries into the chain (`Signoff.link_audit`), a few times a

@@ -233,6 +233,10 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
     finally:
         scheduler.shutdown(wait=False)
         await runner.stop()
+        try:  # what was recorded in the last moments goes into the audit chain before exit
+            await signoff.link_audit()
+        except Exception as e:  # another process or the next start links it
+            log.warning("could not link the last audit entries on the way out: %s", e)
         if socket_handler is not None:
             await socket_handler.close_async()
         await web_runner.cleanup()

@@ -573,6 +573,7 @@ class Signoff:
         order = sorted(kinds, key=lambda kind: kind != prefer)  # stable: `prefer`, then the rest
         if self.db.dialect == "postgresql":
             async with self.db.transaction() as conn:
+                job = None
                 for kind in order:
                     due = _due_jobs(kind, now).limit(1).with_for_update(skip_locked=True, of=t.jobs)
                     job = (await conn.execute(due)).mappings().first()

@@ -43,9 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "slack"))
 
-import aiohttp  # noqa: E402
-
-from _e2e_kit import (  # noqa: E402
+import aiohttp
+from _e2e_kit import (
     API_TOKEN,
     BOB,
     CAROL,
@@ -60,11 +59,12 @@ from _e2e_kit import (  # noqa: E402
     text_of,
     write_policy,
 )
-from bot.sandbox.client import SandboxClient  # noqa: E402
-from bot.sandbox.interactions import find_element  # noqa: E402
-from bot.sandbox.signing import SlackSigner, block_actions  # noqa: E402
-from bot.slack import messages  # noqa: E402
-from bot.slack.payloads import APPROVE  # noqa: E402
+
+from bot.sandbox.client import SandboxClient
+from bot.sandbox.interactions import find_element
+from bot.sandbox.signing import SlackSigner, block_actions
+from bot.slack import messages
+from bot.slack.payloads import APPROVE
 
 POLICY = """
 [workflows.refund]
@@ -113,29 +113,42 @@ def index_cards(state: dict[str, Any], wanted: set[str]) -> dict[str, Any]:
     return found
 
 
-async def create_runs(http: aiohttp.ClientSession, bots: list[BotProcess], n: int, tag: str) -> list[dict[str, Any]]:
+async def create_runs(
+    http: aiohttp.ClientSession, bots: list[BotProcess], n: int, tag: str
+) -> list[dict[str, Any]]:
     sem = asyncio.Semaphore(8)
     runs: list[dict[str, Any]] = []
 
     async def one(i: int) -> None:
         body = {
             "workflow": "refund",
-            "input": {"customer_id": f"cust-{tag}-{i}", "order_id": f"order-{tag}-{i}", "amount": 10.0, "reason": "load test"},
+            "input": {
+                "customer_id": f"cust-{tag}-{i}",
+                "order_id": f"order-{tag}-{i}",
+                "amount": 10.0,
+                "reason": "load test",
+            },
             "requester": CAROL,
         }
         bot = bots[i % len(bots)]
-        async with sem:
-            async with http.post(f"{bot.url}/api/runs", json=body, headers={"Authorization": f"Bearer {API_TOKEN}"}) as res:
-                data = await res.json()
-                if res.status != 201 or data.get("status") != "paused":
-                    raise RuntimeError(f"POST /api/runs answered {res.status}: {data}")
+        headers = {"Authorization": f"Bearer {API_TOKEN}"}
+        async with sem, http.post(f"{bot.url}/api/runs", json=body, headers=headers) as res:
+            data = await res.json()
+            if res.status != 201 or data.get("status") != "paused":
+                raise RuntimeError(f"POST /api/runs answered {res.status}: {data}")
         runs.append({"thread_id": data["thread_id"], "approval_id": data["approvals"][0]})
 
     await asyncio.gather(*(one(i) for i in range(n)))
     return runs
 
 
-async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: SandboxClient, http: aiohttp.ClientSession) -> dict[str, Any]:
+async def run_rate(
+    rate: int,
+    seconds: float,
+    bots: list[BotProcess],
+    slack: SandboxClient,
+    http: aiohttp.ClientSession,
+) -> dict[str, Any]:
     n = int(rate * seconds)
     tag = f"r{rate}-{int(time.time())}"
     t_prep = time.monotonic()
@@ -148,7 +161,9 @@ async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: San
         if all(cards.values()):
             break
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{sum(1 for c in cards.values() if not c)} of {n} cards not posted within 120 s")
+            raise RuntimeError(
+                f"{sum(1 for c in cards.values() if not c)} of {n} cards not posted within 120 s"
+            )
         await asyncio.sleep(0.5)
     requests = []
     for r in runs:
@@ -159,11 +174,15 @@ async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: San
         message = {k: v for k, v in card.items() if k not in ("channel", "replies", "edits")}
         requests.append(
             block_actions(
-                action_id=APPROVE, value=element.get("value"), block_id=block_id,
-                user_id=BOB, channel_id=CHANNEL, message=message,
+                action_id=APPROVE,
+                value=element.get("value"),
+                block_id=block_id,
+                user_id=BOB,
+                channel_id=CHANNEL,
+                message=message,
                 trigger_id=await slack.trigger_id(BOB),
                 response_url=await slack.response_url(CHANNEL, BOB, card["ts"]),
-            )  # fmt: skip
+            )
         )
     calls_before = len(await slack.calls())
     prep_s = time.monotonic() - t_prep
@@ -175,7 +194,9 @@ async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: San
     lateness: list[float] = []
     refused: list[float] = []
     conn = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=ACK_TIMEOUT)) as clicks:
+    async with aiohttp.ClientSession(
+        connector=conn, timeout=aiohttp.ClientTimeout(total=ACK_TIMEOUT)
+    ) as clicks:
 
         async def click(i: int) -> None:
             req = requests[i]
@@ -183,7 +204,9 @@ async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: San
             sent_at[i] = time.time()
             t = time.perf_counter()
             try:
-                async with clicks.post(bots[i % len(bots)].events_url, data=req.body.encode(), headers=headers) as res:
+                async with clicks.post(
+                    bots[i % len(bots)].events_url, data=req.body.encode(), headers=headers
+                ) as res:
                     await res.read()
                     elapsed = time.perf_counter() - t
                     if res.status == 200:
@@ -191,7 +214,7 @@ async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: San
                     else:
                         errors.append(f"HTTP {res.status}")
                         refused.append(elapsed)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 errors.append("ack timeout")
             except aiohttp.ClientError as e:
                 errors.append(f"{type(e).__name__}: {e}")
@@ -227,7 +250,11 @@ async def run_rate(rate: int, seconds: float, bots: list[BotProcess], slack: San
                 busy += 1
             elif call["method"] == "chat.postMessage" and p.get("thread_ts") in by_ts:
                 i = by_ts[p["thread_ts"]]
-                if i not in done_at and "completed." in (p.get("text") or "") and call["time"] >= sent_at[i]:
+                if (
+                    i not in done_at
+                    and "completed." in (p.get("text") or "")
+                    and call["time"] >= sent_at[i]
+                ):
                     done_at[i] = call["time"]
         if (len(card_at) >= n and len(done_at) >= n) or time.monotonic() > deadline:
             break
@@ -293,9 +320,23 @@ def fmt(s: dict[str, Any]) -> str:
     return f"{s['median_ms']:.1f} / {s['p99_ms']:.1f} / {s['max_ms']:.1f}"
 
 
+def record(out: Path, row: dict[str, Any]) -> None:
+    """Print one result row and append it to the results file (JSON lines)."""
+    line = json.dumps(row)
+    print(line, flush=True)
+    with out.open("a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
 def machine() -> str:
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            check=False,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
     except OSError:
         commit = "?"
     cpu = "?"
@@ -314,36 +355,53 @@ async def main() -> int:
     ap.add_argument("--rates", default="10,50,100")
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
-    ap.add_argument("--replicas", type=int, default=1, help="bot processes on the one database (PostgreSQL for more than one)")
+    ap.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="bot processes on the one database (PostgreSQL for more than one)",
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if args.replicas < 1 or (args.replicas > 1 and args.db != "postgres"):
-        ap.error("--replicas takes 1, or more with --db postgres (replicas share a PostgreSQL database)")
+        ap.error(
+            "--replicas takes 1, or more with --db postgres (replicas share a PostgreSQL database)"
+        )
     rates = [int(r) for r in args.rates.split(",") if r.strip()]
     info = machine()
     print(f"machine: {info}; db {args.db}, {args.replicas} bot process(es)", flush=True)
 
     results_dir = ROOT / "bench" / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
-    out = Path(args.out) if args.out else results_dir / f"load-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.jsonl"
+    out = (
+        Path(args.out)
+        if args.out
+        else results_dir / f"load-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.jsonl"
+    )
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="signoff-load-") as tmp:
         directory = Path(tmp)
         with processes(directory, args.db, replicas=args.replicas) as (fake, bots, _, _):
-            async with SandboxClient(fake.url) as slack, aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
+            async with (
+                SandboxClient(fake.url) as slack,
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http,
+            ):
                 await fake.connect(slack, bots[0].events_url)
                 for rate in rates:
-                    print(f"rate {rate}/s for {args.seconds:g}s: creating {int(rate * args.seconds)} pending approvals ...", flush=True)
+                    print(
+                        f"rate {rate}/s for {args.seconds:g}s: creating {int(rate * args.seconds)} pending approvals ...",
+                        flush=True,
+                    )
                     row = await run_rate(rate, args.seconds, bots, slack, http)
                     row.update({"db": args.db, "machine": info})
                     rows.append(row)
-                    print(json.dumps(row), flush=True)
-                    with open(out, "a") as f:
-                        f.write(json.dumps(row) + "\n")
+                    record(out, row)
 
     print()
-    print("| db (bots) | clicks/s | clicks | ack ms median / p99 / max | click -> card update ms | click -> completed ms | errors (non-200, refused busy, no update, no completion) | ack p99 < 100 ms |")
+    print(
+        "| db (bots) | clicks/s | clicks | ack ms median / p99 / max | click -> card update ms | click -> completed ms | errors (non-200, refused busy, no update, no completion) | ack p99 < 100 ms |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         e = r["errors"]

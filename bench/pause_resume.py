@@ -68,7 +68,10 @@ def count_calls(wl: Any, engine: Any, graph: Any, thread: str) -> None:
     try:
         for what, run in (
             ("pause", lambda: graph.invoke({"request": "x"}, wl.cfg(thread))),
-            ("resume", lambda: graph.invoke(engine.Command(resume={"approved": True}), wl.cfg(thread))),
+            (
+                "resume",
+                lambda: graph.invoke(engine.Command(resume={"approved": True}), wl.cfg(thread)),
+            ),
         ):
             log.clear()
             run()

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import json
 import re
 import statistics
 import sys
@@ -38,15 +37,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests" / "slack"))
 
-import aiohttp  # noqa: E402
-import sqlalchemy as sa  # noqa: E402
+import aiohttp
+import sqlalchemy as sa
+from _e2e_kit import BOB, CHANNEL, SECRET, BotProcess
+from load import create_runs, index_cards, machine, processes, record
 
-from _e2e_kit import BOB, CHANNEL, SECRET, BotProcess  # noqa: E402
-from bot.approvals import tables as t  # noqa: E402
-from bot.config import Settings, build_signoff  # noqa: E402
-from bot.sandbox.client import SandboxClient  # noqa: E402
-from bot.sandbox.signing import SlackSigner, app_home_opened, slash_command  # noqa: E402
-from load import create_runs, index_cards, machine, processes  # noqa: E402
+from bot.approvals import tables as t
+from bot.config import Settings, build_signoff
+from bot.sandbox.client import SandboxClient
+from bot.sandbox.signing import SlackSigner, app_home_opened, slash_command
 
 BATCH = 5000
 
@@ -68,13 +67,17 @@ def ms(values: list[float]) -> dict[str, float]:
     }
 
 
-async def ask_status(bot: BotProcess, slack: SandboxClient, signer: SlackSigner, clicks: aiohttp.ClientSession) -> tuple[float, str]:
+async def ask_status(
+    bot: BotProcess, slack: SandboxClient, signer: SlackSigner, clicks: aiohttp.ClientSession
+) -> tuple[float, str]:
     req = slash_command(
         text="status", user_id=BOB, channel_id=CHANNEL,
         trigger_id=await slack.trigger_id(BOB), response_url=await slack.response_url(CHANNEL, BOB),
     )  # fmt: skip
     t0 = time.perf_counter()
-    async with clicks.post(bot.events_url, data=req.body.encode(), headers=signer.headers(req)) as res:
+    async with clicks.post(
+        bot.events_url, data=req.body.encode(), headers=signer.headers(req)
+    ) as res:
         body = await res.text()
         elapsed = time.perf_counter() - t0
     if res.status != 200:
@@ -82,12 +85,16 @@ async def ask_status(bot: BotProcess, slack: SandboxClient, signer: SlackSigner,
     return elapsed, body
 
 
-async def open_home(bot: BotProcess, slack: SandboxClient, signer: SlackSigner, clicks: aiohttp.ClientSession) -> float:
+async def open_home(
+    bot: BotProcess, slack: SandboxClient, signer: SlackSigner, clicks: aiohttp.ClientSession
+) -> float:
     """Seconds from `app_home_opened` sent to the fake recording the bot's `views.publish`."""
     since = len(await slack.calls())
     req = app_home_opened(user_id=BOB, channel_id="D0BOB")
     sent = time.time()
-    async with clicks.post(bot.events_url, data=req.body.encode(), headers=signer.headers(req)) as res:
+    async with clicks.post(
+        bot.events_url, data=req.body.encode(), headers=signer.headers(req)
+    ) as res:
         await res.read()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -98,7 +105,9 @@ async def open_home(bot: BotProcess, slack: SandboxClient, signer: SlackSigner, 
     raise RuntimeError("Home was not published within 30 s")
 
 
-async def measure(label: str, n_pending: int, bot: BotProcess, slack: SandboxClient, settings: Settings, asks: int) -> dict[str, Any]:
+async def measure(
+    label: str, n_pending: int, bot: BotProcess, slack: SandboxClient, settings: Settings, asks: int
+) -> dict[str, Any]:
     signer = SlackSigner(SECRET)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as clicks:
         status_times = []
@@ -107,7 +116,9 @@ async def measure(label: str, n_pending: int, bot: BotProcess, slack: SandboxCli
             status_times.append(elapsed)
         counted = sum(int(n) for n in re.findall(r"Waiting on (?:you|others)\* \((\d+)\)", body))
         if counted != n_pending:
-            raise RuntimeError(f"/agent status counted {counted} pending approvals, the database holds {n_pending}")
+            raise RuntimeError(
+                f"/agent status counted {counted} pending approvals, the database holds {n_pending}"
+            )
         home_times = [await open_home(bot, slack, signer, clicks) for _ in range(max(3, asks // 4))]
     app = build_signoff(settings)
     try:
@@ -137,7 +148,12 @@ def grow(db_url: str, target: int) -> int:
     engine = sa.create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
     try:
         with engine.begin() as conn:
-            seeds = [dict(r) for r in conn.execute(sa.select(t.approvals).where(t.approvals.c.status == "pending")).mappings()]
+            seeds = [
+                dict(r)
+                for r in conn.execute(
+                    sa.select(t.approvals).where(t.approvals.c.status == "pending")
+                ).mappings()
+            ]
             runs = {r["thread_id"]: dict(r) for r in conn.execute(sa.select(t.runs)).mappings()}
         have = len(seeds)
         copy = 0
@@ -153,7 +169,14 @@ def grow(db_url: str, target: int) -> int:
                     "interrupt_id": seed["interrupt_id"] + suffix, "created_at": created, "updated_at": created,
                 })  # fmt: skip
                 run = runs[seed["thread_id"]]
-                new_runs.append({**run, "thread_id": run["thread_id"] + suffix, "created_at": created, "updated_at": created})
+                new_runs.append(
+                    {
+                        **run,
+                        "thread_id": run["thread_id"] + suffix,
+                        "created_at": created,
+                        "updated_at": created,
+                    }
+                )
                 copy += 1
                 have += 1
             with engine.begin() as conn:
@@ -174,10 +197,21 @@ def make_due(db_url: str, n: int) -> None:
     engine = sa.create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
     try:
         with engine.begin() as conn:
-            ids = conn.execute(
-                sa.select(t.approvals.c.id).where(t.approvals.c.status == "pending").order_by(t.approvals.c.created_at.desc()).limit(n)
-            ).scalars().all()
-            conn.execute(sa.update(t.approvals).where(t.approvals.c.id.in_(ids)).values(remind_at=time.time() - 1))
+            ids = (
+                conn.execute(
+                    sa.select(t.approvals.c.id)
+                    .where(t.approvals.c.status == "pending")
+                    .order_by(t.approvals.c.created_at.desc())
+                    .limit(n)
+                )
+                .scalars()
+                .all()
+            )
+            conn.execute(
+                sa.update(t.approvals)
+                .where(t.approvals.c.id.in_(ids))
+                .values(remind_at=time.time() - 1)
+            )
     finally:
         engine.dispose()
 
@@ -185,9 +219,13 @@ def make_due(db_url: str, n: int) -> None:
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pending", type=int, default=100_000)
-    ap.add_argument("--seed", type=int, default=200, help="approvals opened the real way before copying")
+    ap.add_argument(
+        "--seed", type=int, default=200, help="approvals opened the real way before copying"
+    )
     ap.add_argument("--asks", type=int, default=20, help="/agent status requests per size")
-    ap.add_argument("--due", type=int, default=500, help="reminders made due for the last sweep pass")
+    ap.add_argument(
+        "--due", type=int, default=500, help="reminders made due for the last sweep pass"
+    )
     ap.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -195,20 +233,34 @@ async def main() -> int:
     print(f"machine: {info}; db {args.db}", flush=True)
     results_dir = ROOT / "bench" / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
-    out = Path(args.out) if args.out else results_dir / f"scale-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.jsonl"
+    out = (
+        Path(args.out)
+        if args.out
+        else results_dir / f"scale-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.jsonl"
+    )
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="signoff-scale-") as tmp:
         directory = Path(tmp)
         # the bot's own sweep stays out of the way: this script times the passes itself
-        with processes(directory, args.db, name="scale", SIGNOFF_SWEEP_INTERVAL="36000") as (fake, (bot,), db_url, policy):
+        with processes(directory, args.db, name="scale", SIGNOFF_SWEEP_INTERVAL="36000") as (
+            fake,
+            (bot,),
+            db_url,
+            policy,
+        ):
             settings = Settings(database_url=db_url, policy_path=policy)
-            async with SandboxClient(fake.url) as slack, aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
+            async with (
+                SandboxClient(fake.url) as slack,
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http,
+            ):
                 await fake.connect(slack, bot.events_url)
                 print(f"opening {args.seed} approvals through POST /api/runs ...", flush=True)
                 runs = await create_runs(http, [bot], args.seed, "scale")
                 deadline = time.monotonic() + 120
-                while len(index_cards(await slack.state(), {r["approval_id"] for r in runs})) < len(runs):
+                while len(index_cards(await slack.state(), {r["approval_id"] for r in runs})) < len(
+                    runs
+                ):
                     if time.monotonic() > deadline:
                         raise RuntimeError("the seeded cards were not posted within 120 s")
                     await asyncio.sleep(0.5)
@@ -217,13 +269,14 @@ async def main() -> int:
                     if size > args.seed:
                         t0 = time.perf_counter()
                         size = grow(db_url, size)
-                        print(f"copied up to {size} pending approvals in {time.perf_counter() - t0:.1f} s", flush=True)
+                        print(
+                            f"copied up to {size} pending approvals in {time.perf_counter() - t0:.1f} s",
+                            flush=True,
+                        )
                     row = await measure(label, size, bot, slack, settings, args.asks)
                     row.update({"db": args.db, "machine": info})
                     rows.append(row)
-                    print(json.dumps(row), flush=True)
-                    with open(out, "a") as f:
-                        f.write(json.dumps(row) + "\n")
+                    record(out, row)
 
                 make_due(db_url, args.due)
                 app = build_signoff(settings)
@@ -234,14 +287,24 @@ async def main() -> int:
                 finally:
                     await app.db.aclose()
                 if counts["reminded"] != args.due:
-                    raise RuntimeError(f"the sweep reminded {counts['reminded']}, expected {args.due}")
-                rows[-1]["sweep_with_due"] = {"reminded": counts["reminded"], "seconds": round(due_pass, 2)}
-                with open(out, "a") as f:
-                    record = {"workload": "pause_scale_sweep", "pending": rows[-1]["pending"], **rows[-1]["sweep_with_due"]}
-                    f.write(json.dumps({**record, "db": args.db, "machine": info}) + "\n")
+                    raise RuntimeError(
+                        f"the sweep reminded {counts['reminded']}, expected {args.due}"
+                    )
+                rows[-1]["sweep_with_due"] = {
+                    "reminded": counts["reminded"],
+                    "seconds": round(due_pass, 2),
+                }
+                sweep_row = {
+                    "workload": "pause_scale_sweep",
+                    "pending": rows[-1]["pending"],
+                    **rows[-1]["sweep_with_due"],
+                }
+                record(out, {**sweep_row, "db": args.db, "machine": info})
 
     print()
-    print("| db | pending | /agent status reply ms, median / max | Home published ms, median / max | sweep pass, nothing due, ms median / max | bot VmRSS / peak MiB |")
+    print(
+        "| db | pending | /agent status reply ms, median / max | Home published ms, median / max | sweep pass, nothing due, ms median / max | bot VmRSS / peak MiB |"
+    )
     print("|---|---|---|---|---|---|")
     for r in rows:
         mem = r["bot_memory_kib"]
@@ -252,7 +315,9 @@ async def main() -> int:
         )
     due = rows[-1].get("sweep_with_due")
     if due:
-        print(f"\nsweep pass with {due['reminded']} reminders due among {rows[-1]['pending']:,} pending: {due['seconds']} s")
+        print(
+            f"\nsweep pass with {due['reminded']} reminders due among {rows[-1]['pending']:,} pending: {due['seconds']} s"
+        )
     print(f"records: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0
 

@@ -39,7 +39,9 @@ def _age(ts: float) -> str:
 
 
 def _table(rows: list[list[str]], headers: list[str]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
     body = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     return "\n".join([line, *body])
@@ -47,13 +49,32 @@ def _table(rows: list[list[str]], headers: list[str]) -> str:
 
 def _approval_json(a: Approval) -> dict[str, Any]:
     return {
-        "id": a.id, "thread_id": a.thread_id, "workflow": a.workflow, "action": a.action,
-        "title": a.title, "args": a.payload, "risk_tier": a.risk_tier, "requester": a.requester,
-        "status": a.status, "required": a.required, "approvals": a.approvals_count,
-        "approvers": list(a.approvers), "created_at": iso(a.created_at),
+        "id": a.id,
+        "thread_id": a.thread_id,
+        "workflow": a.workflow,
+        "action": a.action,
+        "title": a.title,
+        "args": a.payload,
+        "risk_tier": a.risk_tier,
+        "requester": a.requester,
+        "status": a.status,
+        "required": a.required,
+        "approvals": a.approvals_count,
+        "approvers": list(a.approvers),
+        "created_at": iso(a.created_at),
         "expires_at": iso(a.expire_at) if a.expire_at else None,
-        "decision": a.decision, "reason": a.reason,
-        "votes": [{"user": v.user_id, "decision": v.decision, "note": v.note, "edits": v.edits, "at": iso(v.at)} for v in a.votes],
+        "decision": a.decision,
+        "reason": a.reason,
+        "votes": [
+            {
+                "user": v.user_id,
+                "decision": v.decision,
+                "note": v.note,
+                "edits": v.edits,
+                "at": iso(v.at),
+            }
+            for v in a.votes
+        ],
     }
 
 
@@ -93,18 +114,34 @@ async def cmd_start(app: Signoff, args: argparse.Namespace) -> int:
     try:
         data = json.loads(args.input)
     except json.JSONDecodeError as e:
-        raise ApprovalError(f"--input is not valid JSON ({e}); e.g. --input '{{\"amount\": 40}}'") from e
+        raise ApprovalError(
+            f"--input is not valid JSON ({e}); e.g. --input '{{\"amount\": 40}}'"
+        ) from e
     if not isinstance(data, dict):
         raise ApprovalError("--input must be a JSON object of the workflow's inputs")
-    report = await app.start(args.workflow, data, requester=args.as_user, channel=args.channel, thread_id=args.thread_id)
+    report = await app.start(
+        args.workflow, data, requester=args.as_user, channel=args.channel, thread_id=args.thread_id
+    )
     await app.run_jobs(("resume",))
     if args.json:
-        print(json.dumps({"thread_id": report.thread_id, "status": report.status, "approvals": list(report.approvals), "error": report.error}))
+        print(
+            json.dumps(
+                {
+                    "thread_id": report.thread_id,
+                    "status": report.status,
+                    "approvals": list(report.approvals),
+                    "error": report.error,
+                }
+            )
+        )
         return 0
     print(f"started {report.workflow} on thread {report.thread_id}")
     for approval_id in report.approvals:
         a = await app.get(approval_id)
-        print(f"  approval {a.id}: {a.title} [{a.risk_tier}] {a.status}" + (f" ({a.reason})" if a.reason else ""))
+        print(
+            f"  approval {a.id}: {a.title} [{a.risk_tier}] {a.status}"
+            + (f" ({a.reason})" if a.reason else "")
+        )
     print(await _report_run(app, report.thread_id))
     return 0 if report.status != "failed" else 1
 
@@ -118,43 +155,78 @@ async def cmd_pending(app: Signoff, args: argparse.Namespace) -> int:
         print("nothing is waiting for approval")
         return 0
     rows = [
-        [a.id, a.action, a.risk_tier, a.requester, f"{a.approvals_count}/{a.required}", _age(a.created_at),
-         ", ".join(a.approvers), a.thread_id]
+        [
+            a.id,
+            a.action,
+            a.risk_tier,
+            a.requester,
+            f"{a.approvals_count}/{a.required}",
+            _age(a.created_at),
+            ", ".join(a.approvers),
+            a.thread_id,
+        ]
         for a in items
     ]
-    print(_table(rows, ["APPROVAL", "ACTION", "TIER", "REQUESTER", "VOTES", "AGE", "APPROVERS", "THREAD"]))
+    print(
+        _table(
+            rows, ["APPROVAL", "ACTION", "TIER", "REQUESTER", "VOTES", "AGE", "APPROVERS", "THREAD"]
+        )
+    )
     return 0
 
 
 async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
     run = await app.run_info(args.thread_id)
     if run is None:
-        raise ApprovalError(f"no run has thread id {args.thread_id!r}; `signoff pending` lists paused ones")
-    state = await app.graph(run["workflow"]).aget_state({"configurable": {"thread_id": args.thread_id}})
+        raise ApprovalError(
+            f"no run has thread id {args.thread_id!r}; `signoff pending` lists paused ones"
+        )
+    state = await app.graph(run["workflow"]).aget_state(
+        {"configurable": {"thread_id": args.thread_id}}
+    )
     approvals = await app.thread_approvals(args.thread_id)
     values = app.hide_secrets(state.values)
     if args.json:
-        print(json.dumps({
-            "thread_id": args.thread_id, "workflow": run["workflow"], "status": run["status"],
-            "requester": run["requester"], "error": run["error"], "values": values,
-            "next": state.next, "approvals": [_approval_json(a) for a in approvals],
-        }, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    "thread_id": args.thread_id,
+                    "workflow": run["workflow"],
+                    "status": run["status"],
+                    "requester": run["requester"],
+                    "error": run["error"],
+                    "values": values,
+                    "next": state.next,
+                    "approvals": [_approval_json(a) for a in approvals],
+                },
+                indent=2,
+                default=str,
+            )
+        )
         return 0
     print(await _report_run(app, args.thread_id))
-    print(f"  workflow {run['workflow']}, started by {run['requester']} {_age(run['created_at'])} ago")
+    print(
+        f"  workflow {run['workflow']}, started by {run['requester']} {_age(run['created_at'])} ago"
+    )
     if state.next:
         print(f"  waiting to run: {', '.join(state.next)}")
     for key, value in values.items():
         print(f"  {key} = {json.dumps(value, default=str)[:200]}")
     for a in approvals:
         who = ", ".join(a.decided_by)
-        print(f"  approval {a.id} {a.action}: {a.status}" + (f" by {who}" if who else "") + (f" ({a.reason})" if a.reason else ""))
+        print(
+            f"  approval {a.id} {a.action}: {a.status}"
+            + (f" by {who}" if who else "")
+            + (f" ({a.reason})" if a.reason else "")
+        )
     return 0
 
 
 async def cmd_decide(app: Signoff, args: argparse.Namespace, approve: bool) -> int:
     edits = _parse_edits(args.edit or []) if approve else None
-    result = await app.decide(args.approval_id, args.as_user, approve, note=args.note or "", edits=edits)
+    result = await app.decide(
+        args.approval_id, args.as_user, approve, note=args.note or "", edits=edits
+    )
     a = result.approval
     if not result.settled:
         print(f"approval {a.id}: vote recorded, {a.approvals_count} of {a.required} approvals")
@@ -177,7 +249,9 @@ async def cmd_audit_verify(app: Signoff, args: argparse.Namespace) -> int:
     if args.anchor:
         seq, sep, digest = args.anchor.partition(":")
         if not sep or not seq.isdigit():
-            raise ApprovalError(f"--anchor {args.anchor!r}: write it as SEQ:HASH, as printed by a verify")
+            raise ApprovalError(
+                f"--anchor {args.anchor!r}: write it as SEQ:HASH, as printed by a verify"
+            )
         anchor = (int(seq), digest)
     await app.link_audit()
     async with app.db.read() as conn:
@@ -196,7 +270,7 @@ async def cmd_audit_export(app: Signoff, args: argparse.Namespace) -> int:
     await app.link_audit()
     async with app.db.read() as conn:
         if args.out and args.out != "-":
-            with open(args.out, "w", encoding="utf-8") as out:
+            with open(args.out, "w", encoding="utf-8") as out:  # noqa: ASYNC230 -- a CLI, nothing else waits
                 n = await app.audit.export(conn, out)
             print(f"wrote {n} events to {args.out}", file=sys.stderr)
         else:
@@ -221,7 +295,9 @@ async def cmd_worker(app: Signoff, args: argparse.Namespace) -> int:
     from .scheduler import start_scheduler
 
     scheduler = start_scheduler(app, sweep_every=args.interval, kinds=("resume",))
-    print(f"worker running on {app.db.display_url} (sweep every {args.interval:g}s); Ctrl-C stops it")
+    print(
+        f"worker running on {app.db.display_url} (sweep every {args.interval:g}s); Ctrl-C stops it"
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -243,10 +319,14 @@ async def cmd_purge(app: Signoff, args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="signoff", description="Durable human approval for agent workflows.")
+    p = argparse.ArgumentParser(
+        prog="signoff", description="Durable human approval for agent workflows."
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    db = sub.add_parser("db", help="database schema").add_subparsers(dest="db_command", required=True)
+    db = sub.add_parser("db", help="database schema").add_subparsers(
+        dest="db_command", required=True
+    )
     db.add_parser("upgrade", help="create or upgrade the tables").set_defaults(fn=cmd_db_upgrade)
 
     s = sub.add_parser("start", help="start a workflow run")
@@ -271,7 +351,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("approval_id")
     s.add_argument("--as", dest="as_user", required=True, help="the approver's user id")
     s.add_argument("--note", default="")
-    s.add_argument("--edit", action="append", metavar="FIELD=VALUE", help="change an editable field")
+    s.add_argument(
+        "--edit", action="append", metavar="FIELD=VALUE", help="change an editable field"
+    )
     s.set_defaults(fn=lambda app, a: cmd_decide(app, a, True))
 
     s = sub.add_parser("reject", help="reject an approval")
@@ -280,7 +362,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--note", required=True, help="the reason (required)")
     s.set_defaults(fn=lambda app, a: cmd_decide(app, a, False))
 
-    audit = sub.add_parser("audit", help="the audit log").add_subparsers(dest="audit_command", required=True)
+    audit = sub.add_parser("audit", help="the audit log").add_subparsers(
+        dest="audit_command", required=True
+    )
     v = audit.add_parser("verify", help="check the hash chain")
     v.add_argument("--anchor", help="SEQ:HASH of a head printed by an earlier verify")
     v.set_defaults(fn=cmd_audit_verify)
@@ -288,7 +372,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--out", default="-")
     e.set_defaults(fn=cmd_audit_export)
 
-    sub.add_parser("sweep", help="remind, escalate and expire what is due").set_defaults(fn=cmd_sweep)
+    sub.add_parser("sweep", help="remind, escalate and expire what is due").set_defaults(
+        fn=cmd_sweep
+    )
 
     w = sub.add_parser("worker", help="resume decided approvals and sweep, on an interval")
     w.add_argument("--once", action="store_true")
@@ -299,19 +385,31 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--older-than", required=True, help='e.g. "30d"')
     s.set_defaults(fn=cmd_purge)
 
-    s = sub.add_parser("run", help="run the Slack bot (HTTP on --port, or Socket Mode with SLACK_APP_TOKEN)")
+    s = sub.add_parser(
+        "run", help="run the Slack bot (HTTP on --port, or Socket Mode with SLACK_APP_TOKEN)"
+    )
     s.add_argument("--port", type=int, default=3000)
     s.add_argument("--host", default="0.0.0.0")
     s.set_defaults(fn=None, serve=True)
 
-    s = sub.add_parser("demo", help="a local Slack in the browser with the bot running against it, on SQLite")
-    s.add_argument("--port", type=int, default=3000, help="the page's port (default 3000; 0 picks a free one)")
-    s.add_argument("--walkthrough", action="store_true", help="a walk through a refund approval in the terminal instead")
+    s = sub.add_parser(
+        "demo", help="a local Slack in the browser with the bot running against it, on SQLite"
+    )
+    s.add_argument(
+        "--port", type=int, default=3000, help="the page's port (default 3000; 0 picks a free one)"
+    )
+    s.add_argument(
+        "--walkthrough",
+        action="store_true",
+        help="a walk through a refund approval in the terminal instead",
+    )
     s.set_defaults(fn=None, demo=True)
     return p
 
 
-async def _run(fn: Callable[[Signoff, argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
+async def _run(
+    fn: Callable[[Signoff, argparse.Namespace], Awaitable[int]], args: argparse.Namespace
+) -> int:
     try:
         app = build_signoff(Settings.from_env())
     except ValueError as e:  # a database URL or a workflow path that cannot be used
@@ -334,7 +432,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "serve", False):
         from .server import serve
 
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
         for noisy in ("alembic", "apscheduler"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
         try:

@@ -76,7 +76,8 @@ class Settings:
             slack_api_url=env.get("SIGNOFF_SLACK_API_URL") or None,
             api_token=env.get("SIGNOFF_API_TOKEN") or None,
             default_channel=env.get("SIGNOFF_DEFAULT_CHANNEL") or None,
-            notify_channel=(env.get("SIGNOFF_NOTIFY_CHANNEL") or "true").lower() not in ("0", "false", "no"),
+            notify_channel=(env.get("SIGNOFF_NOTIFY_CHANNEL") or "true").lower()
+            not in ("0", "false", "no"),
             sweep_interval=_seconds(env, "SIGNOFF_SWEEP_INTERVAL", DEFAULT_SWEEP_INTERVAL),
             job_lease=_seconds(env, "SIGNOFF_JOB_LEASE", DEFAULT_JOB_LEASE),
             workers=_count(env, "SIGNOFF_WORKERS", DEFAULT_WORKERS),
@@ -122,7 +123,9 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     except ValueError:
         value = 0.0
     if not (math.isfinite(value) and value > 0):
-        raise SettingsError(f"{name} must be a positive number of seconds (e.g. 30 or 0.5), got {raw!r}")
+        raise SettingsError(
+            f"{name} must be a positive number of seconds (e.g. 30 or 0.5), got {raw!r}"
+        )
     return value
 
 
@@ -152,6 +155,11 @@ def build_signoff(
     workflows = load_workflows({name: wf.path for name, wf in policy.workflows.items()})
     db = Database(settings.database_url)
     return Signoff(
-        db, policy, workflows, groups=groups, audit=AuditLog(settings.audit_key), sink=sink,
+        db,
+        policy,
+        workflows,
+        groups=groups,
+        audit=AuditLog(settings.audit_key),
+        sink=sink,
         lease_seconds=settings.job_lease,
     )

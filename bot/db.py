@@ -32,7 +32,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
@@ -136,7 +136,7 @@ class Database:
         """Sync form of `aclose`."""
         self.saver.close()
 
-    async def __aenter__(self) -> Database:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -145,7 +145,9 @@ class Database:
     # ---- transactions -------------------------------------------------------------------
 
     @asynccontextmanager
-    async def transaction(self, *, urgent: bool = False, wait: float | None = None) -> AsyncIterator[AsyncConnection]:
+    async def transaction(
+        self, *, urgent: bool = False, wait: float | None = None
+    ) -> AsyncIterator[AsyncConnection]:
         """`async with db.transaction() as conn:` one write transaction, committed on exit.
 
         On SQLite it starts with `BEGIN IMMEDIATE`: it holds the file's write lock from the
@@ -171,9 +173,8 @@ class Database:
                     self.display_url,
                 ) from e
             conn = await stack.enter_async_context(self._connection(self.saver._async_engine()))
-            async with self._translated():
-                async with conn.begin():
-                    yield conn
+            async with self._translated(), conn.begin():
+                yield conn
 
     async def write(self, statement: sa.Executable) -> int:
         """Run one write statement in a transaction of its own; return how many rows it changed.
@@ -195,13 +196,15 @@ class Database:
         Raises:
             DatabaseUnavailable: the database cannot be reached or the connection dropped.
         """
-        async with self._connection(self.saver._async_engine(read=True)) as conn:
-            async with self._translated():
-                tx = await conn.begin()
-                try:
-                    yield conn
-                finally:
-                    await tx.rollback()
+        async with (
+            self._connection(self.saver._async_engine(read=True)) as conn,
+            self._translated(),
+        ):
+            tx = await conn.begin()
+            try:
+                yield conn
+            finally:
+                await tx.rollback()
 
     @asynccontextmanager
     async def _connection(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
@@ -289,9 +292,8 @@ class Database:
 
     def upgrade_sync(self) -> None:
         """Sync form of `upgrade` (for the CLI and other sync callers)."""
-        with self._sync_connection(self.saver._sync_engine(read=True)) as conn:
-            with conn.begin():
-                _check_not_newer(conn, self)
+        with self._sync_connection(self.saver._sync_engine(read=True)) as conn, conn.begin():
+            _check_not_newer(conn, self)
         with self._translated_sync():
             self.saver.setup()
         with self._migration_connection() as conn:

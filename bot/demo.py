@@ -135,7 +135,10 @@ async def run_sandbox(*, port: int = 3000, host: str = "127.0.0.1", db: Path | N
         await web.TCPSite(runner, host, port).start()
     except OSError as e:
         await runner.cleanup()
-        print(f"signoff demo: cannot listen on {host}:{port} ({e.strerror}); try --port", file=sys.stderr)
+        print(
+            f"signoff demo: cannot listen on {host}:{port} ({e.strerror}); try --port",
+            file=sys.stderr,
+        )
         return 1
     bound = runner.addresses[0][1]
     url = f"http://{host}:{bound}/"
@@ -161,7 +164,9 @@ async def run_sandbox(*, port: int = 3000, host: str = "127.0.0.1", db: Path | N
         loop.add_signal_handler(sig, stop.set)
     status = 0
     try:
-        print(f"signoff demo: starting the bot (signoff run on {bot_url}, database {db})", flush=True)
+        print(
+            f"signoff demo: starting the bot (signoff run on {bot_url}, database {db})", flush=True
+        )
         starting = asyncio.create_task(_wait_healthy(bot_url, proc))
         stopped = asyncio.create_task(stop.wait())
         await asyncio.wait({starting, stopped}, return_when=asyncio.FIRST_COMPLETED)

@@ -96,7 +96,11 @@ class JobRunner:
                 await self.signoff.link_audit()
             except Exception as e:
                 if not failing:
-                    log.warning("linking the audit log failed (%s); retrying until it works", e, exc_info=not isinstance(e, DatabaseUnavailable))
+                    log.warning(
+                        "linking the audit log failed (%s); retrying until it works",
+                        e,
+                        exc_info=not isinstance(e, DatabaseUnavailable),
+                    )
                 failing, pause = True, min(pause * 2, LINK_BACKOFF_MAX)
             else:
                 if failing:
@@ -137,8 +141,12 @@ def start_scheduler(
 
     scheduler = AsyncIOScheduler()
     # coalesce + max_instances=1: a slow pass is never overlapped by the next one.
-    scheduler.add_job(sweep, "interval", seconds=sweep_every, coalesce=True, max_instances=1, id="sweep")
+    scheduler.add_job(
+        sweep, "interval", seconds=sweep_every, coalesce=True, max_instances=1, id="sweep"
+    )
     if jobs_every is not None:
-        scheduler.add_job(work, "interval", seconds=jobs_every, coalesce=True, max_instances=1, id="jobs")
+        scheduler.add_job(
+            work, "interval", seconds=jobs_every, coalesce=True, max_instances=1, id="jobs"
+        )
     scheduler.start()
     return scheduler

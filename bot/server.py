@@ -51,7 +51,10 @@ class Metrics:
             "signoff_resume_failures_total", "Resumed runs that failed", registry=self.registry
         )
         self.requests = Counter(
-            "signoff_slack_requests_total", "Slack requests by HTTP status", ["status"], registry=self.registry
+            "signoff_slack_requests_total",
+            "Slack requests by HTTP status",
+            ["status"],
+            registry=self.registry,
         )
 
 
@@ -66,16 +69,26 @@ def _malformed(body: Any) -> str | None:
         return "the body is not an object"
     if "actions" in body or body.get("type") == "block_actions":
         actions = body.get("actions")
-        if not isinstance(actions, list) or not actions or not all(isinstance(a, dict) and isinstance(a.get("action_id"), str) for a in actions):
-            return "\"actions\" must be a list of objects with an action_id"
+        if (
+            not isinstance(actions, list)
+            or not actions
+            or not all(isinstance(a, dict) and isinstance(a.get("action_id"), str) for a in actions)
+        ):
+            return '"actions" must be a list of objects with an action_id'
     for key in ("user", "view", "channel", "container", "message", "team", "event"):
         if body.get(key) is not None and not isinstance(body[key], dict):
-            return f"\"{key}\" must be an object"
-    if body.get("type") in ("view_submission", "view_closed") and not isinstance((body.get("view") or {}).get("callback_id"), str):
+            return f'"{key}" must be an object'
+    if body.get("type") in ("view_submission", "view_closed") and not isinstance(
+        (body.get("view") or {}).get("callback_id"), str
+    ):
         return "a view submission needs a view with a callback_id"
-    if body.get("type") in ("shortcut", "message_action") and not isinstance(body.get("callback_id"), str):
+    if body.get("type") in ("shortcut", "message_action") and not isinstance(
+        body.get("callback_id"), str
+    ):
         return "a shortcut needs a callback_id"
-    if body.get("type") == "event_callback" and not isinstance((body.get("event") or {}).get("type"), str):
+    if body.get("type") == "event_callback" and not isinstance(
+        (body.get("event") or {}).get("type"), str
+    ):
         return "an event callback needs an event with a type"
     return None
 
@@ -112,10 +125,14 @@ def build_web_app(
                 return _json_error(400, "the body is not UTF-8")
             timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
             signature = request.headers.get("X-Slack-Signature", "")
-            if not (timestamp.isascii() and timestamp.isdigit()) or not verifier.is_valid(text, timestamp, signature):
+            if not (timestamp.isascii() and timestamp.isdigit()) or not verifier.is_valid(
+                text, timestamp, signature
+            ):
                 return _json_error(401, "missing, wrong or stale Slack signature")
             try:
-                bolt_request = AsyncBoltRequest(body=text, query=request.query_string, headers=request.headers)  # type: ignore[arg-type]
+                bolt_request = AsyncBoltRequest(
+                    body=text, query=request.query_string, headers=request.headers
+                )  # type: ignore[arg-type]
             except (ValueError, TypeError, AttributeError, KeyError):
                 return _json_error(400, "the body is not a Slack request")
             problem = _malformed(bolt_request.body)
@@ -145,7 +162,9 @@ def build_web_app(
             return _json_error(503, e.message)
         for status in ("pending", "approved", "rejected", "expired", "cancelled"):
             metrics.approvals.labels(status).set(counts.get(status, 0))
-        return web.Response(body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(
+            body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
 
     @routes.post("/api/runs")
     async def start_run(request: web.Request) -> web.Response:
@@ -153,24 +172,39 @@ def build_web_app(
             return _json_error(404, "the runs API is off: set SIGNOFF_API_TOKEN to enable it")
         given = request.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {settings.api_token}".encode()):
-            return _json_error(401, "missing or wrong bearer token (Authorization: Bearer $SIGNOFF_API_TOKEN)")
+            return _json_error(
+                401, "missing or wrong bearer token (Authorization: Bearer $SIGNOFF_API_TOKEN)"
+            )
         try:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            return _json_error(400, "the body must be JSON: {\"workflow\": ..., \"input\": {...}, \"requester\": ...}")
-        if not isinstance(body, dict) or not isinstance(body.get("workflow"), str) or not isinstance(body.get("input", {}), dict):
-            return _json_error(400, "expected {\"workflow\": str, \"input\": object, \"requester\": str, \"channel\": str}")
+            return _json_error(
+                400, 'the body must be JSON: {"workflow": ..., "input": {...}, "requester": ...}'
+            )
+        if (
+            not isinstance(body, dict)
+            or not isinstance(body.get("workflow"), str)
+            or not isinstance(body.get("input", {}), dict)
+        ):
+            return _json_error(
+                400, 'expected {"workflow": str, "input": object, "requester": str, "channel": str}'
+            )
         requester = body.get("requester")
         if not isinstance(requester, str) or not requester:
-            return _json_error(400, "\"requester\" (who asks: a Slack user id or a service name) is required")
+            return _json_error(
+                400, '"requester" (who asks: a Slack user id or a service name) is required'
+            )
         for key in ("channel", "thread_id"):
             if body.get(key) is not None and not isinstance(body[key], str):
-                return _json_error(400, f"\"{key}\" must be a string when given")
+                return _json_error(400, f'"{key}" must be a string when given')
         try:
             report = await signoff.start(
-                body["workflow"], body.get("input") or {}, requester=requester,
+                body["workflow"],
+                body.get("input") or {},
+                requester=requester,
                 channel=body.get("channel") or settings.default_channel,
-                thread_id=body.get("thread_id"), check_starter=True,
+                thread_id=body.get("thread_id"),
+                check_starter=True,
             )
         except UnknownWorkflowError as e:
             return _json_error(404, str(e))
@@ -184,8 +218,13 @@ def build_web_app(
             return _json_error(400, str(e))
         runner.kick()
         return web.json_response(
-            {"ok": True, "thread_id": report.thread_id, "status": report.status,
-             "approvals": list(report.approvals), "error": report.error},
+            {
+                "ok": True,
+                "thread_id": report.thread_id,
+                "status": report.status,
+                "approvals": list(report.approvals),
+                "error": report.error,
+            },
             status=201,
         )
 
@@ -212,7 +251,11 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         socket_handler = AsyncSocketModeHandler(bolt_app, settings.slack_app_token)
         await socket_handler.connect_async()
     web_app = build_web_app(
-        signoff, settings, bolt_app=None if socket_handler else bolt_app, runner=runner, metrics=metrics
+        signoff,
+        settings,
+        bolt_app=None if socket_handler else bolt_app,
+        runner=runner,
+        metrics=metrics,
     )
     web_runner = web.AppRunner(web_app, access_log=None)
     await web_runner.setup()
@@ -220,7 +263,11 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
     await site.start()
     runner.start()
     scheduler = start_scheduler(signoff, sweep_every=settings.sweep_interval, jobs_every=None)
-    mode = "Socket Mode" if socket_handler else f"HTTP on {host}:{port}, Slack requests at /slack/events"
+    mode = (
+        "Socket Mode"
+        if socket_handler
+        else f"HTTP on {host}:{port}, Slack requests at /slack/events"
+    )
     log.info("signoff running (%s); database %s", mode, signoff.db.display_url)
     print(f"signoff running ({mode}); database {signoff.db.display_url}", flush=True)
 
@@ -235,7 +282,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         await runner.stop()
         try:  # what was recorded in the last moments goes into the audit chain before exit
             await signoff.link_audit()
-        except Exception as e:  # another process or the next start links it
+        except Exception as e:  # noqa: BLE001 -- another process or the next start links it
             log.warning("could not link the last audit entries on the way out: %s", e)
         if socket_handler is not None:
             await socket_handler.close_async()

@@ -104,7 +104,9 @@ def _once_lookup(task: Task, key: str, retry_unknown: bool) -> tuple[bool, Any]:
     return False, None
 
 
-def once(key: str, fn: Callable[..., T], *args: Any, retry_unknown: bool = False, **kwargs: Any) -> T:
+def once(
+    key: str, fn: Callable[..., T], *args: Any, retry_unknown: bool = False, **kwargs: Any
+) -> T:
     """Run `fn(*args, **kwargs)` once per thread; on replays return the stored result.
 
     Use it for work before an `interrupt()` that must not happen twice (a model call, an email

@@ -60,7 +60,7 @@ _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
 class Paused:
     """The result of a run that stopped at a pause."""
 
-    __slots__ = ("interrupts", "config", "values")
+    __slots__ = ("config", "interrupts", "values")
 
     def __init__(
         self, interrupts: tuple[Interrupt, ...], config: RunConfig | None, values: dict[str, Any]
@@ -74,20 +74,20 @@ class Task:
     """One node to run in this step, with what it needs to replay deterministically."""
 
     __slots__ = (
+        "answers",
+        "done",
+        "error",
+        "goto",
+        "id",
+        "interrupt_count",
+        "name",
+        "once",
+        "pause",
+        "recorded",
+        "result",
         "run",
         "spec",
-        "name",
-        "id",
-        "answers",
-        "interrupt_count",
-        "once",
-        "recorded",
-        "done",
         "writes",
-        "goto",
-        "result",
-        "pause",
-        "error",
     )
 
     def __init__(self, run: Run, spec: NodeSpec, task_id: str) -> None:
@@ -141,7 +141,9 @@ class Task:
         try:
             run = self.run
             state = dict(run.values)
-            coro = self.spec.fn(state, run.config) if self.spec.takes_config else self.spec.fn(state)
+            coro = (
+                self.spec.fn(state, run.config) if self.spec.takes_config else self.spec.fn(state)
+            )
             self.result = await coro
         except Pause as p:
             self.pause = p.interrupt
@@ -200,7 +202,7 @@ def _run_coroutine_sync(coro: Any, name: str) -> Any:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat()
+    return dt.datetime.now(dt.UTC).isoformat()
 
 
 class Run:
@@ -536,7 +538,9 @@ class Run:
                 yield from self.answer(input.resume)
             if update is not None:
                 # Input on resume is applied before the frontier runs, in a checkpoint of its own.
-                new_versions, appended = self.apply([(START, self.check_input(update, "the input"))])
+                new_versions, appended = self.apply(
+                    [(START, self.check_input(update, "the input"))]
+                )
                 yield from self.carry_over("input", new_versions, appended)
                 if "values" in self.modes:
                     yield (EMIT, "values", self.output())
@@ -598,7 +602,9 @@ class Run:
                 interrupts.append(t.pause)
             if saver is not None and writes:
                 yield (WRITES, self.head_config, writes, t.id)
-        errors = [t for t in stuck if t.error is not None and not isinstance(t.error, NodeInterrupt)]
+        errors = [
+            t for t in stuck if t.error is not None and not isinstance(t.error, NodeInterrupt)
+        ]
         node_interrupts = [t for t in stuck if isinstance(t.error, NodeInterrupt)]
         if errors:
             err = errors[0].error
@@ -652,8 +658,10 @@ class Run:
         by_id = {i.id: (t, i) for t, i in resumable}
         if isinstance(resume, Mapping) and resume and all(k in by_id for k in resume):
             answers = [(by_id[k][0], by_id[k][1], v) for k, v in resume.items()]
-        elif isinstance(resume, Mapping) and resume and any(
-            k in by_id or (isinstance(k, str) and _ID_LIKE.match(k)) for k in resume
+        elif (
+            isinstance(resume, Mapping)
+            and resume
+            and any(k in by_id or (isinstance(k, str) and _ID_LIKE.match(k)) for k in resume)
         ):
             unknown = [k for k in resume if k not in by_id]
             raise ResumeError(

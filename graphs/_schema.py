@@ -34,7 +34,9 @@ def channels_from_schema(schema: type) -> dict[str, Channel]:
     Raises:
         GraphSetupError: the schema is not a TypedDict, or a key is reserved or badly annotated.
     """
-    if not (isinstance(schema, type) and issubclass(schema, dict) and hasattr(schema, "__annotations__")):
+    if not (
+        isinstance(schema, type) and issubclass(schema, dict) and hasattr(schema, "__annotations__")
+    ):
         raise GraphSetupError(
             f"state schema must be a TypedDict class, got {schema!r}: "
             "class State(TypedDict): messages: Annotated[list, operator.add]"
@@ -77,7 +79,7 @@ def _initial(base: Any) -> Callable[[], Any] | None:
     if isinstance(origin, type):
         try:
             origin()
-        except Exception:
+        except Exception:  # noqa: BLE001 -- a type without a no-argument constructor has no default
             return None
         return origin
     return None

@@ -68,7 +68,7 @@ def _takes_config(fn: Callable[..., Any], what: str) -> bool:
 
 def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)
+        getattr(fn, "__call__", None)  # noqa: B004 -- the method itself: is it async?
     )
 
 
@@ -96,7 +96,9 @@ class StateGraph:
         self.joins: list[tuple[tuple[str, ...], str]] = []
         self.branches: list[Branch] = []
 
-    def add_node(self, name: str | Callable[..., Any], fn: Callable[..., Any] | None = None) -> StateGraph:
+    def add_node(
+        self, name: str | Callable[..., Any], fn: Callable[..., Any] | None = None
+    ) -> StateGraph:
         """Add a node: `fn(state)` or `fn(state, config)`, sync or async, returning a dict update.
 
         `add_node(fn)` names the node after the function. The state a node receives shares its
@@ -247,7 +249,9 @@ class StateGraph:
                 "compile(checkpointer=InMemorySaver(), ...) or SQLSaver(url)"
             )
         if not isinstance(recursion_limit, int) or recursion_limit < 1:
-            raise GraphSetupError(f"recursion_limit must be a positive int, got {recursion_limit!r}")
+            raise GraphSetupError(
+                f"recursion_limit must be a positive int, got {recursion_limit!r}"
+            )
         if interrupt_mode not in ("raise", "return"):
             raise GraphSetupError(
                 f"interrupt_mode must be 'raise' or 'return', got {interrupt_mode!r}"

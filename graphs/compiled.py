@@ -85,7 +85,9 @@ class CompiledGraph:
             raise GraphInterrupt(result.interrupts, result.config)
         return result
 
-    def invoke(self, input: dict[str, Any] | Command | None, config: RunConfig | None = None) -> dict[str, Any]:
+    def invoke(
+        self, input: dict[str, Any] | Command | None, config: RunConfig | None = None
+    ) -> dict[str, Any]:
         """Run until the graph finishes or pauses; return the final state.
 
         `input` starts a run (a dict of state keys), answers a pause (`Command(resume=...)`),
@@ -201,12 +203,16 @@ class CompiledGraph:
     async def aget_state_history(
         self, config: RunConfig, *, limit: int | None = None, before: RunConfig | None = None
     ) -> AsyncIterator[StateSnapshot]:
-        async for tup in self._saver("aget_state_history").alist(config, limit=limit, before=before):
+        async for tup in self._saver("aget_state_history").alist(
+            config, limit=limit, before=before
+        ):
             yield self._snapshot(config, tup)
 
     def _snapshot(self, config: RunConfig, tup: CheckpointTuple | None) -> StateSnapshot:
         if tup is None:
-            return StateSnapshot(values={}, next=[], config=config, metadata={}, created_at=None, parent_config=None)
+            return StateSnapshot(
+                values={}, next=[], config=config, metadata={}, created_at=None, parent_config=None
+            )
         cp = tup.checkpoint
         run = self._run({"configurable": dict(tup.config["configurable"])}, frozenset())
         tasks: list[StateTask] = []
@@ -274,7 +280,9 @@ def _thread_only(config: RunConfig) -> RunConfig:
     if not configurable.get("thread_id"):
         raise ValueError('update_state needs {"configurable": {"thread_id": ...}}')
     # An update always goes on top of the thread's latest checkpoint: history never forks.
-    return {"configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": config_ns(config)}}
+    return {
+        "configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": config_ns(config)}
+    }
 
 
 def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[str], bool]:
@@ -286,4 +294,3 @@ def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[st
     if unknown:
         raise ValueError(f"unknown stream_mode {sorted(unknown)}; use 'values' and/or 'updates'")
     return modes, tagged
-

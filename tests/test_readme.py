@@ -11,7 +11,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
 
 
 def test_the_runtime_example_runs_and_prints_what_the_comments_say(tmp_path: Path) -> None:
@@ -19,16 +19,18 @@ def test_the_runtime_example_runs_and_prints_what_the_comments_say(tmp_path: Pat
     script = tmp_path / "readme_example.py"
     script.write_text(example, encoding="utf-8")
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
-    expected = re.findall(r"# (\{.*\}|\[.*\])$", example, re.M)
+    expected = re.findall(r"# (\{.*\}|\[.*\])$", example, re.MULTILINE)
     assert run.stdout.splitlines() == expected
 
 
 def test_every_signoff_command_in_the_readme_exists() -> None:
     text = README.read_text(encoding="utf-8")
-    commands = set(re.findall(r"^\s*(?:\$ )?signoff ([a-z]+)", text, re.M))
+    commands = set(re.findall(r"^\s*(?:\$ )?signoff ([a-z]+)", text, re.MULTILINE))
     assert commands, "the README shows no signoff command"
     help_text = subprocess.run(
         [sys.executable, "-m", "bot.cli", "--help"], capture_output=True, text=True, check=True
     ).stdout
     for command in commands:
-        assert re.search(rf"\b{command}\b", help_text), f"README shows `signoff {command}`, which --help lacks"
+        assert re.search(rf"\b{command}\b", help_text), (
+            f"README shows `signoff {command}`, which --help lacks"
+        )

@@ -28,17 +28,24 @@ class Effects:
         self.engine = engine
         self.clock = clock
 
-    def record(self, kind: str, key: str, data: Mapping[str, Any], *, thread_id: str | None = None) -> dict[str, Any]:
+    def record(
+        self, kind: str, key: str, data: Mapping[str, Any], *, thread_id: str | None = None
+    ) -> dict[str, Any]:
         try:
             with self.engine.begin() as conn:
                 conn.execute(
                     insert(t.effects).values(
-                        kind=kind, key=key, thread_id=thread_id,
-                        data=json.dumps(dict(data), sort_keys=True, default=str), at=self.clock(),
+                        kind=kind,
+                        key=key,
+                        thread_id=thread_id,
+                        data=json.dumps(dict(data), sort_keys=True, default=str),
+                        at=self.clock(),
                     )
                 )
         except IntegrityError as e:
-            raise DuplicateEffect(f"{kind} with key {key!r} was done already; refusing to do it twice") from e
+            raise DuplicateEffect(
+                f"{kind} with key {key!r} was done already; refusing to do it twice"
+            ) from e
         return {"kind": kind, "key": key, **dict(data)}
 
     def count(self, kind: str | None = None, thread_id: str | None = None) -> int:
@@ -71,7 +78,7 @@ def services(config: Mapping[str, Any]) -> NodeServices:
     """The services of the run a node belongs to (`def node(state, config)`)."""
     found = (config.get("configurable") or {}).get("signoff")
     if not isinstance(found, NodeServices):
-        raise RuntimeError(
+        raise RuntimeError(  # noqa: TRY004 -- not a bad argument: the node runs outside signoff
             "this node needs signoff's services: run the workflow through signoff "
             "(`signoff start`, Slack or the API), not by invoking the graph directly"
         )

@@ -26,8 +26,8 @@ __all__ = [
     "AlreadyVotedError",
     "ApprovalError",
     "ApprovalExpiredError",
-    "GroupsUnavailable",
     "DecisionRefused",
+    "GroupsUnavailable",
     "InvalidEditError",
     "NotAuthorizedError",
     "PolicyError",
@@ -55,7 +55,9 @@ class PolicyError(ApprovalError, ValueError):
         key: the dotted key, e.g. `actions.send_refund.tier`.
     """
 
-    def __init__(self, message: str, *, source: str = "", line: int | None = None, key: str = "") -> None:
+    def __init__(
+        self, message: str, *, source: str = "", line: int | None = None, key: str = ""
+    ) -> None:
         where = source + (f":{line}" if line else "")
         prefix = f"{where}: " if where else ""
         at = f"{key}: " if key else ""
@@ -97,7 +99,12 @@ class AlreadyDecidedError(DecisionRefused):
     code = "already_decided"
 
     def __init__(
-        self, message: str, approval_id: str, status: str, decided_by: list[str], decided_at: float | None
+        self,
+        message: str,
+        approval_id: str,
+        status: str,
+        decided_by: list[str],
+        decided_at: float | None,
     ) -> None:
         super().__init__(message, approval_id)
         self.status = status

@@ -22,7 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Select, Update, and_, delete, exists, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Update,
+    and_,
+    delete,
+    exists,
+    func,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -137,14 +148,18 @@ class Signoff:
         self._held: set[int] = set()
         """Ids of the jobs this process's workers hold right now."""
         self._effects = Effects(db.sync_engine, clock)
-        self._secret_rules = {name: rule for rule in policy.actions.values() for name in rule.secret}
+        self._secret_rules = {
+            name: rule for rule in policy.actions.values() for name in rule.secret
+        }
 
     def hide_secrets(self, value: Any) -> Any:
         """`value` (a run's input or state) with every field the policy marks secret, at any
         depth, replaced by its hash, as in approvals: for what is stored, printed or posted."""
         if isinstance(value, Mapping):
             return {
-                k: redact(self._secret_rules[k], {k: v}, key=self.audit.redaction_key)[k] if k in self._secret_rules else self.hide_secrets(v)
+                k: redact(self._secret_rules[k], {k: v}, key=self.audit.redaction_key)[k]
+                if k in self._secret_rules
+                else self.hide_secrets(v)
                 for k, v in value.items()
             }
         if isinstance(value, (list, tuple)):
@@ -229,7 +244,10 @@ class Signoff:
                     f"thread {thread_id!r} exists already; pick another --thread-id, or resume it"
                 )
             await self.audit.append(
-                conn, "run_started", thread_id=thread_id, actor=requester,
+                conn,
+                "run_started",
+                thread_id=thread_id,
+                actor=requester,
                 data={"workflow": workflow, "channel": channel},
             )
         try:
@@ -254,10 +272,21 @@ class Signoff:
             log.warning("run %s %s: %s", thread_id, status, error)
             async with self.db.transaction() as conn:
                 await store.set_run(conn, thread_id, now, status=status, error=error)
-                await self._event(conn, "run_outcome_unknown" if unknown else "run_failed", now, thread_id=thread_id, data={"error": error, "workflow": workflow})
+                await self._event(
+                    conn,
+                    "run_outcome_unknown" if unknown else "run_failed",
+                    now,
+                    thread_id=thread_id,
+                    data={"error": error, "workflow": workflow},
+                )
                 if resumed is not None:
                     await resumed.record(self, conn, now, finish=True)
-                await self.audit.append(conn, status if unknown else "run_failed", thread_id=thread_id, data={"error": error})
+                await self.audit.append(
+                    conn,
+                    status if unknown else "run_failed",
+                    thread_id=thread_id,
+                    data={"error": error},
+                )
             return RunReport(thread_id, workflow, status, error=error)
 
         pauses: list[Interrupt] = result.pop("__interrupt__", None) or []
@@ -279,12 +308,22 @@ class Signoff:
         shown = self.hide_secrets(result)
         summary = store.dumps(shown)
         async with self.db.transaction() as conn:
-            await store.set_run(conn, thread_id, now, status="completed", result=summary, error=None)
-            await self._event(conn, "run_completed", now, thread_id=thread_id, data={"workflow": workflow, "values": shown})
+            await store.set_run(
+                conn, thread_id, now, status="completed", result=summary, error=None
+            )
+            await self._event(
+                conn,
+                "run_completed",
+                now,
+                thread_id=thread_id,
+                data={"workflow": workflow, "values": shown},
+            )
             # The audit entries last: on PostgreSQL appending takes the log's lock until commit.
             if resumed is not None:
                 await resumed.record(self, conn, now, finish=True)
-            await self.audit.append(conn, "run_completed", thread_id=thread_id, data={"workflow": workflow})
+            await self.audit.append(
+                conn, "run_completed", thread_id=thread_id, data={"workflow": workflow}
+            )
         return RunReport(thread_id, workflow, "completed", (), result)
 
     async def _register(self, thread_id: str, workflow: str, intr: Interrupt) -> str:
@@ -300,7 +339,9 @@ class Signoff:
                 raise
             return found.id
 
-    async def _register_in(self, conn: AsyncConnection, thread_id: str, workflow: str, intr: Interrupt) -> str:
+    async def _register_in(
+        self, conn: AsyncConnection, thread_id: str, workflow: str, intr: Interrupt
+    ) -> str:
         existing = await store.approval_for_interrupt(conn, intr.id)
         if existing is not None:
             return existing.id
@@ -317,12 +358,22 @@ class Signoff:
             dup = await store.pending_duplicate(conn, action, p["dedupe_key"])
             if dup is not None and dup.fingerprint == fp:
                 await store.add_waiter(conn, dup.id, thread_id, intr.id, fp, now)
-                await self.audit.append(conn, "requested", approval_id=dup.id, thread_id=thread_id, actor=requester, data={"joined": True, "dedupe_key": p["dedupe_key"]})
+                await self.audit.append(
+                    conn,
+                    "requested",
+                    approval_id=dup.id,
+                    thread_id=thread_id,
+                    actor=requester,
+                    data={"joined": True, "dedupe_key": p["dedupe_key"]},
+                )
                 return dup.id
             if dup is not None:
-                verdict_outcome, reason = "conflict", (
-                    f"conflicts with pending approval {dup.id} for {p['dedupe_key']!r}, which "
-                    "proposes different arguments; decide that one first"
+                verdict_outcome, reason = (
+                    "conflict",
+                    (
+                        f"conflicts with pending approval {dup.id} for {p['dedupe_key']!r}, which "
+                        "proposes different arguments; decide that one first"
+                    ),
                 )
             else:
                 verdict_outcome, reason = "ask", ""
@@ -330,9 +381,17 @@ class Signoff:
             verdict_outcome, reason = verdict.outcome, verdict.reason
 
         approval_id = store.new_approval_id()
-        deadlines: dict[str, float | None] = {"remind_at": None, "escalate_at": None, "expire_at": None}
+        deadlines: dict[str, float | None] = {
+            "remind_at": None,
+            "escalate_at": None,
+            "expire_at": None,
+        }
         if rule is not None and verdict_outcome == "ask":
-            for key, after in (("remind_at", rule.remind_after), ("escalate_at", rule.escalate_after), ("expire_at", rule.expire_after)):
+            for key, after in (
+                ("remind_at", rule.remind_after),
+                ("escalate_at", rule.escalate_after),
+                ("expire_at", rule.expire_after),
+            ):
                 deadlines[key] = now + after.total_seconds() if after else None
         status = {"ask": "pending", "auto_approve": "approved"}.get(verdict_outcome, "rejected")
         values = dict(
@@ -366,11 +425,30 @@ class Signoff:
         await store.insert_approval(conn, values)
         data = {"action": action, "args": shown, "tier": values["risk_tier"], "workflow": workflow}
         if status == "pending":
-            await self.audit.append(conn, "requested", approval_id=approval_id, thread_id=thread_id, actor=requester, data=data)
-            await self._event(conn, "approval_requested", now, thread_id=thread_id, approval_id=approval_id)
+            await self.audit.append(
+                conn,
+                "requested",
+                approval_id=approval_id,
+                thread_id=thread_id,
+                actor=requester,
+                data=data,
+            )
+            await self._event(
+                conn, "approval_requested", now, thread_id=thread_id, approval_id=approval_id
+            )
         else:
-            kind = {"approved": "auto_approved", "rejected": "conflict" if verdict_outcome == "conflict" else "denied"}[status]
-            await self.audit.append(conn, kind, approval_id=approval_id, thread_id=thread_id, actor=by[0], data={**data, "reason": reason})
+            kind = {
+                "approved": "auto_approved",
+                "rejected": "conflict" if verdict_outcome == "conflict" else "denied",
+            }[status]
+            await self.audit.append(
+                conn,
+                kind,
+                approval_id=approval_id,
+                thread_id=thread_id,
+                actor=by[0],
+                data={**data, "reason": reason},
+            )
             await self._settled(conn, approval_id, decision, now)
         return approval_id
 
@@ -438,9 +516,13 @@ class Signoff:
             decision_word = "approve" if approve else "reject"
             if not await store.insert_vote(conn, a.id, user, decision_word, note, clean, now):
                 raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
-            audit: list[tuple[AuditKind, dict[str, Any]]] = [("vote", {"decision": decision_word, "note": note, "edits": clean})]
+            audit: list[tuple[AuditKind, dict[str, Any]]] = [
+                ("vote", {"decision": decision_word, "note": note, "edits": clean})
+            ]
             if clean:
-                audit.append(("edited", {"before": {k: a.payload.get(k) for k in clean}, "after": clean}))
+                audit.append(
+                    ("edited", {"before": {k: a.payload.get(k) for k in clean}, "after": clean})
+                )
             approvers_so_far = [v.user_id for v in a.votes if v.decision == "approve"]
             settled = not approve or len(approvers_so_far) + 1 >= a.required
             if settled:
@@ -448,7 +530,9 @@ class Signoff:
                 by = approvers_so_far + [user] if approve else [user]
                 all_edits = {**{k: v for vote in a.votes for k, v in vote.edits.items()}, **clean}
                 notes = "; ".join([v.note for v in a.votes if v.note] + ([note] if note else []))
-                decision = _decision(a.id, a.action, a.fingerprint, status, by, notes, all_edits, now)
+                decision = _decision(
+                    a.id, a.action, a.fingerprint, status, by, notes, all_edits, now
+                )
                 if not await store.settle(conn, a, status, decision, now):
                     raise self._already(await store.get_approval(conn, a.id) or a)
                 await self._settled(conn, a.id, decision, now)
@@ -456,9 +540,13 @@ class Signoff:
             else:
                 if not await store.bump(conn, a, now):
                     raise self._already(await store.get_approval(conn, a.id) or a)
-                await self._event(conn, "vote_recorded", now, thread_id=a.thread_id, approval_id=a.id)
+                await self._event(
+                    conn, "vote_recorded", now, thread_id=a.thread_id, approval_id=a.id
+                )
             for kind, data in audit:
-                await self.audit.append(conn, kind, approval_id=a.id, thread_id=a.thread_id, actor=user, data=data)
+                await self.audit.append(
+                    conn, kind, approval_id=a.id, thread_id=a.thread_id, actor=user, data=data
+                )
         return settled
 
     async def check_voter(self, approval_id: str, user: str, *, approve: bool = True) -> Approval:
@@ -474,14 +562,17 @@ class Signoff:
             raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
         return a
 
-    async def _check_voter(self, a: Approval, user: str, now: float, *, approve: bool = True) -> ActionPolicy | None:
+    async def _check_voter(
+        self, a: Approval, user: str, now: float, *, approve: bool = True
+    ) -> ActionPolicy | None:
         """The action's policy, or None for a rejection of an action the policy no longer names."""
         if a.status != "pending":
             raise self._already(a)
         if a.expire_at is not None and now >= a.expire_at:
             raise ApprovalExpiredError(
                 f"approval {a.id} expired at {iso(a.expire_at)}; the workflow gets the "
-                "expiry outcome", a.id,
+                "expiry outcome",
+                a.id,
             )
         rule = self.policy.actions.get(a.action)
         members = await resolve_members(a.approvers, self.groups)
@@ -491,7 +582,8 @@ class Signoff:
                 raise NotAuthorizedError(
                     f"action {a.action!r} is no longer in the policy, so nobody may approve it; "
                     f"one of its approvers ({', '.join(a.approvers)}) may reject it, or add it back "
-                    "to the policy", a.id,
+                    "to the policy",
+                    a.id,
                 )
             return None
         refusal = check_voter(rule, requester=a.requester, actor=user, approvers=members)
@@ -509,33 +601,60 @@ class Signoff:
         when = f" at {iso(a.decided_at)}" if a.decided_at else ""
         return AlreadyDecidedError(
             f"approval {a.id} was {a.status} already by {', '.join(by) or 'someone'}{when}",
-            a.id, a.status, by, a.decided_at,
+            a.id,
+            a.status,
+            by,
+            a.decided_at,
         )
 
-    async def _settled(self, conn: AsyncConnection, approval_id: str, decision: dict[str, Any], now: float) -> None:
+    async def _settled(
+        self, conn: AsyncConnection, approval_id: str, decision: dict[str, Any], now: float
+    ) -> None:
         """Enqueue a resume for every thread waiting on the approval, and the `decided` event."""
         waiting = await store.waiters(conn, approval_id)
         for thread_id, interrupt_id in waiting:
             await store.enqueue(
-                conn, "resume", f"resume:{interrupt_id}",
-                {"interrupt_id": interrupt_id, "decision": decision}, now,
-                approval_id=approval_id, thread_id=thread_id,
+                conn,
+                "resume",
+                f"resume:{interrupt_id}",
+                {"interrupt_id": interrupt_id, "decision": decision},
+                now,
+                approval_id=approval_id,
+                thread_id=thread_id,
             )
         kind = "expired" if decision["status"] == "expired" else "decided"
         thread = waiting[0][0] if waiting else None
         await self._event(conn, kind, now, thread_id=thread, approval_id=approval_id)
 
     async def _event(
-        self, conn: AsyncConnection, kind: str, now: float, *, thread_id: str | None = None,
-        approval_id: str | None = None, data: Mapping[str, Any] | None = None,
+        self,
+        conn: AsyncConnection,
+        kind: str,
+        now: float,
+        *,
+        thread_id: str | None = None,
+        approval_id: str | None = None,
+        data: Mapping[str, Any] | None = None,
     ) -> None:
         key = f"event:{kind}:{approval_id or thread_id}:{uuid.uuid4().hex}"
-        await store.enqueue(conn, "event", key, {"kind": kind, "data": dict(data or {})}, now, approval_id=approval_id, thread_id=thread_id)
+        await store.enqueue(
+            conn,
+            "event",
+            key,
+            {"kind": kind, "data": dict(data or {})},
+            now,
+            approval_id=approval_id,
+            thread_id=thread_id,
+        )
 
     # ---- the worker --------------------------------------------------------------------
 
     async def run_jobs(
-        self, kinds: tuple[str, ...] = ("resume", "event"), *, limit: int = 1000, prefer: str | None = None
+        self,
+        kinds: tuple[str, ...] = ("resume", "event"),
+        *,
+        limit: int = 1000,
+        prefer: str | None = None,
     ) -> int:
         """Perform due jobs until none is left (or `limit`); return how many were done.
 
@@ -558,7 +677,9 @@ class Signoff:
             done += 1
         return done
 
-    async def _claim(self, kinds: tuple[str, ...], prefer: str | None = None) -> Mapping[str, Any] | None:
+    async def _claim(
+        self, kinds: tuple[str, ...], prefer: str | None = None
+    ) -> Mapping[str, Any] | None:
         """Take the oldest due job of the first kind that has one (leased to this worker), or
         None; kind `prefer` is asked first, then `kinds` in order.
 
@@ -587,7 +708,9 @@ class Signoff:
             candidates = [
                 job
                 for kind in order
-                for job in (await conn.execute(_due_jobs(kind, now).limit(CLAIM_CANDIDATES))).mappings().all()
+                for job in (await conn.execute(_due_jobs(kind, now).limit(CLAIM_CANDIDATES)))
+                .mappings()
+                .all()
             ]
         for job in candidates:
             if job["id"] in self._held:
@@ -607,9 +730,14 @@ class Signoff:
         """How many resumes of `approval_id`'s waiting threads are not done yet."""
         j = t.jobs.c
         async with self.db.read() as conn:
-            return await conn.scalar(
-                select(func.count()).select_from(t.jobs).where(j.kind == "resume", j.approval_id == approval_id, j.done_at.is_(None))
-            ) or 0
+            return (
+                await conn.scalar(
+                    select(func.count())
+                    .select_from(t.jobs)
+                    .where(j.kind == "resume", j.approval_id == approval_id, j.done_at.is_(None))
+                )
+                or 0
+            )
 
     async def link_audit(self) -> int:
         """Link every committed audit entry into the hash chain (`AuditLog.link`), in batches;
@@ -633,15 +761,29 @@ class Signoff:
         how many jobs went back to the queue."""
         j = t.jobs.c
         async with self.db.read() as conn:
-            holders = (await conn.execute(select(j.locked_by).where(j.done_at.is_(None), j.locked_by.is_not(None)).distinct())).scalars().all()
+            holders = (
+                (
+                    await conn.execute(
+                        select(j.locked_by)
+                        .where(j.done_at.is_(None), j.locked_by.is_not(None))
+                        .distinct()
+                    )
+                )
+                .scalars()
+                .all()
+            )
         dead = [h for h in holders if _gone_from_this_host(h)]
         if not dead:
             return 0
         async with self.db.transaction() as conn:
             released = await conn.execute(
-                update(t.jobs).where(j.done_at.is_(None), j.locked_by.in_(dead)).values(locked_until=None, locked_by=None)
+                update(t.jobs)
+                .where(j.done_at.is_(None), j.locked_by.in_(dead))
+                .values(locked_until=None, locked_by=None)
             )
-        log.warning("took back %d job(s) from process(es) that died: %s", released.rowcount, ", ".join(dead))
+        log.warning(
+            "took back %d job(s) from process(es) that died: %s", released.rowcount, ", ".join(dead)
+        )
         return int(released.rowcount)
 
     async def _take(self, conn: AsyncConnection, job: Mapping[str, Any], now: float) -> bool:
@@ -652,12 +794,23 @@ class Signoff:
         j = t.jobs.c
         return (
             update(t.jobs)
-            .where(j.id == job["id"], j.done_at.is_(None), j.attempts == job["attempts"], j.available_at <= now)
+            .where(
+                j.id == job["id"],
+                j.done_at.is_(None),
+                j.attempts == job["attempts"],
+                j.available_at <= now,
+            )
             .where((j.locked_until.is_(None)) | (j.locked_until < now))
-            .values(locked_until=now + self.lease_seconds, locked_by=self.worker_id, attempts=j.attempts + 1)
+            .values(
+                locked_until=now + self.lease_seconds,
+                locked_by=self.worker_id,
+                attempts=j.attempts + 1,
+            )
         )
 
-    async def _finish_job(self, job_id: int, *, error: str | None = None, retry_in: float | None = None) -> None:
+    async def _finish_job(
+        self, job_id: int, *, error: str | None = None, retry_in: float | None = None
+    ) -> None:
         await self.db.write(_finish_statement(job_id, self.clock(), error=error, retry_in=retry_in))
 
     async def _resume(self, job: Mapping[str, Any]) -> None:
@@ -675,7 +828,9 @@ class Signoff:
             state = await graph.aget_state(config)
             pending = {i.id for i in state.interrupts}
             if interrupt_id in pending:
-                result: Any = await graph.ainvoke(Command(resume={interrupt_id: payload["decision"]}), config)
+                result: Any = await graph.ainvoke(
+                    Command(resume={interrupt_id: payload["decision"]}), config
+                )
             elif state.next:
                 # Answered by an attempt that died before finishing: go on from the saved frontier.
                 result = await graph.ainvoke(None, config)
@@ -689,7 +844,9 @@ class Signoff:
                 # Not the workflow's failure: the database went away under the run (a restart,
                 # a dropped connection). Go on from the saved frontier once it is back.
                 delay = min(2.0 ** min(int(job["attempts"]), 6), 60.0)
-                log.warning("resume of %s met the database down, retrying in %.0fs: %s", thread_id, delay, e)
+                log.warning(
+                    "resume of %s met the database down, retrying in %.0fs: %s", thread_id, delay, e
+                )
                 await self._finish_job(job["id"], error=f"{type(e).__name__}: {e}", retry_in=delay)
                 return
             result = e
@@ -700,13 +857,23 @@ class Signoff:
                 await self._after_run(thread_id, run["workflow"], dict(state.values))
             await self._finish_job(job["id"])
             return
-        resumed = _Resumed(job["id"], thread_id, job["approval_id"], interrupt_id, bool(payload["decision"]["approved"]))
+        resumed = _Resumed(
+            job["id"],
+            thread_id,
+            job["approval_id"],
+            interrupt_id,
+            bool(payload["decision"]["approved"]),
+        )
         await self._after_run(thread_id, run["workflow"], result, resumed=resumed)
 
     async def _deliver(self, job: Mapping[str, Any]) -> None:
         payload = json.loads(job["payload"])
         event = Event(
-            job["id"], payload["kind"], job["thread_id"], job["approval_id"], payload["data"],
+            job["id"],
+            payload["kind"],
+            job["thread_id"],
+            job["approval_id"],
+            payload["data"],
             attempt=int(job["attempts"]) + 1,
         )
         try:
@@ -715,7 +882,9 @@ class Signoff:
             await self._finish_job(job["id"], error=str(e), retry_in=max(e.seconds, 0.1))
         except Exception as e:  # noqa: BLE001 - retried with backoff, never lost
             delay = min(2.0 ** min(job["attempts"], 8), 300.0)
-            log.warning("event %s (%s) failed, retrying in %.0fs: %s", job["id"], payload["kind"], delay, e)
+            log.warning(
+                "event %s (%s) failed, retrying in %.0fs: %s", job["id"], payload["kind"], delay, e
+            )
             await self._finish_job(job["id"], error=f"{type(e).__name__}: {e}", retry_in=delay)
         else:
             await self._finish_job(job["id"])
@@ -737,23 +906,74 @@ class Signoff:
                 if cur.expire_at is not None and now >= cur.expire_at:
                     outcome = rule.on_expiry if rule else "reject"
                     reason = f"expired: nobody decided by {iso(cur.expire_at)}"
-                    decision = _decision(cur.id, cur.action, cur.fingerprint, "expired", ["sweep"], reason, {}, now, approved=outcome == "approve")
+                    decision = _decision(
+                        cur.id,
+                        cur.action,
+                        cur.fingerprint,
+                        "expired",
+                        ["sweep"],
+                        reason,
+                        {},
+                        now,
+                        approved=outcome == "approve",
+                    )
                     if await store.settle(conn, cur, "expired", decision, now, reason=reason):
-                        await self.audit.append(conn, "expired", approval_id=cur.id, thread_id=cur.thread_id, actor="sweep", data={"outcome": outcome})
+                        await self.audit.append(
+                            conn,
+                            "expired",
+                            approval_id=cur.id,
+                            thread_id=cur.thread_id,
+                            actor="sweep",
+                            data={"outcome": outcome},
+                        )
                         await self._settled(conn, cur.id, decision, now)
                         counts["expired"] += 1
                 elif cur.escalate_at is not None and now >= cur.escalate_at and not cur.escalated:
                     extra = list(rule.escalate_to) if rule else []
                     approvers = list(dict.fromkeys([*cur.approvers, *extra]))
-                    if await store.bump(conn, cur, now, escalated=True, escalated_at=now, approvers=store.dumps(approvers)):
-                        await self.audit.append(conn, "escalated", approval_id=cur.id, thread_id=cur.thread_id, actor="sweep", data={"to": extra})
-                        await self._event(conn, "escalated", now, thread_id=cur.thread_id, approval_id=cur.id, data={"to": extra})
+                    if await store.bump(
+                        conn,
+                        cur,
+                        now,
+                        escalated=True,
+                        escalated_at=now,
+                        approvers=store.dumps(approvers),
+                    ):
+                        await self.audit.append(
+                            conn,
+                            "escalated",
+                            approval_id=cur.id,
+                            thread_id=cur.thread_id,
+                            actor="sweep",
+                            data={"to": extra},
+                        )
+                        await self._event(
+                            conn,
+                            "escalated",
+                            now,
+                            thread_id=cur.thread_id,
+                            approval_id=cur.id,
+                            data={"to": extra},
+                        )
                         counts["escalated"] += 1
-                elif cur.remind_at is not None and now >= cur.remind_at and cur.reminded_at is None:
-                    if await store.bump(conn, cur, now, reminded_at=now):
-                        await self.audit.append(conn, "reminded", approval_id=cur.id, thread_id=cur.thread_id, actor="sweep", data={})
-                        await self._event(conn, "reminded", now, thread_id=cur.thread_id, approval_id=cur.id)
-                        counts["reminded"] += 1
+                elif (
+                    cur.remind_at is not None
+                    and now >= cur.remind_at
+                    and cur.reminded_at is None
+                    and await store.bump(conn, cur, now, reminded_at=now)
+                ):
+                    await self.audit.append(
+                        conn,
+                        "reminded",
+                        approval_id=cur.id,
+                        thread_id=cur.thread_id,
+                        actor="sweep",
+                        data={},
+                    )
+                    await self._event(
+                        conn, "reminded", now, thread_id=cur.thread_id, approval_id=cur.id
+                    )
+                    counts["reminded"] += 1
         return counts
 
     # ---- reading -----------------------------------------------------------------------
@@ -791,13 +1011,20 @@ class Signoff:
             others = await store.list_approvals(conn, where=~decidable, limit=limit)
         # The query decides from what is stored; the policy check is the authority.
         checked = [a for a in mine if await self.may_decide(a, user)]
-        return PendingView(checked, others, mine_total - (len(mine) - len(checked)), total - mine_total)
+        return PendingView(
+            checked, others, mine_total - (len(mine) - len(checked)), total - mine_total
+        )
 
     async def _decidable_by(self, user: str) -> ColumnElement[bool]:
         """A condition on `approvals`: those `user` may vote on, as `may_decide` would say, for
         the database to filter with. An approval's `approvers` is a JSON list of user ids and
         @groups; `user` matches it by id or through a group of the policy they are in."""
-        names = {e[1:] for rule in self.policy.actions.values() for e in (*rule.approvers, *rule.escalate_to) if e.startswith("@")}
+        names = {
+            e[1:]
+            for rule in self.policy.actions.values()
+            for e in (*rule.approvers, *rule.escalate_to)
+            if e.startswith("@")
+        }
         names |= {g.removeprefix("@") for g in self.policy.groups}
         entries = [user] + [f"@{g}" for g in sorted(names) if user in await self.groups.members(g)]
         c = t.approvals.c
@@ -822,7 +1049,9 @@ class Signoff:
         if rule is None:
             return False
         members = await resolve_members(approval.approvers, self.groups)
-        return check_voter(rule, requester=approval.requester, actor=user, approvers=members) is None
+        return (
+            check_voter(rule, requester=approval.requester, actor=user, approvers=members) is None
+        )
 
     async def approval_counts(self) -> dict[str, int]:
         """How many approvals there are in each status (one grouped query)."""
@@ -841,7 +1070,9 @@ class Signoff:
     async def thread_approvals(self, thread_id: str) -> list[Approval]:
         async with self.db.read() as conn:
             return await store.list_approvals(
-                conn, statuses=("pending", "approved", "rejected", "expired", "cancelled"), thread_id=thread_id
+                conn,
+                statuses=("pending", "approved", "rejected", "expired", "cancelled"),
+                thread_id=thread_id,
             )
 
     async def purge(self, older_than_seconds: float) -> int:
@@ -852,7 +1083,9 @@ class Signoff:
         cutoff = self.clock() - older_than_seconds
         async with self.db.read() as conn:
             rows = await conn.execute(
-                select(t.runs.c.thread_id).where(t.runs.c.status == "completed", t.runs.c.updated_at < cutoff)
+                select(t.runs.c.thread_id).where(
+                    t.runs.c.status == "completed", t.runs.c.updated_at < cutoff
+                )
             )
             threads = [r[0] for r in rows]
         for thread_id in threads:
@@ -860,12 +1093,21 @@ class Signoff:
                 live = await store.list_approvals(conn, statuses=("pending",), thread_id=thread_id)
                 if live:
                     continue
-                ids = [a.id for a in await store.list_approvals(conn, statuses=("approved", "rejected", "expired", "cancelled"), thread_id=thread_id)]
+                ids = [
+                    a.id
+                    for a in await store.list_approvals(
+                        conn,
+                        statuses=("approved", "rejected", "expired", "cancelled"),
+                        thread_id=thread_id,
+                    )
+                ]
                 for table in (t.votes, t.approval_waiters):
                     await conn.execute(delete(table).where(table.c.approval_id.in_(ids)))
                 await conn.execute(delete(t.approvals).where(t.approvals.c.id.in_(ids)))
                 await conn.execute(delete(t.runs).where(t.runs.c.thread_id == thread_id))
-                await self.audit.append(conn, "purged", thread_id=thread_id, actor="retention", data={"approvals": ids})
+                await self.audit.append(
+                    conn, "purged", thread_id=thread_id, actor="retention", data={"approvals": ids}
+                )
             await self.saver.adelete_thread(thread_id)
         return len(threads)
 
@@ -880,12 +1122,18 @@ class _Resumed:
     interrupt_id: str
     approved: bool
 
-    async def record(self, signoff: Signoff, conn: AsyncConnection, now: float, *, finish: bool) -> None:
+    async def record(
+        self, signoff: Signoff, conn: AsyncConnection, now: float, *, finish: bool
+    ) -> None:
         if finish:
             await _finish_job_in(conn, self.job_id, now)
         await signoff.audit.append(
-            conn, "resumed", approval_id=self.approval_id, thread_id=self.thread_id,
-            actor=signoff.worker_id, data={"interrupt_id": self.interrupt_id, "approved": self.approved},
+            conn,
+            "resumed",
+            approval_id=self.approval_id,
+            thread_id=self.thread_id,
+            actor=signoff.worker_id,
+            data={"interrupt_id": self.interrupt_id, "approved": self.approved},
         )
 
 
@@ -913,13 +1161,20 @@ def _due_jobs(kind: str, now: float) -> Select[Any]:
 
 
 async def _finish_job_in(
-    conn: AsyncConnection, job_id: int, now: float, *, error: str | None = None, retry_in: float | None = None
+    conn: AsyncConnection,
+    job_id: int,
+    now: float,
+    *,
+    error: str | None = None,
+    retry_in: float | None = None,
 ) -> None:
     """Mark a job done (or due again in `retry_in` seconds) and let go of its lease."""
     await conn.execute(_finish_statement(job_id, now, error=error, retry_in=retry_in))
 
 
-def _finish_statement(job_id: int, now: float, *, error: str | None = None, retry_in: float | None = None) -> Update:
+def _finish_statement(
+    job_id: int, now: float, *, error: str | None = None, retry_in: float | None = None
+) -> Update:
     values: dict[str, Any] = {"locked_until": None, "locked_by": None, "last_error": error}
     if retry_in is None:
         values["done_at"] = now
@@ -951,13 +1206,18 @@ def _gone_from_this_host(worker_id: str) -> bool:
 def _database_down(error: BaseException) -> bool:
     """True when `error` (or what caused it) is the database going away, not the run failing."""
     from ..db import DatabaseUnavailable  # bot.db imports this package: not at module level
+
     seen: set[int] = set()
     e: BaseException | None = error
     while e is not None and id(e) not in seen:
         seen.add(id(e))
-        if isinstance(e, DatabaseUnavailable) or (isinstance(e, DBAPIError) and e.connection_invalidated):
+        if isinstance(e, DatabaseUnavailable) or (
+            isinstance(e, DBAPIError) and e.connection_invalidated
+        ):
             return True
-        if type(e).__module__.startswith("psycopg") and any(c.__name__ == "OperationalError" for c in type(e).__mro__):
+        if type(e).__module__.startswith("psycopg") and any(
+            c.__name__ == "OperationalError" for c in type(e).__mro__
+        ):
             return True
         e = e.__cause__ or e.__context__
     return False

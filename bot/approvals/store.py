@@ -36,7 +36,9 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
 
 
-async def get_approval(conn: AsyncConnection, approval_id: str, *, for_update: bool = False) -> Approval | None:
+async def get_approval(
+    conn: AsyncConnection, approval_id: str, *, for_update: bool = False
+) -> Approval | None:
     query = select(t.approvals).where(t.approvals.c.id == approval_id)
     if for_update and conn.dialect.name == "postgresql":
         query = query.with_for_update()
@@ -75,34 +77,52 @@ async def pending_duplicate(conn: AsyncConnection, action: str, dedupe_key: str)
     """
     if conn.dialect.name == "postgresql":
         digest = hashlib.sha256(f"signoff.dedupe\0{action}\0{dedupe_key}".encode()).digest()
-        await conn.execute(select(func.pg_advisory_xact_lock(int.from_bytes(digest[:8], "big", signed=True))))
-    row = (
         await conn.execute(
-            select(t.approvals).where(
-                t.approvals.c.action == action,
-                t.approvals.c.dedupe_key == dedupe_key,
-                t.approvals.c.status == "pending",
+            select(func.pg_advisory_xact_lock(int.from_bytes(digest[:8], "big", signed=True)))
+        )
+    row = (
+        (
+            await conn.execute(
+                select(t.approvals).where(
+                    t.approvals.c.action == action,
+                    t.approvals.c.dedupe_key == dedupe_key,
+                    t.approvals.c.status == "pending",
+                )
             )
         )
-    ).mappings().first()
+        .mappings()
+        .first()
+    )
     return Approval.from_row(row) if row else None
 
 
 async def insert_approval(conn: AsyncConnection, values: Mapping[str, Any]) -> None:
     await conn.execute(insert(t.approvals).values(**values))
-    await add_waiter(conn, values["id"], values["thread_id"], values["interrupt_id"], values["fingerprint"], values["created_at"])
+    await add_waiter(
+        conn,
+        values["id"],
+        values["thread_id"],
+        values["interrupt_id"],
+        values["fingerprint"],
+        values["created_at"],
+    )
 
 
 async def add_waiter(
-    conn: AsyncConnection, approval_id: str, thread_id: str, interrupt_id: str, fingerprint: str, now: float
+    conn: AsyncConnection,
+    approval_id: str,
+    thread_id: str,
+    interrupt_id: str,
+    fingerprint: str,
+    now: float,
 ) -> None:
     await conn.execute(
         insert(t.approval_waiters).values(
             interrupt_id=interrupt_id,
-        approval_id=approval_id,
-        thread_id=thread_id,
+            approval_id=approval_id,
+            thread_id=thread_id,
             fingerprint=fingerprint,
-        created_at=now,
+            created_at=now,
         )
     )
 
@@ -161,7 +181,13 @@ async def bump(conn: AsyncConnection, approval: Approval, now: float, **values: 
 
 
 async def insert_vote(
-    conn: AsyncConnection, approval_id: str, user_id: str, decision: str, note: str, edits: Mapping[str, Any] | None, now: float
+    conn: AsyncConnection,
+    approval_id: str,
+    user_id: str,
+    decision: str,
+    note: str,
+    edits: Mapping[str, Any] | None,
+    now: float,
 ) -> bool:
     """False when this user has voted on it already."""
     return await _insert_once(
@@ -220,18 +246,28 @@ async def _votes_of(conn: AsyncConnection, approval_ids: list[str]) -> dict[str,
 
 
 def _vote(r: Mapping[str, Any]) -> Vote:
-    return Vote(r["user_id"], r["decision"], r["note"], json.loads(r["edits"]) if r["edits"] else {}, r["at"])
+    return Vote(
+        r["user_id"],
+        r["decision"],
+        r["note"],
+        json.loads(r["edits"]) if r["edits"] else {},
+        r["at"],
+    )
 
 
 async def recent_decided(conn: AsyncConnection, limit: int = 20) -> list[Approval]:
     rows = (
-        await conn.execute(
-            select(t.approvals)
-            .where(t.approvals.c.status != "pending")
-            .order_by(t.approvals.c.decided_at.desc())
-            .limit(limit)
+        (
+            await conn.execute(
+                select(t.approvals)
+                .where(t.approvals.c.status != "pending")
+                .order_by(t.approvals.c.decided_at.desc())
+                .limit(limit)
+            )
         )
-    ).mappings().all()
+        .mappings()
+        .all()
+    )
     return [Approval.from_row(r) for r in rows]
 
 
@@ -239,20 +275,24 @@ async def due_approvals(conn: AsyncConnection, now: float, limit: int = 500) -> 
     """Pending approvals with a reminder, escalation or expiry due (indexed on status)."""
     c = t.approvals.c
     rows = (
-        await conn.execute(
-            select(t.approvals)
-            .where(
-                c.status == "pending",
-                or_(
-                    c.expire_at <= now,
-                    and_(c.escalate_at <= now, c.escalated.is_(False)),
-                    and_(c.remind_at <= now, c.reminded_at.is_(None)),
-                ),
+        (
+            await conn.execute(
+                select(t.approvals)
+                .where(
+                    c.status == "pending",
+                    or_(
+                        c.expire_at <= now,
+                        and_(c.escalate_at <= now, c.escalated.is_(False)),
+                        and_(c.remind_at <= now, c.reminded_at.is_(None)),
+                    ),
+                )
+                .order_by(c.created_at)
+                .limit(limit)
             )
-            .order_by(c.created_at)
-            .limit(limit)
         )
-    ).mappings().all()
+        .mappings()
+        .all()
+    )
     return [Approval.from_row(r) for r in rows]
 
 
@@ -265,7 +305,11 @@ async def insert_run(conn: AsyncConnection, **values: Any) -> bool:
 
 
 async def get_run(conn: AsyncConnection, thread_id: str) -> Mapping[str, Any] | None:
-    return (await conn.execute(select(t.runs).where(t.runs.c.thread_id == thread_id))).mappings().first()
+    return (
+        (await conn.execute(select(t.runs).where(t.runs.c.thread_id == thread_id)))
+        .mappings()
+        .first()
+    )
 
 
 async def set_run(conn: AsyncConnection, thread_id: str, now: float, **values: Any) -> None:
@@ -275,7 +319,11 @@ async def set_run(conn: AsyncConnection, thread_id: str, now: float, **values: A
 
 
 async def count_approvals(conn: AsyncConnection, where: ColumnElement[bool]) -> int:
-    return int((await conn.execute(select(func.count()).select_from(t.approvals).where(where))).scalar_one())
+    return int(
+        (
+            await conn.execute(select(func.count()).select_from(t.approvals).where(where))
+        ).scalar_one()
+    )
 
 
 async def count_by_status(conn: AsyncConnection) -> dict[str, int]:
@@ -313,8 +361,12 @@ async def enqueue(
     )
 
 
-async def set_posted(conn: AsyncConnection, approval_id: str, channel: str, message_ts: str) -> None:
+async def set_posted(
+    conn: AsyncConnection, approval_id: str, channel: str, message_ts: str
+) -> None:
     """Remember where the approval's card is (not a state change: no version bump)."""
     await conn.execute(
-        update(t.approvals).where(t.approvals.c.id == approval_id).values(channel=channel, message_ts=message_ts)
+        update(t.approvals)
+        .where(t.approvals.c.id == approval_id)
+        .values(channel=channel, message_ts=message_ts)
     )

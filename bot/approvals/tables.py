@@ -139,6 +139,7 @@ votes = Table(
     UniqueConstraint("approval_id", "user_id", name="uq_votes_approval_user"),
 )
 
+
 def _audit_entry() -> list[Column[Any]]:
     """What an audit entry holds, in the chain and in the inbox alike."""
     return [
@@ -188,7 +189,13 @@ jobs = Table(
     Column("created_at", Double, nullable=False),
     # The jobs not done yet, by kind, oldest first: what a worker's claim walks (it stays small
     # however long the history of done jobs grows).
-    Index("ix_jobs_pending", "kind", "id", postgresql_where=text("done_at IS NULL"), sqlite_where=text("done_at IS NULL")),
+    Index(
+        "ix_jobs_pending",
+        "kind",
+        "id",
+        postgresql_where=text("done_at IS NULL"),
+        sqlite_where=text("done_at IS NULL"),
+    ),
     Index("ix_jobs_thread", "thread_id", "id"),
 )
 

@@ -61,7 +61,9 @@ def _workflows(policy_path: Path) -> list[dict[str, Any]]:
             for key in wf.inputs
         ]
         starters = list((declared.get(name) or {}).get("starters", []))
-        out.append({"name": name, "description": wf.description, "inputs": inputs, "starters": starters})
+        out.append(
+            {"name": name, "description": wf.description, "inputs": inputs, "starters": starters}
+        )
     return out
 
 

@@ -63,7 +63,9 @@ class SlackGroups:
         return users
 
 
-def build_runtime(settings: Settings, *, metrics: Any | None = None) -> tuple[Signoff, AsyncWebClient]:
+def build_runtime(
+    settings: Settings, *, metrics: Any | None = None
+) -> tuple[Signoff, AsyncWebClient]:
     """The governance core wired to Slack: events go to Slack, groups come from Slack."""
     kwargs: dict[str, Any] = {"token": settings.slack_bot_token}
     if settings.slack_api_url:
@@ -73,13 +75,18 @@ def build_runtime(settings: Settings, *, metrics: Any | None = None) -> tuple[Si
     groups = StaticGroups(policy.groups, fallback=SlackGroups(client))
     signoff = build_signoff(settings, policy=policy, groups=groups)
     signoff.sink = SlackSink(
-        client, signoff, default_channel=settings.default_channel,
-        notify_channel=settings.notify_channel, metrics=metrics,
+        client,
+        signoff,
+        default_channel=settings.default_channel,
+        notify_channel=settings.notify_channel,
+        metrics=metrics,
     )
     return signoff, client
 
 
-def build_bolt_app(settings: Settings, signoff: Signoff, client: AsyncWebClient, runner: Any) -> AsyncApp:
+def build_bolt_app(
+    settings: Settings, signoff: Signoff, client: AsyncWebClient, runner: Any
+) -> AsyncApp:
     """The Bolt app. Every request is verified with the signing secret (HTTP mode)."""
     app = AsyncApp(
         signing_secret=settings.slack_signing_secret or "socket-mode",

@@ -218,7 +218,10 @@ def _plain_section(text: str) -> dict[str, Any]:
 def _fields(fields: Sequence[str]) -> list[dict[str, Any]]:
     """Sections of at most FIELDS_MAX mrkdwn fields each."""
     return [
-        {"type": "section", "fields": [_mrkdwn(f, FIELD_TEXT_MAX) for f in fields[i : i + FIELDS_MAX]]}
+        {
+            "type": "section",
+            "fields": [_mrkdwn(f, FIELD_TEXT_MAX) for f in fields[i : i + FIELDS_MAX]],
+        }
         for i in range(0, len(fields), FIELDS_MAX)
     ]
 
@@ -240,7 +243,10 @@ def _divider() -> dict[str, Any]:
 
 def _message(text: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
     fallback = cut_mrkdwn(text, TEXT_MAX)
-    return {"text": fallback if fallback.strip() else "signoff", "blocks": blocks[:MESSAGE_BLOCKS_MAX]}
+    return {
+        "text": fallback if fallback.strip() else "signoff",
+        "blocks": blocks[:MESSAGE_BLOCKS_MAX],
+    }
 
 
 def _text(text: str) -> str:
@@ -260,11 +266,7 @@ def _raw(text: object, limit: int) -> str:
 
 
 def _is_redacted(value: Any) -> bool:
-    return (
-        isinstance(value, Mapping)
-        and len(value) == 1
-        and isinstance(value.get("redacted"), str)
-    )
+    return isinstance(value, Mapping) and len(value) == 1 and isinstance(value.get("redacted"), str)
 
 
 def _to_text(value: Any) -> str:
@@ -353,7 +355,11 @@ def _action_value(approval: Approval) -> str:
 
 
 def _button(
-    text: str, action_id: str, value: str, *, style: str | None = None,
+    text: str,
+    action_id: str,
+    value: str,
+    *,
+    style: str | None = None,
     confirm: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     button: dict[str, Any] = {
@@ -431,7 +437,10 @@ def approval_card(
     expires = None if approval.expire_at is None else approval.expire_at - now
     fields = _meta_fields(approval) + [
         _field(m.FIELD_EXPIRES, m.expiry(expires, approval.expire_at)),
-        _field(m.FIELD_APPROVALS, m.quorum(len(users), approval.required, [_raw(u, 100) for u in users[:20]])),
+        _field(
+            m.FIELD_APPROVALS,
+            m.quorum(len(users), approval.required, [_raw(u, 100) for u in users[:20]]),
+        ),
         _field(m.FIELD_APPROVERS, _approvers(approval)),
     ]
     blocks = [
@@ -442,7 +451,12 @@ def approval_card(
         _context(m.card_footer(_raw(approval.id, 300), approval.created_at)),
         _buttons(approval),
     ]
-    fallback = m.card_fallback(title, _raw(approval.action, 300), _raw(approval.risk_tier, 40), _raw(approval.requester, 200))
+    fallback = m.card_fallback(
+        title,
+        _raw(approval.action, 300),
+        _raw(approval.risk_tier, 40),
+        _raw(approval.requester, 200),
+    )
     return _message(fallback, blocks)
 
 
@@ -472,7 +486,9 @@ def _status_line(approval: Approval) -> tuple[str, str]:
     """(the mrkdwn line saying how it was settled, the emoji for the header)."""
     decision = _decision(approval)
     if approval.status == "expired":
-        return m.expired_line(approval.decided_at, bool(decision.get("approved"))), m.STATUS_EMOJI["expired"]
+        return m.expired_line(approval.decided_at, bool(decision.get("approved"))), m.STATUS_EMOJI[
+            "expired"
+        ]
     if approval.status == "cancelled":
         return m.cancelled_line(approval.decided_at), m.STATUS_EMOJI["cancelled"]
     status = "denied" if decision.get("status") == "denied" else approval.status
@@ -540,7 +556,11 @@ def expired_card(approval: Approval) -> dict[str, Any]:
 
 def thread_reply_completed(workflow: str, thread_id: str, outcome: str | None = None) -> str:
     """Posted in the card's thread when the run reaches its end."""
-    return _text(m.run_completed(_raw(workflow, 200), _raw(thread_id, 300), _raw(outcome, ERROR_MAX) if outcome else None))
+    return _text(
+        m.run_completed(
+            _raw(workflow, 200), _raw(thread_id, 300), _raw(outcome, ERROR_MAX) if outcome else None
+        )
+    )
 
 
 def thread_reply_failed(workflow: str, thread_id: str, error: str) -> str:
@@ -550,7 +570,9 @@ def thread_reply_failed(workflow: str, thread_id: str, error: str) -> str:
 
 def thread_reply_outcome_unknown(workflow: str, thread_id: str, error: str) -> str:
     """Posted when a side effect's outcome is unknown: a person must check."""
-    return _text(m.run_outcome_unknown(_raw(workflow, 200), _raw(thread_id, 300), _raw(error, ERROR_MAX)))
+    return _text(
+        m.run_outcome_unknown(_raw(workflow, 200), _raw(thread_id, 300), _raw(error, ERROR_MAX))
+    )
 
 
 def thread_reply_approved(approval: Approval) -> str:
@@ -560,7 +582,11 @@ def thread_reply_approved(approval: Approval) -> str:
 def thread_reply_rejected(approval: Approval) -> str:
     """Posted when a person rejected it (with the reason) or policy denied it."""
     denied = _decision(approval).get("status") == "denied"
-    return _text(m.run_rejected(_title(approval), _by(approval), _raw(_note(approval), ERROR_MAX), denied=denied))
+    return _text(
+        m.run_rejected(
+            _title(approval), _by(approval), _raw(_note(approval), ERROR_MAX), denied=denied
+        )
+    )
 
 
 def thread_reply_expired(approval: Approval) -> str:
@@ -588,7 +614,14 @@ def reminder_text(approval: Approval, *, now: float, mentions: Sequence[str] | N
         mentions: the user ids to mention (approvers resolved from groups, minus those who
             voted). Default: the policy entries, where a group is named but not pinged.
     """
-    return _text(m.reminder(_title(approval), now - approval.created_at, _who(approval, mentions), approval.expire_at))
+    return _text(
+        m.reminder(
+            _title(approval),
+            now - approval.created_at,
+            _who(approval, mentions),
+            approval.expire_at,
+        )
+    )
 
 
 def escalation_text(approval: Approval, *, now: float, added: Sequence[str] | None = None) -> str:
@@ -597,7 +630,11 @@ def escalation_text(approval: Approval, *, now: float, added: Sequence[str] | No
     Args:
         added: user ids the escalation added (resolved). Default: all approver entries.
     """
-    return _text(m.escalation(_title(approval), now - approval.created_at, _who(approval, added), approval.expire_at))
+    return _text(
+        m.escalation(
+            _title(approval), now - approval.created_at, _who(approval, added), approval.expire_at
+        )
+    )
 
 
 def text_blocks(text: str) -> dict[str, Any]:
@@ -617,8 +654,13 @@ def _metadata(approval: Approval) -> str:
 
 
 def _modal(
-    callback_id: str, title: str, blocks: list[dict[str, Any]], *, metadata: str,
-    submit: str | None = None, close: str = m.CLOSE,
+    callback_id: str,
+    title: str,
+    blocks: list[dict[str, Any]],
+    *,
+    metadata: str,
+    submit: str | None = None,
+    close: str = m.CLOSE,
 ) -> dict[str, Any]:
     view: dict[str, Any] = {
         "type": "modal",
@@ -634,8 +676,14 @@ def _modal(
 
 
 def _text_input(
-    block_id: str, label: str, *, hint: str | None = None, initial: str | None = None,
-    multiline: bool = False, optional: bool = False, placeholder: str | None = None,
+    block_id: str,
+    label: str,
+    *,
+    hint: str | None = None,
+    initial: str | None = None,
+    multiline: bool = False,
+    optional: bool = False,
+    placeholder: str | None = None,
     min_length: int | None = None,
 ) -> dict[str, Any]:
     element: dict[str, Any] = {
@@ -668,13 +716,21 @@ def reject_modal(approval: Approval) -> dict[str, Any]:
     blocks = [
         _section(m.reject_intro(_title(approval), _raw(approval.action, 300))),
         _text_input(
-            REASON_BLOCK, m.REASON_LABEL, hint=m.REASON_HINT, multiline=True,
-            placeholder=m.REASON_PLACEHOLDER, min_length=1,
+            REASON_BLOCK,
+            m.REASON_LABEL,
+            hint=m.REASON_HINT,
+            multiline=True,
+            placeholder=m.REASON_PLACEHOLDER,
+            min_length=1,
         ),
     ]
     return _modal(
-        REJECT_CALLBACK, m.REJECT_MODAL_TITLE, blocks, metadata=_metadata(approval),
-        submit=m.REJECT_MODAL_SUBMIT, close=m.CANCEL,
+        REJECT_CALLBACK,
+        m.REJECT_MODAL_TITLE,
+        blocks,
+        metadata=_metadata(approval),
+        submit=m.REJECT_MODAL_SUBMIT,
+        close=m.CANCEL,
     )
 
 
@@ -697,7 +753,9 @@ def edit_modal(approval: Approval, editable_fields: Iterable[str] | None = None)
         editable_fields: the fields to offer (names; a mapping's keys). Default:
             `approval.editable`.
     """
-    names = list(dict.fromkeys(editable_fields if editable_fields is not None else approval.editable))
+    names = list(
+        dict.fromkeys(editable_fields if editable_fields is not None else approval.editable)
+    )
     payload = _payload(approval)
     blocks: list[dict[str, Any]] = [_section(m.edit_intro(_title(approval)))]
     room = VIEW_BLOCKS_MAX - 3  # the intro, the note, the "more" line
@@ -719,14 +777,24 @@ def edit_modal(approval: Approval, editable_fields: Iterable[str] | None = None)
         )
         blocks.append(
             _text_input(
-                edit_block_id(name), label, hint=m.edit_hint(original), initial=initial,
-                multiline=multiline, optional=original is None or isinstance(original, str),
+                edit_block_id(name),
+                label,
+                hint=m.edit_hint(original),
+                initial=initial,
+                multiline=multiline,
+                optional=original is None or isinstance(original, str),
             )
         )
-    blocks.append(_text_input(NOTE_BLOCK, m.NOTE_LABEL, hint=m.NOTE_HINT, multiline=True, optional=True))
+    blocks.append(
+        _text_input(NOTE_BLOCK, m.NOTE_LABEL, hint=m.NOTE_HINT, multiline=True, optional=True)
+    )
     return _modal(
-        EDIT_CALLBACK, m.EDIT_MODAL_TITLE, blocks, metadata=_metadata(approval),
-        submit=m.EDIT_MODAL_SUBMIT, close=m.CANCEL,
+        EDIT_CALLBACK,
+        m.EDIT_MODAL_TITLE,
+        blocks,
+        metadata=_metadata(approval),
+        submit=m.EDIT_MODAL_SUBMIT,
+        close=m.CANCEL,
     )
 
 
@@ -757,7 +825,9 @@ def payload_modal(approval: Approval) -> dict[str, Any]:
     except (TypeError, ValueError, RecursionError):
         text = repr(shown)
     text = m.clean(text)
-    blocks: list[dict[str, Any]] = [_section(m.payload_intro(_title(approval), _raw(approval.action, 300)))]
+    blocks: list[dict[str, Any]] = [
+        _section(m.payload_intro(_title(approval), _raw(approval.action, 300)))
+    ]
     room = VIEW_BLOCKS_MAX - 2
     for chunk, end in _chunks(text, PAYLOAD_CHUNK_MAX):
         if len(blocks) - 1 >= room:
@@ -775,7 +845,7 @@ def payload_modal(approval: Approval) -> dict[str, Any]:
 def _permalink(url: object) -> str | None:
     if not isinstance(url, str) or not url.startswith("https://") or len(url) > 1000:
         return None
-    if any(c in url for c in "<>| \n\t\"") or m.clean(url) != url:
+    if any(c in url for c in '<>| \n\t"') or m.clean(url) != url:
         return None
     return url
 
@@ -796,7 +866,9 @@ def _pending_item(
     shown = f"<{url}|{m.link_label(title)}>" if url else m.escape(title)
     expires = None if approval.expire_at is None else approval.expire_at - now
     waits = m.waits_on(
-        approval.approvals_count, approval.required, [_raw(a, 100) for a in approval.approvers[:10]],
+        approval.approvals_count,
+        approval.required,
+        [_raw(a, 100) for a in approval.approvers[:10]],
         voted=_voted(approval, user),
     )
     lines = [
@@ -821,8 +893,12 @@ def _list(
 
 
 def status_blocks(
-    approvals: Sequence[Approval], user: str, now: float, *,
-    decidable: Collection[str] | None = None, permalinks: Mapping[str, str] | None = None,
+    approvals: Sequence[Approval],
+    user: str,
+    now: float,
+    *,
+    decidable: Collection[str] | None = None,
+    permalinks: Mapping[str, str] | None = None,
     totals: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """The `/agent status` reply: pending approvals, those `user` can decide first, each with
@@ -855,12 +931,16 @@ def status_blocks(
         blocks.append(_section(m.status_none()))
     if mine:
         room = MESSAGE_BLOCKS_MAX - (3 if others else 0)
-        blocks += _list(m.status_mine_heading(mine_total), mine, render, room, m.status_more, mine_total)
+        blocks += _list(
+            m.status_mine_heading(mine_total), mine, render, room, m.status_more, mine_total
+        )
     if others:
         if blocks:
             blocks.append(_divider())
         room = MESSAGE_BLOCKS_MAX - len(blocks)
-        blocks += _list(m.status_others_heading(others_total), others, render, room, m.status_more, others_total)
+        blocks += _list(
+            m.status_others_heading(others_total), others, render, room, m.status_more, others_total
+        )
     return _message(m.status_fallback(mine_total, others_total), blocks)
 
 
@@ -868,7 +948,9 @@ def _approval_line(approval: Approval) -> str:
     status: str = approval.status
     if status == "rejected" and _decision(approval).get("status") == "denied":
         status = "denied"
-    return m.approval_line(status, _title(approval)[:LIST_TITLE_MAX], _by(approval), approval.decided_at)
+    return m.approval_line(
+        status, _title(approval)[:LIST_TITLE_MAX], _by(approval), approval.decided_at
+    )
 
 
 def _lines_section(heading: str, lines: Sequence[str], more: Any) -> dict[str, Any]:
@@ -897,8 +979,11 @@ def _summary(state: object) -> Mapping[str, Any]:
 
 
 def thread_status_blocks(
-    run: Mapping[str, Any], state_summary: Mapping[str, Any] | object | None,
-    approvals: Sequence[Approval], *, now: float | None = None,
+    run: Mapping[str, Any],
+    state_summary: Mapping[str, Any] | object | None,
+    approvals: Sequence[Approval],
+    *,
+    now: float | None = None,
 ) -> dict[str, Any]:
     """The `/agent status THREAD_ID` reply: the run, where it is paused, on what, its history.
 
@@ -916,7 +1001,10 @@ def thread_status_blocks(
     status = str(run.get("status") or "unknown")
     fields = [
         _field(m.FIELD_WORKFLOW, m.code(_raw(run.get("workflow") or "?", 200))),
-        _field(m.FIELD_STATUS, f"{m.RUN_STATUS_EMOJI.get(status, '•')} {m.escape(m.status_word(_raw(status, 40)))}"),
+        _field(
+            m.FIELD_STATUS,
+            f"{m.RUN_STATUS_EMOJI.get(status, '•')} {m.escape(m.status_word(_raw(status, 40)))}",
+        ),
         _field(m.FIELD_REQUESTER, m.mention(_raw(run.get("requester") or "?", 200))),
     ]
     if run.get("channel"):
@@ -925,7 +1013,10 @@ def thread_status_blocks(
         ts = run.get(key)
         if isinstance(ts, (int, float)) and math.isfinite(ts):
             fields.append(_field(label, f"{m.date(ts)} ({m.ago(now - ts)})"))
-    blocks: list[dict[str, Any]] = [_header(m.thread_heading_plain(_raw(thread_id, 200))), *_fields(fields)]
+    blocks: list[dict[str, Any]] = [
+        _header(m.thread_heading_plain(_raw(thread_id, 200))),
+        *_fields(fields),
+    ]
     if run.get("error"):
         blocks.append(_section(m.thread_error(_raw(run["error"], ERROR_MAX))))
     summary = _summary(state_summary)
@@ -937,10 +1028,14 @@ def thread_status_blocks(
     if history:
         last = history[-HISTORY_LINES_MAX:]
         lines = [f"• {escape_fit(_one_line(h), 200)}" for h in last]
-        blocks.append(_section("\n".join([m.thread_history_heading(len(last), len(history)), *lines])))
+        blocks.append(
+            _section("\n".join([m.thread_history_heading(len(last), len(history)), *lines]))
+        )
     if approvals:
         lines = [_approval_line(a) for a in approvals]
-        blocks.append(_lines_section(m.thread_approvals_heading(len(approvals)), lines, m.home_more))
+        blocks.append(
+            _lines_section(m.thread_approvals_heading(len(approvals)), lines, m.home_more)
+        )
     else:
         blocks.append(_context(m.thread_no_approvals()))
     fallback = f"Thread {m.code(_raw(thread_id, 200))}: {m.escape(m.status_word(_raw(status, 40)))}"
@@ -960,9 +1055,14 @@ def help_blocks(workflows: Sequence[str] = (), *, unknown: str | None = None) ->
 
 
 def home_view(
-    pending: Sequence[Approval], recent: Sequence[Approval], *, user: str | None = None,
-    now: float | None = None, permalinks: Mapping[str, str] | None = None,
-    notice: str | None = None, pending_total: int | None = None,
+    pending: Sequence[Approval],
+    recent: Sequence[Approval],
+    *,
+    user: str | None = None,
+    now: float | None = None,
+    permalinks: Mapping[str, str] | None = None,
+    notice: str | None = None,
+    pending_total: int | None = None,
 ) -> dict[str, Any]:
     """The App Home tab: the user's pending approvals and recent decisions (`views.publish`).
 
@@ -993,7 +1093,11 @@ def home_view(
     if recent:
         room = VIEW_BLOCKS_MAX - len(blocks)
         blocks += _list(
-            m.home_recent_heading(len(recent)), recent, lambda a: _section(_approval_line(a)), room, m.home_more
+            m.home_recent_heading(len(recent)),
+            recent,
+            lambda a: _section(_approval_line(a)),
+            room,
+            m.home_more,
         )
     else:
         blocks.append(_section(m.home_none_recent()))
@@ -1002,7 +1106,10 @@ def home_view(
 
 def home_unavailable_view() -> dict[str, Any]:
     """The App Home tab when the database cannot be reached."""
-    return {"type": "home", "blocks": [_header(m.home_heading_plain()), _section(m.home_unavailable())]}
+    return {
+        "type": "home",
+        "blocks": [_header(m.home_heading_plain()), _section(m.home_unavailable())],
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1033,7 +1140,9 @@ def check_limits(payload: Mapping[str, Any]) -> list[str]:
         for key in ("submit", "close"):
             if key in payload:
                 _check_text(payload[key], key, MODAL_BUTTON_MAX, problems, plain=True)
-        _check_len(payload.get("private_metadata", ""), "private_metadata", PRIVATE_METADATA_MAX, problems)
+        _check_len(
+            payload.get("private_metadata", ""), "private_metadata", PRIVATE_METADATA_MAX, problems
+        )
         _check_len(payload.get("callback_id", ""), "callback_id", CALLBACK_ID_MAX, problems)
     seen: set[str] = set()
     for i, block in enumerate(blocks):
@@ -1060,7 +1169,9 @@ def _check_len(value: object, path: str, limit: int, problems: list[str], min_le
         problems.append(f"{path}: length {n} not within {min_len}..{limit}")
 
 
-def _check_text(obj: object, path: str, limit: int, problems: list[str], *, plain: bool = False) -> None:
+def _check_text(
+    obj: object, path: str, limit: int, problems: list[str], *, plain: bool = False
+) -> None:
     if not isinstance(obj, Mapping) or obj.get("type") not in ("plain_text", "mrkdwn"):
         problems.append(f"{path}: not a text object")
         return
@@ -1124,7 +1235,9 @@ def _check_element(element: object, path: str, problems: list[str]) -> None:
     if not isinstance(element, Mapping):
         problems.append(f"{path}: not an object")
         return
-    _check_len(element.get("action_id", ""), f"{path}.action_id", ACTION_ID_MAX, problems, min_len=1)
+    _check_len(
+        element.get("action_id", ""), f"{path}.action_id", ACTION_ID_MAX, problems, min_len=1
+    )
     kind = element.get("type")
     if kind == "button":
         _check_text(element.get("text"), f"{path}.text", BUTTON_TEXT_MAX, problems, plain=True)
@@ -1136,10 +1249,22 @@ def _check_element(element: object, path: str, problems: list[str]) -> None:
             problems.append(f"{path}.style: {element.get('style')!r}")
         confirm = element.get("confirm")
         if confirm is not None:
-            _check_text(confirm.get("title"), f"{path}.confirm.title", CONFIRM_TITLE_MAX, problems, plain=True)
+            _check_text(
+                confirm.get("title"),
+                f"{path}.confirm.title",
+                CONFIRM_TITLE_MAX,
+                problems,
+                plain=True,
+            )
             _check_text(confirm.get("text"), f"{path}.confirm.text", CONFIRM_TEXT_MAX, problems)
             for key in ("confirm", "deny"):
-                _check_text(confirm.get(key), f"{path}.confirm.{key}", CONFIRM_BUTTON_MAX, problems, plain=True)
+                _check_text(
+                    confirm.get(key),
+                    f"{path}.confirm.{key}",
+                    CONFIRM_BUTTON_MAX,
+                    problems,
+                    plain=True,
+                )
     elif kind == "plain_text_input":
         max_length = element.get("max_length", INPUT_VALUE_MAX)
         if not isinstance(max_length, int) or not 1 <= max_length <= INPUT_VALUE_MAX:
@@ -1148,10 +1273,14 @@ def _check_element(element: object, path: str, problems: list[str]) -> None:
         if "initial_value" in element:
             _check_len(element["initial_value"], f"{path}.initial_value", max_length, problems)
         if "placeholder" in element:
-            _check_text(element["placeholder"], f"{path}.placeholder", PLACEHOLDER_MAX, problems, plain=True)
+            _check_text(
+                element["placeholder"], f"{path}.placeholder", PLACEHOLDER_MAX, problems, plain=True
+            )
     elif kind in ("static_select", "radio_buttons", "checkboxes", "overflow"):
         for j, option in enumerate(element.get("options") or []):
             _check_text(option.get("text"), f"{path}.options[{j}].text", OPTION_TEXT_MAX, problems)
-            _check_len(option.get("value", ""), f"{path}.options[{j}].value", OPTION_VALUE_MAX, problems)
+            _check_len(
+                option.get("value", ""), f"{path}.options[{j}].value", OPTION_VALUE_MAX, problems
+            )
     else:
         problems.append(f"{path}: unexpected element type {kind!r}")

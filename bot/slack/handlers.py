@@ -74,7 +74,9 @@ class Handlers:
     # ---- helpers ------------------------------------------------------------------------
 
     async def _ephemeral(self, body: dict[str, Any], text: str) -> None:
-        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
+            "channel_id"
+        )
         user = (body.get("user") or {}).get("id")
         if channel and user:
             try:
@@ -124,7 +126,9 @@ class Handlers:
                 return
             if action_id == payloads.PAYLOAD:
                 await ack()
-                await self.client.views_open(trigger_id=body["trigger_id"], view=blocks.payload_modal(a))
+                await self.client.views_open(
+                    trigger_id=body["trigger_id"], view=blocks.payload_modal(a)
+                )
                 return
             a = await self.signoff.check_voter(a.id, user, approve=action_id != payloads.REJECT)
             await ack()
@@ -177,7 +181,10 @@ class Handlers:
             await ack(response_action="errors", errors={payloads.REASON_BLOCK: messages.busy()})
             return
         except DatabaseUnavailable:
-            await ack(response_action="errors", errors={payloads.REASON_BLOCK: messages.database_unavailable()})
+            await ack(
+                response_action="errors",
+                errors={payloads.REASON_BLOCK: messages.database_unavailable()},
+            )
             return
         await ack()
         self.kick()
@@ -194,7 +201,9 @@ class Handlers:
                 first_block = payloads.edit_block_id(next(iter(editable)))
             edits = payloads.edits_from_view_state(view.get("state") or {}, editable)
             note = payloads.note_from_view_state(view.get("state") or {})
-            await self.signoff.vote(approval_id, user, True, note=note, edits=edits, wait=CLICK_WAIT)
+            await self.signoff.vote(
+                approval_id, user, True, note=note, edits=edits, wait=CLICK_WAIT
+            )
             self.refresh_home_soon(user)
         except payloads.FormErrors as e:
             await ack(**e.response())
@@ -206,7 +215,9 @@ class Handlers:
             await ack(response_action="errors", errors={first_block: messages.busy()})
             return
         except DatabaseUnavailable:
-            await ack(response_action="errors", errors={first_block: messages.database_unavailable()})
+            await ack(
+                response_action="errors", errors={first_block: messages.database_unavailable()}
+            )
             return
         await ack()
         self.kick()
@@ -219,7 +230,11 @@ class Handlers:
             command = payloads.parse_agent_command(body.get("text") or "")
         except payloads.CommandError as e:
             help_message = blocks.help_blocks(sorted(self.signoff.workflows))
-            await ack(response_type="ephemeral", text=messages.command_error(str(e)), blocks=help_message["blocks"])
+            await ack(
+                response_type="ephemeral",
+                text=messages.command_error(str(e)),
+                blocks=help_message["blocks"],
+            )
             return
         try:
             if command.kind == "status":
@@ -229,18 +244,37 @@ class Handlers:
                 await ack(
                     response_type="ephemeral",
                     **blocks.status_blocks(
-                        shown, user, time.time(), decidable={a.id for a in view.mine}, permalinks=links,
+                        shown,
+                        user,
+                        time.time(),
+                        decidable={a.id for a in view.mine},
+                        permalinks=links,
                         totals=(view.mine_total, view.others_total),
                     ),
                 )
             elif command.kind == "status_thread":
-                await ack(response_type="ephemeral", **(await self._thread_status(command.thread_id or "")))
+                await ack(
+                    response_type="ephemeral",
+                    **(await self._thread_status(command.thread_id or "")),
+                )
             elif command.kind == "run":
-                await ack(response_type="ephemeral", text=messages.run_starting(command.workflow or ""))
+                await ack(
+                    response_type="ephemeral", text=messages.run_starting(command.workflow or "")
+                )
                 channel = body.get("channel_id") or self.default_channel
-                self._spawn(self._run(command.workflow or "", command.args, user, channel, body.get("response_url")))
+                self._spawn(
+                    self._run(
+                        command.workflow or "",
+                        command.args,
+                        user,
+                        channel,
+                        body.get("response_url"),
+                    )
+                )
             else:
-                await ack(response_type="ephemeral", **blocks.help_blocks(sorted(self.signoff.workflows)))
+                await ack(
+                    response_type="ephemeral", **blocks.help_blocks(sorted(self.signoff.workflows))
+                )
         except DatabaseUnavailable:
             await ack(response_type="ephemeral", text=messages.database_unavailable())
         except ApprovalError as e:
@@ -278,9 +312,18 @@ class Handlers:
         summary = {"next": state.next, "history": list(reversed(history))}
         return blocks.thread_status_blocks(dict(run), summary, approvals, now=time.time())
 
-    async def _run(self, workflow: str, args: dict[str, str], user: str, channel: str | None, response_url: str | None) -> None:
+    async def _run(
+        self,
+        workflow: str,
+        args: dict[str, str],
+        user: str,
+        channel: str | None,
+        response_url: str | None,
+    ) -> None:
         try:
-            report = await self.signoff.start(workflow, args, requester=user, channel=channel, check_starter=True)
+            report = await self.signoff.start(
+                workflow, args, requester=user, channel=channel, check_starter=True
+            )
             text = messages.run_started(workflow, report.thread_id, report.status)
         except UnknownWorkflowError:
             text = messages.unknown_workflow(workflow, sorted(self.signoff.workflows))
@@ -290,7 +333,7 @@ class Handlers:
             text = messages.start_refused(workflow)
         except DatabaseUnavailable:
             text = messages.database_unavailable()
-        except Exception as e:  # noqa: BLE001 - the user is told; the log has the trace
+        except Exception as e:
             log.exception("/agent run %s failed", workflow)
             text = messages.run_failed(workflow, "", f"{type(e).__name__}: {e}")
         self.kick()
@@ -343,7 +386,11 @@ class Handlers:
             await self._publish_home(user)
         finally:
             lock.release()
-            if not lock.locked() and user not in self._home_waiting and self._home_locks.get(user) is lock:
+            if (
+                not lock.locked()
+                and user not in self._home_waiting
+                and self._home_locks.get(user) is lock
+            ):
                 del self._home_locks[user]
 
     async def _publish_home(self, user: str) -> None:
@@ -351,9 +398,13 @@ class Handlers:
             pending = await self.signoff.pending_view(user, limit=STATUS_LIMIT)
             recent = await self.signoff.recent(10)
         except DatabaseUnavailable:
-            view = blocks.home_view([], [], user=user, now=time.time(), notice=messages.database_unavailable())
+            view = blocks.home_view(
+                [], [], user=user, now=time.time(), notice=messages.database_unavailable()
+            )
         else:
-            view = blocks.home_view(pending.mine, recent, user=user, now=time.time(), pending_total=pending.mine_total)
+            view = blocks.home_view(
+                pending.mine, recent, user=user, now=time.time(), pending_total=pending.mine_total
+            )
         await self.client.views_publish(user_id=user, view=view)
 
 

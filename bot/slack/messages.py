@@ -136,7 +136,9 @@ def link_label(text: str) -> str:
     characters become look-alikes (∗ ˍ ∼ ˋ), the rest is escaped."""
     text = clean(text).replace("\n", " ")
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    table = str.maketrans({"*": "∗", "＊": "﹡", "_": "ˍ", "＿": "ˍ", "~": "∼", "`": "ˋ", "｀": "ˋ", "|": "¦"})
+    table = str.maketrans(
+        {"*": "∗", "＊": "﹡", "_": "ˍ", "＿": "ˍ", "~": "∼", "`": "ˋ", "｀": "ˋ", "|": "¦"}
+    )
     return text.translate(table) or "-"
 
 
@@ -352,9 +354,7 @@ def quorum(approved: int, required: int, users: Sequence[str]) -> str:
 
 
 def fields_omitted(shown: int, total: int) -> str:
-    return (
-        f"Showing {shown} of {total} fields. *{FULL_PAYLOAD}* shows them all."
-    )
+    return f"Showing {shown} of {total} fields. *{FULL_PAYLOAD}* shows them all."
 
 
 def values_shortened() -> str:
@@ -387,7 +387,9 @@ def decided_line(status: str, by: Sequence[str], at: float | None) -> str:
 
 def expired_line(at: float | None, approved: bool) -> str:
     outcome = "approved (the policy's expiry outcome)" if approved else "rejected"
-    return f"{STATUS_EMOJI['expired']} *Expired*: nobody decided by {date(at)}, so it was {outcome}."
+    return (
+        f"{STATUS_EMOJI['expired']} *Expired*: nobody decided by {date(at)}, so it was {outcome}."
+    )
 
 
 def cancelled_line(at: float | None) -> str:
@@ -417,7 +419,9 @@ def edit_change(field: str, before: str, after: str) -> str:
 
 
 def run_completed(workflow: str, thread_id: str, outcome: str | None = None) -> str:
-    text = f"{RUN_STATUS_EMOJI['completed']} Run {code(thread_id)} of *{escape(workflow)}* completed."
+    text = (
+        f"{RUN_STATUS_EMOJI['completed']} Run {code(thread_id)} of *{escape(workflow)}* completed."
+    )
     if outcome:
         text += f"\n{escape(outcome)}"
     return text
@@ -480,7 +484,9 @@ def reminder(title: str, waiting: float, approvers: Sequence[str], expire_at: fl
     )
 
 
-def escalation(title: str, waiting: float, approvers: Sequence[str], expire_at: float | None) -> str:
+def escalation(
+    title: str, waiting: float, approvers: Sequence[str], expire_at: float | None
+) -> str:
     """The escalation notice: `approvers` (user ids, `@groups`) can now decide it too."""
     return (
         f"🔺 Escalated: {escape(title)} has waited {duration(waiting)}. "

@@ -21,8 +21,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from ..approvals.events import Event, RetryLater
 from ..approvals.models import Approval
-from ..approvals.service import Signoff
 from ..approvals.policy import resolve_members
+from ..approvals.service import Signoff
 from . import blocks
 
 __all__ = ["SlackSink"]
@@ -56,8 +56,14 @@ class SlackSink:
             await self._deliver(event)
         except SlackApiError as e:
             status = e.response.status_code if e.response is not None else None
-            if status == 429 or (e.response is not None and e.response.get("error") == "ratelimited"):
-                retry_after = float(e.response.headers.get("Retry-After", 1)) if e.response is not None else 1.0
+            if status == 429 or (
+                e.response is not None and e.response.get("error") == "ratelimited"
+            ):
+                retry_after = (
+                    float(e.response.headers.get("Retry-After", 1))
+                    if e.response is not None
+                    else 1.0
+                )
                 raise RetryLater(retry_after, f"Slack rate limit on {event.kind}") from e
             raise
 
@@ -83,14 +89,22 @@ class SlackSink:
             return None
         try:
             if thread_ts:
-                resp = await self.client.conversations_replies(channel=channel, ts=thread_ts, include_all_metadata=True, limit=200)
+                resp = await self.client.conversations_replies(
+                    channel=channel, ts=thread_ts, include_all_metadata=True, limit=200
+                )
             else:
-                resp = await self.client.conversations_history(channel=channel, include_all_metadata=True, limit=200)
+                resp = await self.client.conversations_history(
+                    channel=channel, include_all_metadata=True, limit=200
+                )
         except SlackApiError as e:
-            if e.response is not None and (e.response.status_code == 429 or e.response.status_code >= 500):
+            if e.response is not None and (
+                e.response.status_code == 429 or e.response.status_code >= 500
+            ):
                 raise  # retried later, like the post itself
             # e.g. missing_scope (channels:history): post anyway, at worst twice, never lost
-            log.warning("could not look for an earlier delivery of event %s in %s: %s", event.id, channel, e)
+            log.warning(
+                "could not look for an earlier delivery of event %s in %s: %s", event.id, channel, e
+            )
             return None
         for m in resp.get("messages") or []:
             meta = m.get("metadata") or {}
@@ -99,14 +113,23 @@ class SlackSink:
         return None
 
     async def _post(
-        self, event: Event, tag: dict[str, Any], channel: str, *, thread_ts: str | None = None, **message: Any
+        self,
+        event: Event,
+        tag: dict[str, Any],
+        channel: str,
+        *,
+        thread_ts: str | None = None,
+        **message: Any,
     ) -> tuple[str, str]:
         """Post once per `tag`: (channel, ts) of the new message, or of the one posted before."""
         found = await self._posted_before(event, tag, channel, thread_ts)
         if found is not None:
             return channel, str(found["ts"])
         resp = await self.client.chat_postMessage(
-            channel=channel, thread_ts=thread_ts, metadata={"event_type": _META, "event_payload": tag}, **message
+            channel=channel,
+            thread_ts=thread_ts,
+            metadata={"event_type": _META, "event_payload": tag},
+            **message,
         )
         return str(resp["channel"]), str(resp["ts"])
 
@@ -116,7 +139,9 @@ class SlackSink:
             return a
         channel = a.channel or self.default_channel
         if channel is None:
-            log.warning("approval %s has no channel and SIGNOFF_DEFAULT_CHANNEL is unset; no card", a.id)
+            log.warning(
+                "approval %s has no channel and SIGNOFF_DEFAULT_CHANNEL is unset; no card", a.id
+            )
             return a
         card = blocks.card(a, now=time.time())
         where, ts = await self._post(event, {"card": a.id}, channel, **card)
@@ -126,12 +151,20 @@ class SlackSink:
     async def _update_card(self, a: Approval, event: Event) -> Approval:
         if not a.message_ts:
             return await self._post_card(a, event)
-        await self.client.chat_update(channel=a.channel, ts=a.message_ts, **blocks.card(a, now=time.time()))
+        await self.client.chat_update(
+            channel=a.channel, ts=a.message_ts, **blocks.card(a, now=time.time())
+        )
         return a
 
     async def _reply(self, a: Approval, text: str, event: Event) -> None:
         if a.message_ts and a.channel:
-            await self._post(event, {"event": event.id, "step": "reply"}, a.channel, thread_ts=a.message_ts, text=text)
+            await self._post(
+                event,
+                {"event": event.id, "step": "reply"},
+                a.channel,
+                thread_ts=a.message_ts,
+                text=text,
+            )
 
     async def _on_approval_requested(self, event: Event) -> None:
         a = await self._approval(event)
@@ -170,7 +203,9 @@ class SlackSink:
         if a is not None and a.status == "pending":
             await self._update_card(a, event)
             added = await resolve_members(event.data.get("to") or (), self.signoff.groups)
-            await self._reply(a, blocks.escalation_text(a, now=time.time(), added=sorted(added)), event)
+            await self._reply(
+                a, blocks.escalation_text(a, now=time.time(), added=sorted(added)), event
+            )
 
     async def _who_can_decide(self, a: Approval) -> list[str]:
         """User ids to mention: the approvers, groups resolved, who have not voted."""
@@ -197,14 +232,20 @@ class SlackSink:
         values = event.data.get("values") or {}
         outcome = values.get("outcome") if isinstance(values, dict) else None
         await self._run_message(
-            event, blocks.thread_reply_completed(event.data.get("workflow", ""), event.thread_id or "", outcome)
+            event,
+            blocks.thread_reply_completed(
+                event.data.get("workflow", ""), event.thread_id or "", outcome
+            ),
         )
 
     async def _on_run_failed(self, event: Event) -> None:
         if self.metrics is not None:
             self.metrics.resume_failures.inc()
         await self._run_message(
-            event, blocks.thread_reply_failed(event.data.get("workflow", ""), event.thread_id or "", event.data.get("error", ""))
+            event,
+            blocks.thread_reply_failed(
+                event.data.get("workflow", ""), event.thread_id or "", event.data.get("error", "")
+            ),
         )
 
     async def _on_run_outcome_unknown(self, event: Event) -> None:

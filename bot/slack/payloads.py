@@ -167,7 +167,9 @@ class ActionValue:
         if not isinstance(value, str):
             raise BadPayload(f"the button value must be a string, got {type(value).__name__}")
         if len(value) > PRIVATE_METADATA_MAX:
-            raise BadPayload(f"the button value is {len(value)} characters, longer than signoff makes")
+            raise BadPayload(
+                f"the button value is {len(value)} characters, longer than signoff makes"
+            )
         try:
             data = json.loads(value)
         except ValueError:
@@ -393,15 +395,18 @@ def _tokens(text: str) -> list[str]:
                 j = i + 1
                 quoted: list[str] = []
                 while j < n and text[j] not in closers:
-                    if text[j] == "\\" and c in _DOUBLE and j + 1 < n and (
-                        text[j + 1] in _DOUBLE or text[j + 1] == "\\"
+                    if (
+                        text[j] == "\\"
+                        and c in _DOUBLE
+                        and j + 1 < n
+                        and (text[j + 1] in _DOUBLE or text[j + 1] == "\\")
                     ):
                         j += 1
                     quoted.append(text[j])
                     j += 1
                 if j >= n:
                     key = "".join(buf)
-                    where = f"after {key}" if key else f"at “{text[start:start + 20]}”"
+                    where = f"after {key}" if key else f"at “{text[start : start + 20]}”"
                     raise CommandError(f"the quote opened {where} is never closed")
                 buf.extend(quoted)
                 i = j + 1
@@ -435,7 +440,9 @@ def parse_agent_command(text: str) -> AgentCommand:
         if not rest:
             return AgentCommand("status")
         if len(rest) > 1:
-            raise CommandError("`/agent status` takes one thread id at most: `/agent status THREAD_ID`")
+            raise CommandError(
+                "`/agent status` takes one thread id at most: `/agent status THREAD_ID`"
+            )
         return AgentCommand("status_thread", thread_id=rest[0])
     if verb == "run":
         if not rest:

@@ -29,7 +29,11 @@ __all__ = ["BUILTIN", "Workflow", "load_workflows", "services"]
 
 BUILTIN: dict[str, Workflow] = {
     m.__name__.rpartition(".")[2]: Workflow(
-        m.__name__.rpartition(".")[2], m.build, (m.__doc__ or "").strip().splitlines()[0], m.INPUTS, m.REQUIRED
+        m.__name__.rpartition(".")[2],
+        m.build,
+        (m.__doc__ or "").strip().splitlines()[0],
+        m.INPUTS,
+        m.REQUIRED,
     )
     for m in (refund, delete_row, vendor_payment)
 }
@@ -48,7 +52,9 @@ def load_workflows(paths: Mapping[str, str | None]) -> dict[str, Workflow]:
             continue
         module_name, _, attr = path.partition(":")
         if not attr:
-            raise ValueError(f"workflow {name!r}: path {path!r} must look like 'package.module:function'")
+            raise ValueError(
+                f"workflow {name!r}: path {path!r} must look like 'package.module:function'"
+            )
         try:
             module = importlib.import_module(module_name)
             target: Any = getattr(module, attr)
@@ -56,7 +62,9 @@ def load_workflows(paths: Mapping[str, str | None]) -> dict[str, Workflow]:
             raise ValueError(f"workflow {name!r}: cannot import {path!r}: {e}") from e
         build = (lambda g=target: g) if isinstance(target, StateGraph) else target
         if not callable(build):
-            raise ValueError(f"workflow {name!r}: {path!r} is not a function returning a StateGraph")
+            raise ValueError(  # noqa: TRY004 -- a configuration error, like the others here
+                f"workflow {name!r}: {path!r} is not a function returning a StateGraph"
+            )
         doc = (getattr(target, "__doc__", None) or name).strip().splitlines()[0]
         inputs = tuple(getattr(target, "INPUTS", getattr(module, "INPUTS", ())))
         required = tuple(getattr(target, "REQUIRED", getattr(module, "REQUIRED", ())))

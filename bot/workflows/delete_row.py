@@ -10,8 +10,8 @@ from typing import Any, TypedDict
 
 from graphs import END, START, StateGraph, once
 
-from ..approvals.request import request_approval
 from ..approvals.effects import services
+from ..approvals.request import request_approval
 
 INPUTS = ("table", "row_id", "reason")
 REQUIRED = ("table", "row_id")
@@ -29,7 +29,11 @@ class DeleteRowState(TypedDict, total=False):
 def ask(state: DeleteRowState) -> dict[str, Any]:
     decision = request_approval(
         "delete_row",
-        {"table": state["table"], "row_id": str(state["row_id"]), "reason": state.get("reason", "")},
+        {
+            "table": state["table"],
+            "row_id": str(state["row_id"]),
+            "reason": state.get("reason", ""),
+        },
         title=f"Delete row {state['row_id']} of {state['table']}",
         dedupe_key=f"delete:{state['table']}:{state['row_id']}",
     )
@@ -41,8 +45,14 @@ def act(state: DeleteRowState, config: Any) -> dict[str, Any]:
     if not decision["approved"]:
         return {"outcome": f"kept ({decision['status']}): {decision['note'] or 'no reason given'}"}
     args, key = decision["args"], decision["idempotency_key"]
-    once(f"delete:{key}", svc.effects.record, "delete_row", key,
-         {"table": args["table"], "row_id": args["row_id"]}, thread_id=svc.thread_id)
+    once(
+        f"delete:{key}",
+        svc.effects.record,
+        "delete_row",
+        key,
+        {"table": args["table"], "row_id": args["row_id"]},
+        thread_id=svc.thread_id,
+    )
     return {"outcome": f"deleted row {args['row_id']} of {args['table']}"}
 
 

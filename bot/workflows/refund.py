@@ -11,8 +11,8 @@ from typing import Any, TypedDict
 
 from graphs import END, START, StateGraph, once
 
-from ..approvals.request import request_approval
 from ..approvals.effects import services
+from ..approvals.request import request_approval
 
 INPUTS = ("customer_id", "order_id", "amount", "reason")
 REQUIRED = ("customer_id", "amount")
@@ -58,18 +58,28 @@ def issue_refund(state: RefundState, config: Any) -> dict[str, Any]:
     key = decision["idempotency_key"]
     # once(): if the process dies mid-refund, the next attempt reports "outcome unknown"
     # instead of refunding again; the key lets the provider refuse a duplicate too.
-    once(f"refund:{key}", svc.effects.record, "refund", key,
-         {"customer_id": args["customer_id"], "amount": args["amount"], "reason": args["reason"]},
-         thread_id=svc.thread_id)
+    once(
+        f"refund:{key}",
+        svc.effects.record,
+        "refund",
+        key,
+        {"customer_id": args["customer_id"], "amount": args["amount"], "reason": args["reason"]},
+        thread_id=svc.thread_id,
+    )
     return {"outcome": f"refunded {args['amount']:.2f} to {args['customer_id']}"}
 
 
 def notify_rejection(state: RefundState, config: Any) -> dict[str, Any]:
     decision, svc = state["decision"], services(config)
     key = f"declined:{decision['approval_id']}"
-    once(key, svc.effects.record, "email", key,
-         {"to": state["customer_id"], "text": "Your refund request was declined."},
-         thread_id=svc.thread_id)
+    once(
+        key,
+        svc.effects.record,
+        "email",
+        key,
+        {"to": state["customer_id"], "text": "Your refund request was declined."},
+        thread_id=svc.thread_id,
+    )
     return {"outcome": f"declined ({decision['status']}): {decision['note'] or 'no reason given'}"}
 
 

@@ -10,8 +10,8 @@ from typing import Any, TypedDict
 
 from graphs import END, START, StateGraph, once
 
-from ..approvals.request import request_approval
 from ..approvals.effects import services
+from ..approvals.request import request_approval
 
 INPUTS = ("vendor", "invoice_id", "amount")
 REQUIRED = ("vendor", "invoice_id", "amount")
@@ -30,7 +30,11 @@ class PaymentState(TypedDict, total=False):
 def approve_invoice(state: PaymentState) -> dict[str, Any]:
     d = request_approval(
         "approve_invoice",
-        {"vendor": state["vendor"], "invoice_id": state["invoice_id"], "amount": float(state["amount"])},
+        {
+            "vendor": state["vendor"],
+            "invoice_id": state["invoice_id"],
+            "amount": float(state["amount"]),
+        },
         title=f"Invoice {state['invoice_id']} from {state['vendor']}",
     )
     return {"invoice_decision": {**d.to_json(), "args": d.args}}
@@ -49,9 +53,14 @@ def release_payment(state: PaymentState) -> dict[str, Any]:
 def pay(state: PaymentState, config: Any) -> dict[str, Any]:
     d, svc = state["payment_decision"], services(config)
     args, key = d["args"], d["idempotency_key"]
-    once(f"pay:{key}", svc.effects.record, "payment", key,
-         {"vendor": args["vendor"], "amount": args["amount"], "invoice_id": args["invoice_id"]},
-         thread_id=svc.thread_id)
+    once(
+        f"pay:{key}",
+        svc.effects.record,
+        "payment",
+        key,
+        {"vendor": args["vendor"], "amount": args["amount"], "invoice_id": args["invoice_id"]},
+        thread_id=svc.thread_id,
+    )
     return {"outcome": f"paid {args['amount']:.2f} to {args['vendor']}"}
 
 

@@ -112,7 +112,9 @@ def _enable_wal(cursor: Any, timeout: float) -> None:
         pause = min(pause * 2, 0.05)
 
 
-def _install_sqlite_hooks(engine: Engine, busy_ms: int, synchronous: str, gate: WriteGate | None = None) -> None:
+def _install_sqlite_hooks(
+    engine: Engine, busy_ms: int, synchronous: str, gate: WriteGate | None = None
+) -> None:
     """Set each new connection's pragmas, and begin writes with `BEGIN IMMEDIATE`.
 
     With `gate` (the sync engine), a write transaction first takes the process's write gate

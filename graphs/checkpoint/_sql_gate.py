@@ -146,7 +146,9 @@ class WriteGate:
             raise
 
     @contextlib.asynccontextmanager
-    async def ahold(self, *, urgent: bool = False, timeout: float | None = None) -> AsyncIterator[None]:
+    async def ahold(
+        self, *, urgent: bool = False, timeout: float | None = None
+    ) -> AsyncIterator[None]:
         await self.aacquire(urgent=urgent, timeout=timeout)
         try:
             yield

@@ -249,9 +249,7 @@ class BaseCheckpointSaver:
         before: RunConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        items = await asyncio.to_thread(
-            lambda: list(self.list(config, before=before, limit=limit))
-        )
+        items = await asyncio.to_thread(lambda: list(self.list(config, before=before, limit=limit)))
         for item in items:
             yield item
 

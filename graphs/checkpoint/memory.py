@@ -49,7 +49,9 @@ class InMemorySaver(BaseCheckpointSaver):
         super().__init__()
         self._lock = threading.RLock()
         # (thread, ns) -> {checkpoint_id: (record, metadata, parent_id)}, in insertion order
-        self._checkpoints: dict[_Key, dict[str, tuple[dict[str, Any], dict[str, Any], str | None]]] = {}
+        self._checkpoints: dict[
+            _Key, dict[str, tuple[dict[str, Any], dict[str, Any], str | None]]
+        ] = {}
         self._blobs: dict[tuple[str, str, str, int], tuple[Any] | str] = {}
         self._writes: dict[tuple[str, str, str], list[tuple[str, str, tuple[Any] | str]]] = {}
 
@@ -71,7 +73,10 @@ class InMemorySaver(BaseCheckpointSaver):
             return self._tuple(key, checkpoint_id, history[checkpoint_id])
 
     def _tuple(
-        self, key: _Key, checkpoint_id: str, entry: tuple[dict[str, Any], dict[str, Any], str | None]
+        self,
+        key: _Key,
+        checkpoint_id: str,
+        entry: tuple[dict[str, Any], dict[str, Any], str | None],
     ) -> CheckpointTuple:
         record, metadata, parent_id = entry
         thread_id, ns = key
@@ -131,7 +136,9 @@ class InMemorySaver(BaseCheckpointSaver):
                         continue
                     if limit is not None and len(out) >= limit:
                         break
-                    out.append(self._tuple(key, checkpoint_id, self._checkpoints[key][checkpoint_id]))
+                    out.append(
+                        self._tuple(key, checkpoint_id, self._checkpoints[key][checkpoint_id])
+                    )
         yield from out
 
     def put(

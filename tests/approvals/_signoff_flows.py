@@ -13,15 +13,14 @@ the subprocesses they start (`env()` sets `PYTHONPATH` to this folder).
 from __future__ import annotations
 
 import json
+import operator
 import os
 from pathlib import Path
-import operator
 from typing import Annotated, Any, TypedDict
-
-from graphs import END, START, StateGraph, once
 
 from bot.approvals.effects import services
 from bot.approvals.request import request_approval
+from graphs import END, START, StateGraph, once
 
 HERE = Path(__file__).resolve().parent
 DEMO_POLICY = Path(__file__).resolve().parents[2] / "bot" / "policies" / "demo.toml"
@@ -107,8 +106,14 @@ def _act(state: AskState, config: Any) -> dict[str, Any]:
 
 def _declined(state: AskState, config: Any) -> dict[str, Any]:
     d, svc = state["decision"], services(config)
-    once("declined", svc.effects.record, "declined", d["approval_id"],
-         {"status": d["status"], "note": d["note"]}, thread_id=svc.thread_id)
+    once(
+        "declined",
+        svc.effects.record,
+        "declined",
+        d["approval_id"],
+        {"status": d["status"], "note": d["note"]},
+        thread_id=svc.thread_id,
+    )
     return {"outcome": f"declined ({d['status']}): {d['note']}"}
 
 
@@ -134,14 +139,24 @@ class ReplayState(TypedDict, total=False):
 
 
 def _propose(state: ReplayState) -> dict[str, Any]:
-    d = request_approval("send_refund", {"customer_id": "c1", "order_id": "", "amount": state["amount"], "reason": "r"})
+    d = request_approval(
+        "send_refund",
+        {"customer_id": "c1", "order_id": "", "amount": state["amount"], "reason": "r"},
+    )
     return {"decision": {**d.to_json(), "args": d.args}}
 
 
 def _pay(state: ReplayState, config: Any) -> dict[str, Any]:
     d, svc = state["decision"], services(config)
     if d["approved"]:
-        once("pay", svc.effects.record, "refund", d["idempotency_key"], d["args"], thread_id=svc.thread_id)
+        once(
+            "pay",
+            svc.effects.record,
+            "refund",
+            d["idempotency_key"],
+            d["args"],
+            thread_id=svc.thread_id,
+        )
     return {"outcome": f"{d['status']} {d['args']['amount']}"}
 
 
@@ -165,7 +180,14 @@ def _branch(action: str, args: dict[str, Any]) -> Any:
         d = request_approval(action, args)
         if d.approved:
             svc = services(config)
-            once(action, svc.effects.record, action, d.idempotency_key, d.args, thread_id=svc.thread_id)
+            once(
+                action,
+                svc.effects.record,
+                action,
+                d.idempotency_key,
+                d.args,
+                thread_id=svc.thread_id,
+            )
         return {"done": [f"{action}:{d.status}"]}
 
     return node

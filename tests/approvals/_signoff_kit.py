@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-
 from _signoff_flows import POLICY, env
+
 from bot.approvals import tables as t
 from bot.approvals.audit import AuditLog
 from bot.approvals.events import EventSink, RecordingSink
@@ -51,7 +51,13 @@ class Kit:
         self.app = self.new_app(sink=self.sink, share_db=True)
         """The test's main `Signoff`: the kit's clock and sink."""
 
-    def new_app(self, *, sink: EventSink | None = None, share_db: bool = False, policy_text: str | None = None) -> Signoff:
+    def new_app(
+        self,
+        *,
+        sink: EventSink | None = None,
+        share_db: bool = False,
+        policy_text: str | None = None,
+    ) -> Signoff:
         """Another `Signoff` on the same database: a process of its own (own pool) by default."""
         path = self.policy_path
         if policy_text is not None:
@@ -70,10 +76,14 @@ class Kit:
 
     # ---- driving ----------------------------------------------------------------------
 
-    async def start(self, workflow: str, input: Mapping[str, Any], requester: str = "U_CAROL", **kw: Any) -> RunReport:
+    async def start(
+        self, workflow: str, input: Mapping[str, Any], requester: str = "U_CAROL", **kw: Any
+    ) -> RunReport:
         return await self.app.start(workflow, input, requester=requester, **kw)
 
-    async def ask(self, action: str, args: Mapping[str, Any], requester: str = "U_CAROL", **kw: Any) -> RunReport:
+    async def ask(
+        self, action: str, args: Mapping[str, Any], requester: str = "U_CAROL", **kw: Any
+    ) -> RunReport:
         """Start the `ask` test workflow on one action."""
         return await self.start("ask", {"action": action, "args": dict(args), **kw}, requester)
 
@@ -83,7 +93,9 @@ class Kit:
         async with self.db.read() as conn:
             return [dict(r) for r in (await conn.execute(query)).mappings()]
 
-    async def effects(self, kind: str | None = None, thread_id: str | None = None) -> list[dict[str, Any]]:
+    async def effects(
+        self, kind: str | None = None, thread_id: str | None = None
+    ) -> list[dict[str, Any]]:
         """The stand-in side effects done (refunds, emails, ...), oldest first."""
         q = sa.select(t.effects).order_by(t.effects.c.id)
         if kind is not None:
@@ -92,7 +104,9 @@ class Kit:
             q = q.where(t.effects.c.thread_id == thread_id)
         return [{**r, "data": json.loads(r["data"])} for r in await self.rows(q)]
 
-    async def audit(self, kind: str | None = None, approval_id: str | None = None) -> list[dict[str, Any]]:
+    async def audit(
+        self, kind: str | None = None, approval_id: str | None = None
+    ) -> list[dict[str, Any]]:
         """The audit log's events, once everything committed is linked (as the bot's linker
         does within a quarter of a second)."""
         await self.app.link_audit()
@@ -116,7 +130,11 @@ class Kit:
         return await self.rows(q)
 
     async def pending_jobs(self, kind: str) -> int:
-        q = sa.select(sa.func.count()).select_from(t.jobs).where(t.jobs.c.kind == kind, t.jobs.c.done_at.is_(None))
+        q = (
+            sa.select(sa.func.count())
+            .select_from(t.jobs)
+            .where(t.jobs.c.kind == kind, t.jobs.c.done_at.is_(None))
+        )
         async with self.db.read() as conn:
             return int((await conn.execute(q)).scalar_one())
 
@@ -129,12 +147,24 @@ class Kit:
         """`signoff ARGS...` in a process of its own, in the test's directory."""
         return subprocess.run(
             [sys.executable, "-m", "bot.cli", *args],
-            env=self.env(), cwd=self.tmp_path, text=True, capture_output=True, timeout=timeout, check=False,
+            env=self.env(),
+            cwd=self.tmp_path,
+            text=True,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
         )
 
-    def python(self, script: str, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    def python(
+        self, script: str, *args: str, timeout: float = 90
+    ) -> subprocess.CompletedProcess[str]:
         """`python -c SCRIPT ARGS...` in a process of its own, with the kit's environment."""
         return subprocess.run(
             [sys.executable, "-c", script, *args],
-            env=self.env(), cwd=self.tmp_path, text=True, capture_output=True, timeout=timeout, check=False,
+            env=self.env(),
+            cwd=self.tmp_path,
+            text=True,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
         )

@@ -21,9 +21,9 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
+from _signoff_kit import Kit
 from sqlalchemy.engine import make_url
 
-from _signoff_kit import Kit
 from bot.db import Database
 
 PG_URL = os.environ.get("SIGNOFF_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")

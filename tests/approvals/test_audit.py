@@ -69,9 +69,26 @@ def content_of(row: Any) -> dict[str, Any]:
 
 def test_the_event_kinds() -> None:
     assert KINDS == sorted(
-        "requested denied auto_approved vote approved rejected expired escalated reminded "
-        "edited resumed cancelled conflict run_started run_completed run_failed "
-        "outcome_unknown purged".split()
+        [
+            "requested",
+            "denied",
+            "auto_approved",
+            "vote",
+            "approved",
+            "rejected",
+            "expired",
+            "escalated",
+            "reminded",
+            "edited",
+            "resumed",
+            "cancelled",
+            "conflict",
+            "run_started",
+            "run_completed",
+            "run_failed",
+            "outcome_unknown",
+            "purged",
+        ]
     )
 
 
@@ -412,7 +429,9 @@ print("appended", flush=True)
 """
 
 
-async def test_two_processes_appending_and_linking_at_once_never_fork_the_chain(db: Database) -> None:
+async def test_two_processes_appending_and_linking_at_once_never_fork_the_chain(
+    db: Database,
+) -> None:
     n = 40
     url = db.url.render_as_string(hide_password=False)
     argvs = [[url, "A", str(n)], [url, "B", str(n)]]

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-
 from _signoff_kit import Kit
+
 from bot.approvals import tables as t
 from bot.cli import main as cli_main
 
@@ -28,8 +28,14 @@ def start_args(data: dict[str, Any]) -> list[str]:
 def together(kit: Kit, *argvs: list[str]) -> list[subprocess.CompletedProcess[str]]:
     """Several `signoff` processes at once (they share nothing but the database)."""
     procs = [
-        subprocess.Popen([sys.executable, "-m", "bot.cli", *argv], env=kit.env(), cwd=kit.tmp_path,
-                         text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", *argv],
+            env=kit.env(),
+            cwd=kit.tmp_path,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for argv in argvs
     ]
     out = []
@@ -53,11 +59,15 @@ async def test_refund_end_to_end_in_separate_processes(kit: Kit) -> None:
     pending = {p["id"]: p for p in json.loads(listed.stdout)}
     assert set(pending) == {approval_a, approval_b}
     assert pending[approval_a]["args"] == REFUND_A
-    assert (pending[approval_a]["status"], pending[approval_a]["approvers"]) == ("pending", ["@finance"])
+    assert (pending[approval_a]["status"], pending[approval_a]["approvers"]) == (
+        "pending",
+        ["@finance"],
+    )
     assert pending[approval_b]["thread_id"] == started[1]["thread_id"]
 
     approve, reject = await asyncio.to_thread(
-        together, kit,
+        together,
+        kit,
         ["approve", approval_a, "--as", "U_ALICE", "--note", "fine"],
         ["reject", approval_b, "--as", "U_BOB", "--note", "past the return window"],
     )
@@ -72,15 +82,21 @@ async def test_refund_end_to_end_in_separate_processes(kit: Kit) -> None:
     )
 
     refunds = await kit.effects("refund")
-    assert [(e["thread_id"], e["data"]["amount"]) for e in refunds] == [(started[0]["thread_id"], 42.5)]
+    assert [(e["thread_id"], e["data"]["amount"]) for e in refunds] == [
+        (started[0]["thread_id"], 42.5)
+    ]
     emails = await kit.effects("email")
-    assert [(e["thread_id"], e["data"]["to"]) for e in emails] == [(started[1]["thread_id"], "cust_2")]
+    assert [(e["thread_id"], e["data"]["to"]) for e in emails] == [
+        (started[1]["thread_id"], "cust_2")
+    ]
 
     # A late click from another process changes nothing and says who decided.
     late = await asyncio.to_thread(kit.cli, "approve", approval_a, "--as", "U_BOB")
     assert late.returncode == 1
     assert late.stdout == ""
-    assert late.stderr.startswith(f"signoff: approval {approval_a} was approved already by U_ALICE at ")
+    assert late.stderr.startswith(
+        f"signoff: approval {approval_a} was approved already by U_ALICE at "
+    )
     assert len(late.stderr.strip().splitlines()) == 1
     assert len(await kit.effects("refund")) == 1
     assert await kit.app.pending() == []
@@ -90,7 +106,9 @@ async def test_refund_end_to_end_in_separate_processes(kit: Kit) -> None:
 
 
 class CLI:
-    def __init__(self, kit: Kit, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def __init__(
+        self, kit: Kit, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         for key, value in kit.env().items():
             monkeypatch.setenv(key, value)
         monkeypatch.chdir(kit.tmp_path)
@@ -118,7 +136,16 @@ async def test_listing_commands_print_a_table_or_json(kit: Kit, cli: CLI) -> Non
     (approval_id,) = report.approvals
     code, out, _ = await cli("pending")
     header, row = out.splitlines()
-    assert header.split() == ["APPROVAL", "ACTION", "TIER", "REQUESTER", "VOTES", "AGE", "APPROVERS", "THREAD"]
+    assert header.split() == [
+        "APPROVAL",
+        "ACTION",
+        "TIER",
+        "REQUESTER",
+        "VOTES",
+        "AGE",
+        "APPROVERS",
+        "THREAD",
+    ]
     assert row.split()[:5] == [approval_id, "send_refund", "high", "U_CAROL", "0/1"]
     assert row.split()[-2:] == ["@finance", report.thread_id]
 
@@ -134,7 +161,9 @@ async def test_listing_commands_print_a_table_or_json(kit: Kit, cli: CLI) -> Non
     assert exported[1]["approval_id"] == approval_id and exported[1]["data"]["args"] == REFUND_A
     code, out, err = await cli("audit", "export", "--out", "audit.jsonl")
     assert (code, out, err.strip()) == (0, "", "wrote 2 events to audit.jsonl")
-    assert (kit.tmp_path / "audit.jsonl").read_text().splitlines() == [json.dumps(e, ensure_ascii=False, sort_keys=True) for e in exported]
+    assert (kit.tmp_path / "audit.jsonl").read_text().splitlines() == [
+        json.dumps(e, ensure_ascii=False, sort_keys=True) for e in exported
+    ]
 
 
 async def test_errors_are_one_line_and_a_non_zero_exit(kit: Kit, cli: CLI) -> None:
@@ -144,13 +173,21 @@ async def test_errors_are_one_line_and_a_non_zero_exit(kit: Kit, cli: CLI) -> No
         (["approve", "apr_nope", "--as", "U_ALICE"], "signoff: no approval has id 'apr_nope'"),
         (["approve", approval_id, "--as", "U_CAROL"], "signoff: you asked for this"),
         (["approve", approval_id, "--as", "U_DAVE"], "signoff: you (U_DAVE) are not an approver"),
-        (["approve", approval_id, "--as", "U_ALICE", "--edit", "customer_id=x"], "signoff: 'customer_id' cannot be edited"),
-        (["approve", approval_id, "--as", "U_ALICE", "--edit", "amount"], "signoff: --edit 'amount': write it as field=value"),
+        (
+            ["approve", approval_id, "--as", "U_ALICE", "--edit", "customer_id=x"],
+            "signoff: 'customer_id' cannot be edited",
+        ),
+        (
+            ["approve", approval_id, "--as", "U_ALICE", "--edit", "amount"],
+            "signoff: --edit 'amount': write it as field=value",
+        ),
         (["start", "refund", "--input", "{nope"], "signoff: --input is not valid JSON"),
         (["start", "nope", "--input", "{}"], "signoff: no workflow named 'nope'"),
         (["show", "no-such-thread"], "signoff: no run has thread id 'no-such-thread'"),
-        (["start", "refund", "--thread-id", report.thread_id, "--input", json.dumps(REFUND_B)],
-         f"signoff: thread {report.thread_id!r} exists already"),
+        (
+            ["start", "refund", "--thread-id", report.thread_id, "--input", json.dumps(REFUND_B)],
+            f"signoff: thread {report.thread_id!r} exists already",
+        ),
     ]
     for argv, message in cases:
         code, out, err = await cli(*argv)
@@ -160,15 +197,26 @@ async def test_errors_are_one_line_and_a_non_zero_exit(kit: Kit, cli: CLI) -> No
     assert (await kit.app.get(approval_id)).votes == ()
 
 
-async def test_bad_settings_are_one_line_errors(kit: Kit, cli: CLI, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_bad_settings_are_one_line_errors(
+    kit: Kit, cli: CLI, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bad_policy = kit.tmp_path / "bad.toml"
     bad_policy.write_text('[actions.x]\ntier = "hgh"\napprovers = ["U_A"]\n')
     bad_path = kit.tmp_path / "bad_path.toml"
     bad_path.write_text('[workflows.mine]\npath = "no_such_module_here:build"\n')
     cases = [
-        ({"SIGNOFF_POLICY": str(bad_policy)}, f"signoff: {bad_policy}:2: actions.x.tier: must be one of low, medium, high"),
-        ({"SIGNOFF_POLICY": str(bad_path)}, "signoff: workflow 'mine': cannot import 'no_such_module_here:build'"),
-        ({"SIGNOFF_DATABASE_URL": "mysql://u@h/db"}, "signoff: unsupported database URL 'mysql://u@h/db'"),
+        (
+            {"SIGNOFF_POLICY": str(bad_policy)},
+            f"signoff: {bad_policy}:2: actions.x.tier: must be one of low, medium, high",
+        ),
+        (
+            {"SIGNOFF_POLICY": str(bad_path)},
+            "signoff: workflow 'mine': cannot import 'no_such_module_here:build'",
+        ),
+        (
+            {"SIGNOFF_DATABASE_URL": "mysql://u@h/db"},
+            "signoff: unsupported database URL 'mysql://u@h/db'",
+        ),
     ]
     for env, message in cases:
         with monkeypatch.context() as m:
@@ -183,7 +231,9 @@ async def test_bad_settings_are_one_line_errors(kit: Kit, cli: CLI, monkeypatch:
 async def test_edit_then_approve_from_the_cli(kit: Kit, cli: CLI) -> None:
     report = await kit.start("refund", REFUND_A)
     (approval_id,) = report.approvals
-    code, out, err = await cli("approve", approval_id, "--as", "U_ALICE", "--edit", "amount=40", "--note", "partial")
+    code, out, err = await cli(
+        "approve", approval_id, "--as", "U_ALICE", "--edit", "amount=40", "--note", "partial"
+    )
     assert code == 0, err
     assert out.splitlines()[-1] == f"thread {report.thread_id}: completed: refunded 40.00 to cust_1"
     assert [e["data"]["amount"] for e in await kit.effects("refund")] == [40.0]
@@ -202,7 +252,9 @@ async def tamper(kit: Kit, sql: str, **params: Any) -> None:
         await conn.execute(sa.text(sql), params)
 
 
-async def test_audit_verify_finds_an_altered_a_deleted_and_a_swapped_row(kit: Kit, cli: CLI) -> None:
+async def test_audit_verify_finds_an_altered_a_deleted_and_a_swapped_row(
+    kit: Kit, cli: CLI
+) -> None:
     report = await kit.start("refund", REFUND_A)
     await kit.app.decide(report.approvals[0], "U_ALICE", True, note="ok")
     await kit.app.run_jobs(("resume",))
@@ -216,13 +268,20 @@ async def test_audit_verify_finds_an_altered_a_deleted_and_a_swapped_row(kit: Ki
     await tamper(kit, "UPDATE audit_events SET actor = 'U_BOB' WHERE seq = 3")
     proc = await asyncio.to_thread(kit.cli, "audit", "verify")
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr.strip() == "audit log BROKEN: row 3 was altered: its hash does not match its content"
+    assert (
+        proc.stderr.strip()
+        == "audit log BROKEN: row 3 was altered: its hash does not match its content"
+    )
     await tamper(kit, "UPDATE audit_events SET actor = 'U_ALICE' WHERE seq = 3")
     assert (await cli("audit", "verify"))[0] == 0
 
     # Deleted: the approval disappears from the record.
     async with kit.db.read() as conn:
-        saved = dict((await conn.execute(sa.select(t.audit_events).where(t.audit_events.c.seq == 4))).mappings().one())
+        saved = dict(
+            (await conn.execute(sa.select(t.audit_events).where(t.audit_events.c.seq == 4)))
+            .mappings()
+            .one()
+        )
     await tamper(kit, "DELETE FROM audit_events WHERE seq = 4")
     code, out, err = await cli("audit", "verify")
     assert (code, out) == (1, "")
@@ -237,7 +296,12 @@ async def test_audit_verify_finds_an_altered_a_deleted_and_a_swapped_row(kit: Ki
     for seq, row in ((3, four), (4, three)):
         values = {c: row[c] for c in cols}
         values["data"] = json.dumps(values["data"], sort_keys=True, separators=(",", ":"))
-        await tamper(kit, f"UPDATE audit_events SET {', '.join(f'{c} = :{c}' for c in cols)} WHERE seq = :seq", seq=seq, **values)
+        await tamper(
+            kit,
+            f"UPDATE audit_events SET {', '.join(f'{c} = :{c}' for c in cols)} WHERE seq = :seq",
+            seq=seq,
+            **values,
+        )
     code, out, err = await cli("audit", "verify")
     assert (code, out) == (1, "")
     assert err.strip() == "audit log BROKEN: row 3 holds the content of row 4: rows were reordered"
@@ -250,7 +314,11 @@ CARD = "4111111111111111"
 
 async def test_a_secret_field_is_never_stored_or_printed_in_clear(kit: Kit, cli: CLI) -> None:
     code, out, err = await cli(
-        "start", "ask", "--as", "U_CAROL", "--input",
+        "start",
+        "ask",
+        "--as",
+        "U_CAROL",
+        "--input",
         json.dumps({"action": "charge_card", "args": {"card_number": CARD, "amount": 12.0}}),
     )
     assert code == 0, err
@@ -260,9 +328,16 @@ async def test_a_secret_field_is_never_stored_or_printed_in_clear(kit: Kit, cli:
     assert payload["amount"] == 12.0
 
     outputs = [out]
-    for argv in (["pending"], ["pending", "--json"], ["show", a["thread_id"]], ["show", a["thread_id"], "--json"],
-                 ["approve", a["id"], "--as", "U_ALICE", "--edit", "amount=11"],
-                 ["show", a["thread_id"]], ["show", a["thread_id"], "--json"], ["audit", "export"]):
+    for argv in (
+        ["pending"],
+        ["pending", "--json"],
+        ["show", a["thread_id"]],
+        ["show", a["thread_id"], "--json"],
+        ["approve", a["id"], "--as", "U_ALICE", "--edit", "amount=11"],
+        ["show", a["thread_id"]],
+        ["show", a["thread_id"], "--json"],
+        ["audit", "export"],
+    ):
         code, out, err = await cli(*argv)
         assert code == 0, (argv, err)
         outputs.append(out + err)

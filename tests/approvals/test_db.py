@@ -74,7 +74,9 @@ async def test_migrations_create_exactly_the_tables_in_tables_py(db: Database) -
         assert await conn.run_sync(diff) == []
 
 
-async def test_a_database_of_the_first_revision_is_upgraded_with_its_pending_jobs(db_url: str) -> None:
+async def test_a_database_of_the_first_revision_is_upgraded_with_its_pending_jobs(
+    db_url: str,
+) -> None:
     """a0002 replaced the jobs' index (the claim walks the pending jobs by kind): a database
     made by the first release keeps its queue."""
     from alembic import command
@@ -107,7 +109,11 @@ async def test_a_database_of_the_first_revision_is_upgraded_with_its_pending_job
             assert {"ix_jobs_pending", "ix_jobs_thread"} <= await conn.run_sync(indexes)
             assert "ix_jobs_due" not in await conn.run_sync(indexes)
             pending = tables.jobs.c.done_at.is_(None)
-            keys = (await conn.execute(sa.select(tables.jobs.c.key).where(pending).order_by(tables.jobs.c.id))).scalars()
+            keys = (
+                await conn.execute(
+                    sa.select(tables.jobs.c.key).where(pending).order_by(tables.jobs.c.id)
+                )
+            ).scalars()
             assert list(keys) == ["event:1", "event:2"]
 
 
@@ -207,7 +213,7 @@ async def test_read_is_not_blocked_by_a_writer_and_sees_committed_data(db: Datab
     async with db.transaction() as writer:
         await writer.execute(tables.effects.insert().values(key="pending", **effect))
         async with db.read() as conn:
-            count = (await conn.execute(sa.select(sa.func.count()).select_from(tables.effects)))
+            count = await conn.execute(sa.select(sa.func.count()).select_from(tables.effects))
             assert count.scalar() == 0
 
 
@@ -217,7 +223,7 @@ async def test_sqlite_write_transactions_queue_instead_of_failing(tmp_path: Path
 
     async def bump(i: int) -> None:
         async with db.transaction() as conn:
-            n = (await conn.execute(sa.select(sa.func.count()).select_from(tables.effects)))
+            n = await conn.execute(sa.select(sa.func.count()).select_from(tables.effects))
             count = n.scalar()
             await asyncio.sleep(0.001)  # read-then-write: would race without BEGIN IMMEDIATE
             await conn.execute(

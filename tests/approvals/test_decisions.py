@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _signoff_kit import Kit
+from conftest import run_together
+
 from bot.approvals.errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
@@ -23,7 +24,6 @@ from bot.approvals.errors import (
 )
 from bot.approvals.events import Event
 from bot.approvals.policy import StaticGroups
-from conftest import run_together
 
 REFUND = {"customer_id": "cust_1", "order_id": "o-1", "amount": 42.5, "reason": "damaged"}
 
@@ -42,7 +42,9 @@ async def test_self_approval_is_refused(kit: Kit) -> None:
     # Alice is in finance, so she may approve refunds: but not the one she asked for.
     report = await kit.start("refund", REFUND, requester="U_ALICE")
     (approval_id,) = report.approvals
-    with pytest.raises(SelfApprovalError, match="does not allow approving your own request") as info:
+    with pytest.raises(
+        SelfApprovalError, match="does not allow approving your own request"
+    ) as info:
         await kit.app.decide(approval_id, "U_ALICE", True)
     assert info.value.approval_id == approval_id
     await nothing_changed(kit, approval_id)
@@ -67,10 +69,15 @@ class OnCall:
 
 
 async def test_groups_the_policy_does_not_define_are_asked_of_the_resolver(kit: Kit) -> None:
-    text = kit.policy_path.read_text() + '\n[actions.page_someone]\ntier = "low"\napprovers = ["@oncall"]\n'
+    text = (
+        kit.policy_path.read_text()
+        + '\n[actions.page_someone]\ntier = "low"\napprovers = ["@oncall"]\n'
+    )
     app = kit.new_app(policy_text=text)
     app.groups = StaticGroups(app.policy.groups, fallback=OnCall())
-    report = await app.start("ask", {"action": "page_someone", "args": {"who": "db team"}}, requester="U_CAROL")
+    report = await app.start(
+        "ask", {"action": "page_someone", "args": {"who": "db team"}}, requester="U_CAROL"
+    )
     with pytest.raises(NotAuthorizedError):
         await app.decide(report.approvals[0], "U_ALICE", True)
     assert (await app.decide(report.approvals[0], "U_ZED", True)).settled
@@ -90,7 +97,9 @@ async def test_a_rejection_needs_a_reason(kit: Kit) -> None:
     await nothing_changed(kit, approval_id)
 
 
-async def test_an_unlisted_action_is_denied_and_the_graph_takes_its_rejection_branch(kit: Kit) -> None:
+async def test_an_unlisted_action_is_denied_and_the_graph_takes_its_rejection_branch(
+    kit: Kit,
+) -> None:
     report = await kit.ask("launch_rockets", {"count": 3})
     (approval_id,) = report.approvals
     a = await kit.app.get(approval_id)
@@ -105,15 +114,24 @@ async def test_an_unlisted_action_is_denied_and_the_graph_takes_its_rejection_br
     assert await kit.app.run_jobs(("resume",)) == 1
     run = await kit.run(report.thread_id)
     assert run["status"] == "completed"
-    assert json.loads(run["result"])["outcome"].startswith("declined (denied): action 'launch_rockets'")
+    assert json.loads(run["result"])["outcome"].startswith(
+        "declined (denied): action 'launch_rockets'"
+    )
     assert await kit.effects("act") == []
     (declined,) = await kit.effects("declined")
     assert declined["data"]["status"] == "denied"
 
 
-async def test_an_action_removed_from_the_policy_while_pending_can_be_rejected_not_approved(kit: Kit) -> None:
-    before = kit.new_app(policy_text=kit.policy_path.read_text() + '\n[actions.rotate_keys]\napprovers = ["U_ALICE", "U_BOB"]\n')
-    report = await before.start("ask", {"action": "rotate_keys", "args": {"env": "prod"}}, requester="U_CAROL")
+async def test_an_action_removed_from_the_policy_while_pending_can_be_rejected_not_approved(
+    kit: Kit,
+) -> None:
+    before = kit.new_app(
+        policy_text=kit.policy_path.read_text()
+        + '\n[actions.rotate_keys]\napprovers = ["U_ALICE", "U_BOB"]\n'
+    )
+    report = await before.start(
+        "ask", {"action": "rotate_keys", "args": {"env": "prod"}}, requester="U_CAROL"
+    )
     (approval_id,) = report.approvals
     # The policy is edited and the processes restart: rotate_keys is gone.
     with pytest.raises(NotAuthorizedError, match="'rotate_keys' is no longer in the policy"):
@@ -218,14 +236,18 @@ asyncio.run(main())
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
-async def test_twenty_concurrent_decides_from_two_processes(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_twenty_concurrent_decides_from_two_processes(
+    kit: Kit, monkeypatch: pytest.MonkeyPatch
+) -> None:
     report = await kit.ask("crowd", {"what": "ship it"})
     (approval_id,) = report.approvals
     users = [f"U_P{i:02d}" for i in range(20)]
     for key, value in kit.env().items():
         monkeypatch.setenv(key, value)
     results = await asyncio.to_thread(
-        run_together, CONCURRENT_DECIDES, [[approval_id, ",".join(users[:10])], [approval_id, ",".join(users[10:])]]
+        run_together,
+        CONCURRENT_DECIDES,
+        [[approval_id, ",".join(users[:10])], [approval_id, ",".join(users[10:])]],
     )
     outs = []
     for r in results:
@@ -376,7 +398,12 @@ async def test_events_are_delivered_in_order_per_thread(kit: Kit) -> None:
     await kit.app.run_jobs()
     await kit.app.run_jobs()  # the runs' own events, enqueued by the resumes
     seen = by_thread(kit.sink.events)
-    assert [k for _, k in seen[one.thread_id]] == ["approval_requested", "vote_recorded", "decided", "run_completed"]
+    assert [k for _, k in seen[one.thread_id]] == [
+        "approval_requested",
+        "vote_recorded",
+        "decided",
+        "run_completed",
+    ]
     assert [k for _, k in seen[two.thread_id]] == ["approval_requested", "decided", "run_completed"]
     for events in seen.values():
         assert [i for i, _ in events] == sorted(i for i, _ in events)
@@ -387,7 +414,9 @@ async def test_events_are_delivered_in_order_per_thread(kit: Kit) -> None:
 async def test_events_survive_a_sink_that_fails_twice(kit: Kit) -> None:
     sink = FlakySink(failures=2)
     app = kit.new_app(sink=sink)
-    one = await app.start("ask", {"action": "deploy", "args": {"service": "a"}}, requester="U_CAROL")
+    one = await app.start(
+        "ask", {"action": "deploy", "args": {"service": "a"}}, requester="U_CAROL"
+    )
     await app.decide(one.approvals[0], "U_ALICE", True)
     await app.decide(one.approvals[0], "U_BOB", True)
     await app.run_jobs(("resume",))
@@ -442,7 +471,9 @@ async def test_jobs_of_a_process_that_died_on_this_host_are_taken_back_at_once(k
     assert (await kit.run(report.thread_id))["status"] == "completed"
 
 
-async def test_a_vote_that_cannot_get_its_turn_in_time_is_refused_and_records_nothing(tmp_path: Path) -> None:
+async def test_a_vote_that_cannot_get_its_turn_in_time_is_refused_and_records_nothing(
+    tmp_path: Path,
+) -> None:
     """SQLite (its write gate): a click must be answered within Slack's 3 s; when the process's
     writers are queued too long, the vote is refused (DatabaseBusy) rather than recorded late."""
     from bot.db import DatabaseBusy
@@ -461,7 +492,9 @@ async def _busy_vote(kit: Kit, DatabaseBusy: type[Exception]) -> None:
     assert gate is not None
     await asyncio.to_thread(gate.acquire)  # a long write of another thread
     try:
-        with pytest.raises(DatabaseBusy, match=r"busy: no turn to write within 0.2s; nothing was written"):
+        with pytest.raises(
+            DatabaseBusy, match=r"busy: no turn to write within 0.2s; nothing was written"
+        ):
             await kit.app.decide(approval_id, "U_ALICE", True, wait=0.2)
     finally:
         gate.release()

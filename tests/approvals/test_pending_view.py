@@ -21,11 +21,26 @@ async def test_each_person_sees_what_they_may_decide_first_with_totals(kit: Kit)
         return [a.id for a in approvals]
 
     alice = await kit.app.pending_view("U_ALICE")  # her own deploy is not hers to approve
-    assert (ids(alice.mine), ids(alice.others), alice.mine_total, alice.others_total) == (refunds, [deploy], 3, 1)
+    assert (ids(alice.mine), ids(alice.others), alice.mine_total, alice.others_total) == (
+        refunds,
+        [deploy],
+        3,
+        1,
+    )
     bob = await kit.app.pending_view("U_BOB")  # he voted on the deploy already
-    assert (ids(bob.mine), ids(bob.others), bob.mine_total, bob.others_total) == (refunds, [deploy], 3, 1)
+    assert (ids(bob.mine), ids(bob.others), bob.mine_total, bob.others_total) == (
+        refunds,
+        [deploy],
+        3,
+        1,
+    )
     dave = await kit.app.pending_view("U_DAVE")  # ops: the deploy only
-    assert (ids(dave.mine), ids(dave.others), dave.mine_total, dave.others_total) == ([deploy], refunds, 1, 3)
+    assert (ids(dave.mine), ids(dave.others), dave.mine_total, dave.others_total) == (
+        [deploy],
+        refunds,
+        1,
+        3,
+    )
     carol = await kit.app.pending_view("U_CAROL")
     assert (carol.mine, carol.mine_total, carol.others_total) == ([], 0, 4)
 
@@ -52,7 +67,10 @@ async def test_a_page_of_the_oldest_with_the_count_of_all(kit: Kit) -> None:
 
 async def test_an_action_gone_from_the_policy_is_nobodys_to_approve(kit: Kit) -> None:
     (approval,) = (await kit.ask("deploy", {"service": "api"})).approvals
-    narrower = kit.new_app(share_db=True, policy_text=kit.policy_path.read_text().replace("[actions.deploy]", "[actions.deploy_old]"))
+    narrower = kit.new_app(
+        share_db=True,
+        policy_text=kit.policy_path.read_text().replace("[actions.deploy]", "[actions.deploy_old]"),
+    )
     view = await narrower.pending_view("U_ALICE")
     assert [a.id for a in view.others] == [approval]
     assert view.mine == [] and view.mine_total == 0

@@ -113,40 +113,69 @@ GOOD: list[tuple[str, str, Any]] = [
     ("defaults", MINIMAL, ActionPolicy("a", "a", "high", ("U1",))),
     ("title stripped", MINIMAL + 'title = " Delete a row "\n', "Delete a row"),
     ("duplicates dropped", '[actions.a]\napprovers = ["U1", "U1", "@g", "@g"]\n', ("U1", "@g")),
-    ("required within static groups", toml("""
+    (
+        "required within static groups",
+        toml("""
         [groups]
         g = ["U1", "U2"]
         [actions.a]
         approvers = ["@g", "U3"]
         required = 3
-        """), 3),
-    ("required unbounded with a Slack group", toml("""
+        """),
+        3,
+    ),
+    (
+        "required unbounded with a Slack group",
+        toml("""
         [actions.a]
         approvers = ["@slack-group"]
         required = 5
-        """), 5),
-    ("on_expiry approve for medium", toml("""
+        """),
+        5,
+    ),
+    (
+        "on_expiry approve for medium",
+        toml("""
         [actions.a]
         tier = "medium"
         approvers = ["U1"]
         expire_after = "2d"
         on_expiry = "approve"
-        """), "approve"),
-    ("durations combined", MINIMAL + 'remind_after = "1h30m"\nexpire_after = "1w"\n',
-     (dt.timedelta(minutes=90), dt.timedelta(weeks=1))),
+        """),
+        "approve",
+    ),
+    (
+        "durations combined",
+        MINIMAL + 'remind_after = "1h30m"\nexpire_after = "1w"\n',
+        (dt.timedelta(minutes=90), dt.timedelta(weeks=1)),
+    ),
     ("dotted keys", 'actions.a.approvers = ["U1"]\nactions.a.tier = "low"\n', "low"),
-    ("inline action table", '[actions]\na = { approvers = ["U1"], tier = "critical" }\n',
-     "critical"),
-    ("scalar shorthand and in", toml("""
+    (
+        "inline action table",
+        '[actions]\na = { approvers = ["U1"], tier = "critical" }\n',
+        "critical",
+    ),
+    (
+        "scalar shorthand and in",
+        toml("""
         [actions.a]
         approvers = ["U1"]
         [[actions.a.auto_approve]]
         name = "r"
         when = { currency = "EUR", country = { in = ["FR", "DE"] }, n = { gt = 1, lt = 5.5 } }
-        """), (Condition("currency", "eq", "EUR"), Condition("country", "in", ("FR", "DE")),
-               Condition("n", "gt", 1), Condition("n", "lt", 5.5))),
-    ("huge integers", MINIMAL + "[[actions.a.auto_approve]]\nname = 'r'\n"
-     f"when = {{ x = {{ le = {10**30} }} }}\n", (Condition("x", "le", 10**30),)),
+        """),
+        (
+            Condition("currency", "eq", "EUR"),
+            Condition("country", "in", ("FR", "DE")),
+            Condition("n", "gt", 1),
+            Condition("n", "lt", 5.5),
+        ),
+    ),
+    (
+        "huge integers",
+        MINIMAL + f"[[actions.a.auto_approve]]\nname = 'r'\nwhen = {{ x = {{ le = {10**30} }} }}\n",
+        (Condition("x", "le", 10**30),),
+    ),
     ("empty when matches all", MINIMAL + '[[actions.a.auto_approve]]\nname = "a"\nwhen = {}\n', ()),
     ("workflow path", '[workflows.w]\npath = "my_pkg.flows:build"\n', "my_pkg.flows:build"),
 ]
@@ -193,8 +222,10 @@ BAD: list[tuple[str, str]] = [
         approvers = ["U1"]
         tier = "hgih"
         """,
-        ("signoff.toml:3: actions.send_refund.tier: must be one of low, medium, high, critical, "
-         "got 'hgih'"),
+        (
+            "signoff.toml:3: actions.send_refund.tier: must be one of low, medium, high, critical, "
+            "got 'hgih'"
+        ),
     ),
     (
         """
@@ -219,9 +250,11 @@ BAD: list[tuple[str, str]] = [
         approvers = ["U1"]
         colour = "red"
         """,
-        ("signoff.toml:3: actions.a.colour: unknown key; allowed: title, tier, approvers, "
-         "required, allow_self_approval, editable, secret, remind_after, escalate_after, "
-         "escalate_to, expire_after, on_expiry, auto_approve"),
+        (
+            "signoff.toml:3: actions.a.colour: unknown key; allowed: title, tier, approvers, "
+            "required, allow_self_approval, editable, secret, remind_after, escalate_after, "
+            "escalate_to, expire_after, on_expiry, auto_approve"
+        ),
     ),
     (
         """
@@ -254,16 +287,20 @@ BAD: list[tuple[str, str]] = [
         [actions.a]
         approvers = []
         """,
-        ("signoff.toml:2: actions.a.approvers: must name at least one approver (a user id or "
-         '"@group")'),
+        (
+            "signoff.toml:2: actions.a.approvers: must name at least one approver (a user id or "
+            '"@group")'
+        ),
     ),
     (
         """
         [actions.a]
         approvers = "U1"
         """,
-        ('signoff.toml:2: actions.a.approvers: must be an array of user ids and "@group" names, '
-         "got 'U1'"),
+        (
+            'signoff.toml:2: actions.a.approvers: must be an array of user ids and "@group" names, '
+            "got 'U1'"
+        ),
     ),
     (
         """
@@ -273,16 +310,20 @@ BAD: list[tuple[str, str]] = [
           "U 2",
         ]
         """,
-        ('signoff.toml:2: actions.a.approvers: approvers must be user ids or "@group" names '
-         "without spaces, got 'U 2'"),
+        (
+            'signoff.toml:2: actions.a.approvers: approvers must be user ids or "@group" names '
+            "without spaces, got 'U 2'"
+        ),
     ),
     (
         """
         [actions.a]
         approvers = ["@"]
         """,
-        ('signoff.toml:2: actions.a.approvers: approvers must be user ids or "@group" names '
-         "without spaces, got '@'"),
+        (
+            'signoff.toml:2: actions.a.approvers: approvers must be user ids or "@group" names '
+            "without spaces, got '@'"
+        ),
     ),
     # required
     (
@@ -307,8 +348,10 @@ BAD: list[tuple[str, str]] = [
         approvers = ["U1", "U2"]
         required = 3
         """,
-        ("signoff.toml:3: actions.a.required: needs 3 distinct approvers but the approvers hold "
-         "only 2 (U1, U2)"),
+        (
+            "signoff.toml:3: actions.a.required: needs 3 distinct approvers but the approvers hold "
+            "only 2 (U1, U2)"
+        ),
     ),
     (
         """
@@ -319,8 +362,10 @@ BAD: list[tuple[str, str]] = [
         approvers = ["@g", "U2"]
         required = 3
         """,
-        ("signoff.toml:6: actions.a.required: needs 3 distinct approvers but the approvers hold "
-         "only 2 (U1, U2)"),
+        (
+            "signoff.toml:6: actions.a.required: needs 3 distinct approvers but the approvers hold "
+            "only 2 (U1, U2)"
+        ),
     ),
     (
         """
@@ -338,8 +383,10 @@ BAD: list[tuple[str, str]] = [
         editable = ["amount", "card"]
         secret = ["card"]
         """,
-        ("signoff.toml:4: actions.a.secret: 'card' is also editable; a secret field cannot be "
-         "edited (the form would show it)"),
+        (
+            "signoff.toml:4: actions.a.secret: 'card' is also editable; a secret field cannot be "
+            "edited (the form would show it)"
+        ),
     ),
     (
         """
@@ -364,8 +411,10 @@ BAD: list[tuple[str, str]] = [
         approvers = ["U1"]
         remind_after = "4 hours"
         """,
-        ('signoff.toml:3: actions.a.remind_after: durations are written like "30s", "15m", "4h", '
-         "\"2d\", \"1w\" or \"1h30m\", got '4 hours'"),
+        (
+            'signoff.toml:3: actions.a.remind_after: durations are written like "30s", "15m", "4h", '
+            '"2d", "1w" or "1h30m", got \'4 hours\''
+        ),
     ),
     (
         """
@@ -373,8 +422,10 @@ BAD: list[tuple[str, str]] = [
         approvers = ["U1"]
         expire_after = 3600
         """,
-        ('signoff.toml:3: actions.a.expire_after: must be a duration string like "4h" or "1h30m", '
-         "got integer 3600"),
+        (
+            'signoff.toml:3: actions.a.expire_after: must be a duration string like "4h" or "1h30m", '
+            "got integer 3600"
+        ),
     ),
     (
         """
@@ -438,8 +489,10 @@ BAD: list[tuple[str, str]] = [
         expire_after = "1d"
         on_expiry = "approve"
         """,
-        ('signoff.toml:4: actions.a.on_expiry: "approve" is only allowed for tiers low and medium; '
-         "this action is high"),
+        (
+            'signoff.toml:4: actions.a.on_expiry: "approve" is only allowed for tiers low and medium; '
+            "this action is high"
+        ),
     ),
     (
         """
@@ -471,8 +524,10 @@ BAD: list[tuple[str, str]] = [
         name = "never"
         when = { amount = { le = 1 } }
         """,
-        ("signoff.toml:5: actions.a.auto_approve: not allowed for critical actions: a person must "
-         "decide every request"),
+        (
+            "signoff.toml:5: actions.a.auto_approve: not allowed for critical actions: a person must "
+            "decide every request"
+        ),
     ),
     (
         """
@@ -487,8 +542,10 @@ BAD: list[tuple[str, str]] = [
         name = "two"
         when = { amount = { lte = 5 } }
         """,
-        ("signoff.toml:10: actions.a.auto_approve[1].when.amount.lte: unknown operator; did you "
-         "mean 'le'?"),
+        (
+            "signoff.toml:10: actions.a.auto_approve[1].when.amount.lte: unknown operator; did you "
+            "mean 'le'?"
+        ),
     ),
     (
         """
@@ -497,8 +554,10 @@ BAD: list[tuple[str, str]] = [
         [[actions.a.auto_approve]]
         when = { amount = { le = 5 } }
         """,
-        ('signoff.toml:3: actions.a.auto_approve[0]: needs name = "..." (the audit log names the '
-         "rule that decided)"),
+        (
+            'signoff.toml:3: actions.a.auto_approve[0]: needs name = "..." (the audit log names the '
+            "rule that decided)"
+        ),
     ),
     (
         """
@@ -507,8 +566,10 @@ BAD: list[tuple[str, str]] = [
         [[actions.a.auto_approve]]
         name = "everything"
         """,
-        ("signoff.toml:3: actions.a.auto_approve[0]: needs when = { ... } (use when = {} to match "
-         "every request)"),
+        (
+            "signoff.toml:3: actions.a.auto_approve[0]: needs when = { ... } (use when = {} to match "
+            "every request)"
+        ),
     ),
     (
         """
@@ -538,8 +599,10 @@ BAD: list[tuple[str, str]] = [
         name = "r"
         when = { amount = { ge = true } }
         """,
-        ("signoff.toml:5: actions.a.auto_approve[0].when.amount.ge: must be a number, "
-         "got boolean true"),
+        (
+            "signoff.toml:5: actions.a.auto_approve[0].when.amount.ge: must be a number, "
+            "got boolean true"
+        ),
     ),
     (
         """
@@ -549,8 +612,10 @@ BAD: list[tuple[str, str]] = [
         name = "r"
         when = { country = ["FR", "DE"] }
         """,
-        ("signoff.toml:5: actions.a.auto_approve[0].when.country: to match one of several values "
-         "write { in = [...] }"),
+        (
+            "signoff.toml:5: actions.a.auto_approve[0].when.country: to match one of several values "
+            "write { in = [...] }"
+        ),
     ),
     (
         """
@@ -560,8 +625,10 @@ BAD: list[tuple[str, str]] = [
         name = "r"
         when = { country = { in = [] } }
         """,
-        ("signoff.toml:5: actions.a.auto_approve[0].when.country.in: must be a non-empty array, "
-         "got an array"),
+        (
+            "signoff.toml:5: actions.a.auto_approve[0].when.country.in: must be a non-empty array, "
+            "got an array"
+        ),
     ),
     (
         """
@@ -572,8 +639,10 @@ BAD: list[tuple[str, str]] = [
         [actions.a.auto_approve.when]
         day = { eq = 2024-01-01 }
         """,
-        ("signoff.toml:6: actions.a.auto_approve[0].when.day.eq: must be a string, number or "
-         "boolean, got a date/time"),
+        (
+            "signoff.toml:6: actions.a.auto_approve[0].when.day.eq: must be a string, number or "
+            "boolean, got a date/time"
+        ),
     ),
     (
         """
@@ -594,8 +663,10 @@ BAD: list[tuple[str, str]] = [
         approvers = ["U1"]
         auto_approve = { name = "r" }
         """,
-        ("signoff.toml:3: actions.a.auto_approve: must be an array of tables "
-         "([[actions.a.auto_approve]]), got a table"),
+        (
+            "signoff.toml:3: actions.a.auto_approve: must be an array of tables "
+            "([[actions.a.auto_approve]]), got a table"
+        ),
     ),
     # names and shapes
     (
@@ -603,8 +674,10 @@ BAD: list[tuple[str, str]] = [
         [actions."send refund"]
         approvers = ["U1"]
         """,
-        ("signoff.toml:1: actions.\"send refund\": action names are 1 to 100 letters, digits, '_', "
-         "'-' or '.', not starting with '-' or '.'"),
+        (
+            "signoff.toml:1: actions.\"send refund\": action names are 1 to 100 letters, digits, '_', "
+            "'-' or '.', not starting with '-' or '.'"
+        ),
     ),
     (
         'actions = ["a"]\n',
@@ -619,8 +692,10 @@ BAD: list[tuple[str, str]] = [
         [groups]
         finance = ["U1", "@leads"]
         """,
-        ("signoff.toml:2: groups.finance: members must be user ids (groups cannot contain groups), "
-         "got '@leads'"),
+        (
+            "signoff.toml:2: groups.finance: members must be user ids (groups cannot contain groups), "
+            "got '@leads'"
+        ),
     ),
     (
         """
@@ -634,8 +709,10 @@ BAD: list[tuple[str, str]] = [
         [workflows.w]
         path = "mypkg.flows.build"
         """,
-        ('signoff.toml:2: workflows.w.path: must be "module:attribute", like "mypkg.flows:build", '
-         "got 'mypkg.flows.build'"),
+        (
+            'signoff.toml:2: workflows.w.path: must be "module:attribute", like "mypkg.flows:build", '
+            "got 'mypkg.flows.build'"
+        ),
     ),
     (
         """
@@ -675,8 +752,10 @@ def test_bad_policies(text: str, message: str) -> None:
         ('[actions.a]\napprovers = ["U1"\n', "signoff.toml:3: invalid TOML: Unclosed array"),
         ("a = 1\na = 2\n", "signoff.toml:2: invalid TOML: Cannot overwrite a value (column 6)"),
         ("a = 1\nb = 0\na = 2", "signoff.toml:3: invalid TOML: Cannot overwrite a value"),
-        ("[actions.a]\n[actions.a]\n",
-         "signoff.toml:2: invalid TOML: Cannot declare ('actions', 'a') twice (column 11)"),
+        (
+            "[actions.a]\n[actions.a]\n",
+            "signoff.toml:2: invalid TOML: Cannot declare ('actions', 'a') twice (column 11)",
+        ),
         ('x = "abc', "signoff.toml:1: invalid TOML: Unterminated string"),
         ("x = " + "[" * 2000 + "]" * 2000, "signoff.toml: invalid TOML: nested too deeply"),
     ],
@@ -731,18 +810,32 @@ def test_unreadable_and_non_utf8_files(tmp_path: Path) -> None:
     ("kwargs", "message"),
     [
         ({}, 'actions.a.approvers: must name at least one approver (a user id or "@group")'),
-        ({"approvers": ("U1",), "tier": "hgih"},
-         "actions.a.tier: must be one of low, medium, high, critical, got 'hgih'"),
+        (
+            {"approvers": ("U1",), "tier": "hgih"},
+            "actions.a.tier: must be one of low, medium, high, critical, got 'hgih'",
+        ),
         ({"approvers": ("U1",), "required": 0}, "actions.a.required: must be at least 1, got 0"),
-        ({"approvers": ("U1",), "on_expiry": "approve"},
-         ('actions.a.on_expiry: "approve" is only allowed for tiers low and medium; '
-          "this action is high")),
-        ({"approvers": ("U1",), "tier": "critical", "auto_approve": (AutoApproveRule("r"),)},
-         ("actions.a.auto_approve: not allowed for critical actions: a person must decide every "
-          "request")),
-        ({"approvers": ("U1",), "editable": ("x",), "secret": ("x",)},
-         ("actions.a.secret: 'x' is also editable; a secret field cannot be edited (the form would "
-          "show it)")),
+        (
+            {"approvers": ("U1",), "on_expiry": "approve"},
+            (
+                'actions.a.on_expiry: "approve" is only allowed for tiers low and medium; '
+                "this action is high"
+            ),
+        ),
+        (
+            {"approvers": ("U1",), "tier": "critical", "auto_approve": (AutoApproveRule("r"),)},
+            (
+                "actions.a.auto_approve: not allowed for critical actions: a person must decide every "
+                "request"
+            ),
+        ),
+        (
+            {"approvers": ("U1",), "editable": ("x",), "secret": ("x",)},
+            (
+                "actions.a.secret: 'x' is also editable; a secret field cannot be edited (the form would "
+                "show it)"
+            ),
+        ),
     ],
 )
 def test_action_policy_in_code_is_checked(kwargs: dict[str, Any], message: str) -> None:
@@ -753,7 +846,8 @@ def test_action_policy_in_code_is_checked(kwargs: dict[str, Any], message: str) 
 
 # --- evaluate_request ----------------------------------------------------------------------
 
-EVAL_POLICY = parse_policy(toml("""
+EVAL_POLICY = parse_policy(
+    toml("""
     [actions.send_refund]
     title = "Send a refund"
     approvers = ["@finance", "U_DAVE"]
@@ -778,7 +872,8 @@ EVAL_POLICY = parse_policy(toml("""
     [[actions.ping.auto_approve]]
     name = "always"
     when = {}
-    """))
+    """)
+)
 
 ASK = "Send a refund: needs 2 approvals from someone in @finance or U_DAVE"
 FAILED = "policy evaluation failed, so the request is denied: "
@@ -800,22 +895,46 @@ class Exploding(dict[str, Any]):
 @pytest.mark.parametrize(
     ("policy", "action", "args", "outcome", "reason", "auto_rule"),
     [
-        (P, "send_refund", {"amount": 20, "currency": "EUR"}, "auto_approve",
-         "approved by the rule 'small refunds' of send_refund", "small refunds"),
-        (P, "send_refund", {"amount": Decimal("50.00"), "currency": "USD"}, "auto_approve",
-         "approved by the rule 'small refunds' of send_refund", "small refunds"),
+        (
+            P,
+            "send_refund",
+            {"amount": 20, "currency": "EUR"},
+            "auto_approve",
+            "approved by the rule 'small refunds' of send_refund",
+            "small refunds",
+        ),
+        (
+            P,
+            "send_refund",
+            {"amount": Decimal("50.00"), "currency": "USD"},
+            "auto_approve",
+            "approved by the rule 'small refunds' of send_refund",
+            "small refunds",
+        ),
         (P, "send_refund", {"amount": 50.01, "currency": "EUR"}, "ask", ASK, None),
         (P, "send_refund", {"amount": 20, "currency": "GBP"}, "ask", ASK, None),
         (P, "send_refund", {"amount": "20", "currency": "EUR"}, "ask", ASK, None),
         (P, "send_refund", {"currency": "EUR"}, "ask", ASK, None),
-        (P, "send_refund", {"amount": 999, "customer_id": "test"}, "auto_approve",
-         "approved by the rule 'test accounts' of send_refund", "test accounts"),
+        (
+            P,
+            "send_refund",
+            {"amount": 999, "customer_id": "test"},
+            "auto_approve",
+            "approved by the rule 'test accounts' of send_refund",
+            "test accounts",
+        ),
         (P, "delete_row", {"t": "users"}, "ask", "delete_row: needs 1 approval from U_ERIN", None),
         (P, "ping", {}, "auto_approve", "approved by the rule 'always' of ping", "always"),
         (P, "drop_database", {}, "deny", unlisted("drop_database", " (signoff.toml)"), None),
         (Policy.empty(), "send_refund", {}, "deny", unlisted("send_refund", ""), None),
-        (P, "send_refund", ["amount", 5], "deny",
-         FAILED + "TypeError: the arguments must be a mapping, got list", None),
+        (
+            P,
+            "send_refund",
+            ["amount", 5],
+            "deny",
+            FAILED + "TypeError: the arguments must be a mapping, got list",
+            None,
+        ),
         (P, ["unhashable"], {}, "deny", FAILED + "TypeError: unhashable type: 'list'", None),
         (Policy(actions=Exploding()), "x", {}, "deny", FAILED + "RuntimeError: boom", None),
     ],
@@ -890,8 +1009,9 @@ def test_rule_matches_never_raises_on_odd_args() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5) | st.decimals(),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -917,26 +1037,53 @@ NOT_APPROVER = (
     ("rule", "requester", "actor", "approvers", "error", "message"),
     [
         (REFUND, "U_CAROL", "U_ALICE", FINANCE, None, None),
-        (REFUND, "U_ALICE", "U_ALICE", FINANCE, SelfApprovalError,
-         ("you asked for this (Send a refund), and send_refund does not allow approving your own "
-          "request; ask someone in @finance or U_DAVE")),
-        (REFUND, "U_DAVE", "U_DAVE", FINANCE, SelfApprovalError,
-         ("you asked for this (Send a refund), and send_refund does not allow approving your own "
-          "request; ask someone in @finance")),
+        (
+            REFUND,
+            "U_ALICE",
+            "U_ALICE",
+            FINANCE,
+            SelfApprovalError,
+            (
+                "you asked for this (Send a refund), and send_refund does not allow approving your own "
+                "request; ask someone in @finance or U_DAVE"
+            ),
+        ),
+        (
+            REFUND,
+            "U_DAVE",
+            "U_DAVE",
+            FINANCE,
+            SelfApprovalError,
+            (
+                "you asked for this (Send a refund), and send_refund does not allow approving your own "
+                "request; ask someone in @finance"
+            ),
+        ),
         (REFUND, "U_CAROL", "U_MALLORY", FINANCE, NotAuthorizedError, NOT_APPROVER % "U_MALLORY"),
         (REFUND, "U_CAROL", "U_ERIN", FINANCE, NotAuthorizedError, NOT_APPROVER % "U_ERIN"),
         (REFUND, "U_CAROL", "U_ERIN", FINANCE | {"U_ERIN"}, None, None),  # escalated to U_ERIN
         (SELF_OK, "U_DAVE", "U_DAVE", frozenset({"U_DAVE"}), None, None),
-        (ActionPolicy("solo", approvers=("U_DAVE",)), "U_DAVE", "U_DAVE", frozenset({"U_DAVE"}),
-         SelfApprovalError,
-         ("you asked for this (solo), and solo does not allow approving your own request; "
-          "ask another approver")),
+        (
+            ActionPolicy("solo", approvers=("U_DAVE",)),
+            "U_DAVE",
+            "U_DAVE",
+            frozenset({"U_DAVE"}),
+            SelfApprovalError,
+            (
+                "you asked for this (solo), and solo does not allow approving your own request; "
+                "ask another approver"
+            ),
+        ),
         (REFUND, "U_CAROL", "U_ALICE", frozenset(), NotAuthorizedError, NOT_APPROVER % "U_ALICE"),
     ],
 )
 def test_check_voter(
-    rule: ActionPolicy, requester: str, actor: str, approvers: frozenset[str],
-    error: type[Exception] | None, message: str | None,
+    rule: ActionPolicy,
+    requester: str,
+    actor: str,
+    approvers: frozenset[str],
+    error: type[Exception] | None,
+    message: str | None,
 ) -> None:
     refused = check_voter(rule, requester=requester, actor=actor, approvers=approvers)
     if error is None:
@@ -965,7 +1112,9 @@ async def test_groups_and_starters() -> None:
     assert await groups.members("unknown") == frozenset()
     chained = StaticGroups({"finance": ["U_ALICE"]}, fallback=SlackGroups())
     assert await resolve_members(["@finance", "@support", "@nobody", "U_DAVE"], chained) == {
-        "U_ALICE", "U_SLACK", "U_DAVE"
+        "U_ALICE",
+        "U_SLACK",
+        "U_DAVE",
     }
 
     wf = WorkflowPolicy("refund", starters=("@support", "U_CAROL"))
@@ -1016,8 +1165,16 @@ def test_redact_replaces_secrets_by_their_hash() -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("30s", 30), ("15m", 900), ("4h", 14400), ("2d", 172800), ("1w", 604800), ("1h30m", 5400),
-     (" 1d12h ", 129600), ("1w2d3h4m5s", 788645)],
+    [
+        ("30s", 30),
+        ("15m", 900),
+        ("4h", 14400),
+        ("2d", 172800),
+        ("1w", 604800),
+        ("1h30m", 5400),
+        (" 1d12h ", 129600),
+        ("1w2d3h4m5s", 788645),
+    ],
 )
 def test_parse_duration(text: str, seconds: int) -> None:
     assert parse_duration(text) == dt.timedelta(seconds=seconds)
@@ -1056,11 +1213,20 @@ def test_format_duration() -> None:
 # --- edits ---------------------------------------------------------------------------------
 
 EDITABLE = ActionPolicy(
-    "send_refund", "Send a refund", approvers=("U1",),
+    "send_refund",
+    "Send a refund",
+    approvers=("U1",),
     editable=("amount", "reason", "fee", "total", "urgent", "tags", "note"),
 )
-ARGS = {"amount": 50, "reason": "late", "fee": 1.5, "total": Decimal("51.50"), "urgent": False,
-        "tags": ["a"], "customer_id": "c1"}
+ARGS = {
+    "amount": 50,
+    "reason": "late",
+    "fee": 1.5,
+    "total": Decimal("51.50"),
+    "urgent": False,
+    "tags": ["a"],
+    "customer_id": "c1",
+}
 
 
 @pytest.mark.parametrize(
@@ -1092,11 +1258,19 @@ def test_validate_edits(edits: dict[str, Any], expected: dict[str, Any]) -> None
 @pytest.mark.parametrize(
     ("rule", "edits", "message"),
     [
-        (EDITABLE, {"customer_id": "c2"},
-         ("'customer_id' cannot be edited in Send a refund (send_refund); "
-          "editable: amount, reason, fee, total, urgent, tags, note")),
-        (REFUND, {"amount": "1"},
-         "nothing in Send a refund (send_refund) can be edited; approve or reject it as it is"),
+        (
+            EDITABLE,
+            {"customer_id": "c2"},
+            (
+                "'customer_id' cannot be edited in Send a refund (send_refund); "
+                "editable: amount, reason, fee, total, urgent, tags, note"
+            ),
+        ),
+        (
+            REFUND,
+            {"amount": "1"},
+            "nothing in Send a refund (send_refund) can be edited; approve or reject it as it is",
+        ),
         (EDITABLE, {"amount": "forty"}, "amount must be a whole number, got 'forty'"),
         (EDITABLE, {"amount": "40.5"}, "amount must be a whole number, got '40.5'"),
         (EDITABLE, {"amount": True}, "amount must be a whole number, got True"),
@@ -1137,8 +1311,19 @@ def test_arbitrary_text_raises_only_policy_error(text: str) -> None:
     _check_only_policy_errors(text)
 
 
-BAD_VALUES = ["1", "-3", "2.5", "nan", "true", '"x y"', "[]", "[1, 2]", "{}", "1979-05-27",
-              '"""\nx = 1\n"""']
+BAD_VALUES = [
+    "1",
+    "-3",
+    "2.5",
+    "nan",
+    "true",
+    '"x y"',
+    "[]",
+    "[1, 2]",
+    "{}",
+    "1979-05-27",
+    '"""\nx = 1\n"""',
+]
 GOOD_VALUES = {
     "approvers": ['["U1"]', '["@g", "U2"]', '["@slack", "U3", "U4"]', '["@"]'],
     "tier": ['"low"', '"medium"', '"high"', '"critical"', '"hgih"'],
@@ -1153,13 +1338,31 @@ GOOD_VALUES = {
     "on_expiry": ['"approve"', '"reject"', '"later"'],
     "title": ['"Send"', '""'],
     "name": ['"r"', '"s"'],
-    "when": ["{}", "{ amount = { le = 50 } }", '{ c = { in = ["a", 1] } }', "{ x = { bogus = 1 } }",
-             "{ x = 1 }", "{ x = [1] }", "{ x = { gt = \"5\" } }"],
+    "when": [
+        "{}",
+        "{ amount = { le = 50 } }",
+        '{ c = { in = ["a", 1] } }',
+        "{ x = { bogus = 1 } }",
+        "{ x = 1 }",
+        "{ x = [1] }",
+        '{ x = { gt = "5" } }',
+    ],
     "starters": ['["@support", "U1"]', '["U 1"]'],
     "path": ['"m.n:f"', '"m:f.g"', '"m"'],
 }
-ACTION_KEYS = ["tier", "required", "allow_self_approval", "editable", "secret", "remind_after",
-               "escalate_after", "escalate_to", "expire_after", "on_expiry", "title"]
+ACTION_KEYS = [
+    "tier",
+    "required",
+    "allow_self_approval",
+    "editable",
+    "secret",
+    "remind_after",
+    "escalate_after",
+    "escalate_to",
+    "expire_after",
+    "on_expiry",
+    "title",
+]
 
 
 def table(header: str, keys: list[str]) -> st.SearchStrategy[str]:
@@ -1174,8 +1377,10 @@ def table(header: str, keys: list[str]) -> st.SearchStrategy[str]:
 
 
 def action(name: str) -> st.SearchStrategy[str]:
-    head = st.sampled_from([f"[actions.{name}]\napprovers = " + v for v in GOOD_VALUES["approvers"]]
-                           + [f"[actions.{name}]"])
+    head = st.sampled_from(
+        [f"[actions.{name}]\napprovers = " + v for v in GOOD_VALUES["approvers"]]
+        + [f"[actions.{name}]"]
+    )
     rules = st.lists(table(f"[[actions.{name}.auto_approve]]", ["name", "when"]), max_size=2)
     return st.tuples(head, table("", ACTION_KEYS), rules).map(
         lambda t: t[0] + t[1] + "\n" + "\n".join(t[2])
@@ -1203,8 +1408,15 @@ def test_policy_shaped_text_raises_only_policy_error(doc: str) -> None:
 @given(
     st.dictionaries(
         st.sampled_from([*EDITABLE.editable, "customer_id"]),
-        st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.decimals(),
-                  st.text(max_size=8), st.lists(st.integers(), max_size=2)),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.floats(),
+            st.decimals(),
+            st.text(max_size=8),
+            st.lists(st.integers(), max_size=2),
+        ),
         max_size=3,
     )
 )

@@ -8,10 +8,10 @@ import asyncio
 import json
 
 import pytest
-
 from _signoff_kit import Kit
-from bot.approvals.errors import ApprovalExpiredError, NotAuthorizedError
 from conftest import run_together
+
+from bot.approvals.errors import ApprovalExpiredError, NotAuthorizedError
 
 HOUR, DAY = 3600.0, 86400.0
 # send_refund in the demo policy: remind after 4h, escalate to @ops after 1d, expire after 3d.
@@ -45,7 +45,9 @@ asyncio.run(main())
 """
 
 
-async def test_an_expired_approval_is_expired_once_by_two_sweeping_processes(kit: Kit, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_expired_approval_is_expired_once_by_two_sweeping_processes(
+    kit: Kit, monkeypatch: pytest.MonkeyPatch
+) -> None:
     report = await kit.start("refund", REFUND)
     (approval_id,) = report.approvals
     for key, value in kit.env().items():
@@ -61,13 +63,18 @@ async def test_an_expired_approval_is_expired_once_by_two_sweeping_processes(kit
 
     a = await kit.app.get(approval_id)
     assert a.status == "expired"
-    assert a.decision is not None and (a.decision["approved"], a.decision["by"]) == (False, ["sweep"])
+    assert a.decision is not None and (a.decision["approved"], a.decision["by"]) == (
+        False,
+        ["sweep"],
+    )
     assert len(await kit.audit("expired")) == 1
     assert len(await kit.audit("resumed")) == 1
     # The graph took its rejection branch: the customer is told, nothing is refunded.
     run = await kit.run(report.thread_id)
     assert run["status"] == "completed"
-    assert json.loads(run["result"])["outcome"].startswith("declined (expired): expired: nobody decided by")
+    assert json.loads(run["result"])["outcome"].startswith(
+        "declined (expired): expired: nobody decided by"
+    )
     assert [e["kind"] for e in await kit.effects()] == ["email"]
     with pytest.raises(ApprovalExpiredError, match=f"approval {approval_id} expired"):
         await kit.app.decide(approval_id, "U_ALICE", True)
@@ -110,7 +117,11 @@ async def test_reminders_and_escalation_happen_once_with_two_sweepers(kit: Kit) 
     kit.clock.advance(DAY)
     assert await both_sweep() == {"reminded": 0, "escalated": 1, "expired": 0}
     assert await both_sweep() == {"reminded": 0, "escalated": 0, "expired": 0}
-    assert [e["kind"] for e in await kit.audit(approval_id=approval_id)] == ["requested", "reminded", "escalated"]
+    assert [e["kind"] for e in await kit.audit(approval_id=approval_id)] == [
+        "requested",
+        "reminded",
+        "escalated",
+    ]
     (escalated,) = await kit.audit("escalated")
     assert escalated["data"] == {"to": ["@ops"]}
     a = await kit.app.get(approval_id)
@@ -131,7 +142,10 @@ async def test_a_sweep_long_after_everything_expires_without_reminding(kit: Kit)
     kit.clock.advance(4 * DAY)
     assert await kit.app.sweep() == {"reminded": 0, "escalated": 0, "expired": 1}
     assert await kit.app.sweep() == {"reminded": 0, "escalated": 0, "expired": 0}
-    assert [e["kind"] for e in await kit.audit(approval_id=report.approvals[0])] == ["requested", "expired"]
+    assert [e["kind"] for e in await kit.audit(approval_id=report.approvals[0])] == [
+        "requested",
+        "expired",
+    ]
 
 
 async def test_expiry_may_approve_a_low_risk_action_where_the_policy_says_so(kit: Kit) -> None:
@@ -140,7 +154,9 @@ async def test_expiry_may_approve_a_low_risk_action_where_the_policy_says_so(kit
         'expire_after = "30m"\non_expiry = "approve"\n'
     )
     app = kit.new_app(policy_text=policy)
-    report = await app.start("ask", {"action": "restart_worker", "args": {"worker": "w1"}}, requester="U_CAROL")
+    report = await app.start(
+        "ask", {"action": "restart_worker", "args": {"worker": "w1"}}, requester="U_CAROL"
+    )
     kit.clock.advance(31 * 60)
     assert (await app.sweep())["expired"] == 1
     await app.run_jobs(("resume",))
@@ -162,7 +178,9 @@ async def test_purge_removes_old_settled_runs_and_never_live_ones(kit: Kit) -> N
     assert await kit.app.purge(30 * DAY) == 1
     assert await kit.app.run_info(done.thread_id) is None
     assert await kit.approvals(done.thread_id) == []
-    state = await kit.app.graph("refund").aget_state({"configurable": {"thread_id": done.thread_id}})
+    state = await kit.app.graph("refund").aget_state(
+        {"configurable": {"thread_id": done.thread_id}}
+    )
     assert state.values == {}
     (purged,) = await kit.audit("purged")
     assert purged["data"] == {"approvals": [done.approvals[0]]}

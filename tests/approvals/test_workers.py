@@ -7,8 +7,8 @@ import asyncio
 from collections import defaultdict
 
 import pytest
-
 from _signoff_kit import Kit
+
 from bot.approvals.events import Event
 from bot.config import Settings, SettingsError
 from bot.scheduler import JobRunner
@@ -84,7 +84,9 @@ def test_the_number_of_workers_comes_from_the_environment() -> None:
     assert Settings.from_env({}).workers == 2
     assert Settings.from_env({"SIGNOFF_WORKERS": "8"}).workers == 8
     for bad in ("0", "-1", "two", "65", "1.5"):
-        with pytest.raises(SettingsError, match="SIGNOFF_WORKERS must be a whole number from 1 to 64"):
+        with pytest.raises(
+            SettingsError, match="SIGNOFF_WORKERS must be a whole number from 1 to 64"
+        ):
             Settings.from_env({"SIGNOFF_WORKERS": bad})
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
         JobRunner(object(), concurrency=0)  # type: ignore[arg-type]

@@ -11,8 +11,8 @@ import signal
 from typing import Any
 
 import pytest
-
 from _signoff_kit import Kit
+
 from bot.approvals.errors import AlreadyDecidedError, InvalidEditError, NotAuthorizedError
 from bot.approvals.service import idempotency_key
 
@@ -39,13 +39,25 @@ async def test_an_approved_refund_is_issued_once(kit: Kit) -> None:
     assert report.status == "paused"
     (approval_id,) = report.approvals
     a = await kit.app.get(approval_id)
-    assert (a.action, a.status, a.risk_tier, a.requester) == ("send_refund", "pending", "high", "U_CAROL")
-    assert a.payload == {"customer_id": "cust_1", "order_id": "o-1", "amount": 42.5, "reason": "damaged"}
+    assert (a.action, a.status, a.risk_tier, a.requester) == (
+        "send_refund",
+        "pending",
+        "high",
+        "U_CAROL",
+    )
+    assert a.payload == {
+        "customer_id": "cust_1",
+        "order_id": "o-1",
+        "amount": 42.5,
+        "reason": "damaged",
+    }
     assert await kit.effects() == []
 
     result = await kit.app.decide(approval_id, "U_ALICE", True, note="ok")
     decision = result.approval.decision
-    assert decision is not None and decision["idempotency_key"] == idempotency_key(approval_id, a.fingerprint)
+    assert decision is not None and decision["idempotency_key"] == idempotency_key(
+        approval_id, a.fingerprint
+    )
     assert await kit.app.run_jobs(("resume",)) == 1
     assert await kit.app.run_jobs(("resume",)) == 0
     assert await outcome(kit, report.thread_id) == "refunded 42.50 to cust_1"
@@ -54,7 +66,12 @@ async def test_an_approved_refund_is_issued_once(kit: Kit) -> None:
     assert refund["key"] == decision["idempotency_key"]  # what a provider would de-duplicate on
     assert refund["data"] == {"customer_id": "cust_1", "amount": 42.5, "reason": "damaged"}
     assert [e["kind"] for e in await kit.audit()] == [
-        "run_started", "requested", "vote", "approved", "resumed", "run_completed",
+        "run_started",
+        "requested",
+        "vote",
+        "approved",
+        "resumed",
+        "run_completed",
     ]
 
 
@@ -74,7 +91,13 @@ async def test_a_rejected_refund_notifies_the_customer_and_refunds_nothing(kit: 
 async def test_the_edited_amount_is_what_the_refund_ran_with(kit: Kit) -> None:
     report = await kit.start("refund", REFUND)
     (approval_id,) = report.approvals
-    result = await kit.app.decide(approval_id, "U_ALICE", True, note="partial", edits={"amount": "40", "reason": "damaged box"})
+    result = await kit.app.decide(
+        approval_id,
+        "U_ALICE",
+        True,
+        note="partial",
+        edits={"amount": "40", "reason": "damaged box"},
+    )
     assert result.approval.decision is not None
     assert result.approval.decision["edits"] == {"amount": 40.0, "reason": "damaged box"}
     await kit.app.run_jobs(("resume",))
@@ -94,7 +117,11 @@ async def test_the_edited_amount_is_what_the_refund_ran_with(kit: Kit) -> None:
 async def test_editing_a_field_that_is_not_editable_is_refused(kit: Kit) -> None:
     report = await kit.start("refund", REFUND)
     (approval_id,) = report.approvals
-    for edits in ({"customer_id": "cust_666"}, {"amount": "forty"}, {"amount": "40", "order_id": "o-2"}):
+    for edits in (
+        {"customer_id": "cust_666"},
+        {"amount": "forty"},
+        {"amount": "40", "order_id": "o-2"},
+    ):
         with pytest.raises(InvalidEditError):
             await kit.app.decide(approval_id, "U_ALICE", True, edits=edits)
     a = await kit.app.get(approval_id)
@@ -108,9 +135,14 @@ async def test_editing_a_field_that_is_not_editable_is_refused(kit: Kit) -> None
 async def test_an_edit_after_someone_approved_is_refused(kit: Kit) -> None:
     # delete_row needs two approvers and nothing is editable; vendor invoices are editable by
     # one approver. An edit in the middle of a quorum would change what the first one approved.
-    policy = kit.policy_path.read_text() + '\n[actions.double_refund]\napprovers = ["@finance", "U_DAVE"]\nrequired = 2\neditable = ["amount"]\n'
+    policy = (
+        kit.policy_path.read_text()
+        + '\n[actions.double_refund]\napprovers = ["@finance", "U_DAVE"]\nrequired = 2\neditable = ["amount"]\n'
+    )
     app = kit.new_app(policy_text=policy)
-    report = await app.start("ask", {"action": "double_refund", "args": {"amount": 10.0}}, requester="U_CAROL")
+    report = await app.start(
+        "ask", {"action": "double_refund", "args": {"amount": 10.0}}, requester="U_CAROL"
+    )
     (approval_id,) = report.approvals
     await app.decide(approval_id, "U_ALICE", True)
     with pytest.raises(InvalidEditError, match="approved the current values already"):
@@ -152,7 +184,9 @@ async def test_critical_actions_are_never_auto_approved(kit: Kit) -> None:
     await kit.app.decide(approval_id, "U_ALICE", True)
     await kit.app.run_jobs(("resume",))
     assert await outcome(kit, report.thread_id) == "deleted row 7 of users"
-    assert [e["data"] for e in await kit.effects("delete_row")] == [{"table": "users", "row_id": "7"}]
+    assert [e["data"] for e in await kit.effects("delete_row")] == [
+        {"table": "users", "row_id": "7"}
+    ]
 
 
 # ---- de-duplication ------------------------------------------------------------------------
@@ -177,7 +211,9 @@ async def test_the_same_request_joins_the_pending_one(kit: Kit) -> None:
 
 async def test_the_same_request_from_four_processes_at_once_opens_one_approval(kit: Kit) -> None:
     apps = [kit.new_app() for _ in range(4)]
-    reports = await asyncio.gather(*(app.start("refund", REFUND, requester="U_CAROL") for app in apps))
+    reports = await asyncio.gather(
+        *(app.start("refund", REFUND, requester="U_CAROL") for app in apps)
+    )
     (approval,) = await kit.approvals()
     assert [r.approvals for r in reports] == [(approval["id"],)] * 4
     await kit.app.decide(approval["id"], "U_ALICE", True)
@@ -192,14 +228,18 @@ async def test_the_same_key_with_other_arguments_is_a_loud_conflict(kit: Kit) ->
     assert conflict_id != first.approvals[0]
     c = await kit.app.get(conflict_id)
     assert c.status == "rejected"
-    assert c.reason is not None and f"conflicts with pending approval {first.approvals[0]}" in c.reason
+    assert (
+        c.reason is not None and f"conflicts with pending approval {first.approvals[0]}" in c.reason
+    )
     (audited,) = await kit.audit("conflict")
     assert audited["approval_id"] == conflict_id and "refund:o-1" in audited["data"]["reason"]
     # Not an overwrite: the pending one still proposes the first amount.
     assert (await kit.app.get(first.approvals[0])).payload["amount"] == 42.5
 
     await kit.app.run_jobs(("resume",))
-    assert (await outcome(kit, second.thread_id)).startswith("declined (denied): conflicts with pending approval")
+    assert (await outcome(kit, second.thread_id)).startswith(
+        "declined (denied): conflicts with pending approval"
+    )
     assert await kit.effects("refund") == []
     assert (await kit.run(first.thread_id))["status"] == "paused"
 
@@ -241,7 +281,11 @@ async def test_a_vendor_payment_needs_both_approvals(kit: Kit) -> None:
     await kit.app.run_jobs(("resume",))
     assert (await kit.run(report.thread_id))["status"] == "paused"
     (release,) = [a for a in await kit.app.thread_approvals(report.thread_id) if a.id != invoice_id]
-    assert (release.action, release.payload["amount"], release.required) == ("release_payment", 1100.0, 2)
+    assert (release.action, release.payload["amount"], release.required) == (
+        "release_payment",
+        1100.0,
+        2,
+    )
     assert await kit.effects() == []
 
     with pytest.raises(NotAuthorizedError):
@@ -250,14 +294,19 @@ async def test_a_vendor_payment_needs_both_approvals(kit: Kit) -> None:
     await kit.app.decide(release.id, "U_DAVE", True)
     await kit.app.run_jobs(("resume",))
     assert await outcome(kit, report.thread_id) == "paid 1100.00 to acme"
-    assert [e["data"] for e in await kit.effects("payment")] == [{"vendor": "acme", "amount": 1100.0, "invoice_id": "inv-7"}]
+    assert [e["data"] for e in await kit.effects("payment")] == [
+        {"vendor": "acme", "amount": 1100.0, "invoice_id": "inv-7"}
+    ]
 
 
 async def test_a_rejected_invoice_is_never_paid(kit: Kit) -> None:
     report = await kit.start("vendor_payment", PAYMENT, requester="U_ALICE")
     await kit.app.decide(report.approvals[0], "U_BOB", False, note="duplicate invoice")
     await kit.app.run_jobs(("resume",))
-    assert await outcome(kit, report.thread_id) == "not paid (approve_invoice rejected): duplicate invoice"
+    assert (
+        await outcome(kit, report.thread_id)
+        == "not paid (approve_invoice rejected): duplicate invoice"
+    )
     assert len(await kit.app.thread_approvals(report.thread_id)) == 1
     assert await kit.effects() == []
 
@@ -274,7 +323,10 @@ async def test_two_approvals_of_one_run_resumed_by_two_workers_at_once(kit: Kit)
         if await kit.pending_jobs("resume") == 0:
             break
         kit.clock.advance(1)
-    assert sorted((await outcome_values(kit, report.thread_id))["done"]) == ["crowd:approved", "deploy:approved"]
+    assert sorted((await outcome_values(kit, report.thread_id))["done"]) == [
+        "crowd:approved",
+        "deploy:approved",
+    ]
     assert sorted(e["kind"] for e in await kit.effects()) == ["crowd", "deploy"]
     assert len(await kit.audit("resumed")) == 2
 
@@ -332,13 +384,18 @@ async def test_a_crash_during_the_refund_is_outcome_unknown_not_a_second_refund(
         await kit.app.decide(approval_id, "U_BOB", True)
 
 
-async def test_a_start_without_a_required_input_is_refused_before_anything_is_recorded(kit: Kit) -> None:
+async def test_a_start_without_a_required_input_is_refused_before_anything_is_recorded(
+    kit: Kit,
+) -> None:
     from sqlalchemy import select
 
     from bot.approvals.errors import MissingInputError
     from bot.approvals.tables import runs
 
-    with pytest.raises(MissingInputError, match=r"workflow 'refund' needs amount \(it takes customer_id, order_id, amount, reason\)") as raised:
+    with pytest.raises(
+        MissingInputError,
+        match=r"workflow 'refund' needs amount \(it takes customer_id, order_id, amount, reason\)",
+    ) as raised:
         await kit.start("refund", {"customer_id": "cust_1", "amount": ""})
     assert raised.value.missing == ("amount",)
     with pytest.raises(MissingInputError, match="needs table, row_id"):

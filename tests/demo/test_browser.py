@@ -79,7 +79,7 @@ def sandbox(browser: Any, demo_url: str, shot: Path) -> Iterator[Sandbox]:
     page.screenshot(path=str(shot))
     context.close()
     assert not errors, errors
-    outside = [u for u in requests if not (u.startswith(origin + "/") or u.startswith("data:"))]
+    outside = [u for u in requests if not u.startswith((origin + "/", "data:"))]
     assert not outside, f"the page requested something outside the sandbox: {outside}"
 
 
@@ -267,12 +267,16 @@ def test_mrkdwn_renders_like_slack(sandbox: Sandbox) -> None:
     def html(text: str) -> str:
         return page.evaluate(render, [text, "U_ALICE"])[0]
 
-    assert html("*bold* _it_ ~gone~ `x<y`") == "<b>bold</b> <i>it</i> <s>gone</s> <code>x&lt;y</code>"
+    assert (
+        html("*bold* _it_ ~gone~ `x<y`") == "<b>bold</b> <i>it</i> <s>gone</s> <code>x&lt;y</code>"
+    )
     assert html("<@U_ALICE> and <@U_BOB|bob>") == (
         '<span class="mention me" data-user="U_ALICE">@Alice</span> and '
         '<span class="mention" data-user="U_BOB">@bob</span>'
     )
-    assert ">2023-11-14 22:13 UTC</span>" in html("<!date^1700000000^{date_short_pretty}|2023-11-14 22:13 UTC>")
+    assert ">2023-11-14 22:13 UTC</span>" in html(
+        "<!date^1700000000^{date_short_pretty}|2023-11-14 22:13 UTC>"
+    )
     assert html("&lt;script&gt;alert(1)&lt;/script&gt;") == "&lt;script&gt;alert(1)&lt;/script&gt;"
     assert html("<javascript:alert(1)|x>") == "&lt;javascript:alert(1)|x&gt;"
     assert html("&gt; quoted\nplain") == "<blockquote>quoted</blockquote>plain"

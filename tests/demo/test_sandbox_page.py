@@ -38,7 +38,12 @@ def test_the_demo_people_are_the_ones_the_demo_policy_names() -> None:
         raw = tomllib.load(f)
     ids = {p.id for p in PEOPLE}
     named = {m for members in raw["groups"].values() for m in members}
-    named |= {a for action in raw["actions"].values() for a in action.get("approvers", []) if not a.startswith("@")}
+    named |= {
+        a
+        for action in raw["actions"].values()
+        for a in action.get("approvers", [])
+        if not a.startswith("@")
+    }
     assert named <= ids, f"the policy names people the sandbox lacks: {named - ids}"
     assert ids <= named, f"the sandbox has people the policy never names: {ids - named}"
     ws = demo_workspace()
@@ -49,7 +54,9 @@ def test_the_demo_people_are_the_ones_the_demo_policy_names() -> None:
         assert ws.user(person.name).id == person.id
 
 
-async def test_the_page_and_its_files_are_served_uncached(served: tuple[FakeSlack, DemoPage, str]) -> None:
+async def test_the_page_and_its_files_are_served_uncached(
+    served: tuple[FakeSlack, DemoPage, str],
+) -> None:
     _, _, url = served
     async with ClientSession() as http:
         async with http.get(url + "/") as res:
@@ -62,23 +69,32 @@ async def test_the_page_and_its_files_are_served_uncached(served: tuple[FakeSlac
     for path in STATIC.iterdir():
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"""(?:src|href|url)\s*[=(]\s*["']?https?://""", text), path.name
-        assert "fetch(\"http" not in text and "import(" not in text, path.name
+        assert 'fetch("http' not in text and "import(" not in text, path.name
 
 
-async def test_config_lists_the_people_and_the_bundled_workflows(served: tuple[FakeSlack, DemoPage, str]) -> None:
+async def test_config_lists_the_people_and_the_bundled_workflows(
+    served: tuple[FakeSlack, DemoPage, str],
+) -> None:
     _, _, url = served
     async with ClientSession() as http, http.get(url + "/_demo/config") as res:
         config = await res.json()
     assert [p["id"] for p in config["people"]] == [p.id for p in PEOPLE]
     flows = {w["name"]: w for w in config["workflows"]}
     assert set(flows) == {"refund", "delete_row", "vendor_payment"}
-    assert [i["name"] for i in flows["refund"]["inputs"]] == ["customer_id", "order_id", "amount", "reason"]
+    assert [i["name"] for i in flows["refund"]["inputs"]] == [
+        "customer_id",
+        "order_id",
+        "amount",
+        "reason",
+    ]
     assert {i["name"]: i["type"] for i in flows["refund"]["inputs"]}["amount"] == "number"
     assert flows["refund"]["starters"] == ["@support", "@finance"]
     assert config["channel"] == "C_APPROVALS"
 
 
-async def test_starting_a_run_needs_the_bot_and_a_known_person(served: tuple[FakeSlack, DemoPage, str]) -> None:
+async def test_starting_a_run_needs_the_bot_and_a_known_person(
+    served: tuple[FakeSlack, DemoPage, str],
+) -> None:
     _, page, url = served
     async with ClientSession() as http:
         run = {"user": "U_CAROL", "workflow": "refund", "input": {}}
@@ -91,7 +107,9 @@ async def test_starting_a_run_needs_the_bot_and_a_known_person(served: tuple[Fak
             assert res.status == 502 and "the bot did not answer" in (await res.json())["error"]
 
 
-async def test_a_person_writes_a_message_and_closes_a_modal(served: tuple[FakeSlack, DemoPage, str]) -> None:
+async def test_a_person_writes_a_message_and_closes_a_modal(
+    served: tuple[FakeSlack, DemoPage, str],
+) -> None:
     slack, _, url = served
     async with ClientSession() as http:
         said = {"user": "carol", "channel": "general", "text": "hi <@U_BOB> & co"}
@@ -100,9 +118,14 @@ async def test_a_person_writes_a_message_and_closes_a_modal(served: tuple[FakeSl
         async with http.post(url + "/_sandbox/act/message", json={**said, "text": "  "}) as res:
             assert res.status == 400 and (await res.json())["error"] == "no_text"
         msg = slack.workspace.channel("general").messages[ts]
-        assert (msg.user, msg.text) == ("U_CAROL", "hi &lt;@U_BOB&gt; &amp; co")  # typed, not a mention
+        assert (msg.user, msg.text) == (
+            "U_CAROL",
+            "hi &lt;@U_BOB&gt; &amp; co",
+        )  # typed, not a mention
 
-        view = slack.workspace.new_view("U_BOB", {"type": "modal", "title": {"type": "plain_text", "text": "x"}, "blocks": []})
+        view = slack.workspace.new_view(
+            "U_BOB", {"type": "modal", "title": {"type": "plain_text", "text": "x"}, "blocks": []}
+        )
         view.errors = {"b": "wrong"}
         slack.workspace.views["U_BOB"] = [view]
         async with http.get(url + "/_sandbox/state") as res:
@@ -114,11 +137,14 @@ async def test_a_person_writes_a_message_and_closes_a_modal(served: tuple[FakeSl
             assert res.status == 400 and (await res.json())["error"] == "not_found"
 
 
-async def test_usergroups_list_names_the_policy_groups(served: tuple[FakeSlack, DemoPage, str]) -> None:
+async def test_usergroups_list_names_the_policy_groups(
+    served: tuple[FakeSlack, DemoPage, str],
+) -> None:
     _, _, url = served
-    async with ClientSession() as http, http.post(
-        url + "/api/usergroups.list", headers={"Authorization": "Bearer xoxb-t"}
-    ) as res:
+    async with (
+        ClientSession() as http,
+        http.post(url + "/api/usergroups.list", headers={"Authorization": "Bearer xoxb-t"}) as res,
+    ):
         body = await res.json()
     assert body["ok"] and {g["handle"]: g["id"] for g in body["usergroups"]} == {
         "finance": "S_FINANCE", "ops": "S_OPS", "support": "S_SUPPORT",

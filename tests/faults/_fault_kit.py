@@ -9,11 +9,10 @@ import time
 from collections.abc import Callable
 
 import sqlalchemy as sa
+from _e2e_kit import E2E, WAIT, BotDatabase, BotProcess, Run, card_of, messages_of, replies_of
 
 from bot.approvals import tables as t
 from bot.slack import blocks, messages
-
-from _e2e_kit import E2E, WAIT, BotDatabase, BotProcess, Run, card_of, messages_of, replies_of
 
 QUICK = os.environ.get("SIGNOFF_TEST_QUICK", "") not in ("", "0")
 """`SIGNOFF_TEST_QUICK=1` shortens the loops (CI), never skips them."""
@@ -22,7 +21,9 @@ SETTLE = 60.0
 """Seconds for the bot to finish everything after a fault (leases must run out first)."""
 
 
-async def until(predicate: Callable[[], object], what: str, bot: BotProcess | None = None, timeout: float = WAIT) -> None:
+async def until(
+    predicate: Callable[[], object], what: str, bot: BotProcess | None = None, timeout: float = WAIT
+) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -40,12 +41,19 @@ def run_outcome(db: BotDatabase, run: Run, customer: str) -> str:
     unknown (the process died between starting the refund and recording that it returned)."""
     found = db.run(run.thread_id) or {}
     if found.get("status") == "outcome_unknown":
-        return blocks.thread_reply_outcome_unknown("refund", run.thread_id, found.get("error") or "")
+        return blocks.thread_reply_outcome_unknown(
+            "refund", run.thread_id, found.get("error") or ""
+        )
     return outcome(run, customer)
 
 
 async def settled(
-    e2e: E2E, runs: dict[str, Run], approver: str, *, timeout: float = SETTLE, unknown_allowed: bool = False
+    e2e: E2E,
+    runs: dict[str, Run],
+    approver: str,
+    *,
+    timeout: float = SETTLE,
+    unknown_allowed: bool = False,
 ) -> None:
     """Wait until every run of `runs` (by customer) completed and told its thread, then check that
     each was decided once, resumed once, refunded once, its card posted once and its thread told
@@ -62,22 +70,35 @@ async def settled(
     except AssertionError as e:
         stuck = {c: (db.approval(r.approval_id)["status"], (db.run(r.thread_id) or {}).get("status"), (db.run(r.thread_id) or {}).get("error"))
                  for c, r in runs.items() if (db.run(r.thread_id) or {}).get("status") not in ends}  # fmt: skip
-        raise AssertionError(f"{e}\nnot completed: {stuck}\njobs left: {db.jobs(undone=True)}") from None
+        raise AssertionError(
+            f"{e}\nnot completed: {stuck}\njobs left: {db.jobs(undone=True)}"
+        ) from None
     expected = {
-        c: [messages.run_approved(f"Refund 42.50 to {c}", [approver]), run_outcome(db, r, c)] for c, r in runs.items()
+        c: [messages.run_approved(f"Refund 42.50 to {c}", [approver]), run_outcome(db, r, c)]
+        for c, r in runs.items()
     }
     try:
         state = await e2e.slack.wait_for(
-            lambda s: all(replies_of(s, r.card) == expected[c] for c, r in runs.items()), timeout=timeout
+            lambda s: all(replies_of(s, r.card) == expected[c] for c, r in runs.items()),
+            timeout=timeout,
         )
     except TimeoutError:
         state = await e2e.slack.state()
-        wrong = {c: replies_of(state, r.card) for c, r in runs.items() if replies_of(state, r.card) != expected[c]}
-        raise AssertionError(f"threads not told their approval and outcome once each: {wrong}") from None
+        wrong = {
+            c: replies_of(state, r.card)
+            for c, r in runs.items()
+            if replies_of(state, r.card) != expected[c]
+        }
+        raise AssertionError(
+            f"threads not told their approval and outcome once each: {wrong}"
+        ) from None
     top = [m for m in messages_of(state) if m.get("thread_ts") in (None, m["ts"])]
     for customer, run in runs.items():
         assert db.approval(run.approval_id)["status"] == "approved", customer
-        assert [v["user_id"] for v in db.rows(sa.select(t.votes).where(t.votes.c.approval_id == run.approval_id))] == [approver], customer
+        assert [
+            v["user_id"]
+            for v in db.rows(sa.select(t.votes).where(t.votes.c.approval_id == run.approval_id))
+        ] == [approver], customer
         refunds = [(e["kind"], e["data"]["customer_id"]) for e in db.effects(run.thread_id)]
         if (db.run(run.thread_id) or {}).get("status") == "outcome_unknown":
             assert refunds in ([], [("refund", customer)]), customer
@@ -91,4 +112,3 @@ async def settled(
         assert card is not None and card["ts"] == run.card["ts"]
         notices = [m for m in top if m.get("text") == run_outcome(db, run, customer)]
         assert len(notices) == 1, (customer, "channel notices", len(notices))
-

@@ -13,7 +13,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "slack"))
 
-from _e2e_kit import FakeSlackProcess  # noqa: E402
+from _e2e_kit import FakeSlackProcess
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(

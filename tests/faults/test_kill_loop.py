@@ -24,15 +24,22 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from _e2e_kit import (
+    ALICE,
+    CAROL,
+    CHANNEL,
+    E2E,
+    BotDatabase,
+    BotProcess,
+    FakeSlackProcess,
+    Run,
+    sqlite_url,
+    write_policy,
+)  # fmt: skip
+from _fault_kit import QUICK, settled
 
 from bot.sandbox.client import SandboxClient
 from bot.slack.payloads import APPROVE
-
-from _e2e_kit import (
-    ALICE, CAROL, CHANNEL, E2E, BotDatabase, BotProcess, FakeSlackProcess, Run,
-    sqlite_url, write_policy,
-)  # fmt: skip
-from _fault_kit import QUICK, settled
 
 pytestmark = pytest.mark.slow
 
@@ -87,10 +94,16 @@ async def test_a_bot_killed_anywhere_between_click_and_notice_loses_nothing_and_
                 e2e = E2E(slack, bot, db, http)
                 # Bolt's first request calls auth.test; have it done before the race.
                 assert (await slack.command(CAROL, CHANNEL, "help"))["status"] == 200
-                batch = {f"cust-kill-{i}-{k}": await e2e.refund(f"cust-kill-{i}-{k}") for k in range(PER_ITERATION)}
+                batch = {
+                    f"cust-kill-{i}-{k}": await e2e.refund(f"cust-kill-{i}-{k}")
+                    for k in range(PER_ITERATION)
+                }
                 runs.update(batch)
                 await e2e.idle()
-                clicks = [asyncio.ensure_future(e2e.signed_click(ALICE, r.card, APPROVE)) for r in batch.values()]
+                clicks = [
+                    asyncio.ensure_future(e2e.signed_click(ALICE, r.card, APPROVE))
+                    for r in batch.values()
+                ]
                 delay = rng.randint(0, 300)
                 delays.append(delay)
                 await asyncio.sleep(delay / 1000)
@@ -108,7 +121,9 @@ async def test_a_bot_killed_anywhere_between_click_and_notice_loses_nothing_and_
             await settled(E2E(slack, bot, db, http), runs, ALICE, unknown_allowed=True)
             print(f"seed {SEED}: the kills landed {dict(phases)}")
     except BaseException as e:
-        raise AssertionError(f"seed {SEED}, delays (ms) {delays}, kills landed {dict(phases)}: {e}") from e
+        raise AssertionError(
+            f"seed {SEED}, delays (ms) {delays}, kills landed {dict(phases)}: {e}"
+        ) from e
     finally:
         bot.stop()
         db.close()

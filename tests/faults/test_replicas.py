@@ -10,16 +10,26 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from _e2e_kit import (
+    ALICE,
+    CAROL,
+    CHANNEL,
+    E2E,
+    SECRET,
+    BotDatabase,
+    BotProcess,
+    FakeSlackProcess,
+    Run,
+    pg_schema,
+    pg_server,
+    pg_url,
+    write_policy,
+)  # fmt: skip
+from _fault_kit import QUICK, settled
 
 from bot.sandbox.client import SandboxClient
 from bot.sandbox.signing import SlackSigner
 from bot.slack.payloads import APPROVE
-
-from _e2e_kit import (
-    ALICE, CAROL, CHANNEL, E2E, SECRET, BotDatabase, BotProcess, FakeSlackProcess, Run,
-    pg_schema, pg_server, pg_url, write_policy,
-)  # fmt: skip
-from _fault_kit import QUICK, settled
 
 pytestmark = pytest.mark.postgres
 
@@ -38,7 +48,9 @@ RUNS = 4 if QUICK else 10
 
 
 @pytest.fixture
-def replicas(fake_slack: FakeSlackProcess, tmp_path: Path) -> Iterator[tuple[BotProcess, BotProcess]]:
+def replicas(
+    fake_slack: FakeSlackProcess, tmp_path: Path
+) -> Iterator[tuple[BotProcess, BotProcess]]:
     pg_server()
     schema, drop = pg_schema("replicas")
     policy = write_policy(tmp_path, POLICY)
@@ -55,7 +67,9 @@ def replicas(fake_slack: FakeSlackProcess, tmp_path: Path) -> Iterator[tuple[Bot
 
 
 async def test_two_replicas_given_the_same_click_decide_resume_and_refund_once(
-    fake_slack: FakeSlackProcess, replicas: tuple[BotProcess, BotProcess], http: aiohttp.ClientSession
+    fake_slack: FakeSlackProcess,
+    replicas: tuple[BotProcess, BotProcess],
+    http: aiohttp.ClientSession,
 ) -> None:
     first, second = replicas
     db = BotDatabase(first.db_url)
@@ -65,17 +79,26 @@ async def test_two_replicas_given_the_same_click_decide_resume_and_refund_once(
             await fake_slack.connect(slack, first.events_url)
             e2e = E2E(slack, first, db, http)
             assert (await slack.command(CAROL, CHANNEL, "help"))["status"] == 200
-            runs: dict[str, Run] = {f"cust-twice-{k}": await e2e.refund(f"cust-twice-{k}") for k in range(RUNS)}
+            runs: dict[str, Run] = {
+                f"cust-twice-{k}": await e2e.refund(f"cust-twice-{k}") for k in range(RUNS)
+            }
             await e2e.idle()
             for run in runs.values():
                 click = await e2e.click_request(ALICE, run.card, APPROVE)
                 answers = await asyncio.gather(
-                    signer.send(first.events_url, click, session=http), signer.send(second.events_url, click, session=http)
+                    signer.send(first.events_url, click, session=http),
+                    signer.send(second.events_url, click, session=http),
                 )
-                assert [a.status for a in answers] == [200, 200], [(a.status, a.body) for a in answers]
+                assert [a.status for a in answers] == [200, 200], [
+                    (a.status, a.body) for a in answers
+                ]
             await settled(e2e, runs, ALICE)
             for run in runs.values():
-                decided = [j for j in db.jobs(thread_id=run.thread_id) if j["kind"] == "event" and '"decided"' in j["payload"]]
+                decided = [
+                    j
+                    for j in db.jobs(thread_id=run.thread_id)
+                    if j["kind"] == "event" and '"decided"' in j["payload"]
+                ]
                 assert len(decided) == 1, decided
     finally:
         db.close()

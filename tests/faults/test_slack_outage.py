@@ -9,12 +9,22 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from _e2e_kit import (
+    ALICE,
+    CAROL,
+    CHANNEL,
+    E2E,
+    BotDatabase,
+    BotProcess,
+    FakeSlackProcess,
+    Run,
+    sqlite_url,
+    write_policy,
+)
+from _fault_kit import settled
 
 from bot.sandbox.client import SandboxClient
 from bot.slack.payloads import APPROVE
-
-from _e2e_kit import ALICE, CAROL, CHANNEL, E2E, BotDatabase, BotProcess, FakeSlackProcess, Run, sqlite_url, write_policy
-from _fault_kit import settled
 
 POLICY = """
 [workflows.refund]
@@ -32,7 +42,9 @@ RUNS = 4
 
 @pytest.fixture
 def bot(fake_slack: FakeSlackProcess, tmp_path: Path) -> Iterator[BotProcess]:
-    process = BotProcess(tmp_path, sqlite_url(tmp_path), fake_slack.url, write_policy(tmp_path, POLICY))
+    process = BotProcess(
+        tmp_path, sqlite_url(tmp_path), fake_slack.url, write_policy(tmp_path, POLICY)
+    )
     yield process
     process.stop()
 
@@ -55,7 +67,14 @@ async def test_cards_and_notices_go_out_after_slack_answers_429_and_5xx_for_a_wh
             for k in range(RUNS):
                 customer = f"cust-outage-{k}"
                 runs[customer] = await e2e.start(
-                    "refund", {"customer_id": customer, "order_id": f"o-{k}", "amount": 42.5, "reason": "late"}, card=False
+                    "refund",
+                    {
+                        "customer_id": customer,
+                        "order_id": f"o-{k}",
+                        "amount": 42.5,
+                        "reason": "late",
+                    },
+                    card=False,
                 )
             for run in runs.values():
                 run.card = await e2e.card(run.approval_id)
@@ -73,17 +92,36 @@ async def test_cards_and_notices_go_out_after_slack_answers_429_and_5xx_for_a_wh
             calls = (await slack.calls())[since:]
             failed = [(c["method"], c["status"]) for c in calls if c["status"] != 200]
             assert sorted(failed) == sorted(
-                [("chat.postMessage", 429)] * 5 + [("chat.postMessage", 503)] * 2 + [("chat.postMessage", 502)] * 2
-                + [("chat.update", 500)] * 2 + [("chat.update", 429)] * 2
+                [("chat.postMessage", 429)] * 5
+                + [("chat.postMessage", 503)] * 2
+                + [("chat.postMessage", 502)] * 2
+                + [("chat.update", 500)] * 2
+                + [("chat.update", 429)] * 2
             ), failed  # every fault met, and the answers were what the bot retried on
             for run in runs.values():  # per thread: the card, its update, then the replies
                 ts = run.card["ts"]
                 mine = [
-                    c["method"] for c in calls if c["status"] == 200 and c["method"] in ("chat.postMessage", "chat.update")
-                    and (c["params"].get("ts") == ts or c["params"].get("thread_ts") == ts or c["response"].get("ts") == ts)
+                    c["method"]
+                    for c in calls
+                    if c["status"] == 200
+                    and c["method"] in ("chat.postMessage", "chat.update")
+                    and (
+                        c["params"].get("ts") == ts
+                        or c["params"].get("thread_ts") == ts
+                        or c["response"].get("ts") == ts
+                    )
                 ]
                 # a card update is repeated when the reply after it is retried: same card, no harm
-                steps = [m for i, m in enumerate(mine) if m != "chat.update" or mine[i - 1] != "chat.update"]
-                assert steps == ["chat.postMessage", "chat.update", "chat.postMessage", "chat.postMessage"], mine
+                steps = [
+                    m
+                    for i, m in enumerate(mine)
+                    if m != "chat.update" or mine[i - 1] != "chat.update"
+                ]
+                assert steps == [
+                    "chat.postMessage",
+                    "chat.update",
+                    "chat.postMessage",
+                    "chat.postMessage",
+                ], mine
     finally:
         db.close()

@@ -21,17 +21,29 @@ from pathlib import Path
 import aiohttp
 import psycopg
 import pytest
+from _e2e_kit import (
+    ALICE,
+    CAROL,
+    CHANNEL,
+    E2E,
+    BotDatabase,
+    BotProcess,
+    FakeSlackProcess,
+    Run,
+    ephemerals_of,
+    pg_admin,
+    pg_schema,
+    pg_server,
+    pg_url,
+    text_of,
+    write_policy,
+)  # fmt: skip
+from _fault_kit import QUICK, settled, until
 
 from bot.sandbox.client import SandboxClient
 from bot.sandbox.signing import AppResponse
 from bot.slack import messages
 from bot.slack.payloads import APPROVE
-
-from _e2e_kit import (
-    ALICE, CAROL, CHANNEL, E2E, BotDatabase, BotProcess, FakeSlackProcess, Run,
-    ephemerals_of, pg_admin, pg_schema, pg_server, pg_url, text_of, write_policy,
-)  # fmt: skip
-from _fault_kit import QUICK, settled, until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.restarts_postgres]
 
@@ -79,7 +91,13 @@ def bot(fake_slack: FakeSlackProcess, tmp_path: Path) -> Iterator[BotProcess]:
     pg_server()
     wait_until_up()
     schema, drop = pg_schema("pg_restart")
-    process = BotProcess(tmp_path, pg_url(schema), fake_slack.url, write_policy(tmp_path, POLICY), SIGNOFF_JOB_LEASE="2")
+    process = BotProcess(
+        tmp_path,
+        pg_url(schema),
+        fake_slack.url,
+        write_policy(tmp_path, POLICY),
+        SIGNOFF_JOB_LEASE="2",
+    )
     yield process
     process.stop()
     wait_until_up()
@@ -90,7 +108,7 @@ async def healthz(http: aiohttp.ClientSession, bot: BotProcess) -> int:
     try:
         async with http.get(f"{bot.url}/healthz", timeout=aiohttp.ClientTimeout(total=5)) as res:
             return res.status
-    except (aiohttp.ClientError, asyncio.TimeoutError):
+    except (TimeoutError, aiohttp.ClientError):
         return 0
 
 
@@ -104,7 +122,9 @@ async def test_a_postgresql_restart_under_clicks_loses_no_decision_and_the_bot_r
             await fake_slack.connect(slack, bot.events_url)
             e2e = E2E(slack, bot, db, http)
             assert (await slack.command(CAROL, CHANNEL, "help"))["status"] == 200
-            runs: dict[str, Run] = {f"cust-pgr-{k}": await e2e.refund(f"cust-pgr-{k}") for k in range(RUNS)}
+            runs: dict[str, Run] = {
+                f"cust-pgr-{k}": await e2e.refund(f"cust-pgr-{k}") for k in range(RUNS)
+            }
             await e2e.idle()
             refusals_before = len(await e2e.ephemerals(ALICE))
 
@@ -114,7 +134,7 @@ async def test_a_postgresql_restart_under_clicks_loses_no_decision_and_the_bot_r
                 for customer, run in runs.items():
                     try:
                         answers[customer] = await e2e.signed_click(ALICE, run.card, APPROVE)
-                    except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+                    except (TimeoutError, aiohttp.ClientError) as e:
                         answers[customer] = e
                     await asyncio.sleep(CLICK_EVERY)
 
@@ -130,19 +150,41 @@ async def test_a_postgresql_restart_under_clicks_loses_no_decision_and_the_bot_r
                 await asyncio.sleep(0.2)
             assert bot.proc.poll() is None and bot.proc.pid == pid
 
-            errors = {c: a for c, a in answers.items() if not isinstance(a, AppResponse) or a.status != 200}
-            assert not [a for a in errors.values() if isinstance(a, BaseException)], errors  # the bot always answered
+            errors = {
+                c: a
+                for c, a in answers.items()
+                if not isinstance(a, AppResponse) or a.status != 200
+            }
+            assert not [a for a in errors.values() if isinstance(a, BaseException)], (
+                errors
+            )  # the bot always answered
             state = await slack.state()
             told_down = [
-                m for m in ephemerals_of(state, ALICE)[refusals_before:] if messages.database_unavailable() in text_of(m)
+                m
+                for m in ephemerals_of(state, ALICE)[refusals_before:]
+                if messages.database_unavailable() in text_of(m)
             ]
-            pending = [c for c, r in runs.items() if db.approval(r.approval_id)["status"] == "pending"]
+            pending = [
+                c for c, r in runs.items() if db.approval(r.approval_id)["status"] == "pending"
+            ]
             # every click that did not count was refused, visibly: an error status or the ephemeral
-            assert len(pending) <= len(errors) + len(told_down), (pending, errors, len(told_down), bot.output())
+            assert len(pending) <= len(errors) + len(told_down), (
+                pending,
+                errors,
+                len(told_down),
+                bot.output(),
+            )
             for customer in pending:  # the person clicks again, and now it counts
                 answer = await e2e.signed_click(ALICE, runs[customer].card, APPROVE)
                 assert answer.status == 200, (answer.status, answer.body)
-                await until(lambda: db.approval(runs[customer].approval_id)["status"] == "approved", f"{customer} approved", bot)
+                approval_id = runs[customer].approval_id
+                await until(
+                    lambda approval_id=approval_id: (
+                        db.approval(approval_id)["status"] == "approved"
+                    ),
+                    f"{customer} approved",
+                    bot,
+                )
             await settled(e2e, runs, ALICE)
             assert bot.proc.poll() is None and bot.proc.pid == pid
     finally:

@@ -23,17 +23,6 @@ from urllib.parse import urlencode
 
 import pytest
 import sqlalchemy as sa
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from bot.approvals import tables as t
-from bot.approvals.audit import AuditLog
-from bot.db import Database
-from bot.sandbox.interactions import find_element
-from bot.sandbox.signing import SlackRequest, block_actions, slash_command, view_submission
-from bot.slack import messages
-from bot.slack.payloads import APPROVE, EDIT, EDIT_CALLBACK, PAYLOAD, REJECT, REJECT_CALLBACK, ActionValue
-
 from _e2e_kit import (
     ALICE,
     API_TOKEN,
@@ -48,6 +37,24 @@ from _e2e_kit import (
     Run,
     sqlite_url,
     write_policy,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bot.approvals import tables as t
+from bot.approvals.audit import AuditLog
+from bot.db import Database
+from bot.sandbox.interactions import find_element
+from bot.sandbox.signing import SlackRequest, block_actions, slash_command, view_submission
+from bot.slack import messages
+from bot.slack.payloads import (
+    APPROVE,
+    EDIT,
+    EDIT_CALLBACK,
+    PAYLOAD,
+    REJECT,
+    REJECT_CALLBACK,
+    ActionValue,
 )
 
 POLICY = """
@@ -77,7 +84,9 @@ FUZZ = settings(
 
 
 @pytest.fixture(scope="module")
-def bot(fake_slack: FakeSlackProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
+def bot(
+    fake_slack: FakeSlackProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BotProcess]:
     directory = tmp_path_factory.mktemp("fuzz")
     process = BotProcess(
         directory, sqlite_url(directory), fake_slack.url, write_policy(directory, POLICY),
@@ -92,7 +101,10 @@ def bot(fake_slack: FakeSlackProcess, tmp_path_factory: pytest.TempPathFactory) 
 
 def snapshot(e2e: E2E) -> dict[str, list[JSON]]:
     """Every row of the tables a request could change, in a stable order."""
-    return {table.name: e2e.db.rows(sa.select(table).order_by(*table.primary_key.columns)) for table in TABLES}
+    return {
+        table.name: e2e.db.rows(sa.select(table).order_by(*table.primary_key.columns))
+        for table in TABLES
+    }
 
 
 async def audit_verifies(e2e: E2E) -> None:
@@ -117,8 +129,8 @@ async def unchanged(e2e: E2E, before: dict[str, list[JSON]]) -> None:
     assert status == 200, body
     await e2e.idle()
     after = snapshot(e2e)
-    for name in before:
-        assert after[name] == before[name], f"the {name} table changed"
+    for name, rows in before.items():
+        assert after[name] == rows, f"the {name} table changed"
     await audit_verifies(e2e)
 
 
@@ -132,7 +144,9 @@ async def post(e2e: E2E, path: str, data: bytes, headers: dict[str, str]) -> int
         return res.status
 
 
-async def click(e2e: E2E, user: str, card: JSON, action_id: str, value: Any, **changes: Any) -> SlackRequest:
+async def click(
+    e2e: E2E, user: str, card: JSON, action_id: str, value: Any, **changes: Any
+) -> SlackRequest:
     """The request Slack sends when `user` clicks `action_id` on `card`, with the button's value
     replaced by `value` (a string as sent, or an `ActionValue`) and the payload's top-level keys
     changed as given (None removes one)."""
@@ -167,22 +181,42 @@ async def test_unsigned_forged_replayed_malformed_and_oversized_requests_get_4xx
 
     def signed(data: bytes, content_type: str = FORM, ts: int | None = None) -> dict[str, str]:
         ts = now if ts is None else ts
-        return {"Content-Type": content_type, "X-Slack-Request-Timestamp": str(ts), "X-Slack-Signature": sign(ts, data)}
+        return {
+            "Content-Type": content_type,
+            "X-Slack-Request-Timestamp": str(ts),
+            "X-Slack-Signature": sign(ts, data),
+        }
 
     big = b"payload=" + b"x" * (5 * 1024 * 1024)
     cases: list[tuple[str, bytes, dict[str, str]]] = [
         ("unsigned", body, {"Content-Type": FORM}),
         ("no timestamp", body, {"Content-Type": FORM, "X-Slack-Signature": sign(now, body)}),
         ("wrong signature", body, {**signed(body), "X-Slack-Signature": "v0=" + "0" * 64}),
-        ("signature of another body", body, {**signed(body), "X-Slack-Signature": sign(now, body + b"x")}),
-        ("signed with another secret", body, {**signed(body), "X-Slack-Signature": "v0=" + secrets.token_hex(32)}),
+        (
+            "signature of another body",
+            body,
+            {**signed(body), "X-Slack-Signature": sign(now, body + b"x")},
+        ),
+        (
+            "signed with another secret",
+            body,
+            {**signed(body), "X-Slack-Signature": "v0=" + secrets.token_hex(32)},
+        ),
         ("signature without v0=", body, {**signed(body), "X-Slack-Signature": sign(now, body)[3:]}),
         ("replayed, 6 minutes old", body, signed(body, ts=now - 6 * 60)),
         ("from 6 minutes in the future", body, signed(body, ts=now + 6 * 60)),
-        ("timestamp not a number", body, {**signed(body), "X-Slack-Request-Timestamp": "yesterday"}),
+        (
+            "timestamp not a number",
+            body,
+            {**signed(body), "X-Slack-Request-Timestamp": "yesterday"},
+        ),
         ("oversized, unsigned", big, {"Content-Type": FORM}),
         ("oversized, signed", big, signed(big)),
-        ("oversized JSON, signed", b'{"type":"' + b"x" * (3 * 1024 * 1024) + b'"}', signed(b"", "application/json")),
+        (
+            "oversized JSON, signed",
+            b'{"type":"' + b"x" * (3 * 1024 * 1024) + b'"}',
+            signed(b"", "application/json"),
+        ),
     ]
     for name, data, headers in cases:
         status = await post(e2e, "/slack/events", data, headers)
@@ -196,7 +230,11 @@ async def test_unsigned_forged_replayed_malformed_and_oversized_requests_get_4xx
         ("empty", b"", FORM),
         ("not form, not JSON", b"}{ not a body", FORM),
         ("truncated form", good.body.encode()[: len(good.body) // 2], FORM),
-        ("truncated JSON", b'{"type": "event_callback", "event": {"type": "app_ho', "application/json"),
+        (
+            "truncated JSON",
+            b'{"type": "event_callback", "event": {"type": "app_ho',
+            "application/json",
+        ),
         ("JSON sent as form", json.dumps(good.payload).encode()[:-1], FORM),
         ("form sent as JSON", body, "application/json"),
         ("form sent as text", body, "text/plain"),
@@ -238,8 +276,12 @@ async def test_misdirected_and_malformed_button_values_get_an_ephemeral_refusal(
         "approval id not a string": json.dumps({"v": 1, "a": 7, "t": va.thread_id}),
         "too long": "x" * 3001,
         "approval B on A's card": vb,
-        "approval A with the thread of B": ActionValue(va.approval_id, vb.thread_id, va.interrupt_id),
-        "approval A with the interrupt of B": ActionValue(va.approval_id, va.thread_id, vb.interrupt_id),
+        "approval A with the thread of B": ActionValue(
+            va.approval_id, vb.thread_id, va.interrupt_id
+        ),
+        "approval A with the interrupt of B": ActionValue(
+            va.approval_id, va.thread_id, vb.interrupt_id
+        ),
         "approval B with no thread, on A's card": ActionValue(vb.approval_id, ""),
     }
     for name, value in cases.items():
@@ -247,7 +289,10 @@ async def test_misdirected_and_malformed_button_values_get_an_ephemeral_refusal(
             answer = await e2e.send(await click(e2e, ALICE, a.card, action_id, value))
             assert answer.status == 200, f"{name}, {action_id}: {answer.status} {answer.body}"
     # approval B named on a click that says nothing of the card it was on
-    for changes in ({"message": None, "container": None}, {"message": None, "container": {"type": "view", "view_id": "V1"}}):
+    for changes in (
+        {"message": None, "container": None},
+        {"message": None, "container": {"type": "view", "view_id": "V1"}},
+    ):
         answer = await e2e.send(await click(e2e, ALICE, a.card, APPROVE, vb, **changes))
         assert answer.status == 200, answer.body
     # no value at all
@@ -260,7 +305,9 @@ async def test_misdirected_and_malformed_button_values_get_an_ephemeral_refusal(
     await unchanged(e2e, before)
 
 
-async def test_an_action_value_edited_to_point_at_another_thread_or_approval_is_refused(e2e: E2E) -> None:
+async def test_an_action_value_edited_to_point_at_another_thread_or_approval_is_refused(
+    e2e: E2E,
+) -> None:
     a, b = await two_runs(e2e, "edited")
     va, vb = value_of(a.card), value_of(b.card)
     await e2e.idle()
@@ -275,7 +322,17 @@ async def test_an_action_value_edited_to_point_at_another_thread_or_approval_is_
         answer = await e2e.send(await click(e2e, BOB, card, APPROVE, value))
         assert answer.status == 200, answer.body
     # the right value on the right card, from another channel than the card's
-    answer = await e2e.send(await click(e2e, BOB, a.card, APPROVE, va, channel={"id": "C0ELSEWHERE"}, container={"type": "message", "message_ts": a.card["ts"], "channel_id": "C0ELSEWHERE"}))
+    answer = await e2e.send(
+        await click(
+            e2e,
+            BOB,
+            a.card,
+            APPROVE,
+            va,
+            channel={"id": "C0ELSEWHERE"},
+            container={"type": "message", "message_ts": a.card["ts"], "channel_id": "C0ELSEWHERE"},
+        )
+    )
     assert answer.status == 200, answer.body
     told = await e2e.new_ephemerals(BOB, told_before, len(edited))
     assert [e["text"] for e in told] == [messages.stale_button()] * len(edited)
@@ -305,7 +362,9 @@ async def test_a_click_replayed_within_the_signature_window_decides_nothing_more
         assert (await e2e.send(request, timestamp=signed_at)).status == 200
     told = await e2e.new_ephemerals(BOB, told_before, 3)
     decided_at = e2e.db.approval(run.approval_id)["decided_at"]
-    assert [e["text"] for e in told] == [messages.already_decided("approved", [BOB], decided_at)] * 3
+    assert [e["text"] for e in told] == [
+        messages.already_decided("approved", [BOB], decided_at)
+    ] * 3
     assert len(e2e.db.effects(run.thread_id, "refund")) == 1
     await unchanged(e2e, before)
 
@@ -314,7 +373,9 @@ async def test_a_click_naming_an_unknown_approval_is_told_so(e2e: E2E) -> None:
     a, _ = await two_runs(e2e, "unknown")
     before = await settled(e2e)
     told_before = len(await e2e.ephemerals(BOB))
-    answer = await e2e.send(await click(e2e, BOB, a.card, APPROVE, ActionValue("apr_nosuchapproval", "")))
+    answer = await e2e.send(
+        await click(e2e, BOB, a.card, APPROVE, ActionValue("apr_nosuchapproval", ""))
+    )
     assert answer.status == 200
     (told,) = await e2e.new_ephemerals(BOB, told_before)
     assert told["text"] == messages.unknown_approval("apr_nosuchapproval")
@@ -328,13 +389,20 @@ async def test_view_submissions_we_did_not_open_are_refused_in_the_modal(e2e: E2
     reason = {"reason": {"value": {"type": "plain_text_input", "value": "forged"}}}
 
     def view(callback_id: str, metadata: str | None) -> JSON:
-        out: JSON = {"id": "V0NEVEROPENED", "type": "modal", "callback_id": callback_id, "blocks": []}
+        out: JSON = {
+            "id": "V0NEVEROPENED",
+            "type": "modal",
+            "callback_id": callback_id,
+            "blocks": [],
+        }
         if metadata is not None:
             out["private_metadata"] = metadata
         return out
 
     async def submit(user: str, v: JSON, values: JSON) -> tuple[int, Any]:
-        request = view_submission(user_id=user, view=v, values=values, trigger_id=await e2e.slack.trigger_id(user))
+        request = view_submission(
+            user_id=user, view=v, values=values, trigger_id=await e2e.slack.trigger_id(user)
+        )
         answer = await e2e.send(request)
         return answer.status, answer.json()
 
@@ -343,7 +411,11 @@ async def test_view_submissions_we_did_not_open_are_refused_in_the_modal(e2e: E2
         (CAROL, view(REJECT_CALLBACK, vb.encode()), reason),  # the requester is no approver either
         (ALICE, view(REJECT_CALLBACK, None), reason),  # no metadata
         (ALICE, view(REJECT_CALLBACK, "{}"), reason),
-        (ALICE, view(REJECT_CALLBACK, json.dumps({"v": 9, "a": va.approval_id, "t": va.thread_id})), reason),
+        (
+            ALICE,
+            view(REJECT_CALLBACK, json.dumps({"v": 9, "a": va.approval_id, "t": va.thread_id})),
+            reason,
+        ),
         (ALICE, view(REJECT_CALLBACK, ActionValue("apr_nosuchapproval", "").encode()), reason),
         (ALICE, view(REJECT_CALLBACK, va.encode()), {}),  # not our form
         (ALICE, view(REJECT_CALLBACK, va.encode()), {"reason": "text"}),
@@ -356,7 +428,11 @@ async def test_view_submissions_we_did_not_open_are_refused_in_the_modal(e2e: E2
     for user, v, values in refused:
         status, answer = await submit(user, v, values)
         assert status == 200, (v, values, status, answer)
-        assert isinstance(answer, dict) and answer.get("response_action") == "errors" and answer["errors"], (v, values, answer)
+        assert (
+            isinstance(answer, dict)
+            and answer.get("response_action") == "errors"
+            and answer["errors"]
+        ), (v, values, answer)
     for callback_id in ("signoff.something", "", "signoff.payload"):
         status, _ = await submit(ALICE, view(callback_id, va.encode()), reason)
         assert 400 <= status < 500, (callback_id, status)
@@ -367,11 +443,27 @@ async def test_slash_commands_with_odd_text_answer_ephemerally(e2e: E2E) -> None
     await two_runs(e2e, "slash")
     before = await settled(e2e)
     lines = [
-        "", " ", "run", "run refund", "run refund amount", 'run refund reason="never closed',
-        "run refund a=1 a=2", "run =x", "run ../../etc", "run refund 1x=2", "status a b c",
-        "status " + "x" * 5000, "status <!channel>", "status `rm -rf`", "\x00\x01\u202e", "😀" * 300,
-        "help " * 500, "run nosuchworkflow x=1", "status refund-000000000000",
-        "run refund customer_id=c order_id=o amount=1 reason=r", "run refund amount=1",
+        "",
+        " ",
+        "run",
+        "run refund",
+        "run refund amount",
+        'run refund reason="never closed',
+        "run refund a=1 a=2",
+        "run =x",
+        "run ../../etc",
+        "run refund 1x=2",
+        "status a b c",
+        "status " + "x" * 5000,
+        "status <!channel>",
+        "status `rm -rf`",
+        "\x00\x01\u202e",
+        "😀" * 300,
+        "help " * 500,
+        "run nosuchworkflow x=1",
+        "status refund-000000000000",
+        "run refund customer_id=c order_id=o amount=1 reason=r",
+        "run refund amount=1",
     ]
     for user in (DAVE, CAROL):
         for line in lines:
@@ -390,8 +482,20 @@ async def test_slash_commands_with_odd_text_answer_ephemerally(e2e: E2E) -> None
 
 # ---- Hypothesis: generated, well-signed bodies ---------------------------------------------------
 
-_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False) | st.text(max_size=40)
-_json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=40)
+)
+_json = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 
 def examples(strategy: st.SearchStrategy[Any]) -> list[Any]:
@@ -416,21 +520,52 @@ def _hostile_payload(draw: st.DrawFn, ids: list[str], threads: list[str], cards:
     value = draw(
         st.text(max_size=60)
         | _json.map(json.dumps)
-        | st.fixed_dictionaries({"v": st.sampled_from([1, 2, 0, "1", None]), "a": st.just(approval_id), "t": st.just(thread_id)}, optional={"i": _json}).map(json.dumps)
+        | st.fixed_dictionaries(
+            {
+                "v": st.sampled_from([1, 2, 0, "1", None]),
+                "a": st.just(approval_id),
+                "t": st.just(thread_id),
+            },
+            optional={"i": _json},
+        ).map(json.dumps)
         | st.none()
     )
-    action: JSON = {"action_id": draw(st.sampled_from([APPROVE, REJECT, EDIT, PAYLOAD])), "type": "button"}
+    action: JSON = {
+        "action_id": draw(st.sampled_from([APPROVE, REJECT, EDIT, PAYLOAD])),
+        "type": "button",
+    }
     if value is not None:
         action["value"] = value
     payload: JSON = {
-        "type": draw(st.sampled_from(["block_actions"] * 4 + ["view_submission", "view_closed", "shortcut", "message_action", "event_callback", "block_suggestion"])),
-        "user": draw(st.one_of(*[st.fixed_dictionaries({"id": st.sampled_from([ALICE, BOB, DAVE, ""])})] * 3, _json)),
+        "type": draw(
+            st.sampled_from(
+                ["block_actions"] * 4
+                + [
+                    "view_submission",
+                    "view_closed",
+                    "shortcut",
+                    "message_action",
+                    "event_callback",
+                    "block_suggestion",
+                ]
+            )
+        ),
+        "user": draw(
+            st.one_of(
+                *[st.fixed_dictionaries({"id": st.sampled_from([ALICE, BOB, DAVE, ""])})] * 3, _json
+            )
+        ),
         "actions": draw(st.one_of(*[st.just([action])] * 4, st.lists(_json, max_size=2), _json)),
         "trigger_id": draw(st.none() | st.text(max_size=10)),
     }
     for key in ("channel", "container", "message", "team", "view"):
         if draw(st.booleans()):
-            payload[key] = draw(_json | st.fixed_dictionaries({"id": st.just(CHANNEL), "ts": st.sampled_from(cards) | st.text(max_size=20)}))
+            payload[key] = draw(
+                _json
+                | st.fixed_dictionaries(
+                    {"id": st.just(CHANNEL), "ts": st.sampled_from(cards) | st.text(max_size=20)}
+                )
+            )
     return payload
 
 
@@ -442,7 +577,9 @@ async def test_generated_signed_interactions_never_change_anything(e2e: E2E) -> 
     payloads = examples(_hostile_payload(ids, threads, [a.card["ts"], b.card["ts"]]))
     assert len(payloads) >= 10
     for payload in payloads:
-        answer = await e2e.send(SlackRequest(urlencode({"payload": json.dumps(payload)}), FORM, payload))
+        answer = await e2e.send(
+            SlackRequest(urlencode({"payload": json.dumps(payload)}), FORM, payload)
+        )
         assert answer.status < 500, (payload, answer.status, answer.body)
     await unchanged(e2e, before)
 
@@ -450,13 +587,21 @@ async def test_generated_signed_interactions_never_change_anything(e2e: E2E) -> 
 async def test_generated_signed_bodies_of_any_shape_get_4xx_or_200(e2e: E2E) -> None:
     before = await settled(e2e)
 
-    bodies = st.binary(max_size=300) | _json.map(lambda j: json.dumps(j).encode()) | st.dictionaries(
-        st.text(max_size=10), st.text(max_size=30), max_size=4
-    ).map(lambda d: urlencode(d).encode())
+    bodies = (
+        st.binary(max_size=300)
+        | _json.map(lambda j: json.dumps(j).encode())
+        | st.dictionaries(st.text(max_size=10), st.text(max_size=30), max_size=4).map(
+            lambda d: urlencode(d).encode()
+        )
+    )
     content_types = st.sampled_from([FORM, "application/json", "text/plain", "multipart/form-data"])
     for body, content_type in examples(st.tuples(bodies, content_types)):
         ts = int(time.time())
-        headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": str(ts), "X-Slack-Signature": e2e.signer.signature(ts, body)}
+        headers = {
+            "Content-Type": content_type,
+            "X-Slack-Request-Timestamp": str(ts),
+            "X-Slack-Signature": e2e.signer.signature(ts, body),
+        }
         status = await post(e2e, "/slack/events", body, headers)
         assert status < 500, (body, content_type, status)
     await unchanged(e2e, before)
@@ -465,15 +610,27 @@ async def test_generated_signed_bodies_of_any_shape_get_4xx_or_200(e2e: E2E) -> 
 async def test_wrong_methods_and_paths_get_4xx_and_health_and_metrics_ignore_junk(e2e: E2E) -> None:
     before = await settled(e2e)
     for method, path in [
-        ("GET", "/slack/events"), ("PUT", "/slack/events"), ("DELETE", "/api/runs"), ("GET", "/api/runs"),
-        ("POST", "/healthz"), ("POST", "/metrics"), ("GET", "/slack/events/../../etc/passwd"),
-        ("GET", "/%00"), ("GET", "/api/runs/" + "x" * 4000),
+        ("GET", "/slack/events"),
+        ("PUT", "/slack/events"),
+        ("DELETE", "/api/runs"),
+        ("GET", "/api/runs"),
+        ("POST", "/healthz"),
+        ("POST", "/metrics"),
+        ("GET", "/slack/events/../../etc/passwd"),
+        ("GET", "/%00"),
+        ("GET", "/api/runs/" + "x" * 4000),
     ]:
         async with e2e.http.request(method, e2e.bot.url + path) as res:
             await res.read()
             assert 400 <= res.status < 500, (method, path, res.status)
-    for path in ("/healthz?x=%ff%fe", "/metrics?name[]=1&name=<script>", "/healthz?" + "a=1&" * 2000):
-        async with e2e.http.get(e2e.bot.url + path, headers={"Accept": "\u00e9/\u00e9", "X-Forwarded-For": "junk"}) as res:
+    for path in (
+        "/healthz?x=%ff%fe",
+        "/metrics?name[]=1&name=<script>",
+        "/healthz?" + "a=1&" * 2000,
+    ):
+        async with e2e.http.get(
+            e2e.bot.url + path, headers={"Accept": "\u00e9/\u00e9", "X-Forwarded-For": "junk"}
+        ) as res:
             await res.read()
             assert res.status in (200, 414, 431), (path, res.status)
     await unchanged(e2e, before)
@@ -491,10 +648,20 @@ async def test_the_runs_api_refuses_junk_with_4xx(e2e: E2E) -> None:
         ("token with a suffix", b"{}", {"Authorization": f"Bearer {API_TOKEN}x"}, 401),
         ("non-ASCII token", b"{}", {"Authorization": "Bearer \u00e9\u00e9"}, 401),
         ("not JSON", b"workflow=refund", {**auth, "Content-Type": FORM}, 400),
-        ("invalid UTF-8", b'{"workflow": "\xff"}', {**auth, "Content-Type": "application/json"}, 400),
+        (
+            "invalid UTF-8",
+            b'{"workflow": "\xff"}',
+            {**auth, "Content-Type": "application/json"},
+            400,
+        ),
         ("truncated", b'{"workflow": "ref', {**auth, "Content-Type": "application/json"}, 400),
         ("empty", b"", {**auth, "Content-Type": "application/json"}, 400),
-        ("oversized", b'{"workflow": "' + b"x" * (3 * 1024 * 1024) + b'"}', {**auth, "Content-Type": "application/json"}, 413),
+        (
+            "oversized",
+            b'{"workflow": "' + b"x" * (3 * 1024 * 1024) + b'"}',
+            {**auth, "Content-Type": "application/json"},
+            413,
+        ),
     ]
     for name, data, headers, expected in raw:
         status = await post(e2e, "/api/runs", data, headers)
@@ -502,7 +669,11 @@ async def test_the_runs_api_refuses_junk_with_4xx(e2e: E2E) -> None:
 
     refund = {"customer_id": "c", "order_id": "o", "amount": 1, "reason": "r"}
     bodies: list[tuple[Any, int]] = [
-        ([], 400), ("refund", 400), (None, 400), (1, 400), ({}, 400),
+        ([], 400),
+        ("refund", 400),
+        (None, 400),
+        (1, 400),
+        ({}, 400),
         ({"workflow": 1, "requester": CAROL}, 400),
         ({"workflow": "refund", "input": [], "requester": CAROL}, 400),
         ({"workflow": "refund", "input": "x", "requester": CAROL}, 400),
@@ -515,7 +686,10 @@ async def test_the_runs_api_refuses_junk_with_4xx(e2e: E2E) -> None:
         ({"workflow": "refund", "input": refund, "requester": CAROL, "thread_id": {"a": 1}}, 400),
         ({"workflow": "refund", "input": refund, "requester": CAROL, "thread_id": ["t"]}, 400),
         ({"workflow": "refund", "input": refund, "requester": CAROL, "channel": 5}, 400),
-        ({"workflow": "refund", "input": refund, "requester": CAROL, "channel": {"id": CHANNEL}}, 400),
+        (
+            {"workflow": "refund", "input": refund, "requester": CAROL, "channel": {"id": CHANNEL}},
+            400,
+        ),
     ]
     for body, expected in bodies:
         status, answer = await e2e.api("POST", "/api/runs", body=body)
@@ -529,7 +703,12 @@ async def test_generated_runs_api_bodies_never_start_a_run(e2e: E2E) -> None:
 
     strategy = _json | st.fixed_dictionaries(
         {"workflow": st.sampled_from(["refund", "nosuch", ""]) | _json},
-        optional={"input": _json, "requester": st.sampled_from([DAVE, ""]) | _json, "thread_id": _json, "channel": _json},
+        optional={
+            "input": _json,
+            "requester": st.sampled_from([DAVE, ""]) | _json,
+            "thread_id": _json,
+            "channel": _json,
+        },
     )
     for body in examples(strategy):
         status, answer = await e2e.api("POST", "/api/runs", body=body)

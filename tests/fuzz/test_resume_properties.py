@@ -32,6 +32,8 @@ from typing import Any
 from urllib.parse import quote
 
 import sqlalchemy as sa
+from _signoff_flows import POLICY
+from _signoff_kit import Kit
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -39,9 +41,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from bot.approvals import tables as t
 from bot.approvals.errors import DecisionRefused
 from bot.approvals.service import Signoff
-
-from _signoff_flows import POLICY
-from _signoff_kit import Kit
 
 HOUR, DAY = 3600.0, 86400.0
 
@@ -101,7 +100,11 @@ class ResumeMachine(RuleBasedStateMachine):
             self.open(action)
 
     def open(self, action: str) -> None:
-        report = self.run(self.apps[0].start("ask", {"action": action, "args": ACTIONS[action]}, requester="U_CAROL"))
+        report = self.run(
+            self.apps[0].start(
+                "ask", {"action": action, "args": ACTIONS[action]}, requester="U_CAROL"
+            )
+        )
         assert report.status == "paused", report
         (approval_id,) = report.approvals
         self.approvals.append(approval_id)
@@ -112,11 +115,18 @@ class ResumeMachine(RuleBasedStateMachine):
     def another(self, action: str) -> None:
         self.open(action)
 
-    @rule(which=st.integers(0, 4), user=st.sampled_from(PEOPLE), approve=st.booleans(), app=st.integers(0, 1))
+    @rule(
+        which=st.integers(0, 4),
+        user=st.sampled_from(PEOPLE),
+        approve=st.booleans(),
+        app=st.integers(0, 1),
+    )
     def decide(self, which: int, user: str, approve: bool, app: int) -> None:
         approval_id = self.approvals[which % len(self.approvals)]
         try:
-            result = self.run(self.apps[app].decide(approval_id, user, approve, note="" if approve else "no"))
+            result = self.run(
+                self.apps[app].decide(approval_id, user, approve, note="" if approve else "no")
+            )
         except DecisionRefused:
             return
         if result.settled:
@@ -130,7 +140,9 @@ class ResumeMachine(RuleBasedStateMachine):
     def sweep(self, app: int) -> None:
         before = {a: self.status(a) for a in self.approvals}
         counts = self.run(self.apps[app].sweep())
-        expired = [a for a in self.approvals if before[a] == "pending" and self.status(a) == "expired"]
+        expired = [
+            a for a in self.approvals if before[a] == "pending" and self.status(a) == "expired"
+        ]
         assert counts["expired"] == len(expired)
         self.expired_by_sweep.update(expired)
 
@@ -157,18 +169,31 @@ class ResumeMachine(RuleBasedStateMachine):
         effects = self.rows(t.effects)
         for approval_id in self.approvals:
             status = self.status(approval_id)
-            assert settling[approval_id] == (0 if status == "pending" else 1), (approval_id, status, settling)
-            assert self.settled_by_decide[approval_id] + self.expired_by_sweep[approval_id] <= 1, approval_id
+            assert settling[approval_id] == (0 if status == "pending" else 1), (
+                approval_id,
+                status,
+                settling,
+            )
+            assert self.settled_by_decide[approval_id] + self.expired_by_sweep[approval_id] <= 1, (
+                approval_id
+            )
             if self.expired_by_sweep[approval_id]:
                 assert status == "expired" and not self.settled_by_decide[approval_id]
-            assert resumed[approval_id] <= (0 if status == "pending" else 1), (approval_id, status, resumed)
+            assert resumed[approval_id] <= (0 if status == "pending" else 1), (
+                approval_id,
+                status,
+                resumed,
+            )
             done = [e for e in effects if e["thread_id"] == self.threads[approval_id]]
             assert len(done) <= 1, done
             if done:
                 assert status != "pending" and resumed[approval_id] == 1
                 (row,) = self.rows(t.approvals, t.approvals.c.id == approval_id)
                 approved = json.loads(row["decision"])["approved"]
-                assert done[0]["kind"] == ("act" if approved else "declined"), (row["decision"], done)
+                assert done[0]["kind"] == ("act" if approved else "declined"), (
+                    row["decision"],
+                    done,
+                )
 
     def finish(self) -> None:
         """Past every deadline, one more sweep and job run settle and resume everything."""
@@ -196,7 +221,12 @@ class ResumeMachine(RuleBasedStateMachine):
             assert resumed[approval_id] == 1, (approval_id, resumed)
             (run,) = self.rows(t.runs, t.runs.c.thread_id == self.threads[approval_id])
             assert run["status"] == "completed", run
-            assert len([e for e in self.rows(t.effects) if e["thread_id"] == self.threads[approval_id]]) == 1
+            assert (
+                len(
+                    [e for e in self.rows(t.effects) if e["thread_id"] == self.threads[approval_id]]
+                )
+                == 1
+            )
         assert self.rows(t.jobs, t.jobs.c.done_at.is_(None)) == []
         self.settles_resumes_and_acts_at_most_once()
         report = self.run(self._verify())

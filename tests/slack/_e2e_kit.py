@@ -85,10 +85,16 @@ class FakeSlackProcess:
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
         deadline = time.monotonic() + timeout
-        while not (ready := re.search(f"^{re.escape(READY_PREFIX)}(.+)$", self.log.read_text(), re.M)):
+        while not (
+            ready := re.search(
+                f"^{re.escape(READY_PREFIX)}(.+)$", self.log.read_text(), re.MULTILINE
+            )
+        ):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"fake Slack did not start (exit status {self.proc.returncode}):\n{self.log.read_text()}")
+                raise RuntimeError(
+                    f"fake Slack did not start (exit status {self.proc.returncode}):\n{self.log.read_text()}"
+                )
             time.sleep(0.02)
         self.url = ready.group(1).strip()
         """The Web API base URL, what `SIGNOFF_SLACK_API_URL` takes."""
@@ -139,7 +145,9 @@ class BotProcess:
         env: more environment (e.g. `SIGNOFF_SWEEP_INTERVAL`).
     """
 
-    def __init__(self, directory: Path, db_url: str, slack_url: str, policy: Path, **env: str) -> None:
+    def __init__(
+        self, directory: Path, db_url: str, slack_url: str, policy: Path, **env: str
+    ) -> None:
         self.db_url = db_url
         self.read_url = db_url
         """Where the tests read the bot's database (set it when the bot's URL goes through a relay)."""
@@ -170,7 +178,9 @@ class BotProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"signoff run exited with {self.proc.returncode}:\n{self.output()}")
+                raise RuntimeError(
+                    f"signoff run exited with {self.proc.returncode}:\n{self.output()}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as res:
                     if res.status == 200:
@@ -179,7 +189,9 @@ class BotProcess:
                 pass
             time.sleep(0.05)
         self.kill()
-        raise RuntimeError(f"signoff run did not answer /healthz within {timeout:g}s:\n{self.output()}")
+        raise RuntimeError(
+            f"signoff run did not answer /healthz within {timeout:g}s:\n{self.output()}"
+        )
 
     def output(self) -> str:
         """What the process printed so far (the tail)."""
@@ -219,7 +231,9 @@ class BotDatabase:
 
     def effects(self, thread_id: str, kind: str | None = None) -> list[JSON]:
         """What the run did (refunds, emails), oldest first, each with its data decoded."""
-        query = sa.select(t.effects).where(t.effects.c.thread_id == thread_id).order_by(t.effects.c.id)
+        query = (
+            sa.select(t.effects).where(t.effects.c.thread_id == thread_id).order_by(t.effects.c.id)
+        )
         if kind is not None:
             query = query.where(t.effects.c.kind == kind)
         return [{**r, "data": json.loads(r["data"])} for r in self.rows(query)]
@@ -277,7 +291,11 @@ def card_of(state: JSON, approval_id: str, channel: str = CHANNEL) -> JSON | Non
 
 def replies_of(state: JSON, card: JSON) -> list[str]:
     """The texts of the replies in a card's thread, oldest first."""
-    return [m["text"] for m in messages_of(state, card["channel"]) if m.get("thread_ts") == card["ts"] and m["ts"] != card["ts"]]
+    return [
+        m["text"]
+        for m in messages_of(state, card["channel"])
+        if m.get("thread_ts") == card["ts"] and m["ts"] != card["ts"]
+    ]
 
 
 def action_ids(message: JSON) -> list[str]:
@@ -327,7 +345,9 @@ class Run:
 class E2E:
     """What a test uses: the fake Slack's control API, the bot's HTTP API and database."""
 
-    def __init__(self, slack: SandboxClient, bot: BotProcess, db: BotDatabase, http: aiohttp.ClientSession) -> None:
+    def __init__(
+        self, slack: SandboxClient, bot: BotProcess, db: BotDatabase, http: aiohttp.ClientSession
+    ) -> None:
         self.slack = slack
         self.bot = bot
         self.db = db
@@ -336,7 +356,9 @@ class E2E:
 
     # the bot's HTTP API ---------------------------------------------------------------------
 
-    async def api(self, verb: str, path: str, *, token: str | None = API_TOKEN, body: Any = None) -> tuple[int, Any]:
+    async def api(
+        self, verb: str, path: str, *, token: str | None = API_TOKEN, body: Any = None
+    ) -> tuple[int, Any]:
         headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         async with self.http.request(verb, self.bot.url + path, json=body, headers=headers) as res:
             text = await res.text()
@@ -345,9 +367,13 @@ class E2E:
             except ValueError:
                 return res.status, text
 
-    async def start(self, workflow: str, input: JSON, requester: str = CAROL, *, card: bool = True) -> Run:
+    async def start(
+        self, workflow: str, input: JSON, requester: str = CAROL, *, card: bool = True
+    ) -> Run:
         """Start a run over `POST /api/runs`; with `card`, wait for its card to be posted."""
-        status, body = await self.api("POST", "/api/runs", body={"workflow": workflow, "input": input, "requester": requester})
+        status, body = await self.api(
+            "POST", "/api/runs", body={"workflow": workflow, "input": input, "requester": requester}
+        )
         assert status == 201, body
         assert body["status"] == "paused", body
         (approval_id,) = body["approvals"]
@@ -360,22 +386,37 @@ class E2E:
         """A refund run for `customer` (make it unique per test: the card's title names it)."""
         return await self.start(
             "refund",
-            {"customer_id": customer, "order_id": f"order-{secrets.token_hex(4)}", "amount": amount, "reason": "damaged in transit"},
+            {
+                "customer_id": customer,
+                "order_id": f"order-{secrets.token_hex(4)}",
+                "amount": amount,
+                "reason": "damaged in transit",
+            },
             requester,
         )
 
     # waiting on the fake ------------------------------------------------------------------------
 
-    async def wait(self, predicate: Callable[[JSON], Any], what: str, timeout: float = WAIT) -> JSON:
+    async def wait(
+        self, predicate: Callable[[JSON], Any], what: str, timeout: float = WAIT
+    ) -> JSON:
         try:
             return await self.slack.wait_for(predicate, timeout=timeout)
         except TimeoutError:
-            raise AssertionError(f"fake Slack: {what} did not happen within {timeout:g}s; the bot said:\n{self.bot.output()}") from None
+            raise AssertionError(
+                f"fake Slack: {what} did not happen within {timeout:g}s; the bot said:\n{self.bot.output()}"
+            ) from None
 
-    async def card(self, approval_id: str, predicate: Callable[[JSON], Any] = lambda card: True, what: str = "the card") -> JSON:
+    async def card(
+        self,
+        approval_id: str,
+        predicate: Callable[[JSON], Any] = lambda card: True,
+        what: str = "the card",
+    ) -> JSON:
         """The approval's card once `predicate(card)` holds."""
         state = await self.wait(
-            lambda s: (c := card_of(s, approval_id)) is not None and predicate(c), f"{what} of {approval_id}"
+            lambda s: (c := card_of(s, approval_id)) is not None and predicate(c),
+            f"{what} of {approval_id}",
         )
         found = card_of(state, approval_id)
         assert found is not None
@@ -383,9 +424,13 @@ class E2E:
 
     async def decided_card(self, approval_id: str) -> JSON:
         """The card once it has been updated in place and has no buttons left."""
-        return await self.card(approval_id, lambda c: c.get("edited") and not action_ids(c), "the decided card")
+        return await self.card(
+            approval_id, lambda c: c.get("edited") and not action_ids(c), "the decided card"
+        )
 
-    async def replies(self, card: JSON, predicate: Callable[[list[str]], Any], what: str) -> list[str]:
+    async def replies(
+        self, card: JSON, predicate: Callable[[list[str]], Any], what: str
+    ) -> list[str]:
         state = await self.wait(lambda s: predicate(replies_of(s, card)), what)
         return replies_of(state, card)
 
@@ -394,7 +439,10 @@ class E2E:
 
     async def new_ephemerals(self, user: str, before: int, count: int = 1) -> list[JSON]:
         """The ephemerals `user` got after the first `before` ones, once there are `count`."""
-        state = await self.wait(lambda s: len(ephemerals_of(s, user)) >= before + count, f"{count} ephemeral(s) for {user}")
+        state = await self.wait(
+            lambda s: len(ephemerals_of(s, user)) >= before + count,
+            f"{count} ephemeral(s) for {user}",
+        )
         return ephemerals_of(state, user)[before:]
 
     async def idle(self, timeout: float = WAIT) -> None:
@@ -403,7 +451,9 @@ class E2E:
         deadline = time.monotonic() + timeout
         while self.db.jobs(undone=True) or self.db.unlinked_audit():
             if time.monotonic() > deadline:
-                raise AssertionError(f"the bot still has jobs after {timeout:g}s: {self.db.jobs(undone=True)}")
+                raise AssertionError(
+                    f"the bot still has jobs after {timeout:g}s: {self.db.jobs(undone=True)}"
+                )
             await asyncio.sleep(0.05)
 
     # signed requests made by hand -------------------------------------------------------------
@@ -420,15 +470,33 @@ class E2E:
             response_url=await self.slack.response_url(card["channel"], user, card["ts"]),
         )  # fmt: skip
 
-    async def send(self, request: SlackRequest, *, timestamp: int | None = None, signature: str | None = None) -> AppResponse:
+    async def send(
+        self, request: SlackRequest, *, timestamp: int | None = None, signature: str | None = None
+    ) -> AppResponse:
         """Send the bot a request over HTTP, signed now with the shared secret unless told otherwise."""
-        return await self.signer.send(self.bot.events_url, request, timestamp=timestamp, signature=signature, session=self.http)
+        return await self.signer.send(
+            self.bot.events_url,
+            request,
+            timestamp=timestamp,
+            signature=signature,
+            session=self.http,
+        )
 
     async def signed_click(
-        self, user: str, card: JSON, action_id: str, *, timestamp: int | None = None, signature: str | None = None
+        self,
+        user: str,
+        card: JSON,
+        action_id: str,
+        *,
+        timestamp: int | None = None,
+        signature: str | None = None,
     ) -> AppResponse:
         """`click_request` sent by hand (`send`)."""
-        return await self.send(await self.click_request(user, card, action_id), timestamp=timestamp, signature=signature)
+        return await self.send(
+            await self.click_request(user, card, action_id),
+            timestamp=timestamp,
+            signature=signature,
+        )
 
 
 class TcpProxy:

@@ -60,12 +60,20 @@ def make_approval(**overrides: Any) -> Approval:
     return Approval(**values)
 
 
-def vote(user: str, decision: str = "approve", note: str = "", edits: dict[str, Any] | None = None) -> Vote:
+def vote(
+    user: str, decision: str = "approve", note: str = "", edits: dict[str, Any] | None = None
+) -> Vote:
     return Vote(user, decision, note, edits or {}, NOW - 60)  # type: ignore[arg-type]
 
 
-def decision(status: str, by: list[str], *, note: str = "", edits: dict[str, Any] | None = None,
-             approved: bool | None = None) -> dict[str, Any]:
+def decision(
+    status: str,
+    by: list[str],
+    *,
+    note: str = "",
+    edits: dict[str, Any] | None = None,
+    approved: bool | None = None,
+) -> dict[str, Any]:
     return {
         "approved": status == "approved" if approved is None else approved,
         "status": status,
@@ -102,8 +110,13 @@ def mrkdwn_texts(payload: Any) -> Iterator[str]:
             yield from mrkdwn_texts(item)
 
 
-def live_tokens(text: str, *, users: set[str] = frozenset(), links: set[str] = frozenset(),
-                channels: set[str] = frozenset()) -> list[str]:
+def live_tokens(
+    text: str,
+    *,
+    users: set[str] = frozenset(),
+    links: set[str] = frozenset(),
+    channels: set[str] = frozenset(),
+) -> list[str]:
     """The `<...>` tokens of `text` that are not ours: not an inert escape token, not a date,
     not a mention of one of `users`, not a link to one of `links`. Also reports a stray `<`/`>`."""
     tokens = TOKEN.findall(text)

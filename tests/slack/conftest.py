@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import pytest
-
 from _e2e_kit import E2E, BotDatabase, BotProcess, FakeSlackProcess
+
 from bot.sandbox.client import SandboxClient
 
 

@@ -168,7 +168,10 @@ def test_approval_card_shows_what_is_asked() -> None:
     card = blocks.approval_card(a, now=NOW)
     assert blocks.check_limits(card) == []
     header = card["blocks"][0]
-    assert header == {"type": "header", "text": {"type": "plain_text", "text": "🟠 Refund 12.00 to C1", "emoji": False}}
+    assert header == {
+        "type": "header",
+        "text": {"type": "plain_text", "text": "🟠 Refund 12.00 to C1", "emoji": False},
+    }
     body = texts(card)
     for expected in (
         "<@U_CAROL> asks to run `send_refund`",
@@ -186,7 +189,9 @@ def test_approval_card_shows_what_is_asked() -> None:
     ):
         assert expected in body
     assert "sha256:ab" not in all_text(card)
-    assert card["text"].startswith("🟠 Approval needed: Refund 12.00 to C1 (send_refund), requested by <@U_CAROL>")
+    assert card["text"].startswith(
+        "🟠 Approval needed: Refund 12.00 to C1 (send_refund), requested by <@U_CAROL>"
+    )
 
 
 @pytest.mark.parametrize(
@@ -199,8 +204,12 @@ def test_approval_card_shows_what_is_asked() -> None:
         ("low", ("amount",), ("U_ALICE",), [APPROVE, REJECT, PAYLOAD], False),
     ],
 )
-def test_card_buttons(tier: str, editable: tuple[str, ...], votes: tuple[str, ...], ids: list[str], confirm: bool) -> None:
-    a = make_approval(risk_tier=tier, editable=editable, required=2, votes=tuple(vote(u) for u in votes))
+def test_card_buttons(
+    tier: str, editable: tuple[str, ...], votes: tuple[str, ...], ids: list[str], confirm: bool
+) -> None:
+    a = make_approval(
+        risk_tier=tier, editable=editable, required=2, votes=tuple(vote(u) for u in votes)
+    )
     buttons = actions(blocks.approval_card(a, now=NOW))
     assert [b["action_id"] for b in buttons] == ids
     assert buttons[0]["style"] == "primary" and buttons[1]["style"] == "danger"
@@ -242,9 +251,13 @@ def test_card_expiry(expire_at: float | None, expected: str) -> None:
         (2, (), ["U_BOB"], "1 of 2 approvals: <@U_BOB>"),
     ],
 )
-def test_card_quorum(required: int, votes: tuple[str, ...], users: list[str] | None, expected: str) -> None:
+def test_card_quorum(
+    required: int, votes: tuple[str, ...], users: list[str] | None, expected: str
+) -> None:
     a = make_approval(required=required, votes=tuple(vote(u) for u in votes))
-    assert f"*Approvals*\n{expected}" in texts(blocks.approval_card(a, now=NOW, progress_users=users))
+    assert f"*Approvals*\n{expected}" in texts(
+        blocks.approval_card(a, now=NOW, progress_users=users)
+    )
 
 
 def test_card_shortens_long_values_and_points_to_the_full_payload() -> None:
@@ -288,7 +301,9 @@ def _mrkdwn_objects(node: Any) -> list[dict[str, Any]]:
     return []
 
 
-@pytest.mark.parametrize("thread_id", ["t" * 3000, "𐀀" * 1200])  # 1200 characters, 2400 UTF-16 units
+@pytest.mark.parametrize(
+    "thread_id", ["t" * 3000, "𐀀" * 1200]
+)  # 1200 characters, 2400 UTF-16 units
 def test_card_value_too_long_for_a_button_drops_the_thread(thread_id: str) -> None:
     a = make_approval(thread_id=thread_id)
     card = blocks.approval_card(a, now=NOW)
@@ -298,7 +313,9 @@ def test_card_value_too_long_for_a_button_drops_the_thread(thread_id: str) -> No
 
 def test_card_for_any_status() -> None:
     assert actions(blocks.card(make_approval(), now=NOW))
-    decided = make_approval(status="approved", decision=decision("approved", ["U_ALICE"]), decided_at=NOW)
+    decided = make_approval(
+        status="approved", decision=decision("approved", ["U_ALICE"]), decided_at=NOW
+    )
     assert actions(blocks.card(decided, now=NOW)) == []
 
 
@@ -310,20 +327,47 @@ def test_card_for_any_status() -> None:
 @pytest.mark.parametrize(
     ("status", "dec", "reason", "header", "line"),
     [
-        ("approved", decision("approved", ["U_ALICE", "U_BOB"]), None, "✅ Refund 12.00 to C1",
-         "✅ *Approved* by <@U_ALICE> and <@U_BOB> <!date^1700000000^"),
-        ("approved", decision("approved", ["rule:small refunds"]), None, "✅ Refund 12.00 to C1",
-         "✅ *Approved* by the rule “small refunds”"),
-        ("rejected", decision("rejected", ["U_ALICE"], note="duplicate <!channel>"), None, "❌ Refund 12.00 to C1",
-         "❌ *Rejected* by <@U_ALICE>"),
-        ("rejected", decision("denied", ["policy"], note="not in the policy"), "not in the policy",
-         "⛔ Refund 12.00 to C1", "⛔ *Denied* by policy"),
+        (
+            "approved",
+            decision("approved", ["U_ALICE", "U_BOB"]),
+            None,
+            "✅ Refund 12.00 to C1",
+            "✅ *Approved* by <@U_ALICE> and <@U_BOB> <!date^1700000000^",
+        ),
+        (
+            "approved",
+            decision("approved", ["rule:small refunds"]),
+            None,
+            "✅ Refund 12.00 to C1",
+            "✅ *Approved* by the rule “small refunds”",
+        ),
+        (
+            "rejected",
+            decision("rejected", ["U_ALICE"], note="duplicate <!channel>"),
+            None,
+            "❌ Refund 12.00 to C1",
+            "❌ *Rejected* by <@U_ALICE>",
+        ),
+        (
+            "rejected",
+            decision("denied", ["policy"], note="not in the policy"),
+            "not in the policy",
+            "⛔ Refund 12.00 to C1",
+            "⛔ *Denied* by policy",
+        ),
         ("cancelled", None, None, "➖ Refund 12.00 to C1", "➖ *Cancelled*"),
-        ("expired", decision("expired", ["sweep"], approved=False), None, "⌛ Refund 12.00 to C1",
-         "⌛ *Expired*: nobody decided by <!date^1700000000^"),
+        (
+            "expired",
+            decision("expired", ["sweep"], approved=False),
+            None,
+            "⌛ Refund 12.00 to C1",
+            "⌛ *Expired*: nobody decided by <!date^1700000000^",
+        ),
     ],
 )
-def test_decided_card(status: str, dec: dict[str, Any] | None, reason: str | None, header: str, line: str) -> None:
+def test_decided_card(
+    status: str, dec: dict[str, Any] | None, reason: str | None, header: str, line: str
+) -> None:
     a = make_approval(status=status, decision=dec, reason=reason, decided_at=NOW)
     card = blocks.decided_card(a)
     assert blocks.check_limits(card) == []
@@ -342,12 +386,16 @@ def test_decided_card_shows_edits() -> None:
     dec = decision("approved", ["U_ALICE"], edits={"amount": 10.0, "reason": "partial"})
     a = make_approval(status="approved", decision=dec, decided_at=NOW)
     body = texts(blocks.decided_card(a))
-    assert "*Edited before approval:*\n• *amount*: 12.0 → 10.0\n• *reason*: damaged → partial" in body
+    assert (
+        "*Edited before approval:*\n• *amount*: 12.0 → 10.0\n• *reason*: damaged → partial" in body
+    )
 
 
 @pytest.mark.parametrize("approved", [False, True])
 def test_expired_card(approved: bool) -> None:
-    a = make_approval(status="expired", decision=decision("expired", ["sweep"], approved=approved), decided_at=NOW)
+    a = make_approval(
+        status="expired", decision=decision("expired", ["sweep"], approved=approved), decided_at=NOW
+    )
     card = blocks.expired_card(a)
     assert actions(card) == []
     outcome = "approved (the policy's expiry outcome)" if approved else "rejected"
@@ -364,15 +412,28 @@ def test_thread_replies() -> None:
     assert "`signoff show refund-1`" in failed
     unknown = blocks.thread_reply_outcome_unknown("refund", "refund-1", "died")
     assert "A person must check the outside system" in unknown
-    rejected = make_approval(status="rejected", decision=decision("rejected", ["U_ALICE"], note="dup"), decided_at=NOW)
+    rejected = make_approval(
+        status="rejected", decision=decision("rejected", ["U_ALICE"], note="dup"), decided_at=NOW
+    )
     assert blocks.thread_reply_rejected(rejected) == (
         "❌ Refund 12.00 to C1: rejected by <@U_ALICE>.\n*Reason:* dup\nThe run goes on without doing it."
     )
-    denied = make_approval(status="rejected", decision=decision("denied", ["policy"], note="unlisted"), decided_at=NOW)
-    assert blocks.thread_reply_decided(denied).startswith("⛔ Refund 12.00 to C1: denied by policy.\n*Reason:* unlisted")
-    approved = make_approval(status="approved", decision=decision("approved", ["U_ALICE"]), decided_at=NOW)
-    assert blocks.thread_reply_decided(approved) == "✅ Refund 12.00 to C1: approved by <@U_ALICE>. The run is resuming."
-    expired = make_approval(status="expired", decision=decision("expired", ["sweep"], approved=False), decided_at=NOW)
+    denied = make_approval(
+        status="rejected", decision=decision("denied", ["policy"], note="unlisted"), decided_at=NOW
+    )
+    assert blocks.thread_reply_decided(denied).startswith(
+        "⛔ Refund 12.00 to C1: denied by policy.\n*Reason:* unlisted"
+    )
+    approved = make_approval(
+        status="approved", decision=decision("approved", ["U_ALICE"]), decided_at=NOW
+    )
+    assert (
+        blocks.thread_reply_decided(approved)
+        == "✅ Refund 12.00 to C1: approved by <@U_ALICE>. The run is resuming."
+    )
+    expired = make_approval(
+        status="expired", decision=decision("expired", ["sweep"], approved=False), decided_at=NOW
+    )
     assert "nobody decided in time, so it was rejected" in blocks.thread_reply_decided(expired)
 
 
@@ -402,8 +463,10 @@ def test_reminder_and_escalation_mention_approvers() -> None:
 def test_text_blocks() -> None:
     message = blocks.text_blocks(messages.unknown_thread("t-1"))
     assert blocks.check_limits(message) == []
-    assert message["text"] == message["blocks"][0]["text"]["text"] == (
-        "🤷 No run has the thread id `t-1`. `/agent status` lists what is waiting."
+    assert (
+        message["text"]
+        == message["blocks"][0]["text"]["text"]
+        == ("🤷 No run has the thread id `t-1`. `/agent status` lists what is waiting.")
     )
     assert blocks.check_limits(blocks.text_blocks("x" * 10_000)) == []
 
@@ -437,8 +500,15 @@ def _state(view: dict[str, Any], typed: dict[str, str] | None = None) -> dict[st
 
 def test_edit_modal_prefills_typed_inputs() -> None:
     a = make_approval(
-        payload={"amount": 12.5, "count": 3, "urgent": False, "reason": "damaged", "tags": ["a"],
-                 "card": {"redacted": "sha256:x"}, "blob": "y" * 4000},
+        payload={
+            "amount": 12.5,
+            "count": 3,
+            "urgent": False,
+            "reason": "damaged",
+            "tags": ["a"],
+            "card": {"redacted": "sha256:x"},
+            "blob": "y" * 4000,
+        },
         editable=("amount", "count", "urgent", "reason", "tags", "card", "blob", "missing"),
     )
     view = blocks.edit_modal(a)
@@ -446,7 +516,9 @@ def test_edit_modal_prefills_typed_inputs() -> None:
     assert view["callback_id"] == EDIT_CALLBACK and view["submit"]["text"] == "Approve"
     assert approval_id_from_view(view) == a.id
     inputs = {b["block_id"]: b for b in view["blocks"] if b["type"] == "input"}
-    assert list(inputs) == [edit_block_id(f) for f in ("amount", "count", "urgent", "reason", "tags", "missing")] + [NOTE_BLOCK]
+    assert list(inputs) == [
+        edit_block_id(f) for f in ("amount", "count", "urgent", "reason", "tags", "missing")
+    ] + [NOTE_BLOCK]
     expected = {
         "amount": ("12.5", "A number, e.g. 12.50", False),
         "count": ("3", "A whole number, e.g. 42", False),
@@ -472,15 +544,21 @@ def test_edit_modal_prefills_typed_inputs() -> None:
 
 
 def test_edit_modal_with_more_fields_than_fit() -> None:
-    a = make_approval(payload={f"f{i}": i for i in range(150)}, editable=tuple(f"f{i}" for i in range(150)))
+    a = make_approval(
+        payload={f"f{i}": i for i in range(150)}, editable=tuple(f"f{i}" for i in range(150))
+    )
     view = blocks.edit_modal(a)
     assert blocks.check_limits(view) == []
     assert "53 more editable fields cannot fit in this form" in texts(view)
 
 
 def test_payload_modal_shows_everything_exactly() -> None:
-    payload = {"reason": "<!channel> *bold*\nline two", "amount": 12.5, "card": {"redacted": "sha256:x"},
-               "big": "z" * 10_000}
+    payload = {
+        "reason": "<!channel> *bold*\nline two",
+        "amount": 12.5,
+        "card": {"redacted": "sha256:x"},
+        "big": "z" * 10_000,
+    }
     view = blocks.payload_modal(make_approval(payload=payload))
     assert blocks.check_limits(view) == []
     assert view["title"]["text"] == "Full payload" and "submit" not in view
@@ -504,11 +582,18 @@ def test_payload_modal_too_big_for_slack_says_so() -> None:
 
 
 def test_status_lists_mine_first_with_age_waits_and_link() -> None:
-    theirs = make_approval(id="apr_theirs", approvers=("U_BOB",), title="Delete row", created_at=NOW - 600)
+    theirs = make_approval(
+        id="apr_theirs", approvers=("U_BOB",), title="Delete row", created_at=NOW - 600
+    )
     mine = make_approval(id="apr_mine", approvers=("U_ALICE",), required=2, created_at=NOW - 7200)
-    voted = make_approval(id="apr_voted", approvers=("U_ALICE", "U_BOB"), required=2, votes=(vote("U_ALICE"),))
+    voted = make_approval(
+        id="apr_voted", approvers=("U_ALICE", "U_BOB"), required=2, votes=(vote("U_ALICE"),)
+    )
     reply = blocks.status_blocks(
-        [theirs, mine, voted], "U_ALICE", NOW, permalinks={"apr_mine": "https://x.slack.com/archives/C1/p1"}
+        [theirs, mine, voted],
+        "U_ALICE",
+        NOW,
+        permalinks={"apr_mine": "https://x.slack.com/archives/C1/p1"},
     )
     assert blocks.check_limits(reply) == []
     sections = [b["text"]["text"] for b in reply["blocks"] if b["type"] == "section"]
@@ -532,30 +617,58 @@ def test_status_uses_decidable_when_given() -> None:
 
 def test_status_nothing_waiting() -> None:
     reply = blocks.status_blocks([], "U_ALICE", NOW)
-    assert reply["blocks"] == [{"type": "section", "text": {"type": "mrkdwn", "text": "🎉 Nothing is waiting for approval.", "verbatim": True}}]
+    assert reply["blocks"] == [
+        {
+            "type": "section",
+            "text": {
+                "type": "mrkdwn",
+                "text": "🎉 Nothing is waiting for approval.",
+                "verbatim": True,
+            },
+        }
+    ]
 
 
 def test_status_with_many_pending_fits_and_counts_the_rest() -> None:
-    many = [make_approval(id=f"apr_{i}", approvers=("U_ALICE",) if i % 2 else ("U_BOB",)) for i in range(120)]
+    many = [
+        make_approval(id=f"apr_{i}", approvers=("U_ALICE",) if i % 2 else ("U_BOB",))
+        for i in range(120)
+    ]
     reply = blocks.status_blocks(many, "U_ALICE", NOW)
     assert blocks.check_limits(reply) == []
     assert len(reply["blocks"]) == blocks.MESSAGE_BLOCKS_MAX
-    assert any("more. `signoff pending` lists every pending approval" in t for t in mrkdwn_texts(reply))
+    assert any(
+        "more. `signoff pending` lists every pending approval" in t for t in mrkdwn_texts(reply)
+    )
 
 
-@pytest.mark.parametrize("url", ["http://insecure", "https://x|<!channel>", "javascript:alert(1)", "https://a b", 7])
+@pytest.mark.parametrize(
+    "url", ["http://insecure", "https://x|<!channel>", "javascript:alert(1)", "https://a b", 7]
+)
 def test_status_ignores_unsafe_permalinks(url: Any) -> None:
-    reply = blocks.status_blocks([make_approval()], "U_X", NOW, permalinks={make_approval().id: url})
+    reply = blocks.status_blocks(
+        [make_approval()], "U_X", NOW, permalinks={make_approval().id: url}
+    )
     for text in mrkdwn_texts(reply):
         assert live_tokens(text, users=USERS) == []
 
 
 def test_thread_status() -> None:
-    run = {"thread_id": "refund-1", "workflow": "refund", "requester": "U_CAROL", "channel": "C_REFUNDS",
-           "status": "failed", "error": "KeyError: <!channel>", "created_at": NOW - 7200, "updated_at": NOW - 60}
+    run = {
+        "thread_id": "refund-1",
+        "workflow": "refund",
+        "requester": "U_CAROL",
+        "channel": "C_REFUNDS",
+        "status": "failed",
+        "error": "KeyError: <!channel>",
+        "created_at": NOW - 7200,
+        "updated_at": NOW - 60,
+    }
     summary = {"next": ["request_approval"], "history": [f"step {i}" for i in range(15)]}
     approvals = [
-        make_approval(status="rejected", decision=decision("rejected", ["U_ALICE"], note="no"), decided_at=NOW),
+        make_approval(
+            status="rejected", decision=decision("rejected", ["U_ALICE"], note="no"), decided_at=NOW
+        ),
         make_approval(),
     ]
     reply = blocks.thread_status_blocks(run, summary, approvals, now=NOW)
@@ -563,10 +676,18 @@ def test_thread_status() -> None:
     assert reply["blocks"][0]["text"]["text"] == "Thread refund-1"
     body = texts(reply)
     for expected in (
-        "*Workflow*\n`refund`", "*Status*\n⚠️ failed", "*Requested by*\n<@U_CAROL>", "*Channel*\n<#C_REFUNDS>",
-        "(2h ago)", "*Error:* KeyError: &lt;!channel&gt;", "*Paused at:* `request_approval`",
-        "*History* (last 10 of 15 steps):\n• step 5", "• step 14", "*Approvals* (2):",
-        "❌ Refund 12.00 to C1 — rejected by <@U_ALICE> <!date^1700000000^", "⏳ Refund 12.00 to C1 — pending",
+        "*Workflow*\n`refund`",
+        "*Status*\n⚠️ failed",
+        "*Requested by*\n<@U_CAROL>",
+        "*Channel*\n<#C_REFUNDS>",
+        "(2h ago)",
+        "*Error:* KeyError: &lt;!channel&gt;",
+        "*Paused at:* `request_approval`",
+        "*History* (last 10 of 15 steps):\n• step 5",
+        "• step 14",
+        "*Approvals* (2):",
+        "❌ Refund 12.00 to C1 — rejected by <@U_ALICE> <!date^1700000000^",
+        "⏳ Refund 12.00 to C1 — pending",
     ):
         assert expected in body
     assert "• step 4\n" not in body
@@ -578,20 +699,39 @@ def test_help() -> None:
     reply = blocks.help_blocks(["refund", "delete_row"])
     assert blocks.check_limits(reply) == []
     body = texts(reply)
-    assert "`/agent status`" in body and "`/agent status THREAD_ID`" in body and "`/agent run WORKFLOW" in body
+    assert (
+        "`/agent status`" in body
+        and "`/agent status THREAD_ID`" in body
+        and "`/agent run WORKFLOW" in body
+    )
     assert "Workflows: `refund`, `delete_row`" in body
     unknown = blocks.help_blocks(unknown="frobnicate")
-    assert unknown["blocks"][0]["text"]["text"] == "🤷 I don't know `/agent frobnicate`. Here is what I can do:"
+    assert (
+        unknown["blocks"][0]["text"]["text"]
+        == "🤷 I don't know `/agent frobnicate`. Here is what I can do:"
+    )
     assert unknown["blocks"][1]["type"] == "header"
 
 
 def test_thread_status_from_a_state_snapshot() -> None:
     from graphs.types import StateSnapshot
 
-    snapshot = StateSnapshot(values={}, next=["request_approval"], config={"configurable": {"thread_id": "t"}},
-                             metadata={"step": 3, "source": "loop"}, created_at=None, parent_config=None)
-    run = {"thread_id": "t", "workflow": "refund", "requester": "U_CAROL", "status": "paused",
-           "created_at": NOW, "updated_at": NOW}
+    snapshot = StateSnapshot(
+        values={},
+        next=["request_approval"],
+        config={"configurable": {"thread_id": "t"}},
+        metadata={"step": 3, "source": "loop"},
+        created_at=None,
+        parent_config=None,
+    )
+    run = {
+        "thread_id": "t",
+        "workflow": "refund",
+        "requester": "U_CAROL",
+        "status": "paused",
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
     reply = blocks.thread_status_blocks(run, snapshot, [make_approval()], now=NOW)
     assert blocks.check_limits(reply) == []
     assert "*Paused at:* `request_approval` (after step 3)" in texts(reply)
@@ -599,8 +739,15 @@ def test_thread_status_from_a_state_snapshot() -> None:
 
 def test_home_view() -> None:
     pending = [make_approval(id=f"apr_p{i}", approvers=("U_ALICE",)) for i in range(80)]
-    recent = [make_approval(id=f"apr_r{i}", status="approved", decision=decision("approved", ["U_ALICE"]),
-                            decided_at=NOW) for i in range(80)]
+    recent = [
+        make_approval(
+            id=f"apr_r{i}",
+            status="approved",
+            decision=decision("approved", ["U_ALICE"]),
+            decided_at=NOW,
+        )
+        for i in range(80)
+    ]
     view = blocks.home_view(pending, recent, user="U_ALICE", now=NOW)
     assert view["type"] == "home"
     assert blocks.check_limits(view) == []
@@ -639,18 +786,58 @@ def test_history_line(step: Any, source: Any, nodes: list[str], line: str) -> No
     ("payload", "problem"),
     [
         ({"text": "t", "blocks": [{"type": "divider"}] * 51}, "blocks: 51 > 50"),
-        ({"text": "t", "blocks": [{"type": "header", "text": {"type": "plain_text", "text": "h" * 151}}]},
-         "blocks[0].text.text: length 151"),
-        ({"text": "t", "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": " "}}]}, "blank"),
-        ({"text": "t", "blocks": [{"type": "section", "fields": [{"type": "mrkdwn", "text": "f"}] * 11}]},
-         "must be 1..10 items"),
-        ({"text": "t", "blocks": [{"type": "actions", "elements": [
-            {"type": "button", "text": {"type": "plain_text", "text": "b"}, "action_id": "a", "value": "v" * 2001}]}]},
-         "value: length 2001"),
-        ({"type": "modal", "title": {"type": "plain_text", "text": "x" * 25}, "blocks": []}, "title.text: length 25"),
+        (
+            {
+                "text": "t",
+                "blocks": [{"type": "header", "text": {"type": "plain_text", "text": "h" * 151}}],
+            },
+            "blocks[0].text.text: length 151",
+        ),
+        (
+            {"text": "t", "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": " "}}]},
+            "blank",
+        ),
+        (
+            {
+                "text": "t",
+                "blocks": [{"type": "section", "fields": [{"type": "mrkdwn", "text": "f"}] * 11}],
+            },
+            "must be 1..10 items",
+        ),
+        (
+            {
+                "text": "t",
+                "blocks": [
+                    {
+                        "type": "actions",
+                        "elements": [
+                            {
+                                "type": "button",
+                                "text": {"type": "plain_text", "text": "b"},
+                                "action_id": "a",
+                                "value": "v" * 2001,
+                            }
+                        ],
+                    }
+                ],
+            },
+            "value: length 2001",
+        ),
+        (
+            {"type": "modal", "title": {"type": "plain_text", "text": "x" * 25}, "blocks": []},
+            "title.text: length 25",
+        ),
         ({"text": "", "blocks": []}, "text: missing or blank"),
-        ({"text": "t", "blocks": [{"type": "divider", "block_id": "a"}, {"type": "divider", "block_id": "a"}]},
-         "used twice"),
+        (
+            {
+                "text": "t",
+                "blocks": [
+                    {"type": "divider", "block_id": "a"},
+                    {"type": "divider", "block_id": "a"},
+                ],
+            },
+            "used twice",
+        ),
     ],
 )
 def test_check_limits_finds_problems(payload: dict[str, Any], problem: str) -> None:
@@ -661,32 +848,82 @@ def test_check_limits_finds_problems(payload: dict[str, Any], problem: str) -> N
 # Properties: arbitrary data never breaks a limit, crashes, or injects
 # ---------------------------------------------------------------------------------------------
 
-NASTY = ["<!channel>", "<@U123>", "<http://x|y>", "*", "_", "~", "`", "```", ">", "&", "&amp;", "\n", "\u202e",
-         "🎉", "\x00", "\ud800", "<!date^1^{x}|y>", "|", "@here", ":white_check_mark:"]
+NASTY = [
+    "<!channel>",
+    "<@U123>",
+    "<http://x|y>",
+    "*",
+    "_",
+    "~",
+    "`",
+    "```",
+    ">",
+    "&",
+    "&amp;",
+    "\n",
+    "\u202e",
+    "🎉",
+    "\x00",
+    "\ud800",
+    "<!date^1^{x}|y>",
+    "|",
+    "@here",
+    ":white_check_mark:",
+]
 text_st = st.one_of(
     st.text(max_size=40),
     st.lists(st.sampled_from(NASTY) | st.text(max_size=3), max_size=30).map("".join),
     st.builds(lambda s, n: s * n, st.text(min_size=1, max_size=12), st.integers(1, 1200)),
 )
 scalar_st = st.one_of(
-    text_st, st.integers(), st.floats(allow_nan=True), st.booleans(), st.none(),
+    text_st,
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.booleans(),
+    st.none(),
     st.builds(lambda h: {"redacted": f"sha256:{h}"}, st.text(max_size=8)),
 )
-value_st = st.recursive(scalar_st, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text_st, inner, max_size=4), max_leaves=8)
+value_st = st.recursive(
+    scalar_st,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text_st, inner, max_size=4),
+    max_leaves=8,
+)
 payload_st = st.one_of(
     st.dictionaries(text_st, value_st, max_size=25),
-    st.builds(lambda k, v, n: {f"{k}{i}": v for i in range(n)}, text_st, value_st, st.integers(100, 400)),
+    st.builds(
+        lambda k, v, n: {f"{k}{i}": v for i in range(n)}, text_st, value_st, st.integers(100, 400)
+    ),
 )
 approval_st = st.builds(
-    lambda payload, title, action, workflow, thread, tier, required, voters, editable, expire, status: make_approval(
-        payload=payload, title=title, action=action, workflow=workflow, thread_id=thread, risk_tier=tier,
-        required=required, votes=tuple(vote(u) for u in voters), editable=editable,
-        expire_at=None if expire is None else NOW + expire, status=status,
-        decision=None if status == "pending" else decision("denied" if status == "rejected" else status,
-                                                           ["U_ALICE", "policy", "rule:" + title[:20]], note=title),
-        reason=title or None, decided_at=None if status == "pending" else NOW,
+    lambda payload, title, action, workflow, thread, tier, required, voters, editable, expire, status: (
+        make_approval(
+            payload=payload,
+            title=title,
+            action=action,
+            workflow=workflow,
+            thread_id=thread,
+            risk_tier=tier,
+            required=required,
+            votes=tuple(vote(u) for u in voters),
+            editable=editable,
+            expire_at=None if expire is None else NOW + expire,
+            status=status,
+            decision=None
+            if status == "pending"
+            else decision(
+                "denied" if status == "rejected" else status,
+                ["U_ALICE", "policy", "rule:" + title[:20]],
+                note=title,
+            ),
+            reason=title or None,
+            decided_at=None if status == "pending" else NOW,
+        )
     ),
-    payload_st, text_st, text_st, text_st, text_st,
+    payload_st,
+    text_st,
+    text_st,
+    text_st,
+    text_st,
     st.sampled_from(["low", "medium", "high", "critical", "<!channel>"]),
     st.integers(1, 5),
     st.lists(st.sampled_from(sorted(USERS)), max_size=4, unique=True),
@@ -694,7 +931,11 @@ approval_st = st.builds(
     st.none() | st.floats(-1e6, 1e7),
     st.sampled_from(["pending", "pending", "approved", "rejected", "expired", "cancelled"]),
 )
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FAST = settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def assert_safe(payload: dict[str, Any], **allowed: Any) -> None:
@@ -719,9 +960,12 @@ def test_other_renderers_never_break_limits_or_inject(a: Any) -> None:
     assert_safe(blocks.decided_card(a))
     assert_safe(blocks.reject_modal(a))
     assert_safe(blocks.edit_modal(a))
-    for text in (blocks.thread_reply_decided(a), blocks.reminder_text(a, now=NOW),
-                 blocks.escalation_text(a, now=NOW, added=["U_BOB"]),
-                 blocks.thread_reply_failed(a.workflow, a.thread_id, a.title)):
+    for text in (
+        blocks.thread_reply_decided(a),
+        blocks.reminder_text(a, now=NOW),
+        blocks.escalation_text(a, now=NOW, added=["U_BOB"]),
+        blocks.thread_reply_failed(a.workflow, a.thread_id, a.title),
+    ):
         assert messages.slack_len(text) <= blocks.TEXT_MAX
         assert live_tokens(text, users=USERS) == []
 
@@ -736,19 +980,33 @@ def test_payload_modal_never_breaks_limits_and_shows_values_exactly(a: Any) -> N
         text = "".join(chunks)
         expected = json.dumps(
             {k: "[redacted]" if blocks._is_redacted(v) else v for k, v in a.payload.items()},
-            ensure_ascii=False, indent=2, default=str,
+            ensure_ascii=False,
+            indent=2,
+            default=str,
         )
         assert text.replace("·", " ") == messages.clean(expected).replace("·", " ")
 
 
 @settings(FAST, max_examples=30)
-@given(st.lists(approval_st, max_size=25), st.sampled_from(sorted(USERS)),
-       st.dictionaries(st.text(max_size=5), text_st, max_size=3))
-def test_status_blocks_and_home_never_break_limits_or_inject(approvals: list[Any], user: str, links: dict[str, str]) -> None:
+@given(
+    st.lists(approval_st, max_size=25),
+    st.sampled_from(sorted(USERS)),
+    st.dictionaries(st.text(max_size=5), text_st, max_size=3),
+)
+def test_status_blocks_and_home_never_break_limits_or_inject(
+    approvals: list[Any], user: str, links: dict[str, str]
+) -> None:
     assert_safe(blocks.status_blocks(approvals, user, NOW, permalinks=links))
     assert_safe(blocks.home_view(approvals, approvals, user=user, now=NOW, permalinks=links))
-    run = {"thread_id": approvals[0].thread_id if approvals else "t", "workflow": "w", "requester": user,
-           "status": "paused", "error": approvals[0].title if approvals else None, "created_at": NOW, "updated_at": NOW}
+    run = {
+        "thread_id": approvals[0].thread_id if approvals else "t",
+        "workflow": "w",
+        "requester": user,
+        "status": "paused",
+        "error": approvals[0].title if approvals else None,
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
     summary = {"next": [a.action for a in approvals[:3]], "history": [a.title for a in approvals]}
     assert_safe(blocks.thread_status_blocks(run, summary, approvals, now=NOW))
 
@@ -763,7 +1021,11 @@ def _unescape(text: str) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(NASTY + ["a", "b", "1", " ", "é"]) | st.text(max_size=3), max_size=40).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(NASTY + ["a", "b", "1", " ", "é"]) | st.text(max_size=3), max_size=40
+    ).map("".join)
+)
 def test_escape_shows_the_text_as_written_without_formatting(raw: str) -> None:
     out = messages.escape(raw)
     assert live_tokens(out) == []

@@ -16,11 +16,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-
-from bot.sandbox.interactions import REQUIRED_FIELD
-from bot.slack import messages
-from bot.slack.payloads import APPROVE, EDIT, EDIT_CALLBACK, PAYLOAD, PAYLOAD_CALLBACK, REJECT, REJECT_CALLBACK
-
 from _e2e_kit import (
     ALICE,
     API_TOKEN,
@@ -37,6 +32,18 @@ from _e2e_kit import (
     sqlite_url,
     text_of,
     write_policy,
+)
+
+from bot.sandbox.interactions import REQUIRED_FIELD
+from bot.slack import messages
+from bot.slack.payloads import (
+    APPROVE,
+    EDIT,
+    EDIT_CALLBACK,
+    PAYLOAD,
+    PAYLOAD_CALLBACK,
+    REJECT,
+    REJECT_CALLBACK,
 )
 
 POLICY = """
@@ -69,7 +76,9 @@ expire_after = "1h"
 
 
 @pytest.fixture(scope="module")
-def bot(fake_slack: FakeSlackProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
+def bot(
+    fake_slack: FakeSlackProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BotProcess]:
     directory = tmp_path_factory.mktemp("e2e")
     process = BotProcess(
         directory, sqlite_url(directory), fake_slack.url, write_policy(directory, POLICY),
@@ -86,7 +95,9 @@ def header(card: dict) -> str:
 # ---- the approve flow ---------------------------------------------------------------------------
 
 
-async def test_a_click_approves_updates_the_card_in_place_runs_the_refund_once_and_tells_the_thread(e2e: E2E) -> None:
+async def test_a_click_approves_updates_the_card_in_place_runs_the_refund_once_and_tells_the_thread(
+    e2e: E2E,
+) -> None:
     run = await e2e.refund("cust-approve", 42.5)
     assert header(run.card) == "🟠 Refund 42.50 to cust-approve"
     assert action_ids(run.card) == [APPROVE, REJECT, EDIT, PAYLOAD]
@@ -100,12 +111,19 @@ async def test_a_click_approves_updates_the_card_in_place_runs_the_refund_once_a
     decided_at = e2e.db.approval(run.approval_id)["decided_at"]
     assert messages.decided_line("approved", [BOB], decided_at) in text_of(card)
     done = messages.run_completed("refund", run.thread_id, "refunded 42.50 to cust-approve")
-    replies = await e2e.replies(run.card, lambda r: done in r, "the completion in the card's thread")
+    replies = await e2e.replies(
+        run.card, lambda r: done in r, "the completion in the card's thread"
+    )
     assert replies == [messages.run_approved("Refund 42.50 to cust-approve", [BOB]), done]
-    await e2e.wait(lambda s: done in [m["text"] for m in messages_of(s) if "thread_ts" not in m], "the channel's notice")
+    await e2e.wait(
+        lambda s: done in [m["text"] for m in messages_of(s) if "thread_ts" not in m],
+        "the channel's notice",
+    )
 
     refunds = e2e.db.effects(run.thread_id)
-    assert [(e["kind"], e["data"]["amount"], e["data"]["customer_id"]) for e in refunds] == [("refund", 42.5, "cust-approve")]
+    assert [(e["kind"], e["data"]["amount"], e["data"]["customer_id"]) for e in refunds] == [
+        ("refund", 42.5, "cust-approve")
+    ]
     assert e2e.db.run(run.thread_id)["status"] == "completed"
 
 
@@ -139,14 +157,21 @@ async def test_reject_asks_for_a_reason_in_a_modal_and_the_rejection_is_told(e2e
 
     reason = "Customer was refunded by phone"
     done = await e2e.slack.submit(ALICE, {"reason": reason})
-    assert (done["response"]["status"], done["errors"], done["view"]) == (200, {}, None)  # the modal closed
+    assert (done["response"]["status"], done["errors"], done["view"]) == (
+        200,
+        {},
+        None,
+    )  # the modal closed
 
     card = await e2e.decided_card(run.approval_id)
     assert messages.note_line(reason) in text_of(card)
     assert "*Rejected* by <@U0ALICE>" in text_of(card)
     outcome = messages.run_completed("refund", run.thread_id, f"declined (rejected): {reason}")
     replies = await e2e.replies(run.card, lambda r: outcome in r, "the rejection's outcome")
-    assert replies == [messages.run_rejected("Refund 42.50 to cust-reject", [ALICE], reason), outcome]
+    assert replies == [
+        messages.run_rejected("Refund 42.50 to cust-reject", [ALICE], reason),
+        outcome,
+    ]
     assert [e["kind"] for e in e2e.db.effects(run.thread_id)] == ["email"]  # no refund
 
 
@@ -156,14 +181,24 @@ async def test_edit_then_approve_runs_the_edited_values(e2e: E2E) -> None:
     state = await e2e.wait(lambda s: s["views"].get(BOB), "the edit modal")
     modal = state["views"][BOB][-1]
     assert modal["callback_id"] == EDIT_CALLBACK
-    inputs = {b["block_id"]: b["element"].get("initial_value") for b in modal["blocks"] if b["type"] == "input"}
+    inputs = {
+        b["block_id"]: b["element"].get("initial_value")
+        for b in modal["blocks"]
+        if b["type"] == "input"
+    }
     assert inputs == {"edit:amount": "80.0", "edit:reason": "damaged in transit", "note": None}
 
-    wrong = await e2e.slack.submit(BOB, {"edit:amount": "lots", "edit:reason": "damaged in transit"})
+    wrong = await e2e.slack.submit(
+        BOB, {"edit:amount": "lots", "edit:reason": "damaged in transit"}
+    )
     assert set(wrong["errors"]) == {"edit:amount"}
     assert e2e.db.approval(run.approval_id)["status"] == "pending"
 
-    edited = {"edit:amount": "55.5", "edit:reason": "partial: one item kept", "note": "agreed by phone"}
+    edited = {
+        "edit:amount": "55.5",
+        "edit:reason": "partial: one item kept",
+        "note": "agreed by phone",
+    }
     done = await e2e.slack.submit(BOB, edited)
     assert (done["errors"], done["view"]) == ({}, None)
 
@@ -178,7 +213,9 @@ async def test_edit_then_approve_runs_the_edited_values(e2e: E2E) -> None:
 # ---- refusals -----------------------------------------------------------------------------------
 
 
-async def test_non_approver_and_self_approval_clicks_get_ephemeral_refusals_and_change_nothing(e2e: E2E) -> None:
+async def test_non_approver_and_self_approval_clicks_get_ephemeral_refusals_and_change_nothing(
+    e2e: E2E,
+) -> None:
     run = await e2e.refund("cust-refused", requester=ALICE)  # alice is a starter and an approver
     title = "Refund 42.50 to cust-refused"
     dave_before, alice_before = len(await e2e.ephemerals(DAVE)), len(await e2e.ephemerals(ALICE))
@@ -207,7 +244,9 @@ async def test_a_double_click_runs_it_once_and_the_second_is_told_it_was_decided
     run = await e2e.refund("cust-double")
     before = len(await e2e.ephemerals(BOB))
     assert (await e2e.slack.click(BOB, CHANNEL, run.card["ts"], APPROVE))["status"] == 200
-    again = await e2e.signed_click(BOB, run.card, APPROVE)  # from the card as it was before the update
+    again = await e2e.signed_click(
+        BOB, run.card, APPROVE
+    )  # from the card as it was before the update
     assert again.status == 200
 
     (told,) = await e2e.new_ephemerals(BOB, before)
@@ -257,7 +296,9 @@ async def test_a_bad_signature_or_a_stale_timestamp_gets_401_and_changes_nothing
 # ---- /agent and App Home ------------------------------------------------------------------------
 
 
-async def test_agent_status_lists_what_is_pending_and_status_thread_and_help_answer(e2e: E2E) -> None:
+async def test_agent_status_lists_what_is_pending_and_status_thread_and_help_answer(
+    e2e: E2E,
+) -> None:
     run = await e2e.refund("cust-status")
     title = "Refund 42.50 to cust-status"
 
@@ -293,21 +334,33 @@ async def test_agent_run_starts_a_run_for_a_starter_and_refuses_anyone_else(e2e:
     answer = await e2e.slack.command(DAVE, CHANNEL, line)
     assert answer["json"]["text"] == messages.run_starting("refund")
     told = await e2e.new_ephemerals(DAVE, dave_before, 2)  # the ack and the answer, in either order
-    assert sorted(e["text"] for e in told) == sorted([messages.run_starting("refund"), messages.start_refused("refund")])
+    assert sorted(e["text"] for e in told) == sorted(
+        [messages.run_starting("refund"), messages.start_refused("refund")]
+    )
     assert e2e.db.runs_count() == runs_before
 
     answer = await e2e.slack.command(CAROL, CHANNEL, line)
     assert answer["json"]["text"] == messages.run_starting("refund")
     told = [e["text"] for e in await e2e.new_ephemerals(CAROL, carol_before, 2)]
     assert messages.run_starting("refund") in told
-    (started,) = [m for t in told if (m := re.fullmatch(r"▶️ Started `refund` as `(refund-[0-9a-f]+)`: paused\.", t))]
+    (started,) = [
+        m
+        for t in told
+        if (m := re.fullmatch(r"▶️ Started `refund` as `(refund-[0-9a-f]+)`: paused\.", t))
+    ]
     thread_id = started.group(1)
     assert e2e.db.run(thread_id)["requester"] == CAROL
     state = await e2e.wait(
-        lambda s: any(header(m) == "🟠 Refund 12.50 to cust-slash" for m in messages_of(s) if m.get("blocks")),
+        lambda s: any(
+            header(m) == "🟠 Refund 12.50 to cust-slash" for m in messages_of(s) if m.get("blocks")
+        ),
         "the card of the run started with /agent run",
     )
-    (card,) = [m for m in messages_of(state) if m.get("blocks") and header(m) == "🟠 Refund 12.50 to cust-slash"]
+    (card,) = [
+        m
+        for m in messages_of(state)
+        if m.get("blocks") and header(m) == "🟠 Refund 12.50 to cust-slash"
+    ]
     assert action_ids(card) == [APPROVE, REJECT, EDIT, PAYLOAD]
     assert "*reason*\nwrong size" in text_of(card)
 
@@ -315,7 +368,12 @@ async def test_agent_run_starts_a_run_for_a_starter_and_refuses_anyone_else(e2e:
     carol_before, runs_before = len(await e2e.ephemerals(CAROL)), e2e.db.runs_count()
     await e2e.slack.command(CAROL, CHANNEL, "run refund customer_id=cust-short")
     told = [e["text"] for e in await e2e.new_ephemerals(CAROL, carol_before, 2)]
-    assert messages.missing_inputs("refund", ["amount"], ["customer_id", "order_id", "amount", "reason"]) in told
+    assert (
+        messages.missing_inputs(
+            "refund", ["amount"], ["customer_id", "order_id", "amount", "reason"]
+        )
+        in told
+    )
     assert "`/agent run refund customer_id=… order_id=… amount=… reason=…`" in "".join(told)
     assert e2e.db.runs_count() == runs_before
 
@@ -339,8 +397,14 @@ async def test_app_home_publishes_the_users_pending_approvals(e2e: E2E) -> None:
 
 async def test_the_sweep_expires_a_card_and_removes_its_buttons(e2e: E2E) -> None:
     started = time.time()
-    run = await e2e.start("vendor_payment", {"vendor": "vendor-expiry", "invoice_id": "inv-1", "amount": 300})
-    assert action_ids(run.card) == [APPROVE, REJECT, PAYLOAD]  # approve_invoice has no editable field
+    run = await e2e.start(
+        "vendor_payment", {"vendor": "vendor-expiry", "invoice_id": "inv-1", "amount": 300}
+    )
+    assert action_ids(run.card) == [
+        APPROVE,
+        REJECT,
+        PAYLOAD,
+    ]  # approve_invoice has no editable field
 
     card = await e2e.card(run.approval_id, lambda c: not action_ids(c), "the expired card")
     approval = e2e.db.approval(run.approval_id)
@@ -350,7 +414,9 @@ async def test_the_sweep_expires_a_card_and_removes_its_buttons(e2e: E2E) -> Non
     await e2e.replies(run.card, lambda r: told in r, "the expiry in the card's thread")
 
 
-async def test_a_429_from_slack_is_retried_after_retry_after_and_the_card_still_arrives(e2e: E2E) -> None:
+async def test_a_429_from_slack_is_retried_after_retry_after_and_the_card_still_arrives(
+    e2e: E2E,
+) -> None:
     await e2e.idle()  # nothing else in flight could take the fault
     since = len(await e2e.slack.calls())
     await e2e.slack.fail_next("chat.postMessage", status=429, retry_after=1)
@@ -360,7 +426,9 @@ async def test_a_429_from_slack_is_retried_after_retry_after_and_the_card_still_
     posts = await e2e.slack.calls("chat.postMessage", since=since)
     assert [p["status"] for p in posts[:2]] == [429, 200]
     assert posts[1]["time"] - posts[0]["time"] >= 0.9  # Retry-After honoured
-    cards = [m for m in messages_of(await e2e.slack.state()) if f"`{run.approval_id}`" in text_of(m)]
+    cards = [
+        m for m in messages_of(await e2e.slack.state()) if f"`{run.approval_id}`" in text_of(m)
+    ]
     assert len(cards) == 1  # posted once
 
 
@@ -374,17 +442,26 @@ async def test_healthz_answers_and_metrics_count_approvals_by_status(e2e: E2E) -
 
     status, text = await e2e.api("GET", "/metrics", token=None)
     assert status == 200
-    shown = {m.group(1): int(float(m.group(2))) for m in re.finditer(r'^signoff_approvals\{status="(\w+)"\} (\S+)$', text, re.M)}
+    shown = {
+        m.group(1): int(float(m.group(2)))
+        for m in re.finditer(r'^signoff_approvals\{status="(\w+)"\} (\S+)$', text, re.MULTILINE)
+    }
     counts = e2e.db.approval_counts()
-    assert shown == {s: counts.get(s, 0) for s in ("pending", "approved", "rejected", "expired", "cancelled")}
+    assert shown == {
+        s: counts.get(s, 0) for s in ("pending", "approved", "rejected", "expired", "cancelled")
+    }
     assert shown["pending"] >= 1
-    assert re.search(r'^signoff_slack_requests_total\{status="200"\} [1-9]', text, re.M)
+    assert re.search(r'^signoff_slack_requests_total\{status="200"\} [1-9]', text, re.MULTILINE)
     assert "signoff_decision_latency_seconds_bucket" in text
 
 
 async def test_starting_a_run_over_http_needs_the_bearer_token(e2e: E2E) -> None:
     before = e2e.db.runs_count()
-    body = {"workflow": "refund", "input": {"customer_id": "cust-api", "amount": 1}, "requester": CAROL}
+    body = {
+        "workflow": "refund",
+        "input": {"customer_id": "cust-api", "amount": 1},
+        "requester": CAROL,
+    }
     for token in (None, "wrong", API_TOKEN[:-1]):
         status, answer = await e2e.api("POST", "/api/runs", token=token, body=body)
         assert (status, answer["ok"]) == (401, False)

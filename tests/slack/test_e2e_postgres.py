@@ -11,10 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
-from bot.slack import messages
-from bot.slack.payloads import APPROVE, EDIT, PAYLOAD, REJECT
-
 from _e2e_kit import (
     BOB,
     CHANNEL,
@@ -30,6 +26,9 @@ from _e2e_kit import (
     text_of,
     write_policy,
 )
+
+from bot.slack import messages
+from bot.slack.payloads import APPROVE, EDIT, PAYLOAD, REJECT
 
 pytestmark = pytest.mark.postgres
 
@@ -55,10 +54,14 @@ def proxy() -> Iterator[TcpProxy]:
 
 
 @pytest.fixture(scope="module")
-def bot(fake_slack: FakeSlackProcess, proxy: TcpProxy, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
+def bot(
+    fake_slack: FakeSlackProcess, proxy: TcpProxy, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BotProcess]:
     directory = tmp_path_factory.mktemp("e2e-pg")
     schema, drop = pg_schema("bot")
-    process = BotProcess(directory, pg_url(schema, port=proxy.port), fake_slack.url, write_policy(directory, POLICY))
+    process = BotProcess(
+        directory, pg_url(schema, port=proxy.port), fake_slack.url, write_policy(directory, POLICY)
+    )
     process.read_url = pg_url(schema)  # the test reads past the relay, even while it is cut
     yield process
     process.stop()
@@ -75,10 +78,14 @@ async def test_a_click_approves_and_the_refund_runs_once_on_postgresql(e2e: E2E)
     outcome = messages.run_completed("refund", run.thread_id, "refunded 17.25 to cust-pg")
     replies = await e2e.replies(run.card, lambda r: outcome in r, "the refund's outcome")
     assert replies == [messages.run_approved("Refund 17.25 to cust-pg", [BOB]), outcome]
-    assert [(e["kind"], e["data"]["amount"]) for e in e2e.db.effects(run.thread_id)] == [("refund", 17.25)]
+    assert [(e["kind"], e["data"]["amount"]) for e in e2e.db.effects(run.thread_id)] == [
+        ("refund", 17.25)
+    ]
 
 
-async def test_healthz_is_503_while_the_database_is_unreachable_and_200_when_it_is_back(e2e: E2E, proxy: TcpProxy) -> None:
+async def test_healthz_is_503_while_the_database_is_unreachable_and_200_when_it_is_back(
+    e2e: E2E, proxy: TcpProxy
+) -> None:
     assert (await e2e.api("GET", "/healthz", token=None))[0] == 200
     proxy.cut()
     try:

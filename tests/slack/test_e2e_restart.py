@@ -15,11 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
-
-from bot.sandbox.client import SandboxClient
-from bot.slack import messages
-from bot.slack.payloads import APPROVE
-
 from _e2e_kit import (
     ALICE,
     CAROL,
@@ -33,6 +28,10 @@ from _e2e_kit import (
     text_of,
     write_policy,
 )
+
+from bot.sandbox.client import SandboxClient
+from bot.slack import messages
+from bot.slack.payloads import APPROVE
 
 POLICY = """
 [workflows.refund]
@@ -52,7 +51,9 @@ async def _until(predicate: Callable[[], object], what: str, bot: BotProcess) ->
     deadline = time.monotonic() + WAIT
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {WAIT:g}s; the bot said:\n{bot.output()}")
+            raise AssertionError(
+                f"{what} did not happen within {WAIT:g}s; the bot said:\n{bot.output()}"
+            )
         await asyncio.sleep(0.05)
 
 
@@ -76,10 +77,15 @@ async def test_a_bot_killed_right_after_acknowledging_a_click_finishes_the_resum
 
             fake_slack.pause()
             try:
-                busy = await e2e.start("refund", {"customer_id": "cust-busy", "amount": 1.5}, card=False)
+                busy = await e2e.start(
+                    "refund", {"customer_id": "cust-busy", "amount": 1.5}, card=False
+                )
                 await _until(
-                    lambda: any(j["locked_by"] for j in db.jobs(thread_id=busy.thread_id, undone=True)),
-                    "the worker taking the second card", first,
+                    lambda: any(
+                        j["locked_by"] for j in db.jobs(thread_id=busy.thread_id, undone=True)
+                    ),
+                    "the worker taking the second card",
+                    first,
                 )
                 answer = await e2e.send(click)
                 first.kill()
@@ -97,8 +103,12 @@ async def test_a_bot_killed_right_after_acknowledging_a_click_finishes_the_resum
             e2e = E2E(slack, second, db, http)
             card = await e2e.decided_card(run.approval_id)
             assert "*Approved* by <@U0ALICE>" in text_of(card)
-            outcome = messages.run_completed("refund", run.thread_id, "refunded 42.50 to cust-restart")
-            await e2e.replies(run.card, lambda r: outcome in r, "the outcome, told by the second process")
+            outcome = messages.run_completed(
+                "refund", run.thread_id, "refunded 42.50 to cust-restart"
+            )
+            await e2e.replies(
+                run.card, lambda r: outcome in r, "the outcome, told by the second process"
+            )
             assert [e["kind"] for e in db.effects(run.thread_id)] == ["refund"]
             assert db.run(run.thread_id)["status"] == "completed"
     finally:

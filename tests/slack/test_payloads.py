@@ -48,7 +48,9 @@ def test_action_value_is_compact_json() -> None:
     st.text(max_size=300),
     st.none() | st.text(max_size=100),
 )
-def test_action_value_round_trip(approval_id: str, thread_id: str, interrupt_id: str | None) -> None:
+def test_action_value_round_trip(
+    approval_id: str, thread_id: str, interrupt_id: str | None
+) -> None:
     value = ActionValue(approval_id, thread_id, interrupt_id)
     assert ActionValue.decode(value.encode()) == value
 
@@ -91,10 +93,16 @@ def test_malformed_values_are_refused(value: Any, message: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(max_size=200) | st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("vatix"), inner, max_size=5),
-).map(json.dumps))
+@given(
+    st.text(max_size=200)
+    | st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.sampled_from("vatix"), inner, max_size=5)
+        ),
+    ).map(json.dumps)
+)
 def test_decoding_anything_gives_a_value_or_bad_payload(value: str) -> None:
     try:
         decoded = ActionValue.decode(value)
@@ -115,7 +123,10 @@ def test_action_from_body() -> None:
         ({}, "has no action"),
         ({"actions": []}, "has no action"),
         ({"actions": ["x"]}, "has no action"),
-        ({"actions": [{"action_id": "other.app", "value": "{}"}]}, "'other.app' is not a signoff button"),
+        (
+            {"actions": [{"action_id": "other.app", "value": "{}"}]},
+            "'other.app' is not a signoff button",
+        ),
         ({"actions": [{"action_id": APPROVE}]}, "must be a string, got NoneType"),
     ],
 )
@@ -125,7 +136,9 @@ def test_action_from_bad_body(body: dict[str, Any], message: str) -> None:
 
 
 def test_approval_id_from_view() -> None:
-    assert approval_id_from_view({"private_metadata": ActionValue("apr_9", "t").encode()}) == "apr_9"
+    assert (
+        approval_id_from_view({"private_metadata": ActionValue("apr_9", "t").encode()}) == "apr_9"
+    )
     for view in ({}, {"private_metadata": ""}, {"private_metadata": "garbage"}, "not a view"):
         with pytest.raises(BadPayload):
             approval_id_from_view(view)  # type: ignore[arg-type]
@@ -137,7 +150,11 @@ def test_approval_id_from_view() -> None:
 
 
 def state(**inputs: str | None) -> dict[str, Any]:
-    return {"values": {k: {"value": {"type": "plain_text_input", "value": v}} for k, v in inputs.items()}}
+    return {
+        "values": {
+            k: {"value": {"type": "plain_text_input", "value": v}} for k, v in inputs.items()
+        }
+    }
 
 
 def test_reason_from_view_state() -> None:
@@ -164,7 +181,14 @@ def test_note_from_view_state() -> None:
     assert NOTE_BLOCK == "note"
 
 
-PROPOSED = {"amount": 12.5, "count": 3, "urgent": False, "reason": "damaged", "tags": ["a"], "meta": {"k": 1}}
+PROPOSED = {
+    "amount": 12.5,
+    "count": 3,
+    "urgent": False,
+    "reason": "damaged",
+    "tags": ["a"],
+    "meta": {"k": 1},
+}
 
 
 def edit_state(**typed: str | None) -> dict[str, Any]:
@@ -199,10 +223,14 @@ def test_edits_from_view_state(typed: dict[str, str | None], edits: dict[str, An
         ({"count": "1.5"}, {"count": "count must be a whole number, got '1.5'"}),
         ({"urgent": "maybe"}, {"urgent": "urgent must be true or false, got 'maybe'"}),
         ({"tags": "a, b"}, {"tags": "tags must be JSON (a JSON array), got 'a, b'"}),
-        ({"tags": '{"a": 1}'}, {"tags": 'tags must be a JSON array, got \'{"a": 1}\''}),
-        ({"amount": "x", "count": "y", "reason": "fine"}, {
-            "amount": "amount must be a number, got 'x'", "count": "count must be a whole number, got 'y'",
-        }),
+        ({"tags": '{"a": 1}'}, {"tags": "tags must be a JSON array, got '{\"a\": 1}'"}),
+        (
+            {"amount": "x", "count": "y", "reason": "fine"},
+            {
+                "amount": "amount must be a number, got 'x'",
+                "count": "count must be a whole number, got 'y'",
+            },
+        ),
     ],
 )
 def test_edit_errors_come_back_per_field(typed: dict[str, str], errors: dict[str, str]) -> None:
@@ -220,8 +248,11 @@ def test_edit_errors_are_short() -> None:
 
 
 def test_edits_with_names_only_come_back_as_typed() -> None:
-    assert edits_from_view_state(edit_state(amount="10", reason="r", count=""), ["amount", "reason", "count"]) == {
-        "amount": "10", "reason": "r",
+    assert edits_from_view_state(
+        edit_state(amount="10", reason="r", count=""), ["amount", "reason", "count"]
+    ) == {
+        "amount": "10",
+        "reason": "r",
     }
 
 
@@ -230,7 +261,9 @@ def test_edit_block_ids_fit_and_differ() -> None:
     assert edit_block_id("amount") == "edit:amount"
     assert len(edit_block_id(long_a)) <= 255 and edit_block_id(long_a) != edit_block_id(long_b)
     assert messages.slack_len(edit_block_id("𐀀" * 126)) <= 255
-    assert edits_from_view_state(state(**{edit_block_id(long_a): "x"}), {long_a: "y"}) == {long_a: "x"}
+    assert edits_from_view_state(state(**{edit_block_id(long_a): "x"}), {long_a: "y"}) == {
+        long_a: "x"
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,22 +284,46 @@ def test_edit_block_ids_fit_and_differ() -> None:
         ("  status   refund-0123  ", AgentCommand("status_thread", thread_id="refund-0123")),
         ("frobnicate now", AgentCommand("help", unknown="frobnicate")),
         ("run refund", AgentCommand("run", workflow="refund")),
-        ("run refund customer_id=C1 amount=12.50",
-         AgentCommand("run", {"customer_id": "C1", "amount": "12.50"}, workflow="refund")),
-        ('run refund reason="two words" order_id=O-1',
-         AgentCommand("run", {"reason": "two words", "order_id": "O-1"}, workflow="refund")),
-        ("run refund reason=“smart quotes” x=1",
-         AgentCommand("run", {"reason": "smart quotes", "x": "1"}, workflow="refund")),
-        ("run refund reason='single quoted'", AgentCommand("run", {"reason": "single quoted"}, workflow="refund")),
-        ("run refund reason=‘curly single’", AgentCommand("run", {"reason": "curly single"}, workflow="refund")),
+        (
+            "run refund customer_id=C1 amount=12.50",
+            AgentCommand("run", {"customer_id": "C1", "amount": "12.50"}, workflow="refund"),
+        ),
+        (
+            'run refund reason="two words" order_id=O-1',
+            AgentCommand("run", {"reason": "two words", "order_id": "O-1"}, workflow="refund"),
+        ),
+        (
+            "run refund reason=“smart quotes” x=1",
+            AgentCommand("run", {"reason": "smart quotes", "x": "1"}, workflow="refund"),
+        ),
+        (
+            "run refund reason='single quoted'",
+            AgentCommand("run", {"reason": "single quoted"}, workflow="refund"),
+        ),
+        (
+            "run refund reason=‘curly single’",
+            AgentCommand("run", {"reason": "curly single"}, workflow="refund"),
+        ),
         ("run refund reason=don't", AgentCommand("run", {"reason": "don't"}, workflow="refund")),
-        ('run refund reason="say \\"hi\\" \\\\ ok"', AgentCommand("run", {"reason": 'say "hi" \\ ok'}, workflow="refund")),
+        (
+            'run refund reason="say \\"hi\\" \\\\ ok"',
+            AgentCommand("run", {"reason": 'say "hi" \\ ok'}, workflow="refund"),
+        ),
         ('run refund reason=""', AgentCommand("run", {"reason": ""}, workflow="refund")),
         ("run refund reason=", AgentCommand("run", {"reason": ""}, workflow="refund")),
         ("run refund a=b=c", AgentCommand("run", {"a": "b=c"}, workflow="refund")),
-        ("run refund note=a&amp;b&lt;c&gt;", AgentCommand("run", {"note": "a&b<c>"}, workflow="refund")),
-        ('run refund multi="line one\nline two"', AgentCommand("run", {"multi": "line one\nline two"}, workflow="refund")),
-        ("RUN mypkg.flows:build x=1", AgentCommand("run", {"x": "1"}, workflow="mypkg.flows:build")),
+        (
+            "run refund note=a&amp;b&lt;c&gt;",
+            AgentCommand("run", {"note": "a&b<c>"}, workflow="refund"),
+        ),
+        (
+            'run refund multi="line one\nline two"',
+            AgentCommand("run", {"multi": "line one\nline two"}, workflow="refund"),
+        ),
+        (
+            "RUN mypkg.flows:build x=1",
+            AgentCommand("run", {"x": "1"}, workflow="mypkg.flows:build"),
+        ),
     ],
 )
 def test_parse_agent_command(text: str, command: AgentCommand) -> None:
@@ -285,8 +342,8 @@ def test_parse_agent_command(text: str, command: AgentCommand) -> None:
         ("run refund a-b=5", "“a-b” is not an input name"),
         ("run refund a=1 a=2", "a is given twice"),
         ('run refund reason="never closed', "the quote opened after reason= is never closed"),
-        ('run refund "bare', "the quote opened at “\"bare” is never closed"),
-        ('run refund reason="x"y', "put a space after the closing quote of “reason=\"x\"”"),
+        ('run refund "bare', 'the quote opened at “"bare” is never closed'),
+        ('run refund reason="x"y', 'put a space after the closing quote of “reason="x"”'),
     ],
 )
 def test_parse_agent_command_errors(text: str, message: str) -> None:
@@ -296,8 +353,12 @@ def test_parse_agent_command_errors(text: str, message: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(max_size=80) | st.lists(st.sampled_from(["run", "status", " ", "a=", '"', "“", "'", "\\", "x", "="]),
-                                       max_size=20).map("".join))
+@given(
+    st.text(max_size=80)
+    | st.lists(
+        st.sampled_from(["run", "status", " ", "a=", '"', "“", "'", "\\", "x", "="]), max_size=20
+    ).map("".join)
+)
 def test_parsing_anything_gives_a_command_or_a_clear_error(text: str) -> None:
     try:
         command = parse_agent_command(text)
@@ -319,42 +380,76 @@ def _as_slack_sends(text: str) -> str:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True), st.text(max_size=30), max_size=6))
+@given(
+    st.dictionaries(
+        st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True),
+        st.text(max_size=30),
+        max_size=6,
+    )
+)
 def test_run_arguments_round_trip(args: dict[str, str]) -> None:
     line = "run refund " + " ".join(f"{k}={_quote(v)}" for k, v in args.items())
-    assert parse_agent_command(_as_slack_sends(line)) == AgentCommand("run", args, workflow="refund")
+    assert parse_agent_command(_as_slack_sends(line)) == AgentCommand(
+        "run", args, workflow="refund"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Refusals and errors
 # ---------------------------------------------------------------------------------------------
 
-APPROVAL = make_approval(approvers=("@finance", "U_DAVE", "U_CAROL"), required=2, votes=(vote("U_ALICE"),))
+APPROVAL = make_approval(
+    approvers=("@finance", "U_DAVE", "U_CAROL"), required=2, votes=(vote("U_ALICE"),)
+)
 
 
 @pytest.mark.parametrize(
     ("error", "expected"),
     [
-        (errors.NotAuthorizedError("you are not an approver", "apr_1"),
-         ("🚫 You're not an approver of *Refund 12.00 to C1*, so you can't decide it. "
-          "Ask @finance, <@U_DAVE> or <@U_CAROL>. Nothing was changed.")),
-        (errors.SelfApprovalError("own request", "apr_1"),
-         ("🚫 You asked for this, and the policy doesn't let you approve your own request: "
-          "ask @finance or <@U_DAVE>. Nothing was changed.")),
-        (errors.AlreadyDecidedError("already", "apr_1", "approved", ["U_ALICE", "U_BOB"], NOW),
-         ("ℹ️ This was already approved by <@U_ALICE> and <@U_BOB> "
-          "<!date^1700000000^{date_short_pretty} at {time}|2023-11-14 22:13 UTC>. Nothing was changed.")),
-        (errors.AlreadyDecidedError("already", "apr_1", "rejected", ["rule:x"], None),
-         "ℹ️ This was already rejected by the rule “x” at an unknown time. Nothing was changed."),
-        (errors.AlreadyVotedError("voted", "apr_1"),
-         "ℹ️ You've already voted on this. It still needs 1 more approval. Nothing was changed."),
-        (errors.ApprovalExpiredError("expired", "apr_1"),
-         ("⌛ This request expired <!date^1700183659^{date_short_pretty} at {time}|2023-11-17 01:14 UTC>; "
-          "the workflow got the expiry outcome. Nothing was changed.")),
-        (errors.InvalidEditError("amount must be a number, got '<!channel>'", "apr_1"),
-         "⚠️ That can't be used: amount must be a number, got '&lt;!channel&gt;'. Nothing was changed."),
-        (errors.DecisionRefused("something else", "apr_1"),
-         "🚫 signoff refused that: something else. Nothing was changed."),
+        (
+            errors.NotAuthorizedError("you are not an approver", "apr_1"),
+            (
+                "🚫 You're not an approver of *Refund 12.00 to C1*, so you can't decide it. "
+                "Ask @finance, <@U_DAVE> or <@U_CAROL>. Nothing was changed."
+            ),
+        ),
+        (
+            errors.SelfApprovalError("own request", "apr_1"),
+            (
+                "🚫 You asked for this, and the policy doesn't let you approve your own request: "
+                "ask @finance or <@U_DAVE>. Nothing was changed."
+            ),
+        ),
+        (
+            errors.AlreadyDecidedError("already", "apr_1", "approved", ["U_ALICE", "U_BOB"], NOW),
+            (
+                "ℹ️ This was already approved by <@U_ALICE> and <@U_BOB> "
+                "<!date^1700000000^{date_short_pretty} at {time}|2023-11-14 22:13 UTC>. Nothing was changed."
+            ),
+        ),
+        (
+            errors.AlreadyDecidedError("already", "apr_1", "rejected", ["rule:x"], None),
+            "ℹ️ This was already rejected by the rule “x” at an unknown time. Nothing was changed.",
+        ),
+        (
+            errors.AlreadyVotedError("voted", "apr_1"),
+            "ℹ️ You've already voted on this. It still needs 1 more approval. Nothing was changed.",
+        ),
+        (
+            errors.ApprovalExpiredError("expired", "apr_1"),
+            (
+                "⌛ This request expired <!date^1700183659^{date_short_pretty} at {time}|2023-11-17 01:14 UTC>; "
+                "the workflow got the expiry outcome. Nothing was changed."
+            ),
+        ),
+        (
+            errors.InvalidEditError("amount must be a number, got '<!channel>'", "apr_1"),
+            "⚠️ That can't be used: amount must be a number, got '&lt;!channel&gt;'. Nothing was changed.",
+        ),
+        (
+            errors.DecisionRefused("something else", "apr_1"),
+            "🚫 signoff refused that: something else. Nothing was changed.",
+        ),
     ],
 )
 def test_refusal_for_each_code(error: errors.DecisionRefused, expected: str) -> None:
@@ -365,8 +460,13 @@ def test_refusal_without_the_approval() -> None:
     assert messages.refusal(errors.NotAuthorizedError("no")) == (
         "🚫 You're not an approver of this request, so you can't decide it. Nothing was changed."
     )
-    assert messages.refusal(errors.ApprovalExpiredError("no")).startswith("⌛ This request expired;")
-    assert messages.refusal(errors.AlreadyVotedError("no")) == "ℹ️ You've already voted on this. Nothing was changed."
+    assert messages.refusal(errors.ApprovalExpiredError("no")).startswith(
+        "⌛ This request expired;"
+    )
+    assert (
+        messages.refusal(errors.AlreadyVotedError("no"))
+        == "ℹ️ You've already voted on this. Nothing was changed."
+    )
 
 
 def test_error_texts() -> None:
@@ -377,7 +477,13 @@ def test_error_texts() -> None:
         "🤷 signoff has no request `apr_&lt;x&gt;`; it may have been purged. Nothing was changed."
     )
     assert "broken or out of date, so nothing was changed" in messages.stale_button()
-    assert messages.unknown_thread("t`1") == "🤷 No run has the thread id `tˋ1`. `/agent status` lists what is waiting."
-    assert messages.unknown_command("<!channel>") == "🤷 I don't know `/agent &lt;!channel&gt;`. Here is what I can do:"
+    assert (
+        messages.unknown_thread("t`1")
+        == "🤷 No run has the thread id `tˋ1`. `/agent status` lists what is waiting."
+    )
+    assert (
+        messages.unknown_command("<!channel>")
+        == "🤷 I don't know `/agent &lt;!channel&gt;`. Here is what I can do:"
+    )
     assert "`[workflows.refund] starters`" in messages.start_refused("refund")
     assert messages.command_error("a is given twice") == "⚠️ a is given twice\nTry `/agent help`."

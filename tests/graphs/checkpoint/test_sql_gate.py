@@ -54,7 +54,9 @@ async def test_threads_and_tasks_writing_at_once_all_land(tmp_path: Path) -> Non
 
     async def async_runs(k: int) -> None:
         for i in range(15):
-            assert await graph.ainvoke({"n": 0}, {"configurable": {"thread_id": f"a{k}-{i}"}}) == {"n": 2}
+            assert await graph.ainvoke({"n": 0}, {"configurable": {"thread_id": f"a{k}-{i}"}}) == {
+                "n": 2
+            }
 
     await asyncio.gather(
         *(asyncio.to_thread(sync_runs, k) for k in range(3)),
@@ -67,7 +69,9 @@ async def test_threads_and_tasks_writing_at_once_all_land(tmp_path: Path) -> Non
             assert graph.get_state({"configurable": {"thread_id": f"s{k}-{i}"}}).values == {"n": 2}
     for k in range(4):
         for i in range(15):
-            assert (await graph.aget_state({"configurable": {"thread_id": f"a{k}-{i}"}})).values == {"n": 2}
+            assert (
+                await graph.aget_state({"configurable": {"thread_id": f"a{k}-{i}"}})
+            ).values == {"n": 2}
     await saver.aclose()
 
 

@@ -361,11 +361,13 @@ def test_connections_opening_at_once_on_a_fresh_file_all_get_in(tmp_path: Path) 
         start = threading.Barrier(len(engines))
         failures: list[BaseException] = []
 
-        def connect(engine: Any) -> None:
+        def connect(
+            engine: Any, start: threading.Barrier = start, failures: list[BaseException] = failures
+        ) -> None:
             start.wait()
             try:
                 engine.connect().close()  # the connection's pragmas, WAL among them
-            except Exception as e:  # collected for the assertion
+            except Exception as e:  # noqa: BLE001 -- collected for the assertion
                 failures.append(e)
 
         workers = [threading.Thread(target=connect, args=(engine,)) for engine in engines]
@@ -441,9 +443,7 @@ def test_list_paused_is_one_query_on_the_status_index(saver: SQLSaver, db_url: s
     )
     if url.startswith("sqlite"):
         plan = " ".join(str(r) for r in sql(url, "EXPLAIN QUERY PLAN " + query))
-        assert (
-            "ix_checkpoint_threads_paused" in plan and "SCAN checkpoint_threads" not in plan
-        )
+        assert "ix_checkpoint_threads_paused" in plan and "SCAN checkpoint_threads" not in plan
     else:
         import psycopg
 

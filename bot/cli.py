@@ -18,11 +18,10 @@ from typing import Any
 
 from graphs import GraphError
 
-from .approvals.errors import ApprovalError
+from .approvals.errors import ApprovalError, DatabaseUnavailable
 from .approvals.models import Approval, iso
 from .approvals.service import Signoff
 from .config import Settings, SettingsError, build_signoff
-from .db import DatabaseUnavailable
 
 __all__ = ["main"]
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .approvals.audit import AuditLog
+from .approvals.db import Database
 from .approvals.events import EventSink
 from .approvals.policy import GroupResolver, Policy, load_policy
 from .approvals.service import Signoff
-from .db import Database
 from .workflows import load_workflows
 
 __all__ = ["Settings", "build_signoff"]

@@ -19,7 +19,9 @@ import signal
 import socket
 import sys
 import time
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -105,6 +107,22 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
             await proc.wait()
 
 
+def demo_workflows(policy_path: Path) -> list[dict[str, Any]]:
+    """The bundled workflows as the sandbox page offers them, with the starters `policy_path`
+    gives each."""
+    from .sandbox.page import workflow_form
+    from .workflows import BUILTIN
+
+    with open(policy_path, "rb") as f:
+        declared = tomllib.load(f).get("workflows", {})
+    return [
+        workflow_form(
+            name, wf.description, wf.inputs, (declared.get(name) or {}).get("starters", ())
+        )
+        for name, wf in BUILTIN.items()
+    ]
+
+
 async def run_sandbox(*, port: int = 3000, host: str = "127.0.0.1", db: Path | None = None) -> int:
     """Serve the sandbox and run the bot against it until SIGINT or SIGTERM.
 
@@ -126,7 +144,12 @@ async def run_sandbox(*, port: int = 3000, host: str = "127.0.0.1", db: Path | N
         Path(f"{db}{suffix}").unlink(missing_ok=True)
 
     slack = FakeSlack(demo_workspace)
-    page = DemoPage(slack, channel=APPROVALS_CHANNEL[0], policy_path=DEMO_POLICY)
+    page = DemoPage(
+        slack,
+        channel=APPROVALS_CHANNEL[0],
+        policy_path=DEMO_POLICY,
+        workflows=demo_workflows(DEMO_POLICY),
+    )
     page.add_routes(slack.app)
     # A page left open holds a long poll: stop waiting for it after a moment.
     runner = web.AppRunner(slack.app, access_log=None, handle_signals=False, shutdown_timeout=2.0)

@@ -14,8 +14,8 @@ import logging
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from .approvals.errors import DatabaseUnavailable
 from .approvals.service import Signoff
-from .db import DatabaseUnavailable
 
 __all__ = ["JobRunner", "start_scheduler"]
 

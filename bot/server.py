@@ -16,17 +16,26 @@ import hmac
 import json
 import logging
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from .approvals.errors import ApprovalError, GroupsUnavailable, StartRefused, UnknownWorkflowError
+from .approvals.errors import (
+    ApprovalError,
+    DatabaseUnavailable,
+    GroupsUnavailable,
+    StartRefused,
+    UnknownWorkflowError,
+)
+from .approvals.policy import StaticGroups, load_policy
 from .approvals.service import Signoff
-from .config import Settings
-from .db import DatabaseUnavailable
+from .config import Settings, build_signoff
 from .scheduler import JobRunner, start_scheduler
+
+if TYPE_CHECKING:
+    from slack_sdk.web.async_client import AsyncWebClient
 
 __all__ = ["Metrics", "build_web_app", "serve"]
 
@@ -233,9 +242,35 @@ def build_web_app(
     return app
 
 
+def build_runtime(
+    settings: Settings, *, metrics: Metrics | None = None
+) -> tuple[Signoff, AsyncWebClient]:
+    """The governance core wired to Slack: events go to Slack, groups come from Slack."""
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from .slack.app import SlackGroups
+    from .slack.notify import SlackSink
+
+    kwargs: dict[str, Any] = {"token": settings.slack_bot_token}
+    if settings.slack_api_url:
+        kwargs["base_url"] = settings.slack_api_url
+    client = AsyncWebClient(**kwargs)
+    policy = load_policy(settings.policy_path)
+    groups = StaticGroups(policy.groups, fallback=SlackGroups(client))
+    signoff = build_signoff(settings, policy=policy, groups=groups)
+    signoff.sink = SlackSink(
+        client,
+        signoff,
+        default_channel=settings.default_channel,
+        notify_channel=settings.notify_channel,
+        metrics=metrics,
+    )
+    return signoff, client
+
+
 async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None:
     """Run the bot until SIGTERM or SIGINT."""
-    from .slack.app import build_bolt_app, build_runtime
+    from .slack.app import build_bolt_app
 
     settings.check_slack()
     metrics = Metrics()
@@ -243,7 +278,14 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
     await signoff.db.upgrade()
     await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once
     runner = JobRunner(signoff, concurrency=settings.workers)
-    bolt_app = build_bolt_app(settings, signoff, client, runner)
+    bolt_app = build_bolt_app(
+        signoff,
+        client,
+        runner.kick,
+        # Socket Mode envelopes come over the app token's WebSocket, unsigned
+        signing_secret=None if settings.slack_app_token else settings.slack_signing_secret,
+        default_channel=settings.default_channel,
+    )
     socket_handler = None
     if settings.slack_app_token:
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler

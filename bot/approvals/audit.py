@@ -442,7 +442,7 @@ async def _reading(conn_or_engine: AsyncConnection | AsyncEngine) -> AsyncIterat
         yield conn_or_engine
         return
     # Read-only, so that a long verify does not hold SQLite's write lock: SQLSaver's engines
-    # (which `bot.db.Database` uses) begin with a deferred BEGIN under this option.
+    # (which `bot.approvals.db.Database` uses) begin with a deferred BEGIN under this option.
     async with conn_or_engine.execution_options(signoff_read=True).connect() as conn:
         yield conn
 

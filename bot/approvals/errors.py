@@ -13,19 +13,29 @@ ApprovalError                  root
 │   └── InvalidEditError       an edit names a field that is not editable, or a bad value
 ├── UnknownWorkflowError       no workflow is registered under this name
 ├── StartRefused               the user may not start this workflow
-└── GroupsUnavailable          group membership could not be looked up (e.g. Slack is down)
+├── GroupsUnavailable          group membership could not be looked up (e.g. Slack is down)
+└── StorageError               the database did not do what was asked; nothing was recorded
+    └── DatabaseUnavailable    it cannot be reached, or the connection dropped (also a
+        │                      ConnectionError)
+        └── DatabaseBusy       it could not take a write in time; the same request can be
+                               made again
 ```
+
+Driver errors become storage errors in one place, `bot.approvals.db.Database`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "AlreadyDecidedError",
     "AlreadyVotedError",
     "ApprovalError",
     "ApprovalExpiredError",
+    "DatabaseBusy",
+    "DatabaseUnavailable",
     "DecisionRefused",
     "GroupsUnavailable",
     "InvalidEditError",
@@ -33,6 +43,7 @@ __all__ = [
     "PolicyError",
     "SelfApprovalError",
     "StartRefused",
+    "StorageError",
     "UnknownApprovalError",
     "UnknownWorkflowError",
 ]
@@ -148,3 +159,28 @@ class MissingInputError(ApprovalError):
 class GroupsUnavailable(ApprovalError):
     """Who is in a group could not be found out right now. Nothing was decided: deny by default
     means no one is let in on a guess, and no one is told they are not an approver either."""
+
+
+class StorageError(ApprovalError):
+    """The database did not do what was asked, and nothing was recorded."""
+
+
+class DatabaseUnavailable(StorageError, ConnectionError):
+    """The database cannot be reached: a server that is down or not where the URL says, or a
+    SQLite file that cannot be opened. The message names the database and what to check.
+
+    Attributes:
+        url: the database URL, password hidden.
+    """
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.url))
+
+
+class DatabaseBusy(DatabaseUnavailable):
+    """The database could not take a write within the time the caller can wait (a burst of
+    writes on SQLite); nothing was written, and the same request can be made again."""

@@ -47,6 +47,7 @@ from .errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
     ApprovalExpiredError,
+    DatabaseUnavailable,
     InvalidEditError,
     MissingInputError,
     NotAuthorizedError,
@@ -70,7 +71,7 @@ from .policy import (
 )
 
 if TYPE_CHECKING:
-    from ..db import Database
+    from .db import Database
 
 __all__ = ["DecideResult", "PendingView", "RunReport", "Signoff"]
 
@@ -1205,8 +1206,6 @@ def _gone_from_this_host(worker_id: str) -> bool:
 
 def _database_down(error: BaseException) -> bool:
     """True when `error` (or what caused it) is the database going away, not the run failing."""
-    from ..db import DatabaseUnavailable  # bot.db imports this package: not at module level
-
     seen: set[int] = set()
     e: BaseException | None = error
     while e is not None and id(e) not in seen:

@@ -15,7 +15,7 @@ sees it. Nothing the page loads comes from anywhere but this server.
 
 from __future__ import annotations
 
-import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,7 @@ from bot.sandbox.people import APPROVALS_CHANNEL, DEMO_POLICY, PEOPLE
 if TYPE_CHECKING:
     from bot.sandbox.slack_api import FakeSlack
 
-__all__ = ["EXAMPLES", "STATIC", "DemoPage"]
+__all__ = ["EXAMPLES", "STATIC", "DemoPage", "workflow_form"]
 
 STATIC = Path(__file__).with_name("static")
 """The page's files: plain HTML, CSS and JavaScript, no build step."""
@@ -44,27 +44,21 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 _NO_STORE = {"Cache-Control": "no-store"}
 
 
-def _workflows(policy_path: Path) -> list[dict[str, Any]]:
-    from bot.workflows import BUILTIN
-
-    with open(policy_path, "rb") as f:
-        declared = tomllib.load(f).get("workflows", {})
-    out = []
-    for name, wf in BUILTIN.items():
-        example = EXAMPLES.get(name, {})
-        inputs = [
-            {
-                "name": key,
-                "example": example.get(key, ""),
-                "type": "number" if isinstance(example.get(key), (int, float)) else "text",
-            }
-            for key in wf.inputs
-        ]
-        starters = list((declared.get(name) or {}).get("starters", []))
-        out.append(
-            {"name": name, "description": wf.description, "inputs": inputs, "starters": starters}
-        )
-    return out
+def workflow_form(
+    name: str, description: str, inputs: Sequence[str], starters: Sequence[str] = ()
+) -> dict[str, Any]:
+    """How the page offers one workflow: its inputs, each filled in with its example (`EXAMPLES`)
+    and typed by it, and who may start it."""
+    example = EXAMPLES.get(name, {})
+    fields = [
+        {
+            "name": key,
+            "example": example.get(key, ""),
+            "type": "number" if isinstance(example.get(key), (int, float)) else "text",
+        }
+        for key in inputs
+    ]
+    return {"name": name, "description": description, "inputs": fields, "starters": list(starters)}
 
 
 @dataclass
@@ -76,7 +70,9 @@ class DemoPage:
         bot_url: The bot's root URL (`http://127.0.0.1:PORT`); set once the bot is up.
         api_token: The bot's `SIGNOFF_API_TOKEN`, used for `POST /api/runs`.
         channel: Where started runs post their cards, unless the page names a channel.
-        policy_path: The policy the bot runs with (for the workflows' starters).
+        policy_path: The policy the bot runs with (its name is shown).
+        workflows: The workflows a person can start from the page (`workflow_form`); the
+            sandbox knows no workflows of its own, so the demo tells it.
     """
 
     slack: FakeSlack
@@ -84,6 +80,7 @@ class DemoPage:
     api_token: str | None = field(default=None, repr=False)
     channel: str = APPROVALS_CHANNEL[0]
     policy_path: Path = DEMO_POLICY
+    workflows: Sequence[dict[str, Any]] = ()
     _session: aiohttp.ClientSession | None = field(default=None, repr=False)
 
     def add_routes(self, app: web.Application) -> None:
@@ -114,7 +111,7 @@ class DemoPage:
         return web.json_response(
             {
                 "people": people,
-                "workflows": _workflows(self.policy_path),
+                "workflows": list(self.workflows),
                 "channel": self.channel,
                 "policy": self.policy_path.name,
                 "bot": self.bot_url is not None,

@@ -1,11 +1,12 @@
-"""Wiring of the Slack app: the Web API client, the governance core with its Slack event sink,
-the group resolver, and the Bolt app with every listener registered here, in one place."""
+"""The Slack app: the group resolver on Slack's user groups, and the Bolt app with every
+listener registered here, in one place. The process (`bot.server`) wires it to the governance
+core and its configuration."""
 
 from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from collections.abc import Callable
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
@@ -13,14 +14,11 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ..approvals.errors import GroupsUnavailable
-from ..approvals.policy import StaticGroups, load_policy
 from ..approvals.service import Signoff
-from ..config import Settings, build_signoff
 from . import payloads
 from .handlers import Handlers
-from .notify import SlackSink
 
-__all__ = ["SlackGroups", "build_bolt_app", "build_runtime"]
+__all__ = ["SlackGroups", "build_bolt_app"]
 
 
 class SlackGroups:
@@ -63,37 +61,27 @@ class SlackGroups:
         return users
 
 
-def build_runtime(
-    settings: Settings, *, metrics: Any | None = None
-) -> tuple[Signoff, AsyncWebClient]:
-    """The governance core wired to Slack: events go to Slack, groups come from Slack."""
-    kwargs: dict[str, Any] = {"token": settings.slack_bot_token}
-    if settings.slack_api_url:
-        kwargs["base_url"] = settings.slack_api_url
-    client = AsyncWebClient(**kwargs)
-    policy = load_policy(settings.policy_path)
-    groups = StaticGroups(policy.groups, fallback=SlackGroups(client))
-    signoff = build_signoff(settings, policy=policy, groups=groups)
-    signoff.sink = SlackSink(
-        client,
-        signoff,
-        default_channel=settings.default_channel,
-        notify_channel=settings.notify_channel,
-        metrics=metrics,
-    )
-    return signoff, client
-
-
 def build_bolt_app(
-    settings: Settings, signoff: Signoff, client: AsyncWebClient, runner: Any
+    signoff: Signoff,
+    client: AsyncWebClient,
+    kick: Callable[[], None],
+    *,
+    signing_secret: str | None,
+    default_channel: str,
 ) -> AsyncApp:
-    """The Bolt app. Every request is verified with the signing secret (HTTP mode)."""
+    """The Bolt app. With a signing secret (HTTP mode) every request is verified with it;
+    without one the app serves Socket Mode, whose envelopes come over the authenticated
+    WebSocket and carry no signature.
+
+    Args:
+        kick: wakes the job runner when a click or command queued work.
+    """
     app = AsyncApp(
-        signing_secret=settings.slack_signing_secret or "socket-mode",
+        signing_secret=signing_secret or "socket-mode",
         client=client,
-        request_verification_enabled=settings.slack_app_token is None,
+        request_verification_enabled=signing_secret is not None,
     )
-    h = Handlers(signoff, client, runner.kick, default_channel=settings.default_channel)
+    h = Handlers(signoff, client, kick, default_channel=default_channel)
     app.action(re.compile(r"^signoff\.(approve|reject|edit|payload)$"))(h.on_button)
     app.view(payloads.REJECT_CALLBACK)(h.on_reject_submit)
     app.view(payloads.EDIT_CALLBACK)(h.on_edit_submit)

@@ -19,15 +19,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from ..approvals.errors import (
     ApprovalError,
+    DatabaseUnavailable,
     DecisionRefused,
     MissingInputError,
     StartRefused,
-    UnknownApprovalError,
     UnknownWorkflowError,
 )
 from ..approvals.models import Approval
 from ..approvals.service import Signoff
-from ..db import DatabaseBusy, DatabaseUnavailable
 from . import blocks, messages, payloads
 
 __all__ = ["Handlers"]
@@ -138,29 +137,20 @@ class Handlers:
                 rule = self.signoff.policy.actions[a.action]
                 view = blocks.edit_modal(a, {f: a.payload.get(f) for f in rule.editable})
             await self.client.views_open(trigger_id=body["trigger_id"], view=view)
-        except payloads.BadPayload as e:
+        except (payloads.BadPayload, ApprovalError) as e:  # nothing changed: say why
             log.info("refused a click from %s: %s", user, e)
             await ack()
-            await self._ephemeral(body, messages.stale_button())
-        except UnknownApprovalError as e:
-            await ack()
-            await self._ephemeral(body, messages.unknown_approval(e.approval_id))
-        except DecisionRefused as e:
-            await ack()
-            try:
-                approval = await self.signoff.get(e.approval_id) if e.approval_id else None
-            except ApprovalError:
-                approval = None
-            await self._ephemeral(body, messages.refusal(e, approval))
-        except DatabaseBusy:
-            await ack()
-            await self._ephemeral(body, messages.busy())
-        except DatabaseUnavailable:
-            await ack()
-            await self._ephemeral(body, messages.database_unavailable())
-        except ApprovalError as e:  # e.g. GroupsUnavailable: nothing changed, say why
-            await ack()
-            await self._ephemeral(body, messages.refused(str(e)))
+            approval = await self._refused_approval(e)
+            await self._ephemeral(body, messages.refusal_text(e, approval))
+
+    async def _refused_approval(self, error: Exception) -> Approval | None:
+        """The approval a refused vote was about, to word the refusal (None if unknown)."""
+        if not isinstance(error, DecisionRefused) or not error.approval_id:
+            return None
+        try:
+            return await self.signoff.get(error.approval_id)
+        except ApprovalError:
+            return None
 
     # ---- modals -------------------------------------------------------------------------
 
@@ -175,16 +165,8 @@ class Handlers:
             await ack(**e.response())
             return
         except (payloads.BadPayload, ApprovalError) as e:
-            await ack(response_action="errors", errors={payloads.REASON_BLOCK: _refusal_text(e)})
-            return
-        except DatabaseBusy:
-            await ack(response_action="errors", errors={payloads.REASON_BLOCK: messages.busy()})
-            return
-        except DatabaseUnavailable:
-            await ack(
-                response_action="errors",
-                errors={payloads.REASON_BLOCK: messages.database_unavailable()},
-            )
+            text = messages.refusal_text(e, form=True)
+            await ack(response_action="errors", errors={payloads.REASON_BLOCK: text})
             return
         await ack()
         self.kick()
@@ -209,15 +191,8 @@ class Handlers:
             await ack(**e.response())
             return
         except (payloads.BadPayload, ApprovalError) as e:
-            await ack(response_action="errors", errors={first_block: _refusal_text(e)})
-            return
-        except DatabaseBusy:
-            await ack(response_action="errors", errors={first_block: messages.busy()})
-            return
-        except DatabaseUnavailable:
-            await ack(
-                response_action="errors", errors={first_block: messages.database_unavailable()}
-            )
+            text = messages.refusal_text(e, form=True)
+            await ack(response_action="errors", errors={first_block: text})
             return
         await ack()
         self.kick()
@@ -275,10 +250,8 @@ class Handlers:
                 await ack(
                     response_type="ephemeral", **blocks.help_blocks(sorted(self.signoff.workflows))
                 )
-        except DatabaseUnavailable:
-            await ack(response_type="ephemeral", text=messages.database_unavailable())
         except ApprovalError as e:
-            await ack(response_type="ephemeral", text=messages.refused(str(e)))
+            await ack(response_type="ephemeral", text=messages.refusal_text(e))
 
     async def _permalinks(self, approvals: list[Approval]) -> dict[str, str]:
         """Links to the cards (at most PERMALINKS of them, fetched together; a failure just
@@ -412,11 +385,3 @@ def _get(body: Any, key: str, field: str) -> Any:
     """`body[key][field]`, or None when either is missing or not an object."""
     inner = body.get(key) if isinstance(body, dict) else None
     return inner.get(field) if isinstance(inner, dict) else None
-
-
-def _refusal_text(error: Exception) -> str:
-    if isinstance(error, DecisionRefused):
-        return messages.refusal(error)
-    if isinstance(error, payloads.BadPayload):
-        return messages.stale_button()
-    return str(error)

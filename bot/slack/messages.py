@@ -569,6 +569,32 @@ def refusal(error: DecisionRefused, approval: Approval | None = None) -> str:
     return refused(error.message)
 
 
+def refusal_text(error: Exception, approval: Approval | None = None, *, form: bool = False) -> str:
+    """What a person is told when signoff refuses a click, a form or a command: the one place
+    the Slack edge turns an error into words. `error` is a governance error (storage errors
+    included) or a payload signoff did not make (a stale or forged button: `BadPayload`).
+    `approval` gives a refused vote its context; `form` asks for a modal's plain error line."""
+    from bot.approvals.errors import (
+        ApprovalError,
+        DatabaseBusy,
+        DatabaseUnavailable,
+        DecisionRefused,
+        UnknownApprovalError,
+    )
+
+    if isinstance(error, DatabaseBusy):
+        return busy()
+    if isinstance(error, DatabaseUnavailable):
+        return database_unavailable()
+    if isinstance(error, UnknownApprovalError) and not form:
+        return unknown_approval(error.approval_id)
+    if isinstance(error, DecisionRefused):
+        return refusal(error, approval)
+    if not isinstance(error, ApprovalError):
+        return stale_button()
+    return str(error) if form else refused(str(error))
+
+
 def unknown_approval(approval_id: str) -> str:
     return (
         f"🤷 signoff has no request {code(approval_id)}; it may have been purged. {NOTHING_CHANGED}"

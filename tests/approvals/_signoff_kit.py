@@ -18,10 +18,10 @@ from _signoff_flows import POLICY, env
 
 from bot.approvals import tables as t
 from bot.approvals.audit import AuditLog
+from bot.approvals.db import Database
 from bot.approvals.events import EventSink, RecordingSink
 from bot.approvals.policy import load_policy
 from bot.approvals.service import RunReport, Signoff
-from bot.db import Database
 from bot.workflows import load_workflows
 
 

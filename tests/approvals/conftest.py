@@ -24,7 +24,7 @@ import pytest
 from _signoff_kit import Kit
 from sqlalchemy.engine import make_url
 
-from bot.db import Database
+from bot.approvals.db import Database
 
 PG_URL = os.environ.get("SIGNOFF_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from conftest import run_together
 
 from bot.approvals.audit import EVENT_KINDS, GENESIS_HASH, AuditLog, AuditReport
+from bot.approvals.db import Database
 from bot.approvals.tables import audit_events as ae
-from bot.db import Database
 
 KINDS = sorted(EVENT_KINDS)
 
@@ -407,7 +407,7 @@ async def test_export_and_verify_walk_long_logs_in_batches(
 
 APPEND = """
 import asyncio
-from bot.db import Database
+from bot.approvals.db import Database
 from bot.approvals.audit import AuditLog
 url, who, n = _sys.argv[1], _sys.argv[2], int(_sys.argv[3])
 

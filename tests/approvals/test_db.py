@@ -1,4 +1,4 @@
-"""`bot.db.Database`: upgrade (idempotent, concurrent, refusing newer schemas), transactions,
+"""`bot.approvals.db.Database`: upgrade (idempotent, concurrent, refusing newer schemas), transactions,
 and a database that cannot be reached, on a SQLite file and on PostgreSQL."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from alembic.script import ScriptDirectory
 from conftest import _admin_conninfo, run_together
 
 from bot.approvals import tables
-from bot.db import MIGRATIONS_DIR, Database, DatabaseUnavailable, SchemaVersionError
+from bot.approvals.db import MIGRATIONS_DIR, Database, DatabaseUnavailable, SchemaVersionError
 from graphs.checkpoint import _tables as checkpoint_tables
 
 GOVERNANCE = set(tables.metadata.tables)
@@ -132,7 +132,7 @@ def test_upgrade_sync_on_a_fresh_database(db_url: str) -> None:
 
 UPGRADE = """
 import asyncio
-from bot.db import Database
+from bot.approvals.db import Database
 url, mode = _sys.argv[1], _sys.argv[2]
 db = Database(url)
 wait_for_go()

@@ -476,7 +476,7 @@ async def test_a_vote_that_cannot_get_its_turn_in_time_is_refused_and_records_no
 ) -> None:
     """SQLite (its write gate): a click must be answered within Slack's 3 s; when the process's
     writers are queued too long, the vote is refused (DatabaseBusy) rather than recorded late."""
-    from bot.db import DatabaseBusy
+    from bot.approvals.db import DatabaseBusy
 
     kit = Kit(f"sqlite:///{tmp_path / 'busy.db'}", tmp_path)
     await kit.db.upgrade()

@@ -23,7 +23,7 @@ from bot.approvals.audit import AuditLog
 from bot.approvals.policy import load_policy
 from bot.approvals.service import Signoff
 from bot.config import Settings
-from bot.db import Database
+from bot.approvals.db import Database
 from bot.workflows import load_workflows
 
 offset = float(sys.argv[1])

@@ -100,7 +100,7 @@ async def test_the_runner_links_the_audit_log_and_says_once_while_it_cannot(
     import sqlalchemy as sa
 
     from bot.approvals import tables as t
-    from bot.db import DatabaseUnavailable
+    from bot.approvals.db import DatabaseUnavailable
 
     caplog.set_level("INFO", logger="signoff.scheduler")
 

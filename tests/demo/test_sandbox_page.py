@@ -11,6 +11,7 @@ import pytest
 from aiohttp import ClientSession, web
 
 from bot.approvals.policy import load_policy
+from bot.demo import demo_workflows
 from bot.sandbox import FakeSlack
 from bot.sandbox.page import STATIC, DemoPage
 from bot.sandbox.people import DEMO_POLICY, PEOPLE, demo_workspace
@@ -19,7 +20,7 @@ from bot.sandbox.people import DEMO_POLICY, PEOPLE, demo_workspace
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[FakeSlack, DemoPage, str]]:
     slack = FakeSlack(demo_workspace)
-    page = DemoPage(slack)
+    page = DemoPage(slack, workflows=demo_workflows(DEMO_POLICY))
     page.add_routes(slack.app)
     runner = web.AppRunner(slack.app, access_log=None)
     await runner.setup()

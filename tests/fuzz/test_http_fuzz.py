@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 
 from bot.approvals import tables as t
 from bot.approvals.audit import AuditLog
-from bot.db import Database
+from bot.approvals.db import Database
 from bot.sandbox.interactions import find_element
 from bot.sandbox.signing import SlackRequest, block_actions, slash_command, view_submission
 from bot.slack import messages

@@ -43,7 +43,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from bot.approvals import tables as t
-from bot.db import Database
+from bot.approvals.db import Database
 from bot.sandbox.client import READY_PREFIX, SandboxClient
 from bot.sandbox.interactions import find_element
 from bot.sandbox.signing import AppResponse, SlackRequest, SlackSigner, block_actions

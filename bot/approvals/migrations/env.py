@@ -1,6 +1,6 @@
 """Alembic environment for the governance tables (`bot/approvals/tables.py`).
 
-`bot.db.Database.upgrade()` runs these migrations programmatically: it passes an open connection,
+`bot.approvals.db.Database.upgrade()` runs these migrations programmatically: it passes an open connection,
 already inside a transaction that holds the migration lock, in `config.attributes["connection"]`.
 Run from the command line (`alembic -c <this folder>/alembic.ini upgrade head`), the URL comes
 from `-x url=...` or the `SIGNOFF_DATABASE_URL` environment variable; prefer `signoff db upgrade`,
@@ -42,7 +42,7 @@ def run_migrations_online() -> None:
     )
     if not url:
         raise SystemExit("give the database URL with -x url=... or SIGNOFF_DATABASE_URL")
-    from bot.db import Database
+    from bot.approvals.db import Database
 
     # The same lock and transaction as `Database.upgrade_sync()`, on a sync engine.
     with Database(url)._migration_connection() as connection:

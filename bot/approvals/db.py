@@ -41,41 +41,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from graphs.checkpoint.sql import SQLSaver
 from graphs.errors import SchemaVersionError
 
-from .approvals.tables import SCHEMA_REVISION, VERSION_TABLE
+from .errors import DatabaseBusy, DatabaseUnavailable
+from .tables import SCHEMA_REVISION, VERSION_TABLE
 
 __all__ = ["Database", "DatabaseBusy", "DatabaseUnavailable", "SchemaVersionError"]
 
-MIGRATIONS_DIR = Path(__file__).parent / "approvals" / "migrations"
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 _MIGRATION_LOCK_KEY = int.from_bytes(
     hashlib.sha256(b"signoff.approvals.migrations").digest()[:8], "big", signed=True
 )
 """PostgreSQL advisory lock held while the governance tables are migrated."""
-
-
-class DatabaseUnavailable(ConnectionError):
-    """The database cannot be reached: a server that is down or not where the URL says, or a
-    SQLite file that cannot be opened. The message names the database and what to check.
-
-    Attributes:
-        url: the database URL, password hidden.
-    """
-
-    def __init__(self, message: str, url: str) -> None:
-        super().__init__(message)
-        self.url = url
-
-    @property
-    def message(self) -> str:
-        return str(self.args[0])
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.message, self.url))
-
-
-class DatabaseBusy(DatabaseUnavailable):
-    """The database could not take a write within the time the caller can wait (a burst of
-    writes on SQLite); nothing was written, and the same request can be made again."""
 
 
 class Database:

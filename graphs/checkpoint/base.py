@@ -163,7 +163,8 @@ class BaseCheckpointSaver:
 
     def __init__(self) -> None:
         self._locks_guard = threading.Lock()
-        self._held: set[tuple[str, str]] = set()
+        self._threads_held: set[tuple[str, str]] = set()
+        """The (thread_id, checkpoint_ns) pairs `lock_thread` holds in this process."""
 
     # ---- the contract -------------------------------------------------------------------
 
@@ -218,18 +219,18 @@ class BaseCheckpointSaver:
         """
         key = (config_thread_id(config) or "", config_ns(config))
         with self._locks_guard:
-            if key in self._held:
+            if key in self._threads_held:
                 raise ThreadBusyError(
                     f"thread {key[0]!r} is already running in this process; "
                     "wait for that run to pause or finish",
                     key[0],
                 )
-            self._held.add(key)
+            self._threads_held.add(key)
         try:
             yield
         finally:
             with self._locks_guard:
-                self._held.discard(key)
+                self._threads_held.discard(key)
 
     @contextlib.asynccontextmanager
     async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:

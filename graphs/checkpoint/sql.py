@@ -63,7 +63,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import PoolProxiedConnection, StaticPool
 
 from ..types import RunConfig
 from ._sql_engine import (
@@ -153,8 +153,9 @@ class SQLSaver(BaseCheckpointSaver):
         self._schema_ok = False
         self._lock_scope: str | None = None
         # (OS thread, thread id, ns) -> the connection holding the thread's advisory lock, while
-        # a sync `lock_thread` on PostgreSQL holds it (see `_run_thread`).
-        self._held: dict[tuple[int, str, str], Any] = {}
+        # a sync `lock_thread` on PostgreSQL holds it (see `_run_thread`). Not the base class's
+        # `_threads_held`: the in-memory database locks threads with that one.
+        self._lock_conns: dict[tuple[int, str, str], PoolProxiedConnection] = {}
         if self._d.name == "sqlite" and not self._memory:
             path = os.path.abspath(self.url.database or "")
             self._lock_path: str | None = path + ".locks"
@@ -329,7 +330,7 @@ class SQLSaver(BaseCheckpointSaver):
         connection drops, the operation goes to the pool as before (the lock went with the
         session, as it did before when the lock connection dropped mid-run).
         """
-        raw = self._held.get((threading.get_ident(), *key)) if self._held else None
+        raw = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
         if raw is None or not getattr(fn, "_single_statement", False):
             return self._run(fn, *args, retry=retry)
         if not self._schema_ok:
@@ -337,7 +338,7 @@ class SQLSaver(BaseCheckpointSaver):
         try:
             return self._transact(raw, fn, args, False)
         except _Dropped as dropped:
-            self._held.pop((threading.get_ident(), *key), None)
+            self._lock_conns.pop((threading.get_ident(), *key), None)
             if not retry:
                 raise dropped.error from None
             return self._run(fn, *args, retry=retry)
@@ -602,11 +603,11 @@ class SQLSaver(BaseCheckpointSaver):
         with _proc_hold(self._proc_key(thread_id, ns)):
             raw, key = self._retry_lock(thread_id, ns, self._sync_engine().raw_connection)
             me = (threading.get_ident(), thread_id, ns)
-            self._held[me] = raw
+            self._lock_conns[me] = raw
             try:
                 yield
             finally:
-                self._held.pop(me, None)
+                self._lock_conns.pop(me, None)
                 _raw_unlock(raw, key)
 
     @contextlib.asynccontextmanager

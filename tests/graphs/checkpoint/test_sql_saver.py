@@ -16,7 +16,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -613,6 +613,26 @@ def test_an_in_memory_database_works_in_one_process() -> None:
         chat(saver, thread(), 3)
         assert len(list(saver.list(thread()))) == 3
         assert asyncio.run(saver.aget_tuple(thread())) == saver.get_tuple(thread())
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_a_graph_runs_on_an_in_memory_database(url: str) -> None:
+    # The in-memory saver holds its threads with the base class's lock; its own table of lock
+    # connections once had the same attribute name, and every run failed taking the lock.
+    from graphs import END, START, StateGraph
+
+    class State(TypedDict):
+        n: int
+
+    builder = StateGraph(State)
+    builder.add_node("inc", lambda state: {"n": state["n"] + 1})
+    builder.add_edge(START, "inc").add_edge("inc", END)
+    with SQLSaver.from_conn_string(url) as saver:
+        saver.setup()
+        app = builder.compile(checkpointer=saver)
+        assert app.invoke({"n": 1}, thread("mem")) == {"n": 2}
+        assert asyncio.run(app.ainvoke({"n": 5}, thread("amem"))) == {"n": 6}
+        assert app.get_state(thread("mem")).values == {"n": 2}
 
 
 # ---- golden data: what every schema revision stored still reads --------------------------

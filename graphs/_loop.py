@@ -20,8 +20,8 @@ import asyncio
 import datetime as dt
 import hashlib
 import re
-from collections.abc import AsyncIterator, Generator, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Generator, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._context import Pause, _current, interrupt_id
 from .checkpoint.base import (
@@ -54,7 +54,11 @@ if TYPE_CHECKING:
 GET, PUT, WRITES, EXEC, EMIT = range(5)
 
 ONCE_CHANNEL = "__once__"
+OnceState = Literal["started", "done", "failed"]
+"""The progress of a `once()` effect, as its pending writes record it."""
 _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
+
+R = TypeVar("R")
 
 
 class Paused:
@@ -154,39 +158,31 @@ class Task:
 
     # ---- once() bookkeeping -----------------------------------------------------------
 
-    def _once_write(self, key: str, state: str, result: Any) -> list[tuple[str, Any]]:
+    def _once_write(
+        self, key: str, state: OnceState, result: Any
+    ) -> tuple[BaseCheckpointSaver, RunConfig, list[tuple[str, Any]]] | None:
+        """Note the progress of a `once()` effect; where to save it durably, if anywhere."""
         self.once[key] = (state, result)
-        return [(ONCE, [key, state, result])]
+        run = self.run
+        if run.saver is None:
+            return None
+        # Tasks run only after the run's first checkpoint is saved: there is a head to write to.
+        assert run.head_config is not None
+        return run.saver, run.head_config, [(ONCE, [key, state, result])]
 
-    def once_started(self, key: str) -> None:
-        writes = self._once_write(key, "started", None)
-        if self.run.saver is not None:
-            self.run.saver.put_writes(self.run.head_config, writes, self.id)
+    def record_once(self, key: str, state: OnceState, result: Any = None) -> None:
+        """Record that the `once()` effect `key` started, is done (with `result`) or failed."""
+        found = self._once_write(key, state, result)
+        if found is not None:
+            saver, config, writes = found
+            saver.put_writes(config, writes, self.id)
 
-    def once_done(self, key: str, result: Any) -> None:
-        writes = self._once_write(key, "done", result)
-        if self.run.saver is not None:
-            self.run.saver.put_writes(self.run.head_config, writes, self.id)
-
-    def once_failed(self, key: str) -> None:
-        writes = self._once_write(key, "failed", None)
-        if self.run.saver is not None:
-            self.run.saver.put_writes(self.run.head_config, writes, self.id)
-
-    async def aonce_started(self, key: str) -> None:
-        writes = self._once_write(key, "started", None)
-        if self.run.saver is not None:
-            await self.run.saver.aput_writes(self.run.head_config, writes, self.id)
-
-    async def aonce_done(self, key: str, result: Any) -> None:
-        writes = self._once_write(key, "done", result)
-        if self.run.saver is not None:
-            await self.run.saver.aput_writes(self.run.head_config, writes, self.id)
-
-    async def aonce_failed(self, key: str) -> None:
-        writes = self._once_write(key, "failed", None)
-        if self.run.saver is not None:
-            await self.run.saver.aput_writes(self.run.head_config, writes, self.id)
+    async def arecord_once(self, key: str, state: OnceState, result: Any = None) -> None:
+        """Async form of `record_once`."""
+        found = self._once_write(key, state, result)
+        if found is not None:
+            saver, config, writes = found
+            await saver.aput_writes(config, writes, self.id)
 
 
 def _run_coroutine_sync(coro: Any, name: str) -> Any:
@@ -762,7 +758,7 @@ def _short(value: Any) -> str:
 # ---- drivers ---------------------------------------------------------------------------
 
 
-def drive_sync(run: Run, gen: Generator[Any, Any, Any]) -> Iterator[tuple[str, Any]]:
+def drive_sync(run: Run, gen: Generator[Any, Any, R]) -> Generator[tuple[str, Any], None, R]:
     """Perform the loop's requests with the sync saver; yield emitted chunks; return its result."""
     saver = run.saver
     result: Any = None
@@ -770,7 +766,8 @@ def drive_sync(run: Run, gen: Generator[Any, Any, Any]) -> Iterator[tuple[str, A
         try:
             request = gen.send(result)
         except StopIteration as stop:
-            return stop.value
+            value: R = stop.value
+            return value
         op = request[0]
         result = None
         if op == EXEC:
@@ -792,8 +789,8 @@ def drive_sync(run: Run, gen: Generator[Any, Any, Any]) -> Iterator[tuple[str, A
 
 
 async def drive_async(
-    run: Run, gen: Generator[Any, Any, Any], out: list[Any]
-) -> AsyncIterator[tuple[str, Any]]:
+    run: Run, gen: Generator[Any, Any, R], out: list[R]
+) -> AsyncGenerator[tuple[str, Any], None]:
     """The async twin of `drive_sync`; the loop's result is appended to `out`."""
     saver = run.saver
     result: Any = None

@@ -34,6 +34,7 @@ from .checkpoint.base import (
     Checkpoint,
     CheckpointTuple,
     checkpoint_seq,
+    new_checkpoint,
     new_checkpoint_id,
 )
 from .errors import (
@@ -452,18 +453,23 @@ class Run:
     def checkpoint(
         self, names: list[str], paused: list[str], appended: dict[str, int]
     ) -> Checkpoint:
-        seq = checkpoint_seq(self.head_id) + 1
-        checkpoint_id = new_checkpoint_id(seq)
+        """The next checkpoint, whose frontier is `names` (each with a new task id)."""
+        checkpoint_id = new_checkpoint_id(checkpoint_seq(self.head_id) + 1)
         self.frontier = [(n, self.task_id(checkpoint_id, n)) for n in names]
-        return Checkpoint(
-            v=1,
-            id=checkpoint_id,
-            ts=_now(),
-            channel_values={**self.values, **self.internal},
-            channel_versions=dict(self.versions),
-            next_tasks=[[n, t] for n, t in self.frontier],
-            paused=paused,
-            appended=appended,
+        return self._checkpoint(checkpoint_id, paused, appended)
+
+    def _checkpoint(
+        self, checkpoint_id: str, paused: list[str], appended: dict[str, int]
+    ) -> Checkpoint:
+        """The run as it stands (values, versions, frontier) as a checkpoint."""
+        return new_checkpoint(
+            checkpoint_id,
+            _now(),
+            {**self.values, **self.internal},
+            dict(self.versions),
+            [[n, t] for n, t in self.frontier],
+            paused,
+            appended,
         )
 
     def save(
@@ -685,19 +691,13 @@ class Run:
         """Save a checkpoint that keeps the frontier, its task ids and their pending writes."""
         if self.saver is None:
             return
-        frontier, pending = self.frontier, self.pending
-        seq = checkpoint_seq(self.head_id) + 1
+        pending = self.pending
         self.step += 1
-        cp = Checkpoint(
-            v=1,
-            id=new_checkpoint_id(seq),
-            ts=_now(),
-            channel_values={**self.values, **self.internal},
-            channel_versions=dict(self.versions),
-            next_tasks=[[n, t] for n, t in frontier],
+        cp = self._checkpoint(
+            new_checkpoint_id(checkpoint_seq(self.head_id) + 1),
             # An update leaves a static pause in place; input given on resume lifts it.
-            paused=list(self.paused) if source == "update" else [],
-            appended=appended,
+            list(self.paused) if source == "update" else [],
+            appended,
         )
         # A new thread has no parent: a config without checkpoint_id (not an empty id).
         parent = self.head_config or {

@@ -21,6 +21,7 @@ from .base import (
     RESUME,
     Checkpoint,
     CheckpointMetadata,
+    checkpoint_record,
     config_checkpoint_id,
 )
 
@@ -64,15 +65,7 @@ def _put_args(
             deltas.append((delta, list(value)))
         else:
             full.append({**row, "total": total, "value": serde.dumps(value).encode()})
-    record = serde.dumps_record(
-        {
-            "v": checkpoint["v"],
-            "ts": checkpoint["ts"],
-            "channel_versions": dict(checkpoint["channel_versions"]),
-            "next_tasks": [list(t) for t in checkpoint["next_tasks"]],
-            "paused": list(checkpoint["paused"]),
-        }
-    ).encode()
+    record = serde.dumps_record(checkpoint_record(checkpoint)).encode()
     paused = list(checkpoint["paused"])
     if paused:
         status = "paused"

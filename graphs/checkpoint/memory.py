@@ -18,9 +18,12 @@ from .base import (
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointRecord,
     CheckpointTuple,
     PendingWrite,
     checkpoint_config,
+    checkpoint_from_record,
+    checkpoint_record,
     config_checkpoint_id,
     config_ns,
     config_thread_id,
@@ -29,7 +32,7 @@ from .base import (
 __all__ = ["InMemorySaver", "MemorySaver"]
 
 _Key = tuple[str, str]  # (thread_id, checkpoint_ns)
-_Entry = tuple[dict[str, Any], CheckpointMetadata, str | None]  # (record, metadata, parent_id)
+_Entry = tuple[CheckpointRecord, CheckpointMetadata, str | None]  # (record, metadata, parent_id)
 
 # Immutable scalars need no copy: they are kept as they are, in a 1-tuple; the rest as JSON.
 _SCALARS = frozenset([str, int, bool, type(None)])
@@ -92,16 +95,7 @@ class InMemorySaver(BaseCheckpointSaver):
                     thread_id=thread_id,
                     channel=channel,
                 ) from e
-        checkpoint = Checkpoint(
-            v=record["v"],
-            id=checkpoint_id,
-            ts=record["ts"],
-            channel_values=values,
-            channel_versions=dict(record["channel_versions"]),
-            next_tasks=[list(t) for t in record["next_tasks"]],
-            paused=list(record["paused"]),
-            appended={},
-        )
+        checkpoint = checkpoint_from_record(checkpoint_id, record, values)
         writes = [
             PendingWrite(task_id, channel, _load(value))
             for task_id, channel, value in self._writes.get((thread_id, ns, checkpoint_id), ())
@@ -161,13 +155,7 @@ class InMemorySaver(BaseCheckpointSaver):
                     raise SerializationError(
                         f"thread {thread_id!r}, state key {channel!r}: {e}"
                     ) from e
-        record = {
-            "v": checkpoint["v"],
-            "ts": checkpoint["ts"],
-            "channel_versions": dict(checkpoint["channel_versions"]),
-            "next_tasks": [list(t) for t in checkpoint["next_tasks"]],
-            "paused": list(checkpoint["paused"]),
-        }
+        record = checkpoint_record(checkpoint)
         with self._lock:
             history = self._checkpoints.setdefault(key, {})
             head = next(reversed(history)) if history else None

@@ -29,7 +29,7 @@ from .errors import CheckpointerRequiredError, SideEffectUnknownError
 from .types import Interrupt
 
 if TYPE_CHECKING:
-    from ._loop import Task
+    from ._task import Task
 
 __all__ = ["aonce", "interrupt", "once"]
 

@@ -8,7 +8,8 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._loop import Paused, Run, drive_async, drive_sync
+from ._drive import drive_async, drive_sync
+from ._loop import Paused, Run
 from ._schema import Channel
 from .checkpoint.base import (
     DONE,

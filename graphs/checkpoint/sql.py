@@ -6,7 +6,7 @@ with SQLSaver.from_conn_string("sqlite:///signoff.db") as saver:
     graph = builder.compile(checkpointer=saver)
 ```
 
-What it stores (tables in `_tables.py`, migrations in `migrations/`):
+What it stores (tables in `_sql/tables.py`, migrations in `migrations/`):
 
 - one row per checkpoint (versions, frontier, metadata), and one row per *channel version*: a
   channel that did not change in a step is not written again;
@@ -35,18 +35,7 @@ PostgreSQL connections are pooled and pinged before use when they sat idle (`pin
 server restart between two invocations costs nothing; a read, `put` or delete whose connection
 drops mid-use is retried once (a `put` is a compare-and-set, so its retry cannot apply twice).
 
-The implementation, in private modules of this package:
-
-- `_sql_engine.py`: URLs and drivers, the engines' hooks, raw-cursor transactions;
-- `_sql_statements.py`: the SQL, written once and rendered for each database;
-- `_sql_read.py`, `_sql_write.py`, `_sql_prune.py`: each operation as a function of one
-  transaction;
-- `_sql_values.py`: stored rows back into values, appended lists rebuilt;
-- `_sql_locks.py`: one run per thread (`lock_thread`), by locks released when the holder dies,
-  even by SIGKILL;
-- `_sql_gate.py`: on SQLite, one writer at a time per file within the process, handed over in
-  order (SQLite's own busy wait sleeps and polls);
-- `_sql_schema.py`: the schema revision and its migrations.
+The implementation is in the private package `_sql/`, one idea per module (see its docstring).
 """
 
 from __future__ import annotations
@@ -66,7 +55,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import PoolProxiedConnection, StaticPool
 
 from ..types import RunConfig
-from ._sql_engine import (
+from ._sql.engine import (
     _Dropped,
     _handle_drop,
     _install_pg_ping,
@@ -77,14 +66,14 @@ from ._sql_engine import (
     async_url,
     sync_url,
 )
-from ._sql_gate import WriteGate, write_gate
-from ._sql_locks import _advisory_key, _busy, _file_lock, _proc_hold, _raw_unlock
-from ._sql_prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
-from ._sql_read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
-from ._sql_schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
-from ._sql_schema import _check_revision, _migrate, _schema_revision
-from ._sql_statements import _DIALECTS
-from ._sql_write import _put_args, _put_pg, _put_tx, _writes_args, _writes_tx
+from ._sql.gate import WriteGate, write_gate
+from ._sql.locks import _advisory_key, _busy, _file_lock, _proc_hold, _raw_unlock
+from ._sql.prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
+from ._sql.read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
+from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
+from ._sql.schema import _check_revision, _migrate, _schema_revision
+from ._sql.statements import _DIALECTS
+from ._sql.write import _put_args, _put_pg, _put_tx, _writes_args, _writes_tx
 from .base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -98,7 +87,7 @@ from .base import (
 
 __all__ = ["PausedThread", "SQLSaver", "async_url", "sync_url"]
 
-PausedThread.__module__ = __name__  # defined in `_sql_read`; this is its public home
+PausedThread.__module__ = __name__  # defined in `_sql/read.py`; this is its public home
 
 _T = TypeVar("_T")
 
@@ -311,7 +300,7 @@ class SQLSaver(BaseCheckpointSaver):
         """`async with saver.write_gate():` around an async write transaction on this database
         that does not go through the saver (the bot's own tables share its engines): on a
         SQLite file, this process's writers then take turns without SQLite's sleeping busy
-        wait, `urgent` ones (a person waits on the answer) first (`_sql_gate.py`). Waiting
+        wait, `urgent` ones (a person waits on the answer) first (`_sql/gate.py`). Waiting
         longer than `timeout` (default: the busy timeout) fails with "database is locked", and
         nothing was written. Nothing to wait for on PostgreSQL, in memory, or for a read."""
         if self._gate is None or read:

@@ -254,7 +254,7 @@ def test_setup_is_idempotent_and_the_revision_is_the_migrations_head(
 ) -> None:
     from alembic.script import ScriptDirectory
 
-    from graphs.checkpoint._tables import SCHEMA_REVISION
+    from graphs.checkpoint._sql.tables import SCHEMA_REVISION
     from graphs.checkpoint.sql import MIGRATIONS_DIR
 
     assert ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head() == SCHEMA_REVISION
@@ -271,7 +271,7 @@ def test_the_tables_match_the_migrations(saver: SQLSaver) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from graphs.checkpoint._tables import metadata
+    from graphs.checkpoint._sql.tables import metadata
 
     engine = saver._sync_engine()
     assert isinstance(engine, sa.Engine)
@@ -645,7 +645,7 @@ def test_rows_stored_by_each_schema_revision_still_read(saver: SQLSaver, golden:
     import sqlalchemy as sa
 
     from graphs.checkpoint import serde
-    from graphs.checkpoint._tables import metadata
+    from graphs.checkpoint._sql.tables import metadata
 
     data = json.loads(golden.read_text())
     with saver._sync_engine().begin() as conn:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ThreadBusyError
+from ...errors import ThreadBusyError
 
 # ---- process-wide lock registry ---------------------------------------------------------
 # POSIX record locks belong to the process, and closing *any* descriptor of a file drops all of

@@ -9,13 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import CheckpointConflictError
-from ..types import RunConfig
-from . import serde
-from ._sql_engine import _Tx
-from ._sql_statements import _Dialect
-from ._sql_values import _now
-from .base import (
+from ...errors import CheckpointConflictError
+from ...types import RunConfig
+from .. import serde
+from ..base import (
     ERROR,
     INTERRUPT,
     RESUME,
@@ -24,6 +21,9 @@ from .base import (
     checkpoint_record,
     config_checkpoint_id,
 )
+from .engine import _Tx
+from .statements import _Dialect
+from .values import _now
 
 _SPECIAL = frozenset((INTERRUPT, RESUME, ERROR))
 

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
 
-from ._sql_gate import WriteGate
+from .gate import WriteGate
 
 # ---- URLs -------------------------------------------------------------------------------
 
@@ -118,7 +118,7 @@ def _install_sqlite_hooks(
     """Set each new connection's pragmas, and begin writes with `BEGIN IMMEDIATE`.
 
     With `gate` (the sync engine), a write transaction first takes the process's write gate
-    (`_sql_gate.py`) and gives it back at commit or rollback. The async engine's callers take
+    (`gate.py`) and gives it back at commit or rollback. The async engine's callers take
     the gate themselves, before they start: an event loop must not block in this hook.
     """
 

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import CheckpointFormatError
-from . import serde
-from .base import (
+from ...errors import CheckpointFormatError
+from .. import serde
+from ..base import (
     CheckpointRecord,
     CheckpointTuple,
     PendingWrite,

@@ -57,17 +57,16 @@ from sqlalchemy.pool import PoolProxiedConnection, StaticPool
 from ..types import RunConfig
 from ._sql.engine import (
     _Dropped,
-    _handle_drop,
     _install_pg_ping,
     _install_sqlite_hooks,
     _is_memory,
     _parse,
-    _Tx,
+    _transact,
     async_url,
     sync_url,
 )
 from ._sql.gate import WriteGate, write_gate
-from ._sql.locks import _advisory_key, _busy, _file_lock, _proc_hold, _raw_unlock
+from ._sql.locks import _AdvisoryLock, _file_lock, _proc_hold, _raw_unlock
 from ._sql.prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
 from ._sql.read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
 from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
@@ -140,7 +139,7 @@ class SQLSaver(BaseCheckpointSaver):
         self._aengine: AsyncEngine | None = None
         self._aread_engine: AsyncEngine | None = None
         self._schema_ok = False
-        self._lock_scope: str | None = None
+        self._advisory = _AdvisoryLock(self._sync_engine)
         # (OS thread, thread id, ns) -> the connection holding the thread's advisory lock, while
         # a sync `lock_thread` on PostgreSQL holds it (see `_run_thread`). Not the base class's
         # `_threads_held`: the in-memory database locks threads with that one.
@@ -265,7 +264,7 @@ class SQLSaver(BaseCheckpointSaver):
         with self._gate.hold() if self._gate is not None and not read else contextlib.nullcontext():
             raw = self._sync_engine().raw_connection()
             try:
-                return self._transact(raw, fn, args, read)
+                return _transact(raw, fn, args, read, self._d.pg, self._sync_engine)
             finally:
                 raw.close()
 
@@ -291,7 +290,9 @@ class SQLSaver(BaseCheckpointSaver):
             self._accept_revision(revision)
         async with self.write_gate(read), self._async_engine().connect() as conn:
             return await conn.run_sync(
-                lambda sync_conn: self._transact(sync_conn.connection, fn, args, read)
+                lambda sync_conn: _transact(
+                    sync_conn.connection, fn, args, read, self._d.pg, self._sync_engine
+                )
             )
 
     def write_gate(
@@ -325,7 +326,7 @@ class SQLSaver(BaseCheckpointSaver):
         if not self._schema_ok:
             self._check_schema()
         try:
-            return self._transact(raw, fn, args, False)
+            return _transact(raw, fn, args, False, self._d.pg, self._sync_engine)
         except _Dropped as dropped:
             self._lock_conns.pop((threading.get_ident(), *key), None)
             if not retry:
@@ -334,38 +335,7 @@ class SQLSaver(BaseCheckpointSaver):
         finally:
             if raw.dbapi_connection is not None:  # None once invalidated
                 with contextlib.suppress(Exception):
-                    raw.dbapi_connection.autocommit = True  # as `_raw_try_lock` left it
-
-    def _transact(self, raw: Any, fn: Callable[..., _T], args: tuple[Any, ...], read: bool) -> _T:
-        """Run `fn(tx, *args)` in one transaction on the pooled connection `raw`.
-
-        On PostgreSQL a function marked `_single_statement` runs in autocommit mode: it sends
-        one statement, which is its own transaction, and saves the BEGIN and COMMIT round trips.
-        """
-        cursor = None
-        single = self._d.pg and getattr(fn, "_single_statement", False)
-        try:
-            if single:
-                raw.dbapi_connection.autocommit = True
-            cursor = raw.cursor()
-            if not self._d.pg:
-                cursor.execute("BEGIN" if read else "BEGIN IMMEDIATE")
-            result = fn(_Tx(cursor), *args)
-            if not single:
-                raw.commit()
-            return result
-        except BaseException as e:
-            _handle_drop(self._sync_engine().dialect, raw, e, cursor)
-            with contextlib.suppress(Exception):
-                raw.rollback()
-            raise
-        finally:
-            if cursor is not None:
-                with contextlib.suppress(Exception):
-                    cursor.close()
-            if single:
-                with contextlib.suppress(Exception):
-                    raw.dbapi_connection.autocommit = False
+                    raw.dbapi_connection.autocommit = True  # as `_AdvisoryLock.try_lock` left it
 
     # ---- schema -------------------------------------------------------------------------
 
@@ -590,7 +560,7 @@ class SQLSaver(BaseCheckpointSaver):
                 yield
             return
         with _proc_hold(self._proc_key(thread_id, ns)):
-            raw, key = self._retry_lock(thread_id, ns, self._sync_engine().raw_connection)
+            raw, key = self._advisory.retry(thread_id, ns, self._sync_engine().raw_connection)
             me = (threading.get_ident(), thread_id, ns)
             self._lock_conns[me] = raw
             try:
@@ -612,7 +582,7 @@ class SQLSaver(BaseCheckpointSaver):
                 conn = await self._async_engine().connect()
                 try:
                     key = await conn.run_sync(
-                        lambda c: self._raw_try_lock(c.connection, thread_id, ns)
+                        lambda c: self._advisory.try_lock(c.connection, thread_id, ns)
                     )
                     break
                 except _Dropped as dropped:
@@ -629,43 +599,3 @@ class SQLSaver(BaseCheckpointSaver):
                     await conn.run_sync(lambda c: _raw_unlock(c.connection, key, close=False))
                 finally:
                     await conn.close()
-
-    def _retry_lock(self, thread_id: str, ns: str, checkout: Callable[[], Any]) -> tuple[Any, int]:
-        for attempt in (0, 1):
-            raw = checkout()
-            try:
-                return raw, self._raw_try_lock(raw, thread_id, ns)
-            except _Dropped as dropped:
-                raw.close()
-                if attempt:
-                    raise dropped.error from None
-            except BaseException:
-                raw.close()
-                raise
-        raise AssertionError("unreachable")
-
-    def _raw_try_lock(self, raw: Any, thread_id: str, ns: str) -> int:
-        """Take the thread's advisory lock on `raw` (in autocommit mode while held)."""
-        cursor = None
-        try:
-            raw.dbapi_connection.autocommit = True
-            cursor = raw.cursor()
-            if self._lock_scope is None:
-                cursor.execute("SELECT current_database() || '.' || current_schema()")
-                self._lock_scope = str(cursor.fetchone()[0])
-            key = _advisory_key(self._lock_scope, thread_id, ns)
-            cursor.execute("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
-            got = cursor.fetchone()[0]
-        except BaseException as e:
-            _handle_drop(self._sync_engine().dialect, raw, e, cursor)
-            with contextlib.suppress(Exception):
-                raw.dbapi_connection.autocommit = False
-            raise
-        finally:
-            if cursor is not None:
-                with contextlib.suppress(Exception):
-                    cursor.close()
-        if not got:
-            raw.dbapi_connection.autocommit = False
-            raise _busy(thread_id, "another process")
-        return key

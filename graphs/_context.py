@@ -22,14 +22,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .checkpoint import serde
 from .errors import CheckpointerRequiredError, SideEffectUnknownError
 from .types import Interrupt
 
 if TYPE_CHECKING:
-    from ._loop import Task
+    from ._task import Task
 
 __all__ = ["aonce", "interrupt", "once"]
 
@@ -122,16 +122,17 @@ def once(
     Replaces: calling the effect directly in node code that may be replayed.
     """
     task = _task("once")
-    found, result = _once_lookup(task, key, retry_unknown)
+    found, stored = _once_lookup(task, key, retry_unknown)
     if found:
-        return result
-    task.once_started(key)
+        # What `fn` returned on an earlier attempt, read back from the checkpoint.
+        return cast(T, stored)
+    task.record_once(key, "started")
     try:
         result = fn(*args, **kwargs)
     except BaseException:
-        task.once_failed(key)
+        task.record_once(key, "failed")
         raise
-    task.once_done(key, result)
+    task.record_once(key, "done", result)
     return result
 
 
@@ -144,14 +145,15 @@ async def aonce(
 ) -> T:
     """`once()` for a coroutine function, in an async node: `await aonce("draft", make_draft)`."""
     task = _task("aonce")
-    found, result = _once_lookup(task, key, retry_unknown)
+    found, stored = _once_lookup(task, key, retry_unknown)
     if found:
-        return result
-    await task.aonce_started(key)
+        # What `fn` returned on an earlier attempt, read back from the checkpoint.
+        return cast(T, stored)
+    await task.arecord_once(key, "started")
     try:
         result = await fn(*args, **kwargs)
     except BaseException:
-        await task.aonce_failed(key)
+        await task.arecord_once(key, "failed")
         raise
-    await task.aonce_done(key, result)
+    await task.arecord_once(key, "done", result)
     return result

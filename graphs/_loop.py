@@ -1,9 +1,10 @@
 """The superstep loop.
 
 One invocation is a `Run`. Its logic is written once, as a generator that *describes* I/O
-(load the head, save a checkpoint, save pending writes, run these tasks, emit a chunk) and never
-performs it; `drive_sync` and `drive_async` perform each request with the sync or async saver
-and task runner. So `invoke` and `ainvoke` share every rule.
+(load the head, save a checkpoint, save pending writes, run these tasks, emit a chunk: the
+requests of `_drive.py`) and never performs it; `drive_sync` and `drive_async` there perform
+each request with the sync or async saver and task runner. So `invoke` and `ainvoke` share
+every rule. A task (one node run of a step) is a `Task`, in `_task.py`.
 
 A superstep:
 1. every task of the frontier runs (concurrently under `ainvoke`); a task that finished in an
@@ -16,14 +17,15 @@ A superstep:
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import hashlib
 import re
-from collections.abc import AsyncIterator, Generator, Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._context import Pause, _current, interrupt_id
+from ._context import interrupt_id
+from ._drive import Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
+from ._task import Task
 from .checkpoint.base import (
     DONE,
     ERROR,
@@ -32,8 +34,10 @@ from .checkpoint.base import (
     ONCE,
     RESUME,
     Checkpoint,
+    CheckpointMetadata,
     CheckpointTuple,
     checkpoint_seq,
+    new_checkpoint,
     new_checkpoint_id,
 )
 from .errors import (
@@ -46,12 +50,8 @@ from .errors import (
 from .types import END, START, Command, Interrupt, RunConfig
 
 if TYPE_CHECKING:
-    from .builder import NodeSpec
     from .checkpoint.base import BaseCheckpointSaver
     from .compiled import CompiledGraph
-
-# I/O requests the loop yields to its driver.
-GET, PUT, WRITES, EXEC, EMIT = range(5)
 
 ONCE_CHANNEL = "__once__"
 _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
@@ -68,137 +68,6 @@ class Paused:
         self.interrupts = interrupts
         self.config = config
         self.values = values
-
-
-class Task:
-    """One node to run in this step, with what it needs to replay deterministically."""
-
-    __slots__ = (
-        "answers",
-        "done",
-        "error",
-        "goto",
-        "id",
-        "interrupt_count",
-        "name",
-        "once",
-        "pause",
-        "recorded",
-        "result",
-        "run",
-        "spec",
-        "writes",
-    )
-
-    def __init__(self, run: Run, spec: NodeSpec, task_id: str) -> None:
-        self.run = run
-        self.spec = spec
-        self.name = spec.name
-        self.id = task_id
-        self.answers: dict[int, Any] = {}
-        self.interrupt_count = 0
-        self.once: dict[str, tuple[str, Any]] = {}
-        self.recorded: list[Interrupt] = []
-        self.done = False
-        self.writes: list[tuple[str, Any]] = []
-        self.goto: list[str] = []
-        self.result: Any = None
-        self.pause: Interrupt | None = None
-        self.error: BaseException | None = None
-
-    # ---- running --------------------------------------------------------------------
-
-    def _reset(self) -> None:
-        self.interrupt_count = 0
-        self.pause = None
-        self.error = None
-
-    def run_sync(self) -> None:
-        self._reset()
-        token = _current.set(self)
-        try:
-            spec, run = self.spec, self.run
-            args = (dict(run.values), run.config) if spec.takes_config else (dict(run.values),)
-            if spec.is_async:
-                result = _run_coroutine_sync(spec.fn(*args), spec.name)
-            else:
-                result = spec.fn(*args)
-            self.result = result
-        except Pause as p:
-            self.pause = p.interrupt
-        except Exception as e:  # noqa: BLE001 - every node error is recorded, then re-raised
-            self.error = e
-        finally:
-            _current.reset(token)
-
-    async def run_async(self) -> None:
-        if not self.spec.is_async:
-            # Blocking node code must not stall the event loop (and the other tasks).
-            await asyncio.to_thread(self.run_sync)
-            return
-        self._reset()
-        token = _current.set(self)
-        try:
-            run = self.run
-            state = dict(run.values)
-            coro = (
-                self.spec.fn(state, run.config) if self.spec.takes_config else self.spec.fn(state)
-            )
-            self.result = await coro
-        except Pause as p:
-            self.pause = p.interrupt
-        except Exception as e:  # noqa: BLE001
-            self.error = e
-        finally:
-            _current.reset(token)
-
-    # ---- once() bookkeeping -----------------------------------------------------------
-
-    def _once_write(self, key: str, state: str, result: Any) -> list[tuple[str, Any]]:
-        self.once[key] = (state, result)
-        return [(ONCE, [key, state, result])]
-
-    def once_started(self, key: str) -> None:
-        writes = self._once_write(key, "started", None)
-        if self.run.saver is not None:
-            self.run.saver.put_writes(self.run.head_config, writes, self.id)
-
-    def once_done(self, key: str, result: Any) -> None:
-        writes = self._once_write(key, "done", result)
-        if self.run.saver is not None:
-            self.run.saver.put_writes(self.run.head_config, writes, self.id)
-
-    def once_failed(self, key: str) -> None:
-        writes = self._once_write(key, "failed", None)
-        if self.run.saver is not None:
-            self.run.saver.put_writes(self.run.head_config, writes, self.id)
-
-    async def aonce_started(self, key: str) -> None:
-        writes = self._once_write(key, "started", None)
-        if self.run.saver is not None:
-            await self.run.saver.aput_writes(self.run.head_config, writes, self.id)
-
-    async def aonce_done(self, key: str, result: Any) -> None:
-        writes = self._once_write(key, "done", result)
-        if self.run.saver is not None:
-            await self.run.saver.aput_writes(self.run.head_config, writes, self.id)
-
-    async def aonce_failed(self, key: str) -> None:
-        writes = self._once_write(key, "failed", None)
-        if self.run.saver is not None:
-            await self.run.saver.aput_writes(self.run.head_config, writes, self.id)
-
-
-def _run_coroutine_sync(coro: Any, name: str) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise RuntimeError(
-        f"node {name!r} is async and invoke() was called from a running event loop: "
-        "use `await graph.ainvoke(...)`"
-    )
 
 
 def _now() -> str:
@@ -240,6 +109,15 @@ class Run:
     @property
     def once_results(self) -> dict[str, Any]:
         return self.internal.get(ONCE_CHANNEL) or {}
+
+    def _head(self) -> RunConfig:
+        """The config of the head checkpoint, which pending writes go on.
+
+        With a saver there is one before any task runs (a new run saves its input first), and
+        writes are only saved with a saver.
+        """
+        assert self.head_config is not None
+        return self.head_config
 
     # ---- loading -------------------------------------------------------------------
 
@@ -456,18 +334,23 @@ class Run:
     def checkpoint(
         self, names: list[str], paused: list[str], appended: dict[str, int]
     ) -> Checkpoint:
-        seq = checkpoint_seq(self.head_id) + 1
-        checkpoint_id = new_checkpoint_id(seq)
+        """The next checkpoint, whose frontier is `names` (each with a new task id)."""
+        checkpoint_id = new_checkpoint_id(checkpoint_seq(self.head_id) + 1)
         self.frontier = [(n, self.task_id(checkpoint_id, n)) for n in names]
-        return Checkpoint(
-            v=1,
-            id=checkpoint_id,
-            ts=_now(),
-            channel_values={**self.values, **self.internal},
-            channel_versions=dict(self.versions),
-            next_tasks=[[n, t] for n, t in self.frontier],
-            paused=paused,
-            appended=appended,
+        return self._checkpoint(checkpoint_id, paused, appended)
+
+    def _checkpoint(
+        self, checkpoint_id: str, paused: list[str], appended: dict[str, int]
+    ) -> Checkpoint:
+        """The run as it stands (values, versions, frontier) as a checkpoint."""
+        return new_checkpoint(
+            checkpoint_id,
+            _now(),
+            {**self.values, **self.internal},
+            dict(self.versions),
+            [[n, t] for n, t in self.frontier],
+            paused,
+            appended,
         )
 
     def save(
@@ -477,7 +360,7 @@ class Run:
         new_versions: dict[str, int],
         appended: dict[str, int],
         paused: list[str],
-    ) -> Generator[Any, Any, None]:
+    ) -> Loop[None]:
         """Write the next checkpoint (or, without a saver, just move the frontier)."""
         self.step += 1
         self.pending = {}
@@ -489,8 +372,8 @@ class Run:
         parent = self.head_config or {
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
-        metadata = {"source": source, "step": self.step}
-        self.head_config = yield (PUT, parent, cp, metadata, new_versions)
+        metadata: CheckpointMetadata = {"source": source, "step": self.step}
+        self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
 
     def static_pause(self, names: list[str], ran: list[str]) -> list[str]:
@@ -503,8 +386,8 @@ class Run:
 
     # ---- a whole invocation --------------------------------------------------------
 
-    def execute(self, input: Any) -> Generator[Any, Any, dict[str, Any] | Paused]:
-        tup = (yield (GET,)) if self.saver is not None else None
+    def execute(self, input: Any) -> Loop[dict[str, Any] | Paused]:
+        tup = (yield GetHead()) if self.saver is not None else None
         if tup is not None:
             self.restore(tup)
             if self.requested_id is not None and self.requested_id != self.head_id:
@@ -530,7 +413,7 @@ class Run:
             paused = self.static_pause(names, [])
             yield from self.save("input", names, new_versions, appended, paused)
             if "values" in self.modes:
-                yield (EMIT, "values", self.output())
+                yield Emit("values", self.output())
             if paused:
                 return Paused((), self.head_config, self.output())
         else:
@@ -543,7 +426,7 @@ class Run:
                 )
                 yield from self.carry_over("input", new_versions, appended)
                 if "values" in self.modes:
-                    yield (EMIT, "values", self.output())
+                    yield Emit("values", self.output())
 
         steps = 0
         while self.frontier:
@@ -551,7 +434,7 @@ class Run:
                 raise GraphRecursionError(self.limit, steps, self.thread_id)
             tasks = [self.make_task(name, task_id) for name, task_id in self.frontier]
             todo = [t for t in tasks if not t.done]
-            yield (EXEC, todo)
+            yield RunTasks(todo)
             for t in todo:
                 if t.error is None and t.pause is None:
                     self.to_writes(t)
@@ -575,16 +458,14 @@ class Run:
             yield from self.save("loop", names, new_versions, appended, paused)
             if "updates" in self.modes:
                 for t in tasks:
-                    yield (EMIT, "updates", {t.name: dict(t.writes) if t.writes else None})
+                    yield Emit("updates", {t.name: dict(t.writes) if t.writes else None})
             if "values" in self.modes:
-                yield (EMIT, "values", self.output())
+                yield Emit("values", self.output())
             if paused:
                 return Paused((), self.head_config, self.output())
         return self.output()
 
-    def stop(
-        self, tasks: list[Task], ran: list[Task], stuck: list[Task]
-    ) -> Generator[Any, Any, Paused]:
+    def stop(self, tasks: list[Task], ran: list[Task], stuck: list[Task]) -> Loop[Paused]:
         """A step that did not complete: keep finished work, record pauses and errors."""
         saver = self.saver
         interrupts: list[Interrupt] = []
@@ -601,7 +482,7 @@ class Run:
                     writes.append((INTERRUPT, t.pause))
                 interrupts.append(t.pause)
             if saver is not None and writes:
-                yield (WRITES, self.head_config, writes, t.id)
+                yield PutWrites(self._head(), writes, t.id)
         errors = [
             t for t in stuck if t.error is not None and not isinstance(t.error, NodeInterrupt)
         ]
@@ -629,14 +510,14 @@ class Run:
                 t.error.value, interrupt_id(self.thread_id, self.ns, t.id, -1), t.name, -1, False
             )
             if all(i.id != intr.id for i in t.recorded):
-                yield (WRITES, self.head_config, [(INTERRUPT, intr)], t.id)
+                yield PutWrites(self._head(), [(INTERRUPT, intr)], t.id)
             interrupts.append(intr)
         found = tuple(interrupts)
         if "updates" in self.modes:
-            yield (EMIT, "updates", {"__interrupt__": found})
+            yield Emit("updates", {"__interrupt__": found})
         return Paused(found, self.head_config, self.output())
 
-    def answer(self, resume: Any) -> Generator[Any, Any, None]:
+    def answer(self, resume: Any) -> Loop[None]:
         """Record `Command(resume=...)` answers durably, before anything runs."""
         tasks = [self.make_task(name, task_id) for name, task_id in self.frontier]
         waiting = [(t, i) for t in tasks for i in self.unanswered(t)]
@@ -680,38 +561,33 @@ class Run:
                 self.thread_id,
             )
         for t, i, value in answers:
-            yield (WRITES, self.head_config, [(RESUME, [i.id, value])], t.id)
+            yield PutWrites(self._head(), [(RESUME, [i.id, value])], t.id)
             self.pending.setdefault(t.id, []).append((RESUME, [i.id, value]))
 
     def carry_over(
         self, source: str, new_versions: dict[str, int], appended: dict[str, int]
-    ) -> Generator[Any, Any, None]:
+    ) -> Loop[None]:
         """Save a checkpoint that keeps the frontier, its task ids and their pending writes."""
         if self.saver is None:
             return
-        frontier, pending = self.frontier, self.pending
-        seq = checkpoint_seq(self.head_id) + 1
+        pending = self.pending
         self.step += 1
-        cp = Checkpoint(
-            v=1,
-            id=new_checkpoint_id(seq),
-            ts=_now(),
-            channel_values={**self.values, **self.internal},
-            channel_versions=dict(self.versions),
-            next_tasks=[[n, t] for n, t in frontier],
+        cp = self._checkpoint(
+            new_checkpoint_id(checkpoint_seq(self.head_id) + 1),
             # An update leaves a static pause in place; input given on resume lifts it.
-            paused=list(self.paused) if source == "update" else [],
-            appended=appended,
+            list(self.paused) if source == "update" else [],
+            appended,
         )
         # A new thread has no parent: a config without checkpoint_id (not an empty id).
         parent = self.head_config or {
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
-        metadata = {"source": source, "step": self.step}
-        self.head_config = yield (PUT, parent, cp, metadata, new_versions)
+        metadata: CheckpointMetadata = {"source": source, "step": self.step}
+        head: RunConfig = yield PutCheckpoint(parent, cp, metadata, new_versions)
+        self.head_config = head
         self.head_id = cp["id"]
         for task_id, writes in pending.items():
-            yield (WRITES, self.head_config, writes, task_id)
+            yield PutWrites(head, writes, task_id)
 
     def nothing_to_resume(self, tup: CheckpointTuple | None) -> ResumeError:
         if self.saver is None:
@@ -730,8 +606,8 @@ class Run:
 
     # ---- update_state ---------------------------------------------------------------
 
-    def update(self, values: Any, as_node: str | None) -> Generator[Any, Any, RunConfig]:
-        tup = yield (GET,)
+    def update(self, values: Any, as_node: str | None) -> Loop[RunConfig]:
+        tup = yield GetHead()
         if tup is not None:
             self.restore(tup)
         if as_node is None:
@@ -757,70 +633,3 @@ class Run:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-# ---- drivers ---------------------------------------------------------------------------
-
-
-def drive_sync(run: Run, gen: Generator[Any, Any, Any]) -> Iterator[tuple[str, Any]]:
-    """Perform the loop's requests with the sync saver; yield emitted chunks; return its result."""
-    saver = run.saver
-    result: Any = None
-    while True:
-        try:
-            request = gen.send(result)
-        except StopIteration as stop:
-            return stop.value
-        op = request[0]
-        result = None
-        if op == EXEC:
-            for task in request[1]:
-                task.run_sync()
-        elif op == PUT:
-            assert saver is not None
-            result = saver.put(request[1], request[2], request[3], request[4])
-        elif op == WRITES:
-            assert saver is not None
-            saver.put_writes(request[1], request[2], request[3])
-        elif op == GET:
-            assert saver is not None
-            result = saver.get_tuple(
-                {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
-            )
-        else:
-            yield request[1], request[2]
-
-
-async def drive_async(
-    run: Run, gen: Generator[Any, Any, Any], out: list[Any]
-) -> AsyncIterator[tuple[str, Any]]:
-    """The async twin of `drive_sync`; the loop's result is appended to `out`."""
-    saver = run.saver
-    result: Any = None
-    while True:
-        try:
-            request = gen.send(result)
-        except StopIteration as stop:
-            out.append(stop.value)
-            return
-        op = request[0]
-        result = None
-        if op == EXEC:
-            tasks = request[1]
-            if len(tasks) == 1:
-                await tasks[0].run_async()
-            else:
-                await asyncio.gather(*(t.run_async() for t in tasks))
-        elif op == PUT:
-            assert saver is not None
-            result = await saver.aput(request[1], request[2], request[3], request[4])
-        elif op == WRITES:
-            assert saver is not None
-            await saver.aput_writes(request[1], request[2], request[3])
-        elif op == GET:
-            assert saver is not None
-            result = await saver.aget_tuple(
-                {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
-            )
-        else:
-            yield request[1], request[2]

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._loop import Paused, Run, drive_async, drive_sync
+from ._drive import drive_async, drive_sync
+from ._loop import Paused, Run
 from ._schema import Channel
-from .checkpoint.base import DONE, ERROR, CheckpointTuple, config_checkpoint_id, config_ns
+from .checkpoint.base import (
+    DONE,
+    ERROR,
+    CheckpointTuple,
+    config_checkpoint_id,
+    config_ns,
+    config_thread_id,
+)
 from .errors import CheckpointerRequiredError, GraphInterrupt
-from .types import Command, RunConfig, StateSnapshot, StateTask, StreamMode
+from .types import Command, Interrupt, RunConfig, StateSnapshot, StateTask, StreamMode
 
 if TYPE_CHECKING:
     from .builder import Branch, Join, NodeSpec, StateGraph
@@ -58,7 +66,7 @@ class CompiledGraph:
             config = {}
         configurable = config.get("configurable")
         if configurable is None:
-            configurable = config["configurable"] = {}  # type: ignore[typeddict-item]
+            configurable = config["configurable"] = {}
         thread_id = configurable.get("thread_id")
         if thread_id is None:
             thread_id = uuid.uuid4().hex
@@ -105,7 +113,11 @@ class CompiledGraph:
         return out[0]
 
     def _stream(
-        self, input: Any, config: RunConfig | None, modes: frozenset[str], out: list[Any]
+        self,
+        input: Any,
+        config: RunConfig | None,
+        modes: frozenset[str],
+        out: list[dict[str, Any]],
     ) -> Iterator[tuple[str, Any]]:
         run = self._run(config, modes)
         with self._lock(run):
@@ -122,10 +134,14 @@ class CompiledGraph:
         return out[0]
 
     async def _astream(
-        self, input: Any, config: RunConfig | None, modes: frozenset[str], out: list[Any]
-    ) -> AsyncIterator[tuple[str, Any]]:
+        self,
+        input: Any,
+        config: RunConfig | None,
+        modes: frozenset[str],
+        out: list[dict[str, Any]],
+    ) -> AsyncGenerator[tuple[str, Any], None]:
         run = self._run(config, modes)
-        got: list[Any] = []
+        got: list[dict[str, Any] | Paused] = []
         lock = (
             self.checkpointer.alock_thread(run.config)
             if self.checkpointer is not None
@@ -214,9 +230,9 @@ class CompiledGraph:
                 values={}, next=[], config=config, metadata={}, created_at=None, parent_config=None
             )
         cp = tup.checkpoint
-        run = self._run({"configurable": dict(tup.config["configurable"])}, frozenset())
+        run = self._run({"configurable": tup.config["configurable"].copy()}, frozenset())
         tasks: list[StateTask] = []
-        interrupts = []
+        interrupts: list[Interrupt] = []
         for name, task_id in cp["next_tasks"]:
             writes = [(c, v) for t, c, v in tup.pending_writes if t == task_id]
             if name in self.nodes:
@@ -261,14 +277,15 @@ class CompiledGraph:
                 try:
                     next(gen)
                 except StopIteration as stop:
-                    return stop.value
+                    head: RunConfig = stop.value
+                    return head
 
     async def aupdate_state(
         self, config: RunConfig, values: dict[str, Any], as_node: str | None = None
     ) -> RunConfig:
         saver = self._saver("aupdate_state")
         run = self._run(_thread_only(config), frozenset())
-        out: list[Any] = []
+        out: list[RunConfig] = []
         async with saver.alock_thread(run.config):
             async for _ in drive_async(run, run.update(values, as_node), out):
                 pass
@@ -276,13 +293,11 @@ class CompiledGraph:
 
 
 def _thread_only(config: RunConfig) -> RunConfig:
-    configurable = dict(config.get("configurable") or {})
-    if not configurable.get("thread_id"):
+    thread_id = config_thread_id(config)
+    if not thread_id:
         raise ValueError('update_state needs {"configurable": {"thread_id": ...}}')
     # An update always goes on top of the thread's latest checkpoint: history never forks.
-    return {
-        "configurable": {"thread_id": configurable["thread_id"], "checkpoint_ns": config_ns(config)}
-    }
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": config_ns(config)}}
 
 
 def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[str], bool]:

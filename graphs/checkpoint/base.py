@@ -34,16 +34,21 @@ from ..errors import ThreadBusyError
 from ..types import RunConfig
 
 __all__ = [
+    "CHECKPOINT_VERSION",
     "BaseCheckpointSaver",
     "Checkpoint",
     "CheckpointMetadata",
+    "CheckpointRecord",
     "CheckpointTuple",
     "PendingWrite",
+    "checkpoint_from_record",
+    "checkpoint_record",
     "checkpoint_seq",
     "config_checkpoint_id",
     "config_ns",
     "config_thread_id",
     "empty_checkpoint",
+    "new_checkpoint",
     "new_checkpoint_id",
 ]
 
@@ -62,8 +67,14 @@ GOTO = "__goto__"
 """A list of node names the task asked to run next (`Command(goto=...)`)."""
 
 
+CHECKPOINT_VERSION = 1
+"""The format version of `Checkpoint` (its `v`), set by `new_checkpoint` alone. Bump it when the
+keys of a checkpoint or their meaning change, and keep a golden checkpoint of every version in
+the tests. (How values are encoded has a version of its own, `serde.FORMAT_VERSION`.)"""
+
+
 class Checkpoint(TypedDict):
-    """One saved superstep."""
+    """One saved superstep. Made by `new_checkpoint` (or, from storage, `checkpoint_from_record`)."""
 
     v: int
     """Format version of this structure."""
@@ -81,6 +92,66 @@ class Checkpoint(TypedDict):
     """Nodes of a static pause (`interrupt_before`/`interrupt_after`) at this checkpoint."""
     appended: dict[str, int]
     """Channels that grew by list concatenation in this step, and by how many items."""
+
+
+class CheckpointRecord(TypedDict):
+    """What a saver stores of a checkpoint besides its id and its channel values."""
+
+    v: int
+    """`Checkpoint.v`: the format version it was written in."""
+    ts: str
+    channel_versions: dict[str, int]
+    next_tasks: list[list[str]]
+    paused: list[str]
+
+
+def new_checkpoint(
+    checkpoint_id: str,
+    ts: str,
+    channel_values: dict[str, Any],
+    channel_versions: dict[str, int],
+    next_tasks: list[list[str]],
+    paused: list[str],
+    appended: dict[str, int],
+) -> Checkpoint:
+    """A checkpoint of this code's format version (`CHECKPOINT_VERSION`)."""
+    return {
+        "v": CHECKPOINT_VERSION,
+        "id": checkpoint_id,
+        "ts": ts,
+        "channel_values": channel_values,
+        "channel_versions": channel_versions,
+        "next_tasks": next_tasks,
+        "paused": paused,
+        "appended": appended,
+    }
+
+
+def checkpoint_record(checkpoint: Checkpoint) -> CheckpointRecord:
+    """What to store of `checkpoint` besides its id and values (copies, never shared with it)."""
+    return {
+        "v": checkpoint["v"],
+        "ts": checkpoint["ts"],
+        "channel_versions": dict(checkpoint["channel_versions"]),
+        "next_tasks": [list(t) for t in checkpoint["next_tasks"]],
+        "paused": list(checkpoint["paused"]),
+    }
+
+
+def checkpoint_from_record(
+    checkpoint_id: str, record: CheckpointRecord, channel_values: dict[str, Any]
+) -> Checkpoint:
+    """The stored checkpoint back, in the format version it was written in (copies of the record)."""
+    return {
+        "v": record["v"],
+        "id": checkpoint_id,
+        "ts": record["ts"],
+        "channel_values": channel_values,
+        "channel_versions": dict(record["channel_versions"]),
+        "next_tasks": [list(t) for t in record["next_tasks"]],
+        "paused": list(record["paused"]),
+        "appended": {},
+    }
 
 
 class CheckpointMetadata(TypedDict, total=False):
@@ -132,16 +203,7 @@ def checkpoint_seq(checkpoint_id: str | None) -> int:
 
 
 def empty_checkpoint() -> Checkpoint:
-    return Checkpoint(
-        v=1,
-        id="",
-        ts="",
-        channel_values={},
-        channel_versions={},
-        next_tasks=[],
-        paused=[],
-        appended={},
-    )
+    return new_checkpoint("", "", {}, {}, [], [], {})
 
 
 def checkpoint_config(thread_id: str, ns: str, checkpoint_id: str) -> RunConfig:
@@ -163,7 +225,8 @@ class BaseCheckpointSaver:
 
     def __init__(self) -> None:
         self._locks_guard = threading.Lock()
-        self._held: set[tuple[str, str]] = set()
+        self._threads_held: set[tuple[str, str]] = set()
+        """The (thread_id, checkpoint_ns) pairs `lock_thread` holds in this process."""
 
     # ---- the contract -------------------------------------------------------------------
 
@@ -218,18 +281,18 @@ class BaseCheckpointSaver:
         """
         key = (config_thread_id(config) or "", config_ns(config))
         with self._locks_guard:
-            if key in self._held:
+            if key in self._threads_held:
                 raise ThreadBusyError(
                     f"thread {key[0]!r} is already running in this process; "
                     "wait for that run to pause or finish",
                     key[0],
                 )
-            self._held.add(key)
+            self._threads_held.add(key)
         try:
             yield
         finally:
             with self._locks_guard:
-                self._held.discard(key)
+                self._threads_held.discard(key)
 
     @contextlib.asynccontextmanager
     async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:

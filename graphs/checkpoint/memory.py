@@ -18,9 +18,12 @@ from .base import (
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointRecord,
     CheckpointTuple,
     PendingWrite,
     checkpoint_config,
+    checkpoint_from_record,
+    checkpoint_record,
     config_checkpoint_id,
     config_ns,
     config_thread_id,
@@ -29,6 +32,7 @@ from .base import (
 __all__ = ["InMemorySaver", "MemorySaver"]
 
 _Key = tuple[str, str]  # (thread_id, checkpoint_ns)
+_Entry = tuple[CheckpointRecord, CheckpointMetadata, str | None]  # (record, metadata, parent_id)
 
 # Immutable scalars need no copy: they are kept as they are, in a 1-tuple; the rest as JSON.
 _SCALARS = frozenset([str, int, bool, type(None)])
@@ -39,7 +43,7 @@ def _store(value: Any) -> tuple[Any] | str:
 
 
 def _load(stored: tuple[Any] | str) -> Any:
-    return stored[0] if type(stored) is tuple else serde.loads(stored)
+    return stored[0] if isinstance(stored, tuple) else serde.loads(stored)
 
 
 class InMemorySaver(BaseCheckpointSaver):
@@ -49,9 +53,7 @@ class InMemorySaver(BaseCheckpointSaver):
         super().__init__()
         self._lock = threading.RLock()
         # (thread, ns) -> {checkpoint_id: (record, metadata, parent_id)}, in insertion order
-        self._checkpoints: dict[
-            _Key, dict[str, tuple[dict[str, Any], dict[str, Any], str | None]]
-        ] = {}
+        self._checkpoints: dict[_Key, dict[str, _Entry]] = {}
         self._blobs: dict[tuple[str, str, str, int], tuple[Any] | str] = {}
         self._writes: dict[tuple[str, str, str], list[tuple[str, str, tuple[Any] | str]]] = {}
 
@@ -76,7 +78,7 @@ class InMemorySaver(BaseCheckpointSaver):
         self,
         key: _Key,
         checkpoint_id: str,
-        entry: tuple[dict[str, Any], dict[str, Any], str | None],
+        entry: _Entry,
     ) -> CheckpointTuple:
         record, metadata, parent_id = entry
         thread_id, ns = key
@@ -93,16 +95,7 @@ class InMemorySaver(BaseCheckpointSaver):
                     thread_id=thread_id,
                     channel=channel,
                 ) from e
-        checkpoint = Checkpoint(
-            v=record["v"],
-            id=checkpoint_id,
-            ts=record["ts"],
-            channel_values=values,
-            channel_versions=dict(record["channel_versions"]),
-            next_tasks=[list(t) for t in record["next_tasks"]],
-            paused=list(record["paused"]),
-            appended={},
-        )
+        checkpoint = checkpoint_from_record(checkpoint_id, record, values)
         writes = [
             PendingWrite(task_id, channel, _load(value))
             for task_id, channel, value in self._writes.get((thread_id, ns, checkpoint_id), ())
@@ -110,7 +103,7 @@ class InMemorySaver(BaseCheckpointSaver):
         return CheckpointTuple(
             config=checkpoint_config(thread_id, ns, checkpoint_id),
             checkpoint=checkpoint,
-            metadata=dict(metadata),
+            metadata=metadata.copy(),
             parent_config=checkpoint_config(thread_id, ns, parent_id) if parent_id else None,
             pending_writes=writes,
         )
@@ -162,13 +155,7 @@ class InMemorySaver(BaseCheckpointSaver):
                     raise SerializationError(
                         f"thread {thread_id!r}, state key {channel!r}: {e}"
                     ) from e
-        record = {
-            "v": checkpoint["v"],
-            "ts": checkpoint["ts"],
-            "channel_versions": dict(checkpoint["channel_versions"]),
-            "next_tasks": [list(t) for t in checkpoint["next_tasks"]],
-            "paused": list(checkpoint["paused"]),
-        }
+        record = checkpoint_record(checkpoint)
         with self._lock:
             history = self._checkpoints.setdefault(key, {})
             head = next(reversed(history)) if history else None
@@ -179,7 +166,7 @@ class InMemorySaver(BaseCheckpointSaver):
                     thread_id,
                 )
             self._blobs.update(blobs)
-            history[checkpoint["id"]] = (record, dict(metadata), parent_id)
+            history[checkpoint["id"]] = (record, metadata.copy(), parent_id)
         return checkpoint_config(thread_id, ns, checkpoint["id"])
 
     def put_writes(

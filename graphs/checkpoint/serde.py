@@ -26,6 +26,7 @@ from ..types import Interrupt
 
 __all__ = [
     "FORMAT_VERSION",
+    "compact_json",
     "dumps",
     "dumps_record",
     "loads",
@@ -146,13 +147,34 @@ def _hashable(key: Any) -> Any:
     return tuple(key) if type(key) is list else key
 
 
+# Made once: `json.dumps` with options builds a new encoder at every call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_SORTED = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, sort_keys=True
+)
+
+
+def compact_json(data: Any, *, sort_keys: bool = False) -> str:
+    """Plain JSON data as compact text: no spaces, non-ASCII as is, NaN and infinities refused.
+
+    Every JSON text graphs stores is written by this function. Keys keep their order (a state
+    dict reads back in the order it was written); `sort_keys=True` gives one canonical text per
+    value, for hashing or comparing.
+
+    Raises:
+        ValueError: `data` holds a float that is NaN or infinite.
+        TypeError: `data` holds something that is not plain JSON data.
+    """
+    return (_SORTED if sort_keys else _COMPACT).encode(data)
+
+
 def dumps(value: Any) -> str:
     """Serialize one value to tagged JSON text.
 
     Raises:
         SerializationError: the value (or something inside it) is not storable.
     """
-    return json.dumps(_enc(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return compact_json(_enc(value))
 
 
 def loads(text: str | bytes) -> Any:
@@ -171,12 +193,7 @@ def loads(text: str | bytes) -> Any:
 
 def dumps_record(value: Any) -> str:
     """Like `dumps`, with the format version around it: `{"v": 1, "d": ...}`."""
-    return json.dumps(
-        {"v": FORMAT_VERSION, "d": _enc(value)},
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
+    return compact_json({"v": FORMAT_VERSION, "d": _enc(value)})
 
 
 def loads_record(text: str | bytes) -> Any:

@@ -6,7 +6,7 @@ with SQLSaver.from_conn_string("sqlite:///signoff.db") as saver:
     graph = builder.compile(checkpointer=saver)
 ```
 
-What it stores (tables in `_tables.py`, migrations in `migrations/`):
+What it stores (tables in `_sql/tables.py`, migrations in `migrations/`):
 
 - one row per checkpoint (versions, frontier, metadata), and one row per *channel version*: a
   channel that did not change in a step is not written again;
@@ -35,18 +35,7 @@ PostgreSQL connections are pooled and pinged before use when they sat idle (`pin
 server restart between two invocations costs nothing; a read, `put` or delete whose connection
 drops mid-use is retried once (a `put` is a compare-and-set, so its retry cannot apply twice).
 
-The implementation, in private modules of this package:
-
-- `_sql_engine.py`: URLs and drivers, the engines' hooks, raw-cursor transactions;
-- `_sql_statements.py`: the SQL, written once and rendered for each database;
-- `_sql_read.py`, `_sql_write.py`, `_sql_prune.py`: each operation as a function of one
-  transaction;
-- `_sql_values.py`: stored rows back into values, appended lists rebuilt;
-- `_sql_locks.py`: one run per thread (`lock_thread`), by locks released when the holder dies,
-  even by SIGKILL;
-- `_sql_gate.py`: on SQLite, one writer at a time per file within the process, handed over in
-  order (SQLite's own busy wait sleeps and polls);
-- `_sql_schema.py`: the schema revision and its migrations.
+The implementation is in the private package `_sql/`, one idea per module (see its docstring).
 """
 
 from __future__ import annotations
@@ -63,28 +52,27 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import PoolProxiedConnection, StaticPool
 
 from ..types import RunConfig
-from ._sql_engine import (
+from ._sql.engine import (
     _Dropped,
-    _handle_drop,
     _install_pg_ping,
     _install_sqlite_hooks,
     _is_memory,
     _parse,
-    _Tx,
+    _transact,
     async_url,
     sync_url,
 )
-from ._sql_gate import WriteGate, write_gate
-from ._sql_locks import _advisory_key, _busy, _file_lock, _proc_hold, _raw_unlock
-from ._sql_prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
-from ._sql_read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
-from ._sql_schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
-from ._sql_schema import _check_revision, _migrate, _schema_revision
-from ._sql_statements import _DIALECTS
-from ._sql_write import _put_args, _put_pg, _put_tx, _writes_args, _writes_tx
+from ._sql.gate import WriteGate, write_gate
+from ._sql.locks import _AdvisoryLock, _file_lock, _proc_hold, _raw_unlock
+from ._sql.prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
+from ._sql.read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
+from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
+from ._sql.schema import _check_revision, _migrate, _schema_revision
+from ._sql.statements import _DIALECTS
+from ._sql.write import _put_args, _put_pg, _put_tx, _writes_args, _writes_tx
 from .base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -98,7 +86,7 @@ from .base import (
 
 __all__ = ["PausedThread", "SQLSaver", "async_url", "sync_url"]
 
-PausedThread.__module__ = __name__  # defined in `_sql_read`; this is its public home
+PausedThread.__module__ = __name__  # defined in `_sql/read.py`; this is its public home
 
 _T = TypeVar("_T")
 
@@ -151,10 +139,11 @@ class SQLSaver(BaseCheckpointSaver):
         self._aengine: AsyncEngine | None = None
         self._aread_engine: AsyncEngine | None = None
         self._schema_ok = False
-        self._lock_scope: str | None = None
+        self._advisory = _AdvisoryLock(self._sync_engine)
         # (OS thread, thread id, ns) -> the connection holding the thread's advisory lock, while
-        # a sync `lock_thread` on PostgreSQL holds it (see `_run_thread`).
-        self._held: dict[tuple[int, str, str], Any] = {}
+        # a sync `lock_thread` on PostgreSQL holds it (see `_run_thread`). Not the base class's
+        # `_threads_held`: the in-memory database locks threads with that one.
+        self._lock_conns: dict[tuple[int, str, str], PoolProxiedConnection] = {}
         if self._d.name == "sqlite" and not self._memory:
             path = os.path.abspath(self.url.database or "")
             self._lock_path: str | None = path + ".locks"
@@ -275,7 +264,7 @@ class SQLSaver(BaseCheckpointSaver):
         with self._gate.hold() if self._gate is not None and not read else contextlib.nullcontext():
             raw = self._sync_engine().raw_connection()
             try:
-                return self._transact(raw, fn, args, read)
+                return _transact(raw, fn, args, read, self._d.pg, self._sync_engine)
             finally:
                 raw.close()
 
@@ -301,7 +290,9 @@ class SQLSaver(BaseCheckpointSaver):
             self._accept_revision(revision)
         async with self.write_gate(read), self._async_engine().connect() as conn:
             return await conn.run_sync(
-                lambda sync_conn: self._transact(sync_conn.connection, fn, args, read)
+                lambda sync_conn: _transact(
+                    sync_conn.connection, fn, args, read, self._d.pg, self._sync_engine
+                )
             )
 
     def write_gate(
@@ -310,7 +301,7 @@ class SQLSaver(BaseCheckpointSaver):
         """`async with saver.write_gate():` around an async write transaction on this database
         that does not go through the saver (the bot's own tables share its engines): on a
         SQLite file, this process's writers then take turns without SQLite's sleeping busy
-        wait, `urgent` ones (a person waits on the answer) first (`_sql_gate.py`). Waiting
+        wait, `urgent` ones (a person waits on the answer) first (`_sql/gate.py`). Waiting
         longer than `timeout` (default: the busy timeout) fails with "database is locked", and
         nothing was written. Nothing to wait for on PostgreSQL, in memory, or for a read."""
         if self._gate is None or read:
@@ -329,53 +320,22 @@ class SQLSaver(BaseCheckpointSaver):
         connection drops, the operation goes to the pool as before (the lock went with the
         session, as it did before when the lock connection dropped mid-run).
         """
-        raw = self._held.get((threading.get_ident(), *key)) if self._held else None
+        raw = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
         if raw is None or not getattr(fn, "_single_statement", False):
             return self._run(fn, *args, retry=retry)
         if not self._schema_ok:
             self._check_schema()
         try:
-            return self._transact(raw, fn, args, False)
+            return _transact(raw, fn, args, False, self._d.pg, self._sync_engine)
         except _Dropped as dropped:
-            self._held.pop((threading.get_ident(), *key), None)
+            self._lock_conns.pop((threading.get_ident(), *key), None)
             if not retry:
                 raise dropped.error from None
             return self._run(fn, *args, retry=retry)
         finally:
             if raw.dbapi_connection is not None:  # None once invalidated
                 with contextlib.suppress(Exception):
-                    raw.dbapi_connection.autocommit = True  # as `_raw_try_lock` left it
-
-    def _transact(self, raw: Any, fn: Callable[..., _T], args: tuple[Any, ...], read: bool) -> _T:
-        """Run `fn(tx, *args)` in one transaction on the pooled connection `raw`.
-
-        On PostgreSQL a function marked `_single_statement` runs in autocommit mode: it sends
-        one statement, which is its own transaction, and saves the BEGIN and COMMIT round trips.
-        """
-        cursor = None
-        single = self._d.pg and getattr(fn, "_single_statement", False)
-        try:
-            if single:
-                raw.dbapi_connection.autocommit = True
-            cursor = raw.cursor()
-            if not self._d.pg:
-                cursor.execute("BEGIN" if read else "BEGIN IMMEDIATE")
-            result = fn(_Tx(cursor), *args)
-            if not single:
-                raw.commit()
-            return result
-        except BaseException as e:
-            _handle_drop(self._sync_engine().dialect, raw, e, cursor)
-            with contextlib.suppress(Exception):
-                raw.rollback()
-            raise
-        finally:
-            if cursor is not None:
-                with contextlib.suppress(Exception):
-                    cursor.close()
-            if single:
-                with contextlib.suppress(Exception):
-                    raw.dbapi_connection.autocommit = False
+                    raw.dbapi_connection.autocommit = True  # as `_AdvisoryLock.try_lock` left it
 
     # ---- schema -------------------------------------------------------------------------
 
@@ -600,13 +560,13 @@ class SQLSaver(BaseCheckpointSaver):
                 yield
             return
         with _proc_hold(self._proc_key(thread_id, ns)):
-            raw, key = self._retry_lock(thread_id, ns, self._sync_engine().raw_connection)
+            raw, key = self._advisory.retry(thread_id, ns, self._sync_engine().raw_connection)
             me = (threading.get_ident(), thread_id, ns)
-            self._held[me] = raw
+            self._lock_conns[me] = raw
             try:
                 yield
             finally:
-                self._held.pop(me, None)
+                self._lock_conns.pop(me, None)
                 _raw_unlock(raw, key)
 
     @contextlib.asynccontextmanager
@@ -622,7 +582,7 @@ class SQLSaver(BaseCheckpointSaver):
                 conn = await self._async_engine().connect()
                 try:
                     key = await conn.run_sync(
-                        lambda c: self._raw_try_lock(c.connection, thread_id, ns)
+                        lambda c: self._advisory.try_lock(c.connection, thread_id, ns)
                     )
                     break
                 except _Dropped as dropped:
@@ -639,43 +599,3 @@ class SQLSaver(BaseCheckpointSaver):
                     await conn.run_sync(lambda c: _raw_unlock(c.connection, key, close=False))
                 finally:
                     await conn.close()
-
-    def _retry_lock(self, thread_id: str, ns: str, checkout: Callable[[], Any]) -> tuple[Any, int]:
-        for attempt in (0, 1):
-            raw = checkout()
-            try:
-                return raw, self._raw_try_lock(raw, thread_id, ns)
-            except _Dropped as dropped:
-                raw.close()
-                if attempt:
-                    raise dropped.error from None
-            except BaseException:
-                raw.close()
-                raise
-        raise AssertionError("unreachable")
-
-    def _raw_try_lock(self, raw: Any, thread_id: str, ns: str) -> int:
-        """Take the thread's advisory lock on `raw` (in autocommit mode while held)."""
-        cursor = None
-        try:
-            raw.dbapi_connection.autocommit = True
-            cursor = raw.cursor()
-            if self._lock_scope is None:
-                cursor.execute("SELECT current_database() || '.' || current_schema()")
-                self._lock_scope = str(cursor.fetchone()[0])
-            key = _advisory_key(self._lock_scope, thread_id, ns)
-            cursor.execute("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
-            got = cursor.fetchone()[0]
-        except BaseException as e:
-            _handle_drop(self._sync_engine().dialect, raw, e, cursor)
-            with contextlib.suppress(Exception):
-                raw.dbapi_connection.autocommit = False
-            raise
-        finally:
-            if cursor is not None:
-                with contextlib.suppress(Exception):
-                    cursor.close()
-        if not got:
-            raw.dbapi_connection.autocommit = False
-            raise _busy(thread_id, "another process")
-        return key

@@ -13,7 +13,7 @@ import os
 from alembic import context
 from sqlalchemy import create_engine
 
-from graphs.checkpoint._tables import VERSION_TABLE, metadata
+from graphs.checkpoint._sql.tables import VERSION_TABLE, metadata
 
 config = context.config
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from graphs import Interrupt
 from graphs.checkpoint import Checkpoint, serde
-from graphs.checkpoint._tables import SCHEMA_REVISION, metadata
+from graphs.checkpoint._sql.tables import SCHEMA_REVISION, metadata
 from graphs.checkpoint.base import INTERRUPT, RESUME
 from graphs.checkpoint.sql import SQLSaver
 

@@ -128,6 +128,8 @@ def sql_saver(request: pytest.FixtureRequest, kind: str) -> BaseCheckpointSaver:
 
     if kind == "sqlite":
         url = f"sqlite:///{request.getfixturevalue('tmp_path') / 'contract.db'}"
+    elif kind == "sqlite_memory":
+        url = "sqlite://"
     else:
         url = request.getfixturevalue("pg_url")
     saver = SQLSaver(url)
@@ -140,6 +142,7 @@ SAVER_FACTORIES: dict[str, SaverFactory] = {
     "memory": lambda request: InMemorySaver(),
     "user_dict_saver": lambda request: DictSaver(),
     "sqlite": lambda request: sql_saver(request, "sqlite"),
+    "sqlite_memory": lambda request: sql_saver(request, "sqlite_memory"),
     "postgres": lambda request: sql_saver(request, "postgres"),
 }
 SAVER_MARKS: dict[str, list[pytest.MarkDecorator]] = {"postgres": [pytest.mark.postgres]}

@@ -13,7 +13,7 @@ from typing import TypedDict
 import pytest
 
 from graphs import END, START, SQLSaver, StateGraph
-from graphs.checkpoint._sql_gate import WriteGate, write_gate
+from graphs.checkpoint._sql.gate import WriteGate, write_gate
 
 
 class State(TypedDict):

@@ -16,7 +16,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -254,7 +254,7 @@ def test_setup_is_idempotent_and_the_revision_is_the_migrations_head(
 ) -> None:
     from alembic.script import ScriptDirectory
 
-    from graphs.checkpoint._tables import SCHEMA_REVISION
+    from graphs.checkpoint._sql.tables import SCHEMA_REVISION
     from graphs.checkpoint.sql import MIGRATIONS_DIR
 
     assert ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head() == SCHEMA_REVISION
@@ -271,7 +271,7 @@ def test_the_tables_match_the_migrations(saver: SQLSaver) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
-    from graphs.checkpoint._tables import metadata
+    from graphs.checkpoint._sql.tables import metadata
 
     engine = saver._sync_engine()
     assert isinstance(engine, sa.Engine)
@@ -615,6 +615,26 @@ def test_an_in_memory_database_works_in_one_process() -> None:
         assert asyncio.run(saver.aget_tuple(thread())) == saver.get_tuple(thread())
 
 
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_a_graph_runs_on_an_in_memory_database(url: str) -> None:
+    # The in-memory saver holds its threads with the base class's lock; its own table of lock
+    # connections once had the same attribute name, and every run failed taking the lock.
+    from graphs import END, START, StateGraph
+
+    class State(TypedDict):
+        n: int
+
+    builder = StateGraph(State)
+    builder.add_node("inc", lambda state: {"n": state["n"] + 1})
+    builder.add_edge(START, "inc").add_edge("inc", END)
+    with SQLSaver.from_conn_string(url) as saver:
+        saver.setup()
+        app = builder.compile(checkpointer=saver)
+        assert app.invoke({"n": 1}, thread("mem")) == {"n": 2}
+        assert asyncio.run(app.ainvoke({"n": 5}, thread("amem"))) == {"n": 6}
+        assert app.get_state(thread("mem")).values == {"n": 2}
+
+
 # ---- golden data: what every schema revision stored still reads --------------------------
 
 
@@ -625,7 +645,7 @@ def test_rows_stored_by_each_schema_revision_still_read(saver: SQLSaver, golden:
     import sqlalchemy as sa
 
     from graphs.checkpoint import serde
-    from graphs.checkpoint._tables import metadata
+    from graphs.checkpoint._sql.tables import metadata
 
     data = json.loads(golden.read_text())
     with saver._sync_engine().begin() as conn:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ..errors import CheckpointFormatError
-from . import serde
-from ._sql_engine import _Tx
-from ._sql_statements import _Dialect
-from ._sql_values import _bytes, _format_error, _now
+from ...errors import CheckpointFormatError
+from .. import serde
+from .engine import _Tx
+from .statements import _Dialect
+from .values import _bytes, _format_error, _now
 
 
 def _delete_tx(tx: _Tx, dialect: _Dialect, thread_id: str) -> None:

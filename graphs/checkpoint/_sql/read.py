@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..types import Interrupt, RunConfig
-from ._sql_engine import _Tx
-from ._sql_statements import _NO_LIMIT, _Dialect
-from ._sql_values import _assemble, _BlobRows, _decode, _record, _ts
-from .base import INTERRUPT, RESUME, CheckpointTuple, config_checkpoint_id
+from ...types import Interrupt, RunConfig
+from ..base import INTERRUPT, RESUME, CheckpointTuple, config_checkpoint_id
+from .engine import _Tx
+from .statements import _NO_LIMIT, _Dialect
+from .values import _assemble, _BlobRows, _decode, _record, _ts
 
 _BATCH = 100  # checkpoints per round of blob/write loading in `list`
 

@@ -9,20 +9,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import CheckpointConflictError
-from ..types import RunConfig
-from . import serde
-from ._sql_engine import _Tx
-from ._sql_statements import _Dialect
-from ._sql_values import _now
-from .base import (
+from ...errors import CheckpointConflictError
+from ...types import RunConfig
+from .. import serde
+from ..base import (
     ERROR,
     INTERRUPT,
     RESUME,
     Checkpoint,
     CheckpointMetadata,
+    checkpoint_record,
     config_checkpoint_id,
 )
+from .engine import _Tx
+from .statements import _Dialect
+from .values import _now
 
 _SPECIAL = frozenset((INTERRUPT, RESUME, ERROR))
 
@@ -64,15 +65,7 @@ def _put_args(
             deltas.append((delta, list(value)))
         else:
             full.append({**row, "total": total, "value": serde.dumps(value).encode()})
-    record = serde.dumps_record(
-        {
-            "v": checkpoint["v"],
-            "ts": checkpoint["ts"],
-            "channel_versions": dict(checkpoint["channel_versions"]),
-            "next_tasks": [list(t) for t in checkpoint["next_tasks"]],
-            "paused": list(checkpoint["paused"]),
-        }
-    ).encode()
+    record = serde.dumps_record(checkpoint_record(checkpoint)).encode()
     paused = list(checkpoint["paused"])
     if paused:
         status = "paused"

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..errors import SchemaVersionError
-from ._tables import SCHEMA_REVISION, VERSION_TABLE
+from ...errors import SchemaVersionError
+from .tables import SCHEMA_REVISION, VERSION_TABLE
 
 if TYPE_CHECKING:
-    from .sql import SQLSaver
+    from ..sql import SQLSaver
 
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 _MIGRATION_LOCK_KEY = int.from_bytes(
     hashlib.sha256(b"signoff.checkpoint.migrations").digest()[:8], "big", signed=True
 )

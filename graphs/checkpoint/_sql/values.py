@@ -12,9 +12,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import CheckpointFormatError
-from . import serde
-from .base import Checkpoint, CheckpointTuple, PendingWrite, checkpoint_config
+from ...errors import CheckpointFormatError
+from .. import serde
+from ..base import (
+    CheckpointRecord,
+    CheckpointTuple,
+    PendingWrite,
+    checkpoint_config,
+    checkpoint_from_record,
+)
 
 
 def _now() -> float:
@@ -86,13 +92,13 @@ def _channel_value(thread_id: str, channel: str, version: int, rows: _BlobRows) 
 _MISSING = object()
 
 
-def _record(thread_id: str, row: tuple[Any, ...]) -> dict[str, Any]:
+def _record(thread_id: str, row: tuple[Any, ...]) -> CheckpointRecord:
     """The stored checkpoint record of a checkpoint row, checked."""
     try:
-        record = serde.loads_record(_bytes(row[4]))
+        record: CheckpointRecord = serde.loads_record(_bytes(row[4]))
         if not isinstance(record.get("channel_versions"), dict):
             raise KeyError("channel_versions")
-        return record  # type: ignore[no-any-return]
+        return record
     except (CheckpointFormatError, KeyError, TypeError, AttributeError) as e:
         raise _format_error(thread_id, None, f"checkpoint {row[2]!r}: {e}") from e
 
@@ -101,7 +107,7 @@ def _assemble(
     thread_id: str,
     ns: str,
     row: tuple[Any, ...],
-    record: dict[str, Any],
+    record: CheckpointRecord,
     blob_rows: _BlobRows,
     writes: Sequence[tuple[str, str, Any]],
 ) -> CheckpointTuple:
@@ -112,19 +118,9 @@ def _assemble(
         value = _channel_value(thread_id, channel, version, blob_rows)
         if value is not _MISSING:
             values[channel] = value
-    checkpoint = Checkpoint(
-        v=record["v"],
-        id=checkpoint_id,
-        ts=record["ts"],
-        channel_values=values,
-        channel_versions=dict(record["channel_versions"]),
-        next_tasks=[list(t) for t in record["next_tasks"]],
-        paused=list(record["paused"]),
-        appended={},
-    )
     return CheckpointTuple(
         config=checkpoint_config(thread_id, ns, checkpoint_id),
-        checkpoint=checkpoint,
+        checkpoint=checkpoint_from_record(checkpoint_id, record, values),
         metadata=_decode(thread_id, None, row[5]),
         parent_config=checkpoint_config(thread_id, ns, parent_id) if parent_id else None,
         pending_writes=[

@@ -8,15 +8,19 @@ same type adaptation, server-side prepared statements (after 5 uses) and error c
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
 
-from ._sql_gate import WriteGate
+from .gate import WriteGate
+
+_T = TypeVar("_T")
 
 # ---- URLs -------------------------------------------------------------------------------
 
@@ -118,7 +122,7 @@ def _install_sqlite_hooks(
     """Set each new connection's pragmas, and begin writes with `BEGIN IMMEDIATE`.
 
     With `gate` (the sync engine), a write transaction first takes the process's write gate
-    (`_sql_gate.py`) and gives it back at commit or rollback. The async engine's callers take
+    (`gate.py`) and gives it back at commit or rollback. The async engine's callers take
     the gate themselves, before they start: an event loop must not block in this hook.
     """
 
@@ -225,3 +229,43 @@ def _handle_drop(dialect: Dialect, raw: Any, error: BaseException, cursor: Any) 
         else:
             raw.invalidate(error)
         raise _Dropped(error) from error
+
+
+def _transact(
+    raw: Any,
+    fn: Callable[..., _T],
+    args: tuple[Any, ...],
+    read: bool,
+    pg: bool,
+    engine: Callable[[], Engine],
+) -> _T:
+    """Run `fn(tx, *args)` in one transaction on the pooled connection `raw`.
+
+    On PostgreSQL (`pg`) a function marked `_single_statement` runs in autocommit mode: it sends
+    one statement, which is its own transaction, and saves the BEGIN and COMMIT round trips.
+    `engine` gives the saver's sync engine, whose dialect tells a dropped connection apart.
+    """
+    cursor = None
+    single = pg and getattr(fn, "_single_statement", False)
+    try:
+        if single:
+            raw.dbapi_connection.autocommit = True
+        cursor = raw.cursor()
+        if not pg:
+            cursor.execute("BEGIN" if read else "BEGIN IMMEDIATE")
+        result = fn(_Tx(cursor), *args)
+        if not single:
+            raw.commit()
+        return result
+    except BaseException as e:
+        _handle_drop(engine().dialect, raw, e, cursor)
+        with contextlib.suppress(Exception):
+            raw.rollback()
+        raise
+    finally:
+        if cursor is not None:
+            with contextlib.suppress(Exception):
+                cursor.close()
+        if single:
+            with contextlib.suppress(Exception):
+                raw.dbapi_connection.autocommit = False

@@ -14,10 +14,13 @@ import fcntl
 import hashlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import ThreadBusyError
+from sqlalchemy.engine import Engine
+
+from ...errors import ThreadBusyError
+from .engine import _Dropped, _handle_drop
 
 # ---- process-wide lock registry ---------------------------------------------------------
 # POSIX record locks belong to the process, and closing *any* descriptor of a file drops all of
@@ -95,3 +98,59 @@ def _file_lock(lock_path: str | None, thread_id: str, ns: str) -> Iterator[None]
         yield
     finally:
         fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset, os.SEEK_SET)
+
+
+class _AdvisoryLock:
+    """A thread's PostgreSQL advisory lock, taken on a pooled connection that holds it for the run.
+
+    The lock's key is scoped to the database and schema (`scope`, asked of the server once), so
+    two schemas of one server, like two test runs, do not lock each other's threads.
+    """
+
+    def __init__(self, engine: Callable[[], Engine]) -> None:
+        self._engine = engine
+        """The saver's sync engine, whose dialect tells a dropped connection apart."""
+        self.scope: str | None = None
+        """`database.schema` of the server, once known."""
+
+    def retry(self, thread_id: str, ns: str, checkout: Callable[[], Any]) -> tuple[Any, int]:
+        """A connection from `checkout` holding the thread's lock, and the lock's key; a
+        connection found dropped is replaced once."""
+        for attempt in (0, 1):
+            raw = checkout()
+            try:
+                return raw, self.try_lock(raw, thread_id, ns)
+            except _Dropped as dropped:
+                raw.close()
+                if attempt:
+                    raise dropped.error from None
+            except BaseException:
+                raw.close()
+                raise
+        raise AssertionError("unreachable")
+
+    def try_lock(self, raw: Any, thread_id: str, ns: str) -> int:
+        """Take the thread's advisory lock on `raw` (in autocommit mode while held)."""
+        cursor = None
+        try:
+            raw.dbapi_connection.autocommit = True
+            cursor = raw.cursor()
+            if self.scope is None:
+                cursor.execute("SELECT current_database() || '.' || current_schema()")
+                self.scope = str(cursor.fetchone()[0])
+            key = _advisory_key(self.scope, thread_id, ns)
+            cursor.execute("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
+            got = cursor.fetchone()[0]
+        except BaseException as e:
+            _handle_drop(self._engine().dialect, raw, e, cursor)
+            with contextlib.suppress(Exception):
+                raw.dbapi_connection.autocommit = False
+            raise
+        finally:
+            if cursor is not None:
+                with contextlib.suppress(Exception):
+                    cursor.close()
+        if not got:
+            raw.dbapi_connection.autocommit = False
+            raise _busy(thread_id, "another process")
+        return key

@@ -1,0 +1,143 @@
+"""The loop's I/O requests, and the two drivers that perform them.
+
+`Run.execute` and `Run.update` (in `_loop.py`) are generators that never do I/O: each yields a
+request, one small immutable tuple per kind below, and is sent the reply. `drive_sync` performs
+the requests with the saver's sync methods and runs tasks one after another; `drive_async`
+uses the async methods and runs a step's tasks concurrently. Both yield what the loop emits and
+end with what it returns, so `invoke` and `ainvoke` share every rule of the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Generator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
+from .checkpoint.base import Checkpoint, CheckpointMetadata
+from .types import RunConfig
+
+if TYPE_CHECKING:
+    from ._loop import Run
+    from ._task import Task
+
+__all__ = [
+    "Emit",
+    "GetHead",
+    "Loop",
+    "PutCheckpoint",
+    "PutWrites",
+    "Request",
+    "RunTasks",
+    "drive_async",
+    "drive_sync",
+]
+
+R = TypeVar("R")
+
+
+class GetHead(NamedTuple):
+    """Load the thread's head checkpoint. Reply: its `CheckpointTuple`, or None if it has none."""
+
+
+class PutCheckpoint(NamedTuple):
+    """Save a checkpoint as the thread's new head (`saver.put`). Reply: the `RunConfig` of it."""
+
+    parent: RunConfig
+    """Points at the parent checkpoint (no `checkpoint_id` for a new thread)."""
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
+    new_versions: dict[str, int]
+    """The channels that changed in this step, with their new versions."""
+
+
+class PutWrites(NamedTuple):
+    """Save pending writes of one task on the head checkpoint (`saver.put_writes`). Reply: None."""
+
+    config: RunConfig
+    """Points at the checkpoint the writes belong to."""
+    writes: Sequence[tuple[str, Any]]
+    task_id: str
+
+
+class RunTasks(NamedTuple):
+    """Run these tasks of the step (each records its result, pause or error). Reply: None."""
+
+    tasks: list[Task]
+
+
+class Emit(NamedTuple):
+    """Hand a stream chunk to the caller. Reply: None."""
+
+    mode: str
+    """The stream mode it belongs to: `values` or `updates`."""
+    chunk: Any
+
+
+Request = GetHead | PutCheckpoint | PutWrites | RunTasks | Emit
+"""What the loop can ask of its driver."""
+
+Loop = Generator[Request, Any, R]
+"""The loop as its drivers see it: requests out, replies in (see each request), `R` at the end."""
+
+
+def drive_sync(run: Run, gen: Loop[R]) -> Generator[tuple[str, Any], None, R]:
+    """Perform the loop's requests with the sync saver; yield emitted chunks; return its result."""
+    saver = run.saver
+    result: Any = None
+    while True:
+        try:
+            request = gen.send(result)
+        except StopIteration as stop:
+            value: R = stop.value
+            return value
+        result = None
+        if isinstance(request, RunTasks):
+            for task in request.tasks:
+                task.run_sync()
+        elif isinstance(request, PutCheckpoint):
+            assert saver is not None
+            result = saver.put(*request)
+        elif isinstance(request, PutWrites):
+            assert saver is not None
+            saver.put_writes(*request)
+        elif isinstance(request, GetHead):
+            assert saver is not None
+            result = saver.get_tuple(
+                {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
+            )
+        else:
+            yield request
+
+
+async def drive_async(
+    run: Run, gen: Loop[R], out: list[R]
+) -> AsyncGenerator[tuple[str, Any], None]:
+    """The async twin of `drive_sync`; the loop's result is appended to `out`."""
+    saver = run.saver
+    result: Any = None
+    while True:
+        try:
+            request = gen.send(result)
+        except StopIteration as stop:
+            out.append(stop.value)
+            return
+        result = None
+        if isinstance(request, RunTasks):
+            tasks = request.tasks
+            if len(tasks) == 1:
+                await tasks[0].run_async()
+            else:
+                await asyncio.gather(*(t.run_async() for t in tasks))
+        elif isinstance(request, PutCheckpoint):
+            assert saver is not None
+            result = await saver.aput(*request)
+        elif isinstance(request, PutWrites):
+            assert saver is not None
+            await saver.aput_writes(*request)
+        elif isinstance(request, GetHead):
+            assert saver is not None
+            result = await saver.aget_tuple(
+                {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
+            )
+        else:
+            yield request

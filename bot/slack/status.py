@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from bot.approvals.models import Approval
@@ -98,7 +98,12 @@ def _pending_item(
 
 
 def _list(
-    heading: str, items: Sequence[Any], render: Any, room: int, more: Any, total: int | None = None
+    heading: str,
+    items: Sequence[Approval],
+    render: Callable[[Approval], dict[str, Any]],
+    room: int,
+    more: Callable[[int], str],
+    total: int | None = None,
 ) -> list[dict[str, Any]]:
     """A heading and one block per item, within `room` blocks; when not all of `total` (default
     `len(items)`: `items` may be the first page of more) fit, the last says how many more."""
@@ -171,7 +176,9 @@ def _approval_line(approval: Approval) -> str:
     )
 
 
-def _lines_section(heading: str, lines: Sequence[str], more: Any) -> dict[str, Any]:
+def _lines_section(
+    heading: str, lines: Sequence[str], more: Callable[[int], str]
+) -> dict[str, Any]:
     """A section of `heading` and as many whole lines as fit, then how many did not."""
     out = heading
     for i, line in enumerate(lines):

@@ -120,9 +120,9 @@ def approval_card(
             approving votes on `approval`.
 
     The buttons carry `ActionValue(approval.id, approval.thread_id, approval.interrupt_id)`:
-    Approve (primary; a confirm dialog for `critical`), Reject (danger; opens `modals.reject_modal`),
-    Edit (only when the action has editable fields and nobody has approved yet; opens
-    `modals.edit_modal`) and Full payload (opens `modals.payload_modal`).
+    Approve (primary; a confirm dialog for `critical`), Reject (danger; opens
+    `modals.reject_modal`), Edit (only when the action has editable fields and nobody has
+    approved yet; opens `modals.edit_modal`) and Full payload (opens `modals.payload_modal`).
     """
     title = title_of(approval)
     users = (

@@ -69,7 +69,7 @@ def build_bolt_app(
     kick: Callable[[], None],
     *,
     signing_secret: str | None,
-    default_channel: str,
+    default_channel: str | None,
 ) -> AsyncApp:
     """The Bolt app. With a signing secret (HTTP mode) every request is verified with it;
     without one the app serves Socket Mode, whose envelopes come over the authenticated

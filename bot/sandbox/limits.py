@@ -31,7 +31,16 @@ MAX_EXTERNAL_ID: Final = 255
 MAX_VIEW_STACK: Final = 3
 """Views one modal stack may hold (views.push past it: `push_limit_reached`)."""
 
+# Text objects
+MAX_TEXT_OBJECT: Final = 3000
+"""A text object's `text`, where the place it goes says no less (a context block's texts)."""
+
 # Blocks
+BLOCK_TYPES: Final = frozenset(
+    {"actions", "context", "divider", "file", "header", "image", "input", "markdown"}
+    | {"rich_text", "section", "video"}
+)
+"""The block types Slack knows; any other is refused."""
 MAX_BLOCK_ID: Final = 255
 """Any block's `block_id`."""
 MAX_SECTION_TEXT: Final = 3000
@@ -52,6 +61,17 @@ MAX_INPUT_HINT: Final = 2000
 """An input block's `hint`."""
 
 # Block elements
+ELEMENT_TYPES: Final = frozenset(
+    {"button", "checkboxes", "datepicker", "datetimepicker", "email_text_input", "file_input"}
+    | {"image", "multi_channels_select", "multi_conversations_select", "multi_external_select"}
+    | {"multi_static_select", "multi_users_select", "number_input", "overflow"}
+    | {"plain_text_input", "radio_buttons", "rich_text_input", "channels_select"}
+    | {"conversations_select", "external_select", "static_select", "users_select"}
+    | {"timepicker", "url_text_input", "workflow_button"}
+)
+"""The block element types Slack knows; any other is refused."""
+OPTION_ELEMENTS: Final = frozenset({"checkboxes", "overflow", "radio_buttons", "static_select"})
+"""Elements whose `options` are checked here (`MAX_OPTION_TEXT`, `MAX_OPTION_VALUE`)."""
 MAX_ACTION_ID: Final = 255
 """Any interactive element's `action_id`."""
 MAX_BUTTON_TEXT: Final = 75
@@ -70,6 +90,10 @@ MAX_CONFIRM_TEXT: Final = 300
 """A confirm dialog's `text`."""
 MAX_CONFIRM_BUTTON: Final = 30
 """A confirm dialog's `confirm` and `deny` labels."""
+MAX_OPTION_TEXT: Final = 75
+"""An option's `text`."""
+MAX_OPTION_VALUE: Final = 150
+"""An option's `value`."""
 BUTTON_STYLES: Final = frozenset({"primary", "danger"})
 """The only `style` values a button may have."""
 

@@ -1,6 +1,7 @@
 """Block Kit checks the stand-in makes, with Slack's error codes and message format.
 
-Only what real Slack refuses and what matters to signoff: counts, lengths, the shapes our cards
+Only what real Slack refuses and what matters to signoff: counts, lengths (at least one
+character where Slack wants one), the block and element types Slack knows, the shapes our cards
 and modals use. Slack answers a bad message with `invalid_blocks` and a bad view with
 `invalid_arguments`, each explained by lines such as
 `[ERROR] must be less than 25 characters [json-pointer:/view/title/text]`; so does this module.
@@ -21,8 +22,9 @@ JSON = dict[str, Any]
 def slack_length(text: str) -> int:
     """Length as the limits are checked here: UTF-16 code units, so an emoji outside the
     Basic Multilingual Plane counts twice. That is the stricter of the two ways Slack's limits
-    may be read, and the one the bot's card builders assume."""
-    return len(text.encode("utf-16-le")) // 2
+    may be read, and the one the bot's card builders assume. A lone surrogate (JSON can carry
+    `"\\ud800"`) is one unit."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 class _Problems:
@@ -34,9 +36,14 @@ class _Problems:
     def add(self, pointer: str, what: str) -> None:
         self.lines.append(f"[ERROR] {what} [json-pointer:{pointer}]")
 
-    def max_len(self, pointer: str, value: Any, limit: int) -> None:
-        if isinstance(value, str) and slack_length(value) > limit:
+    def max_len(self, pointer: str, value: Any, limit: int, *, min_len: int = 0) -> None:
+        """A string, when there is one, of `min_len` to `limit` characters."""
+        if not isinstance(value, str):
+            return
+        if slack_length(value) > limit:
             self.add(pointer, f"must be less than {limit + 1} characters")
+        elif slack_length(value) < min_len:
+            self.add(pointer, f"must be more than {min_len - 1} characters")
 
     def text_obj(self, pointer: str, obj: Any, limit: int, *, plain_only: bool = False) -> None:
         if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
@@ -45,7 +52,12 @@ class _Problems:
         kinds = ("plain_text",) if plain_only else ("plain_text", "mrkdwn")
         if obj.get("type") not in kinds:
             self.add(f"{pointer}/type", f"must be one of {', '.join(kinds)}")
-        self.max_len(f"{pointer}/text", obj["text"], limit)
+        # `emoji` is only for plain_text, `verbatim` only for mrkdwn: Slack refuses either
+        # elsewhere ("invalid additional property").
+        wrong = "emoji" if obj.get("type") == "mrkdwn" else "verbatim"
+        if obj.get("type") in ("plain_text", "mrkdwn") and wrong in obj:
+            self.add(pointer, f"invalid additional property: {wrong}")
+        self.max_len(f"{pointer}/text", obj["text"], limit, min_len=1)
 
 
 def check_message(text: Any, blocks: Any) -> None:
@@ -115,9 +127,12 @@ def _check_blocks(p: _Problems, at: str, blocks: Any, max_blocks: int, *, surfac
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             p.add(where, "must provide an object with a type")
             continue
+        if block["type"] not in limits.BLOCK_TYPES:
+            p.add(f"{where}/type", f"unsupported type: {block['type']}")
+            continue
         block_id = block.get("block_id")
         if block_id is not None:
-            p.max_len(f"{where}/block_id", block_id, limits.MAX_BLOCK_ID)
+            p.max_len(f"{where}/block_id", block_id, limits.MAX_BLOCK_ID, min_len=1)
             if block_id in seen:
                 p.add(f"{where}/block_id", f"duplicate block_id {block_id!r}")
             seen.add(block_id)
@@ -134,6 +149,8 @@ def _check_block(p: _Problems, at: str, block: JSON, surface: str) -> None:
         fields = block.get("fields", [])
         if len(fields) > limits.MAX_SECTION_FIELDS:
             p.add(f"{at}/fields", f"no more than {limits.MAX_SECTION_FIELDS} items allowed")
+        elif "fields" in block and not fields:
+            p.add(f"{at}/fields", "must provide at least 1 item")
         for j, f in enumerate(fields):
             p.text_obj(f"{at}/fields/{j}", f, limits.MAX_SECTION_FIELD_TEXT)
         if "accessory" in block:
@@ -144,6 +161,9 @@ def _check_block(p: _Problems, at: str, block: JSON, surface: str) -> None:
         elements = block.get("elements") or []
         if not 1 <= len(elements) <= limits.MAX_CONTEXT_ELEMENTS:
             p.add(f"{at}/elements", f"must provide 1 to {limits.MAX_CONTEXT_ELEMENTS} items")
+        for j, el in enumerate(elements):
+            if not (isinstance(el, dict) and el.get("type") == "image"):
+                p.text_obj(f"{at}/elements/{j}", el, limits.MAX_TEXT_OBJECT)
     elif kind == "actions":
         elements = block.get("elements") or []
         if not 1 <= len(elements) <= limits.MAX_ACTIONS_ELEMENTS:
@@ -172,20 +192,35 @@ def _check_element(p: _Problems, at: str, el: Any) -> None:
     if not isinstance(el, dict) or not isinstance(el.get("type"), str):
         p.add(at, "must provide an object with a type")
         return
-    p.max_len(f"{at}/action_id", el.get("action_id"), limits.MAX_ACTION_ID)
+    if el["type"] not in limits.ELEMENT_TYPES:
+        p.add(f"{at}/type", f"unsupported type: {el['type']}")
+        return
+    p.max_len(f"{at}/action_id", el.get("action_id"), limits.MAX_ACTION_ID, min_len=1)
     if "placeholder" in el:
         p.text_obj(f"{at}/placeholder", el["placeholder"], limits.MAX_PLACEHOLDER, plain_only=True)
     if el["type"] == "button":
         p.text_obj(f"{at}/text", el.get("text"), limits.MAX_BUTTON_TEXT, plain_only=True)
-        p.max_len(f"{at}/value", el.get("value"), limits.MAX_BUTTON_VALUE)
-        p.max_len(f"{at}/url", el.get("url"), limits.MAX_BUTTON_URL)
+        p.max_len(f"{at}/value", el.get("value"), limits.MAX_BUTTON_VALUE, min_len=1)
+        p.max_len(f"{at}/url", el.get("url"), limits.MAX_BUTTON_URL, min_len=1)
         if "style" in el and el["style"] not in limits.BUTTON_STYLES:
             p.add(f"{at}/style", "must be one of primary, danger")
     elif el["type"] == "plain_text_input":
-        max_length = el.get("max_length")
-        if isinstance(max_length, int) and max_length > limits.MAX_PLAIN_TEXT_INPUT:
-            p.add(f"{at}/max_length", f"must be at most {limits.MAX_PLAIN_TEXT_INPUT}")
-        p.max_len(f"{at}/initial_value", el.get("initial_value"), limits.MAX_PLAIN_TEXT_INPUT)
+        limit = limits.MAX_PLAIN_TEXT_INPUT
+        max_length = el.get("max_length", limit)
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
+            p.add(f"{at}/max_length", "must be a whole number of at least 1")
+        elif max_length > limit:
+            p.add(f"{at}/max_length", f"must be at most {limit}")
+        else:
+            limit = max_length  # the initial value must fit in the input
+        p.max_len(f"{at}/initial_value", el.get("initial_value"), limit)
+    elif el["type"] in limits.OPTION_ELEMENTS:
+        for j, option in enumerate(el.get("options") or []):
+            if not isinstance(option, dict):
+                p.add(f"{at}/options/{j}", "must provide an object")
+                continue
+            p.text_obj(f"{at}/options/{j}/text", option.get("text"), limits.MAX_OPTION_TEXT)
+            p.max_len(f"{at}/options/{j}/value", option.get("value"), limits.MAX_OPTION_VALUE)
     if "confirm" in el:
         c = el["confirm"]
         if not isinstance(c, dict):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from typing import Any
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
@@ -37,7 +38,8 @@ class SlackGroups:
         now = time.monotonic()
         if self._ids is None or now - self._ids[0] > self.ttl:
             resp = await self.client.usergroups_list()
-            self._ids = (now, {g["handle"]: g["id"] for g in resp.get("usergroups", [])})
+            groups: list[dict[str, Any]] = resp.get("usergroups") or []
+            self._ids = (now, {g["handle"]: g["id"] for g in groups})
         return self._ids[1].get(handle)
 
     async def members(self, group: str) -> frozenset[str]:
@@ -67,7 +69,7 @@ def build_bolt_app(
     kick: Callable[[], None],
     *,
     signing_secret: str | None,
-    default_channel: str,
+    default_channel: str | None,
 ) -> AsyncApp:
     """The Bolt app. With a signing secret (HTTP mode) every request is verified with it;
     without one the app serves Socket Mode, whose envelopes come over the authenticated
@@ -82,9 +84,9 @@ def build_bolt_app(
         request_verification_enabled=signing_secret is not None,
     )
     h = Handlers(signoff, client, kick, default_channel=default_channel)
-    app.action(re.compile(r"^signoff\.(approve|reject|edit|payload)$"))(h.on_button)
-    app.view(payloads.REJECT_CALLBACK)(h.on_reject_submit)
-    app.view(payloads.EDIT_CALLBACK)(h.on_edit_submit)
-    app.command("/agent")(h.on_agent)
-    app.event("app_home_opened")(h.on_home_opened)
+    app.action(re.compile(r"^signoff\.(approve|reject|edit|payload)$"))(h.actions.on_button)
+    app.view(payloads.REJECT_CALLBACK)(h.views.on_reject_submit)
+    app.view(payloads.EDIT_CALLBACK)(h.views.on_edit_submit)
+    app.command("/agent")(h.commands.on_agent)
+    app.event("app_home_opened")(h.home.on_home_opened)
     return app

@@ -1,37 +1,20 @@
-"""Every user-facing string of the Slack app, and the helpers that put user data into them safely.
+"""Every user-facing string of the Slack app, worded in one place (as Bolt keeps its messages).
 
 Pure: no I/O, no clock. Functions return Slack mrkdwn unless their name says otherwise
-(`*_plain`). Lengths are not limited here: `blocks` fits every text to Slack's limits.
+(`*_plain`). User data goes into them through `mrkdwn` (`escape`, `code`, `mention`, `date`),
+never as is. Lengths are not limited here: the renderers fit every text to Slack's limits.
 
-User data in mrkdwn
--------------------
-Anything a workflow, a requester or an approver wrote (payload keys and values, titles, notes,
-thread ids, error messages) goes through `escape()` (or `code()`, `link_label()`) before it is
-part of mrkdwn:
-
-- `&`, `<`, `>` become `&amp;`, `&lt;`, `&gt;`, so no `<!channel>`, `<@U123>`, `<#C1>`,
-  `<!subteam^S1>` or `<http://x|disguised link>` can be written by user data.
-- Slack has no escape for the formatting characters `*`, `_`, `~` and `` ` ``. A run of them is
-  written as the fallback text of an invalid date token, `<!date^00000000^{_}|*>`, which Slack
-  shows as plain text (the technique of jsx-slack's `<Escape>`). A single one between two ASCII
-  letters or digits is left alone (`order_id`, `a*b`): Slack formats only at word boundaries.
-- A `>` at the start of a line would quote the line: it gets an invisible soft hyphen before it.
-- An emoji shortcode (`:white_check_mark:`) has its first colon escaped the same way, so a
-  value cannot draw a ✅ on the card.
-- Control characters, unpaired surrogates and bidirectional overrides (which can make `100` read
-  as `001`) become U+FFFD.
-
-Mentions and dates are made only here, from ids that look like Slack ids (`mention()`), never
-from free text.
+The sections follow the surfaces: labels, the card, decided cards, thread replies, refusals,
+modals, and `/agent status`, help and App Home.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from .mrkdwn import clean, code, date, escape, mention
 
 if TYPE_CHECKING:
     from bot.approvals.errors import DecisionRefused
@@ -39,121 +22,8 @@ if TYPE_CHECKING:
 
 
 # ---------------------------------------------------------------------------------------------
-# Putting user data into mrkdwn
+# Wording helpers
 # ---------------------------------------------------------------------------------------------
-
-FORMAT_CHARS = frozenset("*_~`＊＿｀")
-"""Characters that open or close mrkdwn formatting (with their full-width forms)."""
-
-ESCAPE_TOKEN = "<!date^00000000^{{_}}|{}>"
-"""A date token with an invalid format: Slack shows its fallback text (`{}`) as plain text."""
-
-_ESCAPE_RUN_MAX = 40
-"""Formatting characters per escape token, so a long run can be cut between tokens."""
-
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\ufff9-\ufffb]"
-)
-_SHORTCODE = re.compile(r":(?=[a-z0-9_+'-]*[a-z])[a-z0-9_+'-]+:", re.IGNORECASE)
-_SLACK_ID = re.compile(r"[UWB][A-Z0-9_]{1,40}")
-_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9_]{1,40}")
-
-
-def slack_len(text: str) -> int:
-    """Length as Slack counts it (UTF-16 code units): an emoji outside the BMP counts twice."""
-    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
-
-
-def clean(text: str) -> str:
-    """`text` with CRLF as LF and control characters, unpaired surrogates and bidirectional
-    overrides replaced by U+FFFD. Safe for plain_text; not yet for mrkdwn (see `escape`)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _UNSAFE.sub("\ufffd", text)
-
-
-def _word(c: str) -> bool:
-    return c.isascii() and c.isalnum()
-
-
-def escape_pieces(text: str) -> list[str]:
-    """`escape(text)` as a list of pieces, each standing for one or more characters of `text`,
-    so a caller can cut between pieces without breaking an entity or a token."""
-    text = clean(text)
-    out: list[str] = []
-    n = len(text)
-    line_start = True
-    i = 0
-    while i < n:
-        c = text[i]
-        if c in FORMAT_CHARS:
-            j = i
-            while j < n and text[j] in FORMAT_CHARS:
-                j += 1
-            prev = text[i - 1] if i else ""
-            nxt = text[j] if j < n else ""
-            if j - i == 1 and _word(prev) and _word(nxt):
-                out.append(c)
-            else:
-                for k in range(i, j, _ESCAPE_RUN_MAX):
-                    out.append(ESCAPE_TOKEN.format(text[k : min(j, k + _ESCAPE_RUN_MAX)]))
-            line_start = False
-            i = j
-            continue
-        if c == ":" and _SHORTCODE.match(text, i):
-            out.append(ESCAPE_TOKEN.format(":"))  # `:white_check_mark:` stays text, not ✅
-        elif c == "&":
-            out.append("&amp;")
-        elif c == "<":
-            out.append("&lt;")
-        elif c == ">":
-            out.append("\u00ad&gt;" if line_start else "&gt;")
-        elif c == "＞" and line_start:
-            out.append("\u00ad＞")
-        else:
-            out.append(c)
-        if c == "\n":
-            line_start = True
-        elif c not in " \t":
-            line_start = False
-        i += 1
-    return out
-
-
-def escape(text: str) -> str:
-    """`text` made inert for mrkdwn: shown as written, with no mention, link or formatting."""
-    return "".join(escape_pieces(text))
-
-
-def code(text: str) -> str:
-    """`text` as inline code (ids, workflow and action names): one line, no backticks inside."""
-    text = clean(text).replace("\n", " ").replace("`", "ˋ")
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return f"`{text}`" if text.strip() else "`-`"
-
-
-def link_label(text: str) -> str:
-    """`text` for the label of a `<url|label>` link, where escape tokens do not work: formatting
-    characters become look-alikes (∗ ˍ ∼ ˋ), the rest is escaped."""
-    text = clean(text).replace("\n", " ")
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    table = str.maketrans(
-        {"*": "∗", "＊": "﹡", "_": "ˍ", "＿": "ˍ", "~": "∼", "`": "ˋ", "｀": "ˋ", "|": "¦"}
-    )
-    return text.translate(table) or "-"
-
-
-def mention(user_id: str) -> str:
-    """`<@U123>` for something that looks like a Slack user id; anything else escaped as text."""
-    if _SLACK_ID.fullmatch(user_id):
-        return f"<@{user_id}>"
-    return escape(user_id) or "someone"
-
-
-def channel(channel_id: str) -> str:
-    """`<#C123>` for something that looks like a channel id; anything else as code."""
-    if _CHANNEL_ID.fullmatch(channel_id):
-        return f"<#{channel_id}>"
-    return code(channel_id)
 
 
 def approver(entry: str) -> str:
@@ -184,19 +54,6 @@ def join(items: Sequence[str], word: str = "and") -> str:
 def who(entries: Iterable[str]) -> str:
     """Approver entries as readable mrkdwn: `<@U1>, @finance or <@U2>`."""
     return join([approver(e) for e in entries], "or") or "an approver"
-
-
-def _finite(ts: float | None) -> bool:
-    return ts is not None and isinstance(ts, (int, float)) and math.isfinite(ts) and abs(ts) < 1e11
-
-
-def date(ts: float | None) -> str:
-    """A time, shown in the reader's time zone: `<!date^...^{date_short_pretty} at {time}|...>`."""
-    if not _finite(ts):
-        return "at an unknown time"
-    assert ts is not None
-    fallback = dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"<!date^{int(ts)}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
 _UNITS = (("w", 7 * 86400), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1))

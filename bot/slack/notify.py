@@ -23,7 +23,7 @@ from ..approvals.events import Event, RetryLater
 from ..approvals.models import Approval
 from ..approvals.policy import resolve_members
 from ..approvals.service import Signoff
-from . import blocks
+from . import cards, replies
 
 __all__ = ["SlackSink"]
 
@@ -143,16 +143,16 @@ class SlackSink:
                 "approval %s has no channel and SIGNOFF_DEFAULT_CHANNEL is unset; no card", a.id
             )
             return a
-        card = blocks.card(a, now=time.time())
+        card = cards.card(a, now=time.time())
         where, ts = await self._post(event, {"card": a.id}, channel, **card)
         await self.signoff.mark_posted(a.id, where, ts)
         return await self.signoff.get(a.id)
 
     async def _update_card(self, a: Approval, event: Event) -> Approval:
-        if not a.message_ts:
+        if not a.message_ts or not a.channel:  # a posted card has both (`mark_posted`)
             return await self._post_card(a, event)
         await self.client.chat_update(
-            channel=a.channel, ts=a.message_ts, **blocks.card(a, now=time.time())
+            channel=a.channel, ts=a.message_ts, **cards.card(a, now=time.time())
         )
         return a
 
@@ -181,7 +181,7 @@ class SlackSink:
         if a is None:
             return
         a = await self._update_card(a, event)
-        await self._reply(a, blocks.thread_reply_decided(a), event)
+        await self._reply(a, replies.thread_reply_decided(a), event)
         if self.metrics is not None and a.decided_at is not None:
             self.metrics.decision_latency.observe(max(0.0, a.decided_at - a.created_at))
 
@@ -190,13 +190,15 @@ class SlackSink:
         if a is None:
             return
         a = await self._update_card(a, event)
-        await self._reply(a, blocks.thread_reply_expired(a), event)
+        await self._reply(a, replies.thread_reply_decided(a), event)
 
     async def _on_reminded(self, event: Event) -> None:
         a = await self._approval(event)
         if a is not None and a.status == "pending":
             mentions = await self._who_can_decide(a)
-            await self._reply(a, blocks.reminder_text(a, now=time.time(), mentions=mentions), event)
+            await self._reply(
+                a, replies.reminder_text(a, now=time.time(), mentions=mentions), event
+            )
 
     async def _on_escalated(self, event: Event) -> None:
         a = await self._approval(event)
@@ -204,7 +206,7 @@ class SlackSink:
             await self._update_card(a, event)
             added = await resolve_members(event.data.get("to") or (), self.signoff.groups)
             await self._reply(
-                a, blocks.escalation_text(a, now=time.time(), added=sorted(added)), event
+                a, replies.escalation_text(a, now=time.time(), added=sorted(added)), event
             )
 
     async def _who_can_decide(self, a: Approval) -> list[str]:
@@ -233,7 +235,7 @@ class SlackSink:
         outcome = values.get("outcome") if isinstance(values, dict) else None
         await self._run_message(
             event,
-            blocks.thread_reply_completed(
+            replies.thread_reply_completed(
                 event.data.get("workflow", ""), event.thread_id or "", outcome
             ),
         )
@@ -243,7 +245,7 @@ class SlackSink:
             self.metrics.resume_failures.inc()
         await self._run_message(
             event,
-            blocks.thread_reply_failed(
+            replies.thread_reply_failed(
                 event.data.get("workflow", ""), event.thread_id or "", event.data.get("error", "")
             ),
         )
@@ -251,7 +253,7 @@ class SlackSink:
     async def _on_run_outcome_unknown(self, event: Event) -> None:
         await self._run_message(
             event,
-            blocks.thread_reply_outcome_unknown(
+            replies.thread_reply_outcome_unknown(
                 event.data.get("workflow", ""), event.thread_id or "", event.data.get("error", "")
             ),
         )

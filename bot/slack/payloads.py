@@ -5,7 +5,7 @@ Anything malformed raises `BadPayload` (the handler answers "this button is brok
 date"). Mistakes a person made in a form raise `FormErrors`, whose `.response()` is the body
 Slack wants back to show them under the inputs. A malformed `/agent` line raises `CommandError`.
 
-Identifiers shared with `blocks` (action ids, callback ids, block ids) live here, so the code
+Identifiers shared with the renderers (action ids, callback ids, block ids) live here, so the code
 that writes a payload and the code that reads it cannot drift apart.
 """
 
@@ -22,6 +22,8 @@ from bot.approvals.errors import InvalidEditError
 from bot.approvals.policy import ActionPolicy, validate_edits
 
 from . import messages
+from .limits import BLOCK_ID_MAX, PRIVATE_METADATA_MAX
+from .mrkdwn import slack_len
 
 __all__ = [
     "APPROVE",
@@ -76,18 +78,14 @@ NOTE_BLOCK = "note"
 VALUE_ACTION = "value"
 """action_id of every input element in our modals."""
 
-BUTTON_VALUE_MAX = 2000
-"""Slack's limit on a button `value` (blocks re-exports it with the other limits)."""
-PRIVATE_METADATA_MAX = 3000
-"""Slack's limit on a view's `private_metadata`."""
-ID_MAX = 255
-"""Slack's limit on `action_id`, `block_id` and `callback_id`."""
+_APPROVAL_ID_MAX = 255
+"""No approval id signoff makes is longer (they are 26 characters)."""
 
 
 def edit_block_id(field: str) -> str:
     """The block_id of the edit input for `field`: `edit:<name>`, or a hash of long names."""
     block_id = f"edit:{field}"
-    if messages.slack_len(block_id) <= ID_MAX:
+    if slack_len(block_id) <= BLOCK_ID_MAX:
         return block_id
     return "edit#" + hashlib.sha256(field.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -188,7 +186,7 @@ class ActionValue:
         interrupt_id = data.get("i")
         if not isinstance(approval_id, str) or not approval_id.strip():
             raise BadPayload("the button value has no approval id")
-        if len(approval_id) > ID_MAX:
+        if len(approval_id) > _APPROVAL_ID_MAX:
             raise BadPayload("the button value's approval id is too long to be signoff's")
         if not isinstance(thread_id, str):
             raise BadPayload("the button value has no thread id")

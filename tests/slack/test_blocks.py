@@ -12,7 +12,9 @@ from _slack_kit import NOW, decision, live_tokens, make_approval, mrkdwn_texts, 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.slack import blocks, messages
+from bot.sandbox import validation
+from bot.sandbox.errors import SlackApiFailure
+from bot.slack import _blocks, cards, limits, messages, modals, mrkdwn, replies, status
 from bot.slack.payloads import (
     APPROVE,
     EDIT,
@@ -29,7 +31,7 @@ from bot.slack.payloads import (
 )
 
 USERS = {"U_CAROL", "U_DAVE", "U_ALICE", "U_BOB"}
-ESC = messages.ESCAPE_TOKEN.format
+ESC = mrkdwn.ESCAPE_TOKEN.format
 
 
 def texts(payload: Any) -> str:
@@ -43,6 +45,41 @@ def all_text(payload: Any) -> str:
 
 def actions(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for b in message["blocks"] if b["type"] == "actions" for e in b["elements"]]
+
+
+def check_limits(payload: dict[str, Any]) -> list[str]:
+    """What Slack would refuse in a message (`{"text", "blocks"}`) or a view (`{"type": "modal"
+    | "home"}`), as Slack's stand-in says it (`validation.check_message`, `check_view`); and what
+    signoff holds itself to besides: a message's text is never blank and fits a notification
+    (`limits.TEXT_MAX`), and no text object is blank. [] when all is well."""
+    kind = payload.get("type")
+    problems: list[str] = []
+    try:
+        if kind in ("modal", "home"):
+            validation.check_view(payload, home=kind == "home")
+        else:
+            validation.check_message(payload.get("text"), payload.get("blocks"))
+    except SlackApiFailure as e:
+        problems += e.messages or [e.error]
+    if kind not in ("modal", "home"):
+        text = payload.get("text")
+        if not isinstance(text, str) or not text.strip():
+            problems.append("text: missing or blank")
+        elif mrkdwn.slack_len(text) > limits.TEXT_MAX:
+            problems.append(f"text: {mrkdwn.slack_len(text)} > {limits.TEXT_MAX}")
+    return problems + [f"{at}: blank" for at in _blank_texts(payload.get("blocks"), "/blocks")]
+
+
+def _blank_texts(node: Any, at: str) -> list[str]:
+    """Where a text object's text is spaces only (Slack's stand-in refuses an empty one)."""
+    if isinstance(node, list):
+        return [p for i, item in enumerate(node) for p in _blank_texts(item, f"{at}/{i}")]
+    if not isinstance(node, dict):
+        return []
+    text = node.get("text")
+    if node.get("type") in ("plain_text", "mrkdwn") and isinstance(text, str):
+        return [at] if text and not text.strip() else []
+    return [p for key, value in node.items() for p in _blank_texts(value, f"{at}/{key}")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,7 +125,7 @@ def actions(message: dict[str, Any]) -> list[dict[str, Any]]:
     ],
 )
 def test_escape(raw: str, expected: str) -> None:
-    assert messages.escape(raw) == expected
+    assert mrkdwn.escape(raw) == expected
 
 
 @pytest.mark.parametrize(
@@ -105,7 +142,7 @@ def test_escape(raw: str, expected: str) -> None:
     ],
 )
 def test_mention_only_for_slack_ids(user_id: str, expected: str) -> None:
-    assert messages.mention(user_id) == expected
+    assert mrkdwn.mention(user_id) == expected
 
 
 @pytest.mark.parametrize(
@@ -142,16 +179,16 @@ def test_decider(entry: str, expected: str) -> None:
 def test_cut_never_leaves_half_a_token_or_entity() -> None:
     text = "ab <@U_ALICE> &amp; " + ESC("*")
     for limit in range(2, len(text) + 2):
-        cut = blocks.cut_mrkdwn(text, limit)
-        assert messages.slack_len(cut) <= limit
+        cut = mrkdwn.cut_mrkdwn(text, limit)
+        assert mrkdwn.slack_len(cut) <= limit
         assert cut.count("<") == cut.count(">")
         assert "&" not in cut or "&amp;" in cut
 
 
 def test_fit_counts_utf16_units() -> None:
-    assert blocks.fit("🎉" * 10, 10) == "🎉" * 4 + "…"
-    assert messages.slack_len(blocks.fit("🎉" * 10, 10)) == 9
-    assert blocks.fit("short", 10) == "short"
+    assert mrkdwn.fit("🎉" * 10, 10) == "🎉" * 4 + "…"
+    assert mrkdwn.slack_len(mrkdwn.fit("🎉" * 10, 10)) == 9
+    assert mrkdwn.fit("short", 10) == "short"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,8 +202,8 @@ def test_approval_card_shows_what_is_asked() -> None:
         votes=(vote("U_ALICE"),),
         payload={"customer_id": "C1", "amount": 12.5, "card_number": {"redacted": "sha256:ab"}},
     )
-    card = blocks.approval_card(a, now=NOW)
-    assert blocks.check_limits(card) == []
+    card = cards.approval_card(a, now=NOW)
+    assert check_limits(card) == []
     header = card["blocks"][0]
     assert header == {
         "type": "header",
@@ -210,7 +247,7 @@ def test_card_buttons(
     a = make_approval(
         risk_tier=tier, editable=editable, required=2, votes=tuple(vote(u) for u in votes)
     )
-    buttons = actions(blocks.approval_card(a, now=NOW))
+    buttons = actions(cards.approval_card(a, now=NOW))
     assert [b["action_id"] for b in buttons] == ids
     assert buttons[0]["style"] == "primary" and buttons[1]["style"] == "danger"
     assert ("confirm" in buttons[0]) is confirm
@@ -221,11 +258,11 @@ def test_card_buttons(
 
 def test_critical_card_has_a_confirm_dialog() -> None:
     a = make_approval(risk_tier="critical", title="Delete row 7 of users")
-    approve = actions(blocks.approval_card(a, now=NOW))[0]
+    approve = actions(cards.approval_card(a, now=NOW))[0]
     assert approve["confirm"]["title"]["text"] == "Approve a critical action?"
     assert "“Delete row 7 of users” is a critical action" in approve["confirm"]["text"]["text"]
     assert approve["confirm"]["confirm"]["text"] == "Approve"
-    assert blocks.approval_card(a, now=NOW)["blocks"][0]["text"]["text"].startswith("🔴 ")
+    assert cards.approval_card(a, now=NOW)["blocks"][0]["text"]["text"].startswith("🔴 ")
 
 
 @pytest.mark.parametrize(
@@ -238,7 +275,7 @@ def test_critical_card_has_a_confirm_dialog() -> None:
     ],
 )
 def test_card_expiry(expire_at: float | None, expected: str) -> None:
-    assert expected in texts(blocks.approval_card(make_approval(expire_at=expire_at), now=NOW))
+    assert expected in texts(cards.approval_card(make_approval(expire_at=expire_at), now=NOW))
 
 
 @pytest.mark.parametrize(
@@ -256,22 +293,22 @@ def test_card_quorum(
 ) -> None:
     a = make_approval(required=required, votes=tuple(vote(u) for u in votes))
     assert f"*Approvals*\n{expected}" in texts(
-        blocks.approval_card(a, now=NOW, progress_users=users)
+        cards.approval_card(a, now=NOW, progress_users=users)
     )
 
 
 def test_card_shortens_long_values_and_points_to_the_full_payload() -> None:
     a = make_approval(payload={"reason": "x" * 10_000})
-    card = blocks.approval_card(a, now=NOW)
+    card = cards.approval_card(a, now=NOW)
     field = next(t for t in mrkdwn_texts(card) if t.startswith("*reason*"))
-    assert field == "*reason*\n" + "x" * (blocks.CARD_VALUE_MAX - 1) + "…"
+    assert field == "*reason*\n" + "x" * (limits.CARD_VALUE_MAX - 1) + "…"
     assert "Long values are shortened here. *Full payload* shows them in full." in texts(card)
 
 
 def test_card_shows_the_first_fields_and_says_how_many_more() -> None:
     a = make_approval(payload={f"f{i}": i for i in range(300)})
-    card = blocks.approval_card(a, now=NOW)
-    assert blocks.check_limits(card) == []
+    card = cards.approval_card(a, now=NOW)
+    assert check_limits(card) == []
     body = texts(card)
     assert "*f19*\n19" in body and "*f20*" not in body
     assert "Showing 20 of 300 fields. *Full payload* shows them all." in body
@@ -282,7 +319,7 @@ def test_card_escapes_title_and_payload() -> None:
         title="Refund <!channel> *now*",
         payload={"<@U999>": "<http://evil.example|bank.example> @channel", "note": "~strike~"},
     )
-    card = blocks.approval_card(a, now=NOW)
+    card = cards.approval_card(a, now=NOW)
     for text in mrkdwn_texts(card):
         assert live_tokens(text, users=USERS) == []
     body = texts(card)
@@ -306,17 +343,17 @@ def _mrkdwn_objects(node: Any) -> list[dict[str, Any]]:
 )  # 1200 characters, 2400 UTF-16 units
 def test_card_value_too_long_for_a_button_drops_the_thread(thread_id: str) -> None:
     a = make_approval(thread_id=thread_id)
-    card = blocks.approval_card(a, now=NOW)
-    assert blocks.check_limits(card) == []
+    card = cards.approval_card(a, now=NOW)
+    assert check_limits(card) == []
     assert ActionValue.decode(actions(card)[0]["value"]) == ActionValue(a.id, "", None)
 
 
 def test_card_for_any_status() -> None:
-    assert actions(blocks.card(make_approval(), now=NOW))
+    assert actions(cards.card(make_approval(), now=NOW))
     decided = make_approval(
         status="approved", decision=decision("approved", ["U_ALICE"]), decided_at=NOW
     )
-    assert actions(blocks.card(decided, now=NOW)) == []
+    assert actions(cards.card(decided, now=NOW)) == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,15 +406,15 @@ def test_decided_card(
     status: str, dec: dict[str, Any] | None, reason: str | None, header: str, line: str
 ) -> None:
     a = make_approval(status=status, decision=dec, reason=reason, decided_at=NOW)
-    card = blocks.decided_card(a)
-    assert blocks.check_limits(card) == []
+    card = cards.decided_card(a)
+    assert check_limits(card) == []
     assert actions(card) == []
     assert card["blocks"][0]["text"]["text"] == header
     assert card["blocks"][1]["text"]["text"].startswith(line)
     body = texts(card)
     assert "*customer_id*\nC1" in body and "*Requested by*\n<@U_CAROL>" in body
     if dec and dec["note"]:
-        assert f"*Note:* {messages.escape(dec['note'])}" in body
+        assert f"*Note:* {mrkdwn.escape(dec['note'])}" in body
     for text in mrkdwn_texts(card):
         assert live_tokens(text, users=USERS) == []
 
@@ -385,7 +422,7 @@ def test_decided_card(
 def test_decided_card_shows_edits() -> None:
     dec = decision("approved", ["U_ALICE"], edits={"amount": 10.0, "reason": "partial"})
     a = make_approval(status="approved", decision=dec, decided_at=NOW)
-    body = texts(blocks.decided_card(a))
+    body = texts(cards.decided_card(a))
     assert (
         "*Edited before approval:*\n• *amount*: 12.0 → 10.0\n• *reason*: damaged → partial" in body
     )
@@ -396,79 +433,79 @@ def test_expired_card(approved: bool) -> None:
     a = make_approval(
         status="expired", decision=decision("expired", ["sweep"], approved=approved), decided_at=NOW
     )
-    card = blocks.expired_card(a)
+    card = cards.expired_card(a)
     assert actions(card) == []
     outcome = "approved (the policy's expiry outcome)" if approved else "rejected"
     assert f"so it was {outcome}." in card["blocks"][1]["text"]["text"]
-    assert blocks.decided_card(a) == card
+    assert cards.decided_card(a) == card
 
 
 def test_thread_replies() -> None:
-    assert blocks.thread_reply_completed("refund", "refund-1", "refunded 12.00 to C1") == (
+    assert replies.thread_reply_completed("refund", "refund-1", "refunded 12.00 to C1") == (
         "✅ Run `refund-1` of *refund* completed.\nrefunded 12.00 to C1"
     )
-    failed = blocks.thread_reply_failed("refund", "refund-1", "KeyError: <!channel>")
+    failed = replies.thread_reply_failed("refund", "refund-1", "KeyError: <!channel>")
     assert failed.startswith("⚠️ Run `refund-1` of *refund* failed: KeyError: &lt;!channel&gt;\n")
     assert "`signoff show refund-1`" in failed
-    unknown = blocks.thread_reply_outcome_unknown("refund", "refund-1", "died")
+    unknown = replies.thread_reply_outcome_unknown("refund", "refund-1", "died")
     assert "A person must check the outside system" in unknown
     rejected = make_approval(
         status="rejected", decision=decision("rejected", ["U_ALICE"], note="dup"), decided_at=NOW
     )
-    assert blocks.thread_reply_rejected(rejected) == (
+    assert replies.thread_reply_decided(rejected) == (
         "❌ Refund 12.00 to C1: rejected by <@U_ALICE>.\n*Reason:* dup\nThe run goes on without doing it."
     )
     denied = make_approval(
         status="rejected", decision=decision("denied", ["policy"], note="unlisted"), decided_at=NOW
     )
-    assert blocks.thread_reply_decided(denied).startswith(
+    assert replies.thread_reply_decided(denied).startswith(
         "⛔ Refund 12.00 to C1: denied by policy.\n*Reason:* unlisted"
     )
     approved = make_approval(
         status="approved", decision=decision("approved", ["U_ALICE"]), decided_at=NOW
     )
     assert (
-        blocks.thread_reply_decided(approved)
+        replies.thread_reply_decided(approved)
         == "✅ Refund 12.00 to C1: approved by <@U_ALICE>. The run is resuming."
     )
     expired = make_approval(
         status="expired", decision=decision("expired", ["sweep"], approved=False), decided_at=NOW
     )
-    assert "nobody decided in time, so it was rejected" in blocks.thread_reply_decided(expired)
+    assert "nobody decided in time, so it was rejected" in replies.thread_reply_decided(expired)
 
 
 def test_thread_reply_with_a_huge_error_fits() -> None:
-    text = blocks.thread_reply_failed("w", "t", "<x> " * 50_000)
-    assert messages.slack_len(text) <= blocks.TEXT_MAX
+    text = replies.thread_reply_failed("w", "t", "<x> " * 50_000)
+    assert mrkdwn.slack_len(text) <= limits.TEXT_MAX
     assert live_tokens(text) == []
 
 
 def test_reminder_and_escalation_mention_approvers() -> None:
     a = make_approval()
     expires = "<!date^1700183659^{date_short_pretty} at {time}|2023-11-17 01:14 UTC>"
-    assert blocks.reminder_text(a, now=NOW, mentions=["U_ALICE", "U_BOB"]) == (
+    assert replies.reminder_text(a, now=NOW, mentions=["U_ALICE", "U_BOB"]) == (
         f"⏰ Reminder: Refund 12.00 to C1 has waited 3h for <@U_ALICE> or <@U_BOB>. It expires {expires}."
     )
-    assert "for @finance or <@U_DAVE>." in blocks.reminder_text(a, now=NOW)
-    assert blocks.escalation_text(a, now=NOW, added=["U_ERIN", "@leads"]) == (
+    assert "for @finance or <@U_DAVE>." in replies.reminder_text(a, now=NOW)
+    assert replies.escalation_text(a, now=NOW, added=["U_ERIN", "@leads"]) == (
         f"🔺 Escalated: Refund 12.00 to C1 has waited 3h. <@U_ERIN> and @leads can now decide it too. "
         f"It expires {expires}."
     )
-    assert blocks.reminder_text(make_approval(expire_at=None), now=NOW).endswith("<@U_DAVE>.")
+    assert replies.reminder_text(make_approval(expire_at=None), now=NOW).endswith("<@U_DAVE>.")
     # messages.reminder takes raw entries, as notify.py passes them: nothing injected.
     raw = messages.reminder("<!channel>", 60, ["<!here>", "U_BOB"], None)
     assert raw == "⏰ Reminder: &lt;!channel&gt; has waited 1m for &lt;!here&gt; or <@U_BOB>."
 
 
 def test_text_blocks() -> None:
-    message = blocks.text_blocks(messages.unknown_thread("t-1"))
-    assert blocks.check_limits(message) == []
+    message = replies.text_blocks(messages.unknown_thread("t-1"))
+    assert check_limits(message) == []
     assert (
         message["text"]
         == message["blocks"][0]["text"]["text"]
         == ("🤷 No run has the thread id `t-1`. `/agent status` lists what is waiting.")
     )
-    assert blocks.check_limits(blocks.text_blocks("x" * 10_000)) == []
+    assert check_limits(replies.text_blocks("x" * 10_000)) == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -478,8 +515,8 @@ def test_text_blocks() -> None:
 
 def test_reject_modal() -> None:
     a = make_approval()
-    view = blocks.reject_modal(a)
-    assert blocks.check_limits(view) == []
+    view = modals.reject_modal(a)
+    assert check_limits(view) == []
     assert view["callback_id"] == REJECT_CALLBACK
     assert approval_id_from_view(view) == a.id
     assert view["title"]["text"] == "Reject request" and view["submit"]["text"] == "Reject"
@@ -511,8 +548,8 @@ def test_edit_modal_prefills_typed_inputs() -> None:
         },
         editable=("amount", "count", "urgent", "reason", "tags", "card", "blob", "missing"),
     )
-    view = blocks.edit_modal(a)
-    assert blocks.check_limits(view) == []
+    view = modals.edit_modal(a)
+    assert check_limits(view) == []
     assert view["callback_id"] == EDIT_CALLBACK and view["submit"]["text"] == "Approve"
     assert approval_id_from_view(view) == a.id
     inputs = {b["block_id"]: b for b in view["blocks"] if b["type"] == "input"}
@@ -547,8 +584,8 @@ def test_edit_modal_with_more_fields_than_fit() -> None:
     a = make_approval(
         payload={f"f{i}": i for i in range(150)}, editable=tuple(f"f{i}" for i in range(150))
     )
-    view = blocks.edit_modal(a)
-    assert blocks.check_limits(view) == []
+    view = modals.edit_modal(a)
+    assert check_limits(view) == []
     assert "53 more editable fields cannot fit in this form" in texts(view)
 
 
@@ -559,8 +596,8 @@ def test_payload_modal_shows_everything_exactly() -> None:
         "card": {"redacted": "sha256:x"},
         "big": "z" * 10_000,
     }
-    view = blocks.payload_modal(make_approval(payload=payload))
-    assert blocks.check_limits(view) == []
+    view = modals.payload_modal(make_approval(payload=payload))
+    assert check_limits(view) == []
     assert view["title"]["text"] == "Full payload" and "submit" not in view
     chunks = [b["text"]["text"] for b in view["blocks"][1:]]
     assert all(b["text"]["type"] == "plain_text" for b in view["blocks"][1:])
@@ -570,9 +607,9 @@ def test_payload_modal_shows_everything_exactly() -> None:
 
 
 def test_payload_modal_too_big_for_slack_says_so() -> None:
-    view = blocks.payload_modal(make_approval(payload={f"k{i}": "v" * 10_000 for i in range(400)}))
-    assert blocks.check_limits(view) == []
-    assert len(view["blocks"]) == blocks.VIEW_BLOCKS_MAX
+    view = modals.payload_modal(make_approval(payload={f"k{i}": "v" * 10_000 for i in range(400)}))
+    assert check_limits(view) == []
+    assert len(view["blocks"]) == limits.VIEW_BLOCKS_MAX
     assert "more characters do not fit in Slack" in view["blocks"][-1]["elements"][0]["text"]
 
 
@@ -589,13 +626,13 @@ def test_status_lists_mine_first_with_age_waits_and_link() -> None:
     voted = make_approval(
         id="apr_voted", approvers=("U_ALICE", "U_BOB"), required=2, votes=(vote("U_ALICE"),)
     )
-    reply = blocks.status_blocks(
+    reply = status.status_blocks(
         [theirs, mine, voted],
         "U_ALICE",
         NOW,
         permalinks={"apr_mine": "https://x.slack.com/archives/C1/p1"},
     )
-    assert blocks.check_limits(reply) == []
+    assert check_limits(reply) == []
     sections = [b["text"]["text"] for b in reply["blocks"] if b["type"] == "section"]
     assert sections[0] == "*Waiting on you* (1)"
     assert sections[1] == (
@@ -611,12 +648,12 @@ def test_status_lists_mine_first_with_age_waits_and_link() -> None:
 
 def test_status_uses_decidable_when_given() -> None:
     a = make_approval(id="apr_a", approvers=("@finance",))
-    reply = blocks.status_blocks([a], "U_ALICE", NOW, decidable={"apr_a"})
+    reply = status.status_blocks([a], "U_ALICE", NOW, decidable={"apr_a"})
     assert reply["blocks"][0]["text"]["text"] == "*Waiting on you* (1)"
 
 
 def test_status_nothing_waiting() -> None:
-    reply = blocks.status_blocks([], "U_ALICE", NOW)
+    reply = status.status_blocks([], "U_ALICE", NOW)
     assert reply["blocks"] == [
         {
             "type": "section",
@@ -634,9 +671,9 @@ def test_status_with_many_pending_fits_and_counts_the_rest() -> None:
         make_approval(id=f"apr_{i}", approvers=("U_ALICE",) if i % 2 else ("U_BOB",))
         for i in range(120)
     ]
-    reply = blocks.status_blocks(many, "U_ALICE", NOW)
-    assert blocks.check_limits(reply) == []
-    assert len(reply["blocks"]) == blocks.MESSAGE_BLOCKS_MAX
+    reply = status.status_blocks(many, "U_ALICE", NOW)
+    assert check_limits(reply) == []
+    assert len(reply["blocks"]) == limits.MESSAGE_BLOCKS_MAX
     assert any(
         "more. `signoff pending` lists every pending approval" in t for t in mrkdwn_texts(reply)
     )
@@ -646,7 +683,7 @@ def test_status_with_many_pending_fits_and_counts_the_rest() -> None:
     "url", ["http://insecure", "https://x|<!channel>", "javascript:alert(1)", "https://a b", 7]
 )
 def test_status_ignores_unsafe_permalinks(url: Any) -> None:
-    reply = blocks.status_blocks(
+    reply = status.status_blocks(
         [make_approval()], "U_X", NOW, permalinks={make_approval().id: url}
     )
     for text in mrkdwn_texts(reply):
@@ -671,8 +708,8 @@ def test_thread_status() -> None:
         ),
         make_approval(),
     ]
-    reply = blocks.thread_status_blocks(run, summary, approvals, now=NOW)
-    assert blocks.check_limits(reply) == []
+    reply = status.thread_status_blocks(run, summary, approvals, now=NOW)
+    assert check_limits(reply) == []
     assert reply["blocks"][0]["text"]["text"] == "Thread refund-1"
     body = texts(reply)
     for expected in (
@@ -696,8 +733,8 @@ def test_thread_status() -> None:
 
 
 def test_help() -> None:
-    reply = blocks.help_blocks(["refund", "delete_row"])
-    assert blocks.check_limits(reply) == []
+    reply = status.help_blocks(["refund", "delete_row"])
+    assert check_limits(reply) == []
     body = texts(reply)
     assert (
         "`/agent status`" in body
@@ -705,7 +742,7 @@ def test_help() -> None:
         and "`/agent run WORKFLOW" in body
     )
     assert "Workflows: `refund`, `delete_row`" in body
-    unknown = blocks.help_blocks(unknown="frobnicate")
+    unknown = status.help_blocks(unknown="frobnicate")
     assert (
         unknown["blocks"][0]["text"]["text"]
         == "🤷 I don't know `/agent frobnicate`. Here is what I can do:"
@@ -732,8 +769,8 @@ def test_thread_status_from_a_state_snapshot() -> None:
         "created_at": NOW,
         "updated_at": NOW,
     }
-    reply = blocks.thread_status_blocks(run, snapshot, [make_approval()], now=NOW)
-    assert blocks.check_limits(reply) == []
+    reply = status.thread_status_blocks(run, snapshot, [make_approval()], now=NOW)
+    assert check_limits(reply) == []
     assert "*Paused at:* `request_approval` (after step 3)" in texts(reply)
 
 
@@ -748,19 +785,19 @@ def test_home_view() -> None:
         )
         for i in range(80)
     ]
-    view = blocks.home_view(pending, recent, user="U_ALICE", now=NOW)
+    view = status.home_view(pending, recent, user="U_ALICE", now=NOW)
     assert view["type"] == "home"
-    assert blocks.check_limits(view) == []
+    assert check_limits(view) == []
     body = texts(view)
     assert "*Waiting on you* (80)" in body and "*Recent decisions* (80)" in body
     assert "✅ Refund 12.00 to C1 — approved by <@U_ALICE>" in body
-    empty = blocks.home_view([], [], now=NOW)
+    empty = status.home_view([], [], now=NOW)
     assert "🎉 Nothing is waiting on you." in texts(empty) and "No decisions yet." in texts(empty)
-    down = blocks.home_unavailable_view()
-    assert blocks.check_limits(down) == []
+    down = status.home_unavailable_view()
+    assert check_limits(down) == []
     assert "signoff can't reach its database right now" in texts(down)
-    noticed = blocks.home_view(pending, recent, now=NOW, notice=messages.database_unavailable())
-    assert blocks.check_limits(noticed) == []
+    noticed = status.home_view(pending, recent, now=NOW, notice=messages.database_unavailable())
+    assert check_limits(noticed) == []
     assert noticed["blocks"][1]["text"]["text"] == messages.database_unavailable()
 
 
@@ -778,20 +815,23 @@ def test_history_line(step: Any, source: Any, nodes: list[str], line: str) -> No
 
 
 # ---------------------------------------------------------------------------------------------
-# check_limits itself
+# check_limits itself (Slack's stand-in, and signoff's own rules)
 # ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("payload", "problem"),
     [
-        ({"text": "t", "blocks": [{"type": "divider"}] * 51}, "blocks: 51 > 50"),
+        (
+            {"text": "t", "blocks": [{"type": "divider"}] * 51},
+            "no more than 50 items allowed [json-pointer:/blocks]",
+        ),
         (
             {
                 "text": "t",
                 "blocks": [{"type": "header", "text": {"type": "plain_text", "text": "h" * 151}}],
             },
-            "blocks[0].text.text: length 151",
+            "must be less than 151 characters [json-pointer:/blocks/0/text/text]",
         ),
         (
             {"text": "t", "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": " "}}]},
@@ -802,7 +842,7 @@ def test_history_line(step: Any, source: Any, nodes: list[str], line: str) -> No
                 "text": "t",
                 "blocks": [{"type": "section", "fields": [{"type": "mrkdwn", "text": "f"}] * 11}],
             },
-            "must be 1..10 items",
+            "no more than 10 items allowed [json-pointer:/blocks/0/fields]",
         ),
         (
             {
@@ -821,11 +861,11 @@ def test_history_line(step: Any, source: Any, nodes: list[str], line: str) -> No
                     }
                 ],
             },
-            "value: length 2001",
+            "must be less than 2001 characters [json-pointer:/blocks/0/elements/0/value]",
         ),
         (
             {"type": "modal", "title": {"type": "plain_text", "text": "x" * 25}, "blocks": []},
-            "title.text: length 25",
+            "must be less than 25 characters [json-pointer:/view/title/text]",
         ),
         ({"text": "", "blocks": []}, "text: missing or blank"),
         (
@@ -836,12 +876,12 @@ def test_history_line(step: Any, source: Any, nodes: list[str], line: str) -> No
                     {"type": "divider", "block_id": "a"},
                 ],
             },
-            "used twice",
+            "duplicate block_id 'a' [json-pointer:/blocks/1/block_id]",
         ),
     ],
 )
 def test_check_limits_finds_problems(payload: dict[str, Any], problem: str) -> None:
-    assert any(problem in p for p in blocks.check_limits(payload))
+    assert any(problem in p for p in check_limits(payload))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -939,7 +979,7 @@ FAST = settings(
 
 
 def assert_safe(payload: dict[str, Any], **allowed: Any) -> None:
-    assert blocks.check_limits(payload) == []
+    assert check_limits(payload) == []
     for text in mrkdwn_texts(payload):
         assert live_tokens(text, users=USERS, **allowed) == []
 
@@ -947,7 +987,7 @@ def assert_safe(payload: dict[str, Any], **allowed: Any) -> None:
 @FAST
 @given(approval_st)
 def test_approval_card_never_breaks_limits_or_injects(a: Any) -> None:
-    card = blocks.approval_card(a, now=NOW)
+    card = cards.approval_card(a, now=NOW)
     assert_safe(card)
     for b in actions(card):
         assert ActionValue.decode(b["value"]).approval_id == a.id
@@ -956,35 +996,35 @@ def test_approval_card_never_breaks_limits_or_injects(a: Any) -> None:
 @FAST
 @given(approval_st)
 def test_other_renderers_never_break_limits_or_inject(a: Any) -> None:
-    assert_safe(blocks.card(a, now=NOW))
-    assert_safe(blocks.decided_card(a))
-    assert_safe(blocks.reject_modal(a))
-    assert_safe(blocks.edit_modal(a))
+    assert_safe(cards.card(a, now=NOW))
+    assert_safe(cards.decided_card(a))
+    assert_safe(modals.reject_modal(a))
+    assert_safe(modals.edit_modal(a))
     for text in (
-        blocks.thread_reply_decided(a),
-        blocks.reminder_text(a, now=NOW),
-        blocks.escalation_text(a, now=NOW, added=["U_BOB"]),
-        blocks.thread_reply_failed(a.workflow, a.thread_id, a.title),
+        replies.thread_reply_decided(a),
+        replies.reminder_text(a, now=NOW),
+        replies.escalation_text(a, now=NOW, added=["U_BOB"]),
+        replies.thread_reply_failed(a.workflow, a.thread_id, a.title),
     ):
-        assert messages.slack_len(text) <= blocks.TEXT_MAX
+        assert mrkdwn.slack_len(text) <= limits.TEXT_MAX
         assert live_tokens(text, users=USERS) == []
 
 
 @FAST
 @given(approval_st)
 def test_payload_modal_never_breaks_limits_and_shows_values_exactly(a: Any) -> None:
-    view = blocks.payload_modal(a)
+    view = modals.payload_modal(a)
     assert_safe(view)
     chunks = [b["text"]["text"] for b in view["blocks"][1:] if b["type"] == "section"]
     if view["blocks"][-1]["type"] != "context":  # not truncated: the JSON is all there
         text = "".join(chunks)
         expected = json.dumps(
-            {k: "[redacted]" if blocks._is_redacted(v) else v for k, v in a.payload.items()},
+            {k: "[redacted]" if _blocks.is_redacted(v) else v for k, v in a.payload.items()},
             ensure_ascii=False,
             indent=2,
             default=str,
         )
-        assert text.replace("·", " ") == messages.clean(expected).replace("·", " ")
+        assert text.replace("·", " ") == mrkdwn.clean(expected).replace("·", " ")
 
 
 @settings(FAST, max_examples=30)
@@ -996,8 +1036,8 @@ def test_payload_modal_never_breaks_limits_and_shows_values_exactly(a: Any) -> N
 def test_status_blocks_and_home_never_break_limits_or_inject(
     approvals: list[Any], user: str, links: dict[str, str]
 ) -> None:
-    assert_safe(blocks.status_blocks(approvals, user, NOW, permalinks=links))
-    assert_safe(blocks.home_view(approvals, approvals, user=user, now=NOW, permalinks=links))
+    assert_safe(status.status_blocks(approvals, user, NOW, permalinks=links))
+    assert_safe(status.home_view(approvals, approvals, user=user, now=NOW, permalinks=links))
     run = {
         "thread_id": approvals[0].thread_id if approvals else "t",
         "workflow": "w",
@@ -1008,7 +1048,7 @@ def test_status_blocks_and_home_never_break_limits_or_inject(
         "updated_at": NOW,
     }
     summary = {"next": [a.action for a in approvals[:3]], "history": [a.title for a in approvals]}
-    assert_safe(blocks.thread_status_blocks(run, summary, approvals, now=NOW))
+    assert_safe(status.thread_status_blocks(run, summary, approvals, now=NOW))
 
 
 ESCAPE_TOKEN_RE = re.compile(r"<!date\^00000000\^\{_\}\|([^>]*)>")
@@ -1027,14 +1067,14 @@ def _unescape(text: str) -> str:
     ).map("".join)
 )
 def test_escape_shows_the_text_as_written_without_formatting(raw: str) -> None:
-    out = messages.escape(raw)
+    out = mrkdwn.escape(raw)
     assert live_tokens(out) == []
     # What Slack displays is the cleaned text itself (soft hyphens only ever added).
-    assert _unescape(out).replace("\u00ad", "") == messages.clean(raw).replace("\u00ad", "")
+    assert _unescape(out).replace("\u00ad", "") == mrkdwn.clean(raw).replace("\u00ad", "")
     # No formatting character is live: each left outside a token sits between ASCII letters/digits.
     bare = ESCAPE_TOKEN_RE.sub("\x00", out)
     for i, c in enumerate(bare):
-        if c in messages.FORMAT_CHARS:
+        if c in mrkdwn.FORMAT_CHARS:
             assert 0 < i < len(bare) - 1 and bare[i - 1].isascii() and bare[i - 1].isalnum()
             assert bare[i + 1].isascii() and bare[i + 1].isalnum()
     # No line starts with a quote marker.
@@ -1045,6 +1085,6 @@ def test_escape_shows_the_text_as_written_without_formatting(raw: str) -> None:
 @settings(max_examples=200, deadline=None)
 @given(text_st, st.integers(2, 400))
 def test_escape_fit_never_exceeds_and_keeps_tokens_whole(raw: str, limit: int) -> None:
-    out = blocks.escape_fit(raw, limit)
-    assert messages.slack_len(out) <= limit
+    out = mrkdwn.escape_fit(raw, limit)
+    assert mrkdwn.slack_len(out) <= limit
     assert live_tokens(out) == []

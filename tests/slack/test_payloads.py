@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.approvals import errors
-from bot.slack import messages
+from bot.slack import messages, mrkdwn
 from bot.slack.payloads import (
     APPROVE,
     NOTE_BLOCK,
@@ -260,7 +260,7 @@ def test_edit_block_ids_fit_and_differ() -> None:
     long_a, long_b = "a" * 300, "a" * 299 + "b"
     assert edit_block_id("amount") == "edit:amount"
     assert len(edit_block_id(long_a)) <= 255 and edit_block_id(long_a) != edit_block_id(long_b)
-    assert messages.slack_len(edit_block_id("𐀀" * 126)) <= 255
+    assert mrkdwn.slack_len(edit_block_id("𐀀" * 126)) <= 255
     assert edits_from_view_state(state(**{edit_block_id(long_a): "x"}), {long_a: "y"}) == {
         long_a: "x"
     }

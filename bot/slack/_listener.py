@@ -1,0 +1,69 @@
+"""What every Bolt listener of signoff shares: the governance core, the Web API client, the job
+runner's kick, background tasks, and telling one person something only they see. Private to
+`bot.slack`; the listeners are `actions`, `views`, `commands` and `home`, bound together by
+`handlers.Handlers`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from ..approvals.service import Signoff
+
+log = logging.getLogger("signoff.slack")
+
+CLICK_WAIT = 2.0
+"""Seconds a click's decision may queue for its turn to write: Slack wants an answer within 3 s,
+and past that it shows the user an error even if the click went through. A click that would wait
+longer is refused ("busy, nothing was recorded") and answered in time."""
+STATUS_LIMIT = 50
+"""How many approvals of each list (yours, others') `/agent status` and Home load; a message
+holds at most 50 blocks anyway, and the totals are counted by the database."""
+
+
+class Listener:
+    """The base of each group of listeners, bound to one `Signoff`, Web API client and job
+    runner."""
+
+    def __init__(
+        self,
+        signoff: Signoff,
+        client: AsyncWebClient,
+        kick: Callable[[], None],
+        *,
+        default_channel: str | None = None,
+    ) -> None:
+        self.signoff = signoff
+        self.client = client
+        self.kick = kick
+        """Wakes the job runner when a click or command queued work."""
+        self.default_channel = default_channel
+        self._background: set[asyncio.Task[None]] = set()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run `coro` in the background, keeping a reference until it is done."""
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _tell(self, channel: str, user: str, text: str) -> None:
+        """An ephemeral message to `user` in `channel`; a failure is only logged (the click or
+        command is acknowledged already)."""
+        try:
+            await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+        except Exception as e:  # noqa: BLE001 - the click is acknowledged; a refusal that cannot be shown is only logged
+            log.warning("could not tell %s in %s: %s (%s)", user, channel, text, e)
+
+    async def _ephemeral(self, body: dict[str, Any], text: str) -> None:
+        """Tell the person who clicked, where they clicked."""
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
+            "channel_id"
+        )
+        user = (body.get("user") or {}).get("id")
+        if channel and user:
+            await self._tell(channel, user, text)

@@ -1,0 +1,106 @@
+"""The buttons on a card: Approve, Reject, Edit, Full payload.
+
+Every click is answered within Slack's 3 seconds: the decision is committed first, then the
+request is acknowledged, and the resume and the card update run in the background (the job
+worker, kicked). Reject and Edit open a modal (`modals`) once the clicker may vote; every
+refusal is an ephemeral message to the person who clicked, and nothing changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.web.async_client import AsyncWebClient
+
+from ..approvals.errors import ApprovalError, DecisionRefused
+from ..approvals.models import Approval
+from ..approvals.service import Signoff
+from . import messages, modals, payloads
+from ._listener import CLICK_WAIT, Listener
+from .home import Home
+
+__all__ = ["Actions"]
+
+log = logging.getLogger("signoff.slack")
+
+
+class Actions(Listener):
+    """`block_actions` on signoff's buttons (`payloads.ACTION_IDS`)."""
+
+    def __init__(
+        self, signoff: Signoff, client: AsyncWebClient, kick: Callable[[], None], home: Home
+    ) -> None:
+        super().__init__(signoff, client, kick)
+        self.home = home
+        """Refreshed after its user decided something."""
+
+    async def on_button(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        user = (body.get("user") or {}).get("id", "")
+        try:
+            action_id, a = await self._approval_for_click(body)
+            if action_id == payloads.APPROVE:
+                await self.signoff.vote(a.id, user, True, wait=CLICK_WAIT)
+                await ack()
+                self.kick()
+                self.home.refresh_home_soon(user)
+                return
+            if action_id == payloads.PAYLOAD:
+                await ack()
+                await self.client.views_open(
+                    trigger_id=body["trigger_id"], view=modals.payload_modal(a)
+                )
+                return
+            a = await self.signoff.check_voter(a.id, user, approve=action_id != payloads.REJECT)
+            await ack()
+            if action_id == payloads.REJECT:
+                view = modals.reject_modal(a)
+            else:
+                rule = self.signoff.policy.actions[a.action]
+                view = modals.edit_modal(a, {f: a.payload.get(f) for f in rule.editable})
+            await self.client.views_open(trigger_id=body["trigger_id"], view=view)
+        except (payloads.BadPayload, ApprovalError) as e:  # nothing changed: say why
+            log.info("refused a click from %s: %s", user, e)
+            await ack()
+            approval = await self._refused_approval(e)
+            await self._ephemeral(body, messages.refusal_text(e, approval))
+
+    async def _refused_approval(self, error: Exception) -> Approval | None:
+        """The approval a refused vote was about, to word the refusal (None if unknown)."""
+        if not isinstance(error, DecisionRefused) or not error.approval_id:
+            return None
+        try:
+            return await self.signoff.get(error.approval_id)
+        except ApprovalError:
+            return None
+
+    async def _approval_for_click(self, body: dict[str, Any]) -> tuple[str, Approval]:
+        """The button pressed and its approval, checked against the message it was on.
+
+        Raises:
+            payloads.BadPayload: a malformed value, or one pointing at another thread or card.
+            UnknownApprovalError: no such approval.
+        """
+        action_id, value = payloads.action_from_body(body)
+        approval = await self.signoff.get(value.approval_id)
+        message_ts = _get(body, "message", "ts") or _get(body, "container", "message_ts")
+        channel = _get(body, "channel", "id") or _get(body, "container", "channel_id")
+        if value.thread_id and value.thread_id != approval.thread_id:
+            raise payloads.BadPayload("the button points at another thread than its approval's")
+        if value.interrupt_id is not None and value.interrupt_id != approval.interrupt_id:
+            raise payloads.BadPayload("the button points at another pause than its approval's")
+        # Our buttons are only on cards: a click must name the message it was on, and that must
+        # be the approval's card once it is recorded (a click can beat the recording by a moment).
+        if not message_ts or (approval.message_ts and message_ts != approval.message_ts):
+            raise payloads.BadPayload("the button is not on its approval's card")
+        if approval.channel and channel != approval.channel:
+            raise payloads.BadPayload("the button is not in its approval's channel")
+        return action_id, approval
+
+
+def _get(body: Any, key: str, field: str) -> Any:
+    """`body[key][field]`, or None when either is missing or not an object."""
+    inner = body.get(key) if isinstance(body, dict) else None
+    return inner.get(field) if isinstance(inner, dict) else None

@@ -1,0 +1,232 @@
+"""The approval card, in each of its states: pending (with its buttons), decided, expired.
+
+Pure: values in, `{"text": fallback, "blocks": [...]}` out, ready for `chat.postMessage` and
+`chat.update`; no Slack client, no clock (`now` is passed in, epoch seconds). Wording comes from
+`messages`; ids from `payloads`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bot.approvals.models import Approval
+
+from . import messages as m
+from ._blocks import (
+    action_value,
+    context,
+    deciders,
+    decision_of,
+    field,
+    field_sections,
+    header,
+    message,
+    note_of,
+    payload_of,
+    payload_sections,
+    plain,
+    section,
+    title_of,
+    value_text,
+)
+from .limits import (
+    BUTTON_TEXT_MAX,
+    CARD_FIELDS_MAX,
+    CARD_KEY_MAX,
+    CONFIRM_BUTTON_MAX,
+    CONFIRM_TEXT_MAX,
+    CONFIRM_TITLE_MAX,
+    SECTION_TEXT_MAX,
+)
+from .mrkdwn import code, escape, escape_fit, mention, one_line, shorten
+from .payloads import APPROVE, EDIT, PAYLOAD, REJECT
+
+__all__ = [
+    "approval_card",
+    "card",
+    "decided_card",
+    "expired_card",
+]
+
+
+def _button(
+    text: str,
+    action_id: str,
+    value: str,
+    *,
+    style: str | None = None,
+    confirm: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "text": plain(text, BUTTON_TEXT_MAX, emoji=True),
+        "action_id": action_id,
+        "value": value,
+    }
+    if style:
+        button["style"] = style
+    if confirm:
+        button["confirm"] = confirm
+    return button
+
+
+def _confirm(approval: Approval) -> dict[str, Any]:
+    return {
+        "title": plain(m.CONFIRM_TITLE, CONFIRM_TITLE_MAX),
+        "text": plain(m.confirm_critical(title_of(approval)), CONFIRM_TEXT_MAX),
+        "confirm": plain(m.CONFIRM_YES, CONFIRM_BUTTON_MAX),
+        "deny": plain(m.CONFIRM_NO, CONFIRM_BUTTON_MAX),
+        "style": "danger",
+    }
+
+
+def _buttons(approval: Approval) -> dict[str, Any]:
+    value = action_value(approval)
+    confirm = _confirm(approval) if approval.risk_tier == "critical" else None
+    elements = [
+        _button(m.APPROVE, APPROVE, value, style="primary", confirm=confirm),
+        _button(m.REJECT, REJECT, value, style="danger"),
+    ]
+    # Once someone approved, an edit would change what they approved: decide() refuses it.
+    if approval.editable and approval.approvals_count == 0:
+        elements.append(_button(m.EDIT, EDIT, value))
+    elements.append(_button(m.FULL_PAYLOAD, PAYLOAD, value))
+    return {"type": "actions", "elements": elements}
+
+
+def _meta_fields(approval: Approval) -> list[str]:
+    return [
+        field(m.FIELD_RISK, m.tier(shorten(approval.risk_tier, 40))),
+        field(m.FIELD_REQUESTER, mention(shorten(approval.requester, 200))),
+        field(m.FIELD_WORKFLOW, code(shorten(approval.workflow, 300))),
+        field(m.FIELD_THREAD, code(shorten(approval.thread_id, 300))),
+    ]
+
+
+def _approvers(approval: Approval) -> str:
+    return m.who([shorten(a, 100) for a in approval.approvers[:20]])
+
+
+def approval_card(
+    approval: Approval, *, now: float, progress_users: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The card for a pending approval: `{"text": ..., "blocks": [...]}`.
+
+    Args:
+        approval: the approval, its payload already redacted (`Approval.payload`).
+        now: epoch seconds, for "expires in 2d 3h".
+        progress_users: who has approved so far, for "1 of 2 approvals: @alice". Default: the
+            approving votes on `approval`.
+
+    The buttons carry `ActionValue(approval.id, approval.thread_id, approval.interrupt_id)`:
+    Approve (primary; a confirm dialog for `critical`), Reject (danger; opens
+    `modals.reject_modal`), Edit (only when the action has editable fields and nobody has
+    approved yet; opens `modals.edit_modal`) and Full payload (opens `modals.payload_modal`).
+    """
+    title = title_of(approval)
+    users = (
+        list(progress_users)
+        if progress_users is not None
+        else [v.user_id for v in approval.votes if v.decision == "approve"]
+    )
+    expires = None if approval.expire_at is None else approval.expire_at - now
+    fields = _meta_fields(approval) + [
+        field(m.FIELD_EXPIRES, m.expiry(expires, approval.expire_at)),
+        field(
+            m.FIELD_APPROVALS,
+            m.quorum(len(users), approval.required, [shorten(u, 100) for u in users[:20]]),
+        ),
+        field(m.FIELD_APPROVERS, _approvers(approval)),
+    ]
+    blocks = [
+        header(f"{m.tier_emoji(approval.risk_tier)} {title}"),
+        section(m.card_summary(shorten(approval.requester, 200), shorten(approval.action, 300))),
+        *field_sections(fields),
+        *payload_sections(approval),
+        context(m.card_footer(shorten(approval.id, 300), approval.created_at)),
+        _buttons(approval),
+    ]
+    fallback = m.card_fallback(
+        title,
+        shorten(approval.action, 300),
+        shorten(approval.risk_tier, 40),
+        shorten(approval.requester, 200),
+    )
+    return message(fallback, blocks)
+
+
+def card(approval: Approval, *, now: float) -> dict[str, Any]:
+    """The card for an approval in any status: pending, decided, or expired."""
+    if approval.status == "pending":
+        return approval_card(approval, now=now)
+    if approval.status == "expired":
+        return expired_card(approval)
+    return decided_card(approval)
+
+
+def _status_line(approval: Approval) -> tuple[str, str]:
+    """(the mrkdwn line saying how it was settled, the emoji for the header)."""
+    decision = decision_of(approval)
+    if approval.status == "expired":
+        return m.expired_line(approval.decided_at, bool(decision.get("approved"))), m.STATUS_EMOJI[
+            "expired"
+        ]
+    if approval.status == "cancelled":
+        return m.cancelled_line(approval.decided_at), m.STATUS_EMOJI["cancelled"]
+    status = "denied" if decision.get("status") == "denied" else approval.status
+    emoji = m.STATUS_EMOJI.get(status, "•")
+    return m.decided_line(status, deciders(approval), approval.decided_at), emoji
+
+
+def _edit_lines(approval: Approval) -> str | None:
+    edits = decision_of(approval).get("edits")
+    if not isinstance(edits, Mapping) or not edits:
+        return None
+    payload = payload_of(approval)
+    lines = [m.edits_heading()]
+    for key, after in list(edits.items())[:CARD_FIELDS_MAX]:
+        name = escape_fit(one_line(str(key)), CARD_KEY_MAX)
+        before_text, _ = value_text(payload.get(key), 200)
+        after_text, _ = value_text(after, 200)
+        lines.append(m.edit_change(name, before_text, after_text))
+    if len(edits) > CARD_FIELDS_MAX:
+        lines.append(m.home_more(len(edits) - CARD_FIELDS_MAX))
+    return "\n".join(lines)
+
+
+def _settled_card(approval: Approval, line: str, emoji: str, fallback: str) -> dict[str, Any]:
+    title = title_of(approval)
+    blocks = [header(f"{emoji} {title}"), section(line)]
+    note = note_of(approval)
+    if note:
+        blocks.append(section(m.note_line(shorten(note, SECTION_TEXT_MAX))))
+    edits = _edit_lines(approval)
+    if edits:
+        blocks.append(section(edits))
+    blocks += [
+        *field_sections(_meta_fields(approval)),
+        *payload_sections(approval),
+        context(m.card_footer(shorten(approval.id, 300), approval.created_at)),
+    ]
+    return message(fallback, blocks)
+
+
+def decided_card(approval: Approval) -> dict[str, Any]:
+    """The card after a decision (approved, rejected, denied, cancelled; expired too): who
+    decided and when, the note and the edits, the payload; no buttons."""
+    if approval.status == "expired":
+        return expired_card(approval)
+    line, emoji = _status_line(approval)
+    fallback = f"{emoji} {escape(title_of(approval))}: {m.status_word(approval.status)}"
+    return _settled_card(approval, line, emoji, fallback)
+
+
+def expired_card(approval: Approval) -> dict[str, Any]:
+    """The card once the sweep expired it: when, and the outcome sent; no buttons."""
+    approved = bool(decision_of(approval).get("approved"))
+    at = approval.decided_at if approval.decided_at is not None else approval.expire_at
+    line = m.expired_line(at, approved)
+    emoji = m.STATUS_EMOJI["expired"]
+    fallback = f"{emoji} {escape(title_of(approval))}: expired"
+    return _settled_card(approval, line, emoji, fallback)

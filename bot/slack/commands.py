@@ -1,0 +1,156 @@
+"""`/agent`: status, the status of one thread, run a workflow, help.
+
+Each answer is ephemeral and within Slack's 3 seconds: `/agent run` answers "starting" at once
+and tells the result when the run has paused or finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from graphs import RunConfig
+
+from ..approvals.errors import (
+    ApprovalError,
+    DatabaseUnavailable,
+    MissingInputError,
+    StartRefused,
+    UnknownWorkflowError,
+)
+from ..approvals.models import Approval
+from . import messages, payloads, replies, status
+from ._listener import STATUS_LIMIT, Listener
+
+__all__ = ["Commands"]
+
+log = logging.getLogger("signoff.slack")
+
+HISTORY_STEPS = 10
+"""How many checkpoints `/agent status THREAD_ID` summarises."""
+PERMALINKS = 20
+"""How many card links `/agent status` fetches."""
+
+
+class Commands(Listener):
+    """The `/agent` slash command."""
+
+    async def on_agent(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        user = body.get("user_id", "")
+        try:
+            command = payloads.parse_agent_command(body.get("text") or "")
+        except payloads.CommandError as e:
+            help_message = status.help_blocks(sorted(self.signoff.workflows))
+            await ack(
+                response_type="ephemeral",
+                text=messages.command_error(str(e)),
+                blocks=help_message["blocks"],
+            )
+            return
+        try:
+            if command.kind == "status":
+                view = await self.signoff.pending_view(user, limit=STATUS_LIMIT)
+                shown = view.mine + view.others
+                links = await self._permalinks(shown)
+                await ack(
+                    response_type="ephemeral",
+                    **status.status_blocks(
+                        shown,
+                        user,
+                        time.time(),
+                        decidable={a.id for a in view.mine},
+                        permalinks=links,
+                        totals=(view.mine_total, view.others_total),
+                    ),
+                )
+            elif command.kind == "status_thread":
+                await ack(
+                    response_type="ephemeral",
+                    **(await self._thread_status(command.thread_id or "")),
+                )
+            elif command.kind == "run":
+                await ack(
+                    response_type="ephemeral", text=messages.run_starting(command.workflow or "")
+                )
+                channel = body.get("channel_id") or self.default_channel
+                self._spawn(
+                    self._run(
+                        command.workflow or "",
+                        command.args,
+                        user,
+                        channel,
+                        body.get("response_url"),
+                    )
+                )
+            else:
+                await ack(
+                    response_type="ephemeral", **status.help_blocks(sorted(self.signoff.workflows))
+                )
+        except ApprovalError as e:
+            await ack(response_type="ephemeral", text=messages.refusal_text(e))
+
+    async def _permalinks(self, approvals: list[Approval]) -> dict[str, str]:
+        """Links to the cards (at most PERMALINKS of them, fetched together; a failure just
+        leaves that one out: the list must answer within Slack's 3 seconds)."""
+        posted = [(a.id, a.channel, a.message_ts) for a in approvals if a.message_ts and a.channel][
+            :PERMALINKS
+        ]
+
+        async def one(approval_id: str, channel: str, ts: str) -> tuple[str, str | None]:
+            try:
+                resp = await asyncio.wait_for(
+                    self.client.chat_getPermalink(channel=channel, message_ts=ts), 1.0
+                )
+                return approval_id, resp.get("permalink")
+            except Exception:  # noqa: BLE001 - a missing link is fine
+                return approval_id, None
+
+        found = await asyncio.gather(*(one(*p) for p in posted))
+        return {approval_id: url for approval_id, url in found if url}
+
+    async def _thread_status(self, thread_id: str) -> dict[str, Any]:
+        run = await self.signoff.run_info(thread_id)
+        if run is None:
+            return {"text": messages.unknown_thread(thread_id)}
+        graph = self.signoff.graph(run["workflow"])
+        config: RunConfig = {"configurable": {"thread_id": thread_id}}
+        history = [
+            messages.history_line(s.metadata.get("step"), s.metadata.get("source"), s.next)
+            async for s in graph.aget_state_history(config, limit=HISTORY_STEPS)
+        ]
+        state = await graph.aget_state(config)
+        approvals = await self.signoff.thread_approvals(thread_id)
+        summary = {"next": state.next, "history": list(reversed(history))}
+        return status.thread_status_blocks(dict(run), summary, approvals, now=time.time())
+
+    async def _run(
+        self,
+        workflow: str,
+        args: dict[str, str],
+        user: str,
+        channel: str | None,
+        response_url: str | None,
+    ) -> None:
+        try:
+            report = await self.signoff.start(
+                workflow, args, requester=user, channel=channel, check_starter=True
+            )
+            text = messages.run_started(workflow, report.thread_id, report.status)
+        except UnknownWorkflowError:
+            text = messages.unknown_workflow(workflow, sorted(self.signoff.workflows))
+        except MissingInputError as e:
+            text = messages.missing_inputs(workflow, e.missing, e.inputs)
+        except StartRefused:
+            text = messages.start_refused(workflow)
+        except DatabaseUnavailable:
+            text = messages.database_unavailable()
+        except Exception as e:
+            log.exception("/agent run %s failed", workflow)
+            text = replies.thread_reply_failed(workflow, "", f"{type(e).__name__}: {e}")
+        self.kick()
+        if channel and user:
+            await self._tell(channel, user, text)

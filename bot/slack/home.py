@@ -1,0 +1,93 @@
+"""The App Home tab: published when a person opens it, and again a moment after they decide
+something (one publish for a burst of clicks)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from ..approvals.errors import DatabaseUnavailable
+from ..approvals.service import Signoff
+from . import messages, status
+from ._listener import STATUS_LIMIT, Listener
+
+__all__ = ["Home"]
+
+HOME_REFRESH_DELAY = 1.0
+"""Seconds from a decision to the refresh of the decider's Home (later clicks join it)."""
+
+
+class Home(Listener):
+    """`app_home_opened`, and the refresh after a decision (`refresh_home_soon`)."""
+
+    def __init__(self, signoff: Signoff, client: AsyncWebClient, kick: Callable[[], None]) -> None:
+        super().__init__(signoff, client, kick)
+        self._home_locks: dict[str, asyncio.Lock] = {}
+        self._home_waiting: set[str] = set()
+        self._home_soon: set[str] = set()
+
+    async def on_home_opened(self, event: dict[str, Any]) -> None:
+        if event.get("tab") not in (None, "home"):
+            return
+        await self.publish_home(event["user"])
+
+    def refresh_home_soon(self, user: str) -> None:
+        """Publish `user`'s Home after they decided something, within HOME_REFRESH_DELAY.
+
+        Clicks come in bursts (an approver working through a queue): one publish a moment after
+        the last of them shows them all, where a publish per click would keep the bot busy
+        rendering views nobody is looking at.
+        """
+        if user in self._home_soon:
+            return
+        self._home_soon.add(user)
+
+        async def later() -> None:
+            try:
+                await asyncio.sleep(HOME_REFRESH_DELAY)
+            finally:
+                self._home_soon.discard(user)
+            await self.publish_home(user)
+
+        self._spawn(later())
+
+    async def publish_home(self, user: str) -> None:
+        # One publish per user at a time, so a view computed earlier never lands after a later
+        # one; and at most one more waiting behind it, which will show everything that happened
+        # meanwhile: a burst of clicks by one person costs two publishes, not one per click.
+        if user in self._home_waiting:
+            return
+        self._home_waiting.add(user)
+        lock = self._home_locks.setdefault(user, asyncio.Lock())
+        try:
+            await lock.acquire()
+        finally:
+            self._home_waiting.discard(user)
+        try:
+            await self._publish_home(user)
+        finally:
+            lock.release()
+            if (
+                not lock.locked()
+                and user not in self._home_waiting
+                and self._home_locks.get(user) is lock
+            ):
+                del self._home_locks[user]
+
+    async def _publish_home(self, user: str) -> None:
+        try:
+            pending = await self.signoff.pending_view(user, limit=STATUS_LIMIT)
+            recent = await self.signoff.recent(10)
+        except DatabaseUnavailable:
+            view = status.home_view(
+                [], [], user=user, now=time.time(), notice=messages.database_unavailable()
+            )
+        else:
+            view = status.home_view(
+                pending.mine, recent, user=user, now=time.time(), pending_total=pending.mine_total
+            )
+        await self.client.views_publish(user_id=user, view=view)

@@ -1,0 +1,245 @@
+"""The modals a card's buttons open: reject (a required reason), edit (the editable fields,
+prefilled) and the full payload. Ready for `views.open(view=...)`.
+
+`private_metadata` carries the approval (`payloads.approval_id_from_view`); what a person typed
+is read by `payloads` (`reason_from_view_state`, `edits_from_view_state`). Wording comes from
+`messages`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from bot.approvals.models import Approval
+
+from . import messages as m
+from ._blocks import (
+    action_value,
+    context,
+    is_redacted,
+    payload_of,
+    plain,
+    plain_section,
+    section,
+    title_of,
+    to_text,
+)
+from .limits import (
+    INPUT_HINT_MAX,
+    INPUT_LABEL_MAX,
+    INPUT_VALUE_MAX,
+    MODAL_BUTTON_MAX,
+    MODAL_TITLE_MAX,
+    PAYLOAD_CHUNK_MAX,
+    PLACEHOLDER_MAX,
+    PRIVATE_METADATA_MAX,
+    VIEW_BLOCKS_MAX,
+)
+from .mrkdwn import clean, one_line, prefix, shorten, slack_len
+from .payloads import (
+    EDIT_CALLBACK,
+    NOTE_BLOCK,
+    PAYLOAD_CALLBACK,
+    REASON_BLOCK,
+    REJECT_CALLBACK,
+    VALUE_ACTION,
+    edit_block_id,
+)
+
+__all__ = [
+    "edit_modal",
+    "payload_modal",
+    "reject_modal",
+]
+
+
+def _metadata(approval: Approval) -> str:
+    value = action_value(approval)
+    assert slack_len(value) <= PRIVATE_METADATA_MAX
+    return value
+
+
+def _modal(
+    callback_id: str,
+    title: str,
+    blocks: list[dict[str, Any]],
+    *,
+    metadata: str,
+    submit: str | None = None,
+    close: str = m.CLOSE,
+) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "type": "modal",
+        "callback_id": callback_id,
+        "title": plain(title, MODAL_TITLE_MAX),
+        "close": plain(close, MODAL_BUTTON_MAX),
+        "private_metadata": metadata,
+        "blocks": blocks[:VIEW_BLOCKS_MAX],
+    }
+    if submit:
+        view["submit"] = plain(submit, MODAL_BUTTON_MAX)
+    return view
+
+
+def _text_input(
+    block_id: str,
+    label: str,
+    *,
+    hint: str | None = None,
+    initial: str | None = None,
+    multiline: bool = False,
+    optional: bool = False,
+    placeholder: str | None = None,
+    min_length: int | None = None,
+) -> dict[str, Any]:
+    element: dict[str, Any] = {
+        "type": "plain_text_input",
+        "action_id": VALUE_ACTION,
+        "multiline": multiline,
+        "max_length": INPUT_VALUE_MAX,
+    }
+    if initial:
+        element["initial_value"] = initial
+    if placeholder:
+        element["placeholder"] = plain(placeholder, PLACEHOLDER_MAX)
+    if min_length:
+        element["min_length"] = min_length
+    block: dict[str, Any] = {
+        "type": "input",
+        "block_id": block_id,
+        "label": plain(label, INPUT_LABEL_MAX),
+        "element": element,
+        "optional": optional,
+    }
+    if hint:
+        block["hint"] = plain(hint, INPUT_HINT_MAX)
+    return block
+
+
+def reject_modal(approval: Approval) -> dict[str, Any]:
+    """The modal Reject opens: a required reason. `private_metadata` carries the approval
+    (`payloads.approval_id_from_view`); read the reason with `payloads.reason_from_view_state`."""
+    blocks = [
+        section(m.reject_intro(title_of(approval), shorten(approval.action, 300))),
+        _text_input(
+            REASON_BLOCK,
+            m.REASON_LABEL,
+            hint=m.REASON_HINT,
+            multiline=True,
+            placeholder=m.REASON_PLACEHOLDER,
+            min_length=1,
+        ),
+    ]
+    return _modal(
+        REJECT_CALLBACK,
+        m.REJECT_MODAL_TITLE,
+        blocks,
+        metadata=_metadata(approval),
+        submit=m.REJECT_MODAL_SUBMIT,
+        close=m.CANCEL,
+    )
+
+
+def _edit_initial(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return to_text(value)
+
+
+def edit_modal(approval: Approval, editable_fields: Iterable[str] | None = None) -> dict[str, Any]:
+    """The modal Edit opens: one input per editable field, prefilled, with a hint of the type
+    expected; submitting approves with the changed values (`payloads.edits_from_view_state`).
+
+    A value too long for a Slack input (3000 characters), holding characters Slack cannot show,
+    or redacted, is listed but cannot be edited here.
+
+    Args:
+        editable_fields: the fields to offer (names; a mapping's keys). Default:
+            `approval.editable`.
+    """
+    names = list(
+        dict.fromkeys(editable_fields if editable_fields is not None else approval.editable)
+    )
+    payload = payload_of(approval)
+    blocks: list[dict[str, Any]] = [section(m.edit_intro(title_of(approval)))]
+    room = VIEW_BLOCKS_MAX - 3  # the intro, the note, the "more" line
+    for i, name in enumerate(names):
+        if len(blocks) - 1 >= room:
+            blocks.append(context(m.edits_omitted(len(names) - i)))
+            break
+        original = payload.get(name)
+        label = one_line(shorten(name, INPUT_LABEL_MAX)) or m.UNNAMED_FIELD
+        if is_redacted(original):
+            blocks.append(context(m.edit_not_editable(shorten(name, 200))))
+            continue
+        initial = _edit_initial(original)
+        if slack_len(initial) > INPUT_VALUE_MAX or clean(initial) != initial:
+            blocks.append(context(m.edit_too_long(shorten(name, 200), len(initial))))
+            continue
+        multiline = isinstance(original, (list, dict)) or (
+            isinstance(original, str) and ("\n" in original or len(original) > 80)
+        )
+        blocks.append(
+            _text_input(
+                edit_block_id(name),
+                label,
+                hint=m.edit_hint(original),
+                initial=initial,
+                multiline=multiline,
+                optional=original is None or isinstance(original, str),
+            )
+        )
+    blocks.append(
+        _text_input(NOTE_BLOCK, m.NOTE_LABEL, hint=m.NOTE_HINT, multiline=True, optional=True)
+    )
+    return _modal(
+        EDIT_CALLBACK,
+        m.EDIT_MODAL_TITLE,
+        blocks,
+        metadata=_metadata(approval),
+        submit=m.EDIT_MODAL_SUBMIT,
+        close=m.CANCEL,
+    )
+
+
+def _chunks(text: str, size: int) -> Iterable[tuple[str, int]]:
+    """`text` in pieces of at most `size` UTF-16 units, broken at a newline when one is near;
+    each with where it ends."""
+    pos, n = 0, len(text)
+    while pos < n:
+        piece = prefix(text[pos : pos + size], size)
+        end = pos + len(piece)
+        if end < n:
+            newline = piece.rfind("\n")
+            if newline > size // 2:
+                end = pos + newline + 1
+        yield text[pos:end], end
+        pos = end
+
+
+def payload_modal(approval: Approval) -> dict[str, Any]:
+    """The Full payload modal: every field as indented JSON, secrets as "[redacted]", split
+    across plain-text sections (shown exactly as written: no mrkdwn in user data at all)."""
+    shown = {
+        (k if isinstance(k, str) else str(k)): (m.REDACTED if is_redacted(v) else v)
+        for k, v in payload_of(approval).items()
+    }
+    try:
+        text = json.dumps(shown, ensure_ascii=False, indent=2, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(shown)
+    text = clean(text)
+    blocks: list[dict[str, Any]] = [
+        section(m.payload_intro(title_of(approval), shorten(approval.action, 300)))
+    ]
+    room = VIEW_BLOCKS_MAX - 2
+    for chunk, end in _chunks(text, PAYLOAD_CHUNK_MAX):
+        if len(blocks) - 1 >= room:
+            blocks.append(context(m.payload_truncated(len(text) - (end - len(chunk)))))
+            break
+        blocks.append(plain_section(chunk if chunk.strip() else chunk.replace(" ", "·") or "·"))
+    return _modal(PAYLOAD_CALLBACK, m.PAYLOAD_MODAL_TITLE, blocks, metadata=_metadata(approval))

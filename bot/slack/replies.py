@@ -1,0 +1,128 @@
+"""Thread replies, reminders and escalation notices: mrkdwn strings for a message's `text`,
+fitted to `limits.TEXT_MAX`; and `text_blocks`, a one-section message of such a text.
+
+One function per reply: `thread_reply_decided` for a settled approval (approved, rejected,
+denied or expired), `thread_reply_completed`, `thread_reply_failed` and
+`thread_reply_outcome_unknown` for a run. Wording comes from `messages`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bot.approvals.models import Approval
+
+from . import messages as m
+from ._blocks import deciders, decision_of, message, note_of, reply_text, section, title_of
+from .limits import ERROR_MAX
+from .mrkdwn import shorten
+
+__all__ = [
+    "escalation_text",
+    "reminder_text",
+    "text_blocks",
+    "thread_reply_completed",
+    "thread_reply_decided",
+    "thread_reply_failed",
+    "thread_reply_outcome_unknown",
+]
+
+
+def thread_reply_completed(workflow: str, thread_id: str, outcome: str | None = None) -> str:
+    """Posted in the card's thread when the run reaches its end."""
+    return reply_text(
+        m.run_completed(
+            shorten(workflow, 200),
+            shorten(thread_id, 300),
+            shorten(outcome, ERROR_MAX) if outcome else None,
+        )
+    )
+
+
+def thread_reply_failed(workflow: str, thread_id: str, error: str) -> str:
+    """Posted when a node raised: the error, and where to look."""
+    return reply_text(
+        m.run_failed(shorten(workflow, 200), shorten(thread_id, 300), shorten(error, ERROR_MAX))
+    )
+
+
+def thread_reply_outcome_unknown(workflow: str, thread_id: str, error: str) -> str:
+    """Posted when a side effect's outcome is unknown: a person must check."""
+    return reply_text(
+        m.run_outcome_unknown(
+            shorten(workflow, 200), shorten(thread_id, 300), shorten(error, ERROR_MAX)
+        )
+    )
+
+
+def _approved(approval: Approval) -> str:
+    return reply_text(m.run_approved(title_of(approval), deciders(approval)))
+
+
+def _rejected(approval: Approval) -> str:
+    """Posted when a person rejected it (with the reason) or policy denied it."""
+    denied = decision_of(approval).get("status") == "denied"
+    return reply_text(
+        m.run_rejected(
+            title_of(approval),
+            deciders(approval),
+            shorten(note_of(approval), ERROR_MAX),
+            denied=denied,
+        )
+    )
+
+
+def _expired(approval: Approval) -> str:
+    return reply_text(
+        m.run_expired(title_of(approval), bool(decision_of(approval).get("approved")))
+    )
+
+
+def thread_reply_decided(approval: Approval) -> str:
+    """The thread reply for a settled approval, whatever its outcome."""
+    if approval.status == "expired":
+        return _expired(approval)
+    if approval.status == "approved":
+        return _approved(approval)
+    return _rejected(approval)
+
+
+def _who(approval: Approval, users: Sequence[str] | None) -> list[str]:
+    entries = approval.approvers if users is None else users
+    return [shorten(e, 100) for e in entries[:30]]
+
+
+def reminder_text(approval: Approval, *, now: float, mentions: Sequence[str] | None = None) -> str:
+    """A reminder for the card's thread.
+
+    Args:
+        mentions: the user ids to mention (approvers resolved from groups, minus those who
+            voted). Default: the policy entries, where a group is named but not pinged.
+    """
+    return reply_text(
+        m.reminder(
+            title_of(approval),
+            now - approval.created_at,
+            _who(approval, mentions),
+            approval.expire_at,
+        )
+    )
+
+
+def escalation_text(approval: Approval, *, now: float, added: Sequence[str] | None = None) -> str:
+    """The escalation notice for the card's thread, mentioning who can now decide.
+
+    Args:
+        added: user ids the escalation added (resolved). Default: all approver entries.
+    """
+    return reply_text(
+        m.escalation(
+            title_of(approval), now - approval.created_at, _who(approval, added), approval.expire_at
+        )
+    )
+
+
+def text_blocks(text: str) -> dict[str, Any]:
+    """A one-section message of mrkdwn `text` (a `messages` string), fitted to the limits."""
+    return message(text, [section(text)])

@@ -1,0 +1,339 @@
+"""`/agent status`, `/agent status THREAD_ID`, `/agent help` and the App Home tab.
+
+Pure: values in, a message (`{"text", "blocks"}`, for `respond()`) or a Home view (for
+`views.publish(view=...)`) out; `now` is passed in (epoch seconds, default the current time).
+Wording comes from `messages`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+from bot.approvals.models import Approval
+
+from . import messages as m
+from ._blocks import (
+    context,
+    deciders,
+    decision_of,
+    divider,
+    field,
+    field_sections,
+    header,
+    message,
+    section,
+    title_of,
+)
+from .limits import (
+    ERROR_MAX,
+    HISTORY_LINES_MAX,
+    LIST_TITLE_MAX,
+    MESSAGE_BLOCKS_MAX,
+    SECTION_TEXT_MAX,
+    VIEW_BLOCKS_MAX,
+)
+from .mrkdwn import (
+    channel,
+    clean,
+    code,
+    date,
+    escape,
+    escape_fit,
+    link_label,
+    mention,
+    one_line,
+    shorten,
+    slack_len,
+)
+
+__all__ = [
+    "help_blocks",
+    "home_unavailable_view",
+    "home_view",
+    "status_blocks",
+    "thread_status_blocks",
+]
+
+
+def _permalink(url: object) -> str | None:
+    if not isinstance(url, str) or not url.startswith("https://") or len(url) > 1000:
+        return None
+    if any(c in url for c in '<>| \n\t"') or clean(url) != url:
+        return None
+    return url
+
+
+def _voted(approval: Approval, user: str | None) -> bool:
+    return user is not None and any(v.user_id == user for v in approval.votes)
+
+
+def _may_decide(approval: Approval, user: str) -> bool:
+    return user in approval.approvers and user != approval.requester and not _voted(approval, user)
+
+
+def _pending_item(
+    approval: Approval, *, now: float, user: str | None, permalinks: Mapping[str, str] | None
+) -> dict[str, Any]:
+    title = title_of(approval)[:LIST_TITLE_MAX]
+    url = _permalink((permalinks or {}).get(approval.id))
+    shown = f"<{url}|{link_label(title)}>" if url else escape(title)
+    expires = None if approval.expire_at is None else approval.expire_at - now
+    waits = m.waits_on(
+        approval.approvals_count,
+        approval.required,
+        [shorten(a, 100) for a in approval.approvers[:10]],
+        voted=_voted(approval, user),
+    )
+    lines = [
+        f"{m.tier_emoji(approval.risk_tier)} *{shown}*",
+        m.status_item_meta(
+            shorten(approval.action, 200), now - approval.created_at, waits, expires
+        ),
+        f"requested by {mention(shorten(approval.requester, 200))}",
+    ]
+    return section("\n".join(lines))
+
+
+def _list(
+    heading: str,
+    items: Sequence[Approval],
+    render: Callable[[Approval], dict[str, Any]],
+    room: int,
+    more: Callable[[int], str],
+    total: int | None = None,
+) -> list[dict[str, Any]]:
+    """A heading and one block per item, within `room` blocks; when not all of `total` (default
+    `len(items)`: `items` may be the first page of more) fit, the last says how many more."""
+    total = len(items) if total is None else max(total, len(items))
+    out = [section(heading)]
+    if total == len(items) and len(items) + 1 <= room:
+        return out + [render(i) for i in items]
+    keep = min(len(items), max(room - 2, 0))
+    return out + [render(i) for i in items[:keep]] + [context(more(total - keep))]
+
+
+def status_blocks(
+    approvals: Sequence[Approval],
+    user: str,
+    now: float,
+    *,
+    decidable: Collection[str] | None = None,
+    permalinks: Mapping[str, str] | None = None,
+    totals: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """The `/agent status` reply: pending approvals, those `user` can decide first, each with
+    its age, what it waits on and a link to its card.
+
+    Args:
+        approvals: pending approvals, oldest first (`Signoff.pending(user=...)`).
+        user: who asked.
+        now: epoch seconds.
+        decidable: ids of the approvals `user` may decide (groups resolved). Default: those
+            listing `user` by id, not requested by them, and not voted on by them.
+        permalinks: approval id -> the card's permalink (`chat.getPermalink`), when known.
+        totals: how many are waiting on `user` and on others in all, when `approvals` holds
+            only the first of each (`Signoff.pending_view`).
+    """
+    pending = [a for a in approvals if a.status == "pending"]
+    if decidable is None:
+        mine = [a for a in pending if _may_decide(a, user)]
+    else:
+        mine = [a for a in pending if a.id in decidable]
+    ids = {a.id for a in mine}
+    others = [a for a in pending if a.id not in ids]
+    mine_total, others_total = totals if totals is not None else (len(mine), len(others))
+
+    def render(a: Approval) -> dict[str, Any]:
+        return _pending_item(a, now=now, user=user, permalinks=permalinks)
+
+    blocks: list[dict[str, Any]] = []
+    if not pending:
+        blocks.append(section(m.status_none()))
+    if mine:
+        room = MESSAGE_BLOCKS_MAX - (3 if others else 0)
+        blocks += _list(
+            m.status_mine_heading(mine_total), mine, render, room, m.status_more, mine_total
+        )
+    if others:
+        if blocks:
+            blocks.append(divider())
+        room = MESSAGE_BLOCKS_MAX - len(blocks)
+        blocks += _list(
+            m.status_others_heading(others_total), others, render, room, m.status_more, others_total
+        )
+    return message(m.status_fallback(mine_total, others_total), blocks)
+
+
+def _approval_line(approval: Approval) -> str:
+    status: str = approval.status
+    if status == "rejected" and decision_of(approval).get("status") == "denied":
+        status = "denied"
+    return m.approval_line(
+        status, title_of(approval)[:LIST_TITLE_MAX], deciders(approval), approval.decided_at
+    )
+
+
+def _lines_section(
+    heading: str, lines: Sequence[str], more: Callable[[int], str]
+) -> dict[str, Any]:
+    """A section of `heading` and as many whole lines as fit, then how many did not."""
+    out = heading
+    for i, line in enumerate(lines):
+        tail = "\n" + m.home_more(len(lines) - i)
+        if slack_len(out) + 1 + slack_len(line) + slack_len(tail) > SECTION_TEXT_MAX:
+            return section(out + "\n" + more(len(lines) - i))
+        out += "\n" + line
+    return section(out)
+
+
+def _summary(state: object) -> Mapping[str, Any]:
+    """A state summary from a mapping or from a `graphs.StateSnapshot` (its `next` and step)."""
+    if state is None:
+        return {}
+    if isinstance(state, Mapping):
+        return state
+    metadata = getattr(state, "metadata", None) or {}
+    step = metadata.get("step") if isinstance(metadata, Mapping) else None
+    summary: dict[str, Any] = {"next": list(getattr(state, "next", None) or [])}
+    if isinstance(step, int):
+        summary["step"] = step
+    return summary
+
+
+def thread_status_blocks(
+    run: Mapping[str, Any],
+    state_summary: Mapping[str, Any] | object | None,
+    approvals: Sequence[Approval],
+    *,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """The `/agent status THREAD_ID` reply: the run, where it is paused, on what, its history.
+
+    Args:
+        run: the run record (`Signoff.run_info`): thread_id, workflow, requester, channel,
+            status, error, created_at, updated_at.
+        state_summary: a `graphs.StateSnapshot` (`aget_state`), or a mapping with, all
+            optional: `next` (node names it is paused at), `step` (supersteps so far) and
+            `history` (short lines, oldest first).
+        approvals: the thread's approvals (`Signoff.thread_approvals`).
+        now: epoch seconds; default the current time.
+    """
+    now = time.time() if now is None else now
+    thread_id = str(run.get("thread_id") or "?")
+    status = str(run.get("status") or "unknown")
+    fields = [
+        field(m.FIELD_WORKFLOW, code(shorten(run.get("workflow") or "?", 200))),
+        field(
+            m.FIELD_STATUS,
+            f"{m.RUN_STATUS_EMOJI.get(status, '•')} {escape(m.status_word(shorten(status, 40)))}",
+        ),
+        field(m.FIELD_REQUESTER, mention(shorten(run.get("requester") or "?", 200))),
+    ]
+    if run.get("channel"):
+        fields.append(field(m.FIELD_CHANNEL, channel(shorten(run["channel"], 100))))
+    for label, key in ((m.FIELD_STARTED, "created_at"), (m.FIELD_UPDATED, "updated_at")):
+        ts = run.get(key)
+        if isinstance(ts, (int, float)) and math.isfinite(ts):
+            fields.append(field(label, f"{date(ts)} ({m.ago(now - ts)})"))
+    blocks: list[dict[str, Any]] = [
+        header(m.thread_heading_plain(shorten(thread_id, 200))),
+        *field_sections(fields),
+    ]
+    if run.get("error"):
+        blocks.append(section(m.thread_error(shorten(run["error"], ERROR_MAX))))
+    summary = _summary(state_summary)
+    nodes = [shorten(n, 100) for n in list(summary.get("next") or [])[:20]]
+    if nodes or status == "paused":
+        step = summary.get("step")
+        blocks.append(section(m.thread_paused_at(nodes, step if isinstance(step, int) else None)))
+    history = [str(h) for h in list(summary.get("history") or [])]
+    if history:
+        last = history[-HISTORY_LINES_MAX:]
+        lines = [f"• {escape_fit(one_line(h), 200)}" for h in last]
+        blocks.append(
+            section("\n".join([m.thread_history_heading(len(last), len(history)), *lines]))
+        )
+    if approvals:
+        lines = [_approval_line(a) for a in approvals]
+        blocks.append(
+            _lines_section(m.thread_approvals_heading(len(approvals)), lines, m.home_more)
+        )
+    else:
+        blocks.append(context(m.thread_no_approvals()))
+    fallback = (
+        f"Thread {code(shorten(thread_id, 200))}: {escape(m.status_word(shorten(status, 40)))}"
+    )
+    return message(fallback, blocks)
+
+
+def help_blocks(workflows: Sequence[str] = (), *, unknown: str | None = None) -> dict[str, Any]:
+    """The `/agent help` reply, and the answer to anything `/agent` does not know.
+
+    Args:
+        workflows: workflow names to list.
+        unknown: the word `/agent` did not know (`AgentCommand.unknown`), said first.
+    """
+    names = [shorten(w, 100) for w in workflows[:50]]
+    head = [section(m.unknown_command(shorten(unknown, 100)))] if unknown else []
+    return message(m.help_fallback(), [*head, header(m.HELP_TITLE), section(m.help_text(names))])
+
+
+def home_view(
+    pending: Sequence[Approval],
+    recent: Sequence[Approval],
+    *,
+    user: str | None = None,
+    now: float | None = None,
+    permalinks: Mapping[str, str] | None = None,
+    notice: str | None = None,
+    pending_total: int | None = None,
+) -> dict[str, Any]:
+    """The App Home tab: the user's pending approvals and recent decisions (`views.publish`).
+
+    Args:
+        pending: approvals waiting on the user.
+        recent: recently settled approvals, newest first.
+        user: the user (to say "you approved" on the ones they voted on).
+        now: epoch seconds; default the current time.
+        permalinks: approval id -> card permalink.
+        notice: a `messages` string shown first (e.g. `messages.database_unavailable()`).
+        pending_total: how many wait on the user in all, when `pending` is the first of them.
+    """
+    now = time.time() if now is None else now
+    total = len(pending) if pending_total is None else pending_total
+    blocks: list[dict[str, Any]] = [header(m.home_heading_plain())]
+    if notice:
+        blocks.append(section(notice))
+    half = (VIEW_BLOCKS_MAX - 4) // 2
+
+    def render(a: Approval) -> dict[str, Any]:
+        return _pending_item(a, now=now, user=user, permalinks=permalinks)
+
+    if pending:
+        blocks += _list(m.home_pending_heading(total), pending, render, half, m.home_more, total)
+    else:
+        blocks.append(section(m.home_none_pending()))
+    blocks.append(divider())
+    if recent:
+        room = VIEW_BLOCKS_MAX - len(blocks)
+        blocks += _list(
+            m.home_recent_heading(len(recent)),
+            recent,
+            lambda a: section(_approval_line(a)),
+            room,
+            m.home_more,
+        )
+    else:
+        blocks.append(section(m.home_none_recent()))
+    return {"type": "home", "blocks": blocks[:VIEW_BLOCKS_MAX]}
+
+
+def home_unavailable_view() -> dict[str, Any]:
+    """The App Home tab when the database cannot be reached."""
+    return {
+        "type": "home",
+        "blocks": [header(m.home_heading_plain()), section(m.home_unavailable())],
+    }

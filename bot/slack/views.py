@@ -1,0 +1,80 @@
+"""The modals' submissions: reject with a reason, edit and approve.
+
+A mistake in the form is shown under its input (`payloads.FormErrors`); a refusal is shown as
+the form's error, and nothing changes. The resume runs in the background (the job worker,
+kicked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.web.async_client import AsyncWebClient
+
+from ..approvals.errors import ApprovalError
+from ..approvals.service import Signoff
+from . import messages, payloads
+from ._listener import CLICK_WAIT, Listener
+from .home import Home
+
+__all__ = ["Views"]
+
+
+class Views(Listener):
+    """`view_submission` of the reject and edit modals."""
+
+    def __init__(
+        self, signoff: Signoff, client: AsyncWebClient, kick: Callable[[], None], home: Home
+    ) -> None:
+        super().__init__(signoff, client, kick)
+        self.home = home
+        """Refreshed after its user decided something."""
+
+    async def on_reject_submit(
+        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
+    ) -> None:
+        user = (body.get("user") or {}).get("id", "")
+        try:
+            approval_id = payloads.approval_id_from_view(view)
+            reason = payloads.reason_from_view_state(view.get("state") or {})
+            await self.signoff.vote(approval_id, user, False, note=reason, wait=CLICK_WAIT)
+            self.home.refresh_home_soon(user)
+        except payloads.FormErrors as e:
+            await ack(**e.response())
+            return
+        except (payloads.BadPayload, ApprovalError) as e:
+            text = messages.refusal_text(e, form=True)
+            await ack(response_action="errors", errors={payloads.REASON_BLOCK: text})
+            return
+        await ack()
+        self.kick()
+
+    async def on_edit_submit(
+        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
+    ) -> None:
+        user = (body.get("user") or {}).get("id", "")
+        first_block = payloads.NOTE_BLOCK
+        try:
+            approval_id = payloads.approval_id_from_view(view)
+            a = await self.signoff.get(approval_id)
+            rule = self.signoff.policy.actions.get(a.action)
+            editable = {f: a.payload.get(f) for f in (rule.editable if rule else ())}
+            if editable:
+                first_block = payloads.edit_block_id(next(iter(editable)))
+            edits = payloads.edits_from_view_state(view.get("state") or {}, editable)
+            note = payloads.note_from_view_state(view.get("state") or {})
+            await self.signoff.vote(
+                approval_id, user, True, note=note, edits=edits, wait=CLICK_WAIT
+            )
+            self.home.refresh_home_soon(user)
+        except payloads.FormErrors as e:
+            await ack(**e.response())
+            return
+        except (payloads.BadPayload, ApprovalError) as e:
+            text = messages.refusal_text(e, form=True)
+            await ack(response_action="errors", errors={first_block: text})
+            return
+        await ack()
+        self.kick()

@@ -61,6 +61,7 @@ from typing import Any, Literal, TextIO, get_args
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from ._canonical import canonical_json
 from .tables import audit_events, audit_inbox
 
 __all__ = ["EVENT_KINDS", "GENESIS_HASH", "AuditKind", "AuditLog", "AuditReport"]
@@ -380,9 +381,7 @@ class AuditLog:
 
 def _canonical(value: Any, *, what: str) -> str:
     try:
-        return json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        return canonical_json(value)
     except ValueError as e:
         raise ValueError(f"{what} holds NaN or infinity, which JSON cannot represent") from e
     except TypeError as e:

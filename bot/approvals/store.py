@@ -15,6 +15,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import tables as t
+from ._canonical import stored_json
 from .models import Approval, Vote
 
 __all__ = [
@@ -32,8 +33,8 @@ def new_approval_id() -> str:
     return "apr_" + secrets.token_urlsafe(16)
 
 
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+dumps = stored_json
+"""A JSON column's text (`stored_json`)."""
 
 
 async def get_approval(

@@ -44,7 +44,13 @@ from graphs.errors import SchemaVersionError
 from .errors import DatabaseBusy, DatabaseUnavailable
 from .tables import SCHEMA_REVISION, VERSION_TABLE
 
-__all__ = ["Database", "DatabaseBusy", "DatabaseUnavailable", "SchemaVersionError"]
+__all__ = [
+    "Database",
+    "DatabaseBusy",
+    "DatabaseUnavailable",
+    "SchemaVersionError",
+    "database_down",
+]
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -306,6 +312,28 @@ class Database:
             f"cannot {verb} the database {self.display_url} ({said}); {self._what_to_check()}",
             self.display_url,
         )
+
+
+def database_down(error: BaseException) -> bool:
+    """True when `error` (or what caused it) is the database going away, not the run failing.
+
+    For errors that reached a caller untranslated, through code that is not this module's (a
+    graph run saving its checkpoint): a dropped connection, or psycopg's OperationalError.
+    """
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, DatabaseUnavailable) or (
+            isinstance(e, sa.exc.DBAPIError) and e.connection_invalidated
+        ):
+            return True
+        if type(e).__module__.startswith("psycopg") and any(
+            c.__name__ == "OperationalError" for c in type(e).__mro__
+        ):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 # ---- migrations, on a sync connection ---------------------------------------------------

@@ -156,8 +156,10 @@ def build_web_app(
                 return _json_error(401, "missing, wrong or stale Slack signature")
             try:
                 bolt_request = AsyncBoltRequest(
-                    body=text, query=request.query_string, headers=request.headers
-                )  # type: ignore[arg-type]
+                    body=text,
+                    query=request.query_string,
+                    headers=request.headers,  # type: ignore[arg-type]  # a Mapping is enough
+                )
             except (ValueError, TypeError, AttributeError, KeyError):
                 return _json_error(400, "the body is not a Slack request")
             problem = _malformed(bolt_request.body)
@@ -292,14 +294,15 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         runner.kick,
         # Socket Mode envelopes come over the app token's WebSocket, unsigned
         signing_secret=None if settings.slack_app_token else settings.slack_signing_secret,
-        default_channel=settings.default_channel,
+        # build_bolt_app says `str`; its Handlers take `str | None`, as unset is
+        default_channel=settings.default_channel,  # type: ignore[arg-type]
     )
     socket_handler = None
     if settings.slack_app_token:
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
         socket_handler = AsyncSocketModeHandler(bolt_app, settings.slack_app_token)
-        await socket_handler.connect_async()
+        await socket_handler.connect_async()  # type: ignore[no-untyped-call]
     web_app = build_web_app(
         signoff,
         settings,
@@ -335,6 +338,6 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         except Exception as e:  # noqa: BLE001 -- another process or the next start links it
             log.warning("could not link the last audit entries on the way out: %s", e)
         if socket_handler is not None:
-            await socket_handler.close_async()
+            await socket_handler.close_async()  # type: ignore[no-untyped-call]
         await web_runner.cleanup()
         await signoff.db.aclose()

@@ -58,7 +58,7 @@ class Job:
     """How many times it was taken before this claim (0 the first time)."""
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Job:
+    def from_row(cls, row: Mapping[Any, Any]) -> Job:
         return cls(
             id=int(row["id"]),
             kind=row["kind"],

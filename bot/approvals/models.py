@@ -177,7 +177,8 @@ class Approval:
         return []
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any], votes: tuple[Vote, ...] = ()) -> Approval:
+    def from_row(cls, row: Mapping[Any, Any], votes: tuple[Vote, ...] = ()) -> Approval:
+        """From a row of `approvals` (a SQLAlchemy `RowMapping`, keyed by column name)."""
         return cls(
             id=row["id"],
             thread_id=row["thread_id"],

@@ -246,7 +246,7 @@ async def _votes_of(conn: AsyncConnection, approval_ids: list[str]) -> dict[str,
     return {k: tuple(v) for k, v in found.items()}
 
 
-def _vote(r: Mapping[str, Any]) -> Vote:
+def _vote(r: Mapping[Any, Any]) -> Vote:
     return Vote(
         r["user_id"],
         r["decision"],
@@ -306,11 +306,8 @@ async def insert_run(conn: AsyncConnection, **values: Any) -> bool:
 
 
 async def get_run(conn: AsyncConnection, thread_id: str) -> Mapping[str, Any] | None:
-    return (
-        (await conn.execute(select(t.runs).where(t.runs.c.thread_id == thread_id)))
-        .mappings()
-        .first()
-    )
+    row = (await conn.execute(select(t.runs).where(t.runs.c.thread_id == thread_id))).first()
+    return row._asdict() if row is not None else None
 
 
 async def set_run(conn: AsyncConnection, thread_id: str, now: float, **values: Any) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from graphs import GraphError
 
-from .approvals.errors import ApprovalError, DatabaseUnavailable
+from .approvals.errors import ApprovalError
 from .approvals.models import Approval, iso
 from .approvals.service import Signoff
 from .config import Settings, SettingsError, build_signoff
@@ -77,12 +77,23 @@ def _approval_json(a: Approval) -> dict[str, Any]:
     }
 
 
+class CommandLineError(ValueError):
+    """An argument is written wrong (`--edit amount`, `--input '{nope'`): a mistake in the
+    command, not a refusal by governance; nothing was recorded.
+
+    Said in one line with exit status 1, like every other error of a command, before anything
+    is asked of the workflow or its approvals.
+    """
+
+
 def _parse_edits(items: Sequence[str]) -> dict[str, str]:
     edits = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ApprovalError(f"--edit {item!r}: write it as field=value, e.g. --edit amount=40")
+            raise CommandLineError(
+                f"--edit {item!r}: write it as field=value, e.g. --edit amount=40"
+            )
         edits[key.strip()] = value
     return edits
 
@@ -113,11 +124,11 @@ async def cmd_start(app: Signoff, args: argparse.Namespace) -> int:
     try:
         data = json.loads(args.input)
     except json.JSONDecodeError as e:
-        raise ApprovalError(
+        raise CommandLineError(
             f"--input is not valid JSON ({e}); e.g. --input '{{\"amount\": 40}}'"
         ) from e
     if not isinstance(data, dict):
-        raise ApprovalError("--input must be a JSON object of the workflow's inputs")
+        raise CommandLineError("--input must be a JSON object of the workflow's inputs")
     report = await app.start(
         args.workflow, data, requester=args.as_user, channel=args.channel, thread_id=args.thread_id
     )
@@ -248,7 +259,7 @@ async def cmd_audit_verify(app: Signoff, args: argparse.Namespace) -> int:
     if args.anchor:
         seq, sep, digest = args.anchor.partition(":")
         if not sep or not seq.isdigit():
-            raise ApprovalError(
+            raise CommandLineError(
                 f"--anchor {args.anchor!r}: write it as SEQ:HASH, as printed by a verify"
             )
         anchor = (int(seq), digest)
@@ -412,7 +423,7 @@ async def _run(
     try:
         app = build_signoff(Settings.from_env())
     except ValueError as e:  # a database URL or a workflow path that cannot be used
-        raise ApprovalError(str(e)) from e
+        raise SettingsError(str(e)) from e
     try:
         await app.db.upgrade()
         status = await fn(app, args)
@@ -420,6 +431,18 @@ async def _run(
         return status
     finally:
         await app.db.aclose()
+
+
+_SAID = (ApprovalError, GraphError, SettingsError, CommandLineError)
+"""The errors a command may meet in ordinary use: each says what is wrong and what to do.
+`ApprovalError` covers storage too (`DatabaseUnavailable` is one)."""
+
+
+def _exit_status(error: Exception) -> int:
+    """The one place an error of `_SAID` becomes words: one line on stderr and exit status 1.
+    Anything else is a bug, and goes up with its traceback."""
+    print(f"signoff: {error}", file=sys.stderr)
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -438,17 +461,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             logging.getLogger(noisy).setLevel(logging.WARNING)
         try:
             asyncio.run(serve(Settings.from_env(), port=args.port, host=args.host))
-        except (SettingsError, ApprovalError, DatabaseUnavailable, GraphError) as e:
-            print(f"signoff: {e}", file=sys.stderr)
-            return 1
+        except _SAID as e:
+            return _exit_status(e)
         return 0
     try:
         return asyncio.run(_run(args.fn, args))
-    except (ApprovalError, DatabaseUnavailable, GraphError) as e:
-        print(f"signoff: {e}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
+    except _SAID as e:
+        return _exit_status(e)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import logging
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from .approvals.errors import DatabaseUnavailable
+from .approvals.jobs import JobKind
 from .approvals.service import Signoff
 
 __all__ = ["JobRunner", "start_scheduler"]
@@ -42,7 +43,7 @@ class JobRunner:
         signoff: Signoff,
         *,
         every: float = 1.0,
-        kinds: tuple[str, ...] = ("resume", "event"),
+        kinds: tuple[JobKind, ...] = ("resume", "event"),
         concurrency: int = 2,
         link_every: float = 0.25,
     ) -> None:
@@ -77,7 +78,7 @@ class JobRunner:
                 await task
         self._tasks = []
 
-    async def _loop(self, prefer: str) -> None:
+    async def _loop(self, prefer: JobKind) -> None:
         while True:
             try:
                 await self.signoff.run_jobs(self.kinds, prefer=prefer)
@@ -114,7 +115,7 @@ def start_scheduler(
     *,
     sweep_every: float = 30.0,
     jobs_every: float | None = 1.0,
-    kinds: tuple[str, ...] = ("resume", "event"),
+    kinds: tuple[JobKind, ...] = ("resume", "event"),
 ) -> AsyncIOScheduler:
     """Start the sweep (and, unless `jobs_every` is None, the job worker) on the running loop.
 

@@ -71,6 +71,22 @@ def _json_error(status: int, message: str) -> web.Response:
     return web.json_response({"ok": False, "error": message}, status=status)
 
 
+_STATUSES: tuple[tuple[type[ApprovalError], int], ...] = (
+    (UnknownWorkflowError, 404),
+    (StartRefused, 403),
+    (GroupsUnavailable, 503),  # Slack could not say who is in a group: ask again later
+    (DatabaseUnavailable, 503),
+    (ApprovalError, 400),
+)
+"""The HTTP status of each governance error, most specific first."""
+
+
+def _error_response(error: ApprovalError) -> web.Response:
+    """The one place the HTTP API turns a governance error into a status and a message."""
+    status = next(code for kind, code in _STATUSES if isinstance(error, kind))
+    return _json_error(status, error.message)
+
+
 def _malformed(body: Any) -> str | None:
     """What makes a verified Slack body unfit for Bolt's listener matching (which would fail
     with a 500 on it), or None. Slack never sends these; a forged or mangled request might."""
@@ -140,8 +156,10 @@ def build_web_app(
                 return _json_error(401, "missing, wrong or stale Slack signature")
             try:
                 bolt_request = AsyncBoltRequest(
-                    body=text, query=request.query_string, headers=request.headers
-                )  # type: ignore[arg-type]
+                    body=text,
+                    query=request.query_string,
+                    headers=request.headers,  # type: ignore[arg-type]  # a Mapping is enough
+                )
             except (ValueError, TypeError, AttributeError, KeyError):
                 return _json_error(400, "the body is not a Slack request")
             problem = _malformed(bolt_request.body)
@@ -160,7 +178,7 @@ def build_web_app(
         try:
             await signoff.db.ping(timeout=3.0)
         except DatabaseUnavailable as e:
-            return _json_error(503, e.message)
+            return _error_response(e)
         return web.json_response({"ok": True, "database": signoff.db.display_url})
 
     @routes.get("/metrics")
@@ -168,7 +186,7 @@ def build_web_app(
         try:
             counts = await signoff.approval_counts()
         except DatabaseUnavailable as e:
-            return _json_error(503, e.message)
+            return _error_response(e)
         for status in ("pending", "approved", "rejected", "expired", "cancelled"):
             metrics.approvals.labels(status).set(counts.get(status, 0))
         return web.Response(
@@ -215,16 +233,8 @@ def build_web_app(
                 thread_id=body.get("thread_id"),
                 check_starter=True,
             )
-        except UnknownWorkflowError as e:
-            return _json_error(404, str(e))
-        except StartRefused as e:
-            return _json_error(403, str(e))
-        except GroupsUnavailable as e:
-            return _json_error(503, str(e))
-        except DatabaseUnavailable as e:
-            return _json_error(503, e.message)
         except ApprovalError as e:
-            return _json_error(400, str(e))
+            return _error_response(e)
         runner.kick()
         return web.json_response(
             {
@@ -291,7 +301,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
         socket_handler = AsyncSocketModeHandler(bolt_app, settings.slack_app_token)
-        await socket_handler.connect_async()
+        await socket_handler.connect_async()  # type: ignore[no-untyped-call]
     web_app = build_web_app(
         signoff,
         settings,
@@ -327,6 +337,6 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         except Exception as e:  # noqa: BLE001 -- another process or the next start links it
             log.warning("could not link the last audit entries on the way out: %s", e)
         if socket_handler is not None:
-            await socket_handler.close_async()
+            await socket_handler.close_async()  # type: ignore[no-untyped-call]
         await web_runner.cleanup()
         await signoff.db.aclose()

@@ -1,0 +1,126 @@
+"""Governance: who may approve what, the approvals a paused run opens, the decisions that resume
+it exactly once, the audit log, and the sweep. No Slack here.
+
+```python
+from bot.approvals import Decision, request_approval
+
+def issue_refund(state, config):
+    decision: Decision = request_approval("send_refund", {"amount": state["amount"]})
+    ...
+```
+
+Importing this package loads neither Slack, aiohttp nor SQLAlchemy: the names that need the
+database (`Signoff`, `Database`, `AuditLog`, `RunReport`, `PendingView`, `DecideResult`) are
+imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    AlreadyDecidedError,
+    AlreadyVotedError,
+    ApprovalError,
+    ApprovalExpiredError,
+    DatabaseBusy,
+    DatabaseUnavailable,
+    DecisionRefused,
+    GroupsUnavailable,
+    InvalidEditError,
+    MissingInputError,
+    NotAuthorizedError,
+    PolicyError,
+    SelfApprovalError,
+    StartRefused,
+    StorageError,
+    UnknownApprovalError,
+    UnknownWorkflowError,
+)
+from .events import Event, EventKind, EventSink, NullSink, RecordingSink, RetryLater, SinkView
+from .models import (
+    APPROVAL_KIND,
+    Approval,
+    ApprovalStatus,
+    Decision,
+    DecisionStatus,
+    RunStatus,
+    Vote,
+    Workflow,
+)
+from .policy import GroupResolver, Policy, StaticGroups, load_policy, parse_policy
+from .request import request_approval
+
+if TYPE_CHECKING:
+    from .audit import AuditLog
+    from .db import Database
+    from .decisions import DecideResult
+    from .runs import RunReport
+    from .service import Signoff
+    from .views import PendingView
+
+__all__ = [
+    "APPROVAL_KIND",
+    "AlreadyDecidedError",
+    "AlreadyVotedError",
+    "Approval",
+    "ApprovalError",
+    "ApprovalExpiredError",
+    "ApprovalStatus",
+    "AuditLog",
+    "Database",
+    "DatabaseBusy",
+    "DatabaseUnavailable",
+    "DecideResult",
+    "Decision",
+    "DecisionRefused",
+    "DecisionStatus",
+    "Event",
+    "EventKind",
+    "EventSink",
+    "GroupResolver",
+    "GroupsUnavailable",
+    "InvalidEditError",
+    "MissingInputError",
+    "NotAuthorizedError",
+    "NullSink",
+    "PendingView",
+    "Policy",
+    "PolicyError",
+    "RecordingSink",
+    "RetryLater",
+    "RunReport",
+    "RunStatus",
+    "SelfApprovalError",
+    "Signoff",
+    "SinkView",
+    "StartRefused",
+    "StaticGroups",
+    "StorageError",
+    "UnknownApprovalError",
+    "UnknownWorkflowError",
+    "Vote",
+    "Workflow",
+    "load_policy",
+    "parse_policy",
+    "request_approval",
+]
+
+_LAZY = {
+    "AuditLog": "audit",
+    "Database": "db",
+    "DecideResult": "decisions",
+    "PendingView": "views",
+    "RunReport": "runs",
+    "Signoff": "service",
+}
+"""Names whose modules need SQLAlchemy: imported on first use."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)

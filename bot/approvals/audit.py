@@ -53,7 +53,7 @@ import json
 import math
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO, get_args
@@ -61,6 +61,7 @@ from typing import Any, Literal, TextIO, get_args
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from ._canonical import canonical_json
 from .tables import audit_events, audit_inbox
 
 __all__ = ["EVENT_KINDS", "GENESIS_HASH", "AuditKind", "AuditLog", "AuditReport"]
@@ -380,9 +381,7 @@ class AuditLog:
 
 def _canonical(value: Any, *, what: str) -> str:
     try:
-        return json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        return canonical_json(value)
     except ValueError as e:
         raise ValueError(f"{what} holds NaN or infinity, which JSON cannot represent") from e
     except TypeError as e:
@@ -407,7 +406,7 @@ def _content(row: Any, seq: int, data: Any) -> str:
 
 def _nearby(seq: int) -> list[int]:
     """Other seqs, nearest first, that a misplaced row may have come from."""
-    out = []
+    out: list[int] = []
     for d in range(1, _REORDER_WINDOW + 1):
         out.extend(s for s in (seq + d, seq - d) if s >= 1)
     return out
@@ -447,7 +446,7 @@ async def _reading(conn_or_engine: AsyncConnection | AsyncEngine) -> AsyncIterat
         yield conn
 
 
-async def _rows(conn: AsyncConnection) -> AsyncIterator[Any]:
+async def _rows(conn: AsyncConnection) -> AsyncGenerator[Any, None]:
     """Every row in `seq` order, `_BATCH` at a time (constant memory on a long log)."""
     last = 0
     while True:

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import hashlib
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -41,17 +39,24 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from graphs.checkpoint.sql import SQLSaver
 from graphs.errors import SchemaVersionError
 
+from ._alembic import AlembicSchema
 from .errors import DatabaseBusy, DatabaseUnavailable
 from .tables import SCHEMA_REVISION, VERSION_TABLE
 
-__all__ = ["Database", "DatabaseBusy", "DatabaseUnavailable", "SchemaVersionError"]
+__all__ = [
+    "Database",
+    "DatabaseBusy",
+    "DatabaseUnavailable",
+    "SchemaVersionError",
+    "database_down",
+]
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
-_MIGRATION_LOCK_KEY = int.from_bytes(
-    hashlib.sha256(b"signoff.approvals.migrations").digest()[:8], "big", signed=True
+_SCHEMA = AlembicSchema(
+    MIGRATIONS_DIR, VERSION_TABLE, SCHEMA_REVISION, lock_name="signoff.approvals.migrations"
 )
-"""PostgreSQL advisory lock held while the governance tables are migrated."""
+"""The governance tables, as Alembic migrates them."""
 
 
 class Database:
@@ -280,7 +285,7 @@ class Database:
         """A sync connection in a write transaction that holds the governance migration lock
         (for `upgrade_sync` and the Alembic command line)."""
         with self._sync_connection(self.sync_engine) as conn, conn.begin():
-            _lock_migrations(conn)
+            _SCHEMA.lock(conn)
             yield conn
 
     # ---- errors -------------------------------------------------------------------------
@@ -308,38 +313,39 @@ class Database:
         )
 
 
+def database_down(error: BaseException) -> bool:
+    """True when `error` (or what caused it) is the database going away, not the run failing.
+
+    For errors that reached a caller untranslated, through code that is not this module's (a
+    graph run saving its checkpoint): a dropped connection, or psycopg's OperationalError.
+    """
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, DatabaseUnavailable) or (
+            isinstance(e, sa.exc.DBAPIError) and e.connection_invalidated
+        ):
+            return True
+        if type(e).__module__.startswith("psycopg") and any(
+            c.__name__ == "OperationalError" for c in type(e).__mro__
+        ):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
 # ---- migrations, on a sync connection ---------------------------------------------------
-
-
-@functools.cache
-def _script() -> Any:
-    from alembic.script import ScriptDirectory
-
-    return ScriptDirectory(str(MIGRATIONS_DIR))
-
-
-def _known_revisions() -> set[str]:
-    return {script.revision for script in _script().walk_revisions()}
-
-
-def _lock_migrations(conn: Connection) -> None:
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%(k)s)", {"k": _MIGRATION_LOCK_KEY})
-    else:
-        conn.exec_driver_sql("SELECT 1")  # the engine's BEGIN IMMEDIATE: the write lock
-
-
-def _current_revision(conn: Connection) -> str | None:
-    from alembic.runtime.migration import MigrationContext
-
-    context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-    return context.get_current_revision()
 
 
 def _check_not_newer(conn: Connection, db: Database) -> str | None:
     """The governance revision in the database; `SchemaVersionError` if this code is older."""
-    current = _current_revision(conn)
-    if current is not None and current != SCHEMA_REVISION and current not in _known_revisions():
+    current = _SCHEMA.current(conn)
+    if (
+        current is not None
+        and current != SCHEMA_REVISION
+        and current not in _SCHEMA.known_revisions()
+    ):
         raise SchemaVersionError(
             f"{db.display_url} has governance schema revision {current!r} (in table "
             f"{VERSION_TABLE}), which this code does not know (it knows up to "
@@ -353,13 +359,7 @@ def _check_not_newer(conn: Connection, db: Database) -> str | None:
 
 def _migrate(conn: Connection, db: Database) -> None:
     """Bring the governance tables to head inside the caller's write transaction."""
-    from alembic import command
-    from alembic.config import Config
-
-    _lock_migrations(conn)
+    _SCHEMA.lock(conn)
     if _check_not_newer(conn, db) == SCHEMA_REVISION:
         return
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.attributes["connection"] = conn
-    command.upgrade(config, "head")
+    _SCHEMA.upgrade(conn)

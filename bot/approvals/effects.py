@@ -11,6 +11,7 @@ from sqlalchemy import Engine, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from . import tables as t
+from ._canonical import stored_json
 
 __all__ = ["DuplicateEffect", "Effects", "NodeServices", "services"]
 
@@ -38,7 +39,7 @@ class Effects:
                         kind=kind,
                         key=key,
                         thread_id=thread_id,
-                        data=json.dumps(dict(data), sort_keys=True, default=str),
+                        data=stored_json(dict(data)),
                         at=self.clock(),
                     )
                 )

@@ -13,6 +13,7 @@ ApprovalError                  root
 │   └── InvalidEditError       an edit names a field that is not editable, or a bad value
 ├── UnknownWorkflowError       no workflow is registered under this name
 ├── StartRefused               the user may not start this workflow
+├── MissingInputError          a run was asked for without an input it needs
 ├── GroupsUnavailable          group membership could not be looked up (e.g. Slack is down)
 └── StorageError               the database did not do what was asked; nothing was recorded
     └── DatabaseUnavailable    it cannot be reached, or the connection dropped (also a
@@ -39,6 +40,7 @@ __all__ = [
     "DecisionRefused",
     "GroupsUnavailable",
     "InvalidEditError",
+    "MissingInputError",
     "NotAuthorizedError",
     "PolicyError",
     "SelfApprovalError",

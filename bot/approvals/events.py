@@ -7,10 +7,23 @@ enqueued is delivered after a crash. The Slack app implements `EventSink`; tests
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-__all__ = ["Event", "EventKind", "EventSink", "NullSink", "RecordingSink", "RetryLater"]
+if TYPE_CHECKING:
+    from .models import Approval
+    from .policy import GroupResolver
+
+__all__ = [
+    "Event",
+    "EventKind",
+    "EventSink",
+    "NullSink",
+    "RecordingSink",
+    "RetryLater",
+    "SinkView",
+]
 
 EventKind = Literal[
     "approval_requested",  # a card should be posted
@@ -49,6 +62,35 @@ class RetryLater(Exception):
 class EventSink(Protocol):
     async def deliver(self, event: Event) -> None:
         """Deliver one event. Raise to have it retried (RetryLater to say when)."""
+        ...
+
+
+class SinkView(Protocol):
+    """What a sink may ask of the governance layer while it delivers an event: reads, and one
+    piece of bookkeeping (where a card was posted). `Signoff` is one; a sink needs no more.
+
+    A sink must not decide anything: it tells people what was decided.
+    """
+
+    @property
+    def groups(self) -> GroupResolver:
+        """Who is in each `@group`, to mention the approvers by name."""
+        ...
+
+    async def get(self, approval_id: str) -> Approval:
+        """The approval as it stands now. Raises `UnknownApprovalError`."""
+        ...
+
+    async def thread_approvals(self, thread_id: str) -> list[Approval]:
+        """The approvals of one run, oldest first."""
+        ...
+
+    async def run_info(self, thread_id: str) -> Mapping[str, Any] | None:
+        """The run's row (workflow, requester, channel, status, ...), or None."""
+        ...
+
+    async def mark_posted(self, approval_id: str, channel: str, message_ts: str) -> None:
+        """Remember where the approval's card is, so later events update it."""
         ...
 
 

@@ -90,6 +90,13 @@ class Decision:
             "idempotency_key": self.idempotency_key,
         }
 
+    def to_record(self) -> dict[str, Any]:
+        """What is stored (on the approval, in its resume jobs): `to_json` without `args`, so
+        secret fields never leave the checkpoint; the node applies `edits` to its proposal."""
+        record = self.to_json()
+        del record["args"]
+        return record
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Decision:
         try:
@@ -170,7 +177,8 @@ class Approval:
         return []
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any], votes: tuple[Vote, ...] = ()) -> Approval:
+    def from_row(cls, row: Mapping[Any, Any], votes: tuple[Vote, ...] = ()) -> Approval:
+        """From a row of `approvals` (a SQLAlchemy `RowMapping`, keyed by column name)."""
         return cls(
             id=row["id"],
             thread_id=row["thread_id"],

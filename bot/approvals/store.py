@@ -15,6 +15,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import tables as t
+from ._canonical import stored_json
 from .models import Approval, Vote
 
 __all__ = [
@@ -32,8 +33,8 @@ def new_approval_id() -> str:
     return "apr_" + secrets.token_urlsafe(16)
 
 
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+dumps = stored_json
+"""A JSON column's text (`stored_json`)."""
 
 
 async def get_approval(
@@ -245,7 +246,7 @@ async def _votes_of(conn: AsyncConnection, approval_ids: list[str]) -> dict[str,
     return {k: tuple(v) for k, v in found.items()}
 
 
-def _vote(r: Mapping[str, Any]) -> Vote:
+def _vote(r: Mapping[Any, Any]) -> Vote:
     return Vote(
         r["user_id"],
         r["decision"],
@@ -305,11 +306,8 @@ async def insert_run(conn: AsyncConnection, **values: Any) -> bool:
 
 
 async def get_run(conn: AsyncConnection, thread_id: str) -> Mapping[str, Any] | None:
-    return (
-        (await conn.execute(select(t.runs).where(t.runs.c.thread_id == thread_id)))
-        .mappings()
-        .first()
-    )
+    row = (await conn.execute(select(t.runs).where(t.runs.c.thread_id == thread_id))).first()
+    return row._asdict() if row is not None else None
 
 
 async def set_run(conn: AsyncConnection, thread_id: str, now: float, **values: Any) -> None:

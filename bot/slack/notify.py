@@ -19,10 +19,9 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..approvals.events import Event, RetryLater
+from ..approvals.events import Event, RetryLater, SinkView
 from ..approvals.models import Approval
 from ..approvals.policy import resolve_members
-from ..approvals.service import Signoff
 from . import cards, replies
 
 __all__ = ["SlackSink"]
@@ -39,7 +38,7 @@ class SlackSink:
     def __init__(
         self,
         client: AsyncWebClient,
-        signoff: Signoff,
+        signoff: SinkView,
         *,
         default_channel: str | None,
         notify_channel: bool = True,

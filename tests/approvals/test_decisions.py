@@ -310,13 +310,13 @@ async def test_a_process_killed_after_deciding_is_resumed_by_the_next_one(kit: K
 
 RESUME_THEN_DIE = """
 import asyncio, os, signal, sys
-from bot.approvals.service import Signoff
+from bot.approvals.runs import Runs
 from bot.config import Settings, build_signoff
 
 async def die(self, *args, **kwargs):  # the graph has run to its end; the process dies before recording it
     os.kill(os.getpid(), signal.SIGKILL)
 
-Signoff._after_run = die
+Runs.after_run = die
 
 async def main():
     app = build_signoff(Settings.from_env())
@@ -349,14 +349,14 @@ async def test_a_run_finished_by_another_worker_while_starting_is_not_left_pause
     # A small refund is approved by the rule as the run starts. Another replica's worker may
     # resume and finish the run before the starting process has recorded the pause.
     other = kit.new_app()
-    register = kit.app._register
+    register = kit.app.pauses.register
 
     async def register_then_another_worker_runs(*args: Any) -> str:
         approval_id = await register(*args)
         assert await other.run_jobs(("resume",)) == 1
         return approval_id
 
-    monkeypatch.setattr(kit.app, "_register", register_then_another_worker_runs)
+    monkeypatch.setattr(kit.app.pauses, "register", register_then_another_worker_runs)
     report = await kit.start("refund", {**REFUND, "amount": 3})
     assert len(await kit.effects("refund")) == 1
     run = await kit.run(report.thread_id)
@@ -438,13 +438,13 @@ async def test_events_survive_a_sink_that_fails_twice(kit: Kit) -> None:
 
 CLAIM_THEN_DIE = """
 import asyncio, os, signal, sys
-from bot.approvals.service import Signoff
+from bot.approvals.runs import Runs
 from bot.config import Settings, build_signoff
 
 async def die(self, job):  # the resume job is leased to this process, which dies with it
     os.kill(os.getpid(), signal.SIGKILL)
 
-Signoff._resume = die
+Runs.resume = die
 
 async def main():
     app = build_signoff(Settings.from_env())
@@ -462,7 +462,7 @@ async def test_jobs_of_a_process_that_died_on_this_host_are_taken_back_at_once(k
     kit.clock.advance(5)  # to when the other process (on the real clock) queued the job
     assert await kit.app.run_jobs(("resume",)) == 0  # leased to the dead process for a minute
 
-    held = await kit.app._claim(("event",))  # a live process's lease (this one's) stays
+    held = await kit.app.jobs.claim(("event",))  # a live process's lease (this one's) stays
     assert held is not None
     assert await kit.app.release_dead_leases() == 1
     assert await kit.app.release_dead_leases() == 0

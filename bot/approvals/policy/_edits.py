@@ -8,10 +8,10 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidEditError
+from ..errors import InvalidEditError
 
 if TYPE_CHECKING:
-    from .policy import ActionPolicy
+    from .model import ActionPolicy
 
 
 def validate_edits(

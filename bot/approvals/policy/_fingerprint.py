@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import decimal
 import hashlib
 import hmac
-import json
-import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import _canonical
+from .._canonical import fingerprint_default
+
 if TYPE_CHECKING:
-    from .policy import ActionPolicy
+    from .model import ActionPolicy
 
 
 def canonical_json(value: Any) -> str:
@@ -25,36 +23,7 @@ def canonical_json(value: Any) -> str:
     Raises:
         TypeError: a value of another type. ValueError: NaN or infinity.
     """
-    return json.dumps(
-        value,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-        default=_json_default,
-    )
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (set, frozenset)):
-        return sorted((json.loads(canonical_json(v)) for v in value), key=canonical_json)
-    if isinstance(value, tuple):
-        return list(value)
-    if isinstance(value, decimal.Decimal):
-        if not value.is_finite():
-            raise ValueError(f"cannot fingerprint the non-finite number {value}")
-        return str(value)
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    raise TypeError(
-        f"cannot fingerprint a value of type {type(value).__qualname__}; use JSON types"
-    )
+    return _canonical.canonical_json(value, default=fingerprint_default)
 
 
 def fingerprint(action: str, args: Mapping[str, Any]) -> str:

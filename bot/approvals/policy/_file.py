@@ -1,6 +1,6 @@
 """Reading the policy file: the parsed TOML checked, key by key, into the `Policy` values.
 
-Every problem is reported with the file, the line (found by `_policy_locate`) and the key.
+Every problem is reported with the file, the line (found by `_locate`) and the key.
 """
 
 from __future__ import annotations
@@ -13,11 +13,19 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
-from ._policy_locate import Path, _Locator
-from .errors import PolicyError
-from .policy import (
+from ..errors import PolicyError
+from ._compare import _kind
+from ._locate import Path, _Locator
+from ._messages import (
     _AUTO_CRITICAL,
     _NO_APPROVERS,
+    _expiry_approve_refused,
+    _got,
+    _one_of,
+    _secret_editable,
+)
+from .durations import format_duration, parse_duration
+from .model import (
     _SELF_EXPIRY_TIERS,
     RISK_TIERS,
     ActionPolicy,
@@ -26,13 +34,6 @@ from .policy import (
     Op,
     Policy,
     WorkflowPolicy,
-    _expiry_approve_refused,
-    _got,
-    _kind,
-    _one_of,
-    _secret_editable,
-    format_duration,
-    parse_duration,
 )
 
 _OPS: tuple[str, ...] = get_args(Op)
@@ -374,10 +375,10 @@ class _Reader:
                 elif op in _ORDER_OPS:
                     if _kind(operand) != "number":
                         raise self.error(op_path, f"must be a number, got {_got(operand)}")
-                    out.append(Condition(fname, op, operand))  # type: ignore[arg-type]
+                    out.append(Condition(fname, op, operand))
                 else:
                     scalar = self.scalar(op_path, operand)
-                    out.append(Condition(fname, op, scalar))  # type: ignore[arg-type]
+                    out.append(Condition(fname, op, scalar))
         return tuple(out)
 
     def scalar(self, path: Path, value: Any) -> str | int | float | bool:

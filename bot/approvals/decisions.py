@@ -1,0 +1,284 @@
+"""Deciding: a person's vote, checked against policy and recorded in one transaction, and the
+approval settled when it decides it (quorum reached, or a rejection).
+
+Settling writes the decision and, in the same transaction, a resume job for every thread that
+waits on the approval: the worker resumes them afterwards, exactly once (`jobs.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from . import store
+from .audit import AuditKind, AuditLog
+from .errors import (
+    AlreadyDecidedError,
+    AlreadyVotedError,
+    ApprovalExpiredError,
+    InvalidEditError,
+    NotAuthorizedError,
+    UnknownApprovalError,
+)
+from .jobs import JobQueue
+from .models import Approval, Decision, DecisionStatus, iso
+from .policy import (
+    ActionPolicy,
+    GroupResolver,
+    Policy,
+    StaticGroups,
+    check_voter,
+    resolve_members,
+    validate_edits,
+)
+
+if TYPE_CHECKING:
+    from .db import Database
+
+__all__ = ["DecideResult", "Decisions", "idempotency_key", "new_decision", "settled"]
+
+
+@dataclass(frozen=True, slots=True)
+class DecideResult:
+    approval: Approval
+    settled: bool
+    """True when this vote decided the approval (quorum reached, or a rejection)."""
+
+
+def idempotency_key(approval_id: str, fingerprint: str) -> str:
+    """Stable for one approved proposal: what downstream APIs de-duplicate a retry by."""
+    return hashlib.sha256(f"{approval_id}:{fingerprint}".encode()).hexdigest()[:32]
+
+
+def new_decision(
+    approval: Approval | tuple[str, str, str],
+    status: DecisionStatus,
+    by: Iterable[str],
+    note: str,
+    edits: Mapping[str, Any],
+    now: float,
+    *,
+    approved: bool | None = None,
+) -> Decision:
+    """The one way a decision is made, by a vote, a rule, policy or the sweep.
+
+    Args:
+        approval: the approval decided, or its `(id, action, fingerprint)` before it is stored.
+        status: how it was decided; `approved` follows from it unless given (an expiry may
+            approve).
+        by: user ids, or `rule:<name>`, `policy`, `sweep`.
+    """
+    if isinstance(approval, Approval):
+        approval_id, action, fingerprint = approval.id, approval.action, approval.fingerprint
+    else:
+        approval_id, action, fingerprint = approval
+    return Decision(
+        approved=status == "approved" if approved is None else approved,
+        status=status,
+        approval_id=approval_id,
+        action=action,
+        fingerprint=fingerprint,
+        edits=dict(edits),
+        by=tuple(by),
+        at=iso(now),
+        note=note,
+        idempotency_key=idempotency_key(approval_id, fingerprint),
+    )
+
+
+async def settled(
+    conn: AsyncConnection, jobs: JobQueue, approval_id: str, decision: Decision, now: float
+) -> None:
+    """Enqueue a resume for every thread waiting on the approval, and the `decided` event."""
+    waiting = await store.waiters(conn, approval_id)
+    for thread_id, interrupt_id in waiting:
+        await jobs.resume(
+            conn,
+            now,
+            thread_id=thread_id,
+            interrupt_id=interrupt_id,
+            approval_id=approval_id,
+            decision=decision.to_record(),
+        )
+    thread = waiting[0][0] if waiting else None
+    await jobs.event(
+        conn,
+        "expired" if decision.status == "expired" else "decided",
+        now,
+        thread_id=thread,
+        approval_id=approval_id,
+    )
+
+
+def already(a: Approval) -> AlreadyDecidedError | ApprovalExpiredError:
+    """The refusal for a vote on `a`, which is not pending any more."""
+    if a.status == "expired":
+        return ApprovalExpiredError(
+            f"approval {a.id} expired{' at ' + iso(a.decided_at) if a.decided_at else ''}", a.id
+        )
+    by = a.decided_by
+    when = f" at {iso(a.decided_at)}" if a.decided_at else ""
+    return AlreadyDecidedError(
+        f"approval {a.id} was {a.status} already by {', '.join(by) or 'someone'}{when}",
+        a.id,
+        a.status,
+        by,
+        a.decided_at,
+    )
+
+
+class Decisions:
+    """Votes: who may cast them, and what one does to its approval."""
+
+    def __init__(
+        self,
+        db: Database,
+        policy: Policy,
+        groups: GroupResolver,
+        audit: AuditLog,
+        jobs: JobQueue,
+        clock: Callable[[], float],
+    ) -> None:
+        self.db = db
+        self.policy = policy
+        self.groups = groups
+        self.audit = audit
+        self.jobs = jobs
+        self.clock = clock
+
+    async def vote(
+        self,
+        approval_id: str,
+        user: str,
+        approve: bool,
+        *,
+        note: str = "",
+        edits: Mapping[str, Any] | None = None,
+        wait: float | None = None,
+    ) -> bool:
+        """As `Signoff.vote`."""
+        now = self.clock()
+        note = note.strip()
+        groups = await self._groups_for(approval_id)
+        async with self.db.transaction(urgent=True, wait=wait) as conn:
+            a = await store.get_approval(conn, approval_id, for_update=True)
+            if a is None:
+                raise UnknownApprovalError(approval_id)
+            rule = await self._check(a, user, now, groups, approve=approve)
+            if not approve and not note:
+                raise InvalidEditError("a rejection needs a reason: pass a note", a.id)
+            clean: dict[str, Any] = {}
+            if approve and edits:
+                if a.approvals_count:
+                    raise InvalidEditError(
+                        f"{a.approvals_count} person(s) approved the current values already; "
+                        "an edit would change what they approved: reject with a note instead",
+                        a.id,
+                    )
+                assert rule is not None  # an approval needs the action's policy
+                clean = validate_edits(rule, edits, a.payload)
+            decision_word = "approve" if approve else "reject"
+            if not await store.insert_vote(conn, a.id, user, decision_word, note, clean, now):
+                raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
+            audit: list[tuple[AuditKind, dict[str, Any]]] = [
+                ("vote", {"decision": decision_word, "note": note, "edits": clean})
+            ]
+            if clean:
+                audit.append(
+                    ("edited", {"before": {k: a.payload.get(k) for k in clean}, "after": clean})
+                )
+            approvers_so_far = [v.user_id for v in a.votes if v.decision == "approve"]
+            is_settled = not approve or len(approvers_so_far) + 1 >= a.required
+            if is_settled:
+                status: DecisionStatus = "approved" if approve else "rejected"
+                by = approvers_so_far + [user] if approve else [user]
+                all_edits = {**{k: v for vote in a.votes for k, v in vote.edits.items()}, **clean}
+                notes = "; ".join([v.note for v in a.votes if v.note] + ([note] if note else []))
+                decision = new_decision(a, status, by, notes, all_edits, now)
+                if not await store.settle(conn, a, status, decision.to_record(), now):
+                    raise already(await store.get_approval(conn, a.id) or a)
+                await settled(conn, self.jobs, a.id, decision, now)
+                audit.append((status, {"by": by, "note": notes, "edits": all_edits}))
+            else:
+                if not await store.bump(conn, a, now):
+                    raise already(await store.get_approval(conn, a.id) or a)
+                await self.jobs.event(
+                    conn, "vote_recorded", now, thread_id=a.thread_id, approval_id=a.id
+                )
+            for kind, data in audit:
+                await self.audit.append(
+                    conn, kind, approval_id=a.id, thread_id=a.thread_id, actor=user, data=data
+                )
+        return is_settled
+
+    async def _groups_for(self, approval_id: str) -> GroupResolver:
+        """The members of every group a vote on the approval may be judged by, looked up now,
+        before the vote's write transaction opens: a group lookup may be a Slack Web API call,
+        which must never run while SQLite's write lock is held (every other writer would queue
+        behind Slack).
+
+        The groups are those the approval lists and those its action's policy may add
+        (escalation), so whatever the approval lists when the transaction reads it again, the
+        check inside runs on the stored row with no lookup. If someone joins or leaves a group
+        in between, the vote is judged on membership as it was a moment before the commit:
+        the same answer it would have had a moment earlier, and the policy check itself (the
+        approval's status, its listed approvers, self-approval, one vote per person) is made on
+        the locked row. A group no snapshot holds has no members: deny by default.
+        """
+        async with self.db.read() as conn:
+            a = await store.get_approval(conn, approval_id)
+        if a is None or a.status != "pending":
+            return StaticGroups({})  # refused inside, without a lookup
+        rule = self.policy.actions.get(a.action)
+        entries = [
+            *a.approvers,
+            *(rule.approvers if rule else ()),
+            *(rule.escalate_to if rule else ()),
+        ]
+        names = sorted({e[1:] for e in entries if e.startswith("@")})
+        return StaticGroups({name: await self.groups.members(name) for name in names})
+
+    async def check_voter(self, approval_id: str, user: str, *, approve: bool = True) -> Approval:
+        """As `Signoff.check_voter`."""
+        async with self.db.read() as conn:
+            a = await store.get_approval(conn, approval_id)
+        if a is None:
+            raise UnknownApprovalError(approval_id)
+        await self._check(a, user, self.clock(), self.groups, approve=approve)
+        if any(v.user_id == user for v in a.votes):
+            raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
+        return a
+
+    async def _check(
+        self, a: Approval, user: str, now: float, groups: GroupResolver, *, approve: bool = True
+    ) -> ActionPolicy | None:
+        """The action's policy, or None for a rejection of an action the policy no longer names."""
+        if a.status != "pending":
+            raise already(a)
+        if a.expire_at is not None and now >= a.expire_at:
+            raise ApprovalExpiredError(
+                f"approval {a.id} expired at {iso(a.expire_at)}; the workflow gets the "
+                "expiry outcome",
+                a.id,
+            )
+        rule = self.policy.actions.get(a.action)
+        members = await resolve_members(a.approvers, groups)
+        if rule is None:
+            # Deny by default: nobody may approve it any more, but its approvers may reject it.
+            if approve or user not in members:
+                raise NotAuthorizedError(
+                    f"action {a.action!r} is no longer in the policy, so nobody may approve it; "
+                    f"one of its approvers ({', '.join(a.approvers)}) may reject it, or add it back "
+                    "to the policy",
+                    a.id,
+                )
+            return None
+        refusal = check_voter(rule, requester=a.requester, actor=user, approvers=members)
+        if refusal is not None:
+            refusal.approval_id = a.id
+            raise refusal
+        return rule

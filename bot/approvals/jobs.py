@@ -1,0 +1,351 @@
+"""The job queue: what must happen after a commit (resume a thread, tell Slack), written in the
+same transaction as what caused it and performed afterwards by a worker that leases it.
+
+A job is taken with a compare-and-set (and `FOR UPDATE SKIP LOCKED` on PostgreSQL), held for a
+lease, and marked done, or due again later, when the worker is through with it. A worker that
+dies leaves its jobs to the next one once the lease runs out (at once for processes of this
+host that are gone: `release_dead_leases`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from sqlalchemy import Select, exists, func, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.dml import Update
+
+from . import store
+from . import tables as t
+from .events import Event, EventKind, EventSink, RetryLater
+
+if TYPE_CHECKING:
+    from .db import Database
+
+__all__ = ["CLAIM_CANDIDATES", "LEASE_SECONDS", "Job", "JobKind", "JobQueue"]
+
+log = logging.getLogger("signoff")
+
+LEASE_SECONDS = 60.0
+"""How long a claimed job is held before another worker may take it over."""
+CLAIM_CANDIDATES = 16
+"""How many due jobs a SQLite worker reads at once to pick one from (see `JobQueue.claim`)."""
+
+JobKind = Literal["resume", "event"]
+"""`resume`: answer a paused thread's interrupt with a decision. `event`: deliver an `Event`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One row of the `jobs` table, as a worker claimed it."""
+
+    id: int
+    """Increasing: events of a thread go out in this order."""
+    kind: JobKind
+    thread_id: str | None
+    approval_id: str | None
+    payload: dict[str, Any] = field(default_factory=dict)
+    """`resume`: `{"interrupt_id", "decision"}`; `event`: `{"kind", "data"}`."""
+    attempts: int = 0
+    """How many times it was taken before this claim (0 the first time)."""
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> Job:
+        return cls(
+            id=int(row["id"]),
+            kind=row["kind"],
+            thread_id=row["thread_id"],
+            approval_id=row["approval_id"],
+            payload=json.loads(row["payload"]),
+            attempts=int(row["attempts"]),
+        )
+
+
+def new_worker_id() -> str:
+    """`host:pid:tag`: names this process to the others (see `_gone_from_this_host`)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class JobQueue:
+    """The `jobs` table, as one worker process sees it."""
+
+    def __init__(
+        self,
+        db: Database,
+        clock: Callable[[], float],
+        *,
+        lease_seconds: float = LEASE_SECONDS,
+        worker_id: str | None = None,
+    ) -> None:
+        self.db = db
+        self.clock = clock
+        self.lease_seconds = lease_seconds
+        """How long a claimed job stays locked to this worker; past it, another may take it over."""
+        self.worker_id = worker_id or new_worker_id()
+        self.held: set[int] = set()
+        """Ids of the jobs this process's workers hold right now."""
+
+    # ---- enqueueing, inside the caller's transaction --------------------------------------
+
+    async def resume(
+        self,
+        conn: AsyncConnection,
+        now: float,
+        *,
+        thread_id: str,
+        interrupt_id: str,
+        approval_id: str,
+        decision: Mapping[str, Any],
+    ) -> None:
+        """Enqueue the resume of `thread_id`'s interrupt with `decision` (once per interrupt)."""
+        await store.enqueue(
+            conn,
+            "resume",
+            f"resume:{interrupt_id}",
+            {"interrupt_id": interrupt_id, "decision": dict(decision)},
+            now,
+            approval_id=approval_id,
+            thread_id=thread_id,
+        )
+
+    async def event(
+        self,
+        conn: AsyncConnection,
+        kind: EventKind,
+        now: float,
+        *,
+        thread_id: str | None = None,
+        approval_id: str | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Enqueue an event for the sink, delivered in order with the thread's others."""
+        key = f"event:{kind}:{approval_id or thread_id}:{uuid.uuid4().hex}"
+        await store.enqueue(
+            conn,
+            "event",
+            key,
+            {"kind": kind, "data": dict(data or {})},
+            now,
+            approval_id=approval_id,
+            thread_id=thread_id,
+        )
+
+    # ---- claiming and finishing ----------------------------------------------------------
+
+    async def claim(self, kinds: tuple[JobKind, ...], prefer: JobKind | None = None) -> Job | None:
+        """Take the oldest due job of the first kind that has one (leased to this worker), or
+        None; kind `prefer` is asked first, then `kinds` in order.
+
+        Each kind is one walk of the pending-jobs index in `id` order that stops at the first
+        due job, so a claim costs the same with a backlog of thousands as with none.
+        PostgreSQL: `FOR UPDATE SKIP LOCKED`, so replicas never wait on each other's picks.
+        SQLite: the due jobs are found with a read (no write lock: most passes find nothing),
+        then one is taken with a compare-and-set; jobs this process holds are skipped, so its
+        workers do not race for the same one.
+        """
+        now = self.clock()
+        order = sorted(kinds, key=lambda kind: kind != prefer)  # stable: `prefer`, then the rest
+        if self.db.dialect == "postgresql":
+            async with self.db.transaction() as conn:
+                row = None
+                for kind in order:
+                    due = _due_jobs(kind, now).limit(1).with_for_update(skip_locked=True, of=t.jobs)
+                    row = (await conn.execute(due)).mappings().first()
+                    if row is not None:
+                        break
+                if row is None:
+                    return None
+                job = Job.from_row(row)
+                if (await conn.execute(self._take_statement(job, now))).rowcount != 1:
+                    return None
+            self.held.add(job.id)
+            return job
+        async with self.db.read() as conn:
+            candidates = [
+                Job.from_row(row)
+                for kind in order
+                for row in (await conn.execute(_due_jobs(kind, now).limit(CLAIM_CANDIDATES)))
+                .mappings()
+                .all()
+            ]
+        for job in candidates:
+            if job.id in self.held:
+                continue
+            self.held.add(job.id)
+            try:
+                taken = await self.db.write(self._take_statement(job, now)) == 1
+            except BaseException:
+                self.held.discard(job.id)
+                raise
+            if taken:
+                return job
+            self.held.discard(job.id)
+        return None
+
+    def _take_statement(self, job: Job, now: float) -> Update:
+        """Lease `job` to this worker if it is still as it was read (nobody took it since)."""
+        j = t.jobs.c
+        return (
+            update(t.jobs)
+            .where(
+                j.id == job.id,
+                j.done_at.is_(None),
+                j.attempts == job.attempts,
+                j.available_at <= now,
+            )
+            .where((j.locked_until.is_(None)) | (j.locked_until < now))
+            .values(
+                locked_until=now + self.lease_seconds,
+                locked_by=self.worker_id,
+                attempts=j.attempts + 1,
+            )
+        )
+
+    async def finish(
+        self, job_id: int, *, error: str | None = None, retry_in: float | None = None
+    ) -> None:
+        """Mark a job done (or due again in `retry_in` seconds) in a transaction of its own."""
+        await self.db.write(finish_statement(job_id, self.clock(), error=error, retry_in=retry_in))
+
+    async def deliver(self, job: Job, sink: EventSink) -> None:
+        """Hand an event job to `sink`; done when it accepts, due again (backed off) if not."""
+        event = Event(
+            job.id,
+            job.payload["kind"],
+            job.thread_id,
+            job.approval_id,
+            job.payload["data"],
+            attempt=job.attempts + 1,
+        )
+        try:
+            await sink.deliver(event)
+        except RetryLater as e:
+            await self.finish(job.id, error=str(e), retry_in=max(e.seconds, 0.1))
+        except Exception as e:  # noqa: BLE001 - retried with backoff, never lost
+            delay = min(2.0 ** min(job.attempts, 8), 300.0)
+            log.warning("event %s (%s) failed, retrying in %.0fs: %s", job.id, event.kind, delay, e)
+            await self.finish(job.id, error=f"{type(e).__name__}: {e}", retry_in=delay)
+        else:
+            await self.finish(job.id)
+
+    # ---- looking after the queue ---------------------------------------------------------
+
+    async def resumes_due(self, approval_id: str) -> int:
+        """How many resumes of `approval_id`'s waiting threads are not done yet."""
+        j = t.jobs.c
+        async with self.db.read() as conn:
+            return (
+                await conn.scalar(
+                    select(func.count())
+                    .select_from(t.jobs)
+                    .where(j.kind == "resume", j.approval_id == approval_id, j.done_at.is_(None))
+                )
+                or 0
+            )
+
+    async def release_dead_leases(self) -> int:
+        """Give back at once the jobs leased to processes of this host that are gone (killed,
+        crashed), instead of after their lease: a bot restarted after a crash picks up where
+        its predecessor stopped. Processes of other hosts are waited out (their lease). Returns
+        how many jobs went back to the queue."""
+        j = t.jobs.c
+        async with self.db.read() as conn:
+            holders = (
+                (
+                    await conn.execute(
+                        select(j.locked_by)
+                        .where(j.done_at.is_(None), j.locked_by.is_not(None))
+                        .distinct()
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        dead = [h for h in holders if _gone_from_this_host(h)]
+        if not dead:
+            return 0
+        async with self.db.transaction() as conn:
+            released = await conn.execute(
+                update(t.jobs)
+                .where(j.done_at.is_(None), j.locked_by.in_(dead))
+                .values(locked_until=None, locked_by=None)
+            )
+        log.warning(
+            "took back %d job(s) from process(es) that died: %s", released.rowcount, ", ".join(dead)
+        )
+        return int(released.rowcount)
+
+
+def _due_jobs(kind: JobKind, now: float) -> Select[Any]:
+    """Due, unleased jobs of `kind`, oldest first (through the index `ix_jobs_pending`); a
+    thread's events only once the ones before them are done, so they go out in order."""
+    j = t.jobs.c
+    due = select(t.jobs).where(
+        j.done_at.is_(None),
+        j.kind == kind,
+        j.available_at <= now,
+        (j.locked_until.is_(None)) | (j.locked_until < now),
+    )
+    if kind == "event":
+        earlier = t.jobs.alias("earlier")
+        due = due.where(
+            ~exists().where(
+                earlier.c.kind == "event",
+                earlier.c.thread_id == j.thread_id,
+                earlier.c.id < j.id,
+                earlier.c.done_at.is_(None),
+            )
+        )
+    return due.order_by(j.id)
+
+
+async def finish_in(
+    conn: AsyncConnection,
+    job_id: int,
+    now: float,
+    *,
+    error: str | None = None,
+    retry_in: float | None = None,
+) -> None:
+    """Mark a job done (or due again in `retry_in` seconds) inside the caller's transaction."""
+    await conn.execute(finish_statement(job_id, now, error=error, retry_in=retry_in))
+
+
+def finish_statement(
+    job_id: int, now: float, *, error: str | None = None, retry_in: float | None = None
+) -> Update:
+    """Let go of a job's lease: done, or due again in `retry_in` seconds."""
+    values: dict[str, Any] = {"locked_until": None, "locked_by": None, "last_error": error}
+    if retry_in is None:
+        values["done_at"] = now
+    else:
+        values["available_at"] = now + retry_in
+    return update(t.jobs).where(t.jobs.c.id == job_id).values(**values)
+
+
+def _gone_from_this_host(worker_id: str) -> bool:
+    """True when `worker_id` (`host:pid:tag`) names a process of this host that no longer runs."""
+    parts = worker_id.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # it runs, as another user
+        return False
+    try:  # killed but not yet reaped by its parent: a zombie runs nothing
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False

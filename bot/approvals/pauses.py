@@ -1,0 +1,171 @@
+"""A run's pause becomes an approval: each `request_approval()` interrupt is evaluated against
+policy and opened (asked of people), joined (a pending duplicate), or decided at once (denied,
+a conflict, or approved by a rule), with its audit entry and event in the same transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from graphs import Interrupt
+
+from . import store
+from .audit import AuditKind, AuditLog
+from .decisions import new_decision, settled
+from .jobs import JobQueue
+from .models import DecisionStatus
+from .policy import Policy, evaluate_request, redact
+
+if TYPE_CHECKING:
+    from .db import Database
+
+__all__ = ["Pauses"]
+
+
+class Pauses:
+    """Opens the approvals a paused run asks for."""
+
+    def __init__(
+        self,
+        db: Database,
+        policy: Policy,
+        audit: AuditLog,
+        jobs: JobQueue,
+        clock: Callable[[], float],
+    ) -> None:
+        self.db = db
+        self.policy = policy
+        self.audit = audit
+        self.jobs = jobs
+        self.clock = clock
+
+    async def register(self, thread_id: str, workflow: str, intr: Interrupt) -> str:
+        """Open (or find, or join) the approval for one paused `request_approval()`."""
+        try:
+            async with self.db.transaction() as conn:
+                return await self._register_in(conn, thread_id, workflow, intr)
+        except IntegrityError:
+            # Another process registered this interrupt at the same moment: use theirs.
+            async with self.db.read() as conn:
+                found = await store.approval_for_interrupt(conn, intr.id)
+            if found is None:
+                raise
+            return found.id
+
+    async def _register_in(
+        self, conn: AsyncConnection, thread_id: str, workflow: str, intr: Interrupt
+    ) -> str:
+        existing = await store.approval_for_interrupt(conn, intr.id)
+        if existing is not None:
+            return existing.id
+        run = await store.get_run(conn, thread_id)
+        requester = run["requester"] if run else "unknown"
+        channel = run["channel"] if run else None
+        p = intr.value
+        action, args, fp = p["action"], p["args"], p["fingerprint"]
+        verdict = evaluate_request(self.policy, action, args)
+        rule = verdict.rule
+        now = self.clock()
+        shown = redact(rule, args, key=self.audit.redaction_key) if rule is not None else args
+        if verdict.outcome == "ask" and p.get("dedupe_key"):
+            dup = await store.pending_duplicate(conn, action, p["dedupe_key"])
+            if dup is not None and dup.fingerprint == fp:
+                await store.add_waiter(conn, dup.id, thread_id, intr.id, fp, now)
+                await self.audit.append(
+                    conn,
+                    "requested",
+                    approval_id=dup.id,
+                    thread_id=thread_id,
+                    actor=requester,
+                    data={"joined": True, "dedupe_key": p["dedupe_key"]},
+                )
+                return dup.id
+            if dup is not None:
+                verdict_outcome, reason = (
+                    "conflict",
+                    (
+                        f"conflicts with pending approval {dup.id} for {p['dedupe_key']!r}, which "
+                        "proposes different arguments; decide that one first"
+                    ),
+                )
+            else:
+                verdict_outcome, reason = "ask", ""
+        else:
+            verdict_outcome, reason = verdict.outcome, verdict.reason
+
+        approval_id = store.new_approval_id()
+        deadlines: dict[str, float | None] = {
+            "remind_at": None,
+            "escalate_at": None,
+            "expire_at": None,
+        }
+        if rule is not None and verdict_outcome == "ask":
+            for key, after in (
+                ("remind_at", rule.remind_after),
+                ("escalate_at", rule.escalate_after),
+                ("expire_at", rule.expire_after),
+            ):
+                deadlines[key] = now + after.total_seconds() if after else None
+        status = {"ask": "pending", "auto_approve": "approved"}.get(verdict_outcome, "rejected")
+        values = dict(
+            id=approval_id,
+            thread_id=thread_id,
+            interrupt_id=intr.id,
+            workflow=workflow,
+            action=action,
+            title=p.get("title") or (rule.title if rule else action),
+            payload=store.dumps(shown),
+            fingerprint=fp,
+            dedupe_key=p.get("dedupe_key"),
+            risk_tier=rule.tier if rule else "critical",
+            requester=requester,
+            status=status,
+            required=rule.required if rule else 1,
+            approvers=store.dumps(list(rule.approvers) if rule else []),
+            editable=store.dumps(list(rule.editable) if rule else []),
+            escalated=False,
+            channel=channel,
+            created_at=now,
+            updated_at=now,
+            version=0,
+            **deadlines,
+        )
+        if status != "pending":
+            by = [f"rule:{verdict.auto_rule}"] if status == "approved" else ["policy"]
+            decision_status: DecisionStatus = "approved" if status == "approved" else "denied"
+            decision = new_decision((approval_id, action, fp), decision_status, by, reason, {}, now)
+            values.update(
+                decision=store.dumps(decision.to_record()), decided_at=now, reason=reason or None
+            )
+        await store.insert_approval(conn, values)
+        data = {"action": action, "args": shown, "tier": values["risk_tier"], "workflow": workflow}
+        if status == "pending":
+            await self.audit.append(
+                conn,
+                "requested",
+                approval_id=approval_id,
+                thread_id=thread_id,
+                actor=requester,
+                data=data,
+            )
+            await self.jobs.event(
+                conn, "approval_requested", now, thread_id=thread_id, approval_id=approval_id
+            )
+        else:
+            kind: AuditKind = {
+                "approved": "auto_approved",
+                "rejected": "conflict" if verdict_outcome == "conflict" else "denied",
+            }[status]
+            await self.audit.append(
+                conn,
+                kind,
+                approval_id=approval_id,
+                thread_id=thread_id,
+                actor=by[0],
+                data={**data, "reason": reason},
+            )
+            await settled(conn, self.jobs, approval_id, decision, now)
+        return approval_id

@@ -1,0 +1,91 @@
+"""Who may approve what: the policy file, checked at start-up, and the pure decisions made from it.
+
+signoff denies by default. An action the policy does not name is refused, any error while
+evaluating policy is a refusal, and an unknown key in the file is an error rather than a
+setting quietly ignored, because a typo (`aprovers`, `requierd`) must never weaken policy.
+
+This module does no I/O besides reading the policy file in `load_policy`: no database, no Slack.
+Group membership is asked of a `GroupResolver` (a static map here and in the CLI and tests,
+Slack user groups in the Slack app).
+
+The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
+
+    [groups]                          # static groups: used by the CLI, tests and the demo.
+    finance = ["U_ALICE", "U_BOB"]    # In Slack, a name not listed here is resolved as a
+    finance-leads = ["U_ERIN"]        # Slack user group (by its handle).
+
+    [workflows.refund]                # who may start the workflow from Slack or the API
+    starters = ["@support", "U_CAROL"]    # (the CLI is trusted); default: nobody
+    # path = "mypkg.flows:build"      # a workflow of your own, by dotted path (module:attribute)
+
+    [actions.send_refund]             # one table per action a workflow may ask approval for
+    title = "Send a refund"           # shown on the card; default: the action name
+    tier = "high"                     # low | medium | high | critical; default high
+    approvers = ["@finance", "U_DAVE"]    # required: "@name" is a group, anything else a user id
+    required = 1                      # M of N distinct people; default 1
+    allow_self_approval = false       # may the requester approve their own request; default false
+    editable = ["amount", "reason"]   # fields an approver may change when approving; default none
+    secret = ["card_number"]          # never shown in clear on cards, logs or the audit log
+    remind_after = "4h"               # durations: "30s", "15m", "4h", "2d", "1w", "1h30m"
+    escalate_after = "1d"             # then escalate_to join the approvers
+    escalate_to = ["@finance-leads"]  # (needs escalate_after)
+    expire_after = "3d"               # remind_after < escalate_after < expire_after
+    on_expiry = "reject"              # "reject" (default), or "approve" for tiers low and medium
+
+    [[actions.send_refund.auto_approve]]  # routine cases decided by a rule; never for critical
+    name = "small refunds"            # required; the audit log says which rule decided
+    when = { amount = { le = 50 } }   # every condition must hold; ops: eq ne lt le gt ge in
+
+Conditions compare the request's top-level arguments: `{ le = 50 }` (lt, le, gt, ge take a
+number), `{ eq = "EUR" }` or the shorthand `currency = "EUR"`, `{ ne = ... }`, and
+`{ in = ["EUR", "USD"] }`. A missing argument, or one of another type (a string where a number
+is expected; true is not 1), does not match. `when = {}` matches every request of the action.
+
+Errors name the file, line and key, e.g. with `tier` misspelt in the example above::
+
+    signoff.toml:11: actions.send_refund.teir: unknown key; did you mean 'tier'?
+"""
+
+from ._edits import validate_edits
+from ._fingerprint import canonical_json, fingerprint, redact
+from .decide import RequestVerdict, check_voter, evaluate_request, may_start
+from .durations import format_duration, parse_duration
+from .groups import GroupResolver, StaticGroups, resolve_members
+from .load import MINIMAL_POLICY, load_policy, parse_policy
+from .model import (
+    RISK_TIERS,
+    ActionPolicy,
+    AutoApproveRule,
+    Condition,
+    ExpiryOutcome,
+    Policy,
+    RiskTier,
+    WorkflowPolicy,
+)
+
+__all__ = [
+    "MINIMAL_POLICY",
+    "RISK_TIERS",
+    "ActionPolicy",
+    "AutoApproveRule",
+    "Condition",
+    "ExpiryOutcome",
+    "GroupResolver",
+    "Policy",
+    "RequestVerdict",
+    "RiskTier",
+    "StaticGroups",
+    "WorkflowPolicy",
+    "canonical_json",
+    "check_voter",
+    "evaluate_request",
+    "fingerprint",
+    "format_duration",
+    "load_policy",
+    "may_start",
+    "parse_duration",
+    "parse_policy",
+    "redact",
+    "resolve_members",
+    "validate_edits",
+]

@@ -1,0 +1,41 @@
+"""Messages given both by the policy values, when built in code, and by the file reader."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+# Messages given both by the values above, when built in code, and by the file reader.
+
+_NO_APPROVERS = 'must name at least one approver (a user id or "@group")'
+_AUTO_CRITICAL = "not allowed for critical actions: a person must decide every request"
+
+
+def _one_of(choices: Iterable[str], got: Any) -> str:
+    return f"must be one of {', '.join(choices)}, got {_got(got)}"
+
+
+def _secret_editable(name: str) -> str:
+    return f"{name!r} is also editable; a secret field cannot be edited (the form would show it)"
+
+
+def _expiry_approve_refused(tier: str) -> str:
+    return f'"approve" is only allowed for tiers low and medium; this action is {tier}'
+
+
+def _got(value: Any) -> str:
+    """A short description of a TOML value for an error message."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:37] + "...")
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int):
+        text = str(value) if abs(value) < 10**40 else "(too long)"
+        return f"integer {text}"
+    if isinstance(value, float):
+        return f"float {value}"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return "a date/time"

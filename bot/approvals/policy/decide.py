@@ -1,0 +1,113 @@
+"""The pure decisions made from a policy: is a request asked, denied or approved by a rule; may
+this person vote; may this person start a workflow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import DecisionRefused, NotAuthorizedError, SelfApprovalError
+from .model import ActionPolicy, Policy, WorkflowPolicy
+
+__all__ = ["RequestVerdict", "check_voter", "evaluate_request", "may_start"]
+
+
+@dataclass(frozen=True)
+class RequestVerdict:
+    """What policy says about a new request, before anyone has looked at it."""
+
+    outcome: Literal["ask", "deny", "auto_approve"]
+    """`ask` people, `deny` outright, or `auto_approve` by a rule."""
+    reason: str
+    """One sentence for the audit log, the card and the graph."""
+    rule: ActionPolicy | None = None
+    """The action's policy; None when denied because the action is not listed."""
+    auto_rule: str | None = None
+    """The name of the auto-approval rule that decided. Default None."""
+
+
+def evaluate_request(policy: Policy, action: str, args: Mapping[str, Any]) -> RequestVerdict:
+    """Decide whether a request is asked, denied or approved by a rule. Never raises.
+
+    An action the policy does not name is denied, and so is any request whose evaluation fails.
+    """
+    rule: ActionPolicy | None = None
+    try:
+        rule = policy.actions.get(action)
+        if rule is None:
+            where = f" ({policy.source})" if policy.source else ""
+            return RequestVerdict(
+                "deny",
+                f"action {action!r} is not in the policy{where}; signoff denies actions the policy "
+                f"does not name. Add [actions.{action}] to allow it to be asked for.",
+            )
+        if not isinstance(args, Mapping):
+            raise TypeError(f"the arguments must be a mapping, got {type(args).__name__}")
+        if rule.tier != "critical":
+            for auto in rule.auto_approve:
+                if auto.matches(args):
+                    return RequestVerdict(
+                        "auto_approve",
+                        f"approved by the rule {auto.name!r} of {action}",
+                        rule,
+                        auto.name,
+                    )
+        need = f"{rule.required} approval{'s' if rule.required != 1 else ''}"
+        return RequestVerdict(
+            "ask", f"{rule.title}: needs {need} from {_who(rule.approvers)}", rule
+        )
+    except Exception as exc:  # noqa: BLE001 - deny on any error: never let a bug approve
+        return RequestVerdict(
+            "deny",
+            f"policy evaluation failed, so the request is denied: {type(exc).__name__}: {exc}",
+            rule,
+        )
+
+
+def check_voter(
+    rule: ActionPolicy, *, requester: str, actor: str, approvers: frozenset[str]
+) -> DecisionRefused | None:
+    """Why `actor` may not vote on `requester`'s request, or None when they may.
+
+    Args:
+        rule: the action's policy.
+        requester: who asked (the user who started the run).
+        actor: who is voting.
+        approvers: the user ids allowed to vote, resolved from `rule.approver_entries(...)`
+            (including the escalation targets once escalated).
+    """
+    if actor == requester and not rule.allow_self_approval:
+        others = tuple(e for e in rule.approvers if e != requester)
+        who = _who(others) if others else "another approver"
+        return SelfApprovalError(
+            f"you asked for this ({rule.title}), and {rule.action} does not allow approving your "
+            f"own request; ask {who}"
+        )
+    if actor not in approvers:
+        return NotAuthorizedError(
+            f"you ({actor}) are not an approver of {rule.title} ({rule.action}); "
+            f"ask {_who(rule.approvers)}"
+        )
+    return None
+
+
+def _who(entries: Iterable[str]) -> str:
+    """`["@finance", "U_DAVE"]` -> `someone in @finance or U_DAVE`."""
+    names = [f"someone in {e}" if e.startswith("@") else e for e in entries]
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def may_start(workflow_policy: WorkflowPolicy | None, user: str, members: frozenset[str]) -> bool:
+    """Whether `user` may start the workflow from Slack or the API. Deny by default.
+
+    Args:
+        workflow_policy: `policy.workflows.get(name)`; None (not listed) denies.
+        user: the user id.
+        members: `await resolve_members(workflow_policy.starters, resolver)`.
+    """
+    if workflow_policy is None:
+        return False
+    return user in members or (not user.startswith("@") and user in workflow_policy.starters)

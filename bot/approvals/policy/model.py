@@ -1,0 +1,195 @@
+"""The policy, as values: risk tiers, an action's policy, its auto-approval rules and
+conditions, who may start a workflow. Built by the file reader (`load_policy`) or in code, and
+checked either way."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from ..errors import PolicyError
+from ._compare import _compare
+from ._messages import (
+    _AUTO_CRITICAL,
+    _NO_APPROVERS,
+    _expiry_approve_refused,
+    _one_of,
+    _secret_editable,
+)
+
+__all__ = [
+    "RISK_TIERS",
+    "ActionPolicy",
+    "AutoApproveRule",
+    "Condition",
+    "ExpiryOutcome",
+    "Op",
+    "Policy",
+    "RiskTier",
+    "WorkflowPolicy",
+]
+
+RiskTier = Literal["low", "medium", "high", "critical"]
+"""How much harm the action can do, which bounds what policy may relax for it.
+
+- `low`: routine and easy to undo. Auto-approval rules and `on_expiry = "approve"` are allowed.
+- `medium`: limited harm. The same relaxations as `low` are allowed.
+- `high`: costly or hard to undo (the default). Auto-approval rules are allowed; an unanswered
+  request is always rejected when it expires.
+- `critical`: irreversible or dangerous. A person always decides: no auto-approval rules, and
+  expiry always rejects.
+"""
+
+RISK_TIERS: tuple[RiskTier, ...] = get_args(RiskTier)
+"""The tiers, lowest first."""
+
+ExpiryOutcome = Literal["reject", "approve"]
+"""What an expired request resolves to: `reject` (the default), or `approve` (low and medium)."""
+
+Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in"]
+"""A condition's comparison: equal, not equal, <, <=, >, >=, one of a list."""
+
+_SELF_EXPIRY_TIERS = frozenset({"low", "medium"})
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One test on one argument of a request, e.g. `amount le 50`."""
+
+    field: str
+    """The top-level argument tested."""
+    op: Op
+    """The comparison."""
+    value: Any
+    """A string, number or boolean; a tuple of them for `in`."""
+
+    def holds(self, args: Mapping[str, Any]) -> bool:
+        """True when the argument is present, of a comparable type and passes. Never raises."""
+        try:
+            if self.field not in args:
+                return False
+            actual = args[self.field]
+            if self.op == "in":
+                return any(_compare(actual, "eq", v) for v in self.value)
+            return _compare(actual, self.op, self.value)
+        except Exception:  # noqa: BLE001 - a condition that cannot be tested does not hold
+            return False
+
+
+@dataclass(frozen=True)
+class AutoApproveRule:
+    """Requests of an action that are decided by a rule instead of a person. Audited by name."""
+
+    name: str
+    """Required; shown in the audit log as the decider."""
+    conditions: tuple[Condition, ...] = ()
+    """All must hold. Default none, which matches every request of the action."""
+
+    def matches(self, args: Mapping[str, Any]) -> bool:
+        """True when every condition holds. A missing field or a type mismatch does not match;
+        never raises."""
+        try:
+            if not isinstance(args, Mapping):
+                return False
+            return all(c.holds(args) for c in self.conditions)
+        except Exception:  # noqa: BLE001 - a condition that cannot be tested does not hold
+            return False
+
+
+@dataclass(frozen=True)
+class ActionPolicy:
+    """Who may approve one action, how many must, and what happens when nobody answers."""
+
+    action: str
+    """The action name, as passed to `request_approval`."""
+    title: str = ""
+    """Shown on cards. Default: the action name."""
+    tier: RiskTier = "high"
+    """Default `high`."""
+    approvers: tuple[str, ...] = ()
+    """Required: user ids, and group names written `@name`. The default, none, is refused."""
+    required: int = 1
+    """Approvals needed from distinct people. Default 1."""
+    allow_self_approval: bool = False
+    """Whether the requester may approve their own request. Default False."""
+    editable: tuple[str, ...] = ()
+    """Argument names an approver may change when approving. Default none."""
+    secret: tuple[str, ...] = ()
+    """Argument names never shown in clear (only a hash). Default none."""
+    remind_after: dt.timedelta | None = None
+    """When to remind the approvers of a pending request. Default never."""
+    escalate_after: dt.timedelta | None = None
+    """When to escalate a pending request. Default never."""
+    escalate_to: tuple[str, ...] = ()
+    """Users and `@groups` added to the approvers on escalation. Default none."""
+    expire_after: dt.timedelta | None = None
+    """When a pending request expires. Default never."""
+    on_expiry: ExpiryOutcome = "reject"
+    """What expiry decides. Default `reject`; `approve` only for tiers low and medium."""
+    auto_approve: tuple[AutoApproveRule, ...] = ()
+    """Rules deciding routine requests without a person. Default none; never for critical."""
+
+    def __post_init__(self) -> None:
+        # The parser reports these with a line number first; this guards policies built in code.
+        key = f"actions.{self.action}"
+        if not self.title:
+            object.__setattr__(self, "title", self.action)
+        if self.tier not in RISK_TIERS:
+            raise PolicyError(_one_of(RISK_TIERS, self.tier), key=f"{key}.tier")
+        if not self.approvers:
+            raise PolicyError(_NO_APPROVERS, key=f"{key}.approvers")
+        if type(self.required) is not int or self.required < 1:
+            raise PolicyError(f"must be at least 1, got {self.required!r}", key=f"{key}.required")
+        if self.on_expiry not in ("reject", "approve"):
+            raise PolicyError(
+                _one_of(("reject", "approve"), self.on_expiry), key=f"{key}.on_expiry"
+            )
+        if self.on_expiry == "approve" and self.tier not in _SELF_EXPIRY_TIERS:
+            raise PolicyError(_expiry_approve_refused(self.tier), key=f"{key}.on_expiry")
+        if self.auto_approve and self.tier == "critical":
+            raise PolicyError(_AUTO_CRITICAL, key=f"{key}.auto_approve")
+        for name in self.secret:
+            if name in self.editable:
+                raise PolicyError(_secret_editable(name), key=f"{key}.secret")
+
+    def approver_entries(self, *, escalated: bool = False) -> tuple[str, ...]:
+        """The approvers, plus the escalation targets once the request has been escalated."""
+        if not escalated:
+            return self.approvers
+        return self.approvers + tuple(e for e in self.escalate_to if e not in self.approvers)
+
+
+@dataclass(frozen=True)
+class WorkflowPolicy:
+    """Who may start one workflow from Slack or the API (the CLI is trusted)."""
+
+    name: str
+    """The workflow's registered name."""
+    starters: tuple[str, ...] = ()
+    """User ids and `@groups` allowed to start it. Default none: nobody."""
+    path: str | None = None
+    """`module:attribute` of a user's own workflow builder. Default None (a bundled workflow)."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A whole policy file, validated."""
+
+    actions: Mapping[str, ActionPolicy] = field(default_factory=dict)
+    """By action name. Default none: every action is denied."""
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Static groups, name (without `@`) to user ids. Default none."""
+    workflows: Mapping[str, WorkflowPolicy] = field(default_factory=dict)
+    """By workflow name. Default none: nobody may start a workflow from Slack."""
+    source: str = ""
+    """The file it was read from. Default "" (built in code)."""
+    external_groups: frozenset[str] = frozenset()
+    """Groups referenced (`@name`) but not defined in `[groups]`: the group resolver (Slack user
+    groups) must know them. Default none."""
+
+    @classmethod
+    def empty(cls) -> Policy:
+        """A policy that names nothing, so denies every action and every start."""
+        return cls()

@@ -1,0 +1,374 @@
+"""Runs: a workflow started on a thread, run until it pauses or ends, and resumed by the worker
+with the decision its approval got; how each stop is recorded (the run's status, its audit
+entries, its events), and the retention of finished runs."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from graphs import (
+    Command,
+    CompiledGraph,
+    Interrupt,
+    RunConfig,
+    SideEffectUnknownError,
+    ThreadBusyError,
+)
+
+from . import store
+from . import tables as t
+from .audit import AuditLog
+from .db import database_down
+from .effects import Effects, NodeServices
+from .errors import MissingInputError, StartRefused, UnknownWorkflowError
+from .jobs import Job, JobQueue, finish_in
+from .models import APPROVAL_KIND, RunStatus, Workflow
+from .pauses import Pauses
+from .policy import GroupResolver, Policy, may_start, redact, resolve_members
+
+if TYPE_CHECKING:
+    from .db import Database
+
+__all__ = ["RunReport", "Runs"]
+
+log = logging.getLogger("signoff")
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """Where a run stands after `start` or a resume."""
+
+    thread_id: str
+    workflow: str
+    status: RunStatus
+    approvals: tuple[str, ...] = ()
+    """Ids of the approvals this pause opened (or joined)."""
+    values: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+class Runs:
+    """Starts, resumes and records the runs of the registered workflows."""
+
+    def __init__(
+        self,
+        db: Database,
+        policy: Policy,
+        workflows: Mapping[str, Workflow],
+        groups: GroupResolver,
+        audit: AuditLog,
+        jobs: JobQueue,
+        pauses: Pauses,
+        clock: Callable[[], float],
+    ) -> None:
+        self.db = db
+        self.saver = db.saver
+        self.policy = policy
+        self.workflows = dict(workflows)
+        self.groups = groups
+        self.audit = audit
+        self.jobs = jobs
+        self.pauses = pauses
+        self.clock = clock
+        self._graphs: dict[str, CompiledGraph] = {}
+        self._effects = Effects(db.sync_engine, clock)
+        self._secret_rules = {
+            name: rule for rule in policy.actions.values() for name in rule.secret
+        }
+
+    def hide_secrets(self, value: Any) -> Any:
+        """`value` (a run's input or state) with every field the policy marks secret, at any
+        depth, replaced by its hash, as in approvals: for what is stored, printed or posted."""
+        if isinstance(value, Mapping):
+            return {
+                k: redact(self._secret_rules[k], {k: v}, key=self.audit.redaction_key)[k]
+                if k in self._secret_rules
+                else self.hide_secrets(v)
+                for k, v in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            return [self.hide_secrets(v) for v in value]
+        return value
+
+    def graph(self, workflow: str) -> CompiledGraph:
+        graph = self._graphs.get(workflow)
+        if graph is None:
+            wf = self.workflows.get(workflow)
+            if wf is None:
+                raise UnknownWorkflowError(
+                    f"no workflow named {workflow!r}; known: {sorted(self.workflows)}"
+                )
+            graph = wf.build().compile(checkpointer=self.saver, interrupt_mode="return")
+            self._graphs[workflow] = graph
+        return graph
+
+    def _config(self, thread_id: str) -> RunConfig:
+        # The runtime hands `configurable` to nodes as it is; signoff's services ride in it
+        # under a key of their own, which `graphs.RunConfig` does not declare.
+        return cast(
+            RunConfig,
+            {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "signoff": NodeServices(effects=self._effects, thread_id=thread_id),
+                }
+            },
+        )
+
+    async def start(
+        self,
+        workflow: str,
+        input: Mapping[str, Any],
+        *,
+        requester: str,
+        channel: str | None = None,
+        thread_id: str | None = None,
+        check_starter: bool = False,
+    ) -> RunReport:
+        """Start `workflow` on a new thread and run it until it pauses or ends.
+
+        Args:
+            requester: who asked (a Slack user id, a service name). They may not approve their
+                own requests unless the policy allows it.
+            channel: where this run's cards and notifications go.
+            check_starter: enforce the policy's `starters` (Slack and the HTTP API do; the CLI
+                is an operator's tool and does not).
+
+        Raises:
+            UnknownWorkflowError, StartRefused, MissingInputError: nothing was recorded.
+        """
+        graph = self.graph(workflow)
+        if check_starter:
+            wf_policy = self.policy.workflows.get(workflow)
+            members = await resolve_members(wf_policy.starters if wf_policy else (), self.groups)
+            if not may_start(wf_policy, requester, members):
+                raise StartRefused(
+                    f"{requester} may not start {workflow!r}: add them to "
+                    f"[workflows.{workflow}] starters in the policy"
+                )
+        wf = self.workflows[workflow]
+        missing = [k for k in wf.required if input.get(k) in (None, "")]
+        if missing:
+            raise MissingInputError(workflow, missing, wf.inputs or wf.required)
+        thread_id = thread_id or f"{workflow}-{uuid.uuid4().hex[:12]}"
+        now = self.clock()
+        async with self.db.transaction() as conn:
+            created = await store.insert_run(
+                conn,
+                thread_id=thread_id,
+                workflow=workflow,
+                requester=requester,
+                channel=channel,
+                status="running",
+                input=store.dumps(self.hide_secrets(dict(input))),
+                created_at=now,
+                updated_at=now,
+            )
+            if not created:
+                raise StartRefused(
+                    f"thread {thread_id!r} exists already; pick another --thread-id, or resume it"
+                )
+            await self.audit.append(
+                conn,
+                "run_started",
+                thread_id=thread_id,
+                actor=requester,
+                data={"workflow": workflow, "channel": channel},
+            )
+        try:
+            result: Any = await graph.ainvoke(dict(input), self._config(thread_id))
+        except Exception as e:  # noqa: BLE001 - a failed run is recorded, not lost
+            result = e
+        return await self.after_run(thread_id, workflow, result)
+
+    async def after_run(
+        self, thread_id: str, workflow: str, result: Any, *, resumed: _Resumed | None = None
+    ) -> RunReport:
+        """Record how a run stopped: open approvals for its pauses, or note its end.
+
+        After a resume (`resumed`), the "resumed" audit entry and the job's completion go into
+        the same transaction as the record: one commit where there were three.
+        """
+        now = self.clock()
+        if isinstance(result, BaseException):
+            unknown = isinstance(result, SideEffectUnknownError)
+            status: RunStatus = "outcome_unknown" if unknown else "failed"
+            error = f"{type(result).__name__}: {result}"
+            log.warning("run %s %s: %s", thread_id, status, error)
+            async with self.db.transaction() as conn:
+                await store.set_run(conn, thread_id, now, status=status, error=error)
+                await self.jobs.event(
+                    conn,
+                    "run_outcome_unknown" if unknown else "run_failed",
+                    now,
+                    thread_id=thread_id,
+                    data={"error": error, "workflow": workflow},
+                )
+                if resumed is not None:
+                    await resumed.record(conn, self.audit, self.jobs.worker_id, now, finish=True)
+                await self.audit.append(
+                    conn,
+                    "outcome_unknown" if unknown else "run_failed",
+                    thread_id=thread_id,
+                    data={"error": error},
+                )
+            return RunReport(thread_id, workflow, status, error=error)
+
+        pauses: list[Interrupt] = result.pop("__interrupt__", None) or []
+        if pauses:
+            # Paused before the approvals exist: once one does, a worker may resume and finish
+            # the run at once, and its status must not be overwritten with "paused" after that.
+            async with self.db.transaction() as conn:
+                await store.set_run(conn, thread_id, now, status="paused")
+                if resumed is not None:
+                    await resumed.record(conn, self.audit, self.jobs.worker_id, now, finish=False)
+            ids = []
+            for intr in pauses:
+                if isinstance(intr.value, dict) and intr.value.get("kind") == APPROVAL_KIND:
+                    ids.append(await self.pauses.register(thread_id, workflow, intr))
+            if resumed is not None:
+                await self.jobs.finish(resumed.job_id)
+            return RunReport(thread_id, workflow, "paused", tuple(ids), result)
+
+        shown = self.hide_secrets(result)
+        summary = store.dumps(shown)
+        async with self.db.transaction() as conn:
+            await store.set_run(
+                conn, thread_id, now, status="completed", result=summary, error=None
+            )
+            await self.jobs.event(
+                conn,
+                "run_completed",
+                now,
+                thread_id=thread_id,
+                data={"workflow": workflow, "values": shown},
+            )
+            # The audit entries last: on PostgreSQL appending takes the log's lock until commit.
+            if resumed is not None:
+                await resumed.record(conn, self.audit, self.jobs.worker_id, now, finish=True)
+            await self.audit.append(
+                conn, "run_completed", thread_id=thread_id, data={"workflow": workflow}
+            )
+        return RunReport(thread_id, workflow, "completed", (), result)
+
+    async def resume(self, job: Job) -> None:
+        payload = job.payload
+        assert job.thread_id is not None  # a resume job always names its thread
+        thread_id = job.thread_id
+        interrupt_id = payload["interrupt_id"]
+        async with self.db.read() as conn:
+            run = await store.get_run(conn, thread_id)
+        if run is None:
+            await self.jobs.finish(job.id, error=f"thread {thread_id!r} has no run record")
+            return
+        graph = self.graph(run["workflow"])
+        config = self._config(thread_id)
+        try:
+            state = await graph.aget_state(config)
+            pending = {i.id for i in state.interrupts}
+            if interrupt_id in pending:
+                result: Any = await graph.ainvoke(
+                    Command(resume={interrupt_id: payload["decision"]}), config
+                )
+            elif state.next:
+                # Answered by an attempt that died before finishing: go on from the saved frontier.
+                result = await graph.ainvoke(None, config)
+            else:
+                result = None
+        except ThreadBusyError as e:
+            await self.jobs.finish(job.id, error=str(e), retry_in=0.5)
+            return
+        except Exception as e:  # noqa: BLE001 - recorded on the run
+            if database_down(e):
+                # Not the workflow's failure: the database went away under the run (a restart,
+                # a dropped connection). Go on from the saved frontier once it is back.
+                delay = min(2.0 ** min(job.attempts, 6), 60.0)
+                log.warning(
+                    "resume of %s met the database down, retrying in %.0fs: %s", thread_id, delay, e
+                )
+                await self.jobs.finish(job.id, error=f"{type(e).__name__}: {e}", retry_in=delay)
+                return
+            result = e
+        if result is None:
+            # The graph went on to its end in an attempt that died before recording how it
+            # stopped: record it now, instead of leaving the run "paused" or "running".
+            if run["status"] in ("paused", "running"):
+                await self.after_run(thread_id, run["workflow"], dict(state.values))
+            await self.jobs.finish(job.id)
+            return
+        resumed = _Resumed(
+            job.id,
+            thread_id,
+            job.approval_id,
+            interrupt_id,
+            bool(payload["decision"]["approved"]),
+        )
+        await self.after_run(thread_id, run["workflow"], result, resumed=resumed)
+
+    async def purge(self, older_than_seconds: float) -> int:
+        """Delete settled runs (and their approvals and checkpoints) older than the age given.
+
+        Live runs (running, paused) and failed ones a person must look at are never touched.
+        """
+        cutoff = self.clock() - older_than_seconds
+        async with self.db.read() as conn:
+            rows = await conn.execute(
+                select(t.runs.c.thread_id).where(
+                    t.runs.c.status == "completed", t.runs.c.updated_at < cutoff
+                )
+            )
+            threads = [r[0] for r in rows]
+        for thread_id in threads:
+            async with self.db.transaction() as conn:
+                live = await store.list_approvals(conn, statuses=("pending",), thread_id=thread_id)
+                if live:
+                    continue
+                ids = [
+                    a.id
+                    for a in await store.list_approvals(
+                        conn,
+                        statuses=("approved", "rejected", "expired", "cancelled"),
+                        thread_id=thread_id,
+                    )
+                ]
+                for table in (t.votes, t.approval_waiters):
+                    await conn.execute(delete(table).where(table.c.approval_id.in_(ids)))
+                await conn.execute(delete(t.approvals).where(t.approvals.c.id.in_(ids)))
+                await conn.execute(delete(t.runs).where(t.runs.c.thread_id == thread_id))
+                await self.audit.append(
+                    conn, "purged", thread_id=thread_id, actor="retention", data={"approvals": ids}
+                )
+            await self.saver.adelete_thread(thread_id)
+        return len(threads)
+
+
+@dataclass(frozen=True, slots=True)
+class _Resumed:
+    """A resume job whose run just stopped, recorded with how it stopped (`Runs.after_run`)."""
+
+    job_id: int
+    thread_id: str
+    approval_id: str | None
+    interrupt_id: str
+    approved: bool
+
+    async def record(
+        self, conn: AsyncConnection, audit: AuditLog, worker_id: str, now: float, *, finish: bool
+    ) -> None:
+        if finish:
+            await finish_in(conn, self.job_id, now)
+        await audit.append(
+            conn,
+            "resumed",
+            approval_id=self.approval_id,
+            thread_id=self.thread_id,
+            actor=worker_id,
+            data={"interrupt_id": self.interrupt_id, "approved": self.approved},
+        )

@@ -3,7 +3,7 @@
     .venv/bin/python bench/load.py [--rates 10,50,100] [--seconds 30] [--db sqlite|postgres] [--replicas N]
 
 Starts the fake Slack (`python -m bot.sandbox.slack_api`) and `signoff run` in HTTP mode (the
-processes of tests/slack/_e2e_kit.py), on a fresh SQLite file (or a fresh PostgreSQL schema,
+processes of `bot.sandbox.processes`), on a fresh SQLite file (or a fresh PostgreSQL schema,
 dropped afterwards); with `--replicas 2` (PostgreSQL), two bots on the one database, the clicks
 and run starts dealt to them in turn as a load balancer would. For each rate it first creates rate x seconds pending refund approvals
 through `POST /api/runs` (one approver suffices), waits for their cards, then sends one signed
@@ -30,41 +30,41 @@ import math
 import os
 import platform
 import re
+import secrets
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "slack"))
 
 import aiohttp
-from _e2e_kit import (
-    API_TOKEN,
-    BOB,
-    CAROL,
-    CHANNEL,
-    SECRET,
-    BotProcess,
-    FakeSlackProcess,
-    messages_of,
-    pg_schema,
-    pg_url,
-    sqlite_url,
-    text_of,
-    write_policy,
-)
+import psycopg
+from sqlalchemy.engine import make_url
 
 from bot.sandbox.client import SandboxClient
-from bot.sandbox.interactions import find_element
-from bot.sandbox.signing import SlackSigner, block_actions
+from bot.sandbox.processes import (
+    API_TOKEN,
+    CHANNEL,
+    SIGNING_SECRET,
+    BotProcess,
+    FakeSlackProcess,
+    sqlite_url,
+    write_policy,
+)
+from bot.sandbox.signing import SlackSigner
 from bot.slack import messages
 from bot.slack.payloads import APPROVE
+
+BOB, CAROL = "U0BOB", "U0CAROL"
+"""An approver (of `@approvers` in the fake's demo workspace) and the requester."""
+PG_URL = os.environ.get("SIGNOFF_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+"""The PostgreSQL server of `--db postgres` (a fresh schema of its own per run)."""
 
 POLICY = """
 [workflows.refund]
@@ -101,13 +101,47 @@ def summary(values: list[float]) -> dict[str, Any]:
     }
 
 
+def pg_schema(name: str) -> tuple[str, Callable[[], None]]:
+    """A new, empty schema on `PG_URL`, and a function that drops it."""
+    schema = f"signoff_bench_{name}_{os.getpid()}_{secrets.token_hex(3)}"
+    admin = make_url(PG_URL).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+
+    def drop() -> None:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+    return schema, drop
+
+
+def pg_url(schema: str) -> str:
+    """`PG_URL` on `schema` (first on `search_path`)."""
+    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+    return url.render_as_string(hide_password=False)
+
+
+def texts(node: Any) -> str:
+    """Every text of a message's blocks (not its earlier versions), joined."""
+    if isinstance(node, dict):
+        return "\n".join(
+            value if key == "text" and isinstance(value, str) else texts(value)
+            for key, value in node.items()
+            if key != "edits"
+        )
+    if isinstance(node, list):
+        return "\n".join(texts(item) for item in node)
+    return ""
+
+
 def index_cards(state: dict[str, Any], wanted: set[str]) -> dict[str, Any]:
     """approval id -> its card (a top-level message whose blocks name it), in one pass."""
     found: dict[str, Any] = {}
-    for m in messages_of(state, CHANNEL):
+    channel = next((ch for ch in state["channels"] if ch["id"] == CHANNEL), {"messages": []})
+    for m in channel["messages"]:
         if m.get("thread_ts") not in (None, m["ts"]):
             continue
-        for aid in re.findall(r"`([^`\s]+)`", text_of(m.get("blocks") or [])):
+        for aid in re.findall(r"`([^`\s]+)`", texts(m.get("blocks") or [])):
             if aid in wanted and aid not in found:
                 found[aid] = m
     return found
@@ -170,24 +204,11 @@ async def run_rate(
         card = cards[r["approval_id"]]
         assert card is not None
         r["ts"] = card["ts"]
-        block_id, element = find_element(card["blocks"], APPROVE)
-        message = {k: v for k, v in card.items() if k not in ("channel", "replies", "edits")}
-        requests.append(
-            block_actions(
-                action_id=APPROVE,
-                value=element.get("value"),
-                block_id=block_id,
-                user_id=BOB,
-                channel_id=CHANNEL,
-                message=message,
-                trigger_id=await slack.trigger_id(BOB),
-                response_url=await slack.response_url(CHANNEL, BOB, card["ts"]),
-            )
-        )
+        requests.append(await slack.click_request(BOB, card, APPROVE))
     calls_before = len(await slack.calls())
     prep_s = time.monotonic() - t_prep
 
-    signer = SlackSigner(SECRET)
+    signer = SlackSigner(SIGNING_SECRET)
     sent_at: list[float] = [0.0] * n
     acks: list[float | None] = [None] * n
     errors: list[str] = []

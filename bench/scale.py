@@ -4,7 +4,7 @@ pending approvals.
     .venv/bin/python bench/scale.py [--pending 100000] [--db sqlite|postgres]
 
 1. Starts the fake Slack and a real bot (`signoff run`, HTTP mode; the processes of
-   tests/slack/_e2e_kit.py) on a fresh SQLite file (or PostgreSQL schema, dropped afterwards).
+   `bot.sandbox.processes`) on a fresh SQLite file (or PostgreSQL schema, dropped afterwards).
 2. Opens `--seed` pending refund approvals the real way (`POST /api/runs`: a graph run to its
    pause, an approval, a card in the fake Slack).
 3. Measures, at that size: the reply time of a signed `/agent status` slash command from an
@@ -35,16 +35,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests" / "slack"))
 
 import aiohttp
 import sqlalchemy as sa
-from _e2e_kit import BOB, CHANNEL, SECRET, BotProcess
-from load import create_runs, index_cards, machine, processes, record
+from load import BOB, create_runs, index_cards, machine, processes, record
 
 from bot.approvals import tables as t
 from bot.config import Settings, build_signoff
 from bot.sandbox.client import SandboxClient
+from bot.sandbox.processes import CHANNEL, SIGNING_SECRET, BotProcess
 from bot.sandbox.signing import SlackSigner, app_home_opened, slash_command
 
 BATCH = 5000
@@ -108,7 +107,7 @@ async def open_home(
 async def measure(
     label: str, n_pending: int, bot: BotProcess, slack: SandboxClient, settings: Settings, asks: int
 ) -> dict[str, Any]:
-    signer = SlackSigner(SECRET)
+    signer = SlackSigner(SIGNING_SECRET)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as clicks:
         status_times = []
         for _ in range(asks):

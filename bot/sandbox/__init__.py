@@ -7,6 +7,8 @@ Used by the Slack app's tests and by `signoff demo`. Nothing here talks to the r
   (`click`, `submit`, `command`, `open_home`). `python -m bot.sandbox.slack_api` runs it as a
   process with an HTTP control API under `/_sandbox/` (`control.py`).
 - `SandboxClient`, `start_fake_slack()` (`client.py`): drive that process from another one.
+- `FakeSlackProcess`, `BotProcess` (`processes.py`): the fake and `signoff run` as processes of
+  their own, for end-to-end tests and benchmarks.
 - `SlackSigner` and the payload builders (`signing.py`): Slack's v0 request signatures and the
   bodies of block_actions, view_submission, slash commands and `app_home_opened`.
 - `limits`: Slack's documented limits as named constants.
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from bot.sandbox.client import SandboxClient, SandboxError, start_fake_slack
     from bot.sandbox.errors import SlackApiFailure
     from bot.sandbox.interactions import AppDriver, SubmitResult
+    from bot.sandbox.processes import BotProcess, FakeSlackProcess
     from bot.sandbox.signing import (
         AppResponse,
         SlackRequest,
@@ -50,6 +53,7 @@ _WHERE = {
     "client": ["SandboxClient", "SandboxError", "start_fake_slack"],
     "errors": ["SlackApiFailure"],
     "interactions": ["AppDriver", "SubmitResult"],
+    "processes": ["BotProcess", "FakeSlackProcess"],
     "signing": [
         "AppResponse", "SlackRequest", "SlackSigner", "app_home_opened", "block_actions",
         "slash_command", "state_values", "view_submission",
@@ -70,10 +74,12 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AppDriver",
     "AppResponse",
+    "BotProcess",
     "Call",
     "Channel",
     "Ephemeral",
     "FakeSlack",
+    "FakeSlackProcess",
     "Fault",
     "Message",
     "SandboxClient",

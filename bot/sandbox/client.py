@@ -21,6 +21,9 @@ from typing import Any, Self
 
 import aiohttp
 
+from bot.sandbox.interactions import find_element
+from bot.sandbox.signing import SlackRequest, block_actions
+
 __all__ = ["SandboxClient", "SandboxError", "start_fake_slack"]
 
 JSON = dict[str, Any]
@@ -151,6 +154,26 @@ class SandboxClient:
         """A fresh response_url for an interaction by `user` in `channel` (on `message_ts`)."""
         body = {"channel": channel, "user": user, "message_ts": message_ts}
         return str((await self._request("POST", "response_urls", body))["response_url"])
+
+    async def click_request(self, user: str, card: JSON, action_id: str) -> SlackRequest:
+        """The request Slack sends when `user` clicks `action_id` on `card`, not yet signed.
+
+        Args:
+            card: A message as `state()` lists it (with its `channel`), maybe an old copy: what a
+                client that has not refreshed yet shows. The trigger_id and response_url are
+                issued by the fake for this click.
+
+        Raises:
+            LookupError: the message has no element `action_id`.
+        """
+        block_id, element = find_element(card["blocks"], action_id)
+        message = {k: v for k, v in card.items() if k not in ("channel", "replies", "edits")}
+        return block_actions(
+            action_id=action_id, value=element.get("value"), block_id=block_id,
+            user_id=user, channel_id=card["channel"], message=message,
+            trigger_id=await self.trigger_id(user),
+            response_url=await self.response_url(card["channel"], user, card["ts"]),
+        )  # fmt: skip
 
     # acting as a person -----------------------------------------------------------------------
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from conftest import run_together
 
 from bot.approvals.audit import EVENT_KINDS, GENESIS_HASH, AuditLog, AuditReport
 from bot.approvals.db import Database
 from bot.approvals.tables import audit_events as ae
+from tests.kit.together import run_together
 
 KINDS = sorted(EVENT_KINDS)
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from _signoff_kit import Kit
 
 from bot.approvals import tables as t
 from bot.cli import main as cli_main
+from tests.kit.signoff import Kit
 
 REFUND_A = {"customer_id": "cust_1", "order_id": "o-1", "amount": 42.5, "reason": "damaged"}
 REFUND_B = {"customer_id": "cust_2", "order_id": "o-2", "amount": 80.0, "reason": "late"}

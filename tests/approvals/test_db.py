@@ -15,11 +15,12 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from conftest import _admin_conninfo, run_together
 
 from bot.approvals import tables
 from bot.approvals.db import MIGRATIONS_DIR, Database, DatabaseUnavailable, SchemaVersionError
 from graphs.checkpoint import _tables as checkpoint_tables
+from tests.kit.pg import admin_conninfo as _admin_conninfo
+from tests.kit.together import run_together
 
 GOVERNANCE = set(tables.metadata.tables)
 CHECKPOINTS = set(checkpoint_tables.metadata.tables)

@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _signoff_kit import Kit
-from conftest import run_together
 
 from bot.approvals.errors import (
     AlreadyDecidedError,
@@ -24,6 +22,8 @@ from bot.approvals.errors import (
 )
 from bot.approvals.events import Event
 from bot.approvals.policy import StaticGroups
+from tests.kit.signoff import Kit
+from tests.kit.together import run_together
 
 REFUND = {"customer_id": "cust_1", "order_id": "o-1", "amount": 42.5, "reason": "damaged"}
 

@@ -4,7 +4,7 @@ with the policy check on every approval."""
 
 from __future__ import annotations
 
-from _signoff_kit import Kit
+from tests.kit.signoff import Kit
 
 REFUND = {"customer_id": "cust_1", "order_id": "o-1", "amount": 420.0, "reason": "damaged"}
 

@@ -8,10 +8,10 @@ import asyncio
 import json
 
 import pytest
-from _signoff_kit import Kit
-from conftest import run_together
 
 from bot.approvals.errors import ApprovalExpiredError, NotAuthorizedError
+from tests.kit.signoff import Kit
+from tests.kit.together import run_together
 
 HOUR, DAY = 3600.0, 86400.0
 # send_refund in the demo policy: remind after 4h, escalate to @ops after 1d, expire after 3d.

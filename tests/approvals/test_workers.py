@@ -7,11 +7,11 @@ import asyncio
 from collections import defaultdict
 
 import pytest
-from _signoff_kit import Kit
 
 from bot.approvals.events import Event
 from bot.config import Settings, SettingsError
 from bot.scheduler import JobRunner
+from tests.kit.signoff import Kit
 
 REFUND = {"customer_id": "cust_1", "order_id": "o-1", "amount": 42.5, "reason": "damaged"}
 

@@ -11,10 +11,10 @@ import signal
 from typing import Any
 
 import pytest
-from _signoff_kit import Kit
 
 from bot.approvals.errors import AlreadyDecidedError, InvalidEditError, NotAuthorizedError
 from bot.approvals.service import idempotency_key
+from tests.kit.signoff import Kit
 
 REFUND = {"customer_id": "cust_1", "order_id": "o-1", "amount": 42.5, "reason": "damaged"}
 

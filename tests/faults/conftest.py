@@ -1,32 +1,17 @@
-"""Fixtures of the fault tests: the end-to-end kit of `tests/slack` (real processes: the fake
-Slack and `signoff run`), a fake Slack of this folder's own, and the order of the tests that
-restart PostgreSQL (at the very end of the session, after every other test)."""
+"""Fixtures of the fault tests (real processes, `tests.kit.e2e`: the fake Slack and `signoff
+run`): a fake Slack of each module's own, and `http`. The tests that restart PostgreSQL run
+last (root conftest)."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
-import aiohttp
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "slack"))
+from tests.kit.e2e import FakeSlackProcess
+from tests.kit.e2e_fixtures import http
 
-from _e2e_kit import FakeSlackProcess
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "restarts_postgres: restarts the local PostgreSQL server (run after all else)"
-    )
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests that restart PostgreSQL run at the very end of the session, after every other."""
-    last = [item for item in items if item.get_closest_marker("restarts_postgres")]
-    if last:
-        items[:] = [item for item in items if item not in last] + last
+__all__ = ["fake_slack", "http"]
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +20,3 @@ def fake_slack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeSlackPr
     fake = FakeSlackProcess(tmp_path_factory.mktemp("fake-slack"))
     yield fake
     fake.stop()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-        yield session

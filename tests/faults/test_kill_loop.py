@@ -24,7 +24,10 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from _e2e_kit import (
+
+from bot.sandbox.client import SandboxClient
+from bot.slack.payloads import APPROVE
+from tests.kit.e2e import (
     ALICE,
     CAROL,
     CHANNEL,
@@ -36,10 +39,7 @@ from _e2e_kit import (
     sqlite_url,
     write_policy,
 )  # fmt: skip
-from _fault_kit import QUICK, settled
-
-from bot.sandbox.client import SandboxClient
-from bot.slack.payloads import APPROVE
+from tests.kit.faults import QUICK, settled
 
 pytestmark = pytest.mark.slow
 

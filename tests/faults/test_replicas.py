@@ -10,7 +10,11 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from _e2e_kit import (
+
+from bot.sandbox.client import SandboxClient
+from bot.sandbox.signing import SlackSigner
+from bot.slack.payloads import APPROVE
+from tests.kit.e2e import (
     ALICE,
     CAROL,
     CHANNEL,
@@ -25,11 +29,7 @@ from _e2e_kit import (
     pg_url,
     write_policy,
 )  # fmt: skip
-from _fault_kit import QUICK, settled
-
-from bot.sandbox.client import SandboxClient
-from bot.sandbox.signing import SlackSigner
-from bot.slack.payloads import APPROVE
+from tests.kit.faults import QUICK, settled
 
 pytestmark = pytest.mark.postgres
 

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from _e2e_kit import (
+
+from bot.sandbox.client import SandboxClient
+from bot.slack.payloads import APPROVE
+from tests.kit.e2e import (
     ALICE,
     CAROL,
     CHANNEL,
@@ -21,10 +24,7 @@ from _e2e_kit import (
     sqlite_url,
     write_policy,
 )
-from _fault_kit import settled
-
-from bot.sandbox.client import SandboxClient
-from bot.slack.payloads import APPROVE
+from tests.kit.faults import settled
 
 POLICY = """
 [workflows.refund]

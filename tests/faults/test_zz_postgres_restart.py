@@ -21,7 +21,12 @@ from pathlib import Path
 import aiohttp
 import psycopg
 import pytest
-from _e2e_kit import (
+
+from bot.sandbox.client import SandboxClient
+from bot.sandbox.signing import AppResponse
+from bot.slack import messages
+from bot.slack.payloads import APPROVE
+from tests.kit.e2e import (
     ALICE,
     CAROL,
     CHANNEL,
@@ -38,12 +43,7 @@ from _e2e_kit import (
     text_of,
     write_policy,
 )  # fmt: skip
-from _fault_kit import QUICK, settled, until
-
-from bot.sandbox.client import SandboxClient
-from bot.sandbox.signing import AppResponse
-from bot.slack import messages
-from bot.slack.payloads import APPROVE
+from tests.kit.faults import QUICK, settled, until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.restarts_postgres]
 

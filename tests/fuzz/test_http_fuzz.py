@@ -23,21 +23,6 @@ from urllib.parse import urlencode
 
 import pytest
 import sqlalchemy as sa
-from _e2e_kit import (
-    ALICE,
-    API_TOKEN,
-    BOB,
-    CAROL,
-    CHANNEL,
-    DAVE,
-    E2E,
-    JSON,
-    BotProcess,
-    FakeSlackProcess,
-    Run,
-    sqlite_url,
-    write_policy,
-)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -55,6 +40,21 @@ from bot.slack.payloads import (
     REJECT,
     REJECT_CALLBACK,
     ActionValue,
+)
+from tests.kit.e2e import (
+    ALICE,
+    API_TOKEN,
+    BOB,
+    CAROL,
+    CHANNEL,
+    DAVE,
+    E2E,
+    JSON,
+    BotProcess,
+    FakeSlackProcess,
+    Run,
+    sqlite_url,
+    write_policy,
 )
 
 POLICY = """

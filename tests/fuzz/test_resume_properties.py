@@ -32,8 +32,6 @@ from typing import Any
 from urllib.parse import quote
 
 import sqlalchemy as sa
-from _signoff_flows import POLICY
-from _signoff_kit import Kit
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -41,6 +39,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from bot.approvals import tables as t
 from bot.approvals.errors import DecisionRefused
 from bot.approvals.service import Signoff
+from tests.kit.flows import POLICY
+from tests.kit.signoff import Kit
 
 HOUR, DAY = 3600.0, 86400.0
 

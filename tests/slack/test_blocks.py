@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 import pytest
-from _slack_kit import NOW, decision, live_tokens, make_approval, mrkdwn_texts, vote
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +28,7 @@ from bot.slack.payloads import (
     edit_block_id,
     edits_from_view_state,
 )
+from tests.kit.slack import NOW, decision, live_tokens, make_approval, mrkdwn_texts, vote
 
 USERS = {"U_CAROL", "U_DAVE", "U_ALICE", "U_BOB"}
 ESC = mrkdwn.ESCAPE_TOKEN.format

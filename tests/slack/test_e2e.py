@@ -16,7 +16,19 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from _e2e_kit import (
+
+from bot.sandbox.interactions import REQUIRED_FIELD
+from bot.slack import messages
+from bot.slack.payloads import (
+    APPROVE,
+    EDIT,
+    EDIT_CALLBACK,
+    PAYLOAD,
+    PAYLOAD_CALLBACK,
+    REJECT,
+    REJECT_CALLBACK,
+)
+from tests.kit.e2e import (
     ALICE,
     API_TOKEN,
     BOB,
@@ -32,18 +44,6 @@ from _e2e_kit import (
     sqlite_url,
     text_of,
     write_policy,
-)
-
-from bot.sandbox.interactions import REQUIRED_FIELD
-from bot.slack import messages
-from bot.slack.payloads import (
-    APPROVE,
-    EDIT,
-    EDIT_CALLBACK,
-    PAYLOAD,
-    PAYLOAD_CALLBACK,
-    REJECT,
-    REJECT_CALLBACK,
 )
 
 POLICY = """

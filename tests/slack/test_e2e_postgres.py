@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from _e2e_kit import (
+
+from bot.slack import messages
+from bot.slack.payloads import APPROVE, EDIT, PAYLOAD, REJECT
+from tests.kit.e2e import (
     BOB,
     CHANNEL,
     E2E,
@@ -26,9 +29,6 @@ from _e2e_kit import (
     text_of,
     write_policy,
 )
-
-from bot.slack import messages
-from bot.slack.payloads import APPROVE, EDIT, PAYLOAD, REJECT
 
 pytestmark = pytest.mark.postgres
 

@@ -15,7 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
-from _e2e_kit import (
+
+from bot.sandbox.client import SandboxClient
+from bot.slack import messages
+from bot.slack.payloads import APPROVE
+from tests.kit.e2e import (
     ALICE,
     CAROL,
     CHANNEL,
@@ -28,10 +32,6 @@ from _e2e_kit import (
     text_of,
     write_policy,
 )
-
-from bot.sandbox.client import SandboxClient
-from bot.slack import messages
-from bot.slack.payloads import APPROVE
 
 POLICY = """
 [workflows.refund]

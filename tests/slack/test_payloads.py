@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from _slack_kit import NOW, make_approval, vote
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +28,7 @@ from bot.slack.payloads import (
     parse_agent_command,
     reason_from_view_state,
 )
+from tests.kit.slack import NOW, make_approval, vote
 
 # ---------------------------------------------------------------------------------------------
 # Button values

@@ -20,11 +20,10 @@ from typing import Any
 import pytest
 
 from graphs import END, START, Command, GraphInterrupt, ResumeError, SQLSaver, StateGraph, interrupt
+from tests.kit import sql_worker as worker
 
-WORKER = str(Path(__file__).with_name("_sql_worker.py"))
+WORKER = worker.PATH
 QUICK = os.environ.get("SIGNOFF_TEST_QUICK", "") not in ("", "0")
-sys.path.insert(0, str(Path(__file__).parent))
-import _sql_worker as worker
 
 
 def run(*args: str) -> str:

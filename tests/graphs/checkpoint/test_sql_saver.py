@@ -31,8 +31,9 @@ from graphs.checkpoint import Checkpoint
 from graphs.checkpoint.base import DONE, ERROR, INTERRUPT, RESUME
 from graphs.checkpoint.sql import PausedThread, SQLSaver
 from graphs.errors import SchemaVersionError
+from tests.kit import sql_worker
 
-WORKER = str(Path(__file__).with_name("_sql_worker.py"))
+WORKER = sql_worker.PATH
 
 
 def thread(name: str = "t", ns: str = "") -> dict[str, Any]:

@@ -9,16 +9,12 @@ from __future__ import annotations
 import glob
 import os
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from graphs import Command, GraphInterrupt, SQLSaver
-
-sys.path.insert(0, str(Path(__file__).parent))
-import _sql_worker as worker
+from tests.kit import sql_worker as worker
 
 pytestmark = [pytest.mark.postgres, pytest.mark.restarts_postgres]
 

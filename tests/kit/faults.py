@@ -9,10 +9,10 @@ import time
 from collections.abc import Callable
 
 import sqlalchemy as sa
-from _e2e_kit import E2E, WAIT, BotDatabase, BotProcess, Run, card_of, messages_of, replies_of
 
 from bot.approvals import tables as t
 from bot.slack import blocks, messages
+from tests.kit.e2e import E2E, WAIT, BotDatabase, BotProcess, Run, card_of, messages_of, replies_of
 
 QUICK = os.environ.get("SIGNOFF_TEST_QUICK", "") not in ("", "0")
 """`SIGNOFF_TEST_QUICK=1` shortens the loops (CI), never skips them."""

@@ -1,17 +1,17 @@
 """End-to-end kit: the fake Slack and the bot as real processes, talking signed HTTP.
 
-- `FakeSlackProcess`: `python -m bot.sandbox.slack_api` with the demo workspace (alice, bob,
-  carol, dave; #approvals; the user group `@approvers` = alice and bob); one per session.
-- `BotProcess`: `signoff run --port P` on a database, its Web API pointed at the fake
-  (`SIGNOFF_SLACK_API_URL`), ready once `/healthz` answers. Test modules start one per module
-  and give each test a fresh run (a new thread and approval) instead of restarting it.
+- `FakeSlackProcess`, `BotProcess` (from `bot.sandbox.processes`): the fake with the demo
+  workspace (alice, bob, carol, dave; #approvals; the user group `@approvers` = alice and bob),
+  one per session, and `signoff run --port P` on a database, its Web API pointed at the fake.
+  Test modules start one bot per module and give each test a fresh run (a new thread and
+  approval) instead of restarting it.
 - `E2E`: one test's hands: it starts runs over the HTTP API, waits on the fake's workspace
   (long polls, no fixed sleeps), clicks as a person (through the fake, which signs the request),
   sends hand-made signed requests, and reads the bot's database (effects, jobs) directly.
 
-PostgreSQL is `postgresql://postgres@127.0.0.1:5432/test` unless `SIGNOFF_TEST_PG_URL` says
-otherwise; each bot gets a schema of its own, selected with `search_path` in the URL. When the
-server cannot be reached those tests are skipped, except under `CI=true`, where they fail.
+PostgreSQL is `tests.kit.pg`'s server; each bot gets a schema of its own, selected with
+`search_path` in the URL (`pg_schema`, `pg_url`). When the server cannot be reached those tests
+are skipped, except under `CI=true`, where they fail (`pg_server`).
 """
 
 from __future__ import annotations
@@ -19,198 +19,49 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import re
 import secrets
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import aiohttp
-import psycopg
-import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 
 from bot.approvals import tables as t
 from bot.approvals.db import Database
-from bot.sandbox.client import READY_PREFIX, SandboxClient
-from bot.sandbox.interactions import find_element
-from bot.sandbox.signing import AppResponse, SlackRequest, SlackSigner, block_actions
+from bot.sandbox.client import SandboxClient
+from bot.sandbox.processes import (
+    API_TOKEN,
+    CHANNEL,
+    BotProcess,
+    FakeSlackProcess,
+    free_port,
+    sqlite_url,
+    write_policy,
+)
+from bot.sandbox.processes import SIGNING_SECRET as SECRET
+from bot.sandbox.signing import AppResponse, SlackRequest, SlackSigner
+from tests.kit import pg
+from tests.kit.pg import address as pg_address
+from tests.kit.pg import admin_conninfo as pg_admin
+from tests.kit.pg import require_server as pg_server
+from tests.kit.pg import url_on as pg_url
 
-SECRET = "e2e-signing-secret"
-"""The signing secret the bot and the fake share."""
-API_TOKEN = "e2e-api-token"
-"""The bearer token of the bot's `POST /api/runs`."""
-CHANNEL = "C0APPROVALS"
+__all__ = [
+    "ALICE", "API_TOKEN", "BOB", "CAROL", "CHANNEL", "DAVE", "E2E", "JSON", "SECRET", "WAIT",
+    "BotDatabase", "BotProcess", "FakeSlackProcess", "Run", "TcpProxy", "action_ids", "card_of",
+    "ephemerals_of", "free_port", "messages_of", "pg_address", "pg_admin", "pg_schema",
+    "pg_server", "pg_url", "replies_of", "sqlite_url", "text_of", "write_policy",
+]  # fmt: skip
+
 ALICE, BOB, CAROL, DAVE = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"
 WAIT = 20.0
 """Seconds to wait for anything to happen (generous: CI machines are slow and shared)."""
 
-PG_URL = os.environ.get("SIGNOFF_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
-IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
-
 JSON = dict[str, Any]
-
-
-# ---- processes --------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class FakeSlackProcess:
-    """`python -m bot.sandbox.slack_api --port 0`, with its pid at hand (to pause it) and its
-    output in `directory/fake-slack.log`."""
-
-    def __init__(self, directory: Path, timeout: float = 30.0) -> None:
-        self.log = directory / "fake-slack.log"
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-u", "-m", "bot.sandbox.slack_api", "--port", "0"],
-                stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        deadline = time.monotonic() + timeout
-        while not (
-            ready := re.search(
-                f"^{re.escape(READY_PREFIX)}(.+)$", self.log.read_text(), re.MULTILINE
-            )
-        ):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(
-                    f"fake Slack did not start (exit status {self.proc.returncode}):\n{self.log.read_text()}"
-                )
-            time.sleep(0.02)
-        self.url = ready.group(1).strip()
-        """The Web API base URL, what `SIGNOFF_SLACK_API_URL` takes."""
-        self.app_url: str | None = None
-        """Where the fake sends the person's requests (see `connect`)."""
-
-    async def connect(self, slack: SandboxClient, app_url: str) -> None:
-        """Point the fake at the bot listening at `app_url` (once: it keeps the connection)."""
-        if self.app_url != app_url:
-            await slack.connect_app(app_url, SECRET)
-            self.app_url = app_url
-
-    def pause(self) -> None:
-        """Stop the process (SIGSTOP): calls to it hang until `resume()`."""
-        os.kill(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        os.kill(self.proc.pid, signal.SIGCONT)
-
-    def stop(self) -> None:
-        self.resume()
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def write_policy(directory: Path, text: str) -> Path:
-    path = directory / "policy.toml"
-    path.write_text(text)
-    return path
-
-
-def sqlite_url(directory: Path) -> str:
-    return f"sqlite:///{quote(str(directory / 'signoff.db'))}"
-
-
-class BotProcess:
-    """`signoff run` in HTTP mode on 127.0.0.1, its output in a log file beside the database.
-
-    Args:
-        directory: where the log goes.
-        db_url: `SIGNOFF_DATABASE_URL`.
-        slack_url: the fake's Web API base URL.
-        policy: the policy file.
-        env: more environment (e.g. `SIGNOFF_SWEEP_INTERVAL`).
-    """
-
-    def __init__(
-        self, directory: Path, db_url: str, slack_url: str, policy: Path, **env: str
-    ) -> None:
-        self.db_url = db_url
-        self.read_url = db_url
-        """Where the tests read the bot's database (set it when the bot's URL goes through a relay)."""
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.events_url = f"{self.url}/slack/events"
-        self.log = directory / f"bot-{self.port}.log"
-        self.env = {
-            **os.environ,
-            "SLACK_BOT_TOKEN": "xoxb-e2e",
-            "SLACK_SIGNING_SECRET": SECRET,
-            "SIGNOFF_SLACK_API_URL": slack_url,
-            "SIGNOFF_DATABASE_URL": db_url,
-            "SIGNOFF_POLICY": str(policy),
-            "SIGNOFF_API_TOKEN": API_TOKEN,
-            "SIGNOFF_DEFAULT_CHANNEL": CHANNEL,
-            **env,
-        }
-        self.env.pop("SLACK_APP_TOKEN", None)  # HTTP mode, whatever the developer's shell says
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bot.cli", "run", "--host", "127.0.0.1", "--port", str(self.port)],
-                stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=directory,
-            )  # fmt: skip
-        self._wait_ready()
-
-    def _wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"signoff run exited with {self.proc.returncode}:\n{self.output()}"
-                )
-            try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as res:
-                    if res.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.05)
-        self.kill()
-        raise RuntimeError(
-            f"signoff run did not answer /healthz within {timeout:g}s:\n{self.output()}"
-        )
-
-    def output(self) -> str:
-        """What the process printed so far (the tail)."""
-        return self.log.read_text(errors="replace")[-6000:]
-
-    def kill(self) -> None:
-        """SIGKILL: no cleanup, as when the machine dies."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-    def stop(self) -> None:
-        """SIGTERM and wait (SIGKILL after ten seconds)."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
 
 # ---- the bot's database ---------------------------------------------------------------------
@@ -461,14 +312,7 @@ class E2E:
     async def click_request(self, user: str, card: JSON, action_id: str) -> SlackRequest:
         """The request Slack sends when `user` clicks `action_id` on `card` as it is there (maybe
         an old copy: what a client that has not refreshed yet shows), not yet signed."""
-        block_id, element = find_element(card["blocks"], action_id)
-        message = {k: v for k, v in card.items() if k not in ("channel", "replies", "edits")}
-        return block_actions(
-            action_id=action_id, value=element.get("value"), block_id=block_id,
-            user_id=user, channel_id=card["channel"], message=message,
-            trigger_id=await self.slack.trigger_id(user),
-            response_url=await self.slack.response_url(card["channel"], user, card["ts"]),
-        )  # fmt: skip
+        return await self.slack.click_request(user, card, action_id)
 
     async def send(
         self, request: SlackRequest, *, timestamp: int | None = None, signature: str | None = None
@@ -564,44 +408,6 @@ class TcpProxy:
         self.cut()
 
 
-def pg_admin() -> str:
-    return make_url(PG_URL).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-def pg_server() -> str:
-    """The PostgreSQL URL once it answered; skip (fail under CI) when it does not."""
-    try:
-        with psycopg.connect(pg_admin(), connect_timeout=5) as conn:
-            conn.execute("SELECT 1")
-    except psycopg.Error as e:
-        message = f"PostgreSQL at {make_url(PG_URL).render_as_string()} is unreachable: {e}"
-        if IN_CI:
-            pytest.fail(f"{message} (CI=true: PostgreSQL tests must run, not skip)")
-        pytest.skip(f"{message}; set SIGNOFF_TEST_PG_URL to run these tests")
-    return PG_URL
-
-
 def pg_schema(name: str) -> tuple[str, Callable[[], None]]:
-    """A new, empty schema; call the second item to drop it."""
-    schema = f"signoff_e2e_{re.sub(r'[^a-z0-9_]', '_', name.lower())}_{os.getpid()}_{secrets.token_hex(3)}"
-    with psycopg.connect(pg_admin(), autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-
-    def drop() -> None:
-        with psycopg.connect(pg_admin(), autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-
-    return schema, drop
-
-
-def pg_url(schema: str, *, port: int | None = None) -> str:
-    """The test server's URL on `schema` (`search_path`), through a local `port` if given."""
-    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    if port is not None:
-        url = url.set(host="127.0.0.1", port=port)
-    return url.render_as_string(hide_password=False)
-
-
-def pg_address() -> tuple[str, int]:
-    url = make_url(PG_URL)
-    return url.host or "127.0.0.1", url.port or 5432
+    """A new, empty schema named after `name`; call the second item to drop it."""
+    return pg.schema_with_drop(f"signoff_e2e_{name}")

@@ -1,6 +1,8 @@
 """A separate process for the SQL saver tests: it shares nothing with the test but the URL.
 
-    python _sql_worker.py COMMAND URL [THREAD] [ARG]
+    python tests/kit/sql_worker.py COMMAND URL [THREAD] [ARG]
+
+Run as a script (`PATH`), it imports only `graphs`; the tests also import it for its graphs.
 
 Commands print one line the test reads (JSON where there is data), and exit 0.
 
@@ -38,6 +40,9 @@ from graphs import (
     ThreadBusyError,
     interrupt,
 )
+
+PATH = str(Path(__file__).resolve())
+"""This script, for `[sys.executable, PATH, COMMAND, ...]`."""
 
 
 class State(TypedDict, total=False):

@@ -1,7 +1,7 @@
 """Workflows and a policy for the governance tests, registered by dotted path like a user's own.
 
-Importable as `_signoff_flows` from the tests (pytest puts this folder on `sys.path`) and from
-the subprocesses they start (`env()` sets `PYTHONPATH` to this folder).
+Importable as `tests.kit.flows` from the tests and from the subprocesses they start (`env()` puts
+the repository root on `PYTHONPATH`).
 
 - `build_ask`: asks for approval of whatever `action` and `args` the run was started with, then
   records an `act` effect (approved) or a `declined` effect (anything else).
@@ -22,22 +22,23 @@ from bot.approvals.effects import services
 from bot.approvals.request import request_approval
 from graphs import END, START, StateGraph, once
 
-HERE = Path(__file__).resolve().parent
-DEMO_POLICY = Path(__file__).resolve().parents[2] / "bot" / "policies" / "demo.toml"
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root, where `tests.kit.flows` imports from."""
+DEMO_POLICY = ROOT / "bot" / "policies" / "demo.toml"
 
 APPROVERS_20 = [f"U_P{i:02d}" for i in range(20)]
 
 EXTRA_POLICY = f"""
 [workflows.ask]
-path = "_signoff_flows:build_ask"
+path = "tests.kit.flows:build_ask"
 starters = ["@support"]
 
 [workflows.replay]
-path = "_signoff_flows:build_replay"
+path = "tests.kit.flows:build_replay"
 starters = ["@support"]
 
 [workflows.parallel]
-path = "_signoff_flows:build_parallel"
+path = "tests.kit.flows:build_parallel"
 starters = ["@support"]
 
 [actions.deploy]
@@ -81,7 +82,7 @@ def env(database_url: str, policy_path: str | os.PathLike[str]) -> dict[str, str
         **os.environ,
         "SIGNOFF_DATABASE_URL": database_url,
         "SIGNOFF_POLICY": os.fspath(policy_path),
-        "PYTHONPATH": str(HERE) + (os.pathsep + path if path else ""),
+        "PYTHONPATH": str(ROOT) + (os.pathsep + path if path else ""),
     }
 
 

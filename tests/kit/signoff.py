@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from _signoff_flows import POLICY, env
 
 from bot.approvals import tables as t
 from bot.approvals.audit import AuditLog
@@ -23,6 +22,7 @@ from bot.approvals.events import EventSink, RecordingSink
 from bot.approvals.policy import load_policy
 from bot.approvals.service import RunReport, Signoff
 from bot.workflows import load_workflows
+from tests.kit.flows import POLICY, env
 
 
 class Clock:

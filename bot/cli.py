@@ -77,25 +77,38 @@ def _approval_json(a: Approval) -> dict[str, Any]:
     }
 
 
-class CommandLineError(ValueError):
-    """An argument is written wrong (`--edit amount`, `--input '{nope'`): a mistake in the
-    command, not a refusal by governance; nothing was recorded.
-
-    Said in one line with exit status 1, like every other error of a command, before anything
-    is asked of the workflow or its approvals.
-    """
+# ---- arguments written wrong ------------------------------------------------------------
+# Each is an argparse `type`: a mistake in the command line is argparse's error (the usage, the
+# argument and what is wrong; exit status 2), said before anything is asked of the database,
+# the workflow or its approvals. Governance's refusals are something else: exit status 1.
 
 
-def _parse_edits(items: Sequence[str]) -> dict[str, str]:
-    edits = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise CommandLineError(
-                f"--edit {item!r}: write it as field=value, e.g. --edit amount=40"
-            )
-        edits[key.strip()] = value
-    return edits
+def _edit(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(
+            f"{item!r}: write it as field=value, e.g. --edit amount=40"
+        )
+    return key.strip(), value
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(
+            f"not valid JSON ({e}); e.g. --input '{{\"amount\": 40}}'"
+        ) from e
+    if not isinstance(data, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object of the workflow's inputs")
+    return data
+
+
+def _anchor(text: str) -> tuple[int, str]:
+    seq, sep, digest = text.partition(":")
+    if not sep or not seq.isdigit() or not digest:
+        raise argparse.ArgumentTypeError(f"{text!r}: write it as SEQ:HASH, as printed by a verify")
+    return int(seq), digest
 
 
 async def _report_run(app: Signoff, thread_id: str) -> str:
@@ -121,16 +134,12 @@ async def cmd_db_upgrade(app: Signoff, args: argparse.Namespace) -> int:
 
 
 async def cmd_start(app: Signoff, args: argparse.Namespace) -> int:
-    try:
-        data = json.loads(args.input)
-    except json.JSONDecodeError as e:
-        raise CommandLineError(
-            f"--input is not valid JSON ({e}); e.g. --input '{{\"amount\": 40}}'"
-        ) from e
-    if not isinstance(data, dict):
-        raise CommandLineError("--input must be a JSON object of the workflow's inputs")
     report = await app.start(
-        args.workflow, data, requester=args.as_user, channel=args.channel, thread_id=args.thread_id
+        args.workflow,
+        args.input,
+        requester=args.as_user,
+        channel=args.channel,
+        thread_id=args.thread_id,
     )
     await app.run_jobs(("resume",))
     if args.json:
@@ -233,7 +242,7 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
 
 
 async def cmd_decide(app: Signoff, args: argparse.Namespace, approve: bool) -> int:
-    edits = _parse_edits(args.edit or []) if approve else None
+    edits = dict(args.edit or ()) if approve else None
     result = await app.decide(
         args.approval_id, args.as_user, approve, note=args.note or "", edits=edits
     )
@@ -255,17 +264,9 @@ async def cmd_decide(app: Signoff, args: argparse.Namespace, approve: bool) -> i
 
 
 async def cmd_audit_verify(app: Signoff, args: argparse.Namespace) -> int:
-    anchor = None
-    if args.anchor:
-        seq, sep, digest = args.anchor.partition(":")
-        if not sep or not seq.isdigit():
-            raise CommandLineError(
-                f"--anchor {args.anchor!r}: write it as SEQ:HASH, as printed by a verify"
-            )
-        anchor = (int(seq), digest)
     await app.link_audit()
     async with app.db.read() as conn:
-        report = await app.audit.verify(conn, anchor=anchor)
+        report = await app.audit.verify(conn, anchor=args.anchor)
     if report.ok:
         print(f"audit log intact: {report.checked} events verified")
         if report.head_seq is not None:
@@ -341,7 +342,9 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("start", help="start a workflow run")
     s.add_argument("workflow")
-    s.add_argument("--input", required=True, help="the run's inputs as a JSON object")
+    s.add_argument(
+        "--input", required=True, type=_json_object, help="the run's inputs as a JSON object"
+    )
     s.add_argument("--thread-id", help="durable id of the run (default: generated)")
     s.add_argument("--as", dest="as_user", default="cli", help="who requests it (default: cli)")
     s.add_argument("--channel", help="Slack channel for its cards")
@@ -362,7 +365,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--as", dest="as_user", required=True, help="the approver's user id")
     s.add_argument("--note", default="")
     s.add_argument(
-        "--edit", action="append", metavar="FIELD=VALUE", help="change an editable field"
+        "--edit",
+        action="append",
+        type=_edit,
+        metavar="FIELD=VALUE",
+        help="change an editable field",
     )
     s.set_defaults(fn=lambda app, a: cmd_decide(app, a, True))
 
@@ -376,7 +383,7 @@ def _parser() -> argparse.ArgumentParser:
         dest="audit_command", required=True
     )
     v = audit.add_parser("verify", help="check the hash chain")
-    v.add_argument("--anchor", help="SEQ:HASH of a head printed by an earlier verify")
+    v.add_argument("--anchor", type=_anchor, help="SEQ:HASH of a head printed by an earlier verify")
     v.set_defaults(fn=cmd_audit_verify)
     e = audit.add_parser("export", help="write the log as JSON lines")
     e.add_argument("--out", default="-")
@@ -433,7 +440,7 @@ async def _run(
         await app.db.aclose()
 
 
-_SAID = (ApprovalError, GraphError, SettingsError, CommandLineError)
+_SAID = (ApprovalError, GraphError, SettingsError)
 """The errors a command may meet in ordinary use: each says what is wrong and what to do.
 `ApprovalError` covers storage too (`DatabaseUnavailable` is one)."""
 

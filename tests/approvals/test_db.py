@@ -18,7 +18,7 @@ from alembic.script import ScriptDirectory
 
 from bot.approvals import tables
 from bot.approvals.db import MIGRATIONS_DIR, Database, DatabaseUnavailable, SchemaVersionError
-from graphs.checkpoint import _tables as checkpoint_tables
+from graphs.checkpoint._sql import tables as checkpoint_tables
 from tests.kit.pg import admin_conninfo as _admin_conninfo
 from tests.kit.together import run_together
 

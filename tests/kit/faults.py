@@ -11,7 +11,7 @@ from collections.abc import Callable
 import sqlalchemy as sa
 
 from bot.approvals import tables as t
-from bot.slack import blocks, messages
+from bot.slack import messages, replies
 from tests.kit.e2e import E2E, WAIT, BotDatabase, BotProcess, Run, card_of, messages_of, replies_of
 
 QUICK = os.environ.get("SIGNOFF_TEST_QUICK", "") not in ("", "0")
@@ -41,7 +41,7 @@ def run_outcome(db: BotDatabase, run: Run, customer: str) -> str:
     unknown (the process died between starting the refund and recording that it returned)."""
     found = db.run(run.thread_id) or {}
     if found.get("status") == "outcome_unknown":
-        return blocks.thread_reply_outcome_unknown(
+        return replies.thread_reply_outcome_unknown(
             "refund", run.thread_id, found.get("error") or ""
         )
     return outcome(run, customer)

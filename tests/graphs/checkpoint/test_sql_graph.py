@@ -1,6 +1,6 @@
 """Graphs on `SQLSaver` across real processes: issue 3's properties, on SQLite and PostgreSQL.
 
-Every process here is a fresh interpreter (`_sql_worker.py`) that knows only the database URL
+Every process here is a fresh interpreter (`tests/kit/sql_worker.py`) that knows only the database URL
 and the thread id: a pause is only real when it survives that boundary.
 """
 

@@ -36,10 +36,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from graphs.checkpoint.sql import SQLSaver
+from graphs.checkpoint.sql import AlembicSchema, SQLSaver
 from graphs.errors import SchemaVersionError
 
-from ._alembic import AlembicSchema
 from .errors import DatabaseBusy, DatabaseUnavailable
 from .tables import SCHEMA_REVISION, VERSION_TABLE
 

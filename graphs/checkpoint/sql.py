@@ -55,6 +55,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import PoolProxiedConnection, StaticPool
 
 from ..types import RunConfig
+from ._sql.alembic import AlembicSchema
 from ._sql.engine import (
     _Dropped,
     _install_pg_ping,
@@ -84,7 +85,7 @@ from .base import (
     config_thread_id,
 )
 
-__all__ = ["PausedThread", "SQLSaver", "async_url", "sync_url"]
+__all__ = ["AlembicSchema", "PausedThread", "SQLSaver", "async_url", "sync_url"]
 
 PausedThread.__module__ = __name__  # defined in `_sql/read.py`; this is its public home
 

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-import functools
-import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ...errors import SchemaVersionError
+from .alembic import AlembicSchema
 from .tables import SCHEMA_REVISION, VERSION_TABLE
 
 if TYPE_CHECKING:
     from ..sql import SQLSaver
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
-_MIGRATION_LOCK_KEY = int.from_bytes(
-    hashlib.sha256(b"signoff.checkpoint.migrations").digest()[:8], "big", signed=True
+SCHEMA = AlembicSchema(
+    migrations=MIGRATIONS_DIR,
+    version_table=VERSION_TABLE,
+    head=SCHEMA_REVISION,
+    lock_name="signoff.checkpoint.migrations",
 )
+"""The checkpoint tables' migrations, version table and lock."""
 
 
 def _schema_revision(conn: Connection) -> str | None:
@@ -28,17 +31,6 @@ def _schema_revision(conn: Connection) -> str | None:
     revision = conn.exec_driver_sql(f"SELECT version_num FROM {VERSION_TABLE}").scalar()
     conn.rollback()
     return revision
-
-
-@functools.cache
-def _script() -> Any:
-    from alembic.script import ScriptDirectory
-
-    return ScriptDirectory(str(MIGRATIONS_DIR))
-
-
-def _known_revisions() -> set[str]:
-    return {script.revision for script in _script().walk_revisions()}
 
 
 def _check_revision(saver: SQLSaver, revision: str | None) -> None:
@@ -52,7 +44,7 @@ def _check_revision(saver: SQLSaver, revision: str | None) -> None:
             db_revision=None,
             code_revision=SCHEMA_REVISION,
         )
-    if revision in _known_revisions():
+    if revision in SCHEMA.known_revisions():
         raise SchemaVersionError(
             f"{saver!r} has checkpoint schema revision {revision!r}, older than this code's "
             f"{SCHEMA_REVISION!r}; call setup() to upgrade it",
@@ -74,22 +66,10 @@ def _newer_schema(saver: SQLSaver, revision: str) -> SchemaVersionError:
 
 def _migrate(conn: Connection, saver: SQLSaver) -> None:
     """Bring the schema to head inside the caller's transaction (which holds the lock)."""
-    from alembic import command
-    from alembic.config import Config
-    from alembic.runtime.migration import MigrationContext
-
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%(k)s)", {"k": _MIGRATION_LOCK_KEY})
-    else:
-        conn.exec_driver_sql("SELECT 1")  # starts BEGIN IMMEDIATE: the file's write lock
-    current = MigrationContext.configure(
-        conn, opts={"version_table": VERSION_TABLE}
-    ).get_current_revision()
+    SCHEMA.lock(conn)
+    current = SCHEMA.current(conn)
     if current == SCHEMA_REVISION:
         return
-    if current is not None and current not in _known_revisions():
+    if current is not None and current not in SCHEMA.known_revisions():
         raise _newer_schema(saver, current)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.attributes["connection"] = conn
-    command.upgrade(config, "head")
+    SCHEMA.upgrade(conn)

@@ -1,9 +1,10 @@
 """One set of tables migrated by Alembic: its scripts, its own version table and its own lock.
 
-The governance tables are one such set (`db.py`); the checkpoint tables are another, migrated
-by `graphs.checkpoint` the same way (with code of its own, since `graphs` cannot import `bot`).
-Migrations run programmatically on a connection the caller opened, inside its transaction, so
-that the lock, the check of the revision and the upgrade commit together.
+The checkpoint tables are one such set (`schema.py`); an application that keeps tables of its
+own beside them migrates them the same way (signoff's governance tables do, through
+`graphs.checkpoint.sql.AlembicSchema`). Migrations run programmatically on a connection the
+caller opened, inside its transaction, so that the lock, the check of the revision and the
+upgrade commit together.
 """
 
 from __future__ import annotations

@@ -271,9 +271,12 @@ class Run:
                             f"the reducer of state key {channel!r} failed on the value from "
                             f"{node!r}: {type(e).__name__}: {e}"
                         ) from e
+                if old_len >= 0 and (
+                    (spec.appends and type(current) is list)
+                    or (spec.maybe_appends and _extends(current, values[channel]))
+                ):
+                    appended[channel] = len(current) - old_len  # type: ignore[arg-type]
                 values[channel] = current
-                if spec.appends and old_len >= 0 and type(current) is list:
-                    appended[channel] = len(current) - old_len
             version = versions.get(channel, 0) + 1
             versions[channel] = version
             new_versions[channel] = version
@@ -628,6 +631,13 @@ class Run:
             yield from self.save("update", names, new_versions, appended, paused)
         assert self.head_config is not None
         return self.head_config
+
+
+def _extends(new: Any, old: list[Any]) -> bool:
+    """`new` is a list that begins with the very objects of `old` (it only appended to it)."""
+    if type(new) is not list or len(new) < len(old):
+        return False
+    return all(a is b for a, b in zip(old, new, strict=False))
 
 
 def _short(value: Any) -> str:

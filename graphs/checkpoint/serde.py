@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import CheckpointFormatError, SerializationError
-from ..types import Interrupt
+from ..types import Interrupt, Send
 
 __all__ = [
     "FORMAT_VERSION",
@@ -91,6 +91,7 @@ register_type(
     lambda v: [v.value, v.id, v.node, v.index, v.resumable],
     lambda d: Interrupt(d[0], d[1], d[2], d[3], d[4]),
 )
+register_type(Send, "send", lambda v: [v.node, v.arg], lambda d: Send(d[0], d[1]))
 
 
 _MESSAGES_LOADED = False

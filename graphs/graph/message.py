@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Annotated, TypedDict, Union
+from typing import Annotated, TypedDict, Union, cast
 
 from langchain_core.messages import (
     AnyMessage,
@@ -36,16 +36,14 @@ __all__ = ["REMOVE_ALL_MESSAGES", "AnyMessage", "Messages", "MessagesState", "ad
 REMOVE_ALL_MESSAGES = "__remove_all__"
 """`RemoveMessage(id=REMOVE_ALL_MESSAGES)` in an update drops every message before it."""
 
-Messages = Union[list[MessageLikeRepresentation], MessageLikeRepresentation]  # noqa: UP007
-"""What `add_messages` takes on either side: one message-like value or a list of them."""
+Messages = Union[Sequence[MessageLikeRepresentation], MessageLikeRepresentation]  # noqa: UP007
+"""What `add_messages` takes on either side: one message-like value or a list of them (a
+tuple is one message, `("user", "hi")`, as in LangGraph)."""
 
 
 def _as_messages(value: Messages) -> list[BaseMessage]:
-    items: Sequence[MessageLikeRepresentation]
-    if isinstance(value, list):
-        items = value
-    else:
-        items = [value]
+    # A list is many messages; anything else (a tuple too: `("user", "hi")`) is one.
+    items = value if isinstance(value, list) else [cast("MessageLikeRepresentation", value)]
     out = convert_to_messages(items)
     return [message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m for m in out]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
@@ -97,6 +97,8 @@ class Run:
         limit = config.get("recursion_limit")
         self.limit: int = graph.recursion_limit if limit is None else limit
         self.values: dict[str, Any] = {}
+        self.width = len(graph.channels)
+        """How many state keys there are: `values` has fewer until every key was written."""
         self.internal: dict[str, Any] = {}
         self.versions: dict[str, int] = {}
         self.frontier: list[tuple[str, str]] = []  # (node, task_id)
@@ -156,9 +158,10 @@ class Run:
 
     def make_task(self, name: str, task_id: str) -> Task:
         task = Task(self, self.graph.nodes[name], task_id)
-        sends = self.internal.get(SENDS_CHANNEL)
-        if sends and task_id in sends:
-            task.arg = sends[task_id]
+        if SENDS_CHANNEL in self.internal:
+            sends = self.internal[SENDS_CHANNEL]
+            if task_id in sends:
+                task.arg = sends[task_id]
         answered: dict[str, Any] = {}
         for channel, value in self.pending.get(task_id, ()):
             if channel == INTERRUPT:
@@ -234,9 +237,8 @@ class Run:
         """The state as a node or a router sees it: a reducer key nothing was written to yet
         reads as its empty value (`[]` for a list), as in LangGraph."""
         state = dict(self.values)
-        empty = self.graph.empty
-        if empty and len(state) < len(self.graph.channels):
-            for key, make in empty.items():
+        if len(state) < self.width:
+            for key, make in self.graph.empty.items():
                 if key not in state:
                     state[key] = make()
         return state
@@ -304,14 +306,21 @@ class Run:
 
     def route(
         self, ran: list[str], gotos: list[str | Send], new_versions: dict[str, int]
-    ) -> list[str | Send]:
+    ) -> Sequence[str | Send]:
         """The next frontier after `ran` finished: nodes in the order they were added, then
         the `Send`s in the order they were made."""
         g = self.graph
-        sends: list[str | Send] = [s for s in gotos if isinstance(s, Send)]
-        triggered: set[str] = {n for n in gotos if isinstance(n, str)}
+        sends: list[str | Send] = []
+        triggered: set[str] = set()
+        if gotos:
+            for n in gotos:
+                if isinstance(n, str):
+                    triggered.add(n)
+                else:
+                    sends.append(n)
         state: dict[str, Any] | None = None
-        for name in dict.fromkeys(ran) if len(ran) > 1 else ran:
+        # A node that ran as several `Send`s routes once.
+        for name in ran if len(ran) == 1 else dict.fromkeys(ran):
             triggered.update(g.edges.get(name, ()))
             for join in g.joins.get(name, ()):
                 seen = set(self.internal.get(join.key, ()))
@@ -331,9 +340,12 @@ class Run:
                     else:
                         triggered.add(dest)
         triggered.discard(END)
-        if len(triggered) == 1 and not sends:
+        if sends:
+            return [*sorted(triggered, key=lambda n: g.nodes[n].index), *sends]
+        if len(triggered) == 1:
             return list(triggered)
-        return [*sorted(triggered, key=lambda n: g.nodes[n].index), *sends]
+        names: list[str] = sorted(triggered, key=lambda n: g.nodes[n].index)
+        return names
 
     def resolve(self, br: Any, state: dict[str, Any]) -> list[str | Send]:
         try:
@@ -372,20 +384,30 @@ class Run:
 
     def checkpoint(
         self,
-        names: list[str | Send],
+        names: Sequence[str | Send],
         paused: list[str],
         appended: dict[str, int],
         new_versions: dict[str, int],
     ) -> Checkpoint:
         """The next checkpoint, whose frontier is `names` (each with a new task id)."""
         checkpoint_id = new_checkpoint_id(checkpoint_seq(self.head_id) + 1)
-        self.set_frontier(names, checkpoint_id, new_versions)
+        if names and type(names[-1]) is not str or SENDS_CHANNEL in self.internal:
+            self.set_frontier(names, checkpoint_id, new_versions)
+        else:  # no Send (they come last): the hot path
+            self.frontier = [(n, self.task_id(checkpoint_id, n)) for n in names]  # type: ignore[misc, arg-type]
         return self._checkpoint(checkpoint_id, paused, appended)
 
     def set_frontier(
-        self, names: list[str | Send], checkpoint_id: str | None, new_versions: dict[str, int]
+        self, names: Sequence[str | Send], checkpoint_id: str | None, new_versions: dict[str, int]
     ) -> None:
         """Give each node of the next frontier its task id; note what each `Send` runs on."""
+        if not names or type(names[-1]) is str:  # no Send (they come last)
+            self.frontier = [
+                (n, n if checkpoint_id is None else self.task_id(checkpoint_id, n))  # type: ignore[misc, arg-type]
+                for n in names
+            ]
+            self.clear_sends(new_versions)
+            return
         frontier: list[tuple[str, str]] = []
         sends: dict[str, Any] = {}
         for i, n in enumerate(names):
@@ -397,8 +419,15 @@ class Run:
             frontier.append((n.node, task_id))
             sends[task_id] = n.arg
         self.frontier = frontier
-        if sends or self.internal.get(SENDS_CHANNEL):
-            self.internal[SENDS_CHANNEL] = sends
+        self.internal[SENDS_CHANNEL] = sends
+        self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
+            self.versions.get(SENDS_CHANNEL, 0) + 1
+        )
+
+    def clear_sends(self, new_versions: dict[str, int]) -> None:
+        """The frontier has no `Send` any more: empty the channel that held their args."""
+        if self.internal.get(SENDS_CHANNEL):
+            self.internal[SENDS_CHANNEL] = {}
             self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
                 self.versions.get(SENDS_CHANNEL, 0) + 1
             )
@@ -420,7 +449,7 @@ class Run:
     def save(
         self,
         source: str,
-        names: list[str | Send],
+        names: Sequence[str | Send],
         new_versions: dict[str, int],
         appended: dict[str, int],
         paused: list[str],
@@ -430,7 +459,10 @@ class Run:
         self.pending = {}
         self.paused = list(paused)
         if self.saver is None:
-            self.set_frontier(names, None, new_versions)
+            if names and type(names[-1]) is not str or SENDS_CHANNEL in self.internal:
+                self.set_frontier(names, None, new_versions)
+            else:  # no Send (they come last): the hot path
+                self.frontier = [(n, n) for n in names]  # type: ignore[misc]
             return
         cp = self.checkpoint(names, paused, appended, new_versions)
         parent = self.head_config or {
@@ -440,7 +472,7 @@ class Run:
         self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
 
-    def static_pause(self, names: list[str | Send], ran: list[str]) -> list[str]:
+    def static_pause(self, names: Sequence[str | Send], ran: list[str]) -> list[str]:
         g = self.graph
         if not (g.interrupt_before or g.interrupt_after) or not names:
             return []

@@ -77,7 +77,11 @@ class Task:
         token = _current.set(self)
         try:
             spec, run = self.spec, self.run
-            state = run.view() if self.arg is STATE else self.arg
+            if self.arg is STATE:
+                values = run.values
+                state = dict(values) if len(values) == run.width else run.view()
+            else:
+                state = self.arg
             args = (state, run.config) if spec.takes_config else (state,)
             if spec.is_async:
                 result = _run_coroutine_sync(spec.fn(*args), spec.name)

@@ -26,11 +26,13 @@ __all__ = [
     "interrupt",
 ]
 
+# The node names a `Command` may go to: `-> Command[Literal["a", "b"]]` declares them (and
+# `compile` reads them); a bare `Command` goes anywhere. Type checkers know a TypeVar default
+# (PEP 696); Python 3.11's TypeVar takes none.
 if TYPE_CHECKING:
     N = TypeVar("N", bound=str, default=str)
-else:  # a TypeVar default (PEP 696) is known to type checkers; Python 3.11 takes none
+else:
     N = TypeVar("N", bound=str)
-"""The node names a `Command` may go to: `-> Command[Literal["a", "b"]]` declares them."""
 
 START = "__start__"
 """The virtual node every run begins at: `add_edge(START, "first")`."""

@@ -156,3 +156,30 @@ def test_a_send_to_an_unknown_node_is_an_error_naming_it() -> None:
     g.add_edge(START, "a")
     with pytest.raises(InvalidUpdateError, match="Send\\('nope'"):
         g.compile().invoke({"x": 1})
+
+
+def test_sends_of_a_node_that_finished_in_a_paused_step_are_kept_for_the_resume() -> None:
+    class S(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    calls: Counter[str] = Counter()
+
+    def plan(state: S) -> Command:
+        calls["plan"] += 1
+        return Command(update={"log": ["plan"]}, goto=[Send("do", "a"), Send("do", "b")])
+
+    def ask(state: S) -> dict[str, Any]:
+        return {"log": [f"ask {interrupt('go?')}"]}
+
+    g = StateGraph(S)
+    g.add_node("plan", plan, destinations=("do",))
+    g.add_node("ask", ask)
+    g.add_node("do", lambda arg: {"log": [f"do {arg}"]})
+    g.add_edge(START, "plan")
+    g.add_edge(START, "ask")
+    app = g.compile(checkpointer=InMemorySaver(), interrupt_mode="return")
+    config: Any = {"configurable": {"thread_id": "t"}}
+    assert "__interrupt__" in app.invoke({"log": []}, config)
+    out = app.invoke(Command(resume="yes"), config)
+    assert out["log"] == ["plan", "ask yes", "do a", "do b"]
+    assert calls["plan"] == 1

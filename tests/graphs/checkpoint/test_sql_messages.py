@@ -70,8 +70,8 @@ def test_messages_round_trip_on_in_memory_and_sql_savers(saver: SQLSaver) -> Non
         assert values[1].tool_calls[0]["id"] == "call-1"
 
 
-def test_paused_on_sql_and_resumed_by_a_new_saver_on_the_same_file(tmp_path: Any) -> None:
-    url = f"sqlite:///{tmp_path / 'agent.db'}"
+def test_paused_on_sql_and_resumed_by_a_new_saver_on_the_same_database(db_url: str) -> None:
+    url = db_url  # a SQLite file, or a PostgreSQL schema
     first = SQLSaver(url)
     first.setup()
     try:

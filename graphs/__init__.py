@@ -26,7 +26,7 @@ from .errors import (
     SideEffectUnknownError,
     ThreadBusyError,
 )
-from .types import END, START, Command, Interrupt, RunConfig, StateSnapshot, StateTask
+from .types import END, START, Command, Interrupt, RunConfig, Send, StateSnapshot, StateTask
 
 if TYPE_CHECKING:
     from .checkpoint.sql import SQLSaver
@@ -56,6 +56,7 @@ __all__ = [
     "RunConfig",
     "SQLSaver",
     "SchemaVersionError",
+    "Send",
     "SerializationError",
     "SideEffectUnknownError",
     "StateGraph",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
@@ -47,13 +47,15 @@ from .errors import (
     NodeInterrupt,
     ResumeError,
 )
-from .types import END, START, Command, Interrupt, RunConfig
+from .types import END, START, Command, Interrupt, RunConfig, Send
 
 if TYPE_CHECKING:
     from .checkpoint.base import BaseCheckpointSaver
     from .compiled import CompiledGraph
 
 ONCE_CHANNEL = "__once__"
+SENDS_CHANNEL = "__sends__"
+"""`{task_id: arg}` of the frontier's `Send` tasks: what each runs on instead of the state."""
 _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -95,6 +97,8 @@ class Run:
         limit = config.get("recursion_limit")
         self.limit: int = graph.recursion_limit if limit is None else limit
         self.values: dict[str, Any] = {}
+        self.width = len(graph.channels)
+        """How many state keys there are: `values` has fewer until every key was written."""
         self.internal: dict[str, Any] = {}
         self.versions: dict[str, int] = {}
         self.frontier: list[tuple[str, str]] = []  # (node, task_id)
@@ -154,6 +158,10 @@ class Run:
 
     def make_task(self, name: str, task_id: str) -> Task:
         task = Task(self, self.graph.nodes[name], task_id)
+        if SENDS_CHANNEL in self.internal:
+            sends = self.internal[SENDS_CHANNEL]
+            if task_id in sends:
+                task.arg = sends[task_id]
         answered: dict[str, Any] = {}
         for channel, value in self.pending.get(task_id, ()):
             if channel == INTERRUPT:
@@ -211,8 +219,12 @@ class Run:
                 return
         task.writes = list(update.items())
         if goto:
-            names = [goto] if isinstance(goto, str) else list(goto)
-            bad = [n for n in names if n not in self.graph.nodes and n != END]
+            names = [goto] if isinstance(goto, (str, Send)) else list(goto)
+            bad = [
+                n
+                for n in names
+                if (n.node if isinstance(n, Send) else n) not in self.graph.nodes and n != END
+            ]
             if bad:
                 task.error = InvalidUpdateError(
                     f"node {task.name!r} returned Command(goto={bad}) naming unknown node(s); "
@@ -220,6 +232,16 @@ class Run:
                 )
                 return
             task.goto = names
+
+    def view(self) -> dict[str, Any]:
+        """The state as a node or a router sees it: a reducer key nothing was written to yet
+        reads as its empty value (`[]` for a list), as in LangGraph."""
+        state = dict(self.values)
+        if len(state) < self.width:
+            for key, make in self.graph.empty.items():
+                if key not in state:
+                    state[key] = make()
+        return state
 
     def check_input(self, update: Any, what: str) -> list[tuple[str, Any]]:
         if not isinstance(update, Mapping):
@@ -271,20 +293,34 @@ class Run:
                             f"the reducer of state key {channel!r} failed on the value from "
                             f"{node!r}: {type(e).__name__}: {e}"
                         ) from e
+                if old_len >= 0 and (
+                    (spec.appends and type(current) is list)
+                    or (spec.maybe_appends and _extends(current, values[channel]))
+                ):
+                    appended[channel] = len(current) - old_len  # type: ignore[arg-type]
                 values[channel] = current
-                if spec.appends and old_len >= 0 and type(current) is list:
-                    appended[channel] = len(current) - old_len
             version = versions.get(channel, 0) + 1
             versions[channel] = version
             new_versions[channel] = version
         return new_versions, appended
 
-    def route(self, ran: list[str], gotos: list[str], new_versions: dict[str, int]) -> list[str]:
-        """The next frontier after `ran` finished, in the order nodes were added."""
+    def route(
+        self, ran: list[str], gotos: list[str | Send], new_versions: dict[str, int]
+    ) -> Sequence[str | Send]:
+        """The next frontier after `ran` finished: nodes in the order they were added, then
+        the `Send`s in the order they were made."""
         g = self.graph
-        triggered: set[str] = set(gotos)
+        sends: list[str | Send] = []
+        triggered: set[str] = set()
+        if gotos:
+            for n in gotos:
+                if isinstance(n, str):
+                    triggered.add(n)
+                else:
+                    sends.append(n)
         state: dict[str, Any] | None = None
-        for name in ran:
+        # A node that ran as several `Send`s routes once.
+        for name in ran if len(ran) == 1 else dict.fromkeys(ran):
             triggered.update(g.edges.get(name, ()))
             for join in g.joins.get(name, ()):
                 seen = set(self.internal.get(join.key, ()))
@@ -297,22 +333,37 @@ class Run:
                 self.versions[join.key] = new_versions[join.key] = version
             for br in g.branches.get(name, ()):
                 if state is None:
-                    state = dict(self.values)
-                triggered.update(self.resolve(br, state))
+                    state = self.view()
+                for dest in self.resolve(br, state):
+                    if isinstance(dest, Send):
+                        sends.append(dest)
+                    else:
+                        triggered.add(dest)
         triggered.discard(END)
+        if sends:
+            return [*sorted(triggered, key=lambda n: g.nodes[n].index), *sends]
         if len(triggered) == 1:
             return list(triggered)
-        return sorted(triggered, key=lambda n: g.nodes[n].index)
+        names: list[str] = sorted(triggered, key=lambda n: g.nodes[n].index)
+        return names
 
-    def resolve(self, br: Any, state: dict[str, Any]) -> list[str]:
+    def resolve(self, br: Any, state: dict[str, Any]) -> list[str | Send]:
         try:
             out = br.router(state, self.config) if br.takes_config else br.router(state)
         except Exception as e:
             e.add_note(f"while routing after node {br.source!r} on thread {self.thread_id!r}")
             raise
         results = out if isinstance(out, (list, tuple)) else [out]
-        dests: list[str] = []
+        dests: list[str | Send] = []
         for r in results:
+            if isinstance(r, Send):
+                if r.node not in self.graph.nodes:
+                    raise InvalidUpdateError(
+                        f"router after {br.source!r} returned Send({r.node!r}, ...), which is "
+                        f"not a node; nodes are: {sorted(self.graph.nodes)}"
+                    )
+                dests.append(r)
+                continue
             if br.path_map is not None:
                 if r not in br.path_map:
                     raise InvalidUpdateError(
@@ -332,12 +383,54 @@ class Run:
         return dict(self.values)
 
     def checkpoint(
-        self, names: list[str], paused: list[str], appended: dict[str, int]
+        self,
+        names: Sequence[str | Send],
+        paused: list[str],
+        appended: dict[str, int],
+        new_versions: dict[str, int],
     ) -> Checkpoint:
         """The next checkpoint, whose frontier is `names` (each with a new task id)."""
         checkpoint_id = new_checkpoint_id(checkpoint_seq(self.head_id) + 1)
-        self.frontier = [(n, self.task_id(checkpoint_id, n)) for n in names]
+        if names and type(names[-1]) is not str or SENDS_CHANNEL in self.internal:
+            self.set_frontier(names, checkpoint_id, new_versions)
+        else:  # no Send (they come last): the hot path
+            self.frontier = [(n, self.task_id(checkpoint_id, n)) for n in names]  # type: ignore[misc, arg-type]
         return self._checkpoint(checkpoint_id, paused, appended)
+
+    def set_frontier(
+        self, names: Sequence[str | Send], checkpoint_id: str | None, new_versions: dict[str, int]
+    ) -> None:
+        """Give each node of the next frontier its task id; note what each `Send` runs on."""
+        if not names or type(names[-1]) is str:  # no Send (they come last)
+            self.frontier = [
+                (n, n if checkpoint_id is None else self.task_id(checkpoint_id, n))  # type: ignore[misc, arg-type]
+                for n in names
+            ]
+            self.clear_sends(new_versions)
+            return
+        frontier: list[tuple[str, str]] = []
+        sends: dict[str, Any] = {}
+        for i, n in enumerate(names):
+            if isinstance(n, str):
+                frontier.append((n, n if checkpoint_id is None else self.task_id(checkpoint_id, n)))
+                continue
+            key = f"{n.node}\x00send\x00{i}"
+            task_id = key if checkpoint_id is None else self.task_id(checkpoint_id, key)
+            frontier.append((n.node, task_id))
+            sends[task_id] = n.arg
+        self.frontier = frontier
+        self.internal[SENDS_CHANNEL] = sends
+        self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
+            self.versions.get(SENDS_CHANNEL, 0) + 1
+        )
+
+    def clear_sends(self, new_versions: dict[str, int]) -> None:
+        """The frontier has no `Send` any more: empty the channel that held their args."""
+        if self.internal.get(SENDS_CHANNEL):
+            self.internal[SENDS_CHANNEL] = {}
+            self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
+                self.versions.get(SENDS_CHANNEL, 0) + 1
+            )
 
     def _checkpoint(
         self, checkpoint_id: str, paused: list[str], appended: dict[str, int]
@@ -356,7 +449,7 @@ class Run:
     def save(
         self,
         source: str,
-        names: list[str],
+        names: Sequence[str | Send],
         new_versions: dict[str, int],
         appended: dict[str, int],
         paused: list[str],
@@ -366,9 +459,12 @@ class Run:
         self.pending = {}
         self.paused = list(paused)
         if self.saver is None:
-            self.frontier = [(n, n) for n in names]
+            if names and type(names[-1]) is not str or SENDS_CHANNEL in self.internal:
+                self.set_frontier(names, None, new_versions)
+            else:  # no Send (they come last): the hot path
+                self.frontier = [(n, n) for n in names]  # type: ignore[misc]
             return
-        cp = self.checkpoint(names, paused, appended)
+        cp = self.checkpoint(names, paused, appended, new_versions)
         parent = self.head_config or {
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
@@ -376,11 +472,12 @@ class Run:
         self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
 
-    def static_pause(self, names: list[str], ran: list[str]) -> list[str]:
+    def static_pause(self, names: Sequence[str | Send], ran: list[str]) -> list[str]:
         g = self.graph
         if not (g.interrupt_before or g.interrupt_after) or not names:
             return []
-        hit = [n for n in names if n in g.interrupt_before]
+        nodes = [n.node if isinstance(n, Send) else n for n in names]
+        hit = [n for n in dict.fromkeys(nodes) if n in g.interrupt_before]
         hit += [n for n in ran if n in g.interrupt_after and n not in hit]
         return hit
 
@@ -443,7 +540,7 @@ class Run:
             if stuck:
                 return (yield from self.stop(tasks, todo, stuck))
             writes = [(t.name, t.writes) for t in tasks]
-            gotos = [n for t in tasks for n in t.goto]
+            gotos: list[str | Send] = [n for t in tasks for n in t.goto]
             once = {k: r for t in tasks for k, (s, r) in t.once.items() if s == "done"}
             new_versions, appended = self.apply(writes)
             if once:
@@ -628,6 +725,13 @@ class Run:
             yield from self.save("update", names, new_versions, appended, paused)
         assert self.head_config is not None
         return self.head_config
+
+
+def _extends(new: Any, old: list[Any]) -> bool:
+    """`new` is a list that begins with the very objects of `old` (it only appended to it)."""
+    if type(new) is not list or len(new) < len(old):
+        return False
+    return all(a is b for a, b in zip(old, new, strict=False))
 
 
 def _short(value: Any) -> str:

@@ -10,7 +10,11 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from .errors import GraphSetupError
 
-__all__ = ["Channel", "channels_from_schema"]
+__all__ = ["APPENDS_ATTR", "Channel", "channels_from_schema"]
+
+APPENDS_ATTR = "__graphs_appends__"
+"""Set to True on a reducer that mostly appends (`add_messages`): a result that begins with the
+very objects of the previous value is then stored as a delta, like an `operator.add` list."""
 
 _MISSING: Any = object()
 
@@ -26,6 +30,8 @@ class Channel:
     """For a reducer key: makes the value the first write is merged into (e.g. `list`)."""
     appends: bool = False
     """The reducer is `operator.add`: list values grow by concatenation (stored as deltas)."""
+    maybe_appends: bool = False
+    """The reducer declares `APPENDS_ATTR`: a result is a delta if its prefix is the old list."""
 
 
 def channels_from_schema(schema: type) -> dict[str, Channel]:
@@ -71,7 +77,13 @@ def _channel(schema: type, key: str, hint: Any) -> Channel:
             f"state key {key!r} in {schema.__qualname__} has {len(reducers)} reducers; give one"
         )
     reducer = reducers[0]
-    return Channel(key, reducer, _initial(base), appends=reducer is operator.add)
+    return Channel(
+        key,
+        reducer,
+        _initial(base),
+        appends=reducer is operator.add,
+        maybe_appends=getattr(reducer, APPENDS_ATTR, False) is True,
+    )
 
 
 def _initial(base: Any) -> Callable[[], Any] | None:

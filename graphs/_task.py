@@ -12,12 +12,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._context import Pause, _current
 from .checkpoint.base import ONCE
-from .types import Interrupt, RunConfig
+from .types import Interrupt, RunConfig, Send
 
 if TYPE_CHECKING:
     from ._loop import Run
     from .builder import NodeSpec
     from .checkpoint.base import BaseCheckpointSaver
+
+STATE: Any = object()
+"""`Task.arg` of a task that runs on the graph's state (not a `Send`)."""
 
 OnceState = Literal["started", "done", "failed"]
 """The progress of a `once()` effect, as its pending writes record it."""
@@ -28,6 +31,7 @@ class Task:
 
     __slots__ = (
         "answers",
+        "arg",
         "done",
         "error",
         "goto",
@@ -49,12 +53,14 @@ class Task:
         self.name = spec.name
         self.id = task_id
         self.answers: dict[int, Any] = {}
+        self.arg: Any = STATE
+        """What the node runs on: the state (`STATE`), or a `Send`'s arg."""
         self.interrupt_count = 0
         self.once: dict[str, tuple[str, Any]] = {}
         self.recorded: list[Interrupt] = []
         self.done = False
         self.writes: list[tuple[str, Any]] = []
-        self.goto: list[str] = []
+        self.goto: list[str | Send] = []
         self.result: Any = None
         self.pause: Interrupt | None = None
         self.error: BaseException | None = None
@@ -71,7 +77,12 @@ class Task:
         token = _current.set(self)
         try:
             spec, run = self.spec, self.run
-            args = (dict(run.values), run.config) if spec.takes_config else (dict(run.values),)
+            if self.arg is STATE:
+                values = run.values
+                state = dict(values) if len(values) == run.width else run.view()
+            else:
+                state = self.arg
+            args = (state, run.config) if spec.takes_config else (state,)
             if spec.is_async:
                 result = _run_coroutine_sync(spec.fn(*args), spec.name)
             else:
@@ -93,7 +104,7 @@ class Task:
         token = _current.set(self)
         try:
             run = self.run
-            state = dict(run.values)
+            state = run.view() if self.arg is STATE else self.arg
             coro = (
                 self.spec.fn(state, run.config) if self.spec.takes_config else self.spec.fn(state)
             )

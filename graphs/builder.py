@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from ._schema import Channel, channels_from_schema
 from .errors import GraphSetupError
-from .types import END, START
+from .types import END, START, Command
 
 if TYPE_CHECKING:
     from .checkpoint.base import BaseCheckpointSaver
@@ -27,6 +28,8 @@ class NodeSpec:
     takes_config: bool
     is_async: bool
     index: int
+    destinations: tuple[str, ...] = ()
+    """Where its `Command(goto=...)` may go (`destinations=`, or `-> Command[Literal[...]]`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +46,42 @@ class Join:
     """Internal channel that remembers which sources have finished."""
     sources: frozenset[str]
     target: str
+
+
+def _config_by_name(fn: Callable[..., Any]) -> bool:
+    """`fn(state, *, config)`: the config is a keyword-only parameter."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "config" and p.kind is p.KEYWORD_ONLY for p in params)
+
+
+def _with_config_by_name(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def call(state: Any, config: Any) -> Any:
+        return fn(state, config=config)
+
+    return call
+
+
+def _goto_annotation(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The node names of a `-> Command[Literal["a", "b"]]` return annotation, if it has one."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 -- an annotation that does not resolve declares nothing
+        return ()
+    found: list[str] = []
+    todo = [hints.get("return")]
+    while todo:
+        hint = todo.pop()
+        origin = get_origin(hint)
+        if origin is Command:
+            for arg in get_args(hint):
+                if get_origin(arg) is Literal:
+                    found += [a for a in get_args(arg) if isinstance(a, str)]
+        elif origin is not None:  # a union, Optional[...], ...
+            todo.extend(get_args(hint))
+    return tuple(found)
 
 
 def _takes_config(fn: Callable[..., Any], what: str) -> bool:
@@ -97,13 +136,22 @@ class StateGraph:
         self.branches: list[Branch] = []
 
     def add_node(
-        self, name: str | Callable[..., Any], fn: Callable[..., Any] | None = None
+        self,
+        name: str | Callable[..., Any],
+        fn: Callable[..., Any] | None = None,
+        *,
+        destinations: Sequence[str] | None = None,
     ) -> StateGraph:
-        """Add a node: `fn(state)` or `fn(state, config)`, sync or async, returning a dict update.
+        """Add a node: `fn(state)`, `fn(state, config)` or `fn(state, *, config)`, sync or
+        async, returning a dict update (or a `Command`).
 
         `add_node(fn)` names the node after the function. The state a node receives shares its
         lists and dicts with the run: read it, and return what changes (`{"log": [entry]}`);
         never mutate it in place, or the run goes on with values no checkpoint holds.
+
+        `destinations`: the nodes its `Command(goto=...)` may go to, for a node reached only
+        that way (`compile` checks that every node can be reached). A return annotation
+        `-> Command[Literal["a", "b"]]` says the same.
         """
         if fn is None:
             if not callable(name):
@@ -117,9 +165,14 @@ class StateGraph:
             raise GraphSetupError(f"node {name!r} is already in the graph")
         if not callable(fn):
             raise GraphSetupError(f"node {name!r}: {fn!r} is not callable")
-        self.nodes[name] = NodeSpec(
-            name, fn, _takes_config(fn, f"node {name!r}"), _is_async(fn), len(self.nodes)
-        )
+        if isinstance(destinations, str):
+            destinations = [destinations]
+        dests = tuple(destinations) if destinations is not None else _goto_annotation(fn)
+        is_async = _is_async(fn)
+        takes_config = _takes_config(fn, f"node {name!r}")
+        if takes_config and _config_by_name(fn):
+            fn = _with_config_by_name(fn)
+        self.nodes[name] = NodeSpec(name, fn, takes_config, is_async, len(self.nodes), dests)
         return self
 
     def add_edge(self, start: str | Sequence[str], end: str) -> StateGraph:
@@ -161,6 +214,9 @@ class StateGraph:
                 f"conditional edges from {source!r}: the router must be a plain function; "
                 "do async work in a node and route on its result"
             )
+        takes_config = _takes_config(path, f"router of {source!r}")
+        if takes_config and _config_by_name(path):
+            path = _with_config_by_name(path)
         mapping: dict[Hashable, str] | None
         if path_map is None:
             mapping = None
@@ -168,9 +224,7 @@ class StateGraph:
             mapping = dict(path_map)
         else:
             mapping = {name: name for name in path_map}
-        self.branches.append(
-            Branch(source, path, _takes_config(path, f"router of {source!r}"), mapping)
-        )
+        self.branches.append(Branch(source, path, takes_config, mapping))
         return self
 
     def set_entry_point(self, name: str) -> StateGraph:
@@ -203,8 +257,15 @@ class StateGraph:
             GraphSetupError: an edge names an unknown node, a node cannot be reached, the graph
                 has no entry point, or an option is invalid.
         """
+        from .checkpoint.base import BaseCheckpointSaver
         from .compiled import CompiledGraph
 
+        if checkpointer is not None and not isinstance(checkpointer, BaseCheckpointSaver):
+            raise GraphSetupError(
+                f"checkpointer must be a BaseCheckpointSaver (InMemorySaver(), SQLSaver(url)) or "
+                f"None, got {type(checkpointer).__module__}.{type(checkpointer).__qualname__} "
+                f"{checkpointer!r}"
+            )
         known = set(self.nodes)
 
         def check(name: str, where: str) -> None:
@@ -220,6 +281,9 @@ class StateGraph:
             for s in sources:
                 check(s, f"edge {list(sources)!r} -> {target!r}")
             check(target, f"edge {list(sources)!r} -> {target!r}")
+        for spec in self.nodes.values():
+            for dest in spec.destinations:
+                check(dest, f"the destinations of node {spec.name!r}")
         for br in self.branches:
             check(br.source, f"conditional edges from {br.source!r}")
             for dest in (br.path_map or {}).values():
@@ -307,6 +371,8 @@ class StateGraph:
             # A router without a path map may go anywhere: every node counts as reachable.
             dests = set(br.path_map.values()) if br.path_map is not None else set(self.nodes)
             out.setdefault(br.source, set()).update(dests)
+        for spec in self.nodes.values():
+            out.setdefault(spec.name, set()).update(spec.destinations)
         seen: set[str] = set()
         todo = [START]
         while todo:

@@ -49,6 +49,8 @@ class CompiledGraph:
     ) -> None:
         self.builder = builder
         self.channels = channels
+        self.empty = {k: c.initial for k, c in channels.items() if c.initial is not None}
+        """How to make the empty value of each reducer key (what a node reads before a write)."""
         self.nodes = nodes
         self.edges = edges
         self.joins = joins
@@ -250,7 +252,7 @@ class CompiledGraph:
         values = {k: v for k, v in cp["channel_values"].items() if not k.startswith("__")}
         return StateSnapshot(
             values=values,
-            next=[name for name, _ in cp["next_tasks"]],
+            next=[t.name for t in tasks if not t.done],
             config=tup.config,
             metadata=dict(tup.metadata),
             created_at=cp["ts"],

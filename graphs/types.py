@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    from ._context import interrupt
+else:
+    from typing import TypeVar
 
 __all__ = [
     "END",
@@ -12,10 +19,20 @@ __all__ = [
     "Command",
     "Interrupt",
     "RunConfig",
+    "Send",
     "StateSnapshot",
     "StateTask",
     "StreamMode",
+    "interrupt",
 ]
+
+# The node names a `Command` may go to: `-> Command[Literal["a", "b"]]` declares them (and
+# `compile` reads them); a bare `Command` goes anywhere. Type checkers know a TypeVar default
+# (PEP 696); Python 3.11's TypeVar takes none.
+if TYPE_CHECKING:
+    N = TypeVar("N", bound=str, default=str)
+else:
+    N = TypeVar("N", bound=str)
 
 START = "__start__"
 """The virtual node every run begins at: `add_edge(START, "first")`."""
@@ -60,7 +77,22 @@ class Interrupt:
 
 
 @dataclass(frozen=True, slots=True)
-class Command:
+class Send:
+    """Run `node` once in the next superstep with `arg` as its input state (map-reduce fan-out).
+
+    Return a list of them from a conditional edge's router (or as `Command(goto=...)`): each runs
+    the node once, with its own `arg` in place of the graph's state; their writes are merged into
+    the state through its reducers, like any node's.
+    """
+
+    node: str
+    """The node to run."""
+    arg: Any
+    """Its input: passed to the node instead of the state. Must be storable in a checkpoint."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command(Generic[N]):
     """An instruction in place of an input (`resume`, `update`) or of a node's return (`update`, `goto`).
 
     `invoke(Command(resume=answer), config)` answers the one pending `interrupt()`;
@@ -71,8 +103,8 @@ class Command:
     """The value the pending `interrupt()` returns. A dict keyed by interrupt ids answers several."""
     update: Mapping[str, Any] | None = None
     """State update applied (through reducers) before the paused tasks run, or as a node's write."""
-    goto: str | Sequence[str] = ()
-    """From a node: the node(s) to run next, in addition to its edges."""
+    goto: str | Send | Sequence[str | Send] = ()
+    """From a node: the node(s) (or `Send`s) to run next, in addition to its edges."""
     _has_resume: bool = field(default=False, repr=False, compare=False)
 
     def __init__(
@@ -80,7 +112,7 @@ class Command:
         *,
         resume: Any = ...,
         update: Mapping[str, Any] | None = None,
-        goto: str | Sequence[str] = (),
+        goto: str | Send | Sequence[str | Send] = (),
     ) -> None:
         object.__setattr__(self, "resume", None if resume is ... else resume)
         object.__setattr__(self, "_has_resume", resume is not ...)
@@ -114,7 +146,10 @@ class StateSnapshot:
     values: dict[str, Any]
     """The state, without internal channels (names starting with `__`)."""
     next: list[str]
-    """The nodes that run when the thread is resumed; empty when the run finished."""
+    """The nodes that run when the thread is resumed; empty when the run finished.
+
+    A node that finished in a step that did not complete is not listed: it will not run again
+    (its task is in `tasks`, with `done=True`)."""
     config: RunConfig
     """Points at this checkpoint (includes `checkpoint_id`)."""
     metadata: dict[str, Any]
@@ -127,3 +162,13 @@ class StateSnapshot:
     """The pending frontier, with interrupts and errors."""
     interrupts: tuple[Interrupt, ...] = ()
     """Every unanswered `Interrupt` of the frontier."""
+
+
+def __getattr__(name: str) -> Any:
+    # `interrupt` is defined with the other functions node code calls (`_context`), which
+    # imports this module: re-exported here lazily, as LangGraph's `types` has it.
+    if name == "interrupt":
+        from ._context import interrupt
+
+        return interrupt
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

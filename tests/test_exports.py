@@ -31,6 +31,7 @@ GRAPHS_API = [
     "RunConfig",
     "SQLSaver",
     "SchemaVersionError",
+    "Send",
     "SerializationError",
     "SideEffectUnknownError",
     "StateGraph",
@@ -124,3 +125,47 @@ def test_a_missing_name_is_an_attribute_error() -> None:
         assert str(e) == "module 'graphs' has no attribute 'NoSuchThing'"
     else:
         raise AssertionError("graphs.NoSuchThing resolved")
+
+
+# LangGraph's module paths: porting an application is an import change (langgraph -> graphs).
+LANGGRAPH_PATHS = {
+    "graphs.graph": ["StateGraph", "START", "END", "MessagesState", "add_messages"],
+    "graphs.graph.message": [
+        "add_messages", "MessagesState", "REMOVE_ALL_MESSAGES", "Messages", "AnyMessage",
+    ],
+    "graphs.types": [
+        "Command", "interrupt", "Send", "Interrupt", "StateSnapshot", "StreamMode",
+    ],
+    "graphs.config": ["get_config"],
+    "graphs.errors": [
+        "GraphRecursionError", "InvalidUpdateError", "GraphInterrupt", "NodeInterrupt",
+    ],
+    "graphs.checkpoint.memory": ["InMemorySaver", "MemorySaver"],
+}  # fmt: skip
+
+
+def test_langgraph_s_module_paths_have_their_names() -> None:
+    import importlib
+
+    for path, names in LANGGRAPH_PATHS.items():
+        module = importlib.import_module(path)
+        for name in names:
+            assert getattr(module, name) is not None, f"{path}.{name}"
+        assert set(names) <= set(module.__all__), path
+    import graphs.graph
+    import graphs.graph.message
+    import graphs.types
+
+    assert graphs.graph.StateGraph is graphs.StateGraph
+    assert graphs.graph.add_messages is graphs.graph.message.add_messages
+    assert graphs.types.interrupt is graphs.interrupt
+    assert graphs.Send is graphs.types.Send
+
+
+def test_importing_graphs_or_graphs_graph_pulls_in_no_langchain_core() -> None:
+    code = (
+        "import sys, graphs, graphs.graph, graphs.types, graphs.config\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('langchain_core', 'pydantic')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -103,3 +103,34 @@ pause = Interrupt("value", "id")
 pause.value = 1  # type: ignore[misc]
 Command(resume=1, goto="ask", update={"approved": False})
 Command(1)  # type: ignore[call-arg]
+
+# ---- LangGraph's module paths --------------------------------------------------------------
+
+from typing import Literal
+
+from langchain_core.messages import BaseMessage
+
+from graphs import Send
+from graphs.config import get_config
+from graphs.graph import MessagesState, add_messages
+from graphs.graph import StateGraph as GraphStateGraph
+from graphs.types import interrupt as types_interrupt
+
+assert_type(GraphStateGraph, type[StateGraph])
+assert_type(types_interrupt("x"), Any)
+assert_type(get_config(), RunConfig)
+assert_type(add_messages([], [("user", "hi")]), list[BaseMessage])
+
+
+def chat(state: MessagesState) -> dict[str, Any]:
+    return {"messages": [("ai", state["messages"][-1].content)]}
+
+
+def router(state: MessagesState) -> Command[Literal["chat"]]:
+    return Command(goto=[Send("chat", {"messages": []})])
+
+
+plain: Command = Command(goto="chat")  # no parameter: any node name
+chat_graph = GraphStateGraph(MessagesState)
+chat_graph.add_node("chat", chat, destinations=("chat",))
+Send("chat", 1).node = "x"  # type: ignore[misc]

@@ -5,6 +5,10 @@ stored as themselves; every other value is a one-key object `{"$t": [tag, data]}
 must be on the allow-list below (or registered by the application with `register_type`). A
 stored object that happens to have a `"$t"` key of its own is escaped with the tag `dict`.
 
+langchain_core's messages (`HumanMessage`, `AIMessage`, `ToolMessage`, ...) are on the
+allow-list too, under the tag `message` (`_messages.py`): they are registered on first sight, in
+either direction, so that langchain_core is loaded only by a process that has messages.
+
 `dumps(value)` returns `str`; `loads(text)` reverses it. Values are wrapped as
 `{"v": FORMAT_VERSION, "d": ...}` only where a whole record is stored (`dumps_record`), so
 that a later format can be recognised and read or refused with a clear error.
@@ -22,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import CheckpointFormatError, SerializationError
-from ..types import Interrupt
+from ..types import Interrupt, Send
 
 __all__ = [
     "FORMAT_VERSION",
@@ -87,6 +91,28 @@ register_type(
     lambda v: [v.value, v.id, v.node, v.index, v.resumable],
     lambda d: Interrupt(d[0], d[1], d[2], d[3], d[4]),
 )
+register_type(Send, "send", lambda v: [v.node, v.arg], lambda d: Send(d[0], d[1]))
+
+
+_MESSAGES_LOADED = False
+
+
+def _load_messages() -> bool:
+    """Register langchain_core's message classes (once). False if they already were."""
+    global _MESSAGES_LOADED
+    if _MESSAGES_LOADED:
+        return False
+    try:
+        from . import _messages
+    except ImportError as e:  # stored by a process that had langchain_core; this one has not
+        raise CheckpointFormatError(
+            f"the checkpoint holds langchain_core messages, which need langchain-core: {e}"
+        ) from e
+    for cls in _messages.MESSAGE_CLASSES.values():
+        _BY_TYPE[cls] = (_messages.TAG, _messages.encode)
+    _BY_TAG[_messages.TAG] = (_messages.BaseMessage, _messages.encode, _messages.decode)
+    _MESSAGES_LOADED = True
+    return True
 
 
 def _enc(value: Any) -> Any:
@@ -107,6 +133,8 @@ def _enc(value: Any) -> Any:
             return out
         return {_TAG: ["map", [[_enc(k), _enc(v)] for k, v in value.items()]]}
     entry = _BY_TYPE.get(t)
+    if entry is None and t.__module__.startswith("langchain_core.") and _load_messages():
+        entry = _BY_TYPE.get(t)
     if entry is not None:
         tag, encode = entry
         return {_TAG: [tag, _enc(encode(value))]}
@@ -134,6 +162,8 @@ def _dec(data: Any) -> Any:
         if tag == "float":
             return _decode_float(payload)
         entry = _BY_TAG.get(tag)
+        if entry is None and tag == "message" and _load_messages():
+            entry = _BY_TAG.get(tag)
         if entry is None:
             raise CheckpointFormatError(
                 f"unknown type tag {tag!r}: the value was stored by code that registered a type "

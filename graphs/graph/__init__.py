@@ -1,0 +1,27 @@
+"""`graphs.graph`: where LangGraph applications import their graph from (`langgraph.graph`).
+
+`StateGraph`, `START` and `END` are the ones of `graphs`; `MessagesState` and `add_messages`
+come from `graphs.graph.message`, imported on first use so that this module does not load
+langchain_core.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from ..builder import StateGraph
+from ..compiled import CompiledGraph
+from ..types import END, START
+
+if TYPE_CHECKING:
+    from .message import MessagesState, add_messages
+
+__all__ = ["END", "START", "CompiledGraph", "MessagesState", "StateGraph", "add_messages"]
+
+_LAZY = frozenset(["MessagesState", "add_messages"])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import message
+
+        return getattr(message, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

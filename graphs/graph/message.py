@@ -1,0 +1,112 @@
+"""Chat messages in state: the `add_messages` reducer and `MessagesState`.
+
+Messages are langchain_core's (`HumanMessage`, `AIMessage` with `tool_calls`, `ToolMessage`,
+`SystemMessage`, `RemoveMessage`, ...), so that models and tools of that ecosystem plug in as
+they are. Importing this module loads langchain_core (about 0.1 s); `import graphs` does not.
+
+```python
+class State(MessagesState):
+    summary: str
+
+def chat(state: State) -> dict[str, Any]:
+    return {"messages": [("ai", "hello")]}       # coerced to AIMessage, given an id
+```
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Annotated, TypedDict, Union, cast
+
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    BaseMessageChunk,
+    MessageLikeRepresentation,
+    RemoveMessage,
+    convert_to_messages,
+    message_chunk_to_message,
+)
+
+from .._schema import APPENDS_ATTR
+
+__all__ = ["REMOVE_ALL_MESSAGES", "AnyMessage", "Messages", "MessagesState", "add_messages"]
+
+REMOVE_ALL_MESSAGES = "__remove_all__"
+"""`RemoveMessage(id=REMOVE_ALL_MESSAGES)` in an update drops every message before it."""
+
+Messages = Union[Sequence[MessageLikeRepresentation], MessageLikeRepresentation]  # noqa: UP007
+"""What `add_messages` takes on either side: one message-like value or a list of them (a
+tuple is one message, `("user", "hi")`, as in LangGraph)."""
+
+
+def _as_messages(value: Messages) -> list[BaseMessage]:
+    # A list is many messages; anything else (a tuple too: `("user", "hi")`) is one.
+    items = value if isinstance(value, list) else [cast("MessageLikeRepresentation", value)]
+    out = convert_to_messages(items)
+    return [message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m for m in out]
+
+
+def add_messages(left: Messages, right: Messages) -> list[BaseMessage]:
+    """Merge `right` into `left`: append new messages, replace those whose id is already there.
+
+    - Either side may be a message, a list of them, or anything langchain_core's
+      `convert_to_messages` turns into messages: `("user", "hi")`, `{"role": "user",
+      "content": "hi"}`, `{"type": "human", ...}`, or a plain string (a human message).
+    - A message without an id is given a fresh one (a uuid4 string).
+    - A message whose id is in `left` replaces that message, in place.
+    - `RemoveMessage(id=...)` deletes the message with that id; `RemoveMessage(
+      id=REMOVE_ALL_MESSAGES)` drops everything before it (the earlier state and the update's
+      own earlier messages).
+
+    The result is a new list; `left` is left as it was. When the update only appends, the result
+    begins with `left`'s very objects, so a checkpointer stores only the new messages.
+
+    Raises:
+        ValueError: a `RemoveMessage` names an id that no message has.
+    """
+    old = _as_messages(left)
+    new = _as_messages(right)
+    for m in new:
+        if m.id is None:
+            m.id = str(uuid.uuid4())
+    for i in range(len(new) - 1, -1, -1):
+        if isinstance(new[i], RemoveMessage) and new[i].id == REMOVE_ALL_MESSAGES:
+            old, new = [], new[i + 1 :]
+            break
+    for m in old:
+        if m.id is None:
+            m.id = str(uuid.uuid4())
+    index = {m.id: i for i, m in enumerate(old)}
+    fresh = {m.id for m in new}
+    if len(fresh) == len(new) and not any(
+        m.id in index or isinstance(m, RemoveMessage) for m in new
+    ):
+        return [*old, *new]  # only appends: the common case, stored as a delta
+    merged: list[BaseMessage | None] = list(old)
+    for m in new:
+        at = index.get(m.id)
+        if isinstance(m, RemoveMessage):
+            if at is None or merged[at] is None:
+                raise ValueError(
+                    f"RemoveMessage(id={m.id!r}): no message has that id; ids are: "
+                    f"{[x.id for x in merged if x is not None]}"
+                )
+            merged[at] = None
+        elif at is not None and merged[at] is not None:
+            merged[at] = m
+        else:
+            index[m.id] = len(merged)
+            merged.append(m)
+    return [m for m in merged if m is not None]
+
+
+setattr(add_messages, APPENDS_ATTR, True)
+
+
+class MessagesState(TypedDict):
+    """A state with a conversation: `messages` merged by `add_messages`. Subclass it to add keys."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    """The conversation, oldest first; every message has an id."""

@@ -1,0 +1,135 @@
+"""Bugs found by running LangGraph's own StateGraph tests against graphs: each with a repro."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+import pytest
+
+from graphs import (
+    END,
+    START,
+    Command,
+    GraphSetupError,
+    InMemorySaver,
+    RunConfig,
+    StateGraph,
+)
+from graphs.config import get_config
+
+
+class State(TypedDict):
+    items: Annotated[list[int], operator.add]
+    note: str
+
+
+def test_a_reducer_key_nothing_was_written_to_reads_as_its_empty_value() -> None:
+    # LangGraph starts a reducer key from its empty value; graphs raised KeyError in the node.
+    seen: list[Any] = []
+
+    def node(state: State) -> dict[str, Any]:
+        seen.append(state["items"])
+        return {"items": [len(state["items"]) + 1]}
+
+    g = StateGraph(State)
+    g.add_node("node", node)
+    g.add_conditional_edges(START, lambda s: "node" if s["items"] == [] else END)
+    g.add_edge("node", END)
+    out = g.compile().invoke({"note": "no items given"})
+    assert seen == [[]] and out["items"] == [1]
+
+
+def test_compile_refuses_a_checkpointer_that_is_not_one_naming_what_was_given() -> None:
+    g = StateGraph(State)
+    g.add_node("a", lambda s: None)
+    g.add_edge(START, "a")
+    with pytest.raises(GraphSetupError, match="checkpointer must be a BaseCheckpointSaver.*dict"):
+        g.compile(checkpointer={"not": "a saver"})  # type: ignore[arg-type]
+    g.compile(checkpointer=InMemorySaver())
+    g.compile(checkpointer=None)
+
+
+def test_next_does_not_list_nodes_that_finished_in_a_partly_completed_step() -> None:
+    def ok(state: State) -> dict[str, Any]:
+        return {"items": [1]}
+
+    def fails(state: State) -> dict[str, Any]:
+        raise RuntimeError("down")
+
+    g = StateGraph(State)
+    g.add_node("ok", ok)
+    g.add_node("fails", fails)
+    g.add_edge(START, "ok")
+    g.add_edge(START, "fails")
+    app = g.compile(checkpointer=InMemorySaver())
+    config: RunConfig = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(RuntimeError):
+        app.invoke({"items": []}, config)
+    snap = app.get_state(config)
+    assert snap.next == ["fails"]
+    assert [(t.name, t.done) for t in snap.tasks] == [("ok", True), ("fails", False)]
+
+
+def test_a_node_and_a_router_may_take_the_config_as_a_keyword_only_parameter() -> None:
+    def node(state: State, *, config: RunConfig) -> dict[str, Any]:
+        return {"note": config["configurable"]["thread_id"]}
+
+    def route(state: State, *, config: RunConfig) -> str:
+        assert config["configurable"]["thread_id"] == "kw"
+        return END
+
+    g = StateGraph(State)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    g.add_conditional_edges("node", route)
+    out = g.compile().invoke({"items": []}, {"configurable": {"thread_id": "kw"}})
+    assert out["note"] == "kw"
+
+
+def test_get_config_inside_a_node() -> None:
+    def node(state: State) -> dict[str, Any]:
+        return {"note": get_config()["configurable"]["thread_id"]}
+
+    g = StateGraph(State)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    assert g.compile().invoke({"items": []}, {"configurable": {"thread_id": "c"}})["note"] == "c"
+    with pytest.raises(RuntimeError, match="inside a graph node"):
+        get_config()
+
+
+def _goto_graph(**first: Any) -> StateGraph:
+    def a(state: State) -> dict[str, Any]:
+        return {"items": [1]}
+
+    def b(state: State) -> dict[str, Any]:
+        return {"items": [2]}
+
+    g = StateGraph(State)
+    g.add_node("first", first.pop("fn"), **first)
+    g.add_node("a", a)
+    g.add_node("b", b)
+    g.add_edge(START, "first")
+    return g
+
+
+def test_a_node_reached_only_through_command_goto_is_declared_by_destinations() -> None:
+    def first(state: State) -> Command:
+        return Command(update={"note": "went"}, goto="b")
+
+    g = _goto_graph(fn=first)
+    with pytest.raises(GraphSetupError, match="cannot be reached"):
+        g.compile()
+    out = _goto_graph(fn=first, destinations=("a", "b")).compile().invoke({"items": []})
+    assert out == {"items": [2], "note": "went"}
+    with pytest.raises(GraphSetupError, match="destinations of node 'first' names unknown node"):
+        _goto_graph(fn=first, destinations=("a", "b", "c")).compile()
+
+
+def test_or_by_a_command_literal_return_annotation() -> None:
+    def first(state: State) -> Command[Literal["a", "b"]]:
+        return Command(goto="a")
+
+    out = _goto_graph(fn=first).compile().invoke({"items": []})
+    assert out == {"items": [1]}

@@ -98,7 +98,7 @@ def check_view(view: Any, *, home: bool = False) -> None:
         raise SlackApiFailure("invalid_arguments", p.lines)
     # UTF-8 bytes of the JSON with json.dumps' separators, as slack_sdk sends it, but with
     # characters unescaped (slack_sdk's `\uXXXX` escapes would count a letter as six bytes).
-    size = len(json.dumps(view, ensure_ascii=False).encode())
+    size = len(json.dumps(view, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     if size > limits.MAX_VIEW_SIZE:
         raise SlackApiFailure(
             "view_too_large",

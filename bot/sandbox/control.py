@@ -26,8 +26,9 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 | `POST /_sandbox/act/close` | `{"user", "view_id"?}`: the user closes their top modal (or `view_id`) |
 | `POST /_sandbox/act/message` | `{"user", "channel", "text", "thread_ts"?}`: the user writes a message |
 
-An app's answer is `{"status", "body", "json", "late"}` (`json` is the body parsed, or null;
-`late`: it came after Slack's 3 seconds, so Slack ignored it and showed the user an error).
+An app's answer is `{"status", "body", "json"}` (`json` is the body parsed, or null), with
+`"late": true` added when it came after Slack's 3 seconds (Slack ignored it and showed the user
+an error).
 """
 
 from __future__ import annotations
@@ -75,12 +76,10 @@ async def _errors(request: web.Request, handler: _Handler) -> web.StreamResponse
 
 
 def _answer(response: AppResponse) -> JSON:
-    return {
-        "status": response.status,
-        "body": response.body,
-        "json": response.json(),
-        "late": response.late,
-    }
+    answer: JSON = {"status": response.status, "body": response.body, "json": response.json()}
+    if response.late:
+        answer["late"] = True
+    return answer
 
 
 async def _body(request: web.Request) -> JSON:

@@ -12,6 +12,8 @@ Used by the Slack app's tests and by `signoff demo`. Nothing here talks to the r
 - `SlackSigner` and the payload builders (`signing.py`): Slack's v0 request signatures and the
   bodies of block_actions, view_submission, slash commands and `app_home_opened`.
 - `limits`: Slack's documented limits as named constants.
+- `SocketModeHub` (`socket_mode.py`): the Socket Mode WebSocket; `HttpTransport` /
+  `SocketTransport` (`transports.py`): the two ways the user's actions reach the app.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
         view_submission,
     )
     from bot.sandbox.slack_api import Call, FakeSlack, Fault
+    from bot.sandbox.socket_mode import SocketModeHub
+    from bot.sandbox.transports import HttpTransport, SocketTransport
     from bot.sandbox.workspace import (
         Channel,
         Ephemeral,
@@ -59,6 +63,8 @@ _WHERE = {
         "slash_command", "state_values", "view_submission",
     ],
     "slack_api": ["Call", "FakeSlack", "Fault"],
+    "socket_mode": ["SocketModeHub"],
+    "transports": ["HttpTransport", "SocketTransport"],
     "workspace": ["Channel", "Ephemeral", "Message", "Team", "User", "UserGroup", "View", "Workspace"],
 }  # fmt: skip
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
@@ -81,12 +87,15 @@ __all__ = [
     "FakeSlack",
     "FakeSlackProcess",
     "Fault",
+    "HttpTransport",
     "Message",
     "SandboxClient",
     "SandboxError",
     "SlackApiFailure",
     "SlackRequest",
     "SlackSigner",
+    "SocketModeHub",
+    "SocketTransport",
     "SubmitResult",
     "Team",
     "User",

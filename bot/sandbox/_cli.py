@@ -87,6 +87,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the app's signing secret (default: $SLACK_SIGNING_SECRET)",
     )
     p.add_argument(
+        "--app-token", action="append", help="accepted xapp- token (repeatable; default any xapp-)"
+    )
+    p.add_argument(
+        "--socket-mode", action="store_true", help="send the user's actions over Socket Mode"
+    )
+    p.add_argument("--rate-limits", action="store_true", help="answer 429 past Slack's rate limits")
+    p.add_argument(
         "--trigger-ttl", type=float, default=TRIGGER_ID_TTL, help="seconds a trigger_id lasts"
     )
     return p.parse_args(argv)
@@ -96,6 +103,9 @@ async def _serve(args: argparse.Namespace) -> None:
     slack = FakeSlack(
         lambda: build_workspace(args.users, args.channels, args.usergroup),
         tokens=set(args.token) if args.token else None,
+        app_tokens=set(args.app_token) if args.app_token else None,
+        socket_mode=args.socket_mode,
+        rate_limits=args.rate_limits,
         app_url=args.app_url,
         signing_secret=args.signing_secret,
         trigger_ttl=args.trigger_ttl,

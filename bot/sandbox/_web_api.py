@@ -15,7 +15,7 @@ from bot.sandbox import limits
 from bot.sandbox.errors import SlackApiFailure
 from bot.sandbox.handles import TriggerIds
 from bot.sandbox.validation import check_message, check_view
-from bot.sandbox.workspace import JSON, View, Workspace
+from bot.sandbox.workspace import JSON, Channel, Message, View, Workspace
 
 __all__ = ["METHODS", "ApiContext", "decode_json_fields"]
 
@@ -31,6 +31,8 @@ class ApiContext:
     triggers: TriggerIds
     public_url: str
     """The fake's root URL, for permalinks."""
+    open_socket: Callable[[], str] | None = None
+    """Issues a Socket Mode URL (apps.connections.open); None when the fake serves none."""
 
 
 def decode_json_fields(params: dict[str, Any]) -> dict[str, Any]:
@@ -59,6 +61,30 @@ def _required(params: dict[str, Any], name: str, error: str = "invalid_arguments
     if value in (None, ""):
         raise SlackApiFailure(error, [f"[ERROR] missing required field: {name}"])
     return str(value)
+
+
+def _conversation(ctx: ApiContext, params: dict[str, Any], *, reading: bool = False) -> Channel:
+    """The `channel` parameter, as the bot sees it (`Workspace.conversation`).
+
+    Args:
+        reading: The call reads the messages (history, replies): Slack wants the bot in the
+            channel for that (`not_in_channel`), whatever its scopes.
+    """
+    channel = ctx.workspace.conversation(_required(params, "channel", "channel_not_found"))
+    if reading and not channel.is_member:
+        raise SlackApiFailure("not_in_channel")
+    return channel
+
+
+def _postable(ctx: ApiContext, params: dict[str, Any]) -> Channel:
+    """The channel a message goes to: `not_in_channel` when the bot is not in it and lacks
+    `chat:write.public`, `is_archived` when it is archived."""
+    channel = _conversation(ctx, params)
+    if not channel.is_member and "chat:write.public" not in ctx.workspace.team.scopes:
+        raise SlackApiFailure("not_in_channel")
+    if channel.is_archived:
+        raise SlackApiFailure("is_archived")
+    return channel
 
 
 def _blocks(params: dict[str, Any]) -> list[JSON] | None:
@@ -106,25 +132,22 @@ def usergroups_users_list(ctx: ApiContext, params: dict[str, Any]) -> JSON:
 
 
 def conversations_info(ctx: ApiContext, params: dict[str, Any]) -> JSON:
-    return {
-        "channel": ctx.workspace.channel(_required(params, "channel", "channel_not_found")).to_api()
-    }
+    return {"channel": _conversation(ctx, params).to_api()}
 
 
 def conversations_list(ctx: ApiContext, params: dict[str, Any]) -> JSON:
-    channels = [c.to_api() for c in ctx.workspace.channels.values() if not c.is_im]
+    channels = [c.to_api() for c in ctx.workspace.channels.values() if c.visible and not c.is_im]
     return {"channels": channels, "response_metadata": {"next_cursor": ""}}
 
 
 def conversations_history(ctx: ApiContext, params: dict[str, Any]) -> JSON:
-    channel = ctx.workspace.channel(_required(params, "channel", "channel_not_found"))
+    channel = _conversation(ctx, params, reading=True)
     top = [m.to_api() for m in reversed(channel.messages.values()) if not m.is_reply]
     return {"messages": top, "has_more": False, "response_metadata": {"next_cursor": ""}}
 
 
 def conversations_replies(ctx: ApiContext, params: dict[str, Any]) -> JSON:
-    ws = ctx.workspace
-    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    channel = _conversation(ctx, params, reading=True)
     ts = _required(params, "ts", "thread_not_found")
     if ts not in channel.messages:
         raise SlackApiFailure("thread_not_found")
@@ -140,7 +163,7 @@ def conversations_replies(ctx: ApiContext, params: dict[str, Any]) -> JSON:
 
 def chat_post_message(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     ws = ctx.workspace
-    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    channel = _postable(ctx, params)
     text, blocks = params.get("text") or "", _blocks(params)
     check_message(text, params.get("blocks"))
     msg = ws.post(
@@ -152,10 +175,12 @@ def chat_post_message(ctx: ApiContext, params: dict[str, Any]) -> JSON:
 
 def chat_update(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     ws = ctx.workspace
-    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    channel = _conversation(ctx, params)
     msg = ws.message(channel, _required(params, "ts", "message_not_found"))
     if msg.user != ws.team.bot_user_id:
         raise SlackApiFailure("cant_update_message")
+    if channel.is_archived:  # Slack: no edits in a frozen, archived or deleted channel
+        raise SlackApiFailure("is_inactive")
     text, blocks = params.get("text"), _blocks(params)
     check_message(
         text if text is not None else msg.text, blocks if blocks is not None else msg.blocks
@@ -166,7 +191,7 @@ def chat_update(ctx: ApiContext, params: dict[str, Any]) -> JSON:
 
 def chat_delete(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     ws = ctx.workspace
-    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    channel = _conversation(ctx, params)
     msg = ws.message(channel, _required(params, "ts", "message_not_found"))
     if msg.user != ws.team.bot_user_id:
         raise SlackApiFailure("cant_delete_message")
@@ -176,7 +201,7 @@ def chat_delete(ctx: ApiContext, params: dict[str, Any]) -> JSON:
 
 def chat_post_ephemeral(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     ws = ctx.workspace
-    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    channel = _postable(ctx, params)
     user = ws.user(_required(params, "user", "user_not_found"))
     text, blocks = params.get("text") or "", _blocks(params)
     check_message(text, params.get("blocks"))
@@ -186,12 +211,51 @@ def chat_post_ephemeral(ctx: ApiContext, params: dict[str, Any]) -> JSON:
 
 def chat_get_permalink(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     ws = ctx.workspace
-    channel = ws.channel(_required(params, "channel", "channel_not_found"))
+    channel = _conversation(ctx, params)
     msg = ws.message(channel, _required(params, "message_ts", "message_not_found"))
     link = f"{ctx.public_url}archives/{channel.id}/p{msg.ts.replace('.', '')}"
     if msg.is_reply:
         link += f"?thread_ts={msg.thread_ts}&cid={channel.id}"
     return {"channel": channel.id, "permalink": link}
+
+
+def apps_connections_open(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    if ctx.open_socket is None:
+        raise SlackApiFailure("socket_mode_not_enabled")  # pragma: no cover - always served
+    return {"url": ctx.open_socket()}
+
+
+# reactions ----------------------------------------------------------------------------------
+
+
+def _reacted(ctx: ApiContext, params: dict[str, Any]) -> Message:
+    channel = _conversation(ctx, params)
+    return ctx.workspace.message(channel, _required(params, "timestamp", "message_not_found"))
+
+
+def reactions_add(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    msg, name = _reacted(ctx, params), _required(params, "name", "invalid_name")
+    users = msg.reactions.setdefault(name, [])
+    if ctx.workspace.team.bot_user_id in users:
+        raise SlackApiFailure("already_reacted")
+    users.append(ctx.workspace.team.bot_user_id)
+    return {}
+
+
+def reactions_remove(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    msg, name = _reacted(ctx, params), _required(params, "name", "invalid_name")
+    users = msg.reactions.get(name) or []
+    if ctx.workspace.team.bot_user_id not in users:
+        raise SlackApiFailure("no_reaction")
+    users.remove(ctx.workspace.team.bot_user_id)
+    if not users:
+        del msg.reactions[name]
+    return {}
+
+
+def reactions_get(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    msg = _reacted(ctx, params)
+    return {"type": "message", "channel": msg.channel, "message": msg.to_api()}
 
 
 # views --------------------------------------------------------------------------------------
@@ -263,6 +327,7 @@ def _replace(ws: Workspace, view: View, spec: JSON, expected_hash: Any) -> None:
 Handler = Callable[[ApiContext, dict[str, Any]], JSON]
 
 METHODS: dict[str, Handler] = {
+    "apps.connections.open": apps_connections_open,
     "auth.test": auth_test,
     "chat.delete": chat_delete,
     "chat.getPermalink": chat_get_permalink,
@@ -273,6 +338,9 @@ METHODS: dict[str, Handler] = {
     "conversations.info": conversations_info,
     "conversations.list": conversations_list,
     "conversations.replies": conversations_replies,
+    "reactions.add": reactions_add,
+    "reactions.get": reactions_get,
+    "reactions.remove": reactions_remove,
     "usergroups.list": usergroups_list,
     "usergroups.users.list": usergroups_users_list,
     "users.info": users_info,

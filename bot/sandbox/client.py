@@ -198,6 +198,30 @@ class SandboxClient:
         """`user` opens the app's Home tab; the app's answer."""
         return dict(await self._request("POST", "act/home", {"user": user}))
 
+    async def ssl_check(self) -> JSON:
+        """Slack's unsigned ssl_check POST to the app's request URL; the app's answer."""
+        return dict(await self._request("POST", "act/ssl_check", {}))
+
+    async def use_socket_mode(self) -> None:
+        """Send the user's actions over the app's Socket Mode connection from now on."""
+        await self._request("POST", "app", {"transport": "socket"})
+
+    async def delay(self, method: str, seconds: float) -> None:
+        """Make `method`'s answers wait `seconds` (see `FakeSlack.delay`)."""
+        await self._request("POST", "delay", {"method": method, "seconds": seconds})
+
+    async def revoke_token(self, token: str, error: str = "token_revoked") -> None:
+        """Calls with `token` get `error` from now on (see `FakeSlack.revoke_token`)."""
+        await self._request("POST", "revoke", {"token": token, "error": error})
+
+    async def set_rate_limits(self, enabled: bool) -> None:
+        """Answer 429 past Slack's rate limits (True) or not (False)."""
+        await self._request("POST", "rate_limits", {"enabled": enabled})
+
+    async def socket_disconnect(self, reason: str = "refresh_requested") -> int:
+        """Send Socket Mode `disconnect`; how many connections were told."""
+        return int((await self._request("POST", "socket/disconnect", {"reason": reason}))["told"])
+
 
 @asynccontextmanager
 async def start_fake_slack(

@@ -10,7 +10,12 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 | `GET /_sandbox/state?after=V&timeout=S` | the workspace; waits up to S seconds for version > V |
 | `POST /_sandbox/fail_next` | `{"method", "status"?, "error"?, "retry_after"?, "count"?}` |
 | `POST /_sandbox/reset` | initial workspace; calls, faults, triggers, response_urls forgotten |
-| `POST /_sandbox/app` | `{"url", "signing_secret"}`: where the app listens |
+| `POST /_sandbox/app` | `{"url", "signing_secret"}`: where the app listens; `{"transport": "socket"}`: over Socket Mode |
+| `POST /_sandbox/delay` | `{"method", "seconds"}`: the method's answers wait that long (0: no wait) |
+| `POST /_sandbox/revoke` | `{"token", "error"?}`: calls with it get `token_revoked` (or `error`) from now on |
+| `POST /_sandbox/rate_limits` | `{"enabled"}`: answer 429 past Slack's rate limits, or stop |
+| `POST /_sandbox/socket/disconnect` | `{"reason"?}`: Socket Mode `disconnect` (`refresh_requested`) → `{"told"}` |
+| `POST /_sandbox/act/ssl_check` | Slack's unsigned ssl_check POST to the app → the app's answer |
 | `POST /_sandbox/triggers` | `{"user"}` → `{"trigger_id"}` |
 | `POST /_sandbox/response_urls` | `{"channel", "user", "message_ts"?}` → `{"response_url"}` |
 | `POST /_sandbox/response/{id}` | a response_url: what the app posts there is applied and recorded |
@@ -21,7 +26,9 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 | `POST /_sandbox/act/close` | `{"user", "view_id"?}`: the user closes their top modal (or `view_id`) |
 | `POST /_sandbox/act/message` | `{"user", "channel", "text", "thread_ts"?}`: the user writes a message |
 
-An app's answer is `{"status", "body", "json"}` (`json` is the body parsed, or null).
+An app's answer is `{"status", "body", "json"}` (`json` is the body parsed, or null), with
+`"late": true` added when it came after Slack's 3 seconds (Slack ignored it and showed the user
+an error).
 """
 
 from __future__ import annotations
@@ -69,7 +76,10 @@ async def _errors(request: web.Request, handler: _Handler) -> web.StreamResponse
 
 
 def _answer(response: AppResponse) -> JSON:
-    return {"status": response.status, "body": response.body, "json": response.json()}
+    answer: JSON = {"status": response.status, "body": response.body, "json": response.json()}
+    if response.late:
+        answer["late"] = True
+    return answer
 
 
 async def _body(request: web.Request) -> JSON:
@@ -114,8 +124,32 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
 
     async def connect(request: web.Request) -> web.Response:
         body = await _body(request)
-        slack.connect_app(str(body["url"]), str(body["signing_secret"]))
+        if body.get("transport") == "socket":
+            slack.use_socket_mode()
+        else:
+            slack.connect_app(str(body["url"]), str(body["signing_secret"]))
         return web.json_response({"ok": True})
+
+    async def delay(request: web.Request) -> web.Response:
+        body = await _body(request)
+        slack.delay(str(body["method"]), float(body["seconds"]))
+        return web.json_response({"ok": True})
+
+    async def revoke(request: web.Request) -> web.Response:
+        body = await _body(request)
+        slack.revoke_token(str(body["token"]), str(body.get("error") or "token_revoked"))
+        return web.json_response({"ok": True})
+
+    async def rate_limits(request: web.Request) -> web.Response:
+        slack.rate_limits = bool((await _body(request))["enabled"])
+        return web.json_response({"ok": True})
+
+    async def disconnect(request: web.Request) -> web.Response:
+        reason = str((await _body(request)).get("reason") or "refresh_requested")
+        return web.json_response({"ok": True, "told": await slack.sockets.disconnect(reason)})
+
+    async def ssl_check(request: web.Request) -> web.Response:
+        return web.json_response(_answer(await slack.ssl_check()))
 
     async def triggers(request: web.Request) -> web.Response:
         user = slack.workspace.user(str((await _body(request))["user"]))
@@ -206,6 +240,11 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
     r.add_post("/_sandbox/fail_next", fail_next)
     r.add_post("/_sandbox/reset", reset)
     r.add_post("/_sandbox/app", connect)
+    r.add_post("/_sandbox/delay", delay)
+    r.add_post("/_sandbox/revoke", revoke)
+    r.add_post("/_sandbox/rate_limits", rate_limits)
+    r.add_post("/_sandbox/socket/disconnect", disconnect)
+    r.add_post("/_sandbox/act/ssl_check", ssl_check)
     r.add_post("/_sandbox/triggers", triggers)
     r.add_post("/_sandbox/response_urls", response_urls)
     r.add_post("/_sandbox/response/{id}", response)

@@ -1,14 +1,19 @@
 """The user's side of Slack: clicks, modal submissions, slash commands, opening the Home tab.
 
-`AppDriver` sends the app the signed request Slack would send for each, with a trigger_id and a
-response_url the fake issued, then does what Slack does with the app's answer: a slash command's
-ack text becomes an ephemeral message, a modal's `response_action` closes, updates, pushes or
-marks errors on it. `apply_response()` is what Slack does with a post to a response_url.
+`AppDriver` sends the app the request Slack would send for each, with a trigger_id and a
+response_url the fake issued, over HTTP (signed, to the request URL) or Socket Mode (an envelope
+on the app's WebSocket): see `transports`. It then does what Slack does with the app's answer: a
+slash command's ack text becomes an ephemeral message, a modal's `response_action` closes,
+updates, pushes or marks errors on it; an answer after `ACK_DEADLINE` is ignored and comes back
+marked `late` (Slack shows the user an error); an event not answered in time is sent again.
+`apply_response()` is what Slack does with a post to a response_url.
 """
 
 from __future__ import annotations
 
-import time
+import asyncio
+import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +32,21 @@ from bot.sandbox.signing import (
     state_values,
     view_submission,
 )
+from bot.sandbox.transports import HttpTransport, Transport
 from bot.sandbox.validation import check_message, check_view
 from bot.sandbox.workspace import JSON, View
 
 if TYPE_CHECKING:
     from bot.sandbox.slack_api import FakeSlack
 
-__all__ = ["REQUIRED_FIELD", "AppDriver", "SubmitResult", "apply_response", "find_element"]
+__all__ = [
+    "REQUIRED_FIELD",
+    "AppDriver",
+    "Delivery",
+    "SubmitResult",
+    "apply_response",
+    "find_element",
+]
 
 REQUIRED_FIELD = "Please complete this required field."
 """What Slack's client says under an empty required input (the app is not called)."""
@@ -49,6 +62,19 @@ class SubmitResult:
     """Errors shown under inputs, by block_id: the client's own or the app's `errors`."""
     view: JSON | None = None
     """The user's top modal afterwards (as views.* return it); None when it closed."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One attempt to deliver an event to the app."""
+
+    event_id: str
+    retry_attempt: int
+    """0 the first time, then 1, 2, ... (`X-Slack-Retry-Num`, Socket Mode's `retry_attempt`)."""
+    retry_reason: str
+    """Why it was sent again (`http_timeout`, `http_error`, `connection_failed`); "" at first."""
+    response: AppResponse | None
+    """The app's answer; None when it could not be reached."""
 
 
 def find_element(blocks: list[JSON], action_id: str) -> tuple[str, JSON]:
@@ -113,29 +139,106 @@ class AppDriver:
 
     Args:
         slack: The fake whose workspace the person acts in.
-        url: The app's request URL (`http://127.0.0.1:3000/slack/events`).
-        signer: Signs with the app's signing secret.
+        transport: The way to the app (`HttpTransport` to its request URL, or
+            `SocketTransport` over the connection it opened).
+        event_retry_delays: Seconds after a failed event delivery to send it again, one entry
+            per retry (Slack's: `limits.EVENT_RETRY_DELAYS`).
     """
 
-    def __init__(self, slack: FakeSlack, url: str, signer: SlackSigner) -> None:
+    def __init__(
+        self,
+        slack: FakeSlack,
+        transport: Transport,
+        *,
+        event_retry_delays: Sequence[float] = limits.EVENT_RETRY_DELAYS,
+    ) -> None:
         self.slack = slack
-        self.url = url
-        self.signer = signer
-        self._session: aiohttp.ClientSession | None = None
+        self.transport = transport
+        self.event_retry_delays = tuple(event_retry_delays)
+        self.deliveries: list[Delivery] = []
+        """Every delivery of an event, retries included, oldest first."""
+        self._retries: set[asyncio.Task[None]] = set()
+
+    @property
+    def url(self) -> str:
+        """The app's request URL (HTTP transport only)."""
+        return self._http().url
+
+    @property
+    def signer(self) -> SlackSigner:
+        """Signs with the app's signing secret (HTTP transport only)."""
+        return self._http().signer
+
+    def _http(self) -> HttpTransport:
+        if isinstance(self.transport, HttpTransport):
+            return self.transport
+        raise RuntimeError("the app is reached over Socket Mode: no request URL, no signing")
 
     async def close(self) -> None:
-        """Close the HTTP session to the app."""
-        if self._session:
-            await self._session.close()
-            self._session = None
+        """Stop pending event retries and close the way to the app."""
+        for task in list(self._retries):
+            task.cancel()
+        await asyncio.gather(*self._retries, return_exceptions=True)
+        await self.transport.close()
 
-    async def _send(self, request: SlackRequest) -> tuple[AppResponse, bool]:
-        """Send a signed request; returns the answer and whether it came in Slack's 3 seconds."""
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
-        started = time.monotonic()
-        response = await self.signer.send(self.url, request, session=self._session)
-        return response, time.monotonic() - started <= limits.ACK_DEADLINE
+    async def _send(self, request: SlackRequest) -> AppResponse:
+        """Deliver a request; the answer, `late` when it missed Slack's deadline."""
+        return await self.transport.send(request)
+
+    async def ssl_check(self) -> AppResponse:
+        """Slack's unsigned certificate check (`ssl_check=1&token=...`), over HTTP only.
+
+        Raises:
+            RuntimeError: the app is reached over Socket Mode (Slack sends no ssl_check then).
+        """
+        return await self._http().ssl_check()
+
+    async def _send_event(self, request: SlackRequest) -> AppResponse:
+        """Deliver an event; when it fails, send it again later as Slack does (in the
+        background, per `event_retry_delays`). Returns the first answer.
+
+        Raises:
+            aiohttp.ClientError: the app could not be reached (the retries still follow).
+        """
+        try:
+            response = await self._attempt_event(request, 0, "", raising=True)
+        except aiohttp.ClientError:
+            self._schedule_retries(request, None)
+            raise
+        assert response is not None
+        if not response.ok:
+            self._schedule_retries(request, response)
+        return response
+
+    def _schedule_retries(self, request: SlackRequest, response: AppResponse | None) -> None:
+        if self.event_retry_delays:
+            task = asyncio.ensure_future(self._retry_event(request, response))
+            self._retries.add(task)
+            task.add_done_callback(self._retries.discard)
+
+    async def _attempt_event(
+        self, request: SlackRequest, attempt: int, reason: str, *, raising: bool = False
+    ) -> AppResponse | None:
+        event_id = str(request.payload.get("event_id", ""))
+        try:
+            response: AppResponse | None = await self.transport.send(
+                request, retry_attempt=attempt, retry_reason=reason
+            )
+        except aiohttp.ClientError:
+            response = None
+            if raising:
+                self.deliveries.append(Delivery(event_id, attempt, reason, None))
+                raise
+        self.deliveries.append(Delivery(event_id, attempt, reason, response))
+        self.slack.touch()
+        return response
+
+    async def _retry_event(self, request: SlackRequest, response: AppResponse | None) -> None:
+        for attempt, delay in enumerate(self.event_retry_delays, start=1):
+            await asyncio.sleep(delay)
+            response = await self._attempt_event(request, attempt, _retry_reason(response))
+            if response and response.ok:
+                return
 
     async def click(
         self, user: str, channel: str, ts: str, action_id: str, *, value: str | None = None
@@ -144,6 +247,10 @@ class AppDriver:
 
         Args:
             value: Send this value instead of the button's own (to test forged clicks).
+
+        Returns:
+            The app's answer; `late` when it came after `ACK_DEADLINE` (or, over Socket Mode,
+            never): Slack then shows the user an error, so `ok` is False.
 
         Raises:
             SlackApiFailure: unknown user, channel or message.
@@ -169,18 +276,21 @@ class AppDriver:
             team_domain=ws.team.domain,
             api_app_id=ws.team.app_id,
         )
-        response, _ = await self._send(request)
-        return response
+        return await self._send(request)
 
     async def command(
         self, user: str, channel: str, text: str, command: str = "/agent"
     ) -> AppResponse:
-        """`user` types `{command} {text}` in `channel`; an ack with text shows it to them."""
+        """`user` types `{command} {text}` in `channel`; an ack with text shows it to them.
+
+        Slack sends the text with `&`, `<` and `>` HTML-escaped (`&amp;`, `&lt;`, `&gt;`), as
+        here; the answer is `late` (and not shown) when it missed the deadline.
+        """
         ws = self.slack.workspace
         person, conv = ws.user(user), ws.channel(channel)
         request = slash_command(
             command=command,
-            text=text,
+            text=html.escape(text, quote=False),
             user_id=person.id,
             user_name=person.name,
             channel_id=conv.id,
@@ -191,8 +301,8 @@ class AppDriver:
             team_domain=ws.team.domain,
             api_app_id=ws.team.app_id,
         )
-        response, in_time = await self._send(request)
-        if response.status == 200 and in_time and response.body.strip():
+        response = await self._send(request)
+        if response.status == 200 and not response.late and response.body.strip():
             body = response.json()
             if not isinstance(body, dict):
                 body = {"text": response.body}
@@ -206,7 +316,12 @@ class AppDriver:
         return response
 
     async def open_home(self, user: str) -> AppResponse:
-        """`user` opens the app's Home tab (`app_home_opened`, with the view published so far)."""
+        """`user` opens the app's Home tab (`app_home_opened`, with the view published so far).
+
+        Returns:
+            The app's first answer. When that is not a timely 2xx (or the app cannot be
+            reached) the event is sent again later; `deliveries` records each attempt.
+        """
         ws = self.slack.workspace
         person = ws.user(user)
         home = ws.home.get(person.id)
@@ -218,8 +333,7 @@ class AppDriver:
             api_app_id=ws.team.app_id,
             bot_user_id=ws.team.bot_user_id,
         )
-        response, _ = await self._send(request)
-        return response
+        return await self._send_event(request)
 
     async def submit(self, user: str, inputs: JSON, *, view_id: str | None = None) -> SubmitResult:
         """`user` fills in their top modal (or `view_id`) with `inputs` and presses Submit.
@@ -253,9 +367,9 @@ class AppDriver:
             team_domain=ws.team.domain,
             api_app_id=ws.team.app_id,
         )
-        response, in_time = await self._send(request)
+        response = await self._send(request)
         errors: dict[str, str] = {}
-        if response.status == 200 and in_time:
+        if response.status == 200 and not response.late:
             errors = self._apply_view_ack(person.id, view, response.json())
             self.slack.touch()
         top = _top(ws.views.get(person.id) or [])
@@ -281,6 +395,13 @@ class AppDriver:
         elif view in stack:  # no response_action: this view closes, the one below shows again
             stack.remove(view)
         return {}
+
+
+def _retry_reason(response: AppResponse | None) -> str:
+    """Slack's `X-Slack-Retry-Reason` for a delivery that failed this way."""
+    if response is None:
+        return "connection_failed"
+    return "http_timeout" if response.late else "http_error"
 
 
 def _top(stack: list[View]) -> View | None:

@@ -110,3 +110,45 @@ SIGNATURE_MAX_AGE: Final = 5 * 60
 """A signed request older than this is refused (replay protection)."""
 POST_MESSAGE_INTERVAL: Final = 1.0
 """chat.postMessage allows about one message per second per channel (bursts tolerated)."""
+POST_MESSAGE_BURST: Final = 3
+"""chat.postMessage calls one channel takes at once before the one-per-second pace applies."""
+EVENT_RETRY_DELAYS: Final = (0.0, 60.0, 300.0)
+"""Seconds after a failed delivery that Slack sends an event again: at once, after a minute,
+after five minutes; then it gives up. Each retry carries its number (`X-Slack-Retry-Num`)."""
+
+# Views and payload sizes
+MAX_VIEW_SIZE: Final = 250_000
+"""A view's JSON, in bytes (UTF-8): views.open/push/update/publish answer `view_too_large`
+beyond it (Slack's documented 250 kB)."""
+
+# Rate limits (Web API tiers): calls per minute, per method and workspace
+TIER_1: Final = 1
+TIER_2: Final = 20
+TIER_3: Final = 50
+TIER_4: Final = 100
+METHOD_TIERS: Final = {
+    "apps.connections.open": TIER_1,
+    "auth.test": TIER_4,
+    "chat.delete": TIER_3,
+    "chat.getPermalink": TIER_4,
+    "chat.postEphemeral": TIER_4,
+    "chat.update": TIER_3,
+    "conversations.history": TIER_3,
+    "conversations.info": TIER_3,
+    "conversations.list": TIER_2,
+    "conversations.replies": TIER_3,
+    "reactions.add": TIER_3,
+    "reactions.get": TIER_3,
+    "reactions.remove": TIER_2,
+    "usergroups.list": TIER_2,
+    "usergroups.users.list": TIER_2,
+    "users.info": TIER_4,
+    "views.open": TIER_4,
+    "views.publish": TIER_4,
+    "views.push": TIER_4,
+    "views.update": TIER_4,
+}
+"""Each method's tier as Slack's method reference gives it (calls per minute allowed, Slack
+allowing some more at times: these are the floors). chat.postMessage is not here: it is paced per
+channel (`POST_MESSAGE_INTERVAL`, `POST_MESSAGE_BURST`). The "special" methods (auth.test,
+chat.getPermalink) are counted as Tier 4."""

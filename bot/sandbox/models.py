@@ -79,6 +79,12 @@ class Team:
     app_id: str = "A0SIGNOFF"
     bot_id: str = "B0SIGNOFF"
     bot_user_id: str = BOT_USER.id
+    scopes: tuple[str, ...] = (
+        "chat:write", "chat:write.public", "commands", "usergroups:read", "users:read",
+        "channels:read", "channels:history", "groups:history",
+    )  # fmt: skip
+    """The bot token's scopes, as `manifest.yml` requests them; `chat:write.public` lets the bot
+    post in public channels it is not a member of."""
 
 
 @dataclass
@@ -104,6 +110,8 @@ class Message:
     edited_ts: str | None = None
     """When it was last edited (chat.update), if ever."""
     metadata: JSON | None = None
+    reactions: dict[str, list[str]] = field(default_factory=dict)
+    """Emoji name -> who reacted with it, in order (reactions.add)."""
 
     @property
     def is_reply(self) -> bool:
@@ -126,6 +134,11 @@ class Message:
             out["edited"] = {"user": self.user, "ts": self.edited_ts}
         if self.metadata:
             out["metadata"] = self.metadata
+        if self.reactions:
+            out["reactions"] = [
+                {"name": name, "users": users, "count": len(users)}
+                for name, users in self.reactions.items()
+            ]
         return out
 
     def to_state(self) -> JSON:
@@ -209,15 +222,27 @@ class View:
 
 @dataclass
 class Channel:
-    """A public channel or a direct-message channel, with its messages."""
+    """A public or private channel or a direct-message channel, with its messages."""
 
     id: str
     name: str
     is_im: bool = False
     """A direct-message channel between the bot and `im_user`."""
     im_user: str | None = None
+    is_private: bool = False
+    """A private channel: the bot sees it only when it is a member."""
+    is_member: bool = True
+    """Whether the bot is in it. A private channel (or a DM) it is not in does not exist for it
+    (`channel_not_found`); a public one it may read about but not read (`not_in_channel`)."""
+    is_archived: bool = False
+    """Archived: nothing can be posted (`is_archived`) or edited (`is_inactive`) there."""
     messages: dict[str, Message] = field(default_factory=dict)
     """Every message, replies included, by ts, in posting order."""
+
+    @property
+    def visible(self) -> bool:
+        """Whether the bot can see it at all: a member, or a public channel."""
+        return self.is_member or not (self.is_private or self.is_im)
 
     def to_api(self) -> JSON:
         """The channel object of conversations.info / conversations.list."""
@@ -226,9 +251,9 @@ class Channel:
             "name": self.name,
             "is_channel": not self.is_im,
             "is_im": self.is_im,
-            "is_private": self.is_im,
-            "is_archived": False,
-            "is_member": True,
+            "is_private": self.is_im or self.is_private,
+            "is_archived": self.is_archived,
+            "is_member": self.is_member,
         }
         if self.im_user:
             out["user"] = self.im_user

@@ -57,8 +57,18 @@ class AppResponse:
     """What the app answered."""
 
     status: int
+    """HTTP status; over Socket Mode 200 for an ack, and 0 when no answer came at all."""
     body: str
+    """The body (over Socket Mode: the ack's response payload as JSON, or empty)."""
     headers: Mapping[str, str] = field(default_factory=dict)
+    late: bool = False
+    """Answered after Slack's `ACK_DEADLINE` (or never): Slack ignores the answer and shows the
+    user an error ("failed with the error operation_timeout"), events are sent again."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether Slack took this as a success: a 2xx answer within the deadline."""
+        return 200 <= self.status < 300 and not self.late
 
     def json(self) -> Any:
         """The body parsed as JSON; None when it is empty or not JSON (a plain ack)."""
@@ -114,6 +124,7 @@ class SlackSigner:
         signature: str | None = None,
         session: aiohttp.ClientSession | None = None,
         timeout: float = 10.0,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> AppResponse:
         """POST `request` to the app's request URL, signed, and return its answer.
 
@@ -123,8 +134,9 @@ class SlackSigner:
             signature: Send this signature instead of the right one (to test refusals).
             session: Reuse a client session; a short-lived one is made otherwise.
             timeout: Seconds to wait for the app's answer.
+            extra_headers: More headers (`X-Slack-Retry-Num` on a redelivered event).
         """
-        headers = self.headers(request, timestamp=timestamp)
+        headers = {**self.headers(request, timestamp=timestamp), **(extra_headers or {})}
         if signature is not None:
             headers["X-Slack-Signature"] = signature
         own = session is None

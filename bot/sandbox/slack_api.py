@@ -5,7 +5,11 @@ answers `/api/<method>` like Slack: form-encoded or JSON bodies, the token in th
 header or the body, `{"ok": false, "error": ...}` refusals with Slack's codes. Behind it is a
 `Workspace` (channels, messages, threads, edits, ephemeral messages, modals, Home tabs, users,
 user groups) that tests inspect. Every call is recorded; `fail_next()` makes the next calls of a
-method answer 429 (with Retry-After), 5xx or a Slack error first.
+method answer 429 (with Retry-After), 5xx or a Slack error first; `delay()` slows a method's
+answers; `revoke_token()` kills a token; `rate_limits=True` answers 429 past Slack's tiers.
+
+Socket Mode: an `xapp-` token's `apps.connections.open` gets a WebSocket URL the fake serves
+(`socket_mode.py`); with `socket_mode=True` the user's actions go to the app over it.
 
 In the other direction it plays the user: `click()`, `submit()`, `command()`, `open_home()` send
 the app properly signed requests, with trigger_ids and response_urls the fake issued and honours.
@@ -36,7 +40,10 @@ from bot.sandbox.control import add_control_routes
 from bot.sandbox.errors import SlackApiFailure
 from bot.sandbox.handles import ResponseUrls, TriggerIds
 from bot.sandbox.interactions import AppDriver, SubmitResult
+from bot.sandbox.ratelimits import RateLimiter
 from bot.sandbox.signing import AppResponse, SlackSigner
+from bot.sandbox.socket_mode import SocketModeHub
+from bot.sandbox.transports import HttpTransport, SocketTransport
 from bot.sandbox.workspace import JSON, Workspace
 
 __all__ = ["Call", "FakeSlack", "Fault"]
@@ -96,8 +103,16 @@ class FakeSlack:
             `Workspace.demo` by default.
         tokens: Tokens accepted; any `xoxb-`/`xoxp-` token when None. A call with no token
             gets `not_authed`, one with a token not accepted `invalid_auth`.
+        app_tokens: App-level tokens accepted by `apps.connections.open`; any `xapp-` token
+            when None. Other methods refuse them (`not_allowed_token_type`), as it refuses bot
+            tokens.
         app_url: The app's request URL (`.../slack/events`), for `click()` and friends.
         signing_secret: The app's signing secret, to sign what is sent to `app_url`.
+        socket_mode: Send the user's actions over the app's Socket Mode connection instead.
+        rate_limits: Answer 429 past Slack's rate limits (`ratelimits.py`); off by default so
+            that the demo and ordinary tests are not slowed; tests about load turn it on.
+        event_retry_delays: Seconds before each redelivery of an event the app failed to
+            acknowledge (Slack's: at once, after a minute, after five).
         trigger_ttl: Seconds a trigger_id may open a modal (Slack: about 3).
         clock: Time source for recorded calls, trigger_ids and response_urls.
     """
@@ -107,8 +122,12 @@ class FakeSlack:
         workspace: Workspace | Callable[[], Workspace] | None = None,
         *,
         tokens: set[str] | None = None,
+        app_tokens: set[str] | None = None,
         app_url: str | None = None,
         signing_secret: str | None = None,
+        socket_mode: bool = False,
+        rate_limits: bool = False,
+        event_retry_delays: tuple[float, ...] = limits.EVENT_RETRY_DELAYS,
         trigger_ttl: float = limits.TRIGGER_ID_TTL,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -120,6 +139,17 @@ class FakeSlack:
             self.workspace = self._make_workspace()
         """The current workspace; inspect it freely from tests in the same process."""
         self.tokens = tokens
+        self.app_tokens = app_tokens
+        self.revoked: dict[str, str] = {}
+        """Tokens killed at run time, with the error they now get (`revoke_token()`)."""
+        self.latency: dict[str, float] = {}
+        """Seconds each method waits before answering (`delay()`)."""
+        self.rate_limits = rate_limits
+        """Whether calls past Slack's limits get 429 (switch it any time)."""
+        self.limiter = RateLimiter()
+        self.event_retry_delays = event_retry_delays
+        self.sockets = SocketModeHub(lambda: self.workspace.team.app_id)
+        """The Socket Mode server: open connections, envelopes sent, acks received."""
         self.clock = clock
         self.calls: list[Call] = []
         """Every call so far, oldest first."""
@@ -133,10 +163,13 @@ class FakeSlack:
         self._driver: AppDriver | None = None
         if app_url and signing_secret:
             self.connect_app(app_url, signing_secret)
+        if socket_mode:
+            self.use_socket_mode()
         self.app = web.Application()
         """The aiohttp application; serve it yourself or use `start()` / `running()`."""
         self.app.middlewares.append(self._learn_base_url)
         self.app.router.add_route("*", "/api/{method}", self._handle_api)
+        self.sockets.add_routes(self.app)
         add_control_routes(self.app, self)
         self._runner: web.AppRunner | None = None
         self.base_url = ""
@@ -166,6 +199,7 @@ class FakeSlack:
         """Stop serving and close the connection to the app."""
         if self._driver:
             await self._driver.close()
+        await self.sockets.close()
         if self._runner:
             await self._runner.cleanup()
             self._runner = None
@@ -226,11 +260,46 @@ class FakeSlack:
         fault = Fault(status, error or _default_error(status), retry_after)
         self.faults.setdefault(method, []).extend([fault] * count)
 
+    def delay(self, method: str, seconds: float) -> None:
+        """Make every later call of `method` wait `seconds` before it is answered (0: no wait).
+
+        Raises:
+            ValueError: an unknown method, or a negative delay.
+        """
+        if method not in METHODS:
+            raise ValueError(
+                f"delay: unknown method {method!r}; the fake answers {sorted(METHODS)}"
+            )
+        if seconds < 0:
+            raise ValueError(f"delay: seconds must be at least 0, got {seconds}")
+        self.latency[method] = seconds
+
+    def revoke_token(self, token: str, error: str = "token_revoked") -> None:
+        """From now on, calls with `token` get `error`.
+
+        Args:
+            error: `token_revoked` (the app was uninstalled or the token revoked),
+                `account_inactive` (the bot user or workspace was deleted) or `invalid_auth`.
+
+        Raises:
+            ValueError: another error code.
+        """
+        if error not in ("token_revoked", "account_inactive", "invalid_auth"):
+            raise ValueError(
+                f"revoke_token: error must be token_revoked, account_inactive or invalid_auth, "
+                f"got {error!r}"
+            )
+        self.revoked[token] = error
+
     def reset(self) -> None:
-        """Back to the initial workspace; forget calls, faults, trigger_ids and response_urls."""
+        """Back to the initial workspace; forget calls, faults, delays, revoked tokens, rate
+        counts, trigger_ids and response_urls."""
         self.workspace = self._make_workspace()
         self.calls.clear()
         self.faults.clear()
+        self.latency.clear()
+        self.revoked.clear()
+        self.limiter.clear()
         self.triggers.clear()
         self.responses.clear()
         self.touch()
@@ -284,6 +353,8 @@ class FakeSlack:
     async def _handle_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         params, token = await _read_params(request)
+        if self.latency.get(method):
+            await asyncio.sleep(self.latency[method])
         status, headers, body = self.answer(method, params, token)
         self.record(method, params, status, body)
         return web.json_response(body, status=status, headers=headers)
@@ -291,7 +362,8 @@ class FakeSlack:
     def answer(
         self, method: str, params: JSON, token: str | None
     ) -> tuple[int, dict[str, str], JSON]:
-        """Handle one Web API call: programmed faults first, then auth, then the method.
+        """Handle one Web API call: programmed faults first, then rate limits (when on), then
+        auth, then the method.
 
         Returns:
             HTTP status, extra headers, JSON body.
@@ -306,27 +378,52 @@ class FakeSlack:
         handler = METHODS.get(method)
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
+        if self.rate_limits:
+            wait = self.limiter.check(method, str(params.get("channel") or ""))
+            if wait is not None:
+                return 429, {"Retry-After": str(wait)}, {"ok": False, "error": "ratelimited"}
         try:
-            self._check_token(token)
-            ctx = ApiContext(self.workspace, self.triggers, self.base_url)
+            self._check_token(token, app_level=method == "apps.connections.open")
+            ctx = ApiContext(
+                self.workspace,
+                self.triggers,
+                self.base_url,
+                open_socket=lambda: self.sockets.issue_url(self.base_url),
+            )
             return 200, {}, {"ok": True, **handler(ctx, decode_json_fields(params))}
         except SlackApiFailure as failure:
             return 200, {}, failure.to_response()
 
-    def _check_token(self, token: str | None) -> None:
+    def _check_token(self, token: str | None, *, app_level: bool = False) -> None:
+        """Slack's refusals: `not_authed` (none), `invalid_auth` (unknown), the revoked
+        token's error, `not_allowed_token_type` (an app token where a bot token goes, or the
+        other way round)."""
         if not token:
             raise SlackApiFailure("not_authed")
-        if self.tokens is None:
-            if not token.startswith(("xoxb-", "xoxp-")):
+        if token in self.revoked:
+            raise SlackApiFailure(self.revoked[token])
+        is_app_token = token.startswith("xapp-")
+        accepted = self.app_tokens if is_app_token else self.tokens
+        if accepted is not None:
+            if token not in accepted:
                 raise SlackApiFailure("invalid_auth")
-        elif token not in self.tokens:
+        elif not token.startswith(("xapp-", "xoxb-", "xoxp-")):
             raise SlackApiFailure("invalid_auth")
+        if is_app_token != app_level:
+            raise SlackApiFailure("not_allowed_token_type")
 
     # playing the user -------------------------------------------------------------------------
 
     def connect_app(self, url: str, signing_secret: str) -> None:
         """Say where the app listens (`.../slack/events`) and how to sign what it is sent."""
-        self._driver = AppDriver(self, url, SlackSigner(signing_secret))
+        transport = HttpTransport(url, SlackSigner(signing_secret))
+        self._driver = AppDriver(self, transport, event_retry_delays=self.event_retry_delays)
+
+    def use_socket_mode(self) -> None:
+        """Send the user's actions over the app's Socket Mode connection (the app opens it
+        with its `xapp-` token; `await slack.sockets.wait_connected()` to wait for it)."""
+        transport = SocketTransport(self.sockets)
+        self._driver = AppDriver(self, transport, event_retry_delays=self.event_retry_delays)
 
     @property
     def driver(self) -> AppDriver:
@@ -357,6 +454,10 @@ class FakeSlack:
     async def open_home(self, user: str) -> AppResponse:
         """`user` opens the app's Home tab; see `AppDriver.open_home`."""
         return await self.driver.open_home(user)
+
+    async def ssl_check(self) -> AppResponse:
+        """Slack's unsigned `ssl_check` POST to the app's request URL; see `AppDriver`."""
+        return await self.driver.ssl_check()
 
 
 async def _read_params(request: web.Request) -> tuple[JSON, str | None]:

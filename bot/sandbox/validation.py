@@ -9,6 +9,7 @@ and modals use. Slack answers a bad message with `invalid_blocks` and a bad view
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from bot.sandbox import limits
@@ -88,12 +89,23 @@ def check_view(view: Any, *, home: bool = False) -> None:
     """Refuse a view as Slack would (views.open/push/update take modals, views.publish a home).
 
     Raises:
-        SlackApiFailure: `invalid_arguments`, with the lines saying what and where.
+        SlackApiFailure: `view_too_large` when its JSON is over `MAX_VIEW_SIZE` bytes;
+            `invalid_arguments`, with the lines saying what and where.
     """
     p = _Problems()
     if not isinstance(view, dict):
         p.add("/view", "must provide an object")
         raise SlackApiFailure("invalid_arguments", p.lines)
+    # UTF-8 bytes of the JSON with json.dumps' separators, as slack_sdk sends it, but with
+    # characters unescaped (slack_sdk's `\uXXXX` escapes would count a letter as six bytes).
+    size = len(json.dumps(view, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size > limits.MAX_VIEW_SIZE:
+        raise SlackApiFailure(
+            "view_too_large",
+            [
+                f"[ERROR] view is {size} bytes, over the {limits.MAX_VIEW_SIZE} allowed [json-pointer:/view]"
+            ],
+        )
     expected = "home" if home else "modal"
     if view.get("type") != expected:
         p.add("/view/type", f"must be {expected}")

@@ -45,7 +45,7 @@ class Workspace:
 
     Args:
         users: Members; the bot user is added when missing.
-        channels: Channels as `(id, name)`.
+        channels: Channels as `(id, name)` (public, with the bot in them) or as `Channel`s.
         usergroups: User groups.
         team: Ids of the team, the app and its bot.
         clock: Wall clock for message timestamps; swap it in tests to pin ts values.
@@ -54,7 +54,7 @@ class Workspace:
     def __init__(
         self,
         users: Iterable[User] = (),
-        channels: Iterable[tuple[str, str]] = (),
+        channels: Iterable[tuple[str, str] | Channel] = (),
         usergroups: Iterable[UserGroup] = (),
         *,
         team: Team | None = None,
@@ -67,7 +67,8 @@ class Workspace:
             bot = User(id=self.team.bot_user_id, name="signoff", is_bot=True)
             self.users[bot.id] = bot
         self.usergroups: dict[str, UserGroup] = {g.id: g for g in usergroups}
-        self.channels: dict[str, Channel] = {cid: Channel(cid, name) for cid, name in channels}
+        rooms = [c if isinstance(c, Channel) else Channel(*c) for c in channels]
+        self.channels: dict[str, Channel] = {c.id: c for c in rooms}
         self.ephemerals: dict[str, list[Ephemeral]] = {}
         """Ephemeral messages per user id, oldest first."""
         self.views: dict[str, list[View]] = {}
@@ -94,7 +95,9 @@ class Workspace:
         """The same team, people, groups and channels, with no conversations in them."""
         return Workspace(
             users=[dataclasses.replace(u) for u in self.users.values()],
-            channels=[(c.id, c.name) for c in self.channels.values() if not c.is_im],
+            channels=[
+                dataclasses.replace(c, messages={}) for c in self.channels.values() if not c.is_im
+            ],
             usergroups=[
                 dataclasses.replace(g, users=list(g.users)) for g in self.usergroups.values()
             ],
@@ -139,6 +142,22 @@ class Workspace:
         if ref in self.users:
             return self.im(ref)
         raise SlackApiFailure("channel_not_found")
+
+    def conversation(self, ref: str) -> Channel:
+        """`channel(ref)`, as the bot sees it: `channel_not_found` for a private channel or a
+        DM it is not a member of, as for one that does not exist."""
+        channel = self.channel(ref)
+        if not channel.visible:
+            raise SlackApiFailure("channel_not_found")
+        return channel
+
+    def add_channel(
+        self, channel_id: str, name: str, *, private: bool = False, member: bool = True
+    ) -> Channel:
+        """A new channel (public by default, with the bot in it)."""
+        channel = Channel(channel_id, name, is_private=private, is_member=member)
+        self.channels[channel.id] = channel
+        return channel
 
     def im(self, user_id: str) -> Channel:
         """The bot's direct-message channel with a user, opened on first use."""

@@ -74,9 +74,12 @@ def test_your_own_workflow_runs_as_the_readme_says(tmp_path: Path) -> None:
     assert approved.stdout.splitlines()[-1].endswith(": completed: paid 40.0 for train ticket")
     # The demo's page would offer it, with its starters.
     assert demo.startswith("signoff demo --policy expense.toml")
+    script = (
+        "import json, pathlib; from bot.demo import demo_workflows; "
+        "print(json.dumps(demo_workflows(pathlib.Path('expense.toml'))))"
+    )
     offered = subprocess.run(
-        [sys.executable, "-c", "import json, pathlib, sys; from bot.demo import demo_workflows; "
-         "print(json.dumps(demo_workflows(pathlib.Path('expense.toml'))))"],
+        [sys.executable, "-c", script],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert [(w["name"], w["starters"]) for w in json.loads(offered.stdout)] == [

@@ -7,8 +7,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from .approvals.audit import AuditLog
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from .approvals.audit import AuditKind, AuditLog
 from .approvals.db import Database
 from .approvals.events import EventSink
 from .approvals.policy import GroupResolver, Policy, load_policy
@@ -67,7 +70,7 @@ class Settings:
         env = os.environ if env is None else env
         key = env.get("SIGNOFF_AUDIT_KEY")
         return cls(
-            database_url=env.get("SIGNOFF_DATABASE_URL") or DEFAULT_DATABASE_URL,
+            database_url=_database_url(env),
             policy_path=Path(env.get("SIGNOFF_POLICY") or DEFAULT_POLICY),
             audit_key=key.encode() if key else None,
             slack_bot_token=env.get("SLACK_BOT_TOKEN") or None,
@@ -109,6 +112,25 @@ class Settings:
             )
 
 
+def _database_url(env: Mapping[str, str]) -> str:
+    """`SIGNOFF_DATABASE_URL`, or the default; a file name given for a URL is refused, saying
+    what a URL looks like.
+
+    Raises:
+        SettingsError: the value has no scheme (`signoff.db`, `/var/lib/signoff.db`).
+    """
+    raw = (env.get("SIGNOFF_DATABASE_URL") or "").strip()
+    if not raw:
+        return DEFAULT_DATABASE_URL
+    if "://" not in raw:
+        raise SettingsError(
+            f"SIGNOFF_DATABASE_URL={raw!r} is not a database URL; write sqlite:///{raw.lstrip('/')} "
+            "(a file in this directory: three slashes), sqlite:////var/lib/signoff.db (an "
+            "absolute path: four) or postgresql://user@host/dbname"
+        )
+    return raw
+
+
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     """A positive number of seconds from `env[name]`; `default` when unset or empty.
 
@@ -143,14 +165,52 @@ def _count(env: Mapping[str, str], name: str, default: int) -> int:
     return int(raw)
 
 
+class _SourcedAuditLog(AuditLog):
+    """An audit log that writes, into the data of every event it appends, where it came from
+    (`"via": "cli"`): a vote cast with `signoff approve --as U_ALICE` is told apart from Alice's
+    click in Slack."""
+
+    def __init__(self, key: bytes | None, via: str) -> None:
+        super().__init__(key)
+        self.via = via
+        """What every event's `data["via"]` says."""
+
+    async def append(
+        self,
+        conn: AsyncConnection,
+        kind: AuditKind,
+        *,
+        approval_id: str | None = None,
+        thread_id: str | None = None,
+        actor: str | None = None,
+        data: Mapping[str, Any],
+        at: float | None = None,
+    ) -> None:
+        await super().append(
+            conn,
+            kind,
+            approval_id=approval_id,
+            thread_id=thread_id,
+            actor=actor,
+            data={**data, "via": self.via},
+            at=at,
+        )
+
+
 def build_signoff(
     settings: Settings,
     *,
     policy: Policy | None = None,
     sink: EventSink | None = None,
     groups: GroupResolver | None = None,
+    via: str | None = None,
 ) -> Signoff:
-    """One `Signoff` for these settings: database, policy, workflows, audit log."""
+    """One `Signoff` for these settings: database, policy, workflows, audit log.
+
+    Args:
+        via: When given, every audit event this `Signoff` writes records it as `data["via"]`
+            (the CLI passes `"cli"`).
+    """
     policy = policy if policy is not None else load_policy(settings.policy_path)
     workflows = load_workflows({name: wf.path for name, wf in policy.workflows.items()})
     db = Database(settings.database_url)
@@ -159,7 +219,9 @@ def build_signoff(
         policy,
         workflows,
         groups=groups,
-        audit=AuditLog(settings.audit_key),
+        audit=AuditLog(settings.audit_key)
+        if via is None
+        else _SourcedAuditLog(settings.audit_key, via),
         sink=sink,
         lease_seconds=settings.job_lease,
     )

@@ -13,39 +13,99 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import secrets
 import signal
 import socket
 import sys
 import time
-import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
 
-__all__ = ["SANDBOX_DB", "main", "run_sandbox"]
+if TYPE_CHECKING:
+    from .sandbox.page import DemoPage
+    from .sandbox.slack_api import FakeSlack
+
+__all__ = ["SANDBOX_DB", "DemoBusy", "DemoLock", "main", "run_sandbox"]
 
 SANDBOX_DB = "signoff-sandbox.db"
-"""The demo's database, in the current directory, emptied at each start."""
+"""The demo's database, in the current directory, emptied at each start (unless another demo
+holds it: see `DemoLock`)."""
 BOT_TOKEN = "xoxb-sandbox-demo"
 """The bot's token for the sandbox (which accepts any `xoxb-` token)."""
 STARTUP_TIMEOUT = 60.0
 """Seconds the bot has to answer `/healthz`."""
 
 
-def main(*, port: int = 3000, host: str = "127.0.0.1", walkthrough: bool = False) -> int:
+def main(
+    *,
+    port: int = 3000,
+    host: str = "127.0.0.1",
+    walkthrough: bool = False,
+    db: Path | None = None,
+    bot_port: int = 0,
+    policy: Path | None = None,
+) -> int:
     """`signoff demo`: the sandbox and the bot until Ctrl-C; or the terminal walk-through."""
     if walkthrough:
         from .walkthrough import walkthrough as walk
 
         return walk()
     try:
-        return asyncio.run(run_sandbox(port=port, host=host))
+        return asyncio.run(
+            run_sandbox(port=port, host=host, db=db, bot_port=bot_port, policy=policy)
+        )
     except KeyboardInterrupt:
         return 130
+
+
+class DemoBusy(RuntimeError):
+    """Another `signoff demo` holds the database; the message names its pid."""
+
+
+class DemoLock:
+    """An exclusive lock on a demo database, held for the demo's life.
+
+    It is an `flock` on `DB.lock` beside the file, which holds the pid of the process that
+    has it. The lock goes with the process (a demo killed with SIGKILL frees it), so a lock
+    file left behind says nothing: only a lock held does. The file itself is never removed
+    (removing it would let two demos lock two different files of the same name).
+    """
+
+    def __init__(self, db: Path) -> None:
+        self.path = Path(f"{db}.lock")
+        """The lock file, beside the database."""
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock, or refuse at once.
+
+        Raises:
+            DemoBusy: another process holds it.
+        """
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            db = self.path.name.removesuffix(".lock")
+            raise DemoBusy(
+                f"another signoff demo is using {db} (pid {holder}); stop it or use --db"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        """Let the lock go (closing the file does)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _free_port(host: str) -> int:
@@ -54,16 +114,16 @@ def _free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
-def _bot_env(slack_url: str, db: Path, channel: str, secret: str, api_token: str) -> dict[str, str]:
-    from .sandbox.people import DEMO_POLICY
-
+def _bot_env(
+    slack_url: str, db: Path, channel: str, secret: str, api_token: str, policy: Path
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))}
     env.update(
         SLACK_BOT_TOKEN=BOT_TOKEN,
         SLACK_SIGNING_SECRET=secret,
         SIGNOFF_SLACK_API_URL=slack_url,
         SIGNOFF_DATABASE_URL=f"sqlite:///{db}",
-        SIGNOFF_POLICY=str(DEMO_POLICY),
+        SIGNOFF_POLICY=str(policy),
         SIGNOFF_DEFAULT_CHANNEL=channel,
         SIGNOFF_API_TOKEN=api_token,
         PYTHONUNBUFFERED="1",
@@ -108,70 +168,129 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
 
 
 def demo_workflows(policy_path: Path) -> list[dict[str, Any]]:
-    """The bundled workflows as the sandbox page offers them, with the starters `policy_path`
-    gives each."""
-    from .sandbox.page import workflow_form
-    from .workflows import BUILTIN
+    """The workflows the sandbox page offers: those `policy_path` declares (`[workflows.NAME]`,
+    a bundled one by its name alone, one of your own with its `path`), each with its starters.
 
-    with open(policy_path, "rb") as f:
-        declared = tomllib.load(f).get("workflows", {})
+    Raises:
+        PolicyError: the policy file is missing or wrong.
+        ValueError: a workflow's `path` does not import (the message names it).
+    """
+    from .approvals.policy import load_policy
+    from .sandbox.page import workflow_form
+    from .workflows import load_workflows
+
+    declared = load_policy(policy_path).workflows
+    workflows = load_workflows({name: wf.path for name, wf in declared.items()})
     return [
-        workflow_form(
-            name, wf.description, wf.inputs, (declared.get(name) or {}).get("starters", ())
-        )
-        for name, wf in BUILTIN.items()
+        workflow_form(name, wf.description, wf.inputs, declared[name].starters)
+        for name, wf in workflows.items()
+        if name in declared
     ]
 
 
-async def run_sandbox(*, port: int = 3000, host: str = "127.0.0.1", db: Path | None = None) -> int:
+async def run_sandbox(
+    *,
+    port: int = 3000,
+    host: str = "127.0.0.1",
+    db: Path | None = None,
+    bot_port: int = 0,
+    policy: Path | None = None,
+) -> int:
     """Serve the sandbox and run the bot against it until SIGINT or SIGTERM.
+
+    Nothing is deleted before the page's port is bound and the database's lock (`DemoLock`)
+    taken: a second demo started by mistake refuses, and the first one goes on.
 
     Args:
         port: The page's port (0 picks a free one; the URL printed says which).
         host: Where the page and the bot listen; keep it local.
         db: The SQLite file (default `signoff-sandbox.db` here), emptied first.
+        bot_port: The bot's port (0, the default, picks a free one).
+        policy: The policy the bot runs with (default: the demo's, `bot/policies/demo.toml`);
+            the page offers the workflows it declares beside the bundled ones.
 
     Returns:
         The exit status: 0 when stopped by a signal, 1 when something could not start or the
         bot died.
     """
+    from .approvals.errors import PolicyError
     from .sandbox.page import DemoPage
     from .sandbox.people import APPROVALS_CHANNEL, DEMO_POLICY, demo_workspace
     from .sandbox.slack_api import FakeSlack
 
-    db = Path(db or SANDBOX_DB)
-    for suffix in ("", "-wal", "-shm", ".locks"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db = Path(db or SANDBOX_DB).absolute()
+    policy = (policy or DEMO_POLICY).absolute()
+    try:
+        workflows = demo_workflows(policy)
+        workspace = demo_workspace(policy)
+    except (PolicyError, ValueError, OSError) as e:
+        print(f"signoff demo: {e}", file=sys.stderr)
+        return 1
 
-    slack = FakeSlack(demo_workspace)
-    page = DemoPage(
-        slack,
-        channel=APPROVALS_CHANNEL[0],
-        policy_path=DEMO_POLICY,
-        workflows=demo_workflows(DEMO_POLICY),
-    )
+    slack = FakeSlack(workspace)
+    page = DemoPage(slack, channel=APPROVALS_CHANNEL[0], policy_path=policy, workflows=workflows)
     page.add_routes(slack.app)
     # A page left open holds a long poll: stop waiting for it after a moment.
     runner = web.AppRunner(slack.app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
+    lock = DemoLock(db)
     try:
         await web.TCPSite(runner, host, port).start()
+        if bot_port:
+            _check_free(host, bot_port)
+        lock.acquire()
     except OSError as e:
         await runner.cleanup()
         print(
-            f"signoff demo: cannot listen on {host}:{port} ({e.strerror}); try --port",
+            f"signoff demo: cannot listen on {host}:{e.filename or port} ({e.strerror}); "
+            f"try {'--bot-port' if e.filename else '--port'}",
             file=sys.stderr,
         )
         return 1
+    except DemoBusy as e:
+        await runner.cleanup()
+        print(f"signoff demo: {e}", file=sys.stderr)
+        return 1
+    try:
+        return await _serve(slack, page, runner, host=host, db=db, bot_port=bot_port, policy=policy)
+    finally:
+        lock.release()
+
+
+def _check_free(host: str, port: int) -> None:
+    """Raise `OSError` (its `filename` the port) when `port` cannot be listened on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, str(port)) from e
+
+
+async def _serve(
+    slack: FakeSlack,
+    page: DemoPage,
+    runner: web.AppRunner,
+    *,
+    host: str,
+    db: Path,
+    bot_port: int,
+    policy: Path,
+) -> int:
+    """Empty the database (its lock is held), start the bot, and serve until a signal."""
+    from .sandbox.people import APPROVALS_CHANNEL
+
+    for suffix in ("", "-wal", "-shm", ".locks"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
     bound = runner.addresses[0][1]
     url = f"http://{host}:{bound}/"
     slack.base_url = url
     slack.responses.base_url = url
 
-    bot_port = _free_port(host)
+    bot_port = bot_port or _free_port(host)
     bot_url = f"http://{host}:{bot_port}"
     secret, api_token = secrets.token_hex(16), secrets.token_urlsafe(24)
-    env = _bot_env(slack.url, db, APPROVALS_CHANNEL[0], secret, api_token)
+    env = _bot_env(slack.url, db, APPROVALS_CHANNEL[0], secret, api_token, policy)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot.cli", "run", "--host", host, "--port", str(bot_port),
         env=env, stdin=asyncio.subprocess.DEVNULL,
@@ -202,7 +321,7 @@ async def run_sandbox(*, port: int = 3000, host: str = "127.0.0.1", db: Path | N
         page.bot_url, page.api_token = bot_url, api_token
         print(
             f"\nsignoff demo is running: open {url}\n"
-            f"  a local Slack with the demo people (policy {DEMO_POLICY.name}); "
+            f"  a local Slack with the demo people (policy {policy.name}); "
             "pick who you are, start a refund, approve it.\n"
             "  Ctrl-C stops it.\n",
             flush=True,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -34,3 +37,51 @@ def test_every_signoff_command_in_the_readme_exists() -> None:
         assert re.search(rf"\b{command}\b", help_text), (
             f"README shows `signoff {command}`, which --help lacks"
         )
+
+
+def block(language: str, first_line: str) -> str:
+    """The README's `language` block whose first line is `first_line`."""
+    blocks = re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    return next(b for b in blocks if b.startswith(first_line + "\n"))
+
+
+def test_your_own_workflow_runs_as_the_readme_says(tmp_path: Path) -> None:
+    (tmp_path / "expense.py").write_text(block("python", "# expense.py"), encoding="utf-8")
+    (tmp_path / "expense.toml").write_text(block("toml", "# expense.toml"), encoding="utf-8")
+    commands = block(
+        "sh", "export SIGNOFF_POLICY=expense.toml SIGNOFF_DATABASE_URL=sqlite:///expense.db"
+    )
+    exported, start, approve, demo = commands.splitlines()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))}
+    env.update(dict(item.split("=", 1) for item in exported.split()[1:]))
+    # The `signoff` script itself, as the README's reader runs it (it is not `python -m`,
+    # which would put the current directory on the path by itself).
+    signoff = str(Path(sys.executable).with_name("signoff"))
+
+    def run(line: str) -> subprocess.CompletedProcess[str]:
+        argv = shlex.split(line.split("  #")[0])
+        assert argv[0] == "signoff", line
+        return subprocess.run(
+            [signoff, *argv[1:]], cwd=tmp_path, env=env, capture_output=True, text=True,
+            timeout=90, check=False,
+        )  # fmt: skip
+
+    started = run(start)
+    assert started.returncode == 0, started.stderr
+    (approval_id,) = re.findall(r"approval (apr_\S+):", started.stdout)
+    approved = run(approve.replace("APPROVAL_ID", approval_id))
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.splitlines()[-1].endswith(": completed: paid 40.0 for train ticket")
+    # The demo's page would offer it, with its starters.
+    assert demo.startswith("signoff demo --policy expense.toml")
+    script = (
+        "import json, pathlib; from bot.demo import demo_workflows; "
+        "print(json.dumps(demo_workflows(pathlib.Path('expense.toml'))))"
+    )
+    offered = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert [(w["name"], w["starters"]) for w in json.loads(offered.stdout)] == [
+        ("expense", ["@support"])
+    ]

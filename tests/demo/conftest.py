@@ -28,12 +28,12 @@ URL_LINE = re.compile(r"signoff demo is running: open (http://127\.0\.0\.1:\d+/)
 
 
 class DemoProcess:
-    """`signoff demo --port 0` in a subprocess, its output collected by a thread."""
+    """`signoff demo --port 0 [ARGS]` in a subprocess, its output collected by a thread."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, *args: str) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "demo", "--port", "0"],
+            [sys.executable, "-m", "bot.cli", "demo", "--port", "0", *args],
             cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip

@@ -285,3 +285,50 @@ def test_mrkdwn_renders_like_slack(sandbox: Sandbox) -> None:
     for text in ESCAPED_SAMPLES:
         shown = page.evaluate(render, [messages.escape(text), "U_BOB"])[1]
         assert shown.replace("\u00ad", "") == text, text
+
+
+def test_escape_closes_the_modal_wherever_the_focus_is(sandbox: Sandbox) -> None:
+    sandbox.start("refund", customer_id="cust-escape", amount="17")
+    card = sandbox.card("Refund 17.00 to cust-escape")
+    sandbox.be("U_BOB")
+    card.get_by_role("button", name="Reject").click()
+    expect(sandbox.modal()).to_be_visible()
+    sandbox.page.locator("#topbar").click(position={"x": 5, "y": 5}, force=True)  # focus away
+    sandbox.page.keyboard.press("Escape")
+    expect(sandbox.modal()).to_have_count(0)
+    sandbox.page.get_by_role("button", name="+ Start a workflow").click()
+    expect(sandbox.page.locator("#start-form")).to_be_visible()
+    sandbox.page.keyboard.press("Escape")
+    expect(sandbox.page.locator("#start-form")).to_have_count(0)
+
+
+def test_the_page_works_420_pixels_wide(sandbox: Sandbox, shot: Path) -> None:
+    sandbox.page.set_viewport_size({"width": 420, "height": 860})
+    sandbox.start("refund", customer_id="cust-narrow", amount="18")
+    card = sandbox.card("Refund 18.00 to cust-narrow")
+    expect(card).to_be_visible()
+    sandbox.be("U_ALICE")
+    approve = card.get_by_role("button", name="Approve")
+    approve.scroll_into_view_if_needed()
+    box = approve.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 420
+    width = sandbox.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 420, f"the page is {width} px wide in a 420 px window"
+    approve.click()
+    expect(card).to_contain_text("Approved by @Alice")
+    thread = sandbox.open_thread(card)
+    expect(thread).to_be_visible()
+    thread_box = thread.bounding_box()
+    assert thread_box is not None and thread_box["width"] <= 420
+
+
+def test_a_stopped_demo_says_so(sandbox: Sandbox) -> None:
+    page = sandbox.page
+    page.route("**/_sandbox/**", lambda route: route.abort())  # as if the demo were gone
+    page.route("**/_demo/**", lambda route: route.abort())
+    page.get_by_role("button", name="+ Start a workflow").click()
+    page.locator("#start-form").get_by_role("button", name="Start").click()
+    expect(page.locator("#start-form .dialog-error")).to_contain_text("the demo has stopped")
+    expect(page.locator("#conn")).to_have_text("● the demo has stopped", timeout=40_000)
+    page.unroute("**/_sandbox/**")
+    page.unroute("**/_demo/**")

@@ -30,12 +30,22 @@
 
   // ---- helpers ------------------------------------------------------------------------------
 
+  const STOPPED = "the demo has stopped: start `signoff demo` again and reload this page";
+
   async function call(path, body) {
-    const res = await fetch(path, {
-      method: body === undefined ? "GET" : "POST",
-      headers: body === undefined ? {} : { "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    let res;
+    try {
+      res = await fetch(path, {
+        method: body === undefined ? "GET" : "POST",
+        headers: body === undefined ? {} : { "Content-Type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (e) {
+      // fetch() fails only when nothing answers ("Failed to fetch"): the demo is gone.
+      const err = new Error(STOPPED);
+      err.stopped = true;
+      throw err;
+    }
     let data = null;
     try {
       data = await res.json();
@@ -393,9 +403,6 @@
       ev.preventDefault();
       if (view.submit) submitModal(view, box);
     });
-    box.addEventListener("keydown", (ev) => {
-      if (ev.key === "Escape") closeModal(view);
-    });
     overlay.append(box);
     layer.replaceChildren(overlay);
     const first = box.querySelector(".input-control");
@@ -435,6 +442,18 @@
     } catch (e) {
       toast(`Could not close: ${e.message}`, "error");
     }
+  }
+
+  function onEscape(ev) {
+    // Escape closes what is on top, wherever the focus is: a confirmation answers itself
+    // (confirmDialog), then the start form, then the person's Slack modal.
+    if (ev.key !== "Escape" || document.querySelector(".dialog.confirm")) return;
+    const startForm = document.querySelector("#dialog-layer .overlay");
+    const view = topView();
+    if (startForm) startForm.remove();
+    else if (view) closeModal(view);
+    else return;
+    ev.preventDefault();
   }
 
   // ---- start a workflow ---------------------------------------------------------------------
@@ -505,7 +524,6 @@
     form.append(foot);
     const close = () => overlay.remove();
     cancel.addEventListener("click", close);
-    form.addEventListener("keydown", (ev) => ev.key === "Escape" && close());
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       const input = {};
@@ -674,9 +692,9 @@
 
   // ---- start --------------------------------------------------------------------------------
 
-  function setConnected(ok) {
+  function setConnected(ok, stopped) {
     const c = $("#conn");
-    c.textContent = ok ? "● live" : "● reconnecting…";
+    c.textContent = ok ? "● live" : stopped ? "● the demo has stopped" : "● reconnecting…";
     c.classList.toggle("down", !ok);
   }
 
@@ -691,7 +709,7 @@
           render();
         }
       } catch (e) {
-        setConnected(false);
+        setConnected(false, e.stopped);
         await sleep(1000);
       }
     }
@@ -716,6 +734,7 @@
     $("#policy-name").textContent = S.config.policy;
     S.view = { kind: "channel", id: S.config.channel };
     $("#start-open").addEventListener("click", openStartDialog);
+    document.addEventListener("keydown", onEscape);
     $("#thread-close").addEventListener("click", () => {
       S.thread = null;
       render();

@@ -6,7 +6,7 @@ import inspect
 import typing
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, get_origin
 
 from ._schema import Channel, channels_from_schema
 from .errors import GraphSetupError
@@ -19,6 +19,13 @@ if TYPE_CHECKING:
 __all__ = ["StateGraph"]
 
 DEFAULT_RECURSION_LIMIT = 25
+
+
+class SupportsInvoke(Protocol):
+    """A node given as an object: `invoke(state, config)` (a LangChain Runnable, a `ToolNode`);
+    its `ainvoke`, if it has one, runs under `ainvoke`."""
+
+    def invoke(self, input: Any, config: Any = None, /) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +155,8 @@ class StateGraph:
 
     def add_node(
         self,
-        name: str | Callable[..., Any],
-        fn: Callable[..., Any] | None = None,
+        name: str | Callable[..., Any] | SupportsInvoke,
+        fn: Callable[..., Any] | SupportsInvoke | None = None,
         *,
         destinations: Sequence[str] | None = None,
         retry_policy: RetryPolicy | None = None,
@@ -187,9 +194,10 @@ class StateGraph:
         if isinstance(destinations, str):
             destinations = [destinations]
         afn: Callable[..., Any] | None = None
+        run: Callable[..., Any]
         if _is_runnable(fn):
             runnable: Any = fn
-            fn, afn = runnable.invoke, getattr(runnable, "ainvoke", None)
+            run, afn = runnable.invoke, getattr(runnable, "ainvoke", None)
             is_async, takes_config = False, True
             dests = tuple(destinations) if destinations is not None else ()
         elif not callable(fn):
@@ -197,13 +205,14 @@ class StateGraph:
                 f"node {name!r}: {fn!r} is neither callable nor an object with invoke()"
             )
         else:
-            dests = tuple(destinations) if destinations is not None else _goto_annotation(fn)
-            is_async = _is_async(fn)
-            takes_config = _takes_config(fn, f"node {name!r}")
-            if takes_config and _config_by_name(fn):
-                fn = _with_config_by_name(fn)
+            run = fn
+            dests = tuple(destinations) if destinations is not None else _goto_annotation(run)
+            is_async = _is_async(run)
+            takes_config = _takes_config(run, f"node {name!r}")
+            if takes_config and _config_by_name(run):
+                run = _with_config_by_name(run)
         self.nodes[name] = NodeSpec(
-            name, fn, takes_config, is_async, len(self.nodes), dests, afn, retry_policy
+            name, run, takes_config, is_async, len(self.nodes), dests, afn, retry_policy
         )
         return self
 

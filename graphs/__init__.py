@@ -26,7 +26,17 @@ from .errors import (
     SideEffectUnknownError,
     ThreadBusyError,
 )
-from .types import END, START, Command, Interrupt, RunConfig, Send, StateSnapshot, StateTask
+from .types import (
+    END,
+    START,
+    Command,
+    Interrupt,
+    RetryPolicy,
+    RunConfig,
+    Send,
+    StateSnapshot,
+    StateTask,
+)
 
 if TYPE_CHECKING:
     from .checkpoint.sql import SQLSaver
@@ -53,6 +63,7 @@ __all__ = [
     "MemorySaver",
     "NodeInterrupt",
     "ResumeError",
+    "RetryPolicy",
     "RunConfig",
     "SQLSaver",
     "SchemaVersionError",

@@ -20,7 +20,8 @@ These functions work only inside a running node; elsewhere they raise `RuntimeEr
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -41,12 +42,34 @@ _current: ContextVar[Task | None] = ContextVar("graphs_current_task", default=No
 class Pause(BaseException):
     """Raised by `interrupt()` to leave the node.
 
-    A `BaseException`, so that `except Exception:` in node code cannot swallow a pause.
+    A `BaseException`, so that `except Exception:` in node code cannot swallow a pause. It
+    carries one interrupt, or several when code that runs independent parts of a node (the
+    prebuilt `ToolNode`, one part per tool call) gathers their pauses into one.
     """
 
-    def __init__(self, interrupt: Interrupt) -> None:
-        super().__init__(interrupt)
-        self.interrupt = interrupt
+    def __init__(self, interrupts: tuple[Interrupt, ...]) -> None:
+        super().__init__(interrupts)
+        self.interrupts = interrupts
+
+
+@contextmanager
+def scope(key: str) -> Iterator[None]:
+    """Number the `interrupt()` calls made inside from 0, under ids of their own.
+
+    For a node that runs independent parts (one per tool call, `key` being the call's id):
+    each part's pauses keep their ids and answers whatever the other parts do on a replay.
+    Outside a running node it does nothing.
+    """
+    task = _current.get()
+    if task is None:
+        yield
+        return
+    saved = task.scope_id, task.interrupt_count
+    task.scope_id, task.interrupt_count = f"{task.id}/{key}", 0
+    try:
+        yield
+    finally:
+        task.scope_id, task.interrupt_count = saved
 
 
 def interrupt_id(thread_id: str, ns: str, task_id: str, index: int) -> str:
@@ -77,8 +100,9 @@ def interrupt(value: Any = None) -> Any:
     task = _task("interrupt")
     index = task.interrupt_count
     task.interrupt_count += 1
-    if index in task.answers:
-        return task.answers[index]
+    iid = interrupt_id(task.run.thread_id, task.run.ns, task.scope_id, index)
+    if iid in task.answers:
+        return task.answers[iid]
     if task.run.saver is None:
         raise CheckpointerRequiredError(
             f"node {task.name!r} called interrupt(), but the graph was compiled without a "
@@ -86,8 +110,7 @@ def interrupt(value: Any = None) -> Any:
             "tests, or SQLSaver(url) to survive restarts"
         )
     serde.dumps(value)  # a payload that cannot be stored must fail here, in the node
-    iid = interrupt_id(task.run.thread_id, task.run.ns, task.id, index)
-    raise Pause(Interrupt(value, iid, task.name, index))
+    raise Pause((Interrupt(value, iid, task.name, index),))
 
 
 def _once_lookup(task: Task, key: str, retry_unknown: bool) -> tuple[bool, Any]:

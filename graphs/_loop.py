@@ -182,13 +182,13 @@ class Run:
             task.goto.clear()
         for intr in task.recorded:
             if intr.id in answered:
-                task.answers[intr.index] = answered[intr.id]
+                task.answers[intr.id] = answered[intr.id]
         return task
 
     def unanswered(self, task: Task) -> list[Interrupt]:
         if task.done:
             return []
-        return [i for i in task.recorded if i.index not in task.answers]
+        return [i for i in task.recorded if i.id not in task.answers]
 
     def to_writes(self, task: Task) -> None:
         """Turn a finished task's return value into writes, or record why it is invalid."""
@@ -574,10 +574,10 @@ class Run:
                 writes = [(ERROR, f"{type(t.error).__name__}: {t.error}")]
             else:
                 writes = [*t.writes, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
-            if t.pause is not None:
-                if all(i.id != t.pause.id for i in t.recorded):
-                    writes.append((INTERRUPT, t.pause))
-                interrupts.append(t.pause)
+            for pause in t.pause or ():
+                if all(i.id != pause.id for i in t.recorded):
+                    writes.append((INTERRUPT, pause))
+                interrupts.append(pause)
             if saver is not None and writes:
                 yield PutWrites(self._head(), writes, t.id)
         errors = [

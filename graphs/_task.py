@@ -8,6 +8,7 @@ catches a pause or an error instead of letting it escape, for the loop to decide
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._context import Pause, _current
@@ -21,6 +22,11 @@ if TYPE_CHECKING:
 
 STATE: Any = object()
 """`Task.arg` of a task that runs on the graph's state (not a `Send`)."""
+
+sleep = time.sleep
+"""How a sync node waits between retries (tests replace it)."""
+asleep = asyncio.sleep
+"""How an async node waits between retries (tests replace it)."""
 
 OnceState = Literal["started", "done", "failed"]
 """The progress of a `once()` effect, as its pending writes record it."""
@@ -43,6 +49,7 @@ class Task:
         "recorded",
         "result",
         "run",
+        "scope_id",
         "spec",
         "writes",
     )
@@ -52,27 +59,44 @@ class Task:
         self.spec = spec
         self.name = spec.name
         self.id = task_id
-        self.answers: dict[int, Any] = {}
+        self.answers: dict[str, Any] = {}
+        """Answers to its `interrupt()` calls, by interrupt id."""
         self.arg: Any = STATE
         """What the node runs on: the state (`STATE`), or a `Send`'s arg."""
         self.interrupt_count = 0
+        self.scope_id = task_id
+        """What its interrupt ids derive from: the task id, or the id of a `scope()` within it."""
         self.once: dict[str, tuple[str, Any]] = {}
         self.recorded: list[Interrupt] = []
         self.done = False
         self.writes: list[tuple[str, Any]] = []
         self.goto: list[str | Send] = []
         self.result: Any = None
-        self.pause: Interrupt | None = None
+        self.pause: tuple[Interrupt, ...] | None = None
+        """The pauses it stopped at on its last attempt (usually one)."""
         self.error: BaseException | None = None
 
     # ---- running --------------------------------------------------------------------
 
     def _reset(self) -> None:
         self.interrupt_count = 0
+        self.scope_id = self.id
         self.pause = None
         self.error = None
 
     def run_sync(self) -> None:
+        failures = 0
+        while True:
+            self._attempt_sync()
+            policy, error = self.spec.retry, self.error
+            if policy is None or error is None or failures + 1 >= policy.max_attempts:
+                return
+            if not policy.retries(error):  # type: ignore[arg-type]
+                return
+            failures += 1
+            sleep(policy.delay(failures))
+
+    def _attempt_sync(self) -> None:
         self._reset()
         token = _current.set(self)
         try:
@@ -89,28 +113,42 @@ class Task:
                 result = spec.fn(*args)
             self.result = result
         except Pause as p:
-            self.pause = p.interrupt
+            self.pause = p.interrupts
         except Exception as e:  # noqa: BLE001 - every node error is recorded, then re-raised
             self.error = e
         finally:
             _current.reset(token)
 
     async def run_async(self) -> None:
-        if not self.spec.is_async:
+        spec = self.spec
+        if not spec.is_async and spec.afn is None:
             # Blocking node code must not stall the event loop (and the other tasks).
             await asyncio.to_thread(self.run_sync)
             return
+        failures = 0
+        while True:
+            await self._attempt_async()
+            policy, error = spec.retry, self.error
+            if policy is None or error is None or failures + 1 >= policy.max_attempts:
+                return
+            if not policy.retries(error):  # type: ignore[arg-type]
+                return
+            failures += 1
+            await asleep(policy.delay(failures))
+
+    async def _attempt_async(self) -> None:
         self._reset()
         token = _current.set(self)
         try:
-            run = self.run
+            run, spec = self.run, self.spec
             state = run.view() if self.arg is STATE else self.arg
-            coro = (
-                self.spec.fn(state, run.config) if self.spec.takes_config else self.spec.fn(state)
-            )
+            if spec.afn is not None:
+                coro = spec.afn(state, run.config)
+            else:
+                coro = spec.fn(state, run.config) if spec.takes_config else spec.fn(state)
             self.result = await coro
         except Pause as p:
-            self.pause = p.interrupt
+            self.pause = p.interrupts
         except Exception as e:  # noqa: BLE001
             self.error = e
         finally:

@@ -6,11 +6,11 @@ import inspect
 import typing
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, get_origin
 
 from ._schema import Channel, channels_from_schema
 from .errors import GraphSetupError
-from .types import END, START, Command
+from .types import END, START, Command, RetryPolicy
 
 if TYPE_CHECKING:
     from .checkpoint.base import BaseCheckpointSaver
@@ -19,6 +19,13 @@ if TYPE_CHECKING:
 __all__ = ["StateGraph"]
 
 DEFAULT_RECURSION_LIMIT = 25
+
+
+class SupportsInvoke(Protocol):
+    """A node given as an object: `invoke(state, config)` (a LangChain Runnable, a `ToolNode`);
+    its `ainvoke`, if it has one, runs under `ainvoke`."""
+
+    def invoke(self, input: Any, config: Any = None, /) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +37,11 @@ class NodeSpec:
     index: int
     destinations: tuple[str, ...] = ()
     """Where its `Command(goto=...)` may go (`destinations=`, or `-> Command[Literal[...]]`)."""
+    afn: Callable[..., Any] | None = None
+    """Its async form `afn(state, config)`, run under `ainvoke` in place of a sync `fn`: a
+    Runnable's `ainvoke`."""
+    retry: RetryPolicy | None = None
+    """How a failed attempt is retried within the step (`add_node(retry_policy=...)`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +117,12 @@ def _takes_config(fn: Callable[..., Any], what: str) -> bool:
     return False
 
 
+def _is_runnable(obj: object) -> bool:
+    """An object run through its `invoke(input, config)` (a LangChain Runnable, a `ToolNode`),
+    not a plain function."""
+    return not inspect.isroutine(obj) and callable(getattr(obj, "invoke", None))
+
+
 def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004 -- the method itself: is it async?
@@ -137,13 +155,15 @@ class StateGraph:
 
     def add_node(
         self,
-        name: str | Callable[..., Any],
-        fn: Callable[..., Any] | None = None,
+        name: str | Callable[..., Any] | SupportsInvoke,
+        fn: Callable[..., Any] | SupportsInvoke | None = None,
         *,
         destinations: Sequence[str] | None = None,
+        retry_policy: RetryPolicy | None = None,
     ) -> StateGraph:
         """Add a node: `fn(state)`, `fn(state, config)` or `fn(state, *, config)`, sync or
-        async, returning a dict update (or a `Command`).
+        async, returning a dict update (or a `Command`). An object with `invoke(state, config)`
+        (and `ainvoke`, used under `ainvoke`), such as a LangChain Runnable, is a node too.
 
         `add_node(fn)` names the node after the function. The state a node receives shares its
         lists and dicts with the run: read it, and return what changes (`{"log": [entry]}`);
@@ -152,27 +172,48 @@ class StateGraph:
         `destinations`: the nodes its `Command(goto=...)` may go to, for a node reached only
         that way (`compile` checks that every node can be reached). A return annotation
         `-> Command[Literal["a", "b"]]` says the same.
+
+        `retry_policy`: retry a failed attempt within the step (`RetryPolicy()` for
+        LangGraph's defaults: 3 attempts, backoff from 0.5 s, not on programming errors).
         """
         if fn is None:
-            if not callable(name):
+            if not callable(name) and not _is_runnable(name):
                 raise GraphSetupError(f"add_node({name!r}) needs a function")
-            fn, name = name, getattr(name, "__name__", "")
+            node: Any = name
+            fn, name = node, getattr(node, "__name__", "") or getattr(node, "name", "")
         if not isinstance(name, str) or not name:
             raise GraphSetupError(f"node name must be a non-empty string, got {name!r}")
         if name in (START, END) or name.startswith("__"):
             raise GraphSetupError(f"node name {name!r} is reserved (START, END and '__' names)")
         if name in self.nodes:
             raise GraphSetupError(f"node {name!r} is already in the graph")
-        if not callable(fn):
-            raise GraphSetupError(f"node {name!r}: {fn!r} is not callable")
+        if retry_policy is not None and not isinstance(retry_policy, RetryPolicy):
+            raise GraphSetupError(
+                f"node {name!r}: retry_policy must be a RetryPolicy, got {retry_policy!r}"
+            )
         if isinstance(destinations, str):
             destinations = [destinations]
-        dests = tuple(destinations) if destinations is not None else _goto_annotation(fn)
-        is_async = _is_async(fn)
-        takes_config = _takes_config(fn, f"node {name!r}")
-        if takes_config and _config_by_name(fn):
-            fn = _with_config_by_name(fn)
-        self.nodes[name] = NodeSpec(name, fn, takes_config, is_async, len(self.nodes), dests)
+        afn: Callable[..., Any] | None = None
+        run: Callable[..., Any]
+        if _is_runnable(fn):
+            runnable: Any = fn
+            run, afn = runnable.invoke, getattr(runnable, "ainvoke", None)
+            is_async, takes_config = False, True
+            dests = tuple(destinations) if destinations is not None else ()
+        elif not callable(fn):
+            raise GraphSetupError(
+                f"node {name!r}: {fn!r} is neither callable nor an object with invoke()"
+            )
+        else:
+            run = fn
+            dests = tuple(destinations) if destinations is not None else _goto_annotation(run)
+            is_async = _is_async(run)
+            takes_config = _takes_config(run, f"node {name!r}")
+            if takes_config and _config_by_name(run):
+                run = _with_config_by_name(run)
+        self.nodes[name] = NodeSpec(
+            name, run, takes_config, is_async, len(self.nodes), dests, afn, retry_policy
+        )
         return self
 
     def add_edge(self, start: str | Sequence[str], end: str) -> StateGraph:

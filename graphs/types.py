@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict
 
@@ -18,6 +19,7 @@ __all__ = [
     "START",
     "Command",
     "Interrupt",
+    "RetryPolicy",
     "RunConfig",
     "Send",
     "StateSnapshot",
@@ -71,9 +73,86 @@ class Interrupt:
     node: str = ""
     """The node that paused."""
     index: int = 0
-    """Which `interrupt()` call in the node this is (0 for the first)."""
+    """Which `interrupt()` call in the node this is (0 for the first); in a `ToolNode`, which
+    call of that tool call's `before_call` hook."""
     resumable: bool = True
     """False for a `NodeInterrupt`: it takes no answer; `invoke(None, config)` re-runs the node."""
+
+
+def default_retry_on(exc: Exception) -> bool:
+    """LangGraph's rule for what a `RetryPolicy` retries by default.
+
+    Yes for a `ConnectionError` and for an HTTP error with a 5xx status (httpx's
+    `HTTPStatusError`, requests' `HTTPError`, recognised without importing them); no for the
+    errors a retry cannot fix (`ValueError`, `TypeError`, `ArithmeticError`, `ImportError`,
+    `LookupError`, `NameError`, `SyntaxError`, `RuntimeError`, `ReferenceError`,
+    `StopIteration`, `StopAsyncIteration`, `OSError`); yes for anything else.
+    """
+    if isinstance(exc, ConnectionError):
+        return True
+    if type(exc).__module__.partition(".")[0] in ("httpx", "requests") and hasattr(exc, "response"):
+        status = getattr(exc.response, "status_code", None)
+        if isinstance(status, int):
+            return 500 <= status < 600
+        return True
+    return not isinstance(exc, _NOT_RETRIED)
+
+
+_NOT_RETRIED = (
+    ValueError,
+    TypeError,
+    ArithmeticError,
+    ImportError,
+    LookupError,
+    NameError,
+    SyntaxError,
+    RuntimeError,
+    ReferenceError,
+    StopIteration,
+    StopAsyncIteration,
+    OSError,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a node's failed attempt is retried, within the same step (`add_node(retry_policy=)`).
+
+    The wait before retry `n` (1 for the first) is `min(max_interval, initial_interval *
+    backoff_factor ** (n - 1))`, plus up to a second at random with `jitter`. A pause
+    (`interrupt()`) is never retried; the error of the last attempt is what the step fails with.
+    """
+
+    initial_interval: float = 0.5
+    """Seconds to wait before the first retry. Default 0.5."""
+    backoff_factor: float = 2.0
+    """What the wait is multiplied by after each retry. Default 2.0."""
+    max_interval: float = 128.0
+    """The longest wait between two attempts, in seconds. Default 128.0."""
+    max_attempts: int = 3
+    """Attempts in all, the first included. Default 3."""
+    jitter: bool = True
+    """Add a random 0 to 1 second to each wait. Default True."""
+    retry_on: type[Exception] | Sequence[type[Exception]] | Callable[[Exception], bool] = (
+        default_retry_on
+    )
+    """The exception classes to retry, or a predicate on the exception. Default:
+    `default_retry_on` (connection errors, HTTP 5xx and other errors that are not
+    programming errors)."""
+
+    def retries(self, exc: Exception) -> bool:
+        """Whether `exc` is one this policy retries."""
+        on = self.retry_on
+        if isinstance(on, type):
+            return isinstance(exc, on)
+        if isinstance(on, Sequence):
+            return isinstance(exc, tuple(on))
+        return bool(on(exc))
+
+    def delay(self, failures: int) -> float:
+        """Seconds to wait after the `failures`-th failed attempt (1 for the first)."""
+        wait = min(self.max_interval, self.initial_interval * self.backoff_factor ** (failures - 1))
+        return wait + random.uniform(0, 1) if self.jitter else wait
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ GRAPHS_API = [
     "MemorySaver",
     "NodeInterrupt",
     "ResumeError",
+    "RetryPolicy",
     "RunConfig",
     "SQLSaver",
     "SchemaVersionError",
@@ -135,7 +136,9 @@ LANGGRAPH_PATHS = {
     ],
     "graphs.types": [
         "Command", "interrupt", "Send", "Interrupt", "StateSnapshot", "StreamMode",
+        "RetryPolicy",
     ],
+    "graphs.prebuilt": ["ToolNode", "tools_condition", "create_react_agent"],
     "graphs.config": ["get_config"],
     "graphs.errors": [
         "GraphRecursionError", "InvalidUpdateError", "GraphInterrupt", "NodeInterrupt",

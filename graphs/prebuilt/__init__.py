@@ -1,0 +1,27 @@
+"""`graphs.prebuilt`: the tool node and the ReAct agent (LangGraph's `langgraph.prebuilt`).
+
+Importing it loads langchain_core (tools and messages); `import graphs` does not.
+"""
+
+from .chat_agent_executor import AgentState, create_react_agent
+from .tool_node import (
+    INVALID_TOOL_NAME_ERROR_TEMPLATE,
+    TOOL_CALL_ERROR_TEMPLATE,
+    BeforeCall,
+    Rejected,
+    ToolInvocationError,
+    ToolNode,
+    tools_condition,
+)
+
+__all__ = [
+    "INVALID_TOOL_NAME_ERROR_TEMPLATE",
+    "TOOL_CALL_ERROR_TEMPLATE",
+    "AgentState",
+    "BeforeCall",
+    "Rejected",
+    "ToolInvocationError",
+    "ToolNode",
+    "create_react_agent",
+    "tools_condition",
+]

@@ -1,0 +1,437 @@
+"""`ToolNode` and `tools_condition` (LangGraph's `langgraph.prebuilt.tool_node`).
+
+A `ToolNode` runs the tool calls of the last `AIMessage` of the state and returns one
+`ToolMessage` per call (under `ainvoke`, the calls run concurrently). Tools are langchain_core
+`BaseTool`s, `@tool` functions or plain callables (converted with langchain_core's `tool()`).
+
+The pause before a call
+-----------------------
+`ToolNode(tools, before_call=hook)` calls `hook(call, state, config)` for each call before any
+tool runs. The hook returns `None` (run the call as it is), a replacement call (a `ToolCall`
+dict with the same `id`: run it with those arguments), a `ToolMessage` or a `Rejected` (do not
+run it: hand the model that message). The hook may call `interrupt()` so that a person decides:
+
+- each call's hook pauses on its own: a turn with several gated calls pauses once per call, every
+  pause answered by its own interrupt id, in any order, in one resume or several;
+- no tool of the turn runs until every hook has settled, so a call that needed no decision is
+  not run twice either;
+- a call the hook let through runs inside `once()` keyed by its `tool_call_id`: at most once per
+  thread, across replays, crashes and restarts. Tool call ids must therefore be unique within a
+  thread (models make them so); a repeated id gets the stored result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as as_tool
+from pydantic import ValidationError
+
+from .._context import Pause, _current, aonce, once, scope
+from ..errors import GraphInterrupt
+from ..types import Command, Interrupt, RunConfig
+
+__all__ = [
+    "INVALID_TOOL_NAME_ERROR_TEMPLATE",
+    "TOOL_CALL_ERROR_TEMPLATE",
+    "BeforeCall",
+    "Rejected",
+    "ToolInvocationError",
+    "ToolNode",
+    "tools_condition",
+]
+
+INVALID_TOOL_NAME_ERROR_TEMPLATE = (
+    "Error: {requested_tool} is not a valid tool, try one of [{available_tools}]."
+)
+"""The content of the `ToolMessage` answering a call to a tool the node does not have."""
+TOOL_CALL_ERROR_TEMPLATE = "Error: {error}\n Please fix your mistakes."
+"""The content of the `ToolMessage` of a handled error (`handle_tool_errors=True`)."""
+TOOL_INVOCATION_ERROR_TEMPLATE = (
+    "Error invoking tool '{tool_name}' with kwargs {tool_kwargs} with error:\n"
+    " {error}\n"
+    " Please fix the error and try again."
+)
+"""The content of the `ToolMessage` answering a call whose arguments the tool refused."""
+
+
+class ToolInvocationError(Exception):
+    """A tool call's arguments did not match the tool's schema (the model's mistake)."""
+
+    def __init__(self, tool_name: str, source: ValidationError, tool_kwargs: dict[str, Any]):
+        self.tool_name = tool_name
+        self.tool_kwargs = tool_kwargs
+        self.source = source
+        self.message = TOOL_INVOCATION_ERROR_TEMPLATE.format(
+            tool_name=tool_name, tool_kwargs=tool_kwargs, error=source
+        )
+        super().__init__(self.message)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """What a `before_call` hook returns to refuse a call: the model gets `reason` as an error
+    `ToolMessage` for that call, and the tool does not run."""
+
+    reason: str
+    """The message's content: who refused and why, for the model to read."""
+
+
+BeforeCall: TypeAlias = Callable[[ToolCall, Any, RunConfig], Any]
+"""`hook(call, state, config)` returning `None`, a replacement `ToolCall`, a `ToolMessage` or a
+`Rejected` (or an awaitable of one, under `ainvoke`)."""
+
+ErrorHandling: TypeAlias = (
+    bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
+)
+
+
+def _default_errors(e: Exception) -> str:
+    """LangGraph's default: a call with arguments the tool refuses is answered with the error,
+    for the model to fix; an error of the tool itself fails the node."""
+    if isinstance(e, ToolInvocationError):
+        return e.message
+    raise e
+
+
+def _handled_types(handler: ErrorHandling) -> tuple[type[Exception], ...]:
+    if isinstance(handler, type):
+        return (handler,)
+    if isinstance(handler, tuple):
+        return handler
+    if callable(handler) and handler is not _default_errors:
+        # `def handle(e: ValueError) -> str` handles only ValueError
+        try:
+            params = list(inspect.signature(handler).parameters.values())
+            hints = typing.get_type_hints(handler)
+        except (TypeError, ValueError, NameError):
+            return (Exception,)
+        hint = hints.get(params[0].name) if params else None
+        found = typing.get_args(hint) if typing.get_args(hint) else (hint,)
+        types = tuple(t for t in found if isinstance(t, type) and issubclass(t, Exception))
+        return types or (Exception,)
+    return (Exception,)
+
+
+def _error_content(e: Exception, handler: ErrorHandling) -> str:
+    if isinstance(handler, str):
+        return handler
+    if callable(handler) and not isinstance(handler, type):
+        return handler(e)
+    return TOOL_CALL_ERROR_TEMPLATE.format(error=repr(e))
+
+
+def _content(output: Any) -> str | list[Any]:
+    """A tool's return value as a message content: strings and content-block lists as they
+    are, anything else as JSON (or `str()` where JSON cannot say it)."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list) and all(
+        isinstance(x, str) or (isinstance(x, dict) and "type" in x) for x in output
+    ):
+        return output
+    try:
+        return json.dumps(output, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(output)
+
+
+def _messages(state: Any, key: str, what: str) -> Sequence[Any]:
+    if isinstance(state, list):
+        return state
+    if isinstance(state, Mapping):
+        found = state.get(key)
+    else:
+        found = getattr(state, key, None)
+    if found is None:
+        raise ValueError(f"{what}: no messages found in the input state under {key!r}")
+    return typing.cast(Sequence[Any], found)
+
+
+def tools_condition(
+    state: list[AnyMessage] | dict[str, Any] | Any, messages_key: str = "messages"
+) -> Literal["tools", "__end__"]:
+    """Route to `"tools"` when the last message has tool calls, else to `END`.
+
+    `add_conditional_edges("agent", tools_condition)` after the node that calls the model.
+    """
+    messages = _messages(state, messages_key, "tools_condition")
+    if messages and getattr(messages[-1], "tool_calls", None):
+        return "tools"
+    return "__end__"
+
+
+# the stored form of a tool's `Command` in a `once()` record (a `Command` is not storable)
+def _store(output: Any) -> Any:
+    if isinstance(output, Command):
+        return {"$command": [dict(output.update or {}), _gotos(output.goto)]}
+    return output
+
+
+def _load(stored: Any) -> Any:
+    if isinstance(stored, dict) and "$command" in stored:
+        update, goto = stored["$command"]
+        return Command(update=update, goto=goto)
+    return stored
+
+
+def _gotos(goto: Any) -> list[Any]:
+    if isinstance(goto, (str,)) or not isinstance(goto, Sequence):
+        return [goto] if goto else []
+    return list(goto)
+
+
+class ToolNode:
+    """A node that runs the tool calls of the last `AIMessage`.
+
+    Args:
+        tools: `BaseTool`s, `@tool` functions or plain functions (made tools with
+            langchain_core's `tool()`, their docstring and annotations giving the schema).
+        name: the node's name when added with `add_node(tool_node)`. Default `"tools"`.
+        handle_tool_errors: which errors become an error `ToolMessage` (`status="error"`) for
+            the model instead of failing the node. Default (LangGraph's): only a call whose
+            arguments the tool refuses. `True`: every error, with `TOOL_CALL_ERROR_TEMPLATE`;
+            a string: every error, with that content; an exception class or a tuple of them:
+            those; a function `(e) -> str`: the errors its first parameter's annotation names,
+            with its result; `False`: none. A call to a tool the node does not have is always
+            answered with `INVALID_TOOL_NAME_ERROR_TEMPLATE`.
+        messages_key: the state key of the message list (and of the returned messages).
+        before_call: the pause before a call (see the module's documentation).
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[BaseTool | Callable[..., Any]],
+        *,
+        name: str = "tools",
+        tags: list[str] | None = None,
+        handle_tool_errors: ErrorHandling = _default_errors,
+        messages_key: str = "messages",
+        before_call: BeforeCall | None = None,
+    ) -> None:
+        self.name = name
+        self.tags = tags
+        self.handle_tool_errors = handle_tool_errors
+        self.messages_key = messages_key
+        self.before_call = before_call
+        self.tools_by_name: dict[str, BaseTool] = {}
+        for t in tools:
+            made = t if isinstance(t, BaseTool) else as_tool(t)
+            if not isinstance(made, BaseTool):
+                raise TypeError(f"ToolNode: cannot make a tool of {t!r}")
+            self.tools_by_name[made.name] = made
+        self._handled = _handled_types(handle_tool_errors)
+
+    # ---- the node -----------------------------------------------------------------
+
+    def invoke(self, input: Any, config: RunConfig | None = None) -> Any:
+        """Run the calls one after another; return `{messages_key: [ToolMessage, ...]}` (a list
+        for a list input, a `Command` when a tool returned one)."""
+        config = config or {}
+        calls = self._calls(input)
+        plan = self._decide(calls, input, config)
+        outputs = [self._run_planned(call, verdict, config) for call, verdict in plan]
+        return self._combine(input, outputs)
+
+    async def ainvoke(self, input: Any, config: RunConfig | None = None) -> Any:
+        """`invoke`, with the calls run concurrently."""
+        config = config or {}
+        calls = self._calls(input)
+        plan = await self._adecide(calls, input, config)
+        outputs = await asyncio.gather(
+            *(self._arun_planned(call, verdict, config) for call, verdict in plan)
+        )
+        return self._combine(input, list(outputs))
+
+    # ---- the pieces -----------------------------------------------------------------
+
+    def _calls(self, input: Any) -> list[ToolCall]:
+        if isinstance(input, list) and input and isinstance(input[-1], dict):
+            return typing.cast(list[ToolCall], input)  # a list of tool calls
+        messages = _messages(input, self.messages_key, "ToolNode")
+        for message in reversed(messages):
+            if isinstance(message, AIMessage):
+                return list(message.tool_calls)
+        raise ValueError("ToolNode: the input has no AIMessage to run the tool calls of")
+
+    def _verdict(self, call: ToolCall, out: Any) -> tuple[ToolCall, ToolMessage | None]:
+        if out is None:
+            return call, None
+        if isinstance(out, Rejected):
+            message = ToolMessage(
+                content=out.reason, name=call["name"], tool_call_id=call["id"], status="error"
+            )
+            return call, message
+        if isinstance(out, ToolMessage):
+            return call, out
+        if isinstance(out, dict) and "name" in out and "args" in out:
+            if out.get("id") != call["id"]:
+                raise ValueError(
+                    f"ToolNode before_call returned a call with id {out.get('id')!r} for tool "
+                    f"call {call['id']!r}: a replacement keeps the call's id"
+                )
+            return typing.cast(ToolCall, out), None
+        raise TypeError(
+            f"ToolNode before_call returned {out!r} for tool call {call['id']!r}; expected None, "
+            "a replacement ToolCall, a ToolMessage or a Rejected"
+        )
+
+    def _decide(
+        self, calls: list[ToolCall], state: Any, config: RunConfig
+    ) -> list[tuple[ToolCall, ToolMessage | None | Literal[False]]]:
+        """Each call with what the hook decided: `None` to run it under `once()`, `False` to
+        run it plainly (no hook), or the message that answers it. Pauses are gathered."""
+        hook = self.before_call
+        if hook is None:
+            return [(call, False) for call in calls]
+        plan: list[tuple[ToolCall, ToolMessage | None | Literal[False]]] = []
+        pauses: list[Interrupt] = []
+        for call in calls:
+            with scope(call["id"] or ""):
+                try:
+                    out = hook(call, state, config)
+                except Pause as p:
+                    pauses.extend(p.interrupts)
+                    continue
+            if inspect.isawaitable(out):
+                if inspect.iscoroutine(out):
+                    out.close()
+                raise TypeError(
+                    "ToolNode before_call returned an awaitable under invoke(): use ainvoke(), "
+                    "or a sync hook"
+                )
+            plan.append(self._verdict(call, out))
+        if pauses:
+            raise Pause(tuple(pauses))
+        return plan
+
+    async def _adecide(
+        self, calls: list[ToolCall], state: Any, config: RunConfig
+    ) -> list[tuple[ToolCall, ToolMessage | None | Literal[False]]]:
+        hook = self.before_call
+        if hook is None:
+            return [(call, False) for call in calls]
+        plan: list[tuple[ToolCall, ToolMessage | None | Literal[False]]] = []
+        pauses: list[Interrupt] = []
+        for call in calls:
+            with scope(call["id"] or ""):
+                try:
+                    out = hook(call, state, config)
+                    if inspect.isawaitable(out):
+                        out = await out
+                except Pause as p:
+                    pauses.extend(p.interrupts)
+                    continue
+            plan.append(self._verdict(call, out))
+        if pauses:
+            raise Pause(tuple(pauses))
+        return plan
+
+    def _run_planned(
+        self, call: ToolCall, verdict: ToolMessage | None | Literal[False], config: RunConfig
+    ) -> Any:
+        if isinstance(verdict, ToolMessage):
+            return verdict
+        if verdict is None and _current.get() is not None:
+            key = f"tool_call:{call['id']}"
+            return _load(once(key, lambda: _store(self._run_one(call, config))))
+        return self._run_one(call, config)
+
+    async def _arun_planned(
+        self, call: ToolCall, verdict: ToolMessage | None | Literal[False], config: RunConfig
+    ) -> Any:
+        if isinstance(verdict, ToolMessage):
+            return verdict
+        if verdict is None and _current.get() is not None:
+
+            async def run() -> Any:
+                return _store(await self._arun_one(call, config))
+
+            return _load(await aonce(f"tool_call:{call['id']}", run))
+        return await self._arun_one(call, config)
+
+    def _unknown(self, call: ToolCall) -> ToolMessage | None:
+        if call["name"] in self.tools_by_name:
+            return None
+        content = INVALID_TOOL_NAME_ERROR_TEMPLATE.format(
+            requested_tool=call["name"], available_tools=", ".join(self.tools_by_name)
+        )
+        return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
+
+    def _run_one(self, call: ToolCall, config: RunConfig) -> Any:
+        unknown = self._unknown(call)
+        if unknown is not None:
+            return unknown
+        tool = self.tools_by_name[call["name"]]
+        try:
+            try:
+                output = tool.invoke(self._tool_input(tool, call), typing.cast(Any, config))
+            except ValidationError as e:
+                raise ToolInvocationError(call["name"], e, call["args"]) from e
+        except GraphInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
+            return self._on_error(call, e)
+        return self._message(call, output)
+
+    async def _arun_one(self, call: ToolCall, config: RunConfig) -> Any:
+        unknown = self._unknown(call)
+        if unknown is not None:
+            return unknown
+        tool = self.tools_by_name[call["name"]]
+        try:
+            try:
+                output = await tool.ainvoke(self._tool_input(tool, call), typing.cast(Any, config))
+            except ValidationError as e:
+                raise ToolInvocationError(call["name"], e, call["args"]) from e
+        except GraphInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
+            return self._on_error(call, e)
+        return self._message(call, output)
+
+    @staticmethod
+    def _tool_input(tool: BaseTool, call: ToolCall) -> Any:
+        # A content-and-artifact tool keeps its artifact only when invoked with the call.
+        if tool.response_format == "content_and_artifact":
+            return {**call, "type": "tool_call"}
+        return call["args"]
+
+    def _on_error(self, call: ToolCall, e: Exception) -> ToolMessage:
+        if not self.handle_tool_errors or not isinstance(e, self._handled):
+            raise e
+        content = _error_content(e, self.handle_tool_errors)
+        return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
+
+    @staticmethod
+    def _message(call: ToolCall, output: Any) -> ToolMessage | Command[Any]:
+        if isinstance(output, (ToolMessage, Command)):
+            return output
+        return ToolMessage(_content(output), name=call["name"], tool_call_id=call["id"])
+
+    def _combine(self, input: Any, outputs: list[Any]) -> Any:
+        messages = [o for o in outputs if isinstance(o, ToolMessage)]
+        commands = [o for o in outputs if isinstance(o, Command)]
+        if not commands:
+            return messages if isinstance(input, list) else {self.messages_key: messages}
+        # One Command for the node: the tool messages, then each Command's update and gotos.
+        update: dict[str, Any] = {self.messages_key: messages}
+        goto: list[Any] = []
+        for c in commands:
+            for key, value in (c.update or {}).items():
+                if key == self.messages_key:
+                    update[key] = [*update[key], *value]
+                elif key in update:
+                    raise ValueError(f"ToolNode: two tools' Commands both update state key {key!r}")
+                else:
+                    update[key] = value
+            goto += _gotos(c.goto)
+        return Command(update=update, goto=goto)

@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .policy.schema import Schema
+
 if TYPE_CHECKING:
     from graphs import StateGraph
 
@@ -223,8 +225,17 @@ class Workflow:
     name: str
     build: Callable[[], StateGraph]
     description: str
-    inputs: tuple[str, ...] = ()
-    """The input keys a run takes (shown by the CLI and the sandbox's form)."""
-    required: tuple[str, ...] = ()
-    """The inputs a run cannot start without: a start missing one is refused before anything
-    is recorded (`MissingInputError`), rather than failing half way."""
+    schema: Schema = field(default_factory=Schema)
+    """What a run's inputs must be (the workflow module's `INPUTS`): a start that does not fit
+    is refused before anything is recorded (`MissingInputError`, `InvalidInputError`), rather
+    than failing half way. Default: no inputs."""
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The input keys a run takes (shown by the CLI and the sandbox's form)."""
+        return self.schema.names
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The inputs a run cannot start without."""
+        return self.schema.required

@@ -112,6 +112,7 @@ class Signoff:
         channel: str | None = None,
         thread_id: str | None = None,
         check_starter: bool = False,
+        text_inputs: bool = False,
     ) -> RunReport:
         """Start `workflow` on a new thread and run it until it pauses or ends.
 
@@ -121,9 +122,12 @@ class Signoff:
             channel: where this run's cards and notifications go.
             check_starter: enforce the policy's `starters` (Slack and the HTTP API do; the CLI
                 is an operator's tool and does not).
+            text_inputs: the inputs were typed as text (`/agent run`): parse each by the
+                workflow's schema (ASCII digits only) before checking it.
 
         Raises:
-            UnknownWorkflowError, StartRefused, MissingInputError: nothing was recorded.
+            UnknownWorkflowError, StartRefused, InvalidInputError (MissingInputError): nothing
+                was recorded.
         """
         return await self.runs.start(
             workflow,
@@ -132,6 +136,7 @@ class Signoff:
             channel=channel,
             thread_id=thread_id,
             check_starter=check_starter,
+            text_inputs=text_inputs,
         )
 
     async def purge(self, older_than_seconds: float) -> int:

@@ -497,6 +497,15 @@ def missing_inputs(workflow: str, missing: Sequence[str], inputs: Sequence[str])
     )
 
 
+def invalid_inputs(workflow: str, problems: Mapping[str, str]) -> str:
+    shown = list(problems.items())[:10]
+    lines = "\n".join(f"• {code(k[:100])} {escape(v[:300])}" for k, v in shown)
+    more = f"\n…and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+    return (
+        f"✋ {code(workflow)} cannot start with these inputs; nothing was started.\n{lines}{more}"
+    )
+
+
 def run_starting(workflow: str) -> str:
     return f"⏳ Starting {code(workflow)}…"
 

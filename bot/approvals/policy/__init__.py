@@ -36,10 +36,28 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     name = "small refunds"            # required; the audit log says which rule decided
     when = { amount = { le = 50 } }   # every condition must hold; ops: eq ne lt le gt ge in
 
+    [actions.send_refund.args]        # what the arguments must be; the loader warns, once,
+                                      # naming each action that has no such table
+    customer_id = { type = "string", required = true, pattern = "[A-Za-z0-9_-]{1,64}" }
+    amount = { type = "number", required = true, exclusive_minimum = 0, maximum = 10000 }
+    reason = { type = "string", max_length = 500 }
+    currency = { type = "string", enum = ["EUR", "USD"] }
+
 Conditions compare the request's top-level arguments: `{ le = 50 }` (lt, le, gt, ge take a
 number), `{ eq = "EUR" }` or the shorthand `currency = "EUR"`, `{ ne = ... }`, and
 `{ in = ["EUR", "USD"] }`. A missing argument, or one of another type (a string where a number
 is expected; true is not 1), does not match. `when = {}` matches every request of the action.
+
+An action's arguments are declared beside the action, in `[actions.NAME.args]`: the policy is
+what decides on them, so it says what they may be. Field types are `string`, `number`,
+`integer`, `boolean` and `any`; the checks `required`, `minimum`, `maximum`,
+`exclusive_minimum`, `exclusive_maximum` (numbers), `min_length`, `max_length`, `pattern` (a
+whole-value regular expression; strings) and `enum`. A field not declared is refused. The
+schema is checked when a request is asked for, before any auto-approval rule (a request that
+does not fit is denied: a rule never approves a value its schema refuses), and on every edit
+(an approver's form shows the error on the field; form text is parsed by the field's type, in
+ASCII digits). A workflow's inputs are declared beside the workflow, in code (its `INPUTS`
+schema), and checked at start. See `bot.approvals.policy.schema`.
 
 Errors name the file, line and key, e.g. with `tier` misspelt in the example above::
 
@@ -62,6 +80,7 @@ from .model import (
     RiskTier,
     WorkflowPolicy,
 )
+from .schema import Field, Schema, SchemaError
 
 __all__ = [
     "MINIMAL_POLICY",
@@ -70,10 +89,13 @@ __all__ = [
     "AutoApproveRule",
     "Condition",
     "ExpiryOutcome",
+    "Field",
     "GroupResolver",
     "Policy",
     "RequestVerdict",
     "RiskTier",
+    "Schema",
+    "SchemaError",
     "StaticGroups",
     "WorkflowPolicy",
     "canonical_json",

@@ -265,6 +265,21 @@ def edits_heading() -> str:
     return "*Edited before approval:*"
 
 
+def edited_heading(revision: int) -> str:
+    return (
+        f"*Edited (revision {revision}):* the values above are the ones that run; "
+        "an approval counts only for them."
+    )
+
+
+def edited_by(user: str) -> str:
+    return f" (by {mention(user)})"
+
+
+def stale_revision(detail: str) -> str:
+    return f"🔄 {escape(_sentence(detail))}"
+
+
 def edit_change(field: str, before: str, after: str) -> str:
     """One edit: `• *amount*: 120.0 → 100` (parts escaped by the caller)."""
     return f"• *{field}*: {before} → {after}"
@@ -423,6 +438,8 @@ def refusal(error: DecisionRefused, approval: Approval | None = None) -> str:
         return expired(approval.expire_at if approval is not None else None)
     if code_ == "invalid_edit":
         return invalid_edit(error.message)
+    if code_ == "stale_revision":
+        return stale_revision(error.message)
     return refused(error.message)
 
 

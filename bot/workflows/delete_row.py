@@ -43,7 +43,7 @@ def ask(state: DeleteRowState) -> dict[str, Any]:
             "row_id": str(state["row_id"]),
             "reason": state.get("reason", ""),
         },
-        title=f"Delete row {state['row_id']} of {state['table']}",
+        title="Delete row {row_id} of {table}",
         dedupe_key=f"delete:{state['table']}:{state['row_id']}",
     )
     return {"decision": {**decision.to_json(), "args": decision.args}}

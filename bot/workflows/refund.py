@@ -52,7 +52,7 @@ def ask(state: RefundState) -> dict[str, Any]:
             "amount": state["amount"],
             "reason": state.get("reason", ""),
         },
-        title=f"Refund {state['amount']:.2f} to {state['customer_id']}",
+        title="Refund {amount:.2f} to {customer_id}",  # filled with the values that run
         dedupe_key=f"refund:{state['order_id']}" if state.get("order_id") else None,
     )
     return {"decision": {**decision.to_json(), "args": decision.args}}

@@ -44,7 +44,7 @@ def approve_invoice(state: PaymentState) -> dict[str, Any]:
             "invoice_id": state["invoice_id"],
             "amount": float(state["amount"]),
         },
-        title=f"Invoice {state['invoice_id']} from {state['vendor']}",
+        title="Invoice {invoice_id} from {vendor}",
     )
     return {"invoice_decision": {**d.to_json(), "args": d.args}}
 
@@ -54,7 +54,7 @@ def release_payment(state: PaymentState) -> dict[str, Any]:
     d = request_approval(
         "release_payment",
         {"vendor": inv["vendor"], "invoice_id": inv["invoice_id"], "amount": inv["amount"]},
-        title=f"Pay {inv['amount']:.2f} to {inv['vendor']}",
+        title="Pay {amount:.2f} to {vendor}",  # filled with the values that run
     )
     return {"payment_decision": {**d.to_json(), "args": d.args}}
 

@@ -36,21 +36,22 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     name = "small refunds"            # required; the audit log says which rule decided
     when = { amount = { le = 50 } }   # every condition must hold; ops: eq ne lt le gt ge in
 
-    [actions.send_refund.args]        # what the arguments must be; the loader warns, once,
-                                      # naming each action that has no such table
-    customer_id = { type = "string", required = true, pattern = "[A-Za-z0-9_-]{1,64}" }
-    amount = { type = "number", required = true, exclusive_minimum = 0, maximum = 10000 }
-    reason = { type = "string", max_length = 500 }
-    currency = { type = "string", enum = ["EUR", "USD"] }
-
 Conditions compare the request's top-level arguments: `{ le = 50 }` (lt, le, gt, ge take a
 number), `{ eq = "EUR" }` or the shorthand `currency = "EUR"`, `{ ne = ... }`, and
 `{ in = ["EUR", "USD"] }`. A missing argument, or one of another type (a string where a number
 is expected; true is not 1), does not match. `when = {}` matches every request of the action.
 
-An action's arguments are declared beside the action, in `[actions.NAME.args]`: the policy is
-what decides on them, so it says what they may be. Field types are `string`, `number`,
-`integer`, `boolean` and `any`; the checks `required`, `minimum`, `maximum`,
+An action's arguments are declared beside the action, in `[actions.NAME.args]` (the loader
+warns, once, naming each action that has none): the policy is what decides on them, so it says
+what they may be. For the action above::
+
+    [actions.send_refund.args]
+    customer_id = { type = "string", required = true, pattern = "[A-Za-z0-9_-]{1,64}" }
+    amount = { type = "number", required = true, exclusive_minimum = 0, maximum = 10000 }
+    reason = { type = "string", max_length = 500 }
+    card_number = { type = "string", pattern = "[0-9]{12,19}" }
+
+Field types are `string`, `number`, `integer`, `boolean` and `any`; the checks `required`, `minimum`, `maximum`,
 `exclusive_minimum`, `exclusive_maximum` (numbers), `min_length`, `max_length`, `pattern` (a
 whole-value regular expression; strings) and `enum`. A field not declared is refused. The
 schema is checked when a request is asked for, before any auto-approval rule (a request that
@@ -58,6 +59,13 @@ does not fit is denied: a rule never approves a value its schema refuses), and o
 (an approver's form shows the error on the field; form text is parsed by the field's type, in
 ASCII digits). A workflow's inputs are declared beside the workflow, in code (its `INPUTS`
 schema), and checked at start. See `bot.approvals.policy.schema`.
+
+Edits and quorum: every person counted toward a decision was shown the values that run. An
+approver's edit makes a new revision of the values, shown on the card, the payload modal and
+Home; the editor's approval is for it. An edit is refused once anyone has approved, and a vote
+for an earlier revision (a stale card or modal) is refused, "the request changed", and never
+counted. The audit log's `edited` entry records the change and each `vote` entry the revision
+it was for.
 
 Errors name the file, line and key, e.g. with `tier` misspelt in the example above::
 

@@ -117,3 +117,22 @@ async def audit(bot: Scenario) -> list[dict[str, Any]]:
             await conn.execute(sa.select(t.audit_events).order_by(t.audit_events.c.seq))
         ).mappings()
         return [{**r, "data": json.loads(r["data"])} for r in rows]
+
+
+async def test_after_an_edit_the_card_its_thread_and_status_show_the_current_values(
+    tmp_path: Path,
+) -> None:
+    async with running_scenario(tmp_path) as bot:  # one approval decides
+        approval, card = await bot.refund("C-shown", 42.5)
+        assert await edit(bot, "alice", card.ts, "40") == {}
+        await bot.settle()
+        decided = await bot.signoff.get(approval.id)
+        assert decided.status == "approved" and decided.title == "Refund 40.00 to C-shown"
+        shown = text_of(bot.card(decided).blocks)
+        assert "Refund 40.00 to C-shown" in shown and "Refund 42.50" not in shown
+        channel = bot.slack.workspace.channels[CHANNEL]
+        replies = [channel.messages[ts].text for ts in bot.card(decided).replies]
+        assert replies and all("42.50" not in r for r in replies)
+        assert any("Refund 40.00 to C-shown" in r for r in replies)
+        answer = await bot.slack.command("carol", CHANNEL, f"status {approval.thread_id}")
+        assert "42.50" not in str(answer.json) and "40.00" in str(answer.json)

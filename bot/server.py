@@ -26,6 +26,7 @@ from .approvals.errors import (
     ApprovalError,
     DatabaseUnavailable,
     GroupsUnavailable,
+    InvalidInputError,
     StartRefused,
     UnknownWorkflowError,
 )
@@ -232,6 +233,10 @@ def build_web_app(
                 channel=body.get("channel") or settings.default_channel,
                 thread_id=body.get("thread_id"),
                 check_starter=True,
+            )
+        except InvalidInputError as e:  # what is wrong, field by field
+            return web.json_response(
+                {"ok": False, "error": e.message, "problems": e.problems}, status=400
             )
         except ApprovalError as e:
             return _error_response(e)

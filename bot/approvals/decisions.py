@@ -22,6 +22,7 @@ from .errors import (
     ApprovalExpiredError,
     InvalidEditError,
     NotAuthorizedError,
+    StaleRevisionError,
     UnknownApprovalError,
 )
 from .jobs import JobQueue
@@ -131,6 +132,26 @@ def already(a: Approval) -> AlreadyDecidedError | ApprovalExpiredError:
     )
 
 
+def stale(a: Approval, revision: int) -> StaleRevisionError:
+    """The refusal for a vote on revision `revision` of `a`, which an edit has changed since."""
+    changed = "; ".join(
+        f"{k}: {_short(before)} → {_short(after)} (edited by {who})"
+        for k, before, after, who in a.changes
+    )
+    return StaleRevisionError(
+        f"the request changed since you saw it ({changed or 'edited'}); nothing was recorded. "
+        f"Here is the new one: look at the current values and decide again",
+        a.id,
+        revision,
+        a.revision,
+    )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
 class Decisions:
     """Votes: who may cast them, and what one does to its approval."""
 
@@ -159,8 +180,17 @@ class Decisions:
         note: str = "",
         edits: Mapping[str, Any] | None = None,
         wait: float | None = None,
+        revision: int | None = None,
     ) -> bool:
-        """As `Signoff.vote`."""
+        """As `Signoff.vote`.
+
+        Edits and quorum: every person counted toward a decision was shown the values that run.
+        An edit makes a new revision of the values (`Approval.revision`), which the card, the
+        payload modal and Home show; the editor's approval is for it. An edit is refused once
+        anyone has approved (they approved other values), and a vote for an earlier revision
+        than the current one is refused (`StaleRevisionError`): it is never counted. The audit
+        log's `vote` entry says which revision each vote was for.
+        """
         now = self.clock()
         note = note.strip()
         groups = await self._groups_for(approval_id)
@@ -169,6 +199,8 @@ class Decisions:
             if a is None:
                 raise UnknownApprovalError(approval_id)
             rule = await self._check(a, user, now, groups, approve=approve)
+            if revision is not None and revision != a.revision:
+                raise stale(a, revision)
             if not approve and not note:
                 raise InvalidEditError("a rejection needs a reason: pass a note", a.id)
             clean: dict[str, Any] = {}
@@ -184,12 +216,22 @@ class Decisions:
             decision_word = "approve" if approve else "reject"
             if not await store.insert_vote(conn, a.id, user, decision_word, note, clean, now):
                 raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
+            voted_for = a.revision + 1 if clean else a.revision
             audit: list[tuple[AuditKind, dict[str, Any]]] = [
-                ("vote", {"decision": decision_word, "note": note, "edits": clean})
+                (
+                    "vote",
+                    {
+                        "decision": decision_word,
+                        "note": note,
+                        "edits": clean,
+                        "revision": voted_for,
+                    },
+                )
             ]
             if clean:
+                # The vote entry beside it says the revision the edit made (`voted_for`).
                 audit.append(
-                    ("edited", {"before": {k: a.payload.get(k) for k in clean}, "after": clean})
+                    ("edited", {"before": {k: a.current.get(k) for k in clean}, "after": clean})
                 )
             approvers_so_far = [v.user_id for v in a.votes if v.decision == "approve"]
             is_settled = not approve or len(approvers_so_far) + 1 >= a.required

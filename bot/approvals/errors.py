@@ -10,10 +10,12 @@ ApprovalError                  root
 │   ├── AlreadyDecidedError    the approval was decided already (by whom, when)
 │   ├── AlreadyVotedError      this user has voted on it already
 │   ├── ApprovalExpiredError   the approval expired
-│   └── InvalidEditError       an edit names a field that is not editable, or a bad value
+│   ├── InvalidEditError       an edit names a field that is not editable, or a bad value
+│   └── StaleRevisionError     the vote was for values an edit has changed since
 ├── UnknownWorkflowError       no workflow is registered under this name
 ├── StartRefused               the user may not start this workflow
-├── MissingInputError          a run was asked for without an input it needs
+├── InvalidInputError          a run was asked for with inputs its workflow's schema refuses
+│   └── MissingInputError      ... without an input it needs
 ├── GroupsUnavailable          group membership could not be looked up (e.g. Slack is down)
 └── StorageError               the database did not do what was asked; nothing was recorded
     └── DatabaseUnavailable    it cannot be reached, or the connection dropped (also a
@@ -27,7 +29,7 @@ Driver errors become storage errors in one place, `bot.approvals.db.Database`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -40,10 +42,12 @@ __all__ = [
     "DecisionRefused",
     "GroupsUnavailable",
     "InvalidEditError",
+    "InvalidInputError",
     "MissingInputError",
     "NotAuthorizedError",
     "PolicyError",
     "SelfApprovalError",
+    "StaleRevisionError",
     "StartRefused",
     "StorageError",
     "UnknownApprovalError",
@@ -134,7 +138,27 @@ class ApprovalExpiredError(DecisionRefused):
 
 
 class InvalidEditError(DecisionRefused):
+    """Attributes: `field`, the edited field that is wrong, when it is one ("" otherwise)."""
+
     code = "invalid_edit"
+
+    def __init__(self, message: str, approval_id: str = "", *, field: str = "") -> None:
+        super().__init__(message, approval_id)
+        self.field = field
+
+
+class StaleRevisionError(DecisionRefused):
+    """The vote was cast on values that an approver's edit has changed since: it is not counted.
+
+    Attributes: `revision`, the one the vote was for; `current`, the approval's now.
+    """
+
+    code = "stale_revision"
+
+    def __init__(self, message: str, approval_id: str, revision: int, current: int) -> None:
+        super().__init__(message, approval_id)
+        self.revision = revision
+        self.current = current
 
 
 class UnknownWorkflowError(ApprovalError, LookupError):
@@ -145,15 +169,43 @@ class StartRefused(ApprovalError):
     pass
 
 
-class MissingInputError(ApprovalError):
-    """A run was asked for without inputs its workflow cannot start without; nothing was recorded."""
+class InvalidInputError(ApprovalError):
+    """A run was asked for with inputs its workflow's schema refuses; nothing was recorded.
 
-    def __init__(self, workflow: str, missing: Sequence[str], inputs: Sequence[str]) -> None:
+    Attributes: `workflow`; `problems`, field name -> what is wrong with it.
+    """
+
+    def __init__(
+        self, workflow: str, problems: Mapping[str, str], message: str | None = None
+    ) -> None:
         super().__init__(
-            f"workflow {workflow!r} needs {', '.join(missing)} (it takes {', '.join(inputs)}); "
-            "nothing was started"
+            message
+            or (
+                f"workflow {workflow!r} cannot start with these inputs: "
+                + "; ".join(f"{k} {v}" for k, v in problems.items())
+                + "; nothing was started"
+            )
         )
         self.workflow = workflow
+        self.problems = dict(problems)
+
+
+class MissingInputError(InvalidInputError):
+    """A run was asked for without inputs its workflow cannot start without; nothing was recorded."""
+
+    def __init__(
+        self,
+        workflow: str,
+        missing: Sequence[str],
+        inputs: Sequence[str],
+        problems: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            workflow,
+            problems or dict.fromkeys(missing, "is required"),
+            f"workflow {workflow!r} needs {', '.join(missing)} (it takes {', '.join(inputs)}); "
+            "nothing was started",
+        )
         self.missing = tuple(missing)
         self.inputs = tuple(inputs)
 

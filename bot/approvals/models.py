@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from .policy.schema import Schema
 
 if TYPE_CHECKING:
     from graphs import StateGraph
@@ -165,10 +168,40 @@ class Approval:
     """When the approvers were reminded (None: not yet); they are reminded once."""
     version: int
     votes: tuple[Vote, ...] = ()
+    title_template: str = ""
+    """The title as the workflow wrote it, `{field}` placeholders unfilled (stored in the
+    `title` column); `title` is it filled with the current values. Default: `title`."""
 
     @property
     def approvals_count(self) -> int:
         return sum(1 for v in self.votes if v.decision == "approve")
+
+    @property
+    def revision(self) -> int:
+        """Which version of the values is proposed now: 0 as asked for, one more for each
+        approver's edit. A vote is for one revision (the card's buttons and the modals carry
+        it); a vote on an earlier one is refused (`StaleRevisionError`)."""
+        return sum(1 for v in self.votes if v.edits)
+
+    @property
+    def current(self) -> dict[str, Any]:
+        """The values that run if it is approved now: the proposal (`payload`, secret fields
+        redacted) with every edit applied, in order. What the card, its thread, Home and
+        `/agent status` show."""
+        values = dict(self.payload) if isinstance(self.payload, Mapping) else {}
+        for v in self.votes:
+            values.update(v.edits)
+        return values
+
+    @property
+    def changes(self) -> list[tuple[str, Any, Any, str]]:
+        """(field, proposed, current, who edited it) for each field an edit changed."""
+        out: dict[str, tuple[str, Any, Any, str]] = {}
+        proposed = self.payload if isinstance(self.payload, Mapping) else {}
+        for v in self.votes:
+            for k, after in v.edits.items():
+                out[k] = (k, proposed.get(k), after, v.user_id)
+        return list(out.values())
 
     @property
     def decided_by(self) -> list[str]:
@@ -179,14 +212,18 @@ class Approval:
     @classmethod
     def from_row(cls, row: Mapping[Any, Any], votes: tuple[Vote, ...] = ()) -> Approval:
         """From a row of `approvals` (a SQLAlchemy `RowMapping`, keyed by column name)."""
+        payload = json.loads(row["payload"])
+        current = dict(payload) if isinstance(payload, Mapping) else {}
+        for v in votes:
+            current.update(v.edits)
         return cls(
             id=row["id"],
             thread_id=row["thread_id"],
             interrupt_id=row["interrupt_id"],
             workflow=row["workflow"],
             action=row["action"],
-            title=row["title"],
-            payload=json.loads(row["payload"]),
+            title=fill_title(row["title"], current),
+            payload=payload,
             fingerprint=row["fingerprint"],
             dedupe_key=row["dedupe_key"],
             risk_tier=row["risk_tier"],
@@ -209,7 +246,38 @@ class Approval:
             reminded_at=row["reminded_at"],
             version=row["version"],
             votes=votes,
+            title_template=row["title"],
         )
+
+
+class _TitleFormatter(string.Formatter):
+    """`str.format` for titles: plain field names only (no attributes, no indexes); a value its
+    format spec does not fit (a redacted field under `:.2f`) is shown as it is."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, str]:
+        if field_name not in kwargs:
+            raise KeyError(field_name)
+        return kwargs[field_name], field_name
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if isinstance(value, Mapping) and "redacted" in value:
+            return "•••"
+        try:
+            return format(value, format_spec)
+        except (TypeError, ValueError):
+            return str(value)
+
+
+def fill_title(template: str | None, values: Mapping[str, Any]) -> str:
+    """A title with its `{field}` placeholders filled from `values` (`"Refund {amount:.2f} to
+    {customer_id}"`), so that after an edit it names what runs. A title that is not a template
+    (no placeholders, or ones that do not name a value) is returned as it is."""
+    if not template or "{" not in template:
+        return template or ""
+    try:
+        return _TitleFormatter().vformat(template, (), dict(values))
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError):
+        return template
 
 
 def iso(ts: float) -> str:
@@ -223,8 +291,17 @@ class Workflow:
     name: str
     build: Callable[[], StateGraph]
     description: str
-    inputs: tuple[str, ...] = ()
-    """The input keys a run takes (shown by the CLI and the sandbox's form)."""
-    required: tuple[str, ...] = ()
-    """The inputs a run cannot start without: a start missing one is refused before anything
-    is recorded (`MissingInputError`), rather than failing half way."""
+    schema: Schema = field(default_factory=Schema)
+    """What a run's inputs must be (the workflow module's `INPUTS`): a start that does not fit
+    is refused before anything is recorded (`MissingInputError`, `InvalidInputError`), rather
+    than failing half way. Default: no inputs."""
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The input keys a run takes (shown by the CLI and the sandbox's form)."""
+        return self.schema.names
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The inputs a run cannot start without."""
+        return self.schema.required

@@ -52,7 +52,11 @@ def request_approval(
             action the policy does not name is denied.
         args: everything a reviewer needs to decide, JSON-like. Fields the policy marks
             `secret` are never shown in clear.
-        title: a readable one-line summary for the card (default: the policy's title).
+        title: a readable one-line summary for the card (default: the policy's title). Write
+            the values in it as `{field}` placeholders (`"Refund {amount:.2f} to
+            {customer_id}"`, `str.format` syntax, plain names of `args`; `{{` for a brace):
+            they are filled with the current values wherever the title is shown, so that
+            after an approver's edit it names what runs.
         dedupe_key: names the entity acted on (e.g. `"refund:order-1234"`): a second request
             with the same key while one is pending joins it, or is refused if its arguments
             differ.

@@ -27,11 +27,12 @@ from . import tables as t
 from .audit import AuditLog
 from .db import database_down
 from .effects import Effects, NodeServices
-from .errors import MissingInputError, StartRefused, UnknownWorkflowError
+from .errors import InvalidInputError, MissingInputError, StartRefused, UnknownWorkflowError
 from .jobs import Job, JobQueue, finish_in
 from .models import APPROVAL_KIND, RunStatus, Workflow
 from .pauses import Pauses
 from .policy import GroupResolver, Policy, may_start, redact, resolve_members
+from .policy.schema import SchemaError
 
 if TYPE_CHECKING:
     from .db import Database
@@ -131,6 +132,7 @@ class Runs:
         channel: str | None = None,
         thread_id: str | None = None,
         check_starter: bool = False,
+        text_inputs: bool = False,
     ) -> RunReport:
         """Start `workflow` on a new thread and run it until it pauses or ends.
 
@@ -140,9 +142,13 @@ class Runs:
             channel: where this run's cards and notifications go.
             check_starter: enforce the policy's `starters` (Slack and the HTTP API do; the CLI
                 is an operator's tool and does not).
+            text_inputs: the inputs were typed as text (`/agent run key=value`): each is parsed
+                by the workflow's schema (a number field's `"12.50"` is 12.5) before it is
+                checked. Otherwise values are checked as they are (`"12.50"` is not a number).
 
         Raises:
-            UnknownWorkflowError, StartRefused, MissingInputError: nothing was recorded.
+            UnknownWorkflowError, StartRefused, InvalidInputError (MissingInputError): nothing
+                was recorded.
         """
         graph = self.graph(workflow)
         if check_starter:
@@ -154,9 +160,15 @@ class Runs:
                     f"[workflows.{workflow}] starters in the policy"
                 )
         wf = self.workflows[workflow]
-        missing = [k for k in wf.required if input.get(k) in (None, "")]
-        if missing:
-            raise MissingInputError(workflow, missing, wf.inputs or wf.required)
+        if not isinstance(input, Mapping):
+            raise InvalidInputError(workflow, {"(inputs)": "must be a table of values"})
+        missing = wf.schema.missing(input)
+        try:
+            input = wf.schema.check(input, text=text_inputs)
+        except SchemaError as e:
+            if missing:
+                raise MissingInputError(workflow, missing, wf.inputs, e.problems) from None
+            raise InvalidInputError(workflow, e.problems) from None
         thread_id = thread_id or f"{workflow}-{uuid.uuid4().hex[:12]}"
         now = self.clock()
         async with self.db.transaction() as conn:

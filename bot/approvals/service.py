@@ -112,6 +112,7 @@ class Signoff:
         channel: str | None = None,
         thread_id: str | None = None,
         check_starter: bool = False,
+        text_inputs: bool = False,
     ) -> RunReport:
         """Start `workflow` on a new thread and run it until it pauses or ends.
 
@@ -121,9 +122,12 @@ class Signoff:
             channel: where this run's cards and notifications go.
             check_starter: enforce the policy's `starters` (Slack and the HTTP API do; the CLI
                 is an operator's tool and does not).
+            text_inputs: the inputs were typed as text (`/agent run`): parse each by the
+                workflow's schema (ASCII digits only) before checking it.
 
         Raises:
-            UnknownWorkflowError, StartRefused, MissingInputError: nothing was recorded.
+            UnknownWorkflowError, StartRefused, InvalidInputError (MissingInputError): nothing
+                was recorded.
         """
         return await self.runs.start(
             workflow,
@@ -132,6 +136,7 @@ class Signoff:
             channel=channel,
             thread_id=thread_id,
             check_starter=check_starter,
+            text_inputs=text_inputs,
         )
 
     async def purge(self, older_than_seconds: float) -> int:
@@ -152,13 +157,16 @@ class Signoff:
         note: str = "",
         edits: Mapping[str, Any] | None = None,
         wait: float | None = None,
+        revision: int | None = None,
     ) -> DecideResult:
         """Record `user`'s vote (`vote`), then read the approval as it now stands.
 
         Raises:
             As `vote`.
         """
-        settled = await self.vote(approval_id, user, approve, note=note, edits=edits, wait=wait)
+        settled = await self.vote(
+            approval_id, user, approve, note=note, edits=edits, wait=wait, revision=revision
+        )
         # Read after the commit: the write lock is held for the decision alone.
         return DecideResult(await self.get(approval_id), settled)
 
@@ -171,6 +179,7 @@ class Signoff:
         note: str = "",
         edits: Mapping[str, Any] | None = None,
         wait: float | None = None,
+        revision: int | None = None,
     ) -> bool:
         """Record `user`'s vote; settle the approval when it decides it. One transaction.
         Returns whether this vote settled it (quorum reached, or a rejection). A click needs
@@ -179,13 +188,18 @@ class Signoff:
         `wait` bounds how long the vote queues for its turn to write (a click must be answered
         within Slack's 3 seconds): past it, `DatabaseBusy` and nothing is recorded.
 
+        `revision` is the `Approval.revision` the voter was shown (Slack's buttons and modals
+        carry it): when an edit has changed the values since, the vote is refused
+        (`StaleRevisionError`). None (the CLI, code) votes on the values as they are now.
+
         Raises:
             UnknownApprovalError, NotAuthorizedError, SelfApprovalError, AlreadyDecidedError,
-            AlreadyVotedError, ApprovalExpiredError, InvalidEditError: nothing was changed.
+            AlreadyVotedError, ApprovalExpiredError, InvalidEditError, StaleRevisionError:
+                nothing was changed.
             GroupsUnavailable: a group's members could not be looked up; nothing was changed.
         """
         return await self.decisions.vote(
-            approval_id, user, approve, note=note, edits=edits, wait=wait
+            approval_id, user, approve, note=note, edits=edits, wait=wait, revision=revision
         )
 
     async def check_voter(self, approval_id: str, user: str, *, approve: bool = True) -> Approval:

@@ -153,6 +153,15 @@ def key_text(key: Any) -> str:
 
 
 def payload_of(approval: Approval) -> dict[str, Any]:
+    """The values that run if it is approved now: the proposal with the edits applied."""
+    payload = approval.payload
+    if isinstance(payload, Mapping):
+        return approval.current
+    return {"value": payload}
+
+
+def proposed_of(approval: Approval) -> dict[str, Any]:
+    """The values as they were proposed, before any edit."""
     payload = approval.payload
     if isinstance(payload, Mapping):
         return dict(payload)
@@ -191,9 +200,11 @@ def title_of(approval: Approval) -> str:
 
 
 def action_value(approval: Approval) -> str:
-    value = ActionValue(approval.id, approval.thread_id, approval.interrupt_id).encode()
+    value = ActionValue(
+        approval.id, approval.thread_id, approval.interrupt_id, approval.revision
+    ).encode()
     if slack_len(value) > BUTTON_VALUE_MAX:
-        value = ActionValue(approval.id, "", None).encode()
+        value = ActionValue(approval.id, "", None, approval.revision).encode()
     if slack_len(value) > BUTTON_VALUE_MAX:
         raise ValueError(
             f"approval id {approval.id[:40]!r}… is too long for a Slack button value "

@@ -40,9 +40,10 @@ class Actions(Listener):
     async def on_button(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         user = (body.get("user") or {}).get("id", "")
         try:
-            action_id, a = await self._approval_for_click(body)
+            action_id, a, value = await self._approval_for_click(body)
             if action_id == payloads.APPROVE:
-                await self.signoff.vote(a.id, user, True, wait=CLICK_WAIT)
+                # For the values the card showed: refused if an edit changed them since.
+                await self.signoff.vote(a.id, user, True, wait=CLICK_WAIT, revision=value.revision)
                 await ack()
                 self.kick()
                 self.home.refresh_home_soon(user)
@@ -59,7 +60,7 @@ class Actions(Listener):
                 view = modals.reject_modal(a)
             else:
                 rule = self.signoff.policy.actions[a.action]
-                view = modals.edit_modal(a, {f: a.payload.get(f) for f in rule.editable})
+                view = modals.edit_modal(a, {f: a.current.get(f) for f in rule.editable})
             await self.client.views_open(trigger_id=body["trigger_id"], view=view)
         except (payloads.BadPayload, ApprovalError) as e:  # nothing changed: say why
             log.info("refused a click from %s: %s", user, e)
@@ -76,8 +77,11 @@ class Actions(Listener):
         except ApprovalError:
             return None
 
-    async def _approval_for_click(self, body: dict[str, Any]) -> tuple[str, Approval]:
-        """The button pressed and its approval, checked against the message it was on.
+    async def _approval_for_click(
+        self, body: dict[str, Any]
+    ) -> tuple[str, Approval, payloads.ActionValue]:
+        """The button pressed, its approval and its value, checked against the message it was
+        on.
 
         Raises:
             payloads.BadPayload: a malformed value, or one pointing at another thread or card.
@@ -97,7 +101,7 @@ class Actions(Listener):
             raise payloads.BadPayload("the button is not on its approval's card")
         if approval.channel and channel != approval.channel:
             raise payloads.BadPayload("the button is not in its approval's channel")
-        return action_id, approval
+        return action_id, approval, value
 
 
 def _get(body: Any, key: str, field: str) -> Any:

@@ -23,9 +23,9 @@ from ._blocks import (
     header,
     message,
     note_of,
-    payload_of,
     payload_sections,
     plain,
+    proposed_of,
     section,
     title_of,
     value_text,
@@ -144,6 +144,7 @@ def approval_card(
         section(m.card_summary(shorten(approval.requester, 200), shorten(approval.action, 300))),
         *field_sections(fields),
         *payload_sections(approval),
+        *_pending_edits(approval),
         context(m.card_footer(shorten(approval.id, 300), approval.created_at)),
         _buttons(approval),
     ]
@@ -154,6 +155,21 @@ def approval_card(
         shorten(approval.requester, 200),
     )
     return message(fallback, blocks)
+
+
+def _pending_edits(approval: Approval) -> list[dict[str, Any]]:
+    """What an approver's edit changed, on the card of a request still pending: the fields
+    above show the new values, and votes count only for them."""
+    changes = approval.changes
+    if not changes:
+        return []
+    lines = [m.edited_heading(approval.revision)]
+    for key, before, after, who in changes[:CARD_FIELDS_MAX]:
+        name = escape_fit(one_line(str(key)), CARD_KEY_MAX)
+        before_text, _ = value_text(before, 200)
+        after_text, _ = value_text(after, 200)
+        lines.append(m.edit_change(name, before_text, after_text) + m.edited_by(shorten(who, 100)))
+    return [section("\n".join(lines), SECTION_TEXT_MAX)]
 
 
 def card(approval: Approval, *, now: float) -> dict[str, Any]:
@@ -183,7 +199,7 @@ def _edit_lines(approval: Approval) -> str | None:
     edits = decision_of(approval).get("edits")
     if not isinstance(edits, Mapping) or not edits:
         return None
-    payload = payload_of(approval)
+    payload = proposed_of(approval)
     lines = [m.edits_heading()]
     for key, after in list(edits.items())[:CARD_FIELDS_MAX]:
         name = escape_fit(one_line(str(key)), CARD_KEY_MAX)

@@ -18,6 +18,7 @@ from graphs import RunConfig
 from ..approvals.errors import (
     ApprovalError,
     DatabaseUnavailable,
+    InvalidInputError,
     MissingInputError,
     StartRefused,
     UnknownWorkflowError,
@@ -137,13 +138,20 @@ class Commands(Listener):
     ) -> None:
         try:
             report = await self.signoff.start(
-                workflow, args, requester=user, channel=channel, check_starter=True
+                workflow,
+                args,
+                requester=user,
+                channel=channel,
+                check_starter=True,
+                text_inputs=True,
             )
             text = messages.run_started(workflow, report.thread_id, report.status)
         except UnknownWorkflowError:
             text = messages.unknown_workflow(workflow, sorted(self.signoff.workflows))
         except MissingInputError as e:
             text = messages.missing_inputs(workflow, e.missing, e.inputs)
+        except InvalidInputError as e:
+            text = messages.invalid_inputs(workflow, e.problems)
         except StartRefused:
             text = messages.start_refused(workflow)
         except DatabaseUnavailable:

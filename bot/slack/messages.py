@@ -265,6 +265,21 @@ def edits_heading() -> str:
     return "*Edited before approval:*"
 
 
+def edited_heading(revision: int) -> str:
+    return (
+        f"*Edited (revision {revision}):* the values above are the ones that run; "
+        "an approval counts only for them."
+    )
+
+
+def edited_by(user: str) -> str:
+    return f" (by {mention(user)})"
+
+
+def stale_revision(detail: str) -> str:
+    return f"🔄 {escape(_sentence(detail))}"
+
+
 def edit_change(field: str, before: str, after: str) -> str:
     """One edit: `• *amount*: 120.0 → 100` (parts escaped by the caller)."""
     return f"• *{field}*: {before} → {after}"
@@ -423,6 +438,8 @@ def refusal(error: DecisionRefused, approval: Approval | None = None) -> str:
         return expired(approval.expire_at if approval is not None else None)
     if code_ == "invalid_edit":
         return invalid_edit(error.message)
+    if code_ == "stale_revision":
+        return stale_revision(error.message)
     return refused(error.message)
 
 
@@ -494,6 +511,15 @@ def missing_inputs(workflow: str, missing: Sequence[str], inputs: Sequence[str])
     return (
         f"✋ {code(workflow)} needs {join([code(k) for k in missing])}; nothing was started. "
         f"Try {code(f'/agent run {workflow} {example}')}"
+    )
+
+
+def invalid_inputs(workflow: str, problems: Mapping[str, str]) -> str:
+    shown = list(problems.items())[:10]
+    lines = "\n".join(f"• {code(k[:100])} {escape(v[:300])}" for k, v in shown)
+    more = f"\n…and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+    return (
+        f"✋ {code(workflow)} cannot start with these inputs; nothing was started.\n{lines}{more}"
     )
 
 

@@ -147,11 +147,17 @@ class ActionValue:
     """The run's thread; "" when it was too long to carry (look it up by approval id)."""
     interrupt_id: str | None = None
     """The paused `request_approval()` the approval answers, when known."""
+    revision: int = 0
+    """The revision of the values the card or modal shows (`Approval.revision`): a vote from
+    it is refused once an edit has changed them. Written only when not 0 (the proposal), so
+    a card from before revisions reads as showing the proposal."""
 
     def encode(self) -> str:
         data: dict[str, Any] = {"v": _VALUE_VERSION, "a": self.approval_id, "t": self.thread_id}
         if self.interrupt_id is not None:
             data["i"] = self.interrupt_id
+        if self.revision:
+            data["r"] = self.revision
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
@@ -179,7 +185,7 @@ class ActionValue:
                 f"the button value has version {data.get('v')!r}; this signoff reads version "
                 f"{_VALUE_VERSION} (the card is from another version: post it again)"
             )
-        extra = set(data) - {"v", "a", "t", "i"}
+        extra = set(data) - {"v", "a", "t", "i", "r"}
         if extra:
             raise BadPayload(f"the button value has unknown keys: {', '.join(sorted(extra))}")
         approval_id, thread_id = data.get("a"), data.get("t")
@@ -192,7 +198,10 @@ class ActionValue:
             raise BadPayload("the button value has no thread id")
         if interrupt_id is not None and not isinstance(interrupt_id, str):
             raise BadPayload("the button value's interrupt id must be a string")
-        return cls(approval_id, thread_id, interrupt_id)
+        revision = data.get("r", 0)
+        if type(revision) is not int or revision < 0:
+            raise BadPayload("the button value's revision must be a whole number")
+        return cls(approval_id, thread_id, interrupt_id, revision)
 
 
 def is_signoff_action(action_id: object) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..approvals.errors import ApprovalError
+from ..approvals.errors import ApprovalError, InvalidEditError
 from ..approvals.service import Signoff
 from . import messages, payloads
 from ._listener import CLICK_WAIT, Listener
@@ -37,9 +37,16 @@ class Views(Listener):
     ) -> None:
         user = (body.get("user") or {}).get("id", "")
         try:
-            approval_id = payloads.approval_id_from_view(view)
+            shown = payloads.action_value_from_view(view)
             reason = payloads.reason_from_view_state(view.get("state") or {})
-            await self.signoff.vote(approval_id, user, False, note=reason, wait=CLICK_WAIT)
+            await self.signoff.vote(
+                shown.approval_id,
+                user,
+                False,
+                note=reason,
+                wait=CLICK_WAIT,
+                revision=shown.revision,
+            )
             self.home.refresh_home_soon(user)
         except payloads.FormErrors as e:
             await ack(**e.response())
@@ -56,17 +63,25 @@ class Views(Listener):
     ) -> None:
         user = (body.get("user") or {}).get("id", "")
         first_block = payloads.NOTE_BLOCK
+        editable: dict[str, Any] = {}
         try:
-            approval_id = payloads.approval_id_from_view(view)
+            shown = payloads.action_value_from_view(view)
+            approval_id = shown.approval_id
             a = await self.signoff.get(approval_id)
             rule = self.signoff.policy.actions.get(a.action)
-            editable = {f: a.payload.get(f) for f in (rule.editable if rule else ())}
+            editable = {f: a.current.get(f) for f in (rule.editable if rule else ())}
             if editable:
                 first_block = payloads.edit_block_id(next(iter(editable)))
             edits = payloads.edits_from_view_state(view.get("state") or {}, editable)
             note = payloads.note_from_view_state(view.get("state") or {})
             await self.signoff.vote(
-                approval_id, user, True, note=note, edits=edits, wait=CLICK_WAIT
+                approval_id,
+                user,
+                True,
+                note=note,
+                edits=edits,
+                wait=CLICK_WAIT,
+                revision=shown.revision,
             )
             self.home.refresh_home_soon(user)
         except payloads.FormErrors as e:
@@ -74,7 +89,10 @@ class Views(Listener):
             return
         except (payloads.BadPayload, ApprovalError) as e:
             text = messages.refusal_text(e, form=True)
-            await ack(response_action="errors", errors={first_block: text})
+            # A value the action's schema refuses is shown under its own field.
+            field = e.field if isinstance(e, InvalidEditError) else ""
+            block = payloads.edit_block_id(field) if field in editable else first_block
+            await ack(response_action="errors", errors={block: text})
             return
         await ack()
         self.kick()

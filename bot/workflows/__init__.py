@@ -9,6 +9,11 @@ path = "mypkg.flows:build"
 starters = ["@support"]
 ```
 
+A workflow declares its inputs beside its builder, as `INPUTS` (a `Schema`; an attribute of the
+function or of its module): a start whose inputs do not fit is refused, field by field, before
+anything is recorded. A tuple of names is accepted too (with `REQUIRED`, the names a run cannot
+start without), but then the values are not checked.
+
 Node code reaches signoff's services through its config: `services(config).effects`.
 """
 
@@ -22,6 +27,7 @@ from graphs import StateGraph
 
 from ..approvals.effects import services
 from ..approvals.models import Workflow
+from ..approvals.policy.schema import Schema
 from . import delete_row, refund, vendor_payment
 
 __all__ = ["BUILTIN", "Workflow", "load_workflows", "services"]
@@ -33,7 +39,6 @@ BUILTIN: dict[str, Workflow] = {
         m.build,
         (m.__doc__ or "").strip().splitlines()[0],
         m.INPUTS,
-        m.REQUIRED,
     )
     for m in (refund, delete_row, vendor_payment)
 }
@@ -66,7 +71,18 @@ def load_workflows(paths: Mapping[str, str | None]) -> dict[str, Workflow]:
                 f"workflow {name!r}: {path!r} is not a function returning a StateGraph"
             )
         doc = (getattr(target, "__doc__", None) or name).strip().splitlines()[0]
-        inputs = tuple(getattr(target, "INPUTS", getattr(module, "INPUTS", ())))
-        required = tuple(getattr(target, "REQUIRED", getattr(module, "REQUIRED", ())))
-        out[name] = Workflow(name, build, doc, inputs, required)
+        out[name] = Workflow(name, build, doc, _schema(name, target, module))
     return out
+
+
+def _schema(name: str, target: Any, module: Any) -> Schema:
+    inputs = getattr(target, "INPUTS", getattr(module, "INPUTS", ()))
+    if isinstance(inputs, Schema):
+        return inputs
+    required = getattr(target, "REQUIRED", getattr(module, "REQUIRED", ()))
+    try:
+        return Schema.loose(tuple(inputs), tuple(required))
+    except TypeError as e:
+        raise ValueError(  # a configuration error, like the others here
+            f"workflow {name!r}: INPUTS must be a Schema or a tuple of names, got {inputs!r}"
+        ) from e

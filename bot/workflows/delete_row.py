@@ -11,11 +11,20 @@ from typing import Any, TypedDict
 from graphs import END, START, StateGraph, once
 
 from ..approvals.effects import services
+from ..approvals.policy.schema import Field, Schema
 from ..approvals.request import request_approval
 
-INPUTS = ("table", "row_id", "reason")
-REQUIRED = ("table", "row_id")
-"""Inputs a run cannot start without (the others have defaults)."""
+_ID = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}"
+"""An id: letters, digits and _ . : -, at most 64."""
+
+INPUTS = Schema(
+    {
+        "table": Field("string", required=True, pattern=r"[A-Za-z_][A-Za-z0-9_]{0,62}"),
+        "row_id": Field("string", required=True, pattern=_ID),
+        "reason": Field("string", max_length=500),
+    }
+)
+"""What a run takes: a table name and the id of the row (as text)."""
 
 
 class DeleteRowState(TypedDict, total=False):
@@ -34,7 +43,7 @@ def ask(state: DeleteRowState) -> dict[str, Any]:
             "row_id": str(state["row_id"]),
             "reason": state.get("reason", ""),
         },
-        title=f"Delete row {state['row_id']} of {state['table']}",
+        title="Delete row {row_id} of {table}",
         dedupe_key=f"delete:{state['table']}:{state['row_id']}",
     )
     return {"decision": {**decision.to_json(), "args": decision.args}}

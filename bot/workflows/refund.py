@@ -12,11 +12,21 @@ from typing import Any, TypedDict
 from graphs import END, START, StateGraph, once
 
 from ..approvals.effects import services
+from ..approvals.policy.schema import Field, Schema
 from ..approvals.request import request_approval
 
-INPUTS = ("customer_id", "order_id", "amount", "reason")
-REQUIRED = ("customer_id", "amount")
-"""Inputs a run cannot start without (the others have defaults)."""
+_ID = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}"
+"""An id: letters, digits and _ . : -, at most 64."""
+
+INPUTS = Schema(
+    {
+        "customer_id": Field("string", required=True, pattern=_ID),
+        "order_id": Field("string", pattern=_ID),
+        "amount": Field("number", required=True, exclusive_minimum=0, maximum=10_000),
+        "reason": Field("string", max_length=500),
+    }
+)
+"""What a run takes: a refund of a positive amount, at most 10,000, to a customer."""
 
 
 class RefundState(TypedDict, total=False):
@@ -42,7 +52,7 @@ def ask(state: RefundState) -> dict[str, Any]:
             "amount": state["amount"],
             "reason": state.get("reason", ""),
         },
-        title=f"Refund {state['amount']:.2f} to {state['customer_id']}",
+        title="Refund {amount:.2f} to {customer_id}",  # filled with the values that run
         dedupe_key=f"refund:{state['order_id']}" if state.get("order_id") else None,
     )
     return {"decision": {**decision.to_json(), "args": decision.args}}

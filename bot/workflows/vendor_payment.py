@@ -11,11 +11,20 @@ from typing import Any, TypedDict
 from graphs import END, START, StateGraph, once
 
 from ..approvals.effects import services
+from ..approvals.policy.schema import Field, Schema
 from ..approvals.request import request_approval
 
-INPUTS = ("vendor", "invoice_id", "amount")
-REQUIRED = ("vendor", "invoice_id", "amount")
-"""Inputs a run cannot start without (the others have defaults)."""
+_ID = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}"
+"""An id: letters, digits and _ . : -, at most 64."""
+
+INPUTS = Schema(
+    {
+        "vendor": Field("string", required=True, pattern=_ID),
+        "invoice_id": Field("string", required=True, pattern=_ID),
+        "amount": Field("number", required=True, exclusive_minimum=0, maximum=1_000_000),
+    }
+)
+"""What a run takes: the vendor, the invoice and its positive amount."""
 
 
 class PaymentState(TypedDict, total=False):
@@ -35,7 +44,7 @@ def approve_invoice(state: PaymentState) -> dict[str, Any]:
             "invoice_id": state["invoice_id"],
             "amount": float(state["amount"]),
         },
-        title=f"Invoice {state['invoice_id']} from {state['vendor']}",
+        title="Invoice {invoice_id} from {vendor}",
     )
     return {"invoice_decision": {**d.to_json(), "args": d.args}}
 
@@ -45,7 +54,7 @@ def release_payment(state: PaymentState) -> dict[str, Any]:
     d = request_approval(
         "release_payment",
         {"vendor": inv["vendor"], "invoice_id": inv["invoice_id"], "amount": inv["amount"]},
-        title=f"Pay {inv['amount']:.2f} to {inv['vendor']}",
+        title="Pay {amount:.2f} to {vendor}",  # filled with the values that run
     )
     return {"payment_decision": {**d.to_json(), "args": d.args}}
 

@@ -41,6 +41,32 @@ number), `{ eq = "EUR" }` or the shorthand `currency = "EUR"`, `{ ne = ... }`, a
 `{ in = ["EUR", "USD"] }`. A missing argument, or one of another type (a string where a number
 is expected; true is not 1), does not match. `when = {}` matches every request of the action.
 
+An action's arguments are declared beside the action, in `[actions.NAME.args]` (the loader
+warns, once, naming each action that has none): the policy is what decides on them, so it says
+what they may be. For the action above::
+
+    [actions.send_refund.args]
+    customer_id = { type = "string", required = true, pattern = "[A-Za-z0-9_-]{1,64}" }
+    amount = { type = "number", required = true, exclusive_minimum = 0, maximum = 10000 }
+    reason = { type = "string", max_length = 500 }
+    card_number = { type = "string", pattern = "[0-9]{12,19}" }
+
+Field types are `string`, `number`, `integer`, `boolean` and `any`; the checks `required`, `minimum`, `maximum`,
+`exclusive_minimum`, `exclusive_maximum` (numbers), `min_length`, `max_length`, `pattern` (a
+whole-value regular expression; strings) and `enum`. A field not declared is refused. The
+schema is checked when a request is asked for, before any auto-approval rule (a request that
+does not fit is denied: a rule never approves a value its schema refuses), and on every edit
+(an approver's form shows the error on the field; form text is parsed by the field's type, in
+ASCII digits). A workflow's inputs are declared beside the workflow, in code (its `INPUTS`
+schema), and checked at start. See `bot.approvals.policy.schema`.
+
+Edits and quorum: every person counted toward a decision was shown the values that run. An
+approver's edit makes a new revision of the values, shown on the card, the payload modal and
+Home; the editor's approval is for it. An edit is refused once anyone has approved, and a vote
+for an earlier revision (a stale card or modal) is refused, "the request changed", and never
+counted. The audit log's `edited` entry records the change and each `vote` entry the revision
+it was for.
+
 Errors name the file, line and key, e.g. with `tier` misspelt in the example above::
 
     signoff.toml:11: actions.send_refund.teir: unknown key; did you mean 'tier'?
@@ -62,6 +88,7 @@ from .model import (
     RiskTier,
     WorkflowPolicy,
 )
+from .schema import Field, Schema, SchemaError
 
 __all__ = [
     "MINIMAL_POLICY",
@@ -70,10 +97,13 @@ __all__ = [
     "AutoApproveRule",
     "Condition",
     "ExpiryOutcome",
+    "Field",
     "GroupResolver",
     "Policy",
     "RequestVerdict",
     "RiskTier",
+    "Schema",
+    "SchemaError",
     "StaticGroups",
     "WorkflowPolicy",
     "canonical_json",

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidEditError
+from .schema import SchemaError
 
 if TYPE_CHECKING:
     from .model import ActionPolicy
@@ -20,40 +21,74 @@ def validate_edits(
     """Check an approver's edits and convert each to the type of the value it replaces.
 
     A string edit of a number, a boolean, a Decimal, a list or a table is parsed as one (the CLI
-    and Slack forms send strings). Edits that leave a value unchanged are left out.
+    and Slack forms send strings; numbers are written in ASCII digits). When the action declares
+    its arguments (`rule.args`), the new value must fit the field's schema too. Edits that leave
+    a value unchanged are left out.
 
     Returns:
         The changed fields only, with their new values: run `{**args, **result}`.
 
     Raises:
-        InvalidEditError: a field that is not editable, or a value that does not fit.
+        InvalidEditError: a field that is not editable, or a value that does not fit (its
+            `field` names the field).
     """
     out: dict[str, Any] = {}
     for name, value in edits.items():
-        if not isinstance(name, str) or name not in rule.editable:
-            if not rule.editable:
-                raise InvalidEditError(
-                    f"nothing in {rule.title} ({rule.action}) can be edited; "
-                    "approve or reject it as it is"
-                )
-            raise InvalidEditError(
-                f"{name!r} cannot be edited in {rule.title} ({rule.action}); "
-                f"editable: {', '.join(rule.editable)}"
-            )
-        if name in args:
-            new = _coerce(name, value, args[name])
-            original = args[name]
-            if type(new) is type(original) and new == original:
-                continue
-        else:
-            new = value
-        out[name] = new
+        try:
+            changed, new = _edit(rule, name, value, args)
+        except InvalidEditError as e:
+            if not e.field and isinstance(name, str) and name in rule.editable:
+                e.field = name
+            raise
+        if changed:
+            out[name] = new
     return out
+
+
+def _edit(rule: ActionPolicy, name: Any, value: Any, args: Mapping[str, Any]) -> tuple[bool, Any]:
+    """(whether the edit changes the value, the new value) for one field."""
+    if not isinstance(name, str) or name not in rule.editable:
+        if not rule.editable:
+            raise InvalidEditError(
+                f"nothing in {rule.title} ({rule.action}) can be edited; "
+                "approve or reject it as it is"
+            )
+        raise InvalidEditError(
+            f"{name!r} cannot be edited in {rule.title} ({rule.action}); "
+            f"editable: {', '.join(rule.editable)}"
+        )
+    spec = rule.args.fields.get(name) if rule.args is not None else None
+    original = args.get(name)
+    if original is not None:
+        new = _coerce(name, value, original)
+    elif spec is not None and isinstance(value, str):
+        try:
+            new = spec.parse_text(value)
+        except ValueError as e:
+            raise InvalidEditError(f"{name} {e}", field=name) from None
+    else:
+        new = value
+    if rule.args is not None:
+        try:
+            new = rule.args.check_field(name, new)
+        except SchemaError as e:
+            raise InvalidEditError(
+                "; ".join(f"{k} {v}" for k, v in e.problems.items()), field=name
+            ) from None
+    if name in args and type(new) is type(original) and new == original:
+        return False, new
+    return True, new
 
 
 def _coerce(name: str, value: Any, original: Any) -> Any:
     kind = type(original)
     text = value.strip() if isinstance(value, str) else None
+    if (
+        text is not None
+        and not text.isascii()
+        and isinstance(original, (bool, int, float, decimal.Decimal))
+    ):
+        text = None  # "４２" is not 42: numbers and booleans are written in ASCII
     if original is None:
         return value
     if kind is bool:

@@ -35,6 +35,7 @@ from .model import (
     Policy,
     WorkflowPolicy,
 )
+from .schema import FIELD_TYPES, Field, Schema
 
 _OPS: tuple[str, ...] = get_args(Op)
 _OP_ALIASES = {
@@ -65,6 +66,11 @@ _TOP_KEYS = ("actions", "groups", "workflows")
 _ACTION_KEYS = (
     "title", "tier", "approvers", "required", "allow_self_approval", "editable", "secret",
     "remind_after", "escalate_after", "escalate_to", "expire_after", "on_expiry", "auto_approve",
+    "args",
+)  # fmt: skip
+_FIELD_KEYS = (
+    "type", "required", "minimum", "maximum", "exclusive_minimum", "exclusive_maximum",
+    "min_length", "max_length", "pattern", "enum", "description",
 )  # fmt: skip
 _RULE_KEYS = ("name", "when")
 _WORKFLOW_KEYS = ("starters", "path")
@@ -295,6 +301,22 @@ class _Reader:
         if rules and tier == "critical":
             raise self.error(p + ("auto_approve",), _AUTO_CRITICAL)
 
+        schema = self.schema(p + ("args",), t["args"]) if "args" in t else None
+        if schema is not None:
+            for f in (*editable, *secret):
+                if f not in schema.fields:
+                    raise self.error(
+                        p + ("args",), f"declares no field {f!r}, which editable or secret names"
+                    )
+            for r_i, r in enumerate(rules):
+                for c in r.conditions:
+                    if c.field not in schema.fields:
+                        raise self.error(
+                            p + ("auto_approve", r_i, "when", c.field),
+                            f"{c.field!r} is not an argument of {name} (args declares "
+                            f"{', '.join(schema.names)}); the rule would never match",
+                        )
+
         return ActionPolicy(
             action=name,
             title=title,
@@ -310,7 +332,39 @@ class _Reader:
             expire_after=durations.get("expire_after"),
             on_expiry=on_expiry,
             auto_approve=rules,
+            args=schema,
         )
+
+    def schema(self, path: Path, value: Any) -> Schema:
+        """`[actions.NAME.args]`: a table of fields, each `{ type = "number", ... }`."""
+        if not isinstance(value, dict):
+            raise self.error(
+                path,
+                'must be a table of fields, like amount = { type = "number", minimum = 0 }, '
+                f"got {_got(value)}",
+            )
+        fields: dict[str, Field] = {}
+        for fname, spec in value.items():
+            fp = path + (fname,)
+            if isinstance(spec, str):
+                spec = {"type": spec}
+            t = self.table(fp, spec, _FIELD_KEYS, f"{_dotted(path)}.{fname}")
+            kind = t.get("type", "any")
+            if kind not in FIELD_TYPES:
+                raise self.error(fp + ("type",), _one_of(FIELD_TYPES, kind))
+            required = t.get("required", False)
+            if not isinstance(required, bool):
+                raise self.error(fp + ("required",), f"must be true or false, got {_got(required)}")
+            if "enum" in t and not isinstance(t["enum"], list):
+                raise self.error(fp + ("enum",), f"must be an array, got {_got(t['enum'])}")
+            options = {k: v for k, v in t.items() if k not in ("type", "required")}
+            if "enum" in options:
+                options["enum"] = tuple(options["enum"])
+            try:
+                fields[fname] = Field(kind, required=required, **options)
+            except (TypeError, ValueError) as exc:
+                raise self.error(fp, str(exc)) from None
+        return Schema(fields)
 
     def auto_rules(self, path: Path, value: Any) -> tuple[AutoApproveRule, ...]:
         if not isinstance(value, list):

@@ -30,7 +30,9 @@ class RequestVerdict:
 def evaluate_request(policy: Policy, action: str, args: Mapping[str, Any]) -> RequestVerdict:
     """Decide whether a request is asked, denied or approved by a rule. Never raises.
 
-    An action the policy does not name is denied, and so is any request whose evaluation fails.
+    An action the policy does not name is denied, and so is any request whose evaluation fails
+    or whose arguments do not fit the action's schema (checked before any auto-approval rule:
+    a rule never approves a value the schema refuses).
     """
     rule: ActionPolicy | None = None
     try:
@@ -44,6 +46,15 @@ def evaluate_request(policy: Policy, action: str, args: Mapping[str, Any]) -> Re
             )
         if not isinstance(args, Mapping):
             raise TypeError(f"the arguments must be a mapping, got {type(args).__name__}")
+        if rule.args is not None:
+            problems = rule.args.problems(args)
+            if problems:
+                return RequestVerdict(
+                    "deny",
+                    f"the arguments do not fit {action}'s schema, so the request is denied: "
+                    + "; ".join(f"{k} {v}" for k, v in problems.items()),
+                    rule,
+                )
         if rule.tier != "critical":
             for auto in rule.auto_approve:
                 if auto.matches(args):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 
@@ -10,6 +11,12 @@ from ._file import _Reader, _syntax_error
 from .model import Policy
 
 __all__ = ["MINIMAL_POLICY", "load_policy", "parse_policy"]
+
+log = logging.getLogger("signoff.policy")
+# Shown where the process configures logging (`signoff run`, the demo); a one-shot CLI command
+# does not repeat it on stderr before its one line.
+log.addHandler(logging.NullHandler())
+_warned: set[tuple[str, str]] = set()
 
 MINIMAL_POLICY = """\
 [actions.send_refund]
@@ -61,4 +68,16 @@ def parse_policy(text: str, source: str = "signoff.toml") -> Policy:
         raise PolicyError("invalid TOML: nested too deeply", source=source) from None
     except ValueError as exc:  # TOMLDecodeError, and int() refusing thousands of digits
         raise _syntax_error(str(exc), text, source) from None
-    return _Reader(text, source).policy(data)
+    policy = _Reader(text, source).policy(data)
+    for name, rule in policy.actions.items():
+        if rule.args is None and (source, name) not in _warned:
+            _warned.add((source, name))
+            log.warning(
+                "%s: action %s declares no argument schema ([actions.%s.args]): its arguments "
+                "and approvers' edits are not checked, and its auto-approval rules see them as "
+                "they come",
+                source,
+                name,
+                name,
+            )
+    return policy

@@ -18,6 +18,7 @@ from ._messages import (
     _one_of,
     _secret_editable,
 )
+from .schema import Schema
 
 __all__ = [
     "RISK_TIERS",
@@ -130,6 +131,10 @@ class ActionPolicy:
     """What expiry decides. Default `reject`; `approve` only for tiers low and medium."""
     auto_approve: tuple[AutoApproveRule, ...] = ()
     """Rules deciding routine requests without a person. Default none; never for critical."""
+    args: Schema | None = None
+    """What the request's arguments must be (`[actions.NAME.args]`): checked before any rule
+    is considered and on every edit. A request whose arguments do not fit is denied. Default
+    None: not checked (the policy loader warns)."""
 
     def __post_init__(self) -> None:
         # The parser reports these with a line number first; this guards policies built in code.

@@ -532,16 +532,27 @@ class Run:
             tasks = [self.make_task(name, task_id) for name, task_id in self.frontier]
             todo = [t for t in tasks if not t.done]
             yield RunTasks(todo)
+            failed = False
             for t in todo:
                 if t.error is None and t.pause is None:
-                    self.to_writes(t)
+                    self.to_writes(t)  # may find the result invalid: an error
+                failed = failed or t.error is not None or t.pause is not None
             steps += 1
-            stuck = [t for t in tasks if t.error is not None or t.pause is not None]
-            if stuck:
+            if failed:  # (a task finished in an earlier attempt of this step has neither)
+                stuck = [t for t in tasks if t.error is not None or t.pause is not None]
                 return (yield from self.stop(tasks, todo, stuck))
-            writes = [(t.name, t.writes) for t in tasks]
-            gotos: list[str | Send] = [n for t in tasks for n in t.goto]
-            once = {k: r for t in tasks for k, (s, r) in t.once.items() if s == "done"}
+            # One pass over the step's tasks (this loop is the engine's hot path).
+            writes: list[tuple[str, list[tuple[str, Any]]]] = []
+            ran: list[str] = []
+            gotos: list[str | Send] = []
+            once: dict[str, Any] = {}
+            for t in tasks:
+                ran.append(t.name)
+                writes.append((t.name, t.writes))
+                if t.goto:
+                    gotos.extend(t.goto)
+                if t.once:
+                    once.update((k, r) for k, (s, r) in t.once.items() if s == "done")
             new_versions, appended = self.apply(writes)
             if once:
                 merged = {**self.once_results, **once}
@@ -549,7 +560,6 @@ class Run:
                 self.versions[ONCE_CHANNEL] = new_versions[ONCE_CHANNEL] = (
                     self.versions.get(ONCE_CHANNEL, 0) + 1
                 )
-            ran = [t.name for t in tasks]
             names = self.route(ran, gotos, new_versions)
             paused = self.static_pause(names, ran)
             yield from self.save("loop", names, new_versions, appended, paused)

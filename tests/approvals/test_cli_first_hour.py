@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.cli import _parser
+from bot.cli import build_parser
 from tests.approvals.test_cli import CLI, REFUND_A, cli  # noqa: F401 -- the fixture
 from tests.kit.signoff import Kit
 
@@ -89,13 +89,13 @@ def test_bare_signoff_prints_the_commands_and_help_says_everything(tmp_path: Pat
                 out.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
         return out
 
-    assert undescribed(_parser(), "signoff") == []
+    assert undescribed(build_parser(), "signoff") == []
     started = signoff(tmp_path, "start", "--help")
     assert started.returncode == 0
     assert "the policy's starters are not checked" in started.stdout
     assert re.search(r"^  refund +Refund a customer", started.stdout, re.MULTILINE)
     assert "inputs: customer_id*, order_id, amount*, reason" in started.stdout
-    run = _parser().parse_args(["run"])
+    run = build_parser().parse_args(["run"])
     assert (run.host, run.port) == ("127.0.0.1", 3000)
 
 

@@ -1,0 +1,7 @@
+"""`python -m bot.cli`: the `signoff` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

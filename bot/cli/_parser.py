@@ -1,0 +1,321 @@
+"""The command line of `signoff`: every command, option and its help, and the argument types
+that turn a mistake in the command line into argparse's error (usage, exit status 2)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..approvals.errors import ApprovalError
+from ._commands import (
+    cmd_audit_export,
+    cmd_audit_verify,
+    cmd_db_upgrade,
+    cmd_decide,
+    cmd_pending,
+    cmd_purge,
+    cmd_show,
+    cmd_start,
+    cmd_sweep,
+    cmd_worker,
+)
+
+# ---- arguments written wrong ------------------------------------------------------------
+# Each is an argparse `type`: a mistake in the command line is argparse's error (the usage, the
+# argument and what is wrong; exit status 2), said before anything is asked of the database,
+# the workflow or its approvals. Governance's refusals are something else: exit status 1.
+
+
+def _edit(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(
+            f"{item!r}: write it as field=value, e.g. --edit amount=40"
+        )
+    return key.strip(), value
+
+
+class _Edits(argparse.Action):
+    """`--edit FIELD=VALUE`, repeatable, into `{field: value}`; a field edited twice is an
+    error, not silently the last."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        key, value = values
+        edits: dict[str, str] = dict(getattr(namespace, self.dest, None) or {})
+        if key in edits:
+            raise argparse.ArgumentError(
+                self, f"{key!r} is edited twice ({key}={edits[key]}, {key}={value}); give it once"
+            )
+        edits[key] = value
+        setattr(namespace, self.dest, edits)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(
+            f"not valid JSON ({e}); e.g. --input '{{\"amount\": 40}}'"
+        ) from e
+    if not isinstance(data, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object of the workflow's inputs")
+    return data
+
+
+def _anchor(text: str) -> tuple[int, str]:
+    seq, sep, digest = text.partition(":")
+    if not sep or not seq.isdigit() or not digest:
+        raise argparse.ArgumentTypeError(f"{text!r}: write it as SEQ:HASH, as printed by a verify")
+    return int(seq), digest
+
+
+ENVIRONMENT = """\
+environment:
+  SIGNOFF_DATABASE_URL     the database: sqlite:///signoff.db (the default: a file here) or
+                           postgresql://user@host/dbname
+  SIGNOFF_POLICY           the policy file (default: signoff.toml here)
+  SIGNOFF_AUDIT_KEY        when set, the audit chain is HMAC-SHA256 with this key
+  SLACK_BOT_TOKEN          `run`: the bot's token (xoxb-...)
+  SLACK_APP_TOKEN          `run`: an app-level token (xapp-...): Socket Mode, no public URL
+  SLACK_SIGNING_SECRET     `run` in HTTP mode: verifies Slack's requests
+  SIGNOFF_DEFAULT_CHANNEL  `run`: where cards go when a run names no channel
+  SIGNOFF_NOTIFY_CHANNEL   `run`: also tell the channel, not only the card's thread (default true)
+  SIGNOFF_API_TOKEN        `run`: bearer token of POST /api/runs (unset: the endpoint is off)
+  SIGNOFF_SLACK_API_URL    `run`: another Slack Web API base URL (the local sandbox, tests)
+  SIGNOFF_SWEEP_INTERVAL   `run`: seconds between sweeps (default 30)
+  SIGNOFF_JOB_LEASE        `run`: seconds a job stays claimed by its process (default 60)
+  SIGNOFF_WORKERS          `run`: jobs performed at once, 1 to 64 (default 2)
+
+The CLI is an operator's tool, trusted like shell access to the database: `start` does not
+check the policy's starters. Votes are checked as clicks are, and the audit log records that
+they came from the CLI.
+"""
+"""The environment variables, as `signoff --help` lists them (`bot.config.Settings`)."""
+
+_RAW = argparse.RawDescriptionHelpFormatter
+
+
+def _workflows_text() -> str:
+    """The workflows `start` knows under the current policy, for `start --help`."""
+    from ..approvals.policy import load_policy
+    from ..workflows import BUILTIN, load_workflows
+
+    settings_path = Path(os.environ.get("SIGNOFF_POLICY") or "signoff.toml")
+    try:
+        declared = load_policy(settings_path).workflows
+        workflows = load_workflows({name: wf.path for name, wf in declared.items()})
+        where = f"workflows (policy {settings_path}):"
+    except (ApprovalError, ValueError) as e:
+        workflows = dict(BUILTIN)
+        where = f"workflows (the bundled ones; the policy could not be read: {e}):"
+    lines = [where]
+    for name, wf in workflows.items():
+        inputs = ", ".join(f"{i}*" if i in wf.required else i for i in wf.inputs)
+        lines.append(f"  {name:<16} {wf.description}")
+        if inputs:
+            lines.append(f"  {'':<16} inputs: {inputs}  (* required)")
+    return "\n".join(lines)
+
+
+class _StartHelp(argparse.Action):
+    """`start --help`: the usual help, then the workflows the policy has."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.pop("default", None)
+        super().__init__(
+            option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, **kwargs
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        importable_here()
+        parser.epilog = f"{parser.epilog or ''}\n\n{_workflows_text()}".strip()
+        parser.print_help()
+        parser.exit()
+
+
+def importable_here() -> None:
+    """Let a policy's `path = "module:function"` name a module in the current directory, as
+    `python -m` would (the `signoff` script's own directory is on the path instead). It goes
+    last: a module here never shadows an installed one."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="signoff",
+        description="Durable human approval for agent workflows.",
+        epilog=ENVIRONMENT,
+        formatter_class=_RAW,
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    db = sub.add_parser("db", help="database schema").add_subparsers(
+        dest="db_command", required=True
+    )
+    db.add_parser("upgrade", help="create or upgrade the tables (reads no policy)").set_defaults(
+        fn=cmd_db_upgrade, schema=True
+    )
+
+    s = sub.add_parser(
+        "start",
+        help="start a workflow run (as an operator: the policy's starters are not checked)",
+        description="Start a workflow run and run it until it pauses for an approval or ends. "
+        "The CLI is an operator's tool: the policy's starters are not checked; --as names the "
+        "requester, who may then not approve the run's own requests.",
+        add_help=False,
+        formatter_class=_RAW,
+    )
+    s.add_argument("-h", "--help", action=_StartHelp, help="show this help and the workflows")
+    s.add_argument("workflow", help="the workflow's name (listed below)")
+    s.add_argument(
+        "--input", required=True, type=_json_object, help="the run's inputs as a JSON object"
+    )
+    s.add_argument("--thread-id", help="durable id of the run (default: generated)")
+    s.add_argument("--as", dest="as_user", default="cli", help="who requests it (default: cli)")
+    s.add_argument(
+        "--channel", help="Slack channel id for its cards (default: SIGNOFF_DEFAULT_CHANNEL)"
+    )
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.set_defaults(fn=cmd_start)
+
+    s = sub.add_parser("pending", help="list pending approvals")
+    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    s.set_defaults(fn=cmd_pending, read_only=True)
+
+    s = sub.add_parser("show", help="show a run: state, where it waits, its approvals")
+    s.add_argument("thread_id", help="the run's thread id (`signoff pending` lists them)")
+    s.add_argument("--json", action="store_true", help="print JSON, values in full")
+    s.set_defaults(fn=cmd_show, read_only=True)
+
+    s = sub.add_parser(
+        "approve",
+        help="approve (or vote to approve) an approval",
+        description="Vote to approve, as the approver --as names; the policy is checked as for "
+        "a click in Slack, and the audit log records that the vote came from the CLI.",
+    )
+    s.add_argument("approval_id", help="the approval's id (`signoff pending` lists them)")
+    s.add_argument("--as", dest="as_user", required=True, help="the approver's Slack user id")
+    s.add_argument("--note", default="", help="a note kept with the vote")
+    s.add_argument(
+        "--edit",
+        action=_Edits,
+        type=_edit,
+        metavar="FIELD=VALUE",
+        help="change a field the policy makes editable (repeat for several fields)",
+    )
+    s.set_defaults(fn=lambda app, a: cmd_decide(app, a, True))
+
+    s = sub.add_parser(
+        "reject",
+        help="reject an approval",
+        description="Reject, as the approver --as names; checked and recorded as approve is.",
+    )
+    s.add_argument("approval_id", help="the approval's id (`signoff pending` lists them)")
+    s.add_argument("--as", dest="as_user", required=True, help="the approver's Slack user id")
+    s.add_argument("--note", required=True, help="the reason (required)")
+    s.set_defaults(fn=lambda app, a: cmd_decide(app, a, False))
+
+    audit = sub.add_parser("audit", help="the audit log").add_subparsers(
+        dest="audit_command", required=True
+    )
+    v = audit.add_parser("verify", help="check the hash chain")
+    v.add_argument("--anchor", type=_anchor, help="SEQ:HASH of a head printed by an earlier verify")
+    v.set_defaults(fn=cmd_audit_verify, read_only=True)
+    e = audit.add_parser("export", help="write the log as JSON lines")
+    e.add_argument("--out", default="-", help="the file to write (default -: standard output)")
+    e.set_defaults(fn=cmd_audit_export, read_only=True)
+
+    sub.add_parser("sweep", help="remind, escalate and expire what is due").set_defaults(
+        fn=cmd_sweep
+    )
+
+    w = sub.add_parser("worker", help="resume decided approvals and sweep, on an interval")
+    w.add_argument("--once", action="store_true", help="do what is due now, once, and exit")
+    w.add_argument(
+        "--interval", type=float, default=30.0, help="seconds between sweeps (default 30)"
+    )
+    w.set_defaults(fn=cmd_worker)
+
+    s = sub.add_parser("purge", help="delete settled runs older than an age")
+    s.add_argument(
+        "--older-than",
+        required=True,
+        help='an age: "30s", "15m", "4h", "90d", "1w" or "1h30m" (s, m, h, d, w)',
+    )
+    s.set_defaults(fn=cmd_purge)
+
+    s = sub.add_parser(
+        "run", help="run the Slack bot (HTTP on --port, or Socket Mode with SLACK_APP_TOKEN)"
+    )
+    s.add_argument(
+        "--port",
+        type=int,
+        default=3000,
+        help="the HTTP port: Slack's requests (HTTP mode), /healthz, /metrics, /api/runs "
+        "(default 3000)",
+    )
+    s.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 for "
+        "every interface, e.g. in a container or behind a proxy on another host)",
+    )
+    s.set_defaults(fn=None, serve=True)
+
+    s = sub.add_parser(
+        "demo", help="a local Slack in the browser with the bot running against it, on SQLite"
+    )
+    s.add_argument(
+        "--port", type=int, default=3000, help="the page's port (default 3000; 0 picks a free one)"
+    )
+    s.add_argument("--bot-port", type=int, default=0, help="the bot's port (default 0: a free one)")
+    s.add_argument(
+        "--policy",
+        type=Path,
+        help="the policy the bot runs with, its workflows offered on the page "
+        "(default: the demo's, bot/policies/demo.toml)",
+    )
+    s.add_argument(
+        "--db",
+        type=Path,
+        help="the SQLite file, emptied at start (default: signoff-sandbox.db here)",
+    )
+    s.add_argument(
+        "--walkthrough",
+        action="store_true",
+        help="a walk through a refund approval in the terminal instead",
+    )
+    s.set_defaults(fn=None, demo=True)
+
+    new = sub.add_parser("new", help="write a starting point: `signoff new workflow NAME`")
+    kinds = new.add_subparsers(dest="new_command", required=True, metavar="WHAT")
+    s = kinds.add_parser(
+        "workflow",
+        help="a workflow module, its policy and its test",
+        description="Write NAME.py (a graph that asks approval for one action, then does it), "
+        "NAME.toml (a policy for it, with the demo people) and test_NAME.py (a test that runs "
+        "it on a temporary SQLite database). Nothing is overwritten.",
+    )
+    s.add_argument("name", help="the workflow's name, a Python identifier (e.g. expense)")
+    s.add_argument("--dir", type=Path, default=Path(), help="where to write them (default: here)")
+    s.set_defaults(fn=None, scaffold=True)
+    return p

@@ -85,3 +85,16 @@ def test_your_own_workflow_runs_as_the_readme_says(tmp_path: Path) -> None:
     assert [(w["name"], w["starters"]) for w in json.loads(offered.stdout)] == [
         ("expense", ["@support"])
     ]
+
+
+def test_the_agent_example_pauses_before_the_gated_call(tmp_path: Path) -> None:
+    example = block("python", "# agent.py: your own agent, its tool calls gated by the policy")
+    script = tmp_path / "agent.py"
+    script.write_text(example, encoding="utf-8")
+    root = str(README.parent)
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, env=env
+    )
+    expected = re.findall(r"^# (send_refund .*)$", example, re.MULTILINE)
+    assert expected and run.stdout.splitlines() == expected

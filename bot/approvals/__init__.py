@@ -11,7 +11,8 @@ def issue_refund(state, config):
 
 Importing this package loads neither Slack, aiohttp nor SQLAlchemy: the names that need the
 database (`Signoff`, `Database`, `AuditLog`, `RunReport`, `PendingView`, `DecideResult`) are
-imported on first use.
+imported on first use, and so is `approval_gate` (an agent's tool calls gated by the policy),
+which loads langchain_core.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from .audit import AuditLog
     from .db import Database
     from .decisions import DecideResult
+    from .gate import approval_gate
     from .runs import RunReport
     from .service import Signoff
     from .views import PendingView
@@ -105,6 +107,7 @@ __all__ = [
     "UnknownWorkflowError",
     "Vote",
     "Workflow",
+    "approval_gate",
     "load_policy",
     "parse_policy",
     "request_approval",
@@ -117,8 +120,10 @@ _LAZY = {
     "PendingView": "views",
     "RunReport": "runs",
     "Signoff": "service",
+    "approval_gate": "gate",
 }
-"""Names whose modules need SQLAlchemy: imported on first use."""
+"""Names whose modules need SQLAlchemy (or, `approval_gate`, langchain_core): imported on first
+use."""
 
 
 def __getattr__(name: str) -> Any:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from . import tables as t
 from ._canonical import stored_json
+
+if TYPE_CHECKING:
+    from .policy import Policy
 
 __all__ = ["DuplicateEffect", "Effects", "NodeServices", "services"]
 
@@ -72,7 +75,11 @@ class Effects:
 @dataclass(frozen=True, slots=True)
 class NodeServices:
     effects: Effects
+    """The outside world's stand-in: record each side effect once, by its key."""
     thread_id: str
+    """The run's thread."""
+    policy: Policy | None = None
+    """The policy the run is governed by (what `approval_gate` reads its tools from)."""
 
 
 def services(config: Mapping[str, Any]) -> NodeServices:

@@ -118,7 +118,7 @@ class Runs:
             {
                 "configurable": {
                     "thread_id": thread_id,
-                    "signoff": NodeServices(effects=self._effects, thread_id=thread_id),
+                    "signoff": NodeServices(self._effects, thread_id, self.policy),
                 }
             },
         )

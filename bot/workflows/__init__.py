@@ -28,7 +28,7 @@ from graphs import StateGraph
 from ..approvals.effects import services
 from ..approvals.models import Workflow
 from ..approvals.policy.schema import Schema
-from . import delete_row, refund, vendor_payment
+from . import delete_row, refund, support_agent, vendor_payment
 
 __all__ = ["BUILTIN", "Workflow", "load_workflows", "services"]
 
@@ -40,7 +40,7 @@ BUILTIN: dict[str, Workflow] = {
         (m.__doc__ or "").strip().splitlines()[0],
         m.INPUTS,
     )
-    for m in (refund, delete_row, vendor_payment)
+    for m in (refund, delete_row, vendor_payment, support_agent)
 }
 
 

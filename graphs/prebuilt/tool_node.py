@@ -8,8 +8,9 @@ The pause before a call
 -----------------------
 `ToolNode(tools, before_call=hook)` calls `hook(call, state, config)` for each call before any
 tool runs. The hook returns `None` (run the call as it is), a replacement call (a `ToolCall`
-dict with the same `id`: run it with those arguments), a `ToolMessage` or a `Rejected` (do not
-run it: hand the model that message). The hook may call `interrupt()` so that a person decides:
+dict with the same `id`: run it with those arguments), an `Edited` (run the replacement, and
+put a note before the tool's result so that the model knows what ran), a `ToolMessage` or a
+`Rejected` (do not run it: hand the model that message). The hook may call `interrupt()` so that a person decides:
 
 - each call's hook pauses on its own: a turn with several gated calls pauses once per call, every
   pause answered by its own interrupt id, in any order, in one resume or several;
@@ -43,6 +44,7 @@ __all__ = [
     "INVALID_TOOL_NAME_ERROR_TEMPLATE",
     "TOOL_CALL_ERROR_TEMPLATE",
     "BeforeCall",
+    "Edited",
     "Rejected",
     "ToolInvocationError",
     "ToolNode",
@@ -85,9 +87,20 @@ class Rejected:
     """The message's content: who refused and why, for the model to read."""
 
 
+@dataclass(frozen=True, slots=True)
+class Edited:
+    """What a `before_call` hook returns to run a call with other arguments and say so: the
+    tool runs with `call` (same `id`), and its `ToolMessage` starts with `note`."""
+
+    call: ToolCall
+    """The call to run instead (a `ToolCall` with the original's `id`)."""
+    note: str
+    """Put before the tool's result (a text content), for the model to read."""
+
+
 BeforeCall: TypeAlias = Callable[[ToolCall, Any, RunConfig], Any]
-"""`hook(call, state, config)` returning `None`, a replacement `ToolCall`, a `ToolMessage` or a
-`Rejected` (or an awaitable of one, under `ainvoke`)."""
+"""`hook(call, state, config)` returning `None`, a replacement `ToolCall`, an `Edited`, a
+`ToolMessage` or a `Rejected` (or an awaitable of one, under `ainvoke`)."""
 
 ErrorHandling: TypeAlias = (
     bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
@@ -167,6 +180,22 @@ def tools_condition(
     if messages and getattr(messages[-1], "tool_calls", None):
         return "tools"
     return "__end__"
+
+
+_Verdict: TypeAlias = "ToolMessage | str | None | Literal[False]"
+"""What the hook decided for one call (see `ToolNode._decide`)."""
+
+
+def _noted(out: Any, note: str) -> Any:
+    """The tool's `ToolMessage` with `note` before its content (an `Edited` call's)."""
+    if not isinstance(out, ToolMessage):
+        return out  # a Command: its own messages say what they say
+    content = out.content
+    if isinstance(content, str):
+        noted: str | list[Any] = f"{note}\n\n{content}" if content else note
+    else:
+        noted = [{"type": "text", "text": note}, *content]
+    return out.model_copy(update={"content": noted})
 
 
 # the stored form of a tool's `Command` in a `once()` record (a `Command` is not storable)
@@ -262,9 +291,12 @@ class ToolNode:
                 return list(message.tool_calls)
         raise ValueError("ToolNode: the input has no AIMessage to run the tool calls of")
 
-    def _verdict(self, call: ToolCall, out: Any) -> tuple[ToolCall, ToolMessage | None]:
+    def _verdict(self, call: ToolCall, out: Any) -> tuple[ToolCall, ToolMessage | str | None]:
         if out is None:
             return call, None
+        if isinstance(out, Edited):
+            replaced, _ = self._verdict(call, out.call)
+            return replaced, out.note
         if isinstance(out, Rejected):
             message = ToolMessage(
                 content=out.reason, name=call["name"], tool_call_id=call["id"], status="error"
@@ -286,13 +318,14 @@ class ToolNode:
 
     def _decide(
         self, calls: list[ToolCall], state: Any, config: RunConfig
-    ) -> list[tuple[ToolCall, ToolMessage | None | Literal[False]]]:
-        """Each call with what the hook decided: `None` to run it under `once()`, `False` to
-        run it plainly (no hook), or the message that answers it. Pauses are gathered."""
+    ) -> list[tuple[ToolCall, _Verdict]]:
+        """Each call with what the hook decided: `None` to run it under `once()` (a string: and
+        put that note before its result), `False` to run it plainly (no hook), or the message
+        that answers it. Pauses are gathered."""
         hook = self.before_call
         if hook is None:
             return [(call, False) for call in calls]
-        plan: list[tuple[ToolCall, ToolMessage | None | Literal[False]]] = []
+        plan: list[tuple[ToolCall, _Verdict]] = []
         pauses: list[Interrupt] = []
         for call in calls:
             with scope(call["id"] or ""):
@@ -315,11 +348,11 @@ class ToolNode:
 
     async def _adecide(
         self, calls: list[ToolCall], state: Any, config: RunConfig
-    ) -> list[tuple[ToolCall, ToolMessage | None | Literal[False]]]:
+    ) -> list[tuple[ToolCall, _Verdict]]:
         hook = self.before_call
         if hook is None:
             return [(call, False) for call in calls]
-        plan: list[tuple[ToolCall, ToolMessage | None | Literal[False]]] = []
+        plan: list[tuple[ToolCall, _Verdict]] = []
         pauses: list[Interrupt] = []
         for call in calls:
             with scope(call["id"] or ""):
@@ -335,28 +368,28 @@ class ToolNode:
             raise Pause(tuple(pauses))
         return plan
 
-    def _run_planned(
-        self, call: ToolCall, verdict: ToolMessage | None | Literal[False], config: RunConfig
-    ) -> Any:
+    def _run_planned(self, call: ToolCall, verdict: _Verdict, config: RunConfig) -> Any:
         if isinstance(verdict, ToolMessage):
             return verdict
-        if verdict is None and _current.get() is not None:
+        if verdict is not False and _current.get() is not None:
             key = f"tool_call:{call['id']}"
-            return _load(once(key, lambda: _store(self._run_one(call, config))))
-        return self._run_one(call, config)
+            out = _load(once(key, lambda: _store(self._run_one(call, config))))
+        else:
+            out = self._run_one(call, config)
+        return _noted(out, verdict) if isinstance(verdict, str) else out
 
-    async def _arun_planned(
-        self, call: ToolCall, verdict: ToolMessage | None | Literal[False], config: RunConfig
-    ) -> Any:
+    async def _arun_planned(self, call: ToolCall, verdict: _Verdict, config: RunConfig) -> Any:
         if isinstance(verdict, ToolMessage):
             return verdict
-        if verdict is None and _current.get() is not None:
+        if verdict is not False and _current.get() is not None:
 
             async def run() -> Any:
                 return _store(await self._arun_one(call, config))
 
-            return _load(await aonce(f"tool_call:{call['id']}", run))
-        return await self._arun_one(call, config)
+            out = _load(await aonce(f"tool_call:{call['id']}", run))
+        else:
+            out = await self._arun_one(call, config)
+        return _noted(out, verdict) if isinstance(verdict, str) else out
 
     def _unknown(self, call: ToolCall) -> ToolMessage | None:
         if call["name"] in self.tools_by_name:

@@ -51,13 +51,17 @@ APPROVALS_API = [
     "UnknownWorkflowError",
     "Vote",
     "Workflow",
+    "approval_gate",
     "load_policy",
     "parse_policy",
     "request_approval",
 ]
 
-LAZY = {"AuditLog", "Database", "DecideResult", "PendingView", "RunReport", "Signoff"}
-"""Imported on first use, so that `import bot.approvals` needs no SQLAlchemy."""
+LAZY = {
+    "AuditLog", "Database", "DecideResult", "PendingView", "RunReport", "Signoff", "approval_gate",
+}  # fmt: skip
+"""Imported on first use, so that `import bot.approvals` needs no SQLAlchemy (nor, for
+`approval_gate`, langchain_core)."""
 
 
 def public_names(module: types.ModuleType) -> set[str]:

@@ -81,7 +81,7 @@ async def test_config_lists_the_people_and_the_bundled_workflows(
         config = await res.json()
     assert [p["id"] for p in config["people"]] == [p.id for p in PEOPLE]
     flows = {w["name"]: w for w in config["workflows"]}
-    assert set(flows) == {"refund", "delete_row", "vendor_payment"}
+    assert set(flows) == {"refund", "delete_row", "vendor_payment", "support_agent"}
     assert [i["name"] for i in flows["refund"]["inputs"]] == [
         "customer_id",
         "order_id",
@@ -90,6 +90,11 @@ async def test_config_lists_the_people_and_the_bundled_workflows(
     ]
     assert {i["name"]: i["type"] for i in flows["refund"]["inputs"]}["amount"] == "number"
     assert flows["refund"]["starters"] == ["@support", "@finance"]
+    agent = {i["name"]: i["example"] for i in flows["support_agent"]["inputs"]}
+    assert agent == {
+        "ticket": "My kettle from order o-1001 arrived broken.",
+        "customer_id": "cust_9",
+    }
     assert config["channel"] == "C_APPROVALS"
 
 

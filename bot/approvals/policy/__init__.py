@@ -36,6 +36,13 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     name = "small refunds"            # required; the audit log says which rule decided
     when = { amount = { le = 50 } }   # every condition must hold; ops: eq ne lt le gt ge in
 
+    [agents]                          # AI agents' tool calls (`bot.approvals.approval_gate`)
+    free_tools = ["lookup_order"]     # tools that run without approval (read-only ones)
+
+An agent's tool call is gated by its tool's name: a tool named like an action asks for that
+action's approval with the call's arguments; a tool in `free_tools` runs without asking; any
+other tool call is denied (the model is told so). A name cannot be both free and an action.
+
 Conditions compare the request's top-level arguments: `{ le = 50 }` (lt, le, gt, ge take a
 number), `{ eq = "EUR" }` or the shorthand `currency = "EUR"`, `{ ne = ... }`, and
 `{ in = ["EUR", "USD"] }`. A missing argument, or one of another type (a string where a number

@@ -20,6 +20,7 @@ from ._messages import (
     _AUTO_CRITICAL,
     _NO_APPROVERS,
     _expiry_approve_refused,
+    _free_and_action,
     _got,
     _one_of,
     _secret_editable,
@@ -62,7 +63,8 @@ def _syntax_error(message: str, text: str, source: str) -> PolicyError:
     return PolicyError(f"invalid TOML: {message}", source=source, line=line)
 
 
-_TOP_KEYS = ("actions", "groups", "workflows")
+_TOP_KEYS = ("actions", "agents", "groups", "workflows")
+_AGENT_KEYS = ("free_tools",)
 _ACTION_KEYS = (
     "title", "tier", "approvers", "required", "allow_self_approval", "editable", "secret",
     "remind_after", "escalate_after", "escalate_to", "expire_after", "on_expiry", "auto_approve",
@@ -112,13 +114,35 @@ class _Reader:
         groups = self.groups(data.get("groups", {}))
         workflows = self.workflows(data.get("workflows", {}))
         actions = self.actions(data.get("actions", {}), groups)
+        free_tools = self.free_tools(data.get("agents", {}), actions)
         return Policy(
             actions=actions,
             groups=groups,
             workflows=workflows,
             source=self.source,
             external_groups=frozenset(self.referenced - set(groups)),
+            free_tools=free_tools,
         )
+
+    def free_tools(self, value: Any, actions: Mapping[str, ActionPolicy]) -> frozenset[str]:
+        """`[agents] free_tools`: tool names that run without approval."""
+        t = self.table(("agents",), value, _AGENT_KEYS, "[agents]")
+        path: Path = ("agents", "free_tools")
+        raw = t.get("free_tools", [])
+        if not isinstance(raw, list):
+            raise self.error(path, f"must be an array of tool names, got {_got(raw)}")
+        out: set[str] = set()
+        for item in raw:
+            if not isinstance(item, str) or not _ACTION_NAME.fullmatch(item):
+                raise self.error(
+                    path,
+                    "tool names are 1 to 100 letters, digits, '_', '-' or '.', not starting "
+                    f"with '-' or '.', got {_got(item)}",
+                )
+            if item in actions:
+                raise self.error(path, _free_and_action(item))
+            out.add(item)
+        return frozenset(out)
 
     def named_tables(self, key: str, value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):

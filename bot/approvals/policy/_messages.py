@@ -23,6 +23,13 @@ def _expiry_approve_refused(tier: str) -> str:
     return f'"approve" is only allowed for tiers low and medium; this action is {tier}'
 
 
+def _free_and_action(name: str) -> str:
+    return (
+        f"{name!r} is also an action ([actions.{name}]), which asks for approval; a tool is "
+        "either free or gated: remove it from one of them"
+    )
+
+
 def _got(value: Any) -> str:
     """A short description of a TOML value for an error message."""
     if isinstance(value, str):

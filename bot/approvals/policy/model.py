@@ -15,6 +15,7 @@ from ._messages import (
     _AUTO_CRITICAL,
     _NO_APPROVERS,
     _expiry_approve_refused,
+    _free_and_action,
     _one_of,
     _secret_editable,
 )
@@ -193,6 +194,15 @@ class Policy:
     external_groups: frozenset[str] = frozenset()
     """Groups referenced (`@name`) but not defined in `[groups]`: the group resolver (Slack user
     groups) must know them. Default none."""
+    free_tools: frozenset[str] = frozenset()
+    """Agent tools that run without anyone's approval (`[agents] free_tools`): read-only ones,
+    like an order lookup. A tool call the policy names neither here nor in `[actions]` is
+    denied. Default none."""
+
+    def __post_init__(self) -> None:
+        both = sorted(self.free_tools & set(self.actions))
+        if both:
+            raise PolicyError(_free_and_action(both[0]), key="agents.free_tools")
 
     @classmethod
     def empty(cls) -> Policy:

@@ -1,0 +1,118 @@
+"""`approval_gate()`: an agent's tool calls, governed by the policy, in one function call.
+
+```python
+from graphs.prebuilt import create_react_agent
+from bot.approvals import approval_gate
+
+agent = create_react_agent(model, [lookup_order, send_refund], before_call=approval_gate())
+```
+
+Each tool call the model makes is gated by its tool's name, as the policy says:
+
+- a tool named like an action (`[actions.send_refund]`) asks for that action's approval with the
+  call's arguments (`request_approval`): the card shows them, and the action's argument schema
+  checks them (a call the schema refuses is denied by policy, on the audit log, and the model is
+  told what was wrong). Approved, the tool runs with those arguments; approved with an edit, it
+  runs with the edited ones and its result starts with a note saying what was changed; rejected
+  (or expired, or denied), it does not run and the model gets an error `ToolMessage` saying who
+  decided and why, so that it can go on or give up;
+- a tool in `[agents] free_tools` runs without asking;
+- any other tool call is denied, like an action the policy does not name.
+
+Several gated calls in one model turn ask one approval each, decided independently (the
+`ToolNode` pauses once per call); no tool of the turn runs until all are settled, and a call let
+through runs at most once per tool call id, across replays, crashes and restarts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from langchain_core.messages import ToolCall
+
+from graphs.prebuilt import BeforeCall, Edited, Rejected
+
+from .effects import NodeServices
+from .models import Decision
+from .policy import Policy
+from .request import request_approval
+
+__all__ = ["approval_gate", "decision_note"]
+
+
+def approval_gate(
+    policy: Policy | None = None, *, titles: Mapping[str, str] | None = None
+) -> BeforeCall:
+    """A `before_call` hook (for `ToolNode` and `create_react_agent`) that gates each tool call
+    by the policy.
+
+    Args:
+        policy: the policy to read the free tools from. Default: the policy of the signoff run
+            the graph runs in (read from the node's config), so one graph follows whatever
+            policy file the bot was started with. Outside a signoff run, pass it.
+        titles: a card title per action, with `{field}` placeholders filled from the call's
+            arguments (`{"send_refund": "Refund {amount:.2f} to {customer_id}"}`). Default:
+            the policy's title of the action.
+    """
+    chosen = dict(titles or {})
+
+    def gate(call: Any, state: Any, config: Any) -> Edited | Rejected | None:
+        del state
+        name = call["name"]
+        if name in _policy(policy, config).free_tools:
+            return None
+        args = call.get("args") or {}
+        if not isinstance(args, Mapping):
+            return Rejected(f"Error: the arguments of {name} must be an object, got {args!r}")
+        # Not an action of the policy: request_approval is denied, and that is audited.
+        decision = request_approval(name, dict(args), title=chosen.get(name))
+        return _verdict(call, decision)
+
+    return gate
+
+
+def _policy(policy: Policy | None, config: Any) -> Policy:
+    if policy is not None:
+        return policy
+    found = ((config or {}).get("configurable") or {}).get("signoff")
+    if isinstance(found, NodeServices) and found.policy is not None:
+        return found.policy
+    raise RuntimeError(
+        "approval_gate(): this graph runs outside signoff, so there is no policy to gate its "
+        "tool calls by; pass one (approval_gate(load_policy('signoff.toml'))), or run the "
+        "workflow through signoff"
+    )
+
+
+def _verdict(call: Any, decision: Decision) -> Edited | Rejected | None:
+    if not decision.approved:
+        return Rejected(decision_note(call["name"], decision))
+    if not decision.edits:
+        return None
+    edited = cast(ToolCall, {**call, "args": decision.args})
+    return Edited(edited, decision_note(call["name"], decision, proposed=call.get("args")))
+
+
+def decision_note(name: str, decision: Decision, proposed: Any = None) -> str:
+    """What the model is told about a decision on its call to `name`: an error for a refusal,
+    a note before the result for an approval with edits."""
+    who = ", ".join(decision.by) or "nobody"
+    why = decision.note or "no reason given"
+    if decision.status == "rejected":
+        return f"Rejected: {who} rejected the call to {name}, so it did not run. Reason: {why}"
+    if decision.status == "denied":
+        return f"Denied: signoff's policy refused the call to {name}, so it did not run: {why}"
+    if decision.status == "expired":
+        return f"Expired: nobody approved the call to {name} in time, so it did not run."
+    if decision.status == "cancelled":
+        return f"Cancelled: the approval of the call to {name} was withdrawn; it did not run."
+    was = dict(proposed) if isinstance(proposed, Mapping) else {}
+    changes = ", ".join(
+        f"{k}={v!r} (you proposed {was[k]!r})" if k in was else f"{k}={v!r}"
+        for k, v in decision.edits.items()
+    )
+    return (
+        f"Edited: {who} approved the call to {name} with changed arguments: {changes}. "
+        "It ran with those; the result follows."
+    )

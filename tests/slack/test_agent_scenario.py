@@ -1,0 +1,115 @@
+"""The support agent through the front door: the real Bolt app, the fake Slack, the agent's model
+served by a chat-completions stand-in through the real `openai` client.
+
+One model turn proposes a refund and an email: two cards, each showing its tool call's
+arguments. Alice edits the refund's amount (her edit is her approval), Bob rejects the email;
+then the bot "restarts" (a new runtime on the same SQLite file) and the new one resumes the run:
+the refund ran once with the edited amount, the email never, and the agent's reply is in the
+card's thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings
+from bot.sandbox.processes import CHANNEL, SIGNING_SECRET, sqlite_url
+from bot.server import build_runtime
+from bot.slack.payloads import EDIT, NOTE_BLOCK, REASON_BLOCK, REJECT, edit_block_id
+from tests.approvals.test_agent_gate import ChatStandIn, chat_api  # noqa: F401 -- a fixture
+from tests.kit.e2e import text_of
+from tests.kit.scenario import Scenario, running_scenario
+
+POLICY = """
+[workflows.support_agent]
+starters = ["U0CAROL"]
+
+[agents]
+free_tools = ["lookup_order"]
+
+[actions.send_refund]
+title = "Send a refund"
+approvers = ["@approvers"]
+editable = ["amount", "reason"]
+
+[actions.send_refund.args]
+customer_id = { type = "string", required = true }
+order_id = { type = "string" }
+amount = { type = "number", required = true, exclusive_minimum = 0, maximum = 10000 }
+reason = { type = "string", max_length = 500 }
+
+[actions.email_customer]
+title = "Email a customer"
+tier = "medium"
+approvers = ["@approvers"]
+editable = ["subject", "body"]
+
+[actions.email_customer.args]
+to = { type = "string", required = true }
+subject = { type = "string", required = true }
+body = { type = "string", required = true }
+"""
+
+
+@pytest.fixture
+async def bot(tmp_path: Path, chat_api: ChatStandIn) -> AsyncIterator[Scenario]:  # noqa: F811
+    async with running_scenario(tmp_path, POLICY) as scenario:
+        yield scenario
+
+
+async def test_the_agent_s_calls_are_cards_decided_apart_and_resumed_after_a_restart(
+    bot: Scenario, tmp_path: Path
+) -> None:
+    report = await bot.signoff.start(
+        "support_agent",
+        {"ticket": "Headphones from o-1002 are silent.", "customer_id": "cust_12"},
+        requester="U0CAROL",
+        channel=CHANNEL,
+    )
+    await bot.settle()
+    refund, email = [await bot.signoff.get(a) for a in report.approvals]
+    assert (refund.action, email.action) == ("send_refund", "email_customer")
+    refund_card, email_card = bot.card(refund), bot.card(email)
+    shown = text_of(refund_card.blocks)
+    assert "Refund 129.00 to cust_12" in shown and "o-1002" in shown
+    assert "cust_12@example.com" in text_of(email_card.blocks)
+
+    # Alice edits the refund to 100 (and so approves it); Bob rejects the email.
+    assert (await bot.slack.click("alice", CHANNEL, refund_card.ts, EDIT)).status == 200
+    done = await bot.slack.submit("alice", {edit_block_id("amount"): "100", NOTE_BLOCK: ""})
+    assert done.errors == {}
+    assert (await bot.slack.click("bob", CHANNEL, email_card.ts, REJECT)).status == 200
+    done = await bot.slack.submit("bob", {REASON_BLOCK: "we call first"})
+    assert done.errors == {}
+    assert (await bot.signoff.get(refund.id)).status == "approved"
+    assert (await bot.signoff.get(email.id)).status == "rejected"
+
+    # A restart before the worker resumed the run: a new runtime on the same file does it.
+    settings = Settings(
+        database_url=sqlite_url(tmp_path),
+        policy_path=tmp_path / "policy.toml",
+        slack_bot_token="xoxb-scenario",
+        slack_signing_secret=SIGNING_SECRET,
+        slack_api_url=bot.slack.url,
+        default_channel=CHANNEL,
+    )
+    second, _ = build_runtime(settings)
+    try:
+        while await second.run_jobs():
+            pass
+        run = await second.run_info(report.thread_id) or {}
+        assert run["status"] == "completed"
+        effects = second.runs._effects.list(report.thread_id)
+        assert [(e["kind"], e["amount"]) for e in effects] == [("refund", 100.0)]
+    finally:
+        await second.db.aclose()
+
+    # The agent's reply, in the thread of the run's card.
+    card = bot.card(await bot.signoff.get(email.id))
+    replies = [bot.slack.workspace.channels[CHANNEL].messages[ts] for ts in card.replies]
+    said = "\n".join(text_of(m.to_api()) for m in replies)
+    assert "refunded 100.00 to cust_12 for order o-1002" in said
+    assert "U0BOB rejected the call to email_customer" in said and "we call first" in said

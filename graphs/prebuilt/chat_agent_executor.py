@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeAlias
 
@@ -71,8 +72,11 @@ class _ModelNode:
         config = config or {}
         messages = self.prompt(state, config)
         ainvoke = getattr(self.model, "ainvoke", None)
+        invoke = getattr(self.model, "invoke", None)
         if callable(ainvoke):
             reply = await ainvoke(messages, config)
+        elif callable(invoke):  # a sync-only model: in a thread, as a sync node runs
+            reply = await asyncio.to_thread(invoke, messages, config)
         else:
             reply = self.model(messages)
             if hasattr(reply, "__await__"):

@@ -2,13 +2,16 @@
 
 Values are stored serialized (the same tagged JSON as `SQLSaver`), so a value that would not
 survive a restart fails here too, at the step that produced it, and stored history is a copy
-that later mutation cannot reach.
+that later mutation cannot reach. As in `SQLSaver`, a list that grew by concatenation
+(`checkpoint["appended"]`) stores only its new items, chained to the version it extends: a
+thread's message list costs what was appended over its life, not the whole list at every step.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CheckpointConflictError, CheckpointFormatError, SerializationError
@@ -46,6 +49,30 @@ def _load(stored: tuple[Any] | str) -> Any:
     return stored[0] if isinstance(stored, tuple) else serde.loads(stored)
 
 
+@dataclass(frozen=True, slots=True)
+class _Whole:
+    """A list channel's version stored whole."""
+
+    total: int
+    """How many items the list holds."""
+    items: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Appended:
+    """A list channel's version stored as the items appended to the version before it."""
+
+    prev: int
+    """The channel version this one extends."""
+    total: int
+    """How many items the list holds, with those of the versions before."""
+    items: str
+
+
+_Blob = tuple[Any] | str | _Whole | _Appended
+_BlobKey = tuple[str, str, str, int]  # (thread_id, checkpoint_ns, channel, version)
+
+
 class InMemorySaver(BaseCheckpointSaver):
     """Keeps every thread's checkpoints in memory."""
 
@@ -54,7 +81,7 @@ class InMemorySaver(BaseCheckpointSaver):
         self._lock = threading.RLock()
         # (thread, ns) -> {checkpoint_id: (record, metadata, parent_id)}, in insertion order
         self._checkpoints: dict[_Key, dict[str, _Entry]] = {}
-        self._blobs: dict[tuple[str, str, str, int], tuple[Any] | str] = {}
+        self._blobs: dict[_BlobKey, _Blob] = {}
         self._writes: dict[tuple[str, str, str], list[tuple[str, str, tuple[Any] | str]]] = {}
 
     def _key(self, config: RunConfig) -> _Key:
@@ -84,11 +111,10 @@ class InMemorySaver(BaseCheckpointSaver):
         thread_id, ns = key
         values: dict[str, Any] = {}
         for channel, version in record["channel_versions"].items():
-            blob = self._blobs.get((thread_id, ns, channel, version))
-            if blob is None:
+            if (thread_id, ns, channel, version) not in self._blobs:
                 continue
             try:
-                values[channel] = _load(blob)
+                values[channel] = self._value((thread_id, ns, channel, version))
             except CheckpointFormatError as e:
                 raise CheckpointFormatError(
                     f"thread {thread_id!r}, channel {channel!r}: {e}",
@@ -107,6 +133,22 @@ class InMemorySaver(BaseCheckpointSaver):
             parent_config=checkpoint_config(thread_id, ns, parent_id) if parent_id else None,
             pending_writes=writes,
         )
+
+    def _value(self, key: _BlobKey) -> Any:
+        """The value stored under `key`; an appended list is rebuilt from its chain."""
+        blob = self._blobs[key]
+        if not isinstance(blob, (_Whole, _Appended)):
+            return _load(blob)
+        thread_id, ns, channel, _ = key
+        parts: list[str] = []
+        while isinstance(blob, _Appended):
+            parts.append(blob.items)
+            blob = self._blobs[(thread_id, ns, channel, blob.prev)]
+        assert isinstance(blob, _Whole)
+        value: list[Any] = serde.loads(blob.items)
+        for items in reversed(parts):
+            value.extend(serde.loads(items))
+        return value
 
     def list(
         self,
@@ -146,15 +188,27 @@ class InMemorySaver(BaseCheckpointSaver):
         parent_id = config_checkpoint_id(config)
         # Serialize before taking the lock: a value that cannot be stored fails here, changing nothing.
         values = checkpoint["channel_values"]
-        blobs = {}
+        appended = checkpoint.get("appended") or {}
+        blobs: dict[_BlobKey, _Blob] = {}
+        grown: list[tuple[str, int, list[Any], _Appended]] = []  # checked against the parent
         for channel, version in new_versions.items():
-            if channel in values:
-                try:
-                    blobs[(thread_id, ns, channel, version)] = _store(values[channel])
-                except SerializationError as e:
-                    raise SerializationError(
-                        f"thread {thread_id!r}, state key {channel!r}: {e}"
-                    ) from e
+            if channel not in values:
+                continue
+            value = values[channel]
+            try:
+                if type(value) is not list:
+                    blobs[(thread_id, ns, channel, version)] = _store(value)
+                    continue
+                n = appended.get(channel, 0)
+                if parent_id and 0 < n < len(value):
+                    delta = _Appended(-1, len(value), serde.dumps(value[-n:]))  # prev: below
+                    grown.append((channel, version, value, delta))
+                else:
+                    blobs[(thread_id, ns, channel, version)] = _Whole(
+                        len(value), serde.dumps(value)
+                    )
+            except SerializationError as e:
+                raise SerializationError(f"thread {thread_id!r}, state key {channel!r}: {e}") from e
         record = checkpoint_record(checkpoint)
         with self._lock:
             history = self._checkpoints.setdefault(key, {})
@@ -165,6 +219,23 @@ class InMemorySaver(BaseCheckpointSaver):
                     "another run wrote to it",
                     thread_id,
                 )
+            parent = history[parent_id][0]["channel_versions"] if parent_id else {}
+            for channel, version, value, delta in grown:
+                # It extends the parent's version of the channel, if that holds what it grew from.
+                prev = parent.get(channel)
+                before = None if prev is None else self._blobs.get((thread_id, ns, channel, prev))
+                if (
+                    prev is not None
+                    and isinstance(before, (_Whole, _Appended))
+                    and (before.total == delta.total - appended[channel])
+                ):
+                    blobs[(thread_id, ns, channel, version)] = _Appended(
+                        prev, delta.total, delta.items
+                    )
+                else:
+                    blobs[(thread_id, ns, channel, version)] = _Whole(
+                        len(value), serde.dumps(value)
+                    )
             self._blobs.update(blobs)
             history[checkpoint["id"]] = (record, metadata.copy(), parent_id)
         return checkpoint_config(thread_id, ns, checkpoint["id"])

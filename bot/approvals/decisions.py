@@ -8,6 +8,7 @@ waits on the approval: the worker resumes them afterwards, exactly once (`jobs.p
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -191,10 +192,12 @@ class Decisions:
         than the current one is refused (`StaleRevisionError`): it is never counted. The audit
         log's `vote` entry says which revision each vote was for.
         """
+        # `wait` bounds the whole vote, its lookups included: a click must be answered in time.
+        deadline = None if wait is None else time.monotonic() + wait
         now = self.clock()
         note = note.strip()
         groups = await self._groups_for(approval_id)
-        async with self.db.transaction(urgent=True, wait=wait) as conn:
+        async with self.db.transaction(urgent=True, deadline=deadline) as conn:
             a = await store.get_approval(conn, approval_id, for_update=True)
             if a is None:
                 raise UnknownApprovalError(approval_id)

@@ -185,8 +185,10 @@ class Signoff:
         Returns whether this vote settled it (quorum reached, or a rejection). A click needs
         no more than that: it answers Slack as soon as the vote is committed.
 
-        `wait` bounds how long the vote queues for its turn to write (a click must be answered
-        within Slack's 3 seconds): past it, `DatabaseBusy` and nothing is recorded.
+        `wait` bounds the whole vote in seconds (a click must be answered within Slack's 3
+        seconds): its lookups, its turn to write, the locks it waits for, its statements; it
+        is checked again right before the commit. Past it, `DatabaseBusy` and nothing is
+        recorded: it never commits later.
 
         `revision` is the `Approval.revision` the voter was shown (Slack's buttons and modals
         carry it): when an edit has changed the values since, the vote is refused

@@ -4,6 +4,7 @@ entries, its events), and the retention of finished runs."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Mapping
@@ -27,7 +28,13 @@ from . import tables as t
 from .audit import AuditLog
 from .db import database_down
 from .effects import Effects, NodeServices
-from .errors import InvalidInputError, MissingInputError, StartRefused, UnknownWorkflowError
+from .errors import (
+    AlreadyStartedError,
+    InvalidInputError,
+    MissingInputError,
+    StartRefused,
+    UnknownWorkflowError,
+)
 from .jobs import Job, JobQueue, finish_in
 from .models import APPROVAL_KIND, RunStatus, Workflow
 from .pauses import Pauses
@@ -133,6 +140,7 @@ class Runs:
         thread_id: str | None = None,
         check_starter: bool = False,
         text_inputs: bool = False,
+        request_key: str | None = None,
     ) -> RunReport:
         """Start `workflow` on a new thread and run it until it pauses or ends.
 
@@ -145,10 +153,15 @@ class Runs:
             text_inputs: the inputs were typed as text (`/agent run key=value`): each is parsed
                 by the workflow's schema (a number field's `"12.50"` is 12.5) before it is
                 checked. Otherwise values are checked as they are (`"12.50"` is not a number).
+            request_key: what identifies the request that asks for the run (Slack's
+                `trigger_id`): the thread id is derived from it, so the same request made again
+                (a replay of a signed request, a retry) starts nothing and raises
+                `AlreadyStartedError`, on every replica (the runs table's key).
 
         Raises:
             UnknownWorkflowError, StartRefused, InvalidInputError (MissingInputError): nothing
                 was recorded.
+            AlreadyStartedError: `request_key` started a run already; nothing new was recorded.
         """
         graph = self.graph(workflow)
         if check_starter:
@@ -169,6 +182,9 @@ class Runs:
             if missing:
                 raise MissingInputError(workflow, missing, wf.inputs, e.problems) from None
             raise InvalidInputError(workflow, e.problems) from None
+        if thread_id is None and request_key:
+            digest = hashlib.sha256(f"{workflow}\0{request_key}".encode()).hexdigest()
+            thread_id = f"{workflow}-{digest[:12]}"
         thread_id = thread_id or f"{workflow}-{uuid.uuid4().hex[:12]}"
         now = self.clock()
         async with self.db.transaction() as conn:
@@ -183,6 +199,12 @@ class Runs:
                 created_at=now,
                 updated_at=now,
             )
+            if not created and request_key:
+                raise AlreadyStartedError(
+                    f"this request started {workflow!r} already, as {thread_id!r}; "
+                    "nothing new was started",
+                    thread_id,
+                )
             if not created:
                 raise StartRefused(
                     f"thread {thread_id!r} exists already; pick another --thread-id, or resume it"

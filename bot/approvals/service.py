@@ -113,6 +113,7 @@ class Signoff:
         thread_id: str | None = None,
         check_starter: bool = False,
         text_inputs: bool = False,
+        request_key: str | None = None,
     ) -> RunReport:
         """Start `workflow` on a new thread and run it until it pauses or ends.
 
@@ -124,10 +125,13 @@ class Signoff:
                 is an operator's tool and does not).
             text_inputs: the inputs were typed as text (`/agent run`): parse each by the
                 workflow's schema (ASCII digits only) before checking it.
+            request_key: what identifies the request (Slack's `trigger_id`): the same request
+                made again (a replay) starts nothing (`AlreadyStartedError`).
 
         Raises:
             UnknownWorkflowError, StartRefused, InvalidInputError (MissingInputError): nothing
                 was recorded.
+            AlreadyStartedError: this request started a run already; nothing new was recorded.
         """
         return await self.runs.start(
             workflow,
@@ -137,6 +141,7 @@ class Signoff:
             thread_id=thread_id,
             check_starter=check_starter,
             text_inputs=text_inputs,
+            request_key=request_key,
         )
 
     async def purge(self, older_than_seconds: float) -> int:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (
     AlreadyDecidedError,
+    AlreadyStartedError,
     AlreadyVotedError,
     ApprovalError,
     ApprovalExpiredError,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVAL_KIND",
     "AlreadyDecidedError",
+    "AlreadyStartedError",
     "AlreadyVotedError",
     "Approval",
     "ApprovalError",

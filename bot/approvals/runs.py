@@ -302,6 +302,8 @@ class Runs:
         if run is None:
             await self.jobs.finish(job.id, error=f"thread {thread_id!r} has no run record")
             return
+        if job.approval_id is not None and not await self._as_recorded(job, run["workflow"]):
+            return
         graph = self.graph(run["workflow"])
         config = self._config(thread_id)
         try:
@@ -345,6 +347,54 @@ class Runs:
             bool(payload["decision"]["approved"]),
         )
         await self.after_run(thread_id, run["workflow"], result, resumed=resumed)
+
+    async def _as_recorded(self, job: Job, workflow: str) -> bool:
+        """Whether the job's decision is the one the audit log settled its approval with
+        (approved or not, and the same edits). If not (the job or the log was altered), the
+        run is failed for a person to look at, the refusal audited, and the job finished, in
+        one transaction: nothing runs on a decision nobody recorded."""
+        assert job.approval_id is not None and job.thread_id is not None
+        thread_id = job.thread_id
+        decision = job.payload.get("decision") or {}
+        async with self.db.read() as conn:
+            on_record = await self.audit.settlement(conn, job.approval_id)
+        if on_record is None:
+            problem = "the audit log records no settlement of it"
+        elif not on_record.intact:
+            problem = f"its {on_record.kind!r} entry on the audit log was altered"
+        elif bool(decision.get("approved")) != on_record.approved:
+            said = "approved" if decision.get("approved") else "not approved"
+            problem = f"the job says {said}, the audit log says {on_record.kind!r}"
+        elif dict(decision.get("edits") or {}) != on_record.edits:
+            problem = "the job's edits are not the ones on the audit log"
+        else:
+            return True
+        error = (
+            f"resume of approval {job.approval_id} refused: {problem}; nothing was run. The "
+            "job queue or the audit log was changed outside signoff: run `signoff audit verify` "
+            "and look at this thread before doing anything by hand"
+        )
+        log.error("thread %s: %s", thread_id, error)
+        now = self.clock()
+        async with self.db.transaction() as conn:
+            await store.set_run(conn, thread_id, now, status="failed", error=error)
+            await finish_in(conn, job.id, now, error=error)
+            await self.jobs.event(
+                conn,
+                "run_failed",
+                now,
+                thread_id=thread_id,
+                data={"error": error, "workflow": workflow},
+            )
+            await self.audit.append(
+                conn,
+                "resume_refused",
+                approval_id=job.approval_id,
+                thread_id=thread_id,
+                actor=self.jobs.worker_id,
+                data={"problem": problem, "job": job.id},
+            )
+        return False
 
     async def purge(self, older_than_seconds: float) -> int:
         """Delete settled runs (and their approvals and checkpoints) older than the age given.

@@ -296,6 +296,19 @@ class AuditLog:
         Read from the chain, and checked against its hash there (`Settlement.intact`); from the
         inbox when it is not linked yet (written by the same commit as the settlement).
         """
+        # The inbox first: a link that commits in between moves the entry into the chain,
+        # where the second read (a later snapshot on PostgreSQL) finds it.
+        waiting = (
+            await conn.execute(
+                sa.select(audit_inbox)
+                .where(
+                    audit_inbox.c.approval_id == approval_id,
+                    audit_inbox.c.kind.in_(sorted(SETTLING_KINDS)),
+                )
+                .order_by(audit_inbox.c.id)
+                .limit(1)
+            )
+        ).first()
         row = (
             await conn.execute(
                 sa.select(audit_events)
@@ -309,17 +322,7 @@ class AuditLog:
         ).first()
         intact = row is None or self._row_hash(row, row.seq) == row.hash
         if row is None:
-            row = (
-                await conn.execute(
-                    sa.select(audit_inbox)
-                    .where(
-                        audit_inbox.c.approval_id == approval_id,
-                        audit_inbox.c.kind.in_(sorted(SETTLING_KINDS)),
-                    )
-                    .order_by(audit_inbox.c.id)
-                    .limit(1)
-                )
-            ).first()
+            row = waiting
         if row is None:
             return None
         try:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (
     AlreadyDecidedError,
+    AlreadyStartedError,
     AlreadyVotedError,
     ApprovalError,
     ApprovalExpiredError,
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVAL_KIND",
     "AlreadyDecidedError",
+    "AlreadyStartedError",
     "AlreadyVotedError",
     "Approval",
     "ApprovalError",

@@ -64,7 +64,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from ._canonical import canonical_json
 from .tables import audit_events, audit_inbox
 
-__all__ = ["EVENT_KINDS", "GENESIS_HASH", "AuditKind", "AuditLog", "AuditReport"]
+__all__ = [
+    "EVENT_KINDS",
+    "GENESIS_HASH",
+    "SETTLING_KINDS",
+    "AuditKind",
+    "AuditLog",
+    "AuditReport",
+    "Settlement",
+]
 
 AuditKind = Literal[
     "requested",  # an approval was requested (payload, approvers, deadlines)
@@ -78,6 +86,7 @@ AuditKind = Literal[
     "reminded",  # the approvers were reminded
     "edited",  # an approver changed editable fields (before and after)
     "resumed",  # the paused graph was resumed with the decision
+    "resume_refused",  # a resume job's decision differs from the settlement on record
     "cancelled",  # the approval was cancelled (its run ended or was withdrawn)
     "conflict",  # the same dedupe key was proposed with different arguments
     "run_started",  # a workflow run was started (by whom, with what input)
@@ -89,6 +98,37 @@ AuditKind = Literal[
 """What an audit event records; one line each above."""
 
 EVENT_KINDS: frozenset[str] = frozenset(get_args(AuditKind))
+
+SETTLING_KINDS: frozenset[str] = frozenset(
+    {"approved", "rejected", "expired", "auto_approved", "denied", "conflict"}
+)
+"""The kinds of entry that settle an approval: written in the transaction that settles it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """How the audit log says an approval was settled (`AuditLog.settlement`)."""
+
+    kind: str
+    """One of `SETTLING_KINDS`."""
+    data: dict[str, Any]
+    """The entry's details (`edits` for a vote's approval, `outcome` for an expiry)."""
+    intact: bool
+    """False when the entry is on the chain but no longer matches its hash (it was altered)."""
+
+    @property
+    def approved(self) -> bool:
+        """Whether the workflow goes on with the action."""
+        if self.kind == "expired":
+            return self.data.get("outcome") == "approve"
+        return self.kind in ("approved", "auto_approved")
+
+    @property
+    def edits(self) -> dict[str, Any]:
+        """The approvers' edits the decision carries ({} when none)."""
+        edits = self.data.get("edits")
+        return dict(edits) if isinstance(edits, Mapping) and self.approved else {}
+
 
 GENESIS_HASH = "0" * 64
 """The `prev_hash` of the first row."""
@@ -249,6 +289,47 @@ class AuditLog:
             prev_hash = new_hash
         await conn.execute(audit_events.insert(), rows)
         return len(rows)
+
+    async def settlement(self, conn: AsyncConnection, approval_id: str) -> Settlement | None:
+        """The entry that settled `approval_id`, or None when the log has none.
+
+        Read from the chain, and checked against its hash there (`Settlement.intact`); from the
+        inbox when it is not linked yet (written by the same commit as the settlement).
+        """
+        # The inbox first: a link that commits in between moves the entry into the chain,
+        # where the second read (a later snapshot on PostgreSQL) finds it.
+        waiting = (
+            await conn.execute(
+                sa.select(audit_inbox)
+                .where(
+                    audit_inbox.c.approval_id == approval_id,
+                    audit_inbox.c.kind.in_(sorted(SETTLING_KINDS)),
+                )
+                .order_by(audit_inbox.c.id)
+                .limit(1)
+            )
+        ).first()
+        row = (
+            await conn.execute(
+                sa.select(audit_events)
+                .where(
+                    audit_events.c.approval_id == approval_id,
+                    audit_events.c.kind.in_(sorted(SETTLING_KINDS)),
+                )
+                .order_by(audit_events.c.seq)
+                .limit(1)
+            )
+        ).first()
+        intact = row is None or self._row_hash(row, row.seq) == row.hash
+        if row is None:
+            row = waiting
+        if row is None:
+            return None
+        try:
+            data = json.loads(row.data)
+        except ValueError:
+            data, intact = {}, False
+        return Settlement(row.kind, data if isinstance(data, dict) else {}, intact)
 
     async def unlinked(self, conn: AsyncConnection) -> int:
         """How many committed entries wait in the inbox to be linked."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -126,7 +127,7 @@ class Database:
 
     @asynccontextmanager
     async def transaction(
-        self, *, urgent: bool = False, wait: float | None = None
+        self, *, urgent: bool = False, wait: float | None = None, deadline: float | None = None
     ) -> AsyncIterator[AsyncConnection]:
         """`async with db.transaction() as conn:` one write transaction, committed on exit.
 
@@ -136,25 +137,87 @@ class Database:
         transaction; lock rows (`FOR UPDATE`) or take advisory locks where it matters.
         An exception inside rolls it back. On SQLite, this process's writers take turns
         (`SQLSaver.write_gate`); `urgent` ones, where a person waits on the answer (a click),
-        go before background work, and `wait` bounds how long to queue for it.
+        go before background work.
+
+        `wait` (seconds from now) or `deadline` (a `time.monotonic()` instant) bounds the whole
+        transaction, for a person waiting on the answer: its turn to write, SQLite's wait for
+        another process's write lock (the busy timeout, for this transaction only), and on
+        PostgreSQL every lock and statement (`lock_timeout`, `statement_timeout`). The deadline
+        is checked again right before the commit: a transaction that would commit after it
+        rolls back instead. Either way `DatabaseBusy`, and nothing was written.
 
         Raises:
             DatabaseUnavailable: the database cannot be reached or the connection dropped.
-            DatabaseBusy: its turn to write did not come within `wait` seconds.
+            DatabaseBusy: it could not be done by the deadline; nothing was written.
         """
+        if deadline is None and wait is not None:
+            deadline = time.monotonic() + wait
         async with contextlib.AsyncExitStack() as stack:
+            gate_wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             try:
-                await stack.enter_async_context(self.saver.write_gate(urgent=urgent, timeout=wait))
+                await stack.enter_async_context(
+                    self.saver.write_gate(urgent=urgent, timeout=gate_wait)
+                )
             except sqlite3.OperationalError as e:
-                if wait is None:
+                if gate_wait is None:
                     raise
                 raise DatabaseBusy(
-                    f"{self.display_url} is busy: no turn to write within {wait:g}s; nothing was written",
+                    f"{self.display_url} is busy: no turn to write within {wait or gate_wait:.2g}s; "
+                    "nothing was written",
                     self.display_url,
                 ) from e
             conn = await stack.enter_async_context(self._connection(self.saver._async_engine()))
-            async with self._translated(), conn.begin():
+            if deadline is not None and self.dialect == "sqlite":
+                await self._sqlite_busy_timeout(conn, self._left_ms(deadline))
+                stack.push_async_callback(self._sqlite_busy_timeout_back, conn)
+            async with self._translated(), self._busy_past(deadline), conn.begin():
+                if deadline is not None and self.dialect == "postgresql":
+                    left = str(self._left_ms(deadline))
+                    await conn.execute(_PG_TIMEOUTS, {"ms": left})
                 yield conn
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise self._busy("it took too long to be committed in time")
+
+    def _left_ms(self, deadline: float) -> int:
+        """Milliseconds left until `deadline`; `DatabaseBusy` when none are."""
+        left = int((deadline - time.monotonic()) * 1000)
+        if left < 1:
+            raise self._busy("the time to do it was used up before it began")
+        return left
+
+    def _busy(self, why: str) -> DatabaseBusy:
+        return DatabaseBusy(
+            f"{self.display_url} is busy: {why}; nothing was recorded, try again",
+            self.display_url,
+        )
+
+    async def _sqlite_busy_timeout(self, conn: AsyncConnection, ms: int) -> None:
+        """Set how long this SQLite connection waits for another process's write lock (before
+        the transaction begins: a statement through SQLAlchemy would begin it)."""
+        driver = (await conn.get_raw_connection()).driver_connection
+        assert driver is not None  # a connection just checked out of the pool
+        try:
+            await driver.execute(f"PRAGMA busy_timeout = {int(ms)}")
+        except BaseException:
+            await conn.invalidate()  # not back to the pool with a timeout it was not given
+            raise
+
+    async def _sqlite_busy_timeout_back(self, conn: AsyncConnection) -> None:
+        """The pool's usual busy timeout again, once the bounded transaction is over."""
+        with contextlib.suppress(Exception):  # invalidated then: the pool drops it
+            await self._sqlite_busy_timeout(conn, self.saver._busy_ms)
+
+    @asynccontextmanager
+    async def _busy_past(self, deadline: float | None) -> AsyncIterator[None]:
+        """The database's own "took too long" (SQLite's locked file, PostgreSQL's lock and
+        statement timeouts) as `DatabaseBusy`, for a transaction with a deadline."""
+        try:
+            yield
+        except sa.exc.DBAPIError as e:
+            if deadline is None or e.connection_invalidated or not _timed_out(e.orig):
+                raise
+            said = (str(e.orig).strip().splitlines() or [type(e.orig).__name__])[0]
+            raise self._busy(f"another writer held what this needs ({said})") from e
 
     async def write(self, statement: sa.Executable) -> int:
         """Run one write statement in a transaction of its own; return how many rows it changed.
@@ -310,6 +373,22 @@ class Database:
             f"cannot {verb} the database {self.display_url} ({said}); {self._what_to_check()}",
             self.display_url,
         )
+
+
+_PG_TIMEOUTS = sa.text(
+    "SELECT set_config('lock_timeout', :ms, true), set_config('statement_timeout', :ms, true)"
+)
+"""Bound this transaction's lock waits and statements (PostgreSQL; local to the transaction)."""
+
+_PG_TIMED_OUT = ("55P03", "57014")
+"""PostgreSQL's lock_not_available (lock_timeout) and query_canceled (statement_timeout)."""
+
+
+def _timed_out(error: BaseException | None) -> bool:
+    """True when the driver's `error` is the database giving up waiting, not a failure."""
+    if isinstance(error, sqlite3.OperationalError):
+        return "locked" in str(error) or "busy" in str(error)
+    return getattr(error, "sqlstate", None) in _PG_TIMED_OUT
 
 
 def database_down(error: BaseException) -> bool:

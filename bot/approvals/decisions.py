@@ -8,6 +8,8 @@ waits on the approval: the worker resumes them afterwards, exactly once (`jobs.p
 from __future__ import annotations
 
 import hashlib
+import time
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -147,6 +149,27 @@ def stale(a: Approval, revision: int) -> StaleRevisionError:
     )
 
 
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Characters that are letters or symbols to Unicode but show nothing (Hangul fillers, the blank
+Braille pattern)."""
+
+
+def _invisible(ch: str) -> bool:
+    return ch.isspace() or ch in _BLANK_LETTERS or unicodedata.category(ch) in ("Cc", "Cf")
+
+
+def visible_text(text: str) -> str:
+    """`text` without what nobody would see around it (spaces, zero-width characters, BOM,
+    control characters, blank fillers): "" when nothing visible is left, so a reason made only
+    of those counts as blank."""
+    start, end = 0, len(text)
+    while start < end and _invisible(text[start]):
+        start += 1
+    while end > start and _invisible(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:59] + "…"
@@ -191,10 +214,12 @@ class Decisions:
         than the current one is refused (`StaleRevisionError`): it is never counted. The audit
         log's `vote` entry says which revision each vote was for.
         """
+        # `wait` bounds the whole vote, its lookups included: a click must be answered in time.
+        deadline = None if wait is None else time.monotonic() + wait
         now = self.clock()
-        note = note.strip()
+        note = visible_text(note)
         groups = await self._groups_for(approval_id)
-        async with self.db.transaction(urgent=True, wait=wait) as conn:
+        async with self.db.transaction(urgent=True, deadline=deadline) as conn:
             a = await store.get_approval(conn, approval_id, for_update=True)
             if a is None:
                 raise UnknownApprovalError(approval_id)

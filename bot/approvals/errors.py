@@ -14,6 +14,7 @@ ApprovalError                  root
 │   └── StaleRevisionError     the vote was for values an edit has changed since
 ├── UnknownWorkflowError       no workflow is registered under this name
 ├── StartRefused               the user may not start this workflow
+│   └── AlreadyStartedError    this very request started a run already (a replay)
 ├── InvalidInputError          a run was asked for with inputs its workflow's schema refuses
 │   └── MissingInputError      ... without an input it needs
 ├── GroupsUnavailable          group membership could not be looked up (e.g. Slack is down)
@@ -34,6 +35,7 @@ from typing import Any
 
 __all__ = [
     "AlreadyDecidedError",
+    "AlreadyStartedError",
     "AlreadyVotedError",
     "ApprovalError",
     "ApprovalExpiredError",
@@ -167,6 +169,22 @@ class UnknownWorkflowError(ApprovalError, LookupError):
 
 class StartRefused(ApprovalError):
     pass
+
+
+class AlreadyStartedError(StartRefused):
+    """The request that asks for this run started one already (a replayed or repeated
+    request, `Runs.start`'s `request_key`); nothing new was started.
+
+    Attributes:
+        thread_id: the run that request started.
+    """
+
+    def __init__(self, message: str, thread_id: str) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.thread_id))
 
 
 class InvalidInputError(ApprovalError):

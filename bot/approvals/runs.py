@@ -4,6 +4,7 @@ entries, its events), and the retention of finished runs."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Mapping
@@ -27,7 +28,13 @@ from . import tables as t
 from .audit import AuditLog
 from .db import database_down
 from .effects import Effects, NodeServices
-from .errors import InvalidInputError, MissingInputError, StartRefused, UnknownWorkflowError
+from .errors import (
+    AlreadyStartedError,
+    InvalidInputError,
+    MissingInputError,
+    StartRefused,
+    UnknownWorkflowError,
+)
 from .jobs import Job, JobQueue, finish_in
 from .models import APPROVAL_KIND, RunStatus, Workflow
 from .pauses import Pauses
@@ -133,6 +140,7 @@ class Runs:
         thread_id: str | None = None,
         check_starter: bool = False,
         text_inputs: bool = False,
+        request_key: str | None = None,
     ) -> RunReport:
         """Start `workflow` on a new thread and run it until it pauses or ends.
 
@@ -145,10 +153,15 @@ class Runs:
             text_inputs: the inputs were typed as text (`/agent run key=value`): each is parsed
                 by the workflow's schema (a number field's `"12.50"` is 12.5) before it is
                 checked. Otherwise values are checked as they are (`"12.50"` is not a number).
+            request_key: what identifies the request that asks for the run (Slack's
+                `trigger_id`): the thread id is derived from it, so the same request made again
+                (a replay of a signed request, a retry) starts nothing and raises
+                `AlreadyStartedError`, on every replica (the runs table's key).
 
         Raises:
             UnknownWorkflowError, StartRefused, InvalidInputError (MissingInputError): nothing
                 was recorded.
+            AlreadyStartedError: `request_key` started a run already; nothing new was recorded.
         """
         graph = self.graph(workflow)
         if check_starter:
@@ -169,6 +182,9 @@ class Runs:
             if missing:
                 raise MissingInputError(workflow, missing, wf.inputs, e.problems) from None
             raise InvalidInputError(workflow, e.problems) from None
+        if thread_id is None and request_key:
+            digest = hashlib.sha256(f"{workflow}\0{request_key}".encode()).hexdigest()
+            thread_id = f"{workflow}-{digest[:12]}"
         thread_id = thread_id or f"{workflow}-{uuid.uuid4().hex[:12]}"
         now = self.clock()
         async with self.db.transaction() as conn:
@@ -183,6 +199,12 @@ class Runs:
                 created_at=now,
                 updated_at=now,
             )
+            if not created and request_key:
+                raise AlreadyStartedError(
+                    f"this request started {workflow!r} already, as {thread_id!r}; "
+                    "nothing new was started",
+                    thread_id,
+                )
             if not created:
                 raise StartRefused(
                     f"thread {thread_id!r} exists already; pick another --thread-id, or resume it"
@@ -280,6 +302,8 @@ class Runs:
         if run is None:
             await self.jobs.finish(job.id, error=f"thread {thread_id!r} has no run record")
             return
+        if job.approval_id is not None and not await self._as_recorded(job, run["workflow"]):
+            return
         graph = self.graph(run["workflow"])
         config = self._config(thread_id)
         try:
@@ -323,6 +347,54 @@ class Runs:
             bool(payload["decision"]["approved"]),
         )
         await self.after_run(thread_id, run["workflow"], result, resumed=resumed)
+
+    async def _as_recorded(self, job: Job, workflow: str) -> bool:
+        """Whether the job's decision is the one the audit log settled its approval with
+        (approved or not, and the same edits). If not (the job or the log was altered), the
+        run is failed for a person to look at, the refusal audited, and the job finished, in
+        one transaction: nothing runs on a decision nobody recorded."""
+        assert job.approval_id is not None and job.thread_id is not None
+        thread_id = job.thread_id
+        decision = job.payload.get("decision") or {}
+        async with self.db.read() as conn:
+            on_record = await self.audit.settlement(conn, job.approval_id)
+        if on_record is None:
+            problem = "the audit log records no settlement of it"
+        elif not on_record.intact:
+            problem = f"its {on_record.kind!r} entry on the audit log was altered"
+        elif bool(decision.get("approved")) != on_record.approved:
+            said = "approved" if decision.get("approved") else "not approved"
+            problem = f"the job says {said}, the audit log says {on_record.kind!r}"
+        elif dict(decision.get("edits") or {}) != on_record.edits:
+            problem = "the job's edits are not the ones on the audit log"
+        else:
+            return True
+        error = (
+            f"resume of approval {job.approval_id} refused: {problem}; nothing was run. The "
+            "job queue or the audit log was changed outside signoff: run `signoff audit verify` "
+            "and look at this thread before doing anything by hand"
+        )
+        log.error("thread %s: %s", thread_id, error)
+        now = self.clock()
+        async with self.db.transaction() as conn:
+            await store.set_run(conn, thread_id, now, status="failed", error=error)
+            await finish_in(conn, job.id, now, error=error)
+            await self.jobs.event(
+                conn,
+                "run_failed",
+                now,
+                thread_id=thread_id,
+                data={"error": error, "workflow": workflow},
+            )
+            await self.audit.append(
+                conn,
+                "resume_refused",
+                approval_id=job.approval_id,
+                thread_id=thread_id,
+                actor=self.jobs.worker_id,
+                data={"problem": problem, "job": job.id},
+            )
+        return False
 
     async def purge(self, older_than_seconds: float) -> int:
         """Delete settled runs (and their approvals and checkpoints) older than the age given.

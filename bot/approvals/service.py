@@ -113,6 +113,7 @@ class Signoff:
         thread_id: str | None = None,
         check_starter: bool = False,
         text_inputs: bool = False,
+        request_key: str | None = None,
     ) -> RunReport:
         """Start `workflow` on a new thread and run it until it pauses or ends.
 
@@ -124,10 +125,13 @@ class Signoff:
                 is an operator's tool and does not).
             text_inputs: the inputs were typed as text (`/agent run`): parse each by the
                 workflow's schema (ASCII digits only) before checking it.
+            request_key: what identifies the request (Slack's `trigger_id`): the same request
+                made again (a replay) starts nothing (`AlreadyStartedError`).
 
         Raises:
             UnknownWorkflowError, StartRefused, InvalidInputError (MissingInputError): nothing
                 was recorded.
+            AlreadyStartedError: this request started a run already; nothing new was recorded.
         """
         return await self.runs.start(
             workflow,
@@ -137,6 +141,7 @@ class Signoff:
             thread_id=thread_id,
             check_starter=check_starter,
             text_inputs=text_inputs,
+            request_key=request_key,
         )
 
     async def purge(self, older_than_seconds: float) -> int:
@@ -185,8 +190,10 @@ class Signoff:
         Returns whether this vote settled it (quorum reached, or a rejection). A click needs
         no more than that: it answers Slack as soon as the vote is committed.
 
-        `wait` bounds how long the vote queues for its turn to write (a click must be answered
-        within Slack's 3 seconds): past it, `DatabaseBusy` and nothing is recorded.
+        `wait` bounds the whole vote in seconds (a click must be answered within Slack's 3
+        seconds): its lookups, its turn to write, the locks it waits for, its statements; it
+        is checked again right before the commit. Past it, `DatabaseBusy` and nothing is
+        recorded: it never commits later.
 
         `revision` is the `Approval.revision` the voter was shown (Slack's buttons and modals
         carry it): when an edit has changed the values since, the vote is refused

@@ -18,9 +18,9 @@ from ..approvals.service import Signoff
 log = logging.getLogger("signoff.slack")
 
 CLICK_WAIT = 2.0
-"""Seconds a click's decision may queue for its turn to write: Slack wants an answer within 3 s,
-and past that it shows the user an error even if the click went through. A click that would wait
-longer is refused ("busy, nothing was recorded") and answered in time."""
+"""Seconds a click's decision may take, from its lookups to its commit: Slack wants an answer
+within 3 s, and past that it shows the user an error even if the click went through. A decision
+that cannot commit within it is refused ("busy, nothing was recorded") and answered in time."""
 STATUS_LIMIT = 50
 """How many approvals of each list (yours, others') `/agent status` and Home load; a message
 holds at most 50 blocks anyway, and the totals are counted by the database."""

@@ -16,6 +16,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from graphs import RunConfig
 
 from ..approvals.errors import (
+    AlreadyStartedError,
     ApprovalError,
     DatabaseUnavailable,
     InvalidInputError,
@@ -85,6 +86,7 @@ class Commands(Listener):
                         user,
                         channel,
                         body.get("response_url"),
+                        body.get("trigger_id"),
                     )
                 )
             else:
@@ -135,6 +137,7 @@ class Commands(Listener):
         user: str,
         channel: str | None,
         response_url: str | None,
+        trigger_id: str | None = None,
     ) -> None:
         try:
             report = await self.signoff.start(
@@ -144,8 +147,14 @@ class Commands(Listener):
                 channel=channel,
                 check_starter=True,
                 text_inputs=True,
+                request_key=trigger_id,  # one command, one run: a replay starts nothing
             )
             text = messages.run_started(workflow, report.thread_id, report.status)
+        except AlreadyStartedError as e:
+            log.warning(
+                "/agent run by %s was sent again (trigger %s): not started", user, trigger_id
+            )
+            text = messages.run_already_started(workflow, e.thread_id)
         except UnknownWorkflowError:
             text = messages.unknown_workflow(workflow, sorted(self.signoff.workflows))
         except MissingInputError as e:

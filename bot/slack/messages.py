@@ -527,6 +527,13 @@ def run_starting(workflow: str) -> str:
     return f"⏳ Starting {code(workflow)}…"
 
 
+def run_already_started(workflow: str, thread_id: str) -> str:
+    return (
+        f"↩️ This command already started {code(workflow)} as {code(thread_id)}; "
+        "nothing new was started."
+    )
+
+
 def run_started(workflow: str, thread_id: str, status: str) -> str:
     return f"▶️ Started {code(workflow)} as {code(thread_id)}: {escape(status_word(status))}."
 

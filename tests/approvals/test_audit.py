@@ -81,6 +81,7 @@ def test_the_event_kinds() -> None:
             "reminded",
             "edited",
             "resumed",
+            "resume_refused",
             "cancelled",
             "conflict",
             "run_started",

@@ -10,6 +10,7 @@ import bot.approvals.errors
 APPROVALS_API = [
     "APPROVAL_KIND",
     "AlreadyDecidedError",
+    "AlreadyStartedError",
     "AlreadyVotedError",
     "Approval",
     "ApprovalError",

@@ -271,7 +271,8 @@ def build_runtime(
         kwargs["base_url"] = settings.slack_api_url
     client = AsyncWebClient(**kwargs)
     policy = load_policy(settings.policy_path)
-    groups = StaticGroups(policy.groups, fallback=SlackGroups(client))
+    slack_groups = SlackGroups(client)
+    groups = StaticGroups(policy.groups, fallback=slack_groups)
     signoff = build_signoff(settings, policy=policy, groups=groups)
     signoff.sink = SlackSink(
         client,
@@ -279,6 +280,8 @@ def build_runtime(
         default_channel=settings.default_channel,
         notify_channel=settings.notify_channel,
         metrics=metrics,
+        group_ids=slack_groups,
+        policy=lambda: signoff.policy,
     )
     return signoff, client
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -21,8 +22,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from ..approvals.events import Event, RetryLater, SinkView
 from ..approvals.models import Approval
-from ..approvals.policy import resolve_members
+from ..approvals.policy import Policy, resolve_members
 from . import cards, replies
+from .mentions import GroupIds, approver_mentions
+from .mrkdwn import SLACK_USER_ID
 
 __all__ = ["SlackSink"]
 
@@ -43,12 +46,20 @@ class SlackSink:
         default_channel: str | None,
         notify_channel: bool = True,
         metrics: Any | None = None,
+        group_ids: GroupIds | None = None,
+        policy: Callable[[], Policy] | None = None,
     ) -> None:
         self.client = client
         self.signoff = signoff
         self.default_channel = default_channel
         self.notify_channel = notify_channel
         self.metrics = metrics
+        self.group_ids = group_ids
+        """Slack user group ids, for `<!subteam^ID>` mentions. None: groups as plain text."""
+        self.policy = policy
+        """The policy in force: its `[groups]` and each action's `notify`. None: channel only."""
+        self._dm_cards: dict[tuple[str, str], tuple[str, str]] = {}
+        """(approval id, user) to (DM channel, ts) of the DM copies posted or found so far."""
 
     async def deliver(self, event: Event) -> None:
         try:
@@ -86,6 +97,12 @@ class SlackSink:
         """On a redelivery, the message tagged `tag` if an earlier attempt posted it already."""
         if event.attempt <= 1:
             return None
+        return await self._find_tagged(event, tag, channel, thread_ts)
+
+    async def _find_tagged(
+        self, event: Event, tag: dict[str, Any], channel: str, thread_ts: str | None = None
+    ) -> dict[str, Any] | None:
+        """The message the sink posted tagged `tag` in `channel` (or the thread), if any."""
         try:
             if thread_ts:
                 resp = await self.client.conversations_replies(
@@ -142,18 +159,60 @@ class SlackSink:
                 "approval %s has no channel and SIGNOFF_DEFAULT_CHANNEL is unset; no card", a.id
             )
             return a
-        card = cards.card(a, now=time.time())
+        mode = self._notify_mode(a)
+        mentions = await self._mentions(a) if mode != "dm" else None
+        card = cards.card(a, now=time.time(), mentions=mentions)
         where, ts = await self._post(event, {"card": a.id}, channel, **card)
         await self.signoff.mark_posted(a.id, where, ts)
-        return await self.signoff.get(a.id)
+        a = await self.signoff.get(a.id)
+        if mode != "channel":
+            await self._dm_copies(a, event, post=True)
+        return a
 
     async def _update_card(self, a: Approval, event: Event) -> Approval:
         if not a.message_ts or not a.channel:  # a posted card has both (`mark_posted`)
             return await self._post_card(a, event)
+        mode = self._notify_mode(a)
+        mentions = await self._mentions(a) if mode != "dm" else None
         await self.client.chat_update(
-            channel=a.channel, ts=a.message_ts, **cards.card(a, now=time.time())
+            channel=a.channel, ts=a.message_ts, **cards.card(a, now=time.time(), mentions=mentions)
         )
+        if mode != "channel":
+            await self._dm_copies(a, event, post=False)
         return a
+
+    # ---- who is pinged ------------------------------------------------------------------
+
+    def _notify_mode(self, a: Approval) -> str:
+        rule = self.policy().actions.get(a.action) if self.policy is not None else None
+        return rule.notify if rule is not None else "channel"
+
+    async def _mentions(self, a: Approval) -> list[str]:
+        static = self.policy().groups if self.policy is not None else {}
+        return await approver_mentions(
+            a.approvers, static=static, slack=self.group_ids, skip=(a.requester,)
+        )
+
+    async def _dm_copies(self, a: Approval, event: Event, *, post: bool) -> None:
+        """The card in a direct message to each approver (`notify = "dm"` or `"both"`): posted
+        with the card (`post`), then updated in place like the channel card."""
+        members = await resolve_members(a.approvers, self.signoff.groups)
+        body = cards.card(a, now=time.time())
+        tag = {"card": a.id}
+        for user in sorted(u for u in members if u != a.requester and SLACK_USER_ID.fullmatch(u)):
+            where = self._dm_cards.get((a.id, user))
+            if where is None:
+                opened = await self.client.conversations_open(users=user)
+                dm = str(opened["channel"]["id"])
+                if post:  # `_post` finds the copy an earlier attempt sent
+                    self._dm_cards[(a.id, user)] = await self._post(event, tag, dm, **body)
+                    continue
+                found = await self._find_tagged(event, tag, dm)
+                if found is None:
+                    continue  # never sent (the policy said "channel" then): nothing to update
+                where = self._dm_cards[(a.id, user)] = (dm, str(found["ts"]))
+            if not post:
+                await self.client.chat_update(channel=where[0], ts=where[1], **body)
 
     async def _reply(self, a: Approval, text: str, event: Event) -> None:
         if a.message_ts and a.channel:
@@ -180,7 +239,7 @@ class SlackSink:
         if a is None:
             return
         a = await self._update_card(a, event)
-        await self._reply(a, replies.thread_reply_decided(a), event)
+        await self._reply(a, _to_requester(a, replies.thread_reply_decided(a)), event)
         if self.metrics is not None and a.decided_at is not None:
             self.metrics.decision_latency.observe(max(0.0, a.decided_at - a.created_at))
 
@@ -189,7 +248,7 @@ class SlackSink:
         if a is None:
             return
         a = await self._update_card(a, event)
-        await self._reply(a, replies.thread_reply_decided(a), event)
+        await self._reply(a, _to_requester(a, replies.thread_reply_decided(a)), event)
 
     async def _on_reminded(self, event: Event) -> None:
         a = await self._approval(event)
@@ -256,3 +315,8 @@ class SlackSink:
                 event.data.get("workflow", ""), event.thread_id or "", event.data.get("error", "")
             ),
         )
+
+
+def _to_requester(a: Approval, text: str) -> str:
+    """`text`, addressed to the requester when they are a Slack user, so they hear the outcome."""
+    return f"<@{a.requester}> {text}" if SLACK_USER_ID.fullmatch(a.requester) else text

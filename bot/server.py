@@ -38,6 +38,8 @@ from .scheduler import JobRunner, start_scheduler
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
 
+    from .slack.health import SlackHealth
+
 __all__ = ["Metrics", "build_web_app", "serve"]
 
 log = logging.getLogger("signoff.server")
@@ -59,6 +61,12 @@ class Metrics:
         )
         self.resume_failures = Counter(
             "signoff_resume_failures_total", "Resumed runs that failed", registry=self.registry
+        )
+        self.undeliverable = Counter(
+            "signoff_slack_undeliverable_total",
+            "Slack messages given up on (an error retrying cannot clear), by Slack error",
+            ["error"],
+            registry=self.registry,
         )
         self.requests = Counter(
             "signoff_slack_requests_total",
@@ -126,8 +134,10 @@ def build_web_app(
     bolt_app: Any | None,
     runner: JobRunner,
     metrics: Metrics,
+    slack_health: SlackHealth | None = None,
 ) -> web.Application:
-    """The aiohttp application. `bolt_app` is None in Socket Mode (no Slack route is served)."""
+    """The aiohttp application. `bolt_app` is None in Socket Mode (no Slack route is served);
+    `slack_health` (the sink's) degrades `/healthz` once Slack refuses the bot token."""
     routes = web.RouteTableDef()
 
     if bolt_app is not None:
@@ -180,6 +190,18 @@ def build_web_app(
             await signoff.db.ping(timeout=3.0)
         except DatabaseUnavailable as e:
             return _error_response(e)
+        if slack_health is not None and slack_health.token_error:
+            return web.json_response(
+                {
+                    "ok": False,
+                    "slack": slack_health.token_error,
+                    "error": f"Slack refuses the bot token ({slack_health.token_error}): no "
+                    "card or update can be delivered (they wait, nothing is lost). Set a valid "
+                    "SLACK_BOT_TOKEN (OAuth & Permissions on api.slack.com/apps; reinstall the "
+                    "app if it was uninstalled) and restart signoff",
+                },
+                status=503,
+            )
         return web.json_response({"ok": True, "database": signoff.db.display_url})
 
     @routes.get("/metrics")
@@ -316,6 +338,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         bolt_app=None if socket_handler else bolt_app,
         runner=runner,
         metrics=metrics,
+        slack_health=getattr(signoff.sink, "health", None),
     )
     web_runner = web.AppRunner(web_app, access_log=None)
     await web_runner.setup()

@@ -16,6 +16,7 @@ import hmac
 import json
 import logging
 import signal
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -96,6 +97,15 @@ def _error_response(error: ApprovalError) -> web.Response:
     return _json_error(status, error.message)
 
 
+def _is_ssl_check(request: web.Request, text: str) -> bool:
+    """Slack's certificate check of an HTTP request URL: an unsigned form POST
+    `ssl_check=1&token=...`, to be answered 200. Only that: anything else stays verified."""
+    if request.content_type != "application/x-www-form-urlencoded":
+        return False
+    form = urllib.parse.parse_qs(text, keep_blank_values=True)
+    return form.get("ssl_check") == ["1"] and set(form) <= {"ssl_check", "token"}
+
+
 def _malformed(body: Any) -> str | None:
     """What makes a verified Slack body unfit for Bolt's listener matching (which would fail
     with a 500 on it), or None. Slack never sends these; a forged or mangled request might."""
@@ -159,6 +169,8 @@ def build_web_app(
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 return _json_error(400, "the body is not UTF-8")
+            if _is_ssl_check(request, text):  # unsigned, as Slack sends it; it does nothing
+                return web.Response(status=200)
             timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
             signature = request.headers.get("X-Slack-Signature", "")
             if not (timestamp.isascii() and timestamp.isdigit()) or not verifier.is_valid(

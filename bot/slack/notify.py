@@ -305,7 +305,8 @@ class SlackSink:
         if a is None:
             return
         a = await self._update_card(a, event)
-        await self._reply(a, _to_requester(a, replies.thread_reply_decided(a)), event)
+        await self._reply(a, replies.thread_reply_decided(a), event)
+        await self._tell_requester(a, event)
         if self.metrics is not None and a.decided_at is not None:
             self.metrics.decision_latency.observe(max(0.0, a.decided_at - a.created_at))
 
@@ -314,7 +315,8 @@ class SlackSink:
         if a is None:
             return
         a = await self._update_card(a, event)
-        await self._reply(a, _to_requester(a, replies.thread_reply_decided(a)), event)
+        await self._reply(a, replies.thread_reply_decided(a), event)
+        await self._tell_requester(a, event)
 
     async def _on_reminded(self, event: Event) -> None:
         a = await self._approval(event)
@@ -332,6 +334,25 @@ class SlackSink:
             await self._reply(
                 a, replies.escalation_text(a, now=time.time(), added=sorted(added)), event
             )
+
+    async def _tell_requester(self, a: Approval, event: Event) -> None:
+        """The outcome, in a DM to the requester when they are a Slack user (a thread reply
+        does not notify them), with a link to the card."""
+        if not SLACK_USER_ID.fullmatch(a.requester):
+            return
+        text = replies.thread_reply_decided(a)
+        if a.channel and a.message_ts:
+            try:
+                link = await self.client.chat_getPermalink(
+                    channel=a.channel, message_ts=a.message_ts
+                )
+                text += f" <{link['permalink']}|See the card>"
+            except SlackApiError as e:
+                if verdict(e) != "permanent":
+                    raise
+        opened = await self.client.conversations_open(users=a.requester)
+        dm = str(opened["channel"]["id"])
+        await self._post(event, {"event": event.id, "step": "requester"}, dm, text=text)
 
     async def _who_can_decide(self, a: Approval) -> list[str]:
         """User ids to mention: the approvers, groups resolved, who have not voted."""
@@ -387,8 +408,3 @@ class SlackSink:
                 event.data.get("workflow", ""), event.thread_id or "", event.data.get("error", "")
             ),
         )
-
-
-def _to_requester(a: Approval, text: str) -> str:
-    """`text`, addressed to the requester when they are a Slack user, so they hear the outcome."""
-    return f"<@{a.requester}> {text}" if SLACK_USER_ID.fullmatch(a.requester) else text

@@ -16,6 +16,7 @@ import hmac
 import json
 import logging
 import signal
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -38,6 +39,8 @@ from .scheduler import JobRunner, start_scheduler
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
 
+    from .slack.health import SlackHealth
+
 __all__ = ["Metrics", "build_web_app", "serve"]
 
 log = logging.getLogger("signoff.server")
@@ -59,6 +62,12 @@ class Metrics:
         )
         self.resume_failures = Counter(
             "signoff_resume_failures_total", "Resumed runs that failed", registry=self.registry
+        )
+        self.undeliverable = Counter(
+            "signoff_slack_undeliverable_total",
+            "Slack messages given up on (an error retrying cannot clear), by Slack error",
+            ["error"],
+            registry=self.registry,
         )
         self.requests = Counter(
             "signoff_slack_requests_total",
@@ -86,6 +95,15 @@ def _error_response(error: ApprovalError) -> web.Response:
     """The one place the HTTP API turns a governance error into a status and a message."""
     status = next(code for kind, code in _STATUSES if isinstance(error, kind))
     return _json_error(status, error.message)
+
+
+def _is_ssl_check(request: web.Request, text: str) -> bool:
+    """Slack's certificate check of an HTTP request URL: an unsigned form POST
+    `ssl_check=1&token=...`, to be answered 200. Only that: anything else stays verified."""
+    if request.content_type != "application/x-www-form-urlencoded":
+        return False
+    form = urllib.parse.parse_qs(text, keep_blank_values=True)
+    return form.get("ssl_check") == ["1"] and set(form) <= {"ssl_check", "token"}
 
 
 def _malformed(body: Any) -> str | None:
@@ -126,8 +144,10 @@ def build_web_app(
     bolt_app: Any | None,
     runner: JobRunner,
     metrics: Metrics,
+    slack_health: SlackHealth | None = None,
 ) -> web.Application:
-    """The aiohttp application. `bolt_app` is None in Socket Mode (no Slack route is served)."""
+    """The aiohttp application. `bolt_app` is None in Socket Mode (no Slack route is served);
+    `slack_health` (the sink's) degrades `/healthz` once Slack refuses the bot token."""
     routes = web.RouteTableDef()
 
     if bolt_app is not None:
@@ -149,6 +169,8 @@ def build_web_app(
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 return _json_error(400, "the body is not UTF-8")
+            if _is_ssl_check(request, text):  # unsigned, as Slack sends it; it does nothing
+                return web.Response(status=200)
             timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
             signature = request.headers.get("X-Slack-Signature", "")
             if not (timestamp.isascii() and timestamp.isdigit()) or not verifier.is_valid(
@@ -180,6 +202,18 @@ def build_web_app(
             await signoff.db.ping(timeout=3.0)
         except DatabaseUnavailable as e:
             return _error_response(e)
+        if slack_health is not None and slack_health.token_error:
+            return web.json_response(
+                {
+                    "ok": False,
+                    "slack": slack_health.token_error,
+                    "error": f"Slack refuses the bot token ({slack_health.token_error}): no "
+                    "card or update can be delivered (they wait, nothing is lost). Set a valid "
+                    "SLACK_BOT_TOKEN (OAuth & Permissions on api.slack.com/apps; reinstall the "
+                    "app if it was uninstalled) and restart signoff",
+                },
+                status=503,
+            )
         return web.json_response({"ok": True, "database": signoff.db.display_url})
 
     @routes.get("/metrics")
@@ -271,7 +305,8 @@ def build_runtime(
         kwargs["base_url"] = settings.slack_api_url
     client = AsyncWebClient(**kwargs)
     policy = load_policy(settings.policy_path)
-    groups = StaticGroups(policy.groups, fallback=SlackGroups(client))
+    slack_groups = SlackGroups(client)
+    groups = StaticGroups(policy.groups, fallback=slack_groups)
     signoff = build_signoff(settings, policy=policy, groups=groups)
     signoff.sink = SlackSink(
         client,
@@ -279,6 +314,8 @@ def build_runtime(
         default_channel=settings.default_channel,
         notify_channel=settings.notify_channel,
         metrics=metrics,
+        group_ids=slack_groups,
+        policy=lambda: signoff.policy,
     )
     return signoff, client
 
@@ -313,6 +350,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         bolt_app=None if socket_handler else bolt_app,
         runner=runner,
         metrics=metrics,
+        slack_health=getattr(signoff.sink, "health", None),
     )
     web_runner = web.AppRunner(web_app, access_log=None)
     await web_runner.setup()

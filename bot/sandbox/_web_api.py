@@ -135,6 +135,15 @@ def conversations_info(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     return {"channel": _conversation(ctx, params).to_api()}
 
 
+def conversations_open(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    """The bot's DM with one user (`users`), opened if need be (a group DM is not modelled)."""
+    users = _required(params, "users", "users_list_not_supplied").split(",")
+    if len(users) != 1:
+        raise SlackApiFailure("not_implemented", ["[ERROR] the stand-in opens one-to-one DMs only"])
+    ctx.workspace.user(users[0].strip())
+    return {"channel": {"id": ctx.workspace.im(users[0].strip()).id}}
+
+
 def conversations_list(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     channels = [c.to_api() for c in ctx.workspace.channels.values() if c.visible and not c.is_im]
     return {"channels": channels, "response_metadata": {"next_cursor": ""}}
@@ -337,6 +346,7 @@ METHODS: dict[str, Handler] = {
     "conversations.history": conversations_history,
     "conversations.info": conversations_info,
     "conversations.list": conversations_list,
+    "conversations.open": conversations_open,
     "conversations.replies": conversations_replies,
     "reactions.add": reactions_add,
     "reactions.get": reactions_get,

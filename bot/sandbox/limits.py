@@ -135,6 +135,7 @@ METHOD_TIERS: Final = {
     "chat.update": TIER_3,
     "conversations.history": TIER_3,
     "conversations.info": TIER_3,
+    "conversations.open": TIER_3,
     "conversations.list": TIER_2,
     "conversations.replies": TIER_3,
     "reactions.add": TIER_3,

@@ -96,10 +96,14 @@ class Actions(Listener):
         if value.interrupt_id is not None and value.interrupt_id != approval.interrupt_id:
             raise payloads.BadPayload("the button points at another pause than its approval's")
         # Our buttons are only on cards: a click must name the message it was on, and that must
-        # be the approval's card once it is recorded (a click can beat the recording by a moment).
-        if not message_ts or (approval.message_ts and message_ts != approval.message_ts):
+        # be the approval's card once it is recorded (a click can beat the recording by a moment)
+        # or its copy in an approver's DM with the bot (`notify = "dm"`: only we post there).
+        dm_copy = isinstance(channel, str) and channel.startswith("D") and bool(message_ts)
+        if not message_ts or (
+            approval.message_ts and message_ts != approval.message_ts and not dm_copy
+        ):
             raise payloads.BadPayload("the button is not on its approval's card")
-        if approval.channel and channel != approval.channel:
+        if approval.channel and channel != approval.channel and not dm_copy:
             raise payloads.BadPayload("the button is not in its approval's channel")
         return action_id, approval, value
 

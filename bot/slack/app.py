@@ -42,6 +42,21 @@ class SlackGroups:
             self._ids = (now, {g["handle"]: g["id"] for g in groups})
         return self._ids[1].get(handle)
 
+    async def group_id(self, handle: str) -> str | None:
+        """The id of the user group `@handle` (for a `<!subteam^ID>` mention), or None when
+        there is none or Slack cannot say now (the caller writes the handle as text)."""
+        try:
+            return await self._group_id(handle)
+        except (SlackApiError, aiohttp.ClientError, TimeoutError):
+            return None
+
+    def cached_members(self, group: str) -> frozenset[str] | None:
+        """The members of `group` if a lookup is still fresh, else None; never asks Slack."""
+        cached = self._members.get(group)
+        if cached is not None and time.monotonic() - cached[0] <= self.ttl:
+            return cached[1]
+        return None
+
     async def members(self, group: str) -> frozenset[str]:
         """Raises `GroupsUnavailable` when Slack cannot be asked (never a guess either way)."""
         now = time.monotonic()

@@ -104,12 +104,18 @@ def _meta_fields(approval: Approval) -> list[str]:
     ]
 
 
-def _approvers(approval: Approval) -> str:
+def _approvers(approval: Approval, mentions: Sequence[str] | None) -> str:
+    if mentions:
+        return m.join(list(mentions[:20]), "or")
     return m.who([shorten(a, 100) for a in approval.approvers[:20]])
 
 
 def approval_card(
-    approval: Approval, *, now: float, progress_users: Sequence[str] | None = None
+    approval: Approval,
+    *,
+    now: float,
+    progress_users: Sequence[str] | None = None,
+    mentions: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The card for a pending approval: `{"text": ..., "blocks": [...]}`.
 
@@ -118,6 +124,9 @@ def approval_card(
         now: epoch seconds, for "expires in 2d 3h".
         progress_users: who has approved so far, for "1 of 2 approvals: @alice". Default: the
             approving votes on `approval`.
+        mentions: the approvers as Slack mentions (`mentions.approver_mentions`), which notify
+            them; shown in the Approvers field and the fallback text. Default: the entries as
+            written, groups as plain text (nobody in them is notified).
 
     The buttons carry `ActionValue(approval.id, approval.thread_id, approval.interrupt_id)`:
     Approve (primary; a confirm dialog for `critical`), Reject (danger; opens
@@ -137,7 +146,7 @@ def approval_card(
             m.FIELD_APPROVALS,
             m.quorum(len(users), approval.required, [shorten(u, 100) for u in users[:20]]),
         ),
-        field(m.FIELD_APPROVERS, _approvers(approval)),
+        field(m.FIELD_APPROVERS, _approvers(approval, mentions)),
     ]
     blocks = [
         header(f"{m.tier_emoji(approval.risk_tier)} {title}"),
@@ -153,7 +162,7 @@ def approval_card(
         shorten(approval.action, 300),
         shorten(approval.risk_tier, 40),
         shorten(approval.requester, 200),
-    )
+    ) + m.fallback_deciders(_approvers(approval, mentions), approval.expire_at)
     return message(fallback, blocks)
 
 
@@ -172,10 +181,13 @@ def _pending_edits(approval: Approval) -> list[dict[str, Any]]:
     return [section("\n".join(lines), SECTION_TEXT_MAX)]
 
 
-def card(approval: Approval, *, now: float) -> dict[str, Any]:
-    """The card for an approval in any status: pending, decided, or expired."""
+def card(
+    approval: Approval, *, now: float, mentions: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The card for an approval in any status: pending (`mentions` as in `approval_card`),
+    decided, or expired."""
     if approval.status == "pending":
-        return approval_card(approval, now=now)
+        return approval_card(approval, now=now, mentions=mentions)
     if approval.status == "expired":
         return expired_card(approval)
     return decided_card(approval)

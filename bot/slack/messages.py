@@ -178,6 +178,13 @@ def card_fallback(title: str, action: str, tier_name: str, requester: str) -> st
     )
 
 
+def fallback_deciders(approvers: str, expire_at: float | None) -> str:
+    """What the notification text adds: who must decide and by when (screen readers read only
+    the fallback text)."""
+    by = f" by {date(expire_at)}" if expire_at is not None else ""
+    return f". To decide{by}: {approvers}"
+
+
 def card_summary(requester: str, action: str) -> str:
     return f"{mention(requester)} asks to run {code(action)}. Decide below."
 

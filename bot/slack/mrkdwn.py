@@ -41,6 +41,7 @@ __all__ = [
     "ELLIPSIS",
     "ESCAPE_TOKEN",
     "FORMAT_CHARS",
+    "SLACK_USER_ID",
     "channel",
     "clean",
     "code",
@@ -79,6 +80,8 @@ _UNSAFE = re.compile(
 )
 _SHORTCODE = re.compile(r":(?=[a-z0-9_+'-]*[a-z])[a-z0-9_+'-]+:", re.IGNORECASE)
 _SLACK_ID = re.compile(r"[UWB][A-Z0-9_]{1,40}")
+SLACK_USER_ID = _SLACK_ID
+"""What a Slack user id looks like (`U…`, `W…`; `B…` for bots)."""
 _CHANNEL_ID = re.compile(r"[CGD][A-Z0-9_]{1,40}")
 
 

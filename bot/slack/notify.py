@@ -6,14 +6,21 @@ second delivery changes nothing visible: a card is posted once and then only upd
 message the bot posts carries metadata naming what posted it (the card of an approval, a step of
 an event), so a redelivery first looks in the channel or thread and posts only what is missing.
 
-Slack errors are translated at this edge: a 429 becomes `RetryLater(Retry-After)`; other errors
-propagate, and the queue retries them with backoff.
+Slack errors are translated at this edge (`errors.verdict`): a 429 becomes
+`RetryLater(Retry-After)`; an error that will clear (5xx, a timeout) propagates and the queue
+retries it with backoff. One that never will (`channel_not_found`, `message_not_found`, ...) is
+not retried: it is logged, counted (`SlackHealth.undeliverable`, `/metrics`) and the event is done,
+so the run's later messages go out; a card that is gone (deleted, or its channel archived) is
+posted afresh (in the default channel when its own is gone). A refused bot token (`token_revoked`)
+degrades `/healthz` and is retried every `TOKEN_RETRY` seconds: nothing is lost while an operator
+fixes the token.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -21,12 +28,19 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from ..approvals.events import Event, RetryLater, SinkView
 from ..approvals.models import Approval
-from ..approvals.policy import resolve_members
+from ..approvals.policy import Policy, resolve_members
 from . import cards, replies
+from .errors import CARD_GONE, CHANNEL_GONE, error_code, verdict
+from .health import SlackHealth
+from .mentions import GroupIds, approver_mentions
+from .mrkdwn import SLACK_USER_ID
 
 __all__ = ["SlackSink"]
 
 log = logging.getLogger("signoff.slack")
+
+TOKEN_RETRY = 300.0
+"""Seconds between attempts while Slack refuses the bot token."""
 
 _META = "signoff_message"
 """The metadata event type of every message the sink posts (see `SlackSink._post`)."""
@@ -43,17 +57,43 @@ class SlackSink:
         default_channel: str | None,
         notify_channel: bool = True,
         metrics: Any | None = None,
+        group_ids: GroupIds | None = None,
+        policy: Callable[[], Policy] | None = None,
+        health: SlackHealth | None = None,
     ) -> None:
         self.client = client
         self.signoff = signoff
         self.default_channel = default_channel
         self.notify_channel = notify_channel
         self.metrics = metrics
+        self.group_ids = group_ids
+        """Slack user group ids, for `<!subteam^ID>` mentions. None: groups as plain text."""
+        self.policy = policy
+        """The policy in force: its `[groups]` and each action's `notify`. None: channel only."""
+        self.health = health or SlackHealth()
+        """Whether Slack accepts the token; what was given up on."""
+        self._dm_cards: dict[tuple[str, str], tuple[str, str]] = {}
+        """(approval id, user) to (DM channel, ts) of the DM copies posted or found so far."""
 
     async def deliver(self, event: Event) -> None:
         try:
             await self._deliver(event)
         except SlackApiError as e:
+            kind = verdict(e)
+            if kind == "token":
+                self.health.token_refused(error_code(e))
+                log.error(
+                    "Slack refused the bot token (%s) delivering event %s (%s): fix "
+                    "SLACK_BOT_TOKEN (reinstall the app for a new one) and restart; retrying "
+                    "every %.0fs",
+                    error_code(e), event.id, event.kind, TOKEN_RETRY,
+                )  # fmt: skip
+                raise RetryLater(
+                    TOKEN_RETRY, f"Slack refused the bot token: {error_code(e)}"
+                ) from e
+            if kind == "permanent":
+                self._gave_up(event, e)
+                return
             status = e.response.status_code if e.response is not None else None
             if status == 429 or (
                 e.response is not None and e.response.get("error") == "ratelimited"
@@ -65,6 +105,19 @@ class SlackSink:
                 )
                 raise RetryLater(retry_after, f"Slack rate limit on {event.kind}") from e
             raise
+        self.health.token_accepted()
+
+    def _gave_up(self, event: Event, e: SlackApiError, what: str = "") -> None:
+        """Record a message that can never be delivered (the log, `/metrics`), and move on."""
+        code = error_code(e)
+        self.health.gave_up(code)
+        if self.metrics is not None:
+            self.metrics.undeliverable.labels(code or "unknown").inc()
+        log.error(
+            "gave up on %sevent %s (%s, approval %s, thread %s): Slack answered %s, which "
+            "retrying will not change",
+            what, event.id, event.kind, event.approval_id, event.thread_id, code or e,
+        )  # fmt: skip
 
     async def _deliver(self, event: Event) -> None:
         handler = getattr(self, f"_on_{event.kind}", None)
@@ -86,6 +139,12 @@ class SlackSink:
         """On a redelivery, the message tagged `tag` if an earlier attempt posted it already."""
         if event.attempt <= 1:
             return None
+        return await self._find_tagged(event, tag, channel, thread_ts)
+
+    async def _find_tagged(
+        self, event: Event, tag: dict[str, Any], channel: str, thread_ts: str | None = None
+    ) -> dict[str, Any] | None:
+        """The message the sink posted tagged `tag` in `channel` (or the thread), if any."""
         try:
             if thread_ts:
                 resp = await self.client.conversations_replies(
@@ -142,18 +201,84 @@ class SlackSink:
                 "approval %s has no channel and SIGNOFF_DEFAULT_CHANNEL is unset; no card", a.id
             )
             return a
-        card = cards.card(a, now=time.time())
+        mode = self._notify_mode(a)
+        mentions = await self._mentions(a) if mode != "dm" else None
+        card = cards.card(a, now=time.time(), mentions=mentions)
         where, ts = await self._post(event, {"card": a.id}, channel, **card)
         await self.signoff.mark_posted(a.id, where, ts)
-        return await self.signoff.get(a.id)
+        a = await self.signoff.get(a.id)
+        if mode != "channel":
+            await self._dm_copies(a, event, post=True)
+        return a
 
     async def _update_card(self, a: Approval, event: Event) -> Approval:
         if not a.message_ts or not a.channel:  # a posted card has both (`mark_posted`)
             return await self._post_card(a, event)
-        await self.client.chat_update(
-            channel=a.channel, ts=a.message_ts, **cards.card(a, now=time.time())
-        )
+        mode = self._notify_mode(a)
+        mentions = await self._mentions(a) if mode != "dm" else None
+        body = cards.card(a, now=time.time(), mentions=mentions)
+        try:
+            await self.client.chat_update(channel=a.channel, ts=a.message_ts, **body)
+        except SlackApiError as e:
+            a = await self._repost_card(a, event, e, body)
+        if mode != "channel":
+            await self._dm_copies(a, event, post=False)
         return a
+
+    async def _repost_card(
+        self, a: Approval, event: Event, e: SlackApiError, body: dict[str, Any]
+    ) -> Approval:
+        """The card could not be updated: when it is gone (deleted, or its channel archived or
+        closed to the bot), post it afresh, in the default channel if its own is gone."""
+        code = error_code(e)
+        if code in CARD_GONE:
+            channel: str | None = a.channel
+        elif code in CHANNEL_GONE and self.default_channel not in (None, a.channel):
+            channel = self.default_channel
+        else:
+            raise e
+        assert channel is not None
+        log.warning(
+            "the card of approval %s in %s is gone (%s): posting it afresh in %s",
+            a.id, a.channel, code, channel,
+        )  # fmt: skip
+        tag = {"card": a.id, "replaces": a.message_ts}
+        where, ts = await self._post(event, tag, channel, **body)
+        await self.signoff.mark_posted(a.id, where, ts)
+        return await self.signoff.get(a.id)
+
+    # ---- who is pinged ------------------------------------------------------------------
+
+    def _notify_mode(self, a: Approval) -> str:
+        rule = self.policy().actions.get(a.action) if self.policy is not None else None
+        return rule.notify if rule is not None else "channel"
+
+    async def _mentions(self, a: Approval) -> list[str]:
+        static = self.policy().groups if self.policy is not None else {}
+        return await approver_mentions(
+            a.approvers, static=static, slack=self.group_ids, skip=(a.requester,)
+        )
+
+    async def _dm_copies(self, a: Approval, event: Event, *, post: bool) -> None:
+        """The card in a direct message to each approver (`notify = "dm"` or `"both"`): posted
+        with the card (`post`), then updated in place like the channel card."""
+        members = await resolve_members(a.approvers, self.signoff.groups)
+        body = cards.card(a, now=time.time())
+        tag = {"card": a.id}
+        for user in sorted(u for u in members if u != a.requester and SLACK_USER_ID.fullmatch(u)):
+            where = self._dm_cards.get((a.id, user))
+            if where is None:
+                opened = await self.client.conversations_open(users=user)
+                dm = str(opened["channel"]["id"])
+                if post:  # `_post` finds the copy an earlier attempt sent
+                    self._dm_cards[(a.id, user)] = await self._post(event, tag, dm, **body)
+                    continue
+                found = await self._find_tagged(event, tag, dm)
+                if found is None:
+                    continue  # never sent (the policy said "channel" then): nothing to update
+                where = self._dm_cards[(a.id, user)] = (dm, str(found["ts"]))
+            if not post:
+                await self.client.chat_update(channel=where[0], ts=where[1], **body)
 
     async def _reply(self, a: Approval, text: str, event: Event) -> None:
         if a.message_ts and a.channel:
@@ -181,6 +306,7 @@ class SlackSink:
             return
         a = await self._update_card(a, event)
         await self._reply(a, replies.thread_reply_decided(a), event)
+        await self._tell_requester(a, event)
         if self.metrics is not None and a.decided_at is not None:
             self.metrics.decision_latency.observe(max(0.0, a.decided_at - a.created_at))
 
@@ -190,6 +316,7 @@ class SlackSink:
             return
         a = await self._update_card(a, event)
         await self._reply(a, replies.thread_reply_decided(a), event)
+        await self._tell_requester(a, event)
 
     async def _on_reminded(self, event: Event) -> None:
         a = await self._approval(event)
@@ -208,6 +335,25 @@ class SlackSink:
                 a, replies.escalation_text(a, now=time.time(), added=sorted(added)), event
             )
 
+    async def _tell_requester(self, a: Approval, event: Event) -> None:
+        """The outcome, in a DM to the requester when they are a Slack user (a thread reply
+        does not notify them), with a link to the card."""
+        if not SLACK_USER_ID.fullmatch(a.requester):
+            return
+        text = replies.thread_reply_decided(a)
+        if a.channel and a.message_ts:
+            try:
+                link = await self.client.chat_getPermalink(
+                    channel=a.channel, message_ts=a.message_ts
+                )
+                text += f" <{link['permalink']}|See the card>"
+            except SlackApiError as e:
+                if verdict(e) != "permanent":
+                    raise
+        opened = await self.client.conversations_open(users=a.requester)
+        dm = str(opened["channel"]["id"])
+        await self._post(event, {"event": event.id, "step": "requester"}, dm, text=text)
+
     async def _who_can_decide(self, a: Approval) -> list[str]:
         """User ids to mention: the approvers, groups resolved, who have not voted."""
         members = await resolve_members(a.approvers, self.signoff.groups)
@@ -223,7 +369,13 @@ class SlackSink:
         approvals = await self.signoff.thread_approvals(event.thread_id)
         posted = [a for a in approvals if a.message_ts]
         if posted:
-            await self._reply(posted[-1], text, event)
+            try:
+                await self._reply(posted[-1], text, event)
+            except SlackApiError as e:  # the card is gone: the channel message still goes out
+                if verdict(e) != "permanent":
+                    raise
+                self._gave_up(event, e, "the thread reply of ")
+                posted = []
         run = await self.signoff.run_info(event.thread_id)
         channel = (run["channel"] if run else None) or self.default_channel
         if channel and (self.notify_channel or not posted):

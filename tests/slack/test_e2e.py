@@ -467,3 +467,13 @@ async def test_starting_a_run_over_http_needs_the_bearer_token(e2e: E2E) -> None
         assert (status, answer["ok"]) == (401, False)
         assert "Bearer" in answer["error"]
     assert e2e.db.runs_count() == before
+
+
+async def test_slack_s_unsigned_ssl_check_gets_200_and_an_unsigned_click_still_401(
+    e2e: E2E,
+) -> None:
+    answer = await e2e.slack.ssl_check()
+    assert answer["status"] == 200
+    run = await e2e.refund("cust-ssl")
+    forged = await e2e.signed_click(BOB, run.card, APPROVE, signature="v0=" + "0" * 64)
+    assert forged.status == 401

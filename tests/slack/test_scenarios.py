@@ -10,6 +10,7 @@ and replicas, which only processes can show, stay in the end-to-end suites.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -150,3 +151,21 @@ async def test_agent_status_answers_with_what_waits_on_the_approver(bot: Scenari
     assert "*Refund 42.50 to C-status*" in text_of(shown.blocks)
     assert shown.text == "1 waiting on you, 0 waiting on others"
     assert bot.slack.calls_to("chat.postMessage")[1:] == []  # nothing posted for all to see
+
+
+async def test_agent_run_reads_values_as_typed_though_slack_html_escapes_them(
+    bot: Scenario,
+) -> None:
+    answer = await bot.slack.command(
+        "carol", CHANNEL, "run refund customer_id=c-amp order_id=o-1 amount=3 reason='R&D <2>'"
+    )
+    assert answer.status == 200
+    for _ in range(100):  # the run starts after the ack
+        await bot.settle()
+        if await bot.signoff.pending():
+            break
+        await asyncio.sleep(0.05)
+    (approval,) = [
+        a for a in await bot.signoff.pending() if a.payload.get("customer_id") == "c-amp"
+    ]
+    assert approval.payload["reason"] == "R&D <2>"

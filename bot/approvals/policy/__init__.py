@@ -31,6 +31,7 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     escalate_to = ["@finance-leads"]  # (needs escalate_after)
     expire_after = "3d"               # remind_after < escalate_after < expire_after
     on_expiry = "reject"              # "reject" (default), or "approve" for tiers low and medium
+    notify = "channel"                # ping approvers on the channel card, "dm" each, or "both"
 
     [[actions.send_refund.auto_approve]]  # routine cases decided by a rule; never for critical
     name = "small refunds"            # required; the audit log says which rule decided

@@ -28,6 +28,7 @@ from ._messages import (
 from .durations import format_duration, parse_duration
 from .model import (
     _SELF_EXPIRY_TIERS,
+    NOTIFY_MODES,
     RISK_TIERS,
     ActionPolicy,
     AutoApproveRule,
@@ -68,7 +69,7 @@ _AGENT_KEYS = ("free_tools",)
 _ACTION_KEYS = (
     "title", "tier", "approvers", "required", "allow_self_approval", "editable", "secret",
     "remind_after", "escalate_after", "escalate_to", "expire_after", "on_expiry", "auto_approve",
-    "args",
+    "args", "notify",
 )  # fmt: skip
 _FIELD_KEYS = (
     "type", "required", "minimum", "maximum", "exclusive_minimum", "exclusive_maximum",
@@ -325,6 +326,10 @@ class _Reader:
         if rules and tier == "critical":
             raise self.error(p + ("auto_approve",), _AUTO_CRITICAL)
 
+        notify = t.get("notify", "channel")
+        if notify not in NOTIFY_MODES:
+            raise self.error(p + ("notify",), _one_of(NOTIFY_MODES, notify))
+
         schema = self.schema(p + ("args",), t["args"]) if "args" in t else None
         if schema is not None:
             for f in (*editable, *secret):
@@ -357,6 +362,7 @@ class _Reader:
             on_expiry=on_expiry,
             auto_approve=rules,
             args=schema,
+            notify=notify,
         )
 
     def schema(self, path: Path, value: Any) -> Schema:

@@ -22,11 +22,13 @@ from ._messages import (
 from .schema import Schema
 
 __all__ = [
+    "NOTIFY_MODES",
     "RISK_TIERS",
     "ActionPolicy",
     "AutoApproveRule",
     "Condition",
     "ExpiryOutcome",
+    "NotifyMode",
     "Op",
     "Policy",
     "RiskTier",
@@ -49,6 +51,11 @@ RISK_TIERS: tuple[RiskTier, ...] = get_args(RiskTier)
 
 ExpiryOutcome = Literal["reject", "approve"]
 """What an expired request resolves to: `reject` (the default), or `approve` (low and medium)."""
+
+NotifyMode = Literal["channel", "dm", "both"]
+"""Where approvers are pinged (`ActionPolicy.notify`)."""
+
+NOTIFY_MODES: tuple[NotifyMode, ...] = get_args(NotifyMode)
 
 Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in"]
 """A condition's comparison: equal, not equal, <, <=, >, >=, one of a list."""
@@ -132,6 +139,10 @@ class ActionPolicy:
     """What expiry decides. Default `reject`; `approve` only for tiers low and medium."""
     auto_approve: tuple[AutoApproveRule, ...] = ()
     """Rules deciding routine requests without a person. Default none; never for critical."""
+    notify: NotifyMode = "channel"
+    """Where approvers are pinged: `channel` (mentioned on the card in its channel), `dm` (each
+    sent a copy of the card in a direct message; the channel card mentions nobody) or `both`.
+    Default `channel`."""
     args: Schema | None = None
     """What the request's arguments must be (`[actions.NAME.args]`): checked before any rule
     is considered and on every edit. A request whose arguments do not fit is denied. Default
@@ -159,6 +170,8 @@ class ActionPolicy:
         for name in self.secret:
             if name in self.editable:
                 raise PolicyError(_secret_editable(name), key=f"{key}.secret")
+        if self.notify not in NOTIFY_MODES:
+            raise PolicyError(_one_of(NOTIFY_MODES, self.notify), key=f"{key}.notify")
 
     def approver_entries(self, *, escalated: bool = False) -> tuple[str, ...]:
         """The approvers, plus the escalation targets once the request has been escalated."""

@@ -1,0 +1,67 @@
+"""Both app manifests are valid against Slack's official manifest schema (laid out beside the
+project as `../shared/slack/`, as CI does), and request only the scopes the code uses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT7
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT.parent / "shared" / "slack"
+SCHEMA = SCHEMAS / "manifest.schema.json"
+PUBLISHED = "https://raw.githubusercontent.com/slackapi/manifest-schema/v0.5.0/schemas/"
+"""Where the schema's `$ref`s point; the same files lie beside it, read from there (no network)."""
+
+
+def registry() -> Registry[Any]:
+    resources = [
+        (PUBLISHED + f.name, Resource.from_contents(json.loads(f.read_text()), DRAFT7))
+        for f in SCHEMAS.glob("manifest.schema.*.json")
+    ]
+    return Registry().with_resources(resources)
+
+
+def manifest(name: str) -> dict[str, Any]:
+    loaded = yaml.safe_load((ROOT / name).read_text())
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+@pytest.mark.parametrize("name", ["manifest.yml", "manifest-http.yml"])
+def test_the_manifest_is_valid_against_slack_s_schema(name: str) -> None:
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.Draft7Validator(schema, registry=registry())
+    errors = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in validator.iter_errors(manifest(name))
+    ]
+    assert errors == []
+
+
+def test_the_http_manifest_sends_every_request_to_the_slack_route() -> None:
+    m = manifest("manifest-http.yml")
+    assert m["settings"]["socket_mode_enabled"] is False
+    (command,) = m["features"]["slash_commands"]
+    urls = {
+        command["url"],
+        m["settings"]["interactivity"]["request_url"],
+        m["settings"]["event_subscriptions"]["request_url"],
+    }
+    assert urls == {"https://YOUR-HOST/slack/events"}
+
+
+def test_both_manifests_request_the_same_scopes_and_not_the_unused_ones() -> None:
+    scopes = [
+        manifest(n)["oauth_config"]["scopes"]["bot"] for n in ("manifest.yml", "manifest-http.yml")
+    ]
+    assert scopes[0] == scopes[1]
+    assert not {"users:read", "channels:read"} & set(
+        scopes[0]
+    )  # nothing calls users.* or conversations.info

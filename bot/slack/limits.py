@@ -21,6 +21,8 @@ MESSAGE_BLOCKS_MAX: Final = 50
 # Views: https://api.slack.com/reference/surfaces/views
 VIEW_BLOCKS_MAX: Final = 100
 """Blocks in a modal or the Home tab."""
+VIEW_BYTES_MAX: Final = 250_000
+"""A view's JSON, in bytes of UTF-8 (`views.open` answers `view_too_large` past it)."""
 MODAL_TITLE_MAX: Final = 24
 """A modal's `title`."""
 MODAL_BUTTON_MAX: Final = 24

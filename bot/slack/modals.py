@@ -36,6 +36,7 @@ from .limits import (
     PLACEHOLDER_MAX,
     PRIVATE_METADATA_MAX,
     VIEW_BLOCKS_MAX,
+    VIEW_BYTES_MAX,
 )
 from .mrkdwn import clean, one_line, prefix, shorten, slack_len
 from .payloads import (
@@ -221,6 +222,11 @@ def _chunks(text: str, size: int) -> Iterable[tuple[str, int]]:
         pos = end
 
 
+_VIEW_MARGIN = 16_000
+"""Bytes of a payload modal's JSON besides its sections' text: at most 100 blocks' structure
+(about 80 bytes each), the intro (3,000 characters), `private_metadata` (3,000) and the title."""
+
+
 def payload_modal(approval: Approval) -> dict[str, Any]:
     """The Full payload modal: every field as indented JSON, secrets as "[redacted]", split
     across plain-text sections (shown exactly as written: no mrkdwn in user data at all)."""
@@ -237,9 +243,15 @@ def payload_modal(approval: Approval) -> dict[str, Any]:
         section(m.payload_intro(title_of(approval), shorten(approval.action, 300)))
     ]
     room = VIEW_BLOCKS_MAX - 2
+    # Slack counts a view's JSON in bytes; the sections' text is nearly all of it. What the rest
+    # of the view takes (title, buttons, metadata, the intro, JSON escapes) fits in the margin.
+    budget = VIEW_BYTES_MAX - _VIEW_MARGIN
+    used = 0
     for chunk, end in _chunks(text, PAYLOAD_CHUNK_MAX):
-        if len(blocks) - 1 >= room:
+        size = len(json.dumps(chunk, ensure_ascii=False).encode())
+        if len(blocks) - 1 >= room or used + size > budget:
             blocks.append(context(m.payload_truncated(len(text) - (end - len(chunk)))))
             break
+        used += size
         blocks.append(plain_section(chunk if chunk.strip() else chunk.replace(" ", "·") or "·"))
     return _modal(PAYLOAD_CALLBACK, m.PAYLOAD_MODAL_TITLE, blocks, metadata=_metadata(approval))

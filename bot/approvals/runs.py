@@ -142,27 +142,7 @@ class Runs:
         text_inputs: bool = False,
         request_key: str | None = None,
     ) -> RunReport:
-        """Start `workflow` on a new thread and run it until it pauses or ends.
-
-        Args:
-            requester: who asked (a Slack user id, a service name). They may not approve their
-                own requests unless the policy allows it.
-            channel: where this run's cards and notifications go.
-            check_starter: enforce the policy's `starters` (Slack and the HTTP API do; the CLI
-                is an operator's tool and does not).
-            text_inputs: the inputs were typed as text (`/agent run key=value`): each is parsed
-                by the workflow's schema (a number field's `"12.50"` is 12.5) before it is
-                checked. Otherwise values are checked as they are (`"12.50"` is not a number).
-            request_key: what identifies the request that asks for the run (Slack's
-                `trigger_id`): the thread id is derived from it, so the same request made again
-                (a replay of a signed request, a retry) starts nothing and raises
-                `AlreadyStartedError`, on every replica (the runs table's key).
-
-        Raises:
-            UnknownWorkflowError, StartRefused, InvalidInputError (MissingInputError): nothing
-                was recorded.
-            AlreadyStartedError: `request_key` started a run already; nothing new was recorded.
-        """
+        """As `Signoff.start`."""
         graph = self.graph(workflow)
         if check_starter:
             wf_policy = self.policy.workflows.get(workflow)

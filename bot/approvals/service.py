@@ -123,15 +123,19 @@ class Signoff:
             channel: where this run's cards and notifications go.
             check_starter: enforce the policy's `starters` (Slack and the HTTP API do; the CLI
                 is an operator's tool and does not).
-            text_inputs: the inputs were typed as text (`/agent run`): parse each by the
-                workflow's schema (ASCII digits only) before checking it.
-            request_key: what identifies the request (Slack's `trigger_id`): the same request
-                made again (a replay) starts nothing (`AlreadyStartedError`).
+            text_inputs: the inputs were typed as text (`/agent run key=value`): each is parsed
+                by the workflow's schema (a number field's `"12.50"` is 12.5; ASCII digits
+                only) before it is checked. Otherwise values are checked as they are
+                (`"12.50"` is not a number).
+            request_key: what identifies the request that asks for the run (Slack's
+                `trigger_id`): the thread id is derived from it, so the same request made again
+                (a replay of a signed request, a retry) starts nothing and raises
+                `AlreadyStartedError`, on every replica (the runs table's key).
 
         Raises:
             UnknownWorkflowError, StartRefused, InvalidInputError (MissingInputError): nothing
                 was recorded.
-            AlreadyStartedError: this request started a run already; nothing new was recorded.
+            AlreadyStartedError: `request_key` started a run already; nothing new was recorded.
         """
         return await self.runs.start(
             workflow,

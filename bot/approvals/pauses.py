@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from graphs import Interrupt
 
 from . import store
+from ._conceal import Concealer
 from .audit import AuditKind, AuditLog
 from .decisions import new_decision, settled
 from .jobs import JobQueue
@@ -42,11 +43,15 @@ class Pauses:
         self.jobs = jobs
         self.clock = clock
 
-    async def register(self, thread_id: str, workflow: str, intr: Interrupt) -> str:
-        """Open (or find, or join) the approval for one paused `request_approval()`."""
+    async def register(
+        self, thread_id: str, workflow: str, intr: Interrupt, conceal: Concealer | None = None
+    ) -> str:
+        """Open (or find, or join) the approval for one paused `request_approval()`; with
+        `conceal` (the thread's secrets, `Runs.concealer`), a secret value quoted in its title,
+        its other arguments or a refusal's reason is hidden before anything is stored."""
         try:
             async with self.db.transaction() as conn:
-                return await self._register_in(conn, thread_id, workflow, intr)
+                return await self._register_in(conn, thread_id, workflow, intr, conceal)
         except IntegrityError:
             # Another process registered this interrupt at the same moment: use theirs.
             async with self.db.read() as conn:
@@ -56,7 +61,12 @@ class Pauses:
             return found.id
 
     async def _register_in(
-        self, conn: AsyncConnection, thread_id: str, workflow: str, intr: Interrupt
+        self,
+        conn: AsyncConnection,
+        thread_id: str,
+        workflow: str,
+        intr: Interrupt,
+        conceal: Concealer | None,
     ) -> str:
         existing = await store.approval_for_interrupt(conn, intr.id)
         if existing is not None:
@@ -70,6 +80,9 @@ class Pauses:
         rule = verdict.rule
         now = self.clock()
         shown = redact(rule, args, key=self.audit.redaction_key) if rule is not None else args
+        if conceal is not None:
+            conceal = conceal.learn(p)
+            shown = conceal.scrub(shown)
         if verdict.outcome == "ask" and p.get("dedupe_key"):
             dup = await store.pending_duplicate(conn, action, p["dedupe_key"])
             if dup is not None and dup.fingerprint == fp:
@@ -95,6 +108,8 @@ class Pauses:
                 verdict_outcome, reason = "ask", ""
         else:
             verdict_outcome, reason = verdict.outcome, verdict.reason
+        if conceal is not None:
+            reason = conceal.text(reason)
 
         approval_id = store.new_approval_id()
         deadlines: dict[str, float | None] = {
@@ -116,7 +131,7 @@ class Pauses:
             interrupt_id=intr.id,
             workflow=workflow,
             action=action,
-            title=p.get("title") or (rule.title if rule else action),
+            title=_hide(conceal, p.get("title") or (rule.title if rule else action)),
             payload=store.dumps(shown),
             fingerprint=fp,
             dedupe_key=p.get("dedupe_key"),
@@ -169,3 +184,7 @@ class Pauses:
             )
             await settled(conn, self.jobs, approval_id, decision, now)
         return approval_id
+
+
+def _hide(conceal: Concealer | None, text: str) -> str:
+    return conceal.text(text) if conceal is not None else text

@@ -25,6 +25,7 @@ from graphs import (
 
 from . import store
 from . import tables as t
+from ._conceal import Concealer
 from .audit import AuditLog
 from .db import database_down
 from .effects import Effects, NodeServices
@@ -38,7 +39,7 @@ from .errors import (
 from .jobs import Job, JobQueue, finish_in
 from .models import APPROVAL_KIND, RunStatus, Workflow
 from .pauses import Pauses
-from .policy import GroupResolver, Policy, may_start, redact, resolve_members
+from .policy import GroupResolver, Policy, may_start, resolve_members
 from .policy.schema import SchemaError
 
 if TYPE_CHECKING:
@@ -93,17 +94,30 @@ class Runs:
 
     def hide_secrets(self, value: Any) -> Any:
         """`value` (a run's input or state) with every field the policy marks secret, at any
-        depth, replaced by its hash, as in approvals: for what is stored, printed or posted."""
-        if isinstance(value, Mapping):
-            return {
-                k: redact(self._secret_rules[k], {k: v}, key=self.audit.redaction_key)[k]
-                if k in self._secret_rules
-                else self.hide_secrets(v)
-                for k, v in value.items()
-            }
-        if isinstance(value, (list, tuple)):
-            return [self.hide_secrets(v) for v in value]
-        return value
+        depth, replaced by its hash, as in approvals, and the values of those fields quoted in
+        its other texts hidden: for what is stored, printed or posted. `concealer` knows a
+        whole thread's secrets."""
+        return self._concealer().learn(value).hide(value)
+
+    def _concealer(self) -> Concealer:
+        return Concealer(self._secret_rules, self.audit.redaction_key)
+
+    async def concealer(self, thread_id: str, workflow: str, *values: Any) -> Concealer:
+        """What hides the secrets of a thread: the values of secret fields in its input, its
+        state at every step and the approvals it asked for (from its checkpoints), and in
+        `values`. Whatever is derived from the thread (a title, an outcome, an error) goes
+        through it before it is stored, logged or posted."""
+        found = self._concealer()
+        for value in values:
+            found = found.learn(value)
+        if not self._secret_rules:
+            return found
+        graph = self.graph(workflow)
+        async for snap in graph.aget_state_history(self._config(thread_id)):
+            found = found.learn(snap.values)
+            for intr in snap.interrupts:
+                found = found.learn(intr.value)
+        return found
 
     def graph(self, workflow: str) -> CompiledGraph:
         graph = self._graphs.get(workflow)
@@ -214,7 +228,8 @@ class Runs:
         if isinstance(result, BaseException):
             unknown = isinstance(result, SideEffectUnknownError)
             status: RunStatus = "outcome_unknown" if unknown else "failed"
-            error = f"{type(result).__name__}: {result}"
+            conceal = await self.concealer(thread_id, workflow)
+            error = conceal.text(f"{type(result).__name__}: {result}")
             log.warning("run %s %s: %s", thread_id, status, error)
             async with self.db.transaction() as conn:
                 await store.set_run(conn, thread_id, now, status=status, error=error)
@@ -236,6 +251,7 @@ class Runs:
             return RunReport(thread_id, workflow, status, error=error)
 
         pauses: list[Interrupt] = result.pop("__interrupt__", None) or []
+        conceal = await self.concealer(thread_id, workflow, result, *(i.value for i in pauses))
         if pauses:
             # Paused before the approvals exist: once one does, a worker may resume and finish
             # the run at once, and its status must not be overwritten with "paused" after that.

@@ -98,6 +98,11 @@ class Signoff:
         depth, replaced by its hash, as in approvals: for what is stored, printed or posted."""
         return self.runs.hide_secrets(value)
 
+    async def hide_thread_secrets(self, thread_id: str, workflow: str, value: Any) -> Any:
+        """`value` (something derived from the thread: its state, an outcome) with every secret
+        the thread ever held hidden, as `hide_secrets` and wherever it is quoted."""
+        return (await self.runs.concealer(thread_id, workflow, value)).hide(value)
+
     # ---- runs ------------------------------------------------------------------------------
 
     def graph(self, workflow: str) -> CompiledGraph:

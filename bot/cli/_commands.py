@@ -178,7 +178,7 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
         {"configurable": {"thread_id": args.thread_id}}
     )
     approvals = await app.thread_approvals(args.thread_id)
-    values = app.hide_secrets(state.values)
+    values = await app.hide_thread_secrets(args.thread_id, run["workflow"], state.values)
     if args.json:
         print(
             json.dumps(

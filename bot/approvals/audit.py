@@ -331,6 +331,39 @@ class AuditLog:
             data, intact = {}, False
         return Settlement(row.kind, data if isinstance(data, dict) else {}, intact)
 
+    async def recorded(
+        self,
+        conn: AsyncConnection,
+        kind: AuditKind,
+        *,
+        thread_id: str,
+        approval_id: str | None,
+        **data: Any,
+    ) -> bool:
+        """Whether an entry of `kind` on this thread and approval, whose data holds `data`, is
+        on the log (linked or still in the inbox): for entries that must be written once, by
+        whichever attempt at the work gets to commit first."""
+        found = []
+        for table in (audit_inbox, audit_events):  # the inbox first, as in `settlement`
+            rows = await conn.execute(
+                sa.select(table.c.data).where(
+                    table.c.kind == kind,
+                    table.c.thread_id == thread_id,
+                    table.c.approval_id.is_(None)
+                    if approval_id is None
+                    else table.c.approval_id == approval_id,
+                )
+            )
+            found += [r.data for r in rows]
+        for text in found:
+            try:
+                entry = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and all(entry.get(k) == v for k, v in data.items()):
+                return True
+        return False
+
     async def unlinked(self, conn: AsyncConnection) -> int:
         """How many committed entries wait in the inbox to be linked."""
         return await conn.scalar(sa.select(sa.func.count()).select_from(audit_inbox)) or 0

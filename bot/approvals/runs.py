@@ -262,12 +262,12 @@ class Runs:
             ids = []
             for intr in pauses:
                 if isinstance(intr.value, dict) and intr.value.get("kind") == APPROVAL_KIND:
-                    ids.append(await self.pauses.register(thread_id, workflow, intr))
+                    ids.append(await self.pauses.register(thread_id, workflow, intr, conceal))
             if resumed is not None:
                 await self.jobs.finish(resumed.job_id)
             return RunReport(thread_id, workflow, "paused", tuple(ids), result)
 
-        shown = self.hide_secrets(result)
+        shown = conceal.hide(result)
         summary = store.dumps(shown)
         async with self.db.transaction() as conn:
             await store.set_run(
@@ -328,13 +328,6 @@ class Runs:
                 await self.jobs.finish(job.id, error=f"{type(e).__name__}: {e}", retry_in=delay)
                 return
             result = e
-        if result is None:
-            # The graph went on to its end in an attempt that died before recording how it
-            # stopped: record it now, instead of leaving the run "paused" or "running".
-            if run["status"] in ("paused", "running"):
-                await self.after_run(thread_id, run["workflow"], dict(state.values))
-            await self.jobs.finish(job.id)
-            return
         resumed = _Resumed(
             job.id,
             thread_id,
@@ -342,6 +335,17 @@ class Runs:
             interrupt_id,
             bool(payload["decision"]["approved"]),
         )
+        if result is None:
+            # The graph went on to its end in an attempt that died before recording how it
+            # stopped: record it now (and that it resumed), instead of leaving the run "paused"
+            # or "running" and the audit log without its "resumed".
+            if run["status"] in ("paused", "running"):
+                await self.after_run(
+                    thread_id, run["workflow"], dict(state.values), resumed=resumed
+                )
+            else:
+                await self.jobs.finish(job.id)
+            return
         await self.after_run(thread_id, run["workflow"], result, resumed=resumed)
 
     async def _as_recorded(self, job: Job, workflow: str) -> bool:
@@ -444,6 +448,14 @@ class _Resumed:
     ) -> None:
         if finish:
             await finish_in(conn, self.job_id, now)
+        if await audit.recorded(
+            conn,
+            "resumed",
+            thread_id=self.thread_id,
+            approval_id=self.approval_id,
+            interrupt_id=self.interrupt_id,
+        ):
+            return  # by an attempt that died before finishing the job: audited once
         await audit.append(
             conn,
             "resumed",

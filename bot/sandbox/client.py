@@ -138,6 +138,11 @@ class SandboxClient:
         body = {"method": method, "status": status, "error": error, "retry_after": retry_after}
         await self._request("POST", "fail_next", {**body, "count": count})
 
+    async def lose_next(self, method: str, *, count: int = 1) -> None:
+        """Make the next `count` calls of `method` take effect and lose their answer (see
+        `FakeSlack.lose_next`)."""
+        await self._request("POST", "lose_next", {"method": method, "count": count})
+
     async def reset(self) -> None:
         """Back to the initial workspace, with no calls, faults or handles."""
         await self._request("POST", "reset", {})

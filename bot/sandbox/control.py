@@ -9,6 +9,7 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 | `GET /_sandbox/calls?method=M&since=N` | recorded calls (from index N), `{"calls": [...], "total": T}` |
 | `GET /_sandbox/state?after=V&timeout=S` | the workspace; waits up to S seconds for version > V |
 | `POST /_sandbox/fail_next` | `{"method", "status"?, "error"?, "retry_after"?, "count"?}` |
+| `POST /_sandbox/lose_next` | `{"method", "count"?}`: done, then the connection dropped before the answer |
 | `POST /_sandbox/reset` | initial workspace; calls, faults, triggers, response_urls forgotten |
 | `POST /_sandbox/app` | `{"url", "signing_secret"}`: where the app listens; `{"transport": "socket"}`: over Socket Mode |
 | `POST /_sandbox/delay` | `{"method", "seconds"}`: the method's answers wait that long (0: no wait) |
@@ -116,6 +117,11 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
             retry_after=body.get("retry_after"),
             count=int(body.get("count", 1)),
         )
+        return web.json_response({"ok": True})
+
+    async def lose_next(request: web.Request) -> web.Response:
+        body = await _body(request)
+        slack.lose_next(str(body["method"]), count=int(body.get("count", 1)))
         return web.json_response({"ok": True})
 
     async def reset(request: web.Request) -> web.Response:
@@ -238,6 +244,7 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
     r.add_get("/_sandbox/calls", calls)
     r.add_get("/_sandbox/state", state)
     r.add_post("/_sandbox/fail_next", fail_next)
+    r.add_post("/_sandbox/lose_next", lose_next)
     r.add_post("/_sandbox/reset", reset)
     r.add_post("/_sandbox/app", connect)
     r.add_post("/_sandbox/delay", delay)

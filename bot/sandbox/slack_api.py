@@ -66,16 +66,21 @@ class Call:
     """HTTP status answered."""
     response: JSON
     """Body answered."""
+    lost: bool = False
+    """Done, but its answer never reached the app: the connection was dropped (`lose_next`)."""
 
     def to_json(self) -> JSON:
         """JSON-ready form, as `GET /_sandbox/calls` lists it."""
-        return {
+        out = {
             "method": self.method,
             "params": self.params,
             "time": self.time,
             "status": self.status,
             "response": self.response,
         }
+        if self.lost:
+            out["lost"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,8 @@ class FakeSlack:
         """Every call so far, oldest first."""
         self.faults: dict[str, list[Fault]] = {}
         """Programmed answers still to give, per method."""
+        self.losses: dict[str, int] = {}
+        """How many more calls of each method are done and then not answered (`lose_next()`)."""
         self.triggers = TriggerIds(trigger_ttl, clock)
         self.responses = ResponseUrls(clock=clock)
         self.version = 0
@@ -260,6 +267,22 @@ class FakeSlack:
         fault = Fault(status, error or _default_error(status), retry_after)
         self.faults.setdefault(method, []).extend([fault] * count)
 
+    def lose_next(self, method: str, *, count: int = 1) -> None:
+        """Make the next `count` calls of `method` take effect (a message is posted) and then
+        drop the connection before the answer: the request reached Slack, its answer was lost
+        (a timeout or a reset on the way back). A client that sends it again does it twice.
+
+        Raises:
+            ValueError: an unknown method, or `count` below 1.
+        """
+        if method not in METHODS:
+            raise ValueError(
+                f"lose_next: unknown method {method!r}; the fake answers {sorted(METHODS)}"
+            )
+        if count < 1:
+            raise ValueError(f"lose_next: count must be at least 1, got {count}")
+        self.losses[method] = self.losses.get(method, 0) + count
+
     def delay(self, method: str, seconds: float) -> None:
         """Make every later call of `method` wait `seconds` before it is answered (0: no wait).
 
@@ -297,6 +320,7 @@ class FakeSlack:
         self.workspace = self._make_workspace()
         self.calls.clear()
         self.faults.clear()
+        self.losses.clear()
         self.latency.clear()
         self.revoked.clear()
         self.limiter.clear()
@@ -356,6 +380,15 @@ class FakeSlack:
         if self.latency.get(method):
             await asyncio.sleep(self.latency[method])
         status, headers, body = self.answer(method, params, token)
+        if self.losses.get(method):
+            self.losses[method] -= 1
+            if not self.losses[method]:
+                del self.losses[method]
+            self.calls.append(Call(method, params, self.clock(), status, body, lost=True))
+            self.touch()
+            if request.transport is not None:
+                request.transport.abort()  # done; the app never hears the answer
+            raise web.HTTPServiceUnavailable()  # not sent: the connection is gone
         self.record(method, params, status, body)
         return web.json_response(body, status=status, headers=headers)
 

@@ -18,12 +18,14 @@ fixes the token.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ..approvals.events import Event, RetryLater, SinkView
@@ -46,6 +48,18 @@ _META = "signoff_message"
 """The metadata event type of every message the sink posts (see `SlackSink._post`)."""
 
 
+def _without_resend(client: AsyncWebClient) -> AsyncWebClient:
+    """`client` without slack_sdk's resend on a dropped connection. Slack has no idempotency
+    key for `chat.postMessage`: when the answer is lost the message may be posted already, and
+    a resend inside the same attempt would post it twice. The error goes to the job queue
+    instead, whose next attempt looks for the tagged message before posting (`_post`)."""
+    poster = copy.copy(client)
+    poster.retry_handlers = [
+        h for h in client.retry_handlers if not isinstance(h, AsyncConnectionErrorRetryHandler)
+    ]
+    return poster
+
+
 class SlackSink:
     """Delivers events to Slack through `client` (whose base URL may point at the sandbox)."""
 
@@ -62,6 +76,8 @@ class SlackSink:
         health: SlackHealth | None = None,
     ) -> None:
         self.client = client
+        self._poster = _without_resend(client)
+        """`client` for `chat.postMessage` (see `_without_resend`)."""
         self.signoff = signoff
         self.default_channel = default_channel
         self.notify_channel = notify_channel
@@ -183,7 +199,7 @@ class SlackSink:
         found = await self._posted_before(event, tag, channel, thread_ts)
         if found is not None:
             return channel, str(found["ts"])
-        resp = await self.client.chat_postMessage(
+        resp = await self._poster.chat_postMessage(
             channel=channel,
             thread_ts=thread_ts,
             metadata={"event_type": _META, "event_payload": tag},

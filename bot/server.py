@@ -106,11 +106,44 @@ def _is_ssl_check(request: web.Request, text: str) -> bool:
     return form.get("ssl_check") == ["1"] and set(form) <= {"ssl_check", "token"}
 
 
+MAX_JSON_DEPTH = 64
+"""How deep objects and arrays may nest in a request body; no Slack payload or run input needs
+more, and the code that walks a value (schemas, canonical JSON) recurses."""
+_TOO_DEEP = f"the JSON body is nested deeper than {MAX_JSON_DEPTH} levels of objects and arrays"
+
+
+def _signing_headers_fit(timestamp: str, signature: str) -> bool:
+    """Whether Slack's signing headers have Slack's shape (epoch seconds in ASCII digits, an
+    ASCII signature), so that checking them cannot fail other than by saying no."""
+    return (
+        timestamp.isascii()
+        and timestamp.isdigit()
+        and len(timestamp) <= 12
+        and signature.isascii()
+        and len(signature) <= 256
+    )
+
+
+def _nested_deeper(value: Any, limit: int) -> bool:
+    """Whether `value` (parsed JSON) nests objects and arrays more than `limit` deep."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _malformed(body: Any) -> str | None:
     """What makes a verified Slack body unfit for Bolt's listener matching (which would fail
     with a 500 on it), or None. Slack never sends these; a forged or mangled request might."""
     if not isinstance(body, dict):
         return "the body is not an object"
+    if _nested_deeper(body, MAX_JSON_DEPTH):
+        return _TOO_DEEP
     if "actions" in body or body.get("type") == "block_actions":
         actions = body.get("actions")
         if (
@@ -173,9 +206,10 @@ def build_web_app(
                 return web.Response(status=200)
             timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
             signature = request.headers.get("X-Slack-Signature", "")
-            if not (timestamp.isascii() and timestamp.isdigit()) or not verifier.is_valid(
+            if not _signing_headers_fit(timestamp, signature) or not verifier.is_valid(
                 text, timestamp, signature
             ):
+                log.info("refused a Slack request: missing, wrong or stale signature")
                 return _json_error(401, "missing, wrong or stale Slack signature")
             try:
                 bolt_request = AsyncBoltRequest(
@@ -183,6 +217,8 @@ def build_web_app(
                     query=request.query_string,
                     headers=request.headers,  # type: ignore[arg-type]  # a Mapping is enough
                 )
+            except RecursionError:
+                return _json_error(400, _TOO_DEEP)
             except (ValueError, TypeError, AttributeError, KeyError):
                 return _json_error(400, "the body is not a Slack request")
             problem = _malformed(bolt_request.body)
@@ -233,7 +269,9 @@ def build_web_app(
         if not settings.api_token:
             return _json_error(404, "the runs API is off: set SIGNOFF_API_TOKEN to enable it")
         given = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {settings.api_token}".encode()):
+        if not hmac.compare_digest(
+            given.encode("utf-8", "surrogateescape"), f"Bearer {settings.api_token}".encode()
+        ):
             return _json_error(
                 401, "missing or wrong bearer token (Authorization: Bearer $SIGNOFF_API_TOKEN)"
             )
@@ -243,6 +281,10 @@ def build_web_app(
             return _json_error(
                 400, 'the body must be JSON: {"workflow": ..., "input": {...}, "requester": ...}'
             )
+        except RecursionError:
+            return _json_error(400, _TOO_DEEP)
+        if _nested_deeper(body, MAX_JSON_DEPTH):
+            return _json_error(400, _TOO_DEEP)
         if (
             not isinstance(body, dict)
             or not isinstance(body.get("workflow"), str)

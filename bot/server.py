@@ -337,6 +337,17 @@ async def _check_tokens(client: AsyncWebClient, app_token: str | None) -> None:
     log.info("Slack accepts the bot token: bot %s in workspace %s", who.user_id, who.team)
 
 
+def _keep_groups_fresh(signoff: Signoff) -> asyncio.Task[None] | None:
+    """Keep the Slack user groups the policy names cached, asked again in the background, so
+    that a click is judged without waiting on Slack (`SlackGroups.refresh_forever`)."""
+    from .slack.app import SlackGroups
+
+    slack_groups = getattr(signoff.sink, "group_ids", None)
+    if not isinstance(slack_groups, SlackGroups):
+        return None
+    return asyncio.ensure_future(slack_groups.refresh_forever(signoff.policy.external_groups))
+
+
 async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None:
     """Run the bot until SIGTERM or SIGINT."""
     from .slack.app import build_bolt_app
@@ -379,6 +390,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
     site = web.TCPSite(web_runner, host, port)
     await site.start()
     runner.start()
+    groups_task = _keep_groups_fresh(signoff)
     scheduler = start_scheduler(signoff, sweep_every=settings.sweep_interval, jobs_every=None)
     mode = (
         "Socket Mode"
@@ -396,6 +408,8 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         await stop.wait()
     finally:
         scheduler.shutdown(wait=False)
+        if groups_task is not None:
+            groups_task.cancel()
         await runner.stop()
         try:  # what was recorded in the last moments goes into the audit chain before exit
             await signoff.link_audit()

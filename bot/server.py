@@ -33,7 +33,7 @@ from .approvals.errors import (
 )
 from .approvals.policy import StaticGroups, load_policy
 from .approvals.service import Signoff
-from .config import Settings, build_signoff
+from .config import Settings, SettingsError, build_signoff
 from .scheduler import JobRunner, start_scheduler
 
 if TYPE_CHECKING:
@@ -362,6 +362,34 @@ def build_runtime(
     return signoff, client
 
 
+SLACK_START_WAIT = 60.0
+"""Seconds `serve` keeps asking a Slack it cannot reach before it gives up (see
+`bot.slack.credentials`: stopping, said plainly, beats serving unchecked)."""
+
+
+async def _check_tokens(client: AsyncWebClient, app_token: str | None) -> None:
+    """Slack's word on the tokens before anything is served, as a `SettingsError` (one line,
+    exit 1) when it refuses one or cannot be reached."""
+    from .slack.credentials import CredentialsRefused, SlackUnreachable, check_credentials
+
+    try:
+        who = await check_credentials(client, app_token, wait=SLACK_START_WAIT)
+    except (CredentialsRefused, SlackUnreachable) as e:
+        raise SettingsError(e.message) from e
+    log.info("Slack accepts the bot token: bot %s in workspace %s", who.user_id, who.team)
+
+
+def _keep_groups_fresh(signoff: Signoff) -> asyncio.Task[None] | None:
+    """Keep the Slack user groups the policy names cached, asked again in the background, so
+    that a click is judged without waiting on Slack (`SlackGroups.refresh_forever`)."""
+    from .slack.app import SlackGroups
+
+    slack_groups = getattr(signoff.sink, "group_ids", None)
+    if not isinstance(slack_groups, SlackGroups):
+        return None
+    return asyncio.ensure_future(slack_groups.refresh_forever(signoff.policy.external_groups))
+
+
 async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None:
     """Run the bot until SIGTERM or SIGINT."""
     from .slack.app import build_bolt_app
@@ -369,6 +397,11 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
     settings.check_slack()
     metrics = Metrics()
     signoff, client = build_runtime(settings, metrics=metrics)
+    try:
+        await _check_tokens(client, settings.slack_app_token)
+    except BaseException:
+        await signoff.db.aclose()
+        raise
     await signoff.db.upgrade()
     await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once
     runner = JobRunner(signoff, concurrency=settings.workers)
@@ -399,6 +432,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
     site = web.TCPSite(web_runner, host, port)
     await site.start()
     runner.start()
+    groups_task = _keep_groups_fresh(signoff)
     scheduler = start_scheduler(signoff, sweep_every=settings.sweep_interval, jobs_every=None)
     mode = (
         "Socket Mode"
@@ -416,6 +450,8 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         await stop.wait()
     finally:
         scheduler.shutdown(wait=False)
+        if groups_task is not None:
+            groups_task.cancel()
         await runner.stop()
         try:  # what was recorded in the last moments goes into the audit chain before exit
             await signoff.link_audit()

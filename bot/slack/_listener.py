@@ -12,6 +12,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from ..approvals.service import Signoff
 
@@ -51,13 +52,41 @@ class Listener:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _tell(self, channel: str, user: str, text: str) -> None:
+    async def _tell(
+        self, channel: str, user: str, text: str, blocks: list[dict[str, Any]] | None = None
+    ) -> None:
         """An ephemeral message to `user` in `channel`; a failure is only logged (the click or
         command is acknowledged already)."""
         try:
-            await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+            await self.client.chat_postEphemeral(
+                channel=channel, user=user, text=text, blocks=blocks
+            )
         except Exception as e:  # noqa: BLE001 - the click is acknowledged; a refusal that cannot be shown is only logged
             log.warning("could not tell %s in %s: %s (%s)", user, channel, text, e)
+
+    async def _respond(
+        self,
+        response_url: str | None,
+        channel: str | None,
+        user: str,
+        text: str,
+        blocks: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """An ephemeral answer to a command or click after its ack: through the `response_url`
+        Slack gave it (which reaches the person wherever they typed, even in a DM or a
+        private channel the bot is not in), else as `_tell` does. A failure is only logged."""
+        if response_url:
+            try:
+                resp = await AsyncWebhookClient(response_url).send(
+                    text=text, blocks=blocks, response_type="ephemeral"
+                )
+                if resp.status_code == 200:
+                    return
+                log.warning("the response_url refused an answer to %s: %s", user, resp.body)
+            except Exception as e:  # noqa: BLE001 - fall back to an ephemeral message
+                log.warning("could not answer %s through the response_url: %s", user, e)
+        if channel and user:
+            await self._tell(channel, user, text, blocks)
 
     async def _ephemeral(self, body: dict[str, Any], text: str) -> None:
         """Tell the person who clicked, where they clicked."""

@@ -12,7 +12,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import aiohttp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ..approvals.errors import ApprovalError, DecisionRefused
@@ -20,6 +22,7 @@ from ..approvals.models import Approval
 from ..approvals.service import Signoff
 from . import messages, modals, payloads
 from ._listener import CLICK_WAIT, Listener
+from .errors import error_code
 from .home import Home
 
 __all__ = ["Actions"]
@@ -50,23 +53,31 @@ class Actions(Listener):
                 return
             if action_id == payloads.PAYLOAD:
                 await ack()
-                await self.client.views_open(
-                    trigger_id=body["trigger_id"], view=modals.payload_modal(a)
-                )
+                await self._open(body, modals.payload_modal(a), "Full payload")
                 return
             a = await self.signoff.check_voter(a.id, user, approve=action_id != payloads.REJECT)
             await ack()
             if action_id == payloads.REJECT:
-                view = modals.reject_modal(a)
+                await self._open(body, modals.reject_modal(a), "Reject")
             else:
                 rule = self.signoff.policy.actions[a.action]
                 view = modals.edit_modal(a, {f: a.current.get(f) for f in rule.editable})
-            await self.client.views_open(trigger_id=body["trigger_id"], view=view)
+                await self._open(body, view, "Edit")
         except (payloads.BadPayload, ApprovalError) as e:  # nothing changed: say why
             log.info("refused a click from %s: %s", user, e)
             await ack()
             approval = await self._refused_approval(e)
             await self._ephemeral(body, messages.refusal_text(e, approval))
+
+    async def _open(self, body: dict[str, Any], view: dict[str, Any], form: str) -> None:
+        """Open the modal of the button clicked; when Slack will not (an expired trigger_id,
+        a view it refuses, no answer), tell the person so and to click again."""
+        try:
+            await self.client.views_open(trigger_id=body["trigger_id"], view=view)
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as e:
+            why = error_code(e) if isinstance(e, SlackApiError) else type(e).__name__
+            log.warning("could not open the %s modal: %s", form, why or e)
+            await self._ephemeral(body, messages.modal_not_opened(form, why or "no_answer"))
 
     async def _refused_approval(self, error: Exception) -> Approval | None:
         """The approval a refused vote was about, to word the refusal (None if unknown)."""

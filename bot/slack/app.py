@@ -4,9 +4,12 @@ core and its configuration."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import aiohttp
@@ -19,20 +22,39 @@ from ..approvals.service import Signoff
 from . import payloads
 from .handlers import Handlers
 
-__all__ = ["SlackGroups", "build_bolt_app"]
+__all__ = ["LOOKUP_BUDGET", "SlackGroups", "build_bolt_app"]
+
+log = logging.getLogger("signoff.slack")
+
+
+LOOKUP_BUDGET = 0.75
+"""Seconds a click may wait for Slack to say who is in a group it has not heard of lately.
+A click must be answered within 3 s and its decision committed before that: past this the
+click is refused ("Slack is slow ... nothing was recorded") and the lookup goes on in the
+background, so the next click finds the answer cached."""
 
 
 class SlackGroups:
     """Resolves `@handle` approver groups through Slack user groups, cached for `ttl` seconds.
 
-    A handle that names no user group resolves to nobody (deny by default).
+    A click never waits on Slack for long: `refresh_forever` (run by the process) asks Slack
+    again before each cached group goes stale, so a vote is judged on a cache at most `ttl`
+    old; a group not cached (or whose refresh failed) is looked up for at most `budget`
+    seconds, then refused as unavailable while the lookup finishes in the background. A handle
+    that names no user group resolves to nobody (deny by default), and a membership older than
+    `ttl` is never used: no one is let in on a guess.
     """
 
-    def __init__(self, client: AsyncWebClient, *, ttl: float = 60.0) -> None:
+    def __init__(
+        self, client: AsyncWebClient, *, ttl: float = 60.0, budget: float = LOOKUP_BUDGET
+    ) -> None:
         self.client = client
         self.ttl = ttl
+        self.budget = budget
         self._ids: tuple[float, dict[str, str]] | None = None
         self._members: dict[str, tuple[float, frozenset[str]]] = {}
+        self._lookups: dict[str, asyncio.Task[frozenset[str]]] = {}
+        """The lookup in flight for each group: one at a time, shared by whoever waits."""
 
     async def _group_id(self, handle: str) -> str | None:
         now = time.monotonic()
@@ -50,19 +72,14 @@ class SlackGroups:
         except (SlackApiError, aiohttp.ClientError, TimeoutError):
             return None
 
-    def cached_members(self, group: str) -> frozenset[str] | None:
-        """The members of `group` if a lookup is still fresh, else None; never asks Slack."""
+    def _fresh(self, group: str, within: float) -> frozenset[str] | None:
         cached = self._members.get(group)
-        if cached is not None and time.monotonic() - cached[0] <= self.ttl:
+        if cached is not None and time.monotonic() - cached[0] <= within:
             return cached[1]
         return None
 
-    async def members(self, group: str) -> frozenset[str]:
-        """Raises `GroupsUnavailable` when Slack cannot be asked (never a guess either way)."""
-        now = time.monotonic()
-        cached = self._members.get(group)
-        if cached is not None and now - cached[0] <= self.ttl:
-            return cached[1]
+    async def _look_up(self, group: str) -> frozenset[str]:
+        asked = time.monotonic()
         try:
             group_id = await self._group_id(group)
             users: frozenset[str] = frozenset()
@@ -74,8 +91,54 @@ class SlackGroups:
                 f"could not look up the members of @{group} in Slack ({type(e).__name__}: {e}); "
                 "nothing was changed: try again in a minute"
             ) from e
-        self._members[group] = (now, users)
+        finally:
+            self._lookups.pop(group, None)
+        self._members[group] = (asked, users)  # as old as the question, not the answer
         return users
+
+    def _lookup(self, group: str) -> asyncio.Task[frozenset[str]]:
+        """The lookup of `group` in flight, started if there is none."""
+        task = self._lookups.get(group)
+        if task is None:
+            task = asyncio.ensure_future(self._look_up(group))
+            task.add_done_callback(_quiet)
+            self._lookups[group] = task
+        return task
+
+    async def members(self, group: str) -> frozenset[str]:
+        """Raises `GroupsUnavailable` when Slack cannot say within `budget` seconds (never a
+        guess either way); the lookup then goes on and fills the cache."""
+        cached = self._fresh(group, self.ttl)
+        if cached is not None:
+            return cached
+        task = self._lookup(group)
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), self.budget)
+        except TimeoutError:
+            raise GroupsUnavailable(
+                f"Slack is slow to say who is in @{group}, so nothing was recorded: click "
+                "again in a moment"
+            ) from None
+
+    async def refresh_forever(self, groups: Iterable[str] = (), *, every: float = 5.0) -> None:
+        """Keep every group asked about (and `groups`) cached: each is asked again once it is
+        half its `ttl` old. Runs until cancelled; a failed lookup is logged and tried again."""
+        for group in groups:
+            self._members.setdefault(group, (-math.inf, frozenset()))
+        while True:
+            for group in list(self._members):
+                if self._fresh(group, self.ttl / 2) is None:
+                    try:
+                        await self._lookup(group)
+                    except GroupsUnavailable as e:
+                        log.warning("%s", e)
+            await asyncio.sleep(every)
+
+
+def _quiet(task: asyncio.Task[frozenset[str]]) -> None:
+    """Retrieve a background lookup's error (the waiter, if any, has it already)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def build_bolt_app(

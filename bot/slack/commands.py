@@ -19,6 +19,7 @@ from ..approvals.errors import (
     AlreadyStartedError,
     ApprovalError,
     DatabaseUnavailable,
+    GroupsUnavailable,
     InvalidInputError,
     MissingInputError,
     StartRefused,
@@ -36,6 +37,9 @@ HISTORY_STEPS = 10
 """How many checkpoints `/agent status THREAD_ID` summarises."""
 PERMALINKS = 20
 """How many card links `/agent status` fetches."""
+STATUS_TRIES = 20
+"""How many times `/agent status` asks again (a second apart) while Slack is slow to say who is
+in the groups: it has answered already, so it can wait where a click cannot."""
 
 
 class Commands(Listener):
@@ -55,20 +59,10 @@ class Commands(Listener):
             return
         try:
             if command.kind == "status":
-                view = await self.signoff.pending_view(user, limit=STATUS_LIMIT)
-                shown = view.mine + view.others
-                links = await self._permalinks(shown)
-                await ack(
-                    response_type="ephemeral",
-                    **status.status_blocks(
-                        shown,
-                        user,
-                        time.time(),
-                        decidable={a.id for a in view.mine},
-                        permalinks=links,
-                        totals=(view.mine_total, view.others_total),
-                    ),
-                )
+                # Nothing is asked of Slack (groups, card links) before the ack: the list
+                # follows through the response_url.
+                await ack()
+                self._spawn(self._status(user, body.get("channel_id"), body.get("response_url")))
             elif command.kind == "status_thread":
                 await ack(
                     response_type="ephemeral",
@@ -95,6 +89,31 @@ class Commands(Listener):
                 )
         except ApprovalError as e:
             await ack(response_type="ephemeral", text=messages.refusal_text(e))
+
+    async def _status(self, user: str, channel: str | None, response_url: str | None) -> None:
+        """`/agent status`, after its ack: what waits on `user` and on others, with links."""
+        for attempt in range(STATUS_TRIES):
+            try:
+                view = await self.signoff.pending_view(user, limit=STATUS_LIMIT)
+                break
+            except GroupsUnavailable as e:  # Slack is slow: its answer fills the cache meanwhile
+                if attempt == STATUS_TRIES - 1:
+                    await self._respond(response_url, channel, user, messages.refusal_text(e))
+                    return
+                await asyncio.sleep(1.0)
+            except ApprovalError as e:
+                await self._respond(response_url, channel, user, messages.refusal_text(e))
+                return
+        shown = view.mine + view.others
+        answer = status.status_blocks(
+            shown,
+            user,
+            time.time(),
+            decidable={a.id for a in view.mine},
+            permalinks=await self._permalinks(shown),
+            totals=(view.mine_total, view.others_total),
+        )
+        await self._respond(response_url, channel, user, answer["text"], answer.get("blocks"))
 
     async def _permalinks(self, approvals: list[Approval]) -> dict[str, str]:
         """Links to the cards (at most PERMALINKS of them, fetched together; a failure just

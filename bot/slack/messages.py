@@ -747,3 +747,13 @@ def home_unavailable() -> str:
 
 def help_fallback() -> str:
     return "/agent status, /agent status THREAD_ID, /agent run WORKFLOW key=value, /agent help"
+
+
+def modal_not_opened(form: str, error: str) -> str:
+    """A click on a button that opens a modal (`form`: Reject, Edit, Full payload) whose modal
+    Slack would not open (`error`: its code, `expired_trigger_id` when signoff was too slow)."""
+    if error == "expired_trigger_id":
+        why = "Slack only lets a form open within 3 seconds of the click, and that passed"
+    else:
+        why = f"Slack answered {code(error)}"
+    return f"⚠️ The {form} form could not open ({why}). {NOTHING_CHANGED} Click {form} again."

@@ -302,17 +302,19 @@ async def test_agent_status_lists_what_is_pending_and_status_thread_and_help_ans
     run = await e2e.refund("cust-status")
     title = "Refund 42.50 to cust-status"
 
+    before = len(await e2e.ephemerals(ALICE))
     answer = await e2e.slack.command(ALICE, CHANNEL, "status")
-    assert answer["status"] == 200
-    reply = answer["json"]
-    assert reply["response_type"] == "ephemeral"
-    mine = text_of(reply["blocks"])
+    assert answer["status"] == 200 and not answer.get("late")
+    # acked at once (nothing asked of Slack first); the list follows through the response_url
+    [shown] = await e2e.new_ephemerals(ALICE, before)
+    assert (shown["source"], shown["channel"]) == ("response_url", CHANNEL)
+    mine = text_of(shown["blocks"])
     assert mine.startswith("*Waiting on you*"), mine
     assert title in mine
-    shown = (await e2e.ephemerals(ALICE))[-1]
-    assert (shown["source"], shown["channel"]) == ("command_ack", CHANNEL)
 
-    theirs = (await e2e.slack.command(CAROL, CHANNEL, "status"))["json"]  # carol asked for it
+    before = len(await e2e.ephemerals(CAROL))
+    await e2e.slack.command(CAROL, CHANNEL, "status")  # carol asked for it
+    [theirs] = await e2e.new_ephemerals(CAROL, before)
     assert title in text_of(theirs["blocks"]) and "Waiting on you" not in text_of(theirs["blocks"])
 
     thread = (await e2e.slack.command(BOB, CHANNEL, f"status {run.thread_id}"))["json"]

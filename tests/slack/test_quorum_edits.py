@@ -55,6 +55,10 @@ async def edit(bot: Scenario, user: str, card_ts: str, amount: str) -> dict[str,
     """`user` clicks Edit on the card and submits `amount`; the form's errors."""
     answer = await bot.slack.click(user.lower(), CHANNEL, card_ts, EDIT)
     assert answer.status == 200
+    # the modal opens after the ack (views.open): the person submits it once it is there
+    await bot.slack.wait_for(
+        lambda s: s.workspace.views.get(bot.slack.workspace.user(user.lower()).id)
+    )
     done = await bot.slack.submit(user.lower(), {edit_block_id("amount"): amount, NOTE_BLOCK: ""})
     return dict(done.errors)
 

@@ -71,6 +71,8 @@ class Emit(NamedTuple):
     mode: str
     """The stream mode it belongs to: `values` or `updates`."""
     chunk: Any
+    ns: tuple[str, ...] = ()
+    """Where it comes from: `()` for the graph itself, `("node:task_id", ...)` for a subgraph."""
 
 
 Request = GetHead | PutCheckpoint | PutWrites | RunTasks | Emit
@@ -80,7 +82,7 @@ Loop = Generator[Request, Any, R]
 """The loop as its drivers see it: requests out, replies in (see each request), `R` at the end."""
 
 
-def drive_sync(run: Run, gen: Loop[R]) -> Generator[tuple[str, Any], None, R]:
+def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
     """Perform the loop's requests with the sync saver; yield emitted chunks; return its result."""
     saver = run.saver
     result: Any = None
@@ -94,6 +96,8 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[tuple[str, Any], None, R]:
         if isinstance(request, RunTasks):
             for task in request.tasks:
                 task.run_sync()
+            if run.outbox and run.parent is None:
+                yield from _flush(run.outbox)
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
             result = saver.put(*request)
@@ -105,13 +109,28 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[tuple[str, Any], None, R]:
             result = saver.get_tuple(
                 {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
             )
-        else:
+        elif _emitted(run, request):
             yield request
 
 
-async def drive_async(
-    run: Run, gen: Loop[R], out: list[R]
-) -> AsyncGenerator[tuple[str, Any], None]:
+def _emitted(run: Run, emit: Emit) -> bool:
+    """Whether the caller of this run wants `emit`; a subgraph's run also hands it to the
+    stream of the graph that runs it (`stream(..., subgraphs=True)`)."""
+    if run.parent is None:
+        return True
+    if run.outbox is not None and emit.mode in run.forward:
+        run.outbox.append(emit._replace(ns=run.path))
+    return emit.mode in run.asked
+
+
+def _flush(outbox: list[Emit]) -> list[Emit]:
+    """The subgraphs' chunks of a step, in the order they were made, and an empty outbox."""
+    items = outbox[:]
+    del outbox[:]
+    return items
+
+
+async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Emit, None]:
     """The async twin of `drive_sync`; the loop's result is appended to `out`."""
     saver = run.saver
     result: Any = None
@@ -128,6 +147,9 @@ async def drive_async(
                 await tasks[0].run_async()
             else:
                 await asyncio.gather(*(t.run_async() for t in tasks))
+            if run.outbox and run.parent is None:
+                for emit in _flush(run.outbox):
+                    yield emit
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
             result = await saver.aput(*request)
@@ -139,5 +161,5 @@ async def drive_async(
             result = await saver.aget_tuple(
                 {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
             )
-        else:
+        elif _emitted(run, request):
             yield request

@@ -45,12 +45,13 @@ from .errors import (
     GraphRecursionError,
     InvalidUpdateError,
     NodeInterrupt,
+    ParentCommand,
     ResumeError,
 )
 from .types import END, START, Command, Interrupt, RunConfig, Send
 
 if TYPE_CHECKING:
-    from .checkpoint.base import BaseCheckpointSaver
+    from .checkpoint.base import BaseCheckpointSaver, PendingWrite
     from .compiled import CompiledGraph
 
 ONCE_CHANNEL = "__once__"
@@ -87,12 +88,29 @@ class Run:
         ns: str,
         *,
         modes: frozenset[str] = frozenset(),
+        parent: Task | None = None,
+        path: tuple[str, ...] = (),
+        outbox: list[Emit] | None = None,
+        forward: frozenset[str] = frozenset(),
     ) -> None:
         self.graph = graph
-        self.saver: BaseCheckpointSaver | None = graph.checkpointer
+        self.parent = parent
+        """For a subgraph's run: the parent's task that runs it (None for a graph run itself)."""
+        self.saver: BaseCheckpointSaver | None = (
+            graph.checkpointer if parent is None else parent.run.saver
+        )
         self.config = config
         self.thread_id = thread_id
         self.ns = ns
+        self.path = path
+        """The subgraph namespaces from the graph run itself to this one (`("node:task_id",)`)."""
+        self.outbox = outbox
+        """Where subgraphs put their chunks for the stream of `stream(..., subgraphs=True)`."""
+        self.asked = modes
+        """The stream modes the caller of this run asked for."""
+        self.forward = forward
+        """The stream modes a subgraph's run hands to its parent's stream."""
+        modes = modes | forward
         self.modes = modes
         limit = config.get("recursion_limit")
         self.limit: int = graph.recursion_limit if limit is None else limit
@@ -197,6 +215,9 @@ class Run:
             return
         goto: Any = ()
         if isinstance(result, Command):
+            if result.graph is not None:
+                self.to_parent(task, result)
+                return
             update: Any = result.update or {}
             goto = result.goto
         elif isinstance(result, dict):
@@ -232,6 +253,21 @@ class Run:
                 )
                 return
             task.goto = names
+
+    def to_parent(self, task: Task, command: Command[Any]) -> None:
+        """`Command(graph=Command.PARENT)`: leave this run; the parent's task returns it."""
+        if command.graph != Command.PARENT:
+            task.error = InvalidUpdateError(
+                f"node {task.name!r} returned Command(graph={command.graph!r}); the only graph "
+                "a command can name is Command.PARENT"
+            )
+        elif self.parent is None:
+            task.error = InvalidUpdateError(
+                f"node {task.name!r} returned Command(graph=Command.PARENT), but its graph is "
+                "not running as a subgraph, so there is no parent graph to send it to"
+            )
+        else:
+            raise ParentCommand(Command(update=command.update, goto=command.goto))
 
     def view(self) -> dict[str, Any]:
         """The state as a node or a router sees it: a reducer key nothing was written to yet
@@ -494,6 +530,13 @@ class Run:
                     "the config",
                     self.thread_id,
                 )
+        if self.parent is not None and tup is not None:
+            # The parent's task ran this subgraph on an earlier attempt (it paused or failed):
+            # go on from where it stopped, and a finished subgraph is not run again.
+            if not self.frontier:
+                return self.output()
+            yield from self.inherit_answers(self.parent.answers)
+            input = None
         is_command = isinstance(input, Command)
         if is_command and input.goto:
             raise InvalidUpdateError("Command(goto=...) can only be returned by a node")
@@ -671,6 +714,17 @@ class Run:
             yield PutWrites(self._head(), [(RESUME, [i.id, value])], t.id)
             self.pending.setdefault(t.id, []).append((RESUME, [i.id, value]))
 
+    def inherit_answers(self, answers: dict[str, Any]) -> Loop[None]:
+        """Record, for this subgraph's tasks, the answers its parent's task was given."""
+        if not answers:
+            return
+        for name, task_id in self.frontier:
+            for i in self.unanswered(self.make_task(name, task_id)):
+                if i.id in answers:
+                    write = (RESUME, [i.id, answers[i.id]])
+                    yield PutWrites(self._head(), [write], task_id)
+                    self.pending.setdefault(task_id, []).append(write)
+
     def carry_over(
         self, source: str, new_versions: dict[str, int], appended: dict[str, int]
     ) -> Loop[None]:
@@ -735,6 +789,24 @@ class Run:
             yield from self.save("update", names, new_versions, appended, paused)
         assert self.head_config is not None
         return self.head_config
+
+
+def waiting(writes: Sequence[tuple[str, Any]]) -> tuple[Interrupt, ...]:
+    """The unanswered interrupts among one task's pending writes (none once it is done)."""
+    asked: dict[str, Interrupt] = {}
+    answered: set[str] = set()
+    for channel, value in writes:
+        if channel == DONE:
+            return ()
+        if channel == INTERRUPT:
+            asked.setdefault(value.id, value)
+        elif channel == RESUME:
+            answered.add(value[0])
+    return tuple(i for iid, i in asked.items() if iid not in answered)
+
+
+def task_writes(writes: Sequence[PendingWrite], task_id: str) -> list[tuple[str, Any]]:
+    return [(c, v) for t, c, v in writes if t == task_id]
 
 
 def _extends(new: Any, old: list[Any]) -> bool:

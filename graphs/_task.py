@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._context import Pause, _current
 from .checkpoint.base import ONCE
+from .errors import ParentCommand
 from .types import Interrupt, RunConfig, Send
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class Task:
         "run",
         "scope_id",
         "spec",
+        "subgraphs",
         "writes",
     )
 
@@ -75,6 +77,8 @@ class Task:
         self.pause: tuple[Interrupt, ...] | None = None
         """The pauses it stopped at on its last attempt (usually one)."""
         self.error: BaseException | None = None
+        self.subgraphs = 0
+        """How many subgraph runs this attempt started (one may share the task's namespace)."""
 
     # ---- running --------------------------------------------------------------------
 
@@ -83,6 +87,7 @@ class Task:
         self.scope_id = self.id
         self.pause = None
         self.error = None
+        self.subgraphs = 0
 
     def run_sync(self) -> None:
         failures = 0
@@ -114,6 +119,8 @@ class Task:
             self.result = result
         except Pause as p:
             self.pause = p.interrupts
+        except ParentCommand as c:
+            self.result = c.command  # a subgraph's Command(graph=Command.PARENT)
         except Exception as e:  # noqa: BLE001 - every node error is recorded, then re-raised
             self.error = e
         finally:
@@ -149,6 +156,8 @@ class Task:
             self.result = await coro
         except Pause as p:
             self.pause = p.interrupts
+        except ParentCommand as c:
+            self.result = c.command
         except Exception as e:  # noqa: BLE001
             self.error = e
         finally:

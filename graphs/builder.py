@@ -187,6 +187,11 @@ class StateGraph:
             raise GraphSetupError(f"node name {name!r} is reserved (START, END and '__' names)")
         if name in self.nodes:
             raise GraphSetupError(f"node {name!r} is already in the graph")
+        if ":" in name or "|" in name:
+            raise GraphSetupError(
+                f"node name {name!r} has ':' or '|', which a subgraph's checkpoint namespace "
+                "(`node:task_id|...`) uses to separate its parts: choose another name"
+            )
         if retry_policy is not None and not isinstance(retry_policy, RetryPolicy):
             raise GraphSetupError(
                 f"node {name!r}: retry_policy must be a RetryPolicy, got {retry_policy!r}"
@@ -195,6 +200,10 @@ class StateGraph:
             destinations = [destinations]
         afn: Callable[..., Any] | None = None
         run: Callable[..., Any]
+        from .compiled import CompiledGraph, SubgraphNode
+
+        if isinstance(fn, CompiledGraph):
+            fn = SubgraphNode(fn, self.channels)
         if _is_runnable(fn):
             runnable: Any = fn
             run, afn = runnable.invoke, getattr(runnable, "ainvoke", None)

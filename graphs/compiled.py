@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._drive import drive_async, drive_sync
-from ._loop import Paused, Run
+from ._context import Pause, _current
+from ._drive import Emit, drive_async, drive_sync
+from ._loop import Paused, Run, task_writes, waiting
 from ._schema import Channel
 from .checkpoint.base import (
     DONE,
@@ -19,14 +27,15 @@ from .checkpoint.base import (
     config_ns,
     config_thread_id,
 )
-from .errors import CheckpointerRequiredError, GraphInterrupt
+from .errors import CheckpointerRequiredError, GraphInterrupt, MultipleSubgraphsError
 from .types import Command, Interrupt, RunConfig, StateSnapshot, StateTask, StreamMode
 
 if TYPE_CHECKING:
+    from ._task import Task
     from .builder import Branch, Join, NodeSpec, StateGraph
     from .checkpoint.base import BaseCheckpointSaver
 
-__all__ = ["CompiledGraph"]
+__all__ = ["CompiledGraph", "SubgraphNode"]
 
 
 class CompiledGraph:
@@ -63,7 +72,10 @@ class CompiledGraph:
 
     # ---- running ---------------------------------------------------------------------
 
-    def _run(self, config: RunConfig | None, modes: frozenset[str]) -> Run:
+    def _run(self, config: RunConfig | None, modes: frozenset[str], subgraphs: bool = False) -> Run:
+        parent = _current.get()
+        if parent is not None and self.checkpointer is None:
+            return self._subgraph_run(parent, config, modes)
         if config is None:
             config = {}
         configurable = config.get("configurable")
@@ -79,17 +91,49 @@ class CompiledGraph:
             raise ValueError(f"thread_id must be a non-empty string, got {thread_id!r}")
         ns = configurable.get("checkpoint_ns") or ""
         run_config: RunConfig = {**config, "configurable": {**configurable, "thread_id": thread_id}}
-        run = Run(self, run_config, thread_id, ns, modes=modes)
+        run = Run(self, run_config, thread_id, ns, modes=modes, outbox=[] if subgraphs else None)
         run.requested_id = config_checkpoint_id(config)
         return run
 
+    def _subgraph_run(self, parent: Task, config: RunConfig | None, modes: frozenset[str]) -> Run:
+        """This graph runs as a subgraph of the node `parent` runs: on the parent's thread and
+        checkpointer, under the namespace `node:task_id` (after the parent's own)."""
+        if parent.subgraphs:
+            raise MultipleSubgraphsError(
+                f"node {parent.name!r} ran a second subgraph in one task; a subgraph's "
+                "checkpoints are kept under its node's task, so each task can run one: run "
+                "each subgraph in a node of its own"
+            )
+        parent.subgraphs += 1
+        up = parent.run
+        segment = f"{parent.name}:{parent.id}"
+        ns = f"{up.ns}|{segment}" if up.ns else segment
+        run_config: RunConfig = {**(config or {})}
+        given = dict(run_config.get("configurable") or {})
+        given.pop("checkpoint_id", None)
+        given.update(thread_id=up.thread_id, checkpoint_ns=ns)
+        run_config["configurable"] = given  # type: ignore[typeddict-item]
+        return Run(
+            self,
+            run_config,
+            up.thread_id,
+            ns,
+            modes=modes,
+            parent=parent,
+            path=(*up.path, segment),
+            outbox=up.outbox,
+            forward=up.modes if up.outbox is not None else frozenset(),
+        )
+
     def _lock(self, run: Run) -> contextlib.AbstractContextManager[None]:
-        if self.checkpointer is None:
-            return contextlib.nullcontext()
+        if self.checkpointer is None or run.parent is not None:
+            return contextlib.nullcontext()  # a subgraph runs under its parent's hold
         return self.checkpointer.lock_thread(run.config)
 
-    def _finish(self, result: dict[str, Any] | Paused) -> dict[str, Any]:
+    def _finish(self, run: Run, result: dict[str, Any] | Paused) -> dict[str, Any]:
         if isinstance(result, Paused):
+            if run.parent is not None:
+                raise Pause(result.interrupts)  # the parent's task pauses with the subgraph
             if self.interrupt_mode == "return":
                 return {**result.values, "__interrupt__": list(result.interrupts)}
             raise GraphInterrupt(result.interrupts, result.config)
@@ -120,11 +164,12 @@ class CompiledGraph:
         config: RunConfig | None,
         modes: frozenset[str],
         out: list[dict[str, Any]],
-    ) -> Iterator[tuple[str, Any]]:
-        run = self._run(config, modes)
+        subgraphs: bool = False,
+    ) -> Iterator[Emit]:
+        run = self._run(config, modes, subgraphs)
         with self._lock(run):
             result = yield from drive_sync(run, run.execute(input))
-        out.append(self._finish(result))
+        out.append(self._finish(run, result))
 
     async def ainvoke(
         self, input: dict[str, Any] | Command | None, config: RunConfig | None = None
@@ -141,24 +186,27 @@ class CompiledGraph:
         config: RunConfig | None,
         modes: frozenset[str],
         out: list[dict[str, Any]],
-    ) -> AsyncGenerator[tuple[str, Any], None]:
-        run = self._run(config, modes)
+        subgraphs: bool = False,
+    ) -> AsyncGenerator[Emit, None]:
+        run = self._run(config, modes, subgraphs)
         got: list[dict[str, Any] | Paused] = []
         lock = (
             self.checkpointer.alock_thread(run.config)
-            if self.checkpointer is not None
+            if self.checkpointer is not None and run.parent is None
             else contextlib.nullcontext()
         )
         async with lock:
             async for chunk in drive_async(run, run.execute(input), got):
                 yield chunk
-        out.append(self._finish(got[0]))
+        out.append(self._finish(run, got[0]))
 
     def stream(
         self,
         input: dict[str, Any] | Command | None,
         config: RunConfig | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        *,
+        subgraphs: bool = False,
     ) -> Iterator[Any]:
         """Like `invoke`, yielding as it goes.
 
@@ -166,16 +214,23 @@ class CompiledGraph:
         `{node: update}` per node per step, and `{"__interrupt__": (...)}` on a pause. With a
         list of modes, each item is `(mode, chunk)`. A pause ends the stream; in the default
         interrupt mode it then raises `GraphInterrupt`.
+
+        `subgraphs=True`: the chunks of subgraphs too, each item prefixed with the namespace it
+        comes from, `(namespace, chunk)` (or `(namespace, mode, chunk)`): `()` for this graph,
+        `("node:task_id",)` for a subgraph its node runs, one more element per level. A step's
+        subgraph chunks come when that step's tasks have finished, before the step's own.
         """
         modes, tagged = _modes(stream_mode)
-        for mode, chunk in self._stream(input, config, modes, []):
-            yield (mode, chunk) if tagged else chunk
+        for mode, chunk, ns in self._stream(input, config, modes, [], subgraphs):
+            yield _item(mode, chunk, ns, tagged, subgraphs)
 
     async def astream(
         self,
         input: dict[str, Any] | Command | None,
         config: RunConfig | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        *,
+        subgraphs: bool = False,
     ) -> AsyncIterator[Any]:
         """Async `stream`.
 
@@ -186,9 +241,11 @@ class CompiledGraph:
         """
         modes, tagged = _modes(stream_mode)
         # Closing this stream closes the run's own, which releases the thread.
-        async with contextlib.aclosing(self._astream(input, config, modes, [])) as chunks:
-            async for mode, chunk in chunks:
-                yield (mode, chunk) if tagged else chunk
+        async with contextlib.aclosing(
+            self._astream(input, config, modes, [], subgraphs)
+        ) as chunks:
+            async for mode, chunk, ns in chunks:
+                yield _item(mode, chunk, ns, tagged, subgraphs)
 
     # ---- state -----------------------------------------------------------------------
 
@@ -199,17 +256,41 @@ class CompiledGraph:
             )
         return self.checkpointer
 
-    def get_state(self, config: RunConfig) -> StateSnapshot:
+    def get_state(self, config: RunConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's latest checkpoint (or the one `checkpoint_id` names) as a snapshot.
 
-        An unknown thread gives an empty snapshot (`values={}`, `next=[]`).
+        An unknown thread gives an empty snapshot (`values={}`, `next=[]`). A pending task that
+        runs a subgraph has the config of the subgraph's checkpoints in its `state`; with
+        `subgraphs=True`, the subgraph's own snapshot (and so on, level by level).
         """
-        tup = self._saver("get_state").get_tuple(config)
-        return self._snapshot(config, tup)
+        return self._read(self._saver("get_state"), config, subgraphs, own=True)
 
-    async def aget_state(self, config: RunConfig) -> StateSnapshot:
-        tup = await self._saver("aget_state").aget_tuple(config)
-        return self._snapshot(config, tup)
+    def _read(
+        self, saver: BaseCheckpointSaver, config: RunConfig, subgraphs: bool, own: bool
+    ) -> StateSnapshot:
+        tup = saver.get_tuple(config)
+        children: dict[str, StateSnapshot] = {}
+        if subgraphs and tup is not None:
+            for task_id, child_config in _child_configs(tup):
+                child = self._read(saver, child_config, True, own=False)
+                if child.created_at is not None:
+                    children[task_id] = child
+        return self._snapshot(config, tup, children, own)
+
+    async def aget_state(self, config: RunConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        return await self._aread(self._saver("aget_state"), config, subgraphs, own=True)
+
+    async def _aread(
+        self, saver: BaseCheckpointSaver, config: RunConfig, subgraphs: bool, own: bool
+    ) -> StateSnapshot:
+        tup = await saver.aget_tuple(config)
+        children: dict[str, StateSnapshot] = {}
+        if subgraphs and tup is not None:
+            for task_id, child_config in _child_configs(tup):
+                child = await self._aread(saver, child_config, True, own=False)
+                if child.created_at is not None:
+                    children[task_id] = child
+        return self._snapshot(config, tup, children, own)
 
     def get_state_history(
         self, config: RunConfig, *, limit: int | None = None, before: RunConfig | None = None
@@ -226,29 +307,32 @@ class CompiledGraph:
         ):
             yield self._snapshot(config, tup)
 
-    def _snapshot(self, config: RunConfig, tup: CheckpointTuple | None) -> StateSnapshot:
+    def _snapshot(
+        self,
+        config: RunConfig,
+        tup: CheckpointTuple | None,
+        children: dict[str, StateSnapshot] | None = None,
+        own: bool = True,
+    ) -> StateSnapshot:
+        """The snapshot of a checkpoint of this graph (`own`) or of one of its subgraphs."""
         if tup is None:
             return StateSnapshot(
                 values={}, next=[], config=config, metadata={}, created_at=None, parent_config=None
             )
         cp = tup.checkpoint
-        run = self._run({"configurable": tup.config["configurable"].copy()}, frozenset())
         tasks: list[StateTask] = []
         interrupts: list[Interrupt] = []
         for name, task_id in cp["next_tasks"]:
-            writes = [(c, v) for t, c, v in tup.pending_writes if t == task_id]
-            if name in self.nodes:
-                run.pending = {task_id: writes}
-                task = run.make_task(name, task_id)
-                waiting = tuple(run.unanswered(task))
-            else:
-                waiting = ()
+            writes = task_writes(tup.pending_writes, task_id)
+            pending = waiting(writes)
             done = any(c == DONE for c, _ in writes)
             errors = [v for c, v in writes if c == ERROR]
-            tasks.append(
-                StateTask(task_id, name, waiting, errors[-1] if errors and not done else None, done)
-            )
-            interrupts.extend(waiting)
+            state: RunConfig | StateSnapshot | None = (children or {}).get(task_id)
+            if state is None and own and _is_subgraph(self.nodes.get(name)):
+                state = _child_config(tup.config, name, task_id)
+            error = errors[-1] if errors and not done else None
+            tasks.append(StateTask(task_id, name, pending, error, done, state))
+            interrupts.extend(pending)
         values = {k: v for k, v in cp["channel_values"].items() if not k.startswith("__")}
         return StateSnapshot(
             values=values,
@@ -300,6 +384,64 @@ def _thread_only(config: RunConfig) -> RunConfig:
         raise ValueError('update_state needs {"configurable": {"thread_id": ...}}')
     # An update always goes on top of the thread's latest checkpoint: history never forks.
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": config_ns(config)}}
+
+
+class SubgraphNode:
+    """A compiled graph added as a node (`add_node("child", child_graph)`).
+
+    It runs the subgraph on the keys of the parent's state that the subgraph has, and writes
+    back the keys of the subgraph's result that the parent has, as LangGraph does.
+    """
+
+    def __init__(self, graph: CompiledGraph, parent_keys: Collection[str]) -> None:
+        self.graph = graph
+        self.parent_keys = frozenset(parent_keys)
+
+    def _input(self, state: Any) -> Any:
+        if isinstance(state, Mapping):
+            return {k: v for k, v in state.items() if k in self.graph.channels}
+        return state
+
+    def _output(self, result: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in result.items() if k in self.parent_keys}
+
+    def invoke(self, state: Any, config: RunConfig | None = None, /) -> dict[str, Any]:
+        return self._output(self.graph.invoke(self._input(state), config))
+
+    async def ainvoke(self, state: Any, config: RunConfig | None = None, /) -> dict[str, Any]:
+        return self._output(await self.graph.ainvoke(self._input(state), config))
+
+
+def _child_config(config: RunConfig, name: str, task_id: str) -> RunConfig:
+    """Where the subgraph run by the task `task_id` of node `name` keeps its checkpoints."""
+    ns, segment = config_ns(config), f"{name}:{task_id}"
+    thread_id = config_thread_id(config)
+    assert thread_id is not None  # the config of a stored checkpoint
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": f"{ns}|{segment}" if ns else segment,
+        }
+    }
+
+
+def _child_configs(tup: CheckpointTuple) -> list[tuple[str, RunConfig]]:
+    """The config of each pending task's subgraph, if it runs one."""
+    return [
+        (task_id, _child_config(tup.config, name, task_id))
+        for name, task_id in tup.checkpoint["next_tasks"]
+    ]
+
+
+def _is_subgraph(spec: NodeSpec | None) -> bool:
+    return spec is not None and isinstance(getattr(spec.fn, "__self__", None), SubgraphNode)
+
+
+def _item(mode: str, chunk: Any, ns: tuple[str, ...], tagged: bool, subgraphs: bool) -> Any:
+    """One item of `stream`, in LangGraph's shapes."""
+    if subgraphs:
+        return (ns, mode, chunk) if tagged else (ns, chunk)
+    return (mode, chunk) if tagged else chunk
 
 
 def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[str], bool]:

@@ -4,6 +4,7 @@
 GraphError                        root of everything below
 ├── GraphSetupError               the graph was built wrong (compile-time), also a ValueError
 ├── InvalidUpdateError            a node or caller wrote a key or value the state cannot take
+│   └── MultipleSubgraphsError    one node ran two subgraphs that share the parent's checkpoints
 ├── GraphRecursionError           more supersteps than `recursion_limit`, also a RecursionError
 ├── GraphInterrupt                the run paused; carries `.interrupts` and `.config`
 │   └── NodeInterrupt             raised by node code to pause with a value
@@ -14,7 +15,8 @@ GraphError                        root of everything below
 ├── CheckpointFormatError         a stored checkpoint the code can no longer read
 │   └── SchemaVersionError        the database's checkpoint schema is not the one this code knows
 ├── SerializationError            a value the checkpoint format cannot store
-└── SideEffectUnknownError        a `once()` effect started but its outcome was never recorded
+├── SideEffectUnknownError        a `once()` effect started but its outcome was never recorded
+└── ParentCommand                 carries a subgraph's `Command(graph=Command.PARENT)` to its parent
 ```
 
 An exception raised by node code is not wrapped: it propagates with its own type, and a note
@@ -27,7 +29,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .types import Interrupt, RunConfig
+    from .types import Command, Interrupt, RunConfig
 
 __all__ = [
     "CheckpointConflictError",
@@ -38,7 +40,9 @@ __all__ = [
     "GraphRecursionError",
     "GraphSetupError",
     "InvalidUpdateError",
+    "MultipleSubgraphsError",
     "NodeInterrupt",
+    "ParentCommand",
     "ResumeError",
     "SchemaVersionError",
     "SerializationError",
@@ -61,6 +65,15 @@ class GraphSetupError(GraphError, ValueError):
 
 class InvalidUpdateError(GraphError, ValueError):
     """A node (or `update_state`, or the input) produced an update the state cannot accept."""
+
+
+class MultipleSubgraphsError(InvalidUpdateError):
+    """A node ran a second subgraph (or the same one twice) with the parent's checkpointer.
+
+    A subgraph's checkpoints are kept under the namespace of the node's task, so that a resumed
+    node finds where its subgraph stopped; two subgraph runs in one task would share it. Run
+    each subgraph in a node of its own (or compile the extra one with a checkpointer of its own).
+    """
 
 
 class GraphRecursionError(GraphError, RecursionError):
@@ -215,3 +228,19 @@ class SideEffectUnknownError(GraphError, RuntimeError):
         )
         self.thread_id = thread_id
         self.key = key
+
+
+class ParentCommand(GraphError):
+    """A subgraph's node returned `Command(graph=Command.PARENT, ...)`.
+
+    Raised out of the subgraph's run and caught by the parent's task that runs the subgraph,
+    which then returns the command (without `graph`) as its own result. Node code that calls a
+    subgraph should let it pass.
+
+    Attributes:
+        command: the command, for the parent graph.
+    """
+
+    def __init__(self, command: Command[Any]) -> None:
+        super().__init__(command)
+        self.command = command

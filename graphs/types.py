@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypedDict
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
@@ -175,8 +175,13 @@ class Command(Generic[N]):
     """An instruction in place of an input (`resume`, `update`) or of a node's return (`update`, `goto`).
 
     `invoke(Command(resume=answer), config)` answers the one pending `interrupt()`;
-    `Command(resume={interrupt_id: answer, ...})` answers several by id.
+    `Command(resume={interrupt_id: answer, ...})` answers several by id. Returned by a node of a
+    subgraph with `graph=Command.PARENT`, its `update` and `goto` apply in the parent graph, as
+    if the parent's node that runs the subgraph had returned them.
     """
+
+    PARENT: ClassVar[str] = "__parent__"
+    """`graph=Command.PARENT`: the command is for the graph that runs this one as a subgraph."""
 
     resume: Any = None
     """The value the pending `interrupt()` returns. A dict keyed by interrupt ids answers several."""
@@ -184,6 +189,8 @@ class Command(Generic[N]):
     """State update applied (through reducers) before the paused tasks run, or as a node's write."""
     goto: str | Send | Sequence[str | Send] = ()
     """From a node: the node(s) (or `Send`s) to run next, in addition to its edges."""
+    graph: str | None = None
+    """Which graph the command is for: None, the one the node is in; `Command.PARENT`, its parent."""
     _has_resume: bool = field(default=False, repr=False, compare=False)
 
     def __init__(
@@ -192,8 +199,10 @@ class Command(Generic[N]):
         resume: Any = ...,
         update: Mapping[str, Any] | None = None,
         goto: str | Send | Sequence[str | Send] = (),
+        graph: str | None = None,
     ) -> None:
         object.__setattr__(self, "resume", None if resume is ... else resume)
+        object.__setattr__(self, "graph", graph)
         object.__setattr__(self, "_has_resume", resume is not ...)
         object.__setattr__(self, "update", update)
         object.__setattr__(self, "goto", goto)
@@ -216,6 +225,9 @@ class StateTask:
     """The error it failed with on the last attempt, if it failed."""
     done: bool = False
     """It finished in a step that did not complete (its writes are kept; it will not run again)."""
+    state: RunConfig | StateSnapshot | None = None
+    """For a task that runs a subgraph: the config of the subgraph's checkpoints (its
+    `checkpoint_ns`), or, from `get_state(config, subgraphs=True)`, the subgraph's own snapshot."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,9 @@ GRAPHS_API = [
     "Interrupt",
     "InvalidUpdateError",
     "MemorySaver",
+    "MultipleSubgraphsError",
     "NodeInterrupt",
+    "ParentCommand",
     "ResumeError",
     "RetryPolicy",
     "RunConfig",
@@ -142,6 +144,7 @@ LANGGRAPH_PATHS = {
     "graphs.config": ["get_config"],
     "graphs.errors": [
         "GraphRecursionError", "InvalidUpdateError", "GraphInterrupt", "NodeInterrupt",
+        "ParentCommand", "MultipleSubgraphsError",
     ],
     "graphs.checkpoint.memory": ["InMemorySaver", "MemorySaver"],
 }  # fmt: skip

@@ -474,6 +474,10 @@ class SQLSaver(BaseCheckpointSaver):
     ) -> builtins.list[PausedThread]:
         """Every paused thread, longest-waiting first: one query on an index of the status.
 
+        A pause inside a subgraph is listed once, as its parent thread's (the parent's task
+        records the subgraph's interrupts, and is answered by their ids); the subgraphs' own
+        namespaces (`node:task_id`, with a ':') are not listed.
+
         Args:
             paused_before: only pauses that began before this time (for an expiry sweep).
             limit: at most this many.

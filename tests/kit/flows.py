@@ -8,6 +8,7 @@ the repository root on `PYTHONPATH`).
 - `build_replay`: proposes `{"amount": state["amount"]}`, so a state update between pause and
   resume changes the proposal.
 - `build_parallel`: two branches that each ask for an approval (`deploy`, `crowd`) at once.
+- `build_nested`: `build_ask`'s ask-then-act, run as a subgraph of a node `review`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ starters = ["@support"]
 
 [workflows.parallel]
 path = "tests.kit.flows:build_parallel"
+starters = ["@support"]
+
+[workflows.nested]
+path = "tests.kit.flows:build_nested"
 starters = ["@support"]
 
 [actions.deploy]
@@ -203,4 +208,24 @@ def build_parallel() -> StateGraph:
     g.add_edge(START, "two")
     g.add_edge("one", END)
     g.add_edge("two", END)
+    return g
+
+
+class NestedState(TypedDict, total=False):
+    action: str
+    args: dict[str, Any]
+    outcome: str
+    steps: Annotated[list[str], operator.add]
+
+
+def build_nested() -> StateGraph:
+    """Prepare, then `build_ask`'s approval and action as a subgraph `review`, then wrap up."""
+    g = StateGraph(NestedState)
+    g.add_node("prepare", lambda state: {"steps": ["prepare"]})
+    g.add_node("review", build_ask().compile())
+    g.add_node("wrap", lambda state: {"steps": [f"wrap: {state['outcome']}"]})
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "review")
+    g.add_edge("review", "wrap")
+    g.add_edge("wrap", END)
     return g

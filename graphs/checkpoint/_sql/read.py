@@ -161,6 +161,7 @@ def _paused_tx(
     params = {
         "before": paused_before.timestamp() if paused_before else 1e300,
         "limit": _NO_LIMIT if limit is None else max(limit, 0),
+        "subgraph": "%:%",
     }
     out: list[PausedThread] = []
     pending: dict[str, Any] = {}

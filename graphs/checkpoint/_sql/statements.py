@@ -95,12 +95,14 @@ _SQL = {
         ORDER BY t.created_at, t.thread_id, t.checkpoint_ns, c.checkpoint_id DESC
         LIMIT :limit""",
     # The paused threads (on the status index), with the interrupt and resume writes of their
-    # heads (on the writes index), in one query.
+    # heads (on the writes index), in one query. A subgraph's namespace (`node:task_id`, the
+    # only kind with a ':') is left out: its pause is its parent's, listed with the parent.
     "list_paused": """
         SELECT t.thread_id, t.checkpoint_ns, t.head_id, t.paused_since, t.paused_nodes,
             w.channel, w.interrupt_id, w.value
         FROM (SELECT thread_id, checkpoint_ns, head_id, paused_since, paused_nodes
               FROM checkpoint_threads WHERE status = 'paused' AND paused_since < :before
+                AND checkpoint_ns NOT LIKE :subgraph
               ORDER BY paused_since, thread_id, checkpoint_ns LIMIT :limit) t
         LEFT JOIN checkpoint_writes w
           ON w.thread_id = t.thread_id AND w.checkpoint_ns = t.checkpoint_ns

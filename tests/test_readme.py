@@ -98,3 +98,40 @@ def test_the_agent_example_pauses_before_the_gated_call(tmp_path: Path) -> None:
     )
     expected = re.findall(r"^# (send_refund .*)$", example, re.MULTILINE)
     assert expected and run.stdout.splitlines() == expected
+
+
+def test_the_api_example_starts_a_refund_under_the_policy_the_readme_says_to_copy(
+    tmp_path: Path,
+) -> None:
+    """The `curl` of `POST /api/runs`, as written, against a real `signoff run` whose policy is
+    `bot/policies/demo.toml` copied to `signoff.toml`; only the port is the test's own."""
+    from bot.sandbox.processes import API_TOKEN, BotProcess, FakeSlackProcess, sqlite_url
+
+    curl = block(
+        "sh", 'curl -H "Authorization: Bearer $SIGNOFF_API_TOKEN" -d \'{"workflow": "refund",'
+    )
+    policy = tmp_path / "signoff.toml"
+    policy.write_text((README.parent / "bot" / "policies" / "demo.toml").read_text())
+    slack = FakeSlackProcess(tmp_path)
+    try:
+        bot = BotProcess(tmp_path, sqlite_url(tmp_path), slack.url, policy)
+        try:
+            assert "http://localhost:3000/api/runs" in curl
+            line = curl.replace("http://localhost:3000", bot.url).replace(
+                "curl ", "curl -sS -w '\\n%{http_code}' ", 1
+            )
+            env = {**os.environ, "SIGNOFF_API_TOKEN": API_TOKEN}
+            done = subprocess.run(
+                ["bash", "-c", line], capture_output=True, text=True, env=env, timeout=60,
+                check=False,
+            )  # fmt: skip
+        finally:
+            bot.stop()
+    finally:
+        slack.stop()
+    assert done.returncode == 0, done.stderr
+    body, status = done.stdout.rsplit("\n", 1)
+    assert status == "201", body
+    answer = json.loads(body)
+    assert answer["ok"] is True and answer["status"] == "paused", answer
+    assert answer["thread_id"].startswith("refund-") and len(answer["approvals"]) == 1

@@ -89,7 +89,7 @@ async def test_config_lists_the_people_and_the_bundled_workflows(
         "reason",
     ]
     assert {i["name"]: i["type"] for i in flows["refund"]["inputs"]}["amount"] == "number"
-    assert flows["refund"]["starters"] == ["@support", "@finance"]
+    assert flows["refund"]["starters"] == ["@support", "@finance", "billing-service"]
     agent = {i["name"]: i["example"] for i in flows["support_agent"]["inputs"]}
     assert agent == {
         "ticket": "My kettle from order o-1001 arrived broken.",

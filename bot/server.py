@@ -7,6 +7,9 @@ Routes:
 - `GET /healthz`: 200 when the database answers, 503 with the reason when it does not.
 - `GET /metrics`: Prometheus text: approvals by status, decision latency, resume failures.
 - `POST /api/runs`: start a workflow run, for services (`Authorization: Bearer $SIGNOFF_API_TOKEN`).
+- `POST /api/approvals`, `GET /api/approvals/{id}?wait=N`, `GET /api/approvals`: approvals asked
+  for by services (`[services.NAME]` tokens; `bot.approvals.external`), and their webhooks.
+- `GET /api/openapi.json`: the OpenAPI description of the API routes (`bot.openapi`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import logging
 import signal
 import urllib.parse
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -27,10 +31,13 @@ from .approvals.errors import (
     ApprovalError,
     DatabaseUnavailable,
     GroupsUnavailable,
+    IdempotencyConflict,
     InvalidInputError,
     StartRefused,
+    UnknownApprovalError,
     UnknownWorkflowError,
 )
+from .approvals.external import MAX_WAIT
 from .approvals.policy import StaticGroups, load_policy
 from .approvals.service import Signoff
 from .config import Settings, SettingsError, build_signoff
@@ -83,6 +90,7 @@ def _json_error(status: int, message: str) -> web.Response:
 
 _STATUSES: tuple[tuple[type[ApprovalError], int], ...] = (
     (UnknownWorkflowError, 404),
+    (UnknownApprovalError, 404),
     (StartRefused, 403),
     (GroupsUnavailable, 503),  # Slack could not say who is in a group: ask again later
     (DatabaseUnavailable, 503),
@@ -328,9 +336,154 @@ def build_web_app(
             status=201,
         )
 
+    _approval_routes(routes, signoff, runner)
+
     app = web.Application(client_max_size=1024 * 1024)
     app.add_routes(routes)
     return app
+
+
+_REQUEST_KEYS = frozenset({"action", "args", "requester", "title", "dedupe_key", "callback_url"})
+
+
+def _problems_response(error: InvalidInputError | IdempotencyConflict) -> web.Response:
+    """422: what is wrong, field by field (`[{"field", "message"}]`)."""
+    if isinstance(error, IdempotencyConflict):
+        problems = [{"field": "Idempotency-Key", "message": "was used for a different request"}]
+    else:
+        problems = [{"field": k, "message": v} for k, v in error.problems.items()]
+    return web.json_response(
+        {"ok": False, "error": error.message, "problems": problems}, status=422
+    )
+
+
+def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRunner) -> None:
+    """The approvals API: services ask for approvals and read them (`bot.approvals.external`).
+    A token names its service; it may request and read, never decide."""
+    external = signoff.external
+
+    async def service_of(request: web.Request) -> str | web.Response:
+        """The service the request's bearer token names, or the 401 to answer (audited)."""
+        header = request.headers.get("Authorization", "")
+        service = external.authenticate_header(header)
+        if service is not None:
+            return service
+        reason = "no bearer token" if not header else "a wrong bearer token"
+        await external.refuse_unauthenticated(reason, route=f"{request.method} {request.path}")
+        return _json_error(
+            401,
+            f"{reason}: send Authorization: Bearer <token>, the token of a service of the "
+            "policy ([services.NAME] token_env names the variable that holds it)",
+        )
+
+    @routes.post("/api/approvals")
+    async def request_approval(request: web.Request) -> web.Response:
+        service = await service_of(request)
+        if isinstance(service, web.Response):
+            return service
+        try:
+            body = json.loads(await request.read())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = None
+        problem = None
+        if not isinstance(body, dict):
+            problem = (
+                'the body must be a JSON object: {"action": ..., "args": {...}, '
+                '"requester": ..., "title"?, "dedupe_key"?, "callback_url"?}'
+            )
+        elif set(body) - _REQUEST_KEYS:
+            problem = (
+                f"unknown field(s) {', '.join(sorted(set(body) - _REQUEST_KEYS))}; the fields "
+                f"are {', '.join(sorted(_REQUEST_KEYS))}"
+            )
+        elif not isinstance(body.get("action"), str) or not body["action"]:
+            problem = '"action" (the policy\'s name of the action, a string) is required'
+        if problem is not None:
+            await external.refuse_malformed(service, problem)
+            return _json_error(400, problem)
+        assert isinstance(body, dict)
+        try:
+            found = await external.request(
+                service=service,
+                action=body["action"],
+                args=body.get("args", {}),
+                requester=body.get("requester"),  # type: ignore[arg-type]  # checked inside
+                title=body.get("title"),
+                dedupe_key=body.get("dedupe_key"),
+                callback_url=body.get("callback_url"),
+                idempotency_key=request.headers.get("Idempotency-Key"),
+            )
+        except (InvalidInputError, IdempotencyConflict) as e:
+            return _problems_response(e)
+        except ApprovalError as e:
+            return _error_response(e)
+        runner.kick()
+        return web.json_response(found.to_json(), status=202 if found.created else 200)
+
+    @routes.get("/api/approvals/{approval_id}")
+    async def get_approval(request: web.Request) -> web.Response:
+        service = await service_of(request)
+        if isinstance(service, web.Response):
+            return service
+        raw = request.query.get("wait", "0")
+        try:
+            wait = float(raw)
+        except ValueError:
+            wait = -1.0
+        if not (0 <= wait < float("inf")):
+            return _json_error(
+                400, f"wait must be a number of seconds from 0 to {MAX_WAIT:g}, got {raw!r}"
+            )
+        try:
+            found = await external.get(
+                request.match_info["approval_id"], service=service, wait=min(wait, MAX_WAIT)
+            )
+        except ApprovalError as e:
+            return _error_response(e)
+        return web.json_response(found.to_json())
+
+    @routes.get("/api/approvals")
+    async def list_approvals(request: web.Request) -> web.Response:
+        service = await service_of(request)
+        if isinstance(service, web.Response):
+            return service
+        if request.query.get("status", "pending") != "pending":
+            return _json_error(400, "only pending approvals are listed: ?status=pending")
+        try:
+            found = await external.pending(service=service)
+        except ApprovalError as e:
+            return _error_response(e)
+        return web.json_response({"approvals": [a.to_json() for a in found]})
+
+    @routes.get("/api/openapi.json")
+    async def openapi(request: web.Request) -> web.Response:
+        from .openapi import document
+
+        return web.json_response(document())
+
+
+class WebhookClient:
+    """Delivers webhooks (`ExternalApprovals.send`) with one aiohttp session: 10 s per try,
+    redirects not followed (a receiver answers itself; a redirect is a failure, retried)."""
+
+    def __init__(self) -> None:
+        self._session: Any = None
+
+    async def send(self, url: str, body: bytes, headers: Mapping[str, str]) -> int:
+        import aiohttp
+
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
+        async with self._session.post(
+            url, data=body, headers=dict(headers), allow_redirects=False
+        ) as response:
+            await response.read()
+            return int(response.status)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
 def build_runtime(
@@ -404,7 +557,9 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         raise
     await signoff.db.upgrade()
     await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once
-    runner = JobRunner(signoff, concurrency=settings.workers)
+    runner = JobRunner(signoff, concurrency=settings.workers, kinds=("resume", "event", "webhook"))
+    webhooks = WebhookClient()
+    signoff.external.send = webhooks.send
     bolt_app = build_bolt_app(
         signoff,
         client,
@@ -449,6 +604,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
     try:
         await stop.wait()
     finally:
+        signoff.external.close()  # waiting reads answer now, with what they would read
         scheduler.shutdown(wait=False)
         if groups_task is not None:
             groups_task.cancel()
@@ -460,4 +616,5 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         if socket_handler is not None:
             await socket_handler.close_async()  # type: ignore[no-untyped-call]
         await web_runner.cleanup()
+        await webhooks.close()
         await signoff.db.aclose()

@@ -29,15 +29,18 @@ from .errors import (
     DatabaseUnavailable,
     DecisionRefused,
     GroupsUnavailable,
+    IdempotencyConflict,
     InvalidEditError,
     InvalidInputError,
     MissingInputError,
     NotAuthorizedError,
     PolicyError,
     SelfApprovalError,
+    ServiceNotAllowed,
     StaleRevisionError,
     StartRefused,
     StorageError,
+    UnknownAction,
     UnknownApprovalError,
     UnknownWorkflowError,
 )
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
     from .audit import AuditLog
     from .db import Database
     from .decisions import DecideResult
+    from .external import ExternalApproval, ExternalApprovals
     from .gate import approval_gate
     from .runs import RunReport
     from .service import Signoff
@@ -84,8 +88,11 @@ __all__ = [
     "Event",
     "EventKind",
     "EventSink",
+    "ExternalApproval",
+    "ExternalApprovals",
     "GroupResolver",
     "GroupsUnavailable",
+    "IdempotencyConflict",
     "InvalidEditError",
     "InvalidInputError",
     "MissingInputError",
@@ -99,12 +106,14 @@ __all__ = [
     "RunReport",
     "RunStatus",
     "SelfApprovalError",
+    "ServiceNotAllowed",
     "Signoff",
     "SinkView",
     "StaleRevisionError",
     "StartRefused",
     "StaticGroups",
     "StorageError",
+    "UnknownAction",
     "UnknownApprovalError",
     "UnknownWorkflowError",
     "Vote",
@@ -119,6 +128,8 @@ _LAZY = {
     "AuditLog": "audit",
     "Database": "db",
     "DecideResult": "decisions",
+    "ExternalApproval": "external",
+    "ExternalApprovals": "external",
     "PendingView": "views",
     "RunReport": "runs",
     "Signoff": "service",

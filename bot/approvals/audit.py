@@ -62,6 +62,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ._canonical import canonical_json
+from ._service_threads import service_of
 from .tables import audit_events, audit_inbox
 
 __all__ = [
@@ -94,6 +95,9 @@ AuditKind = Literal[
     "run_failed",  # a run failed (the error)
     "outcome_unknown",  # a side effect was interrupted: a person must check what happened
     "purged",  # settled approvals or runs were deleted by retention
+    "api_refused",  # the approvals API refused a request (no token, not allowed, bad arguments)
+    "webhook_delivered",  # a settled external approval's webhook was accepted by its receiver
+    "webhook_failed",  # a webhook was given up on after its last try
 ]
 """What an audit event records; one line each above."""
 
@@ -226,7 +230,8 @@ class AuditLog:
             conn: a connection in a write transaction (`Database.transaction()`).
             kind: what happened; one of `AuditKind`.
             approval_id, thread_id, actor: who and what it concerns (user id, or a rule name).
-            data: JSON-serializable details, secrets already redacted.
+            data: JSON-serializable details, secrets already redacted. For a thread an
+                outside service started (`api.<service>.…`), `service` is added to it.
             at: seconds since the epoch (default: now).
 
         Raises:
@@ -241,6 +246,9 @@ class AuditLog:
         if not math.isfinite(when):
             raise ValueError(f"audit event time must be a finite number, not {at!r}")
         what = f"data of audit event {kind!r}"
+        service = service_of(thread_id)
+        if service is not None:  # a run an outside service asked for: the entry names it
+            data = {**data, "service": service}
         # Through JSON and back, so what is hashed is exactly what `verify` will read back
         # (e.g. integer keys become strings before they are sorted).
         data_json = _canonical(json.loads(_canonical(dict(data), what=what)), what=what)

@@ -96,7 +96,8 @@ def new_decision(
 async def settled(
     conn: AsyncConnection, jobs: JobQueue, approval_id: str, decision: Decision, now: float
 ) -> None:
-    """Enqueue a resume for every thread waiting on the approval, and the `decided` event."""
+    """Enqueue a resume for every thread waiting on the approval, the webhooks of those an
+    outside service asked for, and the `decided` event."""
     waiting = await store.waiters(conn, approval_id)
     for thread_id, interrupt_id in waiting:
         await jobs.resume(
@@ -107,6 +108,7 @@ async def settled(
             approval_id=approval_id,
             decision=decision.to_record(),
         )
+    await jobs.webhooks(conn, now, approval_id=approval_id, threads=[t for t, _ in waiting])
     thread = waiting[0][0] if waiting else None
     await jobs.event(
         conn,

@@ -14,7 +14,10 @@ ApprovalError                  root
 │   └── StaleRevisionError     the vote was for values an edit has changed since
 ├── UnknownWorkflowError       no workflow is registered under this name
 ├── StartRefused               the user may not start this workflow
-│   └── AlreadyStartedError    this very request started a run already (a replay)
+│   ├── AlreadyStartedError    this very request started a run already (a replay)
+│   ├── ServiceNotAllowed      a service asked for an action its [services] entry does not list
+│   └── UnknownAction          an action the policy does not name (deny by default)
+├── IdempotencyConflict        an Idempotency-Key used again for a different request
 ├── InvalidInputError          a run was asked for with inputs its workflow's schema refuses
 │   └── MissingInputError      ... without an input it needs
 ├── GroupsUnavailable          group membership could not be looked up (e.g. Slack is down)
@@ -43,15 +46,18 @@ __all__ = [
     "DatabaseUnavailable",
     "DecisionRefused",
     "GroupsUnavailable",
+    "IdempotencyConflict",
     "InvalidEditError",
     "InvalidInputError",
     "MissingInputError",
     "NotAuthorizedError",
     "PolicyError",
     "SelfApprovalError",
+    "ServiceNotAllowed",
     "StaleRevisionError",
     "StartRefused",
     "StorageError",
+    "UnknownAction",
     "UnknownApprovalError",
     "UnknownWorkflowError",
 ]
@@ -185,6 +191,43 @@ class AlreadyStartedError(StartRefused):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.message, self.thread_id))
+
+
+class ServiceNotAllowed(StartRefused):
+    """A service asked for an action its `[services.NAME] actions` does not list (or is not a
+    service of the policy); nothing was recorded but the refusal.
+
+    Attributes: `service`, `action`.
+    """
+
+    def __init__(self, message: str, service: str, action: str) -> None:
+        super().__init__(message)
+        self.service = service
+        self.action = action
+
+
+class UnknownAction(StartRefused):
+    """An approval was asked for an action the policy does not name: denied by default, and
+    nothing was recorded but the refusal.
+
+    Attributes: `action`.
+    """
+
+    def __init__(self, message: str, action: str) -> None:
+        super().__init__(message)
+        self.action = action
+
+
+class IdempotencyConflict(ApprovalError):
+    """An idempotency key was sent again with a request that differs from the one it first
+    came with; nothing new was recorded. Use a new key for a new request.
+
+    Attributes: `approval_id`, the approval the key names.
+    """
+
+    def __init__(self, message: str, approval_id: str) -> None:
+        super().__init__(message)
+        self.approval_id = approval_id
 
 
 class InvalidInputError(ApprovalError):

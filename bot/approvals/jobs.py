@@ -9,6 +9,7 @@ host that are gone: `release_dead_leases`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ from sqlalchemy.sql.dml import Update
 
 from . import store
 from . import tables as t
+from ._service_threads import service_of
 from .events import Event, EventKind, EventSink, RetryLater
 
 if TYPE_CHECKING:
@@ -39,8 +41,9 @@ LEASE_SECONDS = 60.0
 CLAIM_CANDIDATES = 16
 """How many due jobs a SQLite worker reads at once to pick one from (see `JobQueue.claim`)."""
 
-JobKind = Literal["resume", "event"]
-"""`resume`: answer a paused thread's interrupt with a decision. `event`: deliver an `Event`."""
+JobKind = Literal["resume", "event", "webhook"]
+"""`resume`: answer a paused thread's interrupt with a decision. `event`: deliver an `Event`.
+`webhook`: tell a service that the approval it asked for is settled (its `callback_url`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +56,8 @@ class Job:
     thread_id: str | None
     approval_id: str | None
     payload: dict[str, Any] = field(default_factory=dict)
-    """`resume`: `{"interrupt_id", "decision"}`; `event`: `{"kind", "data"}`."""
+    """`resume`: `{"interrupt_id", "decision"}`; `event`: `{"kind", "data"}`; `webhook`:
+    `{"url", "delivery_id"}`."""
     attempts: int = 0
     """How many times it was taken before this claim (0 the first time)."""
 
@@ -137,6 +141,32 @@ class JobQueue:
             approval_id=approval_id,
             thread_id=thread_id,
         )
+
+    async def webhooks(
+        self, conn: AsyncConnection, now: float, *, approval_id: str, threads: list[str]
+    ) -> None:
+        """Enqueue, in the transaction that settles `approval_id`, a webhook for each of the
+        waiting `threads` that a service started with a `callback_url` (one per thread and
+        approval: its delivery id is derived from them, the same on every try)."""
+        for thread_id in threads:
+            if service_of(thread_id) is None:
+                continue
+            run = await store.get_run(conn, thread_id)
+            url = json.loads(run["input"]).get("callback_url") if run else None
+            if not url:
+                continue
+            delivery_id = (
+                "dlv_" + hashlib.sha256(f"{thread_id}\0{approval_id}".encode()).hexdigest()[:24]
+            )
+            await store.enqueue(
+                conn,
+                "webhook",
+                f"webhook:{delivery_id}",
+                {"url": url, "delivery_id": delivery_id},
+                now,
+                approval_id=approval_id,
+                thread_id=thread_id,
+            )
 
     # ---- claiming and finishing ----------------------------------------------------------
 

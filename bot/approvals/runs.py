@@ -26,6 +26,7 @@ from graphs import (
 from . import store
 from . import tables as t
 from ._conceal import Concealer
+from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .audit import AuditLog
 from .db import database_down
 from .effects import Effects, NodeServices
@@ -155,8 +156,16 @@ class Runs:
         check_starter: bool = False,
         text_inputs: bool = False,
         request_key: str | None = None,
+        internal: bool = False,
     ) -> RunReport:
-        """As `Signoff.start`."""
+        """As `Signoff.start`; `internal` only from `ExternalApprovals.request`, which has made
+        the service's checks (its workflow and thread names are refused to everyone else)."""
+        if not internal and (workflow == EXTERNAL_WORKFLOW or service_of(thread_id)):
+            raise StartRefused(
+                f"{EXTERNAL_WORKFLOW!r} runs approvals that services ask for over the approvals "
+                "API, after that API's checks; it cannot be started by name (nor an 'api.' "
+                "thread id taken): POST /api/approvals with a service token"
+            )
         graph = self.graph(workflow)
         if check_starter:
             wf_policy = self.policy.workflows.get(workflow)

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from graphs import CompiledGraph
 
+from ._service_threads import EXTERNAL_WORKFLOW
 from .audit import LINK_BATCH, AuditLog
 from .decisions import DecideResult, Decisions, idempotency_key
 from .events import EventSink, NullSink
+from .external import ExternalApprovals, external_workflow
 from .jobs import LEASE_SECONDS, JobKind, JobQueue
 from .models import Approval, Workflow
 from .pauses import Pauses
@@ -66,8 +68,16 @@ class Signoff:
         self.decisions = Decisions(db, policy, groups, self.audit, self.jobs, clock)
         self.sweeper = Sweeper(db, policy, self.audit, self.jobs, clock)
         self.pauses = Pauses(db, policy, self.audit, self.jobs, clock)
+        if EXTERNAL_WORKFLOW in workflows:
+            raise ValueError(
+                f"{EXTERNAL_WORKFLOW!r} is the name of signoff's own workflow for approvals asked "
+                "over the API; name yours otherwise"
+            )
+        workflows = {**workflows, EXTERNAL_WORKFLOW: external_workflow()}
         self.runs = Runs(db, policy, workflows, groups, self.audit, self.jobs, self.pauses, clock)
         self.views = Views(db, policy, groups)
+        self.external = ExternalApprovals(self)
+        """Approvals asked for from outside: services over the HTTP API, MCP (`external.py`)."""
 
     # ---- what the parts share -------------------------------------------------------------
 
@@ -82,7 +92,9 @@ class Signoff:
 
     @property
     def workflows(self) -> dict[str, Workflow]:
-        return self.runs.workflows
+        """The workflows a person may start by name (signoff's own `external_approval`, which
+        only the approvals API starts, is not among them)."""
+        return {k: v for k, v in self.runs.workflows.items() if k != EXTERNAL_WORKFLOW}
 
     @property
     def lease_seconds(self) -> float:
@@ -231,7 +243,7 @@ class Signoff:
 
     async def run_jobs(
         self,
-        kinds: tuple[JobKind, ...] = ("resume", "event"),
+        kinds: tuple[JobKind, ...] = ("resume", "event", "webhook"),
         *,
         limit: int = 1000,
         prefer: JobKind | None = None,
@@ -250,6 +262,8 @@ class Signoff:
             try:
                 if job.kind == "resume":
                     await self.runs.resume(job)
+                elif job.kind == "webhook":
+                    await self.external.deliver(job)
                 else:
                     await self.jobs.deliver(job, self.sink)
             finally:

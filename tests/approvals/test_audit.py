@@ -71,6 +71,9 @@ def test_the_event_kinds() -> None:
     assert KINDS == sorted(
         [
             "requested",
+            "api_refused",
+            "webhook_delivered",
+            "webhook_failed",
             "denied",
             "auto_approved",
             "vote",

@@ -27,8 +27,11 @@ APPROVALS_API = [
     "Event",
     "EventKind",
     "EventSink",
+    "ExternalApproval",
+    "ExternalApprovals",
     "GroupResolver",
     "GroupsUnavailable",
+    "IdempotencyConflict",
     "InvalidEditError",
     "InvalidInputError",
     "MissingInputError",
@@ -42,12 +45,14 @@ APPROVALS_API = [
     "RunReport",
     "RunStatus",
     "SelfApprovalError",
+    "ServiceNotAllowed",
     "Signoff",
     "SinkView",
     "StaleRevisionError",
     "StartRefused",
     "StaticGroups",
     "StorageError",
+    "UnknownAction",
     "UnknownApprovalError",
     "UnknownWorkflowError",
     "Vote",
@@ -60,6 +65,7 @@ APPROVALS_API = [
 
 LAZY = {
     "AuditLog", "Database", "DecideResult", "PendingView", "RunReport", "Signoff", "approval_gate",
+    "ExternalApproval", "ExternalApprovals",
 }  # fmt: skip
 """Imported on first use, so that `import bot.approvals` needs no SQLAlchemy (nor, for
 `approval_gate`, langchain_core)."""

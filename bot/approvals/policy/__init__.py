@@ -40,6 +40,16 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     [agents]                          # AI agents' tool calls (`bot.approvals.approval_gate`)
     free_tools = ["lookup_order"]     # tools that run without approval (read-only ones)
 
+    [services.billing]                # a program asking over the approvals API (HTTP, MCP)
+    token_env = "SIGNOFF_SERVICE_BILLING_TOKEN"   # the variable holding its bearer token
+    actions = ["send_refund"]         # what it may ask for; default nothing
+    webhook_secret_env = "BILLING_WEBHOOK_SECRET" # signs its webhooks; default: its token
+    channel = "C0123ABCD"             # where its cards go; default the bot's channel
+
+A service's token lets it ask for approvals of the actions it lists and read them, never decide
+one. A token variable that is not set when signoff starts is warned about, and that service
+cannot authenticate until it is.
+
 An agent's tool call is gated by its tool's name: a tool named like an action asks for that
 action's approval with the call's arguments; a tool in `free_tools` runs without asking; any
 other tool call is denied (the model is told so). A name cannot be both free and an action.
@@ -94,6 +104,7 @@ from .model import (
     ExpiryOutcome,
     Policy,
     RiskTier,
+    ServicePolicy,
     WorkflowPolicy,
 )
 from .schema import Field, Schema, SchemaError
@@ -112,6 +123,7 @@ __all__ = [
     "RiskTier",
     "Schema",
     "SchemaError",
+    "ServicePolicy",
     "StaticGroups",
     "WorkflowPolicy",
     "canonical_json",

@@ -24,6 +24,7 @@ from ._messages import (
     _got,
     _one_of,
     _secret_editable,
+    _service_action_unknown,
 )
 from .durations import format_duration, parse_duration
 from .model import (
@@ -35,6 +36,7 @@ from .model import (
     Condition,
     Op,
     Policy,
+    ServicePolicy,
     WorkflowPolicy,
 )
 from .schema import FIELD_TYPES, Field, Schema
@@ -64,7 +66,7 @@ def _syntax_error(message: str, text: str, source: str) -> PolicyError:
     return PolicyError(f"invalid TOML: {message}", source=source, line=line)
 
 
-_TOP_KEYS = ("actions", "agents", "groups", "workflows")
+_TOP_KEYS = ("actions", "agents", "groups", "services", "workflows")
 _AGENT_KEYS = ("free_tools",)
 _ACTION_KEYS = (
     "title", "tier", "approvers", "required", "allow_self_approval", "editable", "secret",
@@ -77,6 +79,9 @@ _FIELD_KEYS = (
 )  # fmt: skip
 _RULE_KEYS = ("name", "when")
 _WORKFLOW_KEYS = ("starters", "path")
+_SERVICE_KEYS = ("token_env", "actions", "webhook_secret_env", "channel")
+_SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _ACTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 _PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
@@ -116,6 +121,7 @@ class _Reader:
         workflows = self.workflows(data.get("workflows", {}))
         actions = self.actions(data.get("actions", {}), groups)
         free_tools = self.free_tools(data.get("agents", {}), actions)
+        services = self.services(data.get("services", {}), actions)
         return Policy(
             actions=actions,
             groups=groups,
@@ -123,7 +129,90 @@ class _Reader:
             source=self.source,
             external_groups=frozenset(self.referenced - set(groups)),
             free_tools=free_tools,
+            services=services,
         )
+
+    def services(self, value: Any, actions: Mapping[str, ActionPolicy]) -> dict[str, ServicePolicy]:
+        """`[services.NAME]`: programs that may ask for approvals over the API."""
+        out: dict[str, ServicePolicy] = {}
+        token_owner: dict[str, str] = {}
+        for name, raw in self.named_tables("services", value).items():
+            p: Path = ("services", name)
+            if not _SERVICE_NAME.fullmatch(name):
+                raise self.error(
+                    p,
+                    "service names are 1 to 40 lowercase letters, digits, '_' or '-', "
+                    "starting with a letter or digit",
+                )
+            t = self.table(p, raw, _SERVICE_KEYS, f"[services.{name}]")
+            if "token_env" not in t:
+                raise self.error(
+                    p,
+                    'needs token_env = "ENV_VAR": the environment variable that holds its '
+                    "bearer token (the token itself never goes in the policy file)",
+                )
+            token_env = self.env_name(p + ("token_env",), t["token_env"])
+            if token_env in token_owner:
+                raise self.error(
+                    p + ("token_env",),
+                    f"{token_env} is the token of services.{token_owner[token_env]} already; "
+                    "each service needs a token of its own (the token names the service)",
+                )
+            token_owner[token_env] = name
+            secret_env = (
+                self.env_name(p + ("webhook_secret_env",), t["webhook_secret_env"])
+                if "webhook_secret_env" in t
+                else None
+            )
+            raw_actions = t.get("actions", [])
+            if not isinstance(raw_actions, list):
+                raise self.error(
+                    p + ("actions",), f"must be an array of action names, got {_got(raw_actions)}"
+                )
+            names: list[str] = []
+            for item in raw_actions:
+                if not isinstance(item, str) or item not in actions:
+                    raise self.error(
+                        p + ("actions",),
+                        _service_action_unknown(item, actions)
+                        if isinstance(item, str)
+                        else f"action names must be strings, got {_got(item)}",
+                    )
+                if item not in names:
+                    names.append(item)
+            channel = t.get("channel")
+            if channel is not None and (
+                not isinstance(channel, str) or not channel or _has_space(channel)
+            ):
+                raise self.error(
+                    p + ("channel",), f"must be a channel id like C0123ABCD, got {_got(channel)}"
+                )
+            out[name] = ServicePolicy(
+                name=name,
+                token_env=token_env,
+                actions=tuple(names),
+                webhook_secret_env=secret_env,
+                channel=channel,
+            )
+        return out
+
+    def env_name(self, path: Path, value: Any) -> str:
+        """The name of an environment variable (which holds a secret)."""
+        if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
+            looks_secret = isinstance(value, str) and len(value) >= 16 and not value.isupper()
+            hint = (
+                "; it looks like a token itself: put the token in the environment and its "
+                "variable's name here"
+                if looks_secret
+                else ""
+            )
+            shown = "(hidden)" if looks_secret else _got(value)
+            raise self.error(
+                path,
+                "must be the name of an environment variable, like "
+                f'"SIGNOFF_SERVICE_BILLING_TOKEN", got {shown}{hint}',
+            )
+        return value
 
     def free_tools(self, value: Any, actions: Mapping[str, ActionPolicy]) -> frozenset[str]:
         """`[agents] free_tools`: tool names that run without approval."""

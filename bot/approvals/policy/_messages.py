@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,6 +28,20 @@ def _free_and_action(name: str) -> str:
     return (
         f"{name!r} is also an action ([actions.{name}]), which asks for approval; a tool is "
         "either free or gated: remove it from one of them"
+    )
+
+
+def _service_action_unknown(action: str, actions: Iterable[str]) -> str:
+    known = sorted(actions)
+    close = difflib.get_close_matches(action, known, n=1)
+    hint = (
+        f"did you mean {close[0]!r}?"
+        if close
+        else "the policy has " + (", ".join(known) if known else "no actions")
+    )
+    return (
+        f"{action!r} is not an action of this policy ([actions.{action}]), so nobody could "
+        f"approve it; {hint}"
     )
 
 

@@ -18,6 +18,7 @@ from ._messages import (
     _free_and_action,
     _one_of,
     _secret_editable,
+    _service_action_unknown,
 )
 from .schema import Schema
 
@@ -32,6 +33,7 @@ __all__ = [
     "Op",
     "Policy",
     "RiskTier",
+    "ServicePolicy",
     "WorkflowPolicy",
 ]
 
@@ -193,6 +195,30 @@ class WorkflowPolicy:
 
 
 @dataclass(frozen=True)
+class ServicePolicy:
+    """A program outside signoff that may ask for approvals over the HTTP API (or MCP), with a
+    bearer token of its own (`[services.NAME]`). A service may request and read approvals of
+    the actions it lists; it can never decide one."""
+
+    name: str
+    """How the service is named on the audit log and in the API's answers."""
+    token_env: str
+    """The environment variable that holds its bearer token (never the token itself: the
+    policy file is not a secret store)."""
+    actions: tuple[str, ...] = ()
+    """The actions it may ask for. Default none: it may ask for nothing."""
+    webhook_secret_env: str | None = None
+    """The environment variable holding the secret its webhooks are signed with. Default None:
+    they are signed with its token."""
+    channel: str | None = None
+    """Where the cards of its requests go. Default None: the bot's default channel."""
+
+    def __post_init__(self) -> None:
+        if not self.token_env:
+            raise PolicyError("needs token_env", key=f"services.{self.name}.token_env")
+
+
+@dataclass(frozen=True)
 class Policy:
     """A whole policy file, validated."""
 
@@ -211,11 +237,21 @@ class Policy:
     """Agent tools that run without anyone's approval (`[agents] free_tools`): read-only ones,
     like an order lookup. A tool call the policy names neither here nor in `[actions]` is
     denied. Default none."""
+    services: Mapping[str, ServicePolicy] = field(default_factory=dict)
+    """Programs that may ask for approvals from outside (`[services.NAME]`), by name. Default
+    none: the approvals API lets nobody in."""
 
     def __post_init__(self) -> None:
         both = sorted(self.free_tools & set(self.actions))
         if both:
             raise PolicyError(_free_and_action(both[0]), key="agents.free_tools")
+        for service in self.services.values():
+            for action in service.actions:
+                if action not in self.actions:
+                    raise PolicyError(
+                        _service_action_unknown(action, self.actions),
+                        key=f"services.{service.name}.actions",
+                    )
 
     @classmethod
     def empty(cls) -> Policy:

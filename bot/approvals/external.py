@@ -1,0 +1,687 @@
+"""Approvals asked for from outside signoff: a service in any language (the HTTP API), an agent
+that speaks MCP, a Python program that is not a graph.
+
+An external approval is a run of the built-in workflow `external_approval`, whose one node asks
+`request_approval(action, args, title=..., dedupe_key=...)` and returns the decision. So policy,
+cards, quorum, edits, reminders, escalation, expiry, the audit chain, `/agent status`, Home and
+the CLI work on it unchanged, and nothing new has to be made exactly-once. Its id (what the API
+returns) is the run's thread id, `api.<service>.<hex>`: the service's name is on every audit
+entry of the run (see `bot.approvals._service_threads`).
+
+What this module adds is the door: who may ask (`[services.NAME]` in the policy, each with a
+bearer token from the environment and the actions it may ask for; deny by default), the checks
+made before anything is recorded (the action's argument schema, the request's own fields), an
+idempotency key per service (the same key is the same run, on every replica), reading with a
+bounded long-poll, and the signed webhook a service is sent once its approval is settled.
+
+A service's token may request and read approvals. Nothing here decides one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import os
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from sqlalchemy import select
+
+from graphs import END, START, StateGraph
+
+from . import store
+from . import tables as t
+from ._canonical import canonical_json
+from ._service_threads import EXTERNAL_WORKFLOW, external_thread_id, service_of
+from .errors import (
+    AlreadyStartedError,
+    ApprovalError,
+    IdempotencyConflict,
+    InvalidInputError,
+    ServiceNotAllowed,
+    UnknownAction,
+    UnknownApprovalError,
+)
+from .jobs import Job, finish_in
+from .models import ApprovalStatus, Decision, Workflow, iso
+from .policy.schema import Field, Schema
+from .request import request_approval
+
+if TYPE_CHECKING:
+    from .models import Approval
+    from .service import Signoff
+
+__all__ = [
+    "EXTERNAL_WORKFLOW",
+    "MAX_WAIT",
+    "SIGNATURE_HEADER",
+    "ExternalApproval",
+    "ExternalApprovals",
+    "WebhookSender",
+    "external_workflow",
+    "sign_webhook",
+    "verify_webhook",
+]
+
+log = logging.getLogger("signoff.external")
+
+MAX_WAIT = 60.0
+"""The longest a read waits for a decision (`get(..., wait=)`), in seconds."""
+POLL_INTERVAL = 0.5
+"""How often a waiting read looks at the database: the decision may be made by another process."""
+SIGNATURE_HEADER = "Signoff-Signature"
+"""The webhook's signature header: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`."""
+WEBHOOK_ATTEMPTS = 30
+"""Tries of a webhook before it is given up on (backed off 2, 4, 8 s ... to an hour: about a day)."""
+WEBHOOK_BACKOFF_MAX = 3600.0
+
+WebhookSender = Callable[[str, bytes, Mapping[str, str]], Awaitable[int]]
+"""`await send(url, body, headers)` POSTs a webhook and returns the HTTP status (the process
+wiring supplies one on aiohttp; governance does no HTTP itself). Raising counts as a failure."""
+
+_LIST_HINT = "GET /api/approvals lists your pending ones"
+_TEXT_MAX = 500
+_KEY_MAX = 200
+
+
+# ---- the built-in workflow -------------------------------------------------------------
+
+INPUTS = Schema(
+    {
+        "service": Field("string", required=True),
+        "action": Field("string", required=True),
+        "args": Field("any"),
+        "title": Field("string"),
+        "dedupe_key": Field("string"),
+        "callback_url": Field("string"),
+        "request_hash": Field("string"),
+    }
+)
+"""What a run of it holds: the request as the service made it (checked before the run starts)."""
+
+
+class _State(TypedDict, total=False):
+    service: str
+    action: str
+    args: dict[str, Any]
+    title: str
+    dedupe_key: str
+    callback_url: str
+    request_hash: str
+    decision: dict[str, Any]
+
+
+def _ask(state: _State) -> dict[str, Any]:
+    decision = request_approval(
+        state["action"],
+        state.get("args") or {},
+        title=state.get("title") or None,
+        dedupe_key=state.get("dedupe_key") or None,
+    )
+    return {"decision": decision.to_record()}
+
+
+def _build() -> StateGraph:
+    graph = StateGraph(_State)
+    graph.add_node("ask", _ask)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", END)
+    return graph
+
+
+def external_workflow() -> Workflow:
+    """The workflow an external approval runs as; every `Signoff` registers it."""
+    return Workflow(
+        EXTERNAL_WORKFLOW,
+        _build,
+        "An approval asked for from outside signoff (the approvals API, MCP)",
+        INPUTS,
+    )
+
+
+# ---- what a service sees ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExternalApproval:
+    """An approval a service asked for, as the service sees it (`to_json` is the wire shape of
+    the HTTP API, the MCP tools and the webhook's `approval`)."""
+
+    approval_id: str
+    """Opaque and stable: the id the API returns and reads by."""
+    status: ApprovalStatus
+    """`pending` until settled; then approved, rejected, expired or cancelled."""
+    action: str
+    args: dict[str, Any]
+    """As requested, fields the policy marks secret hidden (only their hash)."""
+    title: str
+    service: str
+    requester: str
+    created_at: str
+    """ISO-8601 UTC."""
+    card_url: str | None = None
+    """A link to the Slack card, once it is posted and the process can ask Slack for one."""
+    decision: Decision | None = None
+    """Once settled: approved, status, by, at, note, edits, and args with the edits applied."""
+    created: bool = field(default=True, compare=False)
+    """False when `request` found the approval its idempotency key made before (not on the wire)."""
+
+    @property
+    def approved(self) -> bool:
+        """True only when the action may run (never while pending; expired means not approved
+        unless the policy's `on_expiry = "approve"` said otherwise)."""
+        return self.decision is not None and self.decision.approved
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "approval_id": self.approval_id,
+            "status": self.status,
+            "approved": self.approved,
+            "action": self.action,
+            "args": self.args,
+            "title": self.title,
+            "service": self.service,
+            "requester": self.requester,
+            "created_at": self.created_at,
+            "card_url": self.card_url,
+            "decision": self.decision.to_json() if self.decision is not None else None,
+        }
+
+
+# ---- webhook signatures ----------------------------------------------------------------
+
+
+def sign_webhook(secret: str, timestamp: int, body: bytes) -> str:
+    """The `Signoff-Signature` header's value for `body` sent at `timestamp`."""
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"t={timestamp},v1={mac.hexdigest()}"
+
+
+def verify_webhook(
+    secret: str, header: str, body: bytes, *, tolerance: float = 300.0, now: float | None = None
+) -> bool:
+    """Whether `header` signs `body` with `secret`, sent within `tolerance` seconds of `now`."""
+    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
+    stamp = parts.get("t", "")
+    if not stamp.isdigit():
+        return False
+    if abs((time.time() if now is None else now) - int(stamp)) > tolerance:
+        return False
+    expected = sign_webhook(secret, int(stamp), body).rpartition("v1=")[2]
+    return hmac.compare_digest(expected, parts.get("v1", ""))
+
+
+# ---- the door --------------------------------------------------------------------------
+
+
+class ExternalApprovals:
+    """Requests and reads of approvals by services (`signoff.external`).
+
+    Args:
+        signoff: the governance core the runs go through.
+        environ: where the services' tokens are read from (default `os.environ`), once, here.
+    """
+
+    def __init__(self, signoff: Signoff, *, environ: Mapping[str, str] | None = None) -> None:
+        self.signoff = signoff
+        self.send: WebhookSender | None = None
+        """Delivers webhooks; set by the process that performs `webhook` jobs (`signoff run`)."""
+        self.card_link: Callable[[Approval], Awaitable[str | None]] | None = None
+        """Finds a card's link (Slack's chat.getPermalink), when the process can."""
+        self._links: dict[str, str] = {}
+        self._closing = asyncio.Event()
+        self._tokens: dict[str, str] = {}
+        self._secrets: dict[str, str] = {}
+        self.load_tokens(os.environ if environ is None else environ)
+
+    # ---- tokens --------------------------------------------------------------------------
+
+    def load_tokens(self, environ: Mapping[str, str]) -> None:
+        """Read every service's token (and webhook secret) from `environ`. A token that is not
+        set is warned about: that service cannot authenticate."""
+        self._tokens, self._secrets = {}, {}
+        for name, svc in self.signoff.policy.services.items():
+            token = environ.get(svc.token_env) or ""
+            if not token:
+                log.warning(
+                    "service %s cannot authenticate: %s is not set (its bearer token; "
+                    "[services.%s] in %s)",
+                    name,
+                    svc.token_env,
+                    name,
+                    self.signoff.policy.source or "the policy",
+                )
+                continue
+            if len(token) < 16:
+                log.warning(
+                    "service %s: the token in %s is short (%d characters); use 32 random "
+                    "characters or more (python -c 'import secrets; print(secrets.token_urlsafe(32))')",
+                    name,
+                    svc.token_env,
+                    len(token),
+                )
+            self._tokens[name] = token
+            secret = environ.get(svc.webhook_secret_env) if svc.webhook_secret_env else None
+            if svc.webhook_secret_env and not secret:
+                log.warning(
+                    "service %s: %s is not set; its webhooks wait until it is",
+                    name,
+                    svc.webhook_secret_env,
+                )
+            else:
+                self._secrets[name] = secret or token
+
+    def authenticate(self, token: str) -> str | None:
+        """The service whose token `token` is, or None. Compared in constant time with every
+        service's token (`hmac.compare_digest`)."""
+        given = token.encode()
+        found = None
+        for name, expected in self._tokens.items():
+            if hmac.compare_digest(given, expected.encode()) and given:
+                found = name
+        return found
+
+    def authenticate_header(self, authorization: str) -> str | None:
+        """The service an `Authorization: Bearer <token>` header names, or None."""
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        return self.authenticate(token.strip())
+
+    # ---- requesting ----------------------------------------------------------------------
+
+    async def request(
+        self,
+        *,
+        service: str,
+        action: str,
+        args: Mapping[str, Any],
+        requester: str,
+        title: str | None = None,
+        dedupe_key: str | None = None,
+        callback_url: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> ExternalApproval:
+        """Ask for an approval of `action` with `args` on `service`'s behalf; return at once
+        (the card is on its way). Checked before anything is recorded: the service may ask for
+        the action (deny by default), the arguments fit the action's schema, the request's own
+        fields are sound. A refusal records only its `api_refused` audit entry.
+
+        The same `idempotency_key` again (from this service) returns the same approval and
+        starts nothing (`created` is False); with a different request it is refused.
+
+        Raises:
+            ServiceNotAllowed: `service` is not in the policy, or may not ask for `action`.
+            UnknownAction: the policy does not name `action`.
+            InvalidInputError: `.problems` names each field that is wrong (`args.amount`, ...).
+            IdempotencyConflict: the key came before with a different request.
+        """
+        policy = self.signoff.policy
+        svc = policy.services.get(service)
+        if svc is None:
+            raise await self._refused(
+                ServiceNotAllowed(
+                    f"{service!r} is not a service of the policy ([services.{service}])",
+                    service,
+                    str(action),
+                ),
+                service,
+                action,
+            )
+        rule = policy.actions.get(action) if isinstance(action, str) else None
+        if rule is None:
+            raise await self._refused(
+                UnknownAction(
+                    f"action {action!r} is not in the policy; signoff denies actions the policy "
+                    f"does not name (add [actions.{action}] and list it in "
+                    f"[services.{service}] actions)",
+                    str(action),
+                ),
+                service,
+                action,
+            )
+        if action not in svc.actions:
+            raise await self._refused(
+                ServiceNotAllowed(
+                    f"service {service!r} may not ask for {action!r}; it may ask for "
+                    + (", ".join(svc.actions) or "nothing")
+                    + f" (add it to [services.{service}] actions)",
+                    service,
+                    action,
+                ),
+                service,
+                action,
+            )
+        problems = _request_problems(requester, title, dedupe_key, callback_url, idempotency_key)
+        if not isinstance(args, Mapping):
+            problems["args"] = "must be an object of the action's arguments"
+        elif rule.args is not None:
+            problems.update({f"args.{k}": v for k, v in rule.args.problems(args).items()})
+        else:
+            try:
+                canonical_json(dict(args))
+            except (TypeError, ValueError) as e:
+                problems["args"] = f"must be plain JSON values: {e}"
+        if problems:
+            raise await self._refused(
+                InvalidInputError(
+                    EXTERNAL_WORKFLOW,
+                    problems,
+                    f"the request for {action} is refused: "
+                    + "; ".join(f"{k} {v}" for k, v in problems.items())
+                    + "; nothing was recorded",
+                ),
+                service,
+                action,
+            )
+        request = {
+            "action": action,
+            "args": dict(args),
+            "requester": requester,
+            "title": title or "",
+            "dedupe_key": dedupe_key or "",
+            "callback_url": callback_url or "",
+        }
+        request_hash = hashlib.sha256(canonical_json(request).encode()).hexdigest()
+        thread_id = external_thread_id(service, idempotency_key)
+        inputs = {
+            "service": service,
+            "action": action,
+            "args": dict(args),
+            "title": title or "",
+            "dedupe_key": dedupe_key or "",
+            "callback_url": callback_url or "",
+            "request_hash": request_hash,
+        }
+        try:
+            await self.signoff.runs.start(
+                EXTERNAL_WORKFLOW,
+                inputs,
+                requester=requester,
+                channel=svc.channel,
+                thread_id=thread_id,
+                request_key=thread_id if idempotency_key is not None else None,
+                internal=True,
+            )
+        except AlreadyStartedError:
+            async with self.signoff.db.read() as conn:
+                run = await store.get_run(conn, thread_id)
+            stored = json.loads(run["input"]).get("request_hash") if run else None
+            if stored != request_hash:
+                raise await self._refused(
+                    IdempotencyConflict(
+                        "this Idempotency-Key was used before for a different request "
+                        f"({thread_id}); nothing new was recorded: send a new key for a new "
+                        "request",
+                        thread_id,
+                    ),
+                    service,
+                    action,
+                ) from None
+            found = await self._read(thread_id)
+            assert found is not None  # its run exists
+            return replace(found, created=False)
+        found = await self._read(thread_id)
+        assert found is not None  # just started
+        return found
+
+    async def refuse_unauthenticated(self, reason: str, *, route: str = "") -> None:
+        """Record a request that came without a valid token (`api_refused`, no actor)."""
+        async with self.signoff.db.transaction() as conn:
+            await self.signoff.audit.append(
+                conn,
+                "api_refused",
+                actor=None,
+                data={"refusal": "unauthenticated", "reason": reason, "route": route},
+            )
+
+    async def refuse_malformed(self, service: str, reason: str) -> None:
+        """Record `service`'s request that could not be read (`api_refused`)."""
+        async with self.signoff.db.transaction() as conn:
+            await self.signoff.audit.append(
+                conn,
+                "api_refused",
+                actor=service,
+                data={"service": service, "refusal": "malformed", "reason": reason},
+            )
+
+    async def _refused(self, error: ApprovalError, service: str, action: Any) -> ApprovalError:
+        """Record the refusal `error` of `service`'s request (nothing else), and return it."""
+        data: dict[str, Any] = {
+            "service": service,
+            "action": action if isinstance(action, str) else repr(action)[:100],
+            "refusal": type(error).__name__,
+            "reason": error.message,
+        }
+        if isinstance(error, InvalidInputError):
+            data["problems"] = error.problems
+        async with self.signoff.db.transaction() as conn:
+            await self.signoff.audit.append(conn, "api_refused", actor=service, data=data)
+        return error
+
+    # ---- reading -------------------------------------------------------------------------
+
+    async def get(
+        self, approval_id: str, *, service: str | None = None, wait: float = 0.0
+    ) -> ExternalApproval:
+        """The approval `approval_id`; with `wait` (seconds, at most `MAX_WAIT`), wait until it
+        is settled or the time runs out, then return it as it is (maybe still pending). A
+        process shutting down answers waiting reads at once, with what they would read.
+
+        Raises:
+            UnknownApprovalError: no external approval has this id, or (with `service`) it is
+                another service's.
+        """
+        deadline = time.monotonic() + min(max(float(wait), 0.0), MAX_WAIT)
+        while True:
+            found = await self._read(approval_id)
+            if found is None or (service is not None and found.service != service):
+                error = UnknownApprovalError(approval_id)
+                error.args = (f"no approval of yours has id {approval_id!r}; {_LIST_HINT}",)
+                raise error
+            left = deadline - time.monotonic()
+            if found.status != "pending" or left <= 0 or self._closing.is_set():
+                return found
+            try:
+                await asyncio.wait_for(self._closing.wait(), min(POLL_INTERVAL, left))
+            except TimeoutError:
+                pass
+
+    async def pending(self, *, service: str) -> list[ExternalApproval]:
+        """`service`'s approvals that are still pending, oldest first (at most 200)."""
+        r = t.runs.c
+        async with self.signoff.db.read() as conn:
+            rows = await conn.execute(
+                select(r.thread_id)
+                .where(
+                    r.status.in_(("running", "paused")),
+                    r.workflow == EXTERNAL_WORKFLOW,
+                    r.thread_id.startswith(f"api.{service}.", autoescape=True),
+                )
+                .order_by(r.created_at)
+                .limit(200)
+            )
+            threads = [row[0] for row in rows]
+        out = []
+        for thread_id in threads:
+            found = await self._read(thread_id)
+            if found is not None and found.service == service and found.status == "pending":
+                out.append(found)
+        return out
+
+    def close(self) -> None:
+        """Answer waiting reads now (the process is stopping): they return what they read."""
+        self._closing.set()
+
+    async def _read(self, thread_id: str) -> ExternalApproval | None:
+        if not isinstance(thread_id, str) or service_of(thread_id) is None:
+            return None
+        async with self.signoff.db.read() as conn:
+            run = await store.get_run(conn, thread_id)
+            if run is None or run["workflow"] != EXTERNAL_WORKFLOW:
+                return None
+            w = t.approval_waiters.c
+            latest = await conn.scalar(
+                select(w.approval_id)
+                .where(w.thread_id == thread_id)
+                .order_by(w.created_at.desc())
+                .limit(1)
+            )
+            approval = await store.get_approval(conn, latest) if latest else None
+        inputs = json.loads(run["input"])
+        action = inputs.get("action", "")
+        rule = self.signoff.policy.actions.get(action)
+        if approval is None:
+            status: ApprovalStatus = (
+                "pending" if run["status"] in ("running", "paused") else "cancelled"
+            )
+            return ExternalApproval(
+                approval_id=thread_id,
+                status=status,
+                action=action,
+                args=dict(inputs.get("args") or {}),
+                title=inputs.get("title") or (rule.title if rule else action),
+                service=inputs.get("service", ""),
+                requester=run["requester"],
+                created_at=iso(run["created_at"]),
+            )
+        decision = None
+        if approval.decision:
+            record = approval.decision
+            edits = dict(record.get("edits") or {})
+            decision = Decision.from_json({**record, "args": {**approval.payload, **edits}})
+        return ExternalApproval(
+            approval_id=thread_id,
+            status=approval.status,
+            action=approval.action,
+            args=dict(approval.payload),
+            title=approval.title,
+            service=inputs.get("service", ""),
+            requester=run["requester"],
+            created_at=iso(run["created_at"]),
+            card_url=await self._card_url(approval),
+            decision=decision,
+        )
+
+    async def _card_url(self, approval: Approval) -> str | None:
+        if approval.id in self._links:
+            return self._links[approval.id]
+        if self.card_link is None or not approval.message_ts:
+            return None
+        try:
+            link = await self.card_link(approval)
+        except Exception as e:  # noqa: BLE001 - a link is a courtesy; the approval reads without it
+            log.info("no link for the card of %s: %s", approval.id, e)
+            return None
+        if link:
+            self._links[approval.id] = link
+        return link
+
+    # ---- webhooks ------------------------------------------------------------------------
+
+    async def deliver(self, job: Job) -> None:
+        """Perform a `webhook` job: POST the settled approval to its `callback_url`, signed with
+        the service's secret. Done on a 2xx answer (audited `webhook_delivered`); otherwise due
+        again, backed off, up to `WEBHOOK_ATTEMPTS` tries (then `webhook_failed`). The delivery
+        id is the same on every try: a receiver de-duplicates by it."""
+        assert job.thread_id is not None  # a webhook job names its thread
+        jobs = self.signoff.jobs
+        url, delivery_id = job.payload["url"], job.payload["delivery_id"]
+        service = service_of(job.thread_id) or ""
+        secret = self._secrets.get(service)
+        if self.send is None or secret is None:
+            why = "no webhook sender in this process" if self.send is None else "no secret"
+            log.warning("webhook %s of %s waits: %s", delivery_id, service, why)
+            await jobs.finish(job.id, error=why, retry_in=30.0)
+            return
+        found = await self._read(job.thread_id)
+        if found is None:
+            await jobs.finish(job.id, error="its run is gone (purged)")
+            return
+        body = json.dumps(
+            {"delivery_id": delivery_id, "event": "approval.settled", "approval": found.to_json()},
+            separators=(",", ":"),
+            sort_keys=True,
+            ensure_ascii=False,
+        ).encode()
+        headers = {
+            "Content-Type": "application/json",
+            SIGNATURE_HEADER: sign_webhook(secret, int(time.time()), body),
+            "Signoff-Delivery": delivery_id,
+        }
+        try:
+            status = await self.send(url, body, headers)
+            error = None if 200 <= status < 300 else f"the receiver answered HTTP {status}"
+        except Exception as e:  # noqa: BLE001 - a failed delivery is retried, never lost
+            error = f"{type(e).__name__}: {e}"
+        now = self.signoff.clock()
+        tries = job.attempts + 1
+        if error is None or tries >= WEBHOOK_ATTEMPTS:
+            async with self.signoff.db.transaction() as conn:
+                await finish_in(conn, job.id, now, error=error)
+                await self.signoff.audit.append(
+                    conn,
+                    "webhook_delivered" if error is None else "webhook_failed",
+                    approval_id=job.approval_id,
+                    thread_id=job.thread_id,
+                    actor=jobs.worker_id,
+                    data={"delivery_id": delivery_id, "url": url, "tries": tries, "error": error},
+                )
+            return
+        delay = min(2.0**tries, WEBHOOK_BACKOFF_MAX)
+        log.warning("webhook %s to %s failed (%s); again in %.0fs", delivery_id, url, error, delay)
+        await jobs.finish(job.id, error=error, retry_in=delay)
+
+
+def _request_problems(
+    requester: Any,
+    title: Any,
+    dedupe_key: Any,
+    callback_url: Any,
+    idempotency_key: Any,
+) -> dict[str, str]:
+    """What is wrong with a request's own fields (not its arguments), by field."""
+    problems: dict[str, str] = {}
+    if not isinstance(requester, str) or not requester.strip():
+        problems["requester"] = (
+            "is required: who asks (a Slack user id, or the agent's name); they may not "
+            "approve their own request"
+        )
+    elif len(requester) > _KEY_MAX or any(c.isspace() for c in requester):
+        problems["requester"] = f"must be an id without spaces, at most {_KEY_MAX} characters"
+    for name, value, limit in (
+        ("title", title, _TEXT_MAX),
+        ("dedupe_key", dedupe_key, _KEY_MAX),
+        ("idempotency_key", idempotency_key, _KEY_MAX),
+    ):
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip():
+            problems[name] = "must be a non-empty string when given"
+        elif len(value) > limit:
+            problems[name] = f"must be at most {limit} characters, got {len(value)}"
+    if callback_url is not None:
+        problem = _url_problem(callback_url)
+        if problem:
+            problems["callback_url"] = problem
+    return problems
+
+
+def _url_problem(url: Any) -> str | None:
+    if not isinstance(url, str) or len(url) > 2000:
+        return "must be an http(s) URL of at most 2000 characters"
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as e:
+        return f"is not a URL: {e}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"must be an http:// or https:// URL with a host, got {url[:80]!r}"
+    if parts.username or parts.password:
+        return "must not carry a user name or password (webhooks are signed instead)"
+    return None

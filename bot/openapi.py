@@ -1,0 +1,333 @@
+"""The OpenAPI 3.1 description of signoff's HTTP API (`GET /api/openapi.json`).
+
+Written by hand, beside the handlers in `bot.server`; `tests/api/test_openapi.py` checks that
+every `/api/` route is described and validates real responses against these schemas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["document"]
+
+_STATUSES = ["pending", "approved", "rejected", "expired", "cancelled"]
+_DECISION_STATUSES = ["approved", "rejected", "denied", "expired", "cancelled"]
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return _json(_ref("Error"), description)
+
+
+_NULLABLE_STRING = {"type": ["string", "null"]}
+
+_SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "required": ["ok", "error"],
+        "properties": {
+            "ok": {"const": False},
+            "error": {"type": "string", "description": "What was wrong and what to do."},
+        },
+    },
+    "Problems": {
+        "type": "object",
+        "required": ["ok", "error", "problems"],
+        "properties": {
+            "ok": {"const": False},
+            "error": {"type": "string"},
+            "problems": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["field", "message"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "field": {
+                            "type": "string",
+                            "description": "`requester`, `callback_url`, `args.amount`, ...",
+                        },
+                        "message": {"type": "string"},
+                    },
+                },
+            },
+        },
+    },
+    "ApprovalRequest": {
+        "type": "object",
+        "required": ["action", "requester"],
+        "additionalProperties": False,
+        "properties": {
+            "action": {
+                "type": "string",
+                "description": "The policy's name of the action ([actions.NAME]); one the "
+                "service's [services.NAME] actions lists.",
+            },
+            "args": {
+                "type": "object",
+                "description": "The action's arguments, checked against its schema "
+                "([actions.NAME.args]).",
+            },
+            "requester": {
+                "type": "string",
+                "description": "Who asks (a Slack user id, or the agent's name). They may not "
+                "approve their own request.",
+            },
+            "title": {"type": "string", "description": "The card's one-line summary."},
+            "dedupe_key": {
+                "type": "string",
+                "description": "Names the entity acted on: a pending request with the same key "
+                "and arguments is joined.",
+            },
+            "callback_url": {
+                "type": "string",
+                "format": "uri",
+                "description": "http(s) URL POSTed the signed `approval.settled` webhook.",
+            },
+        },
+    },
+    "Decision": {
+        "type": "object",
+        "required": ["approved", "status", "approval_id", "action", "by", "at", "note"],
+        "additionalProperties": False,
+        "properties": {
+            "approved": {"type": "boolean", "description": "True only when the action may run."},
+            "status": {"enum": _DECISION_STATUSES},
+            "approval_id": {"type": "string", "description": "signoff's own approval id."},
+            "action": {"type": "string"},
+            "fingerprint": {"type": "string"},
+            "args": {"type": "object", "description": "The arguments with the edits applied."},
+            "edits": {"type": "object", "description": "Only the fields an approver changed."},
+            "by": {"type": "array", "items": {"type": "string"}},
+            "at": {"type": "string", "description": "ISO-8601 UTC."},
+            "note": {"type": "string"},
+            "idempotency_key": {
+                "type": "string",
+                "description": "Stable for this approved action: pass it downstream.",
+            },
+        },
+    },
+    "Approval": {
+        "type": "object",
+        "required": [
+            *("approval_id", "status", "approved", "action", "args", "title", "service"),
+            *("requester", "created_at", "card_url", "decision"),
+        ],
+        "additionalProperties": False,
+        "properties": {
+            "approval_id": {"type": "string"},
+            "status": {"enum": _STATUSES},
+            "approved": {"type": "boolean"},
+            "action": {"type": "string"},
+            "args": {"type": "object", "description": "As requested; secret fields hidden."},
+            "title": {"type": "string"},
+            "service": {"type": "string"},
+            "requester": {"type": "string"},
+            "created_at": {"type": "string", "description": "ISO-8601 UTC."},
+            "card_url": _NULLABLE_STRING,
+            "decision": {"oneOf": [{"type": "null"}, _ref("Decision")]},
+        },
+    },
+    "ApprovalList": {
+        "type": "object",
+        "required": ["approvals"],
+        "additionalProperties": False,
+        "properties": {"approvals": {"type": "array", "items": _ref("Approval")}},
+    },
+    "Webhook": {
+        "type": "object",
+        "required": ["delivery_id", "event", "approval"],
+        "additionalProperties": False,
+        "properties": {
+            "delivery_id": {"type": "string", "description": "The same on every retry."},
+            "event": {"const": "approval.settled"},
+            "approval": _ref("Approval"),
+        },
+    },
+    "RunRequest": {
+        "type": "object",
+        "required": ["workflow", "requester"],
+        "properties": {
+            "workflow": {"type": "string"},
+            "input": {"type": "object"},
+            "requester": {"type": "string"},
+            "channel": {"type": "string"},
+            "thread_id": {"type": "string"},
+        },
+    },
+    "RunStarted": {
+        "type": "object",
+        "required": ["ok", "thread_id", "status", "approvals", "error"],
+        "properties": {
+            "ok": {"const": True},
+            "thread_id": {"type": "string"},
+            "status": {"type": "string"},
+            "approvals": {"type": "array", "items": {"type": "string"}},
+            "error": _NULLABLE_STRING,
+        },
+    },
+    "OpenAPI": {"type": "object", "required": ["openapi", "paths"]},
+}
+
+_SERVICE: list[dict[str, list[str]]] = [{"serviceToken": []}]
+_401 = _error("Missing or wrong bearer token (recorded on the audit log).")
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI document, as JSON values."""
+    approval = _json(_ref("Approval"), "The approval.")
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "signoff",
+            "version": "1",
+            "description": "Ask people in Slack to approve an action, from any language. A "
+            "service's token may request and read approvals, never decide one.",
+        },
+        "components": {
+            "schemas": _SCHEMAS,
+            "securitySchemes": {
+                "serviceToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A service's token ([services.NAME] token_env).",
+                },
+                "runsToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "SIGNOFF_API_TOKEN.",
+                },
+            },
+        },
+        "paths": {
+            "/api/approvals": {
+                "post": {
+                    "operationId": "requestApproval",
+                    "summary": "Ask for an approval",
+                    "security": _SERVICE,
+                    "parameters": [
+                        {
+                            "name": "Idempotency-Key",
+                            "in": "header",
+                            "required": False,
+                            "schema": {"type": "string", "maxLength": 200},
+                            "description": "The same key again returns the same approval.",
+                        }
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _ref("ApprovalRequest")}},
+                    },
+                    "responses": {
+                        "202": _json(_ref("Approval"), "Asked; the card is on its way."),
+                        "200": _json(_ref("Approval"), "This Idempotency-Key asked already."),
+                        "400": _error("The body is not a JSON object of the request's fields."),
+                        "401": _401,
+                        "403": _error(
+                            "The policy does not name the action, or the service may not ask "
+                            "for it (deny by default)."
+                        ),
+                        "422": _json(
+                            _ref("Problems"),
+                            "Arguments or fields that do not fit, named one by one; or an "
+                            "Idempotency-Key used for a different request.",
+                        ),
+                    },
+                },
+                "get": {
+                    "operationId": "listPendingApprovals",
+                    "summary": "The service's pending approvals",
+                    "security": _SERVICE,
+                    "parameters": [
+                        {
+                            "name": "status",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"const": "pending"},
+                        }
+                    ],
+                    "responses": {
+                        "200": _json(_ref("ApprovalList"), "Oldest first, at most 200."),
+                        "400": _error("A status other than pending."),
+                        "401": _401,
+                    },
+                },
+            },
+            "/api/approvals/{approval_id}": {
+                "get": {
+                    "operationId": "getApproval",
+                    "summary": "An approval, waiting up to `wait` seconds for its decision",
+                    "security": _SERVICE,
+                    "parameters": [
+                        {
+                            "name": "approval_id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "wait",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "number", "minimum": 0},
+                            "description": "Long-poll up to this many seconds (at most 60; "
+                            "longer is cut to 60) until it is settled.",
+                        },
+                    ],
+                    "responses": {
+                        "200": approval,
+                        "400": _error("wait is not a number of seconds."),
+                        "401": _401,
+                        "404": _error("No approval of this service has this id."),
+                    },
+                }
+            },
+            "/api/runs": {
+                "post": {
+                    "operationId": "startRun",
+                    "summary": "Start a workflow run",
+                    "security": [{"runsToken": []}],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _ref("RunRequest")}},
+                    },
+                    "responses": {
+                        "201": _json(_ref("RunStarted"), "Started; paused or finished."),
+                        "400": _error("Malformed, or inputs the workflow refuses."),
+                        "401": _error("Missing or wrong SIGNOFF_API_TOKEN."),
+                        "403": _error("The requester may not start the workflow."),
+                        "404": _error("No such workflow, or the runs API is off."),
+                    },
+                }
+            },
+            "/api/openapi.json": {
+                "get": {
+                    "operationId": "openapi",
+                    "summary": "This document",
+                    "responses": {"200": _json(_ref("OpenAPI"), "OpenAPI 3.1.")},
+                }
+            },
+        },
+        "webhooks": {
+            "approval.settled": {
+                "post": {
+                    "summary": "An approval the service asked for with a callback_url is settled",
+                    "description": "Signed: `Signoff-Signature: t=<unix seconds>,v1=<hex "
+                    'HMAC-SHA256 of "<t>.<raw body>">` with the service\'s webhook secret '
+                    "([services.NAME] webhook_secret_env, or its token). Retried with backoff "
+                    "until a 2xx answer; the delivery_id is the same on every try.",
+                    "requestBody": {
+                        "content": {"application/json": {"schema": _ref("Webhook")}},
+                    },
+                    "responses": {"200": {"description": "Received (any 2xx)."}},
+                }
+            }
+        },
+    }

@@ -1,0 +1,105 @@
+"""The approvals API's bench: the governance core on a fresh database (SQLite, then PostgreSQL)
+with two services in its policy, and the bot's real aiohttp application in front of it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+import sqlalchemy as sa
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot.approvals import tables as t
+from bot.config import Settings
+from bot.server import Metrics, build_web_app
+from tests.kit.flows import POLICY
+from tests.kit.signoff import Kit
+
+BILLING_TOKEN = "billing-token-0123456789abcdef"
+OPS_TOKEN = "ops-token-0123456789abcdef-xyz"
+
+SERVICES = """
+[services.billing]
+token_env = "TEST_BILLING_TOKEN"
+actions = ["send_refund", "charge_card"]
+
+[services.ops-bot]
+token_env = "TEST_OPS_TOKEN"
+webhook_secret_env = "TEST_OPS_WEBHOOK_SECRET"
+actions = ["delete_row"]
+"""
+
+API_POLICY = POLICY + SERVICES
+TOKENS = {
+    "TEST_BILLING_TOKEN": BILLING_TOKEN,
+    "TEST_OPS_TOKEN": OPS_TOKEN,
+    "TEST_OPS_WEBHOOK_SECRET": "ops-webhook-secret",
+}
+
+REFUND = {"customer_id": "cust_1", "order_id": "o-1", "amount": 42.5, "reason": "damaged"}
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@dataclass
+class Api:
+    kit: Kit
+    client: TestClient  # type: ignore[type-arg]
+    kicks: list[None]
+
+    async def counts(self) -> dict[str, int]:
+        """Runs, approvals and audit entries (by kind) recorded so far."""
+        out = {
+            "runs": len(await self.kit.rows(sa.select(t.runs))),
+            "approvals": len(await self.kit.rows(sa.select(t.approvals))),
+            "jobs": len(await self.kit.rows(sa.select(t.jobs))),
+        }
+        for entry in await self.kit.audit():
+            out[entry["kind"]] = out.get(entry["kind"], 0) + 1
+        return out
+
+    async def post(
+        self, body: Any, *, token: str = BILLING_TOKEN, key: str | None = None
+    ) -> tuple[int, Any]:
+        headers = bearer(token)
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        resp = await self.client.post("/api/approvals", json=body, headers=headers)
+        return resp.status, await resp.json()
+
+    async def get(self, path: str, *, token: str = BILLING_TOKEN) -> tuple[int, Any]:
+        resp = await self.client.get(path, headers=bearer(token))
+        return resp.status, await resp.json()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{quote(str(tmp_path / 'signoff.db'))}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+async def api(db_url: str, tmp_path: Path) -> AsyncIterator[Api]:
+    kit = Kit(db_url, tmp_path)
+    kit.policy_path.write_text(API_POLICY, encoding="utf-8")
+    kit.app = kit.new_app(sink=kit.sink, share_db=True)
+    kit.app.external.load_tokens(TOKENS)
+    await kit.db.upgrade()
+    settings = Settings(database_url=db_url, policy_path=kit.policy_path, api_token="runs-token")
+    kicks: list[None] = []
+
+    class Runner:
+        def kick(self) -> None:
+            kicks.append(None)
+
+    app = build_web_app(kit.app, settings, bolt_app=None, runner=Runner(), metrics=Metrics())  # type: ignore[arg-type]
+    async with TestClient(TestServer(app)) as client:
+        yield Api(kit, client, kicks)
+    await kit.aclose()

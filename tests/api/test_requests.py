@@ -1,0 +1,195 @@
+"""The approvals API in process: a service asks, a person decides, the service reads the
+decision; deny by default, every refusal audited and nothing else recorded. SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.api.conftest import BILLING_TOKEN, OPS_TOKEN, REFUND, Api
+
+
+async def test_a_service_asks_a_person_approves_and_the_service_reads_the_decision(
+    api: Api,
+) -> None:
+    status, body = await api.post(
+        {"action": "send_refund", "args": REFUND, "requester": "U_CAROL", "title": "Refund o-1"},
+        key="refund-o-1",
+    )
+    assert status == 202, body
+    assert body["status"] == "pending" and body["approved"] is False
+    assert body["service"] == "billing" and body["requester"] == "U_CAROL"
+    assert body["args"] == REFUND and body["title"] == "Refund o-1"
+    assert body["decision"] is None
+    approval_id = body["approval_id"]
+    (row,) = await api.kit.approvals()
+    assert row["status"] == "pending" and row["requester"] == "U_CAROL"
+    assert api.kicks  # the card goes out at once
+
+    status, listed = await api.get("/api/approvals?status=pending")
+    assert status == 200 and [a["approval_id"] for a in listed["approvals"]] == [approval_id]
+
+    waiting = asyncio.ensure_future(api.get(f"/api/approvals/{approval_id}?wait=30"))
+    await api.kit.app.decide(row["id"], "U_ALICE", True, edits={"amount": 40})
+    status, seen = await waiting
+    assert status == 200
+    assert seen["status"] == "approved" and seen["approved"] is True
+    assert seen["decision"]["by"] == ["U_ALICE"]
+    assert seen["decision"]["edits"] == {"amount": 40}
+    assert seen["decision"]["args"] == {**REFUND, "amount": 40}
+    assert seen["args"] == REFUND  # as requested
+
+    await api.kit.app.run_jobs()
+    assert (await api.kit.run(approval_id))["status"] == "completed"
+    status, listed = await api.get("/api/approvals")
+    assert listed == {"approvals": []}
+    # The service's name is on every audit entry of the run: start, request, vote, decision.
+    entries = [e for e in await api.kit.audit() if e["thread_id"] == approval_id]
+    kinds = [e["kind"] for e in entries]
+    assert kinds[:2] == ["run_started", "requested"] and "approved" in kinds, kinds
+    assert all(e["data"]["service"] == "billing" for e in entries)
+
+
+async def test_the_same_idempotency_key_is_one_approval_and_a_different_request_is_refused(
+    api: Api,
+) -> None:
+    request = {"action": "send_refund", "args": REFUND, "requester": "U_CAROL"}
+    first, second = await asyncio.gather(api.post(request, key="k-1"), api.post(request, key="k-1"))
+    assert {first[0], second[0]} <= {200, 202} and 202 in {first[0], second[0]}
+    assert first[1]["approval_id"] == second[1]["approval_id"]
+    status, again = await api.post(request, key="k-1")
+    assert status == 200 and again["approval_id"] == first[1]["approval_id"]
+    assert len(await api.kit.approvals()) == 1
+    before = await api.counts()
+    status, body = await api.post({**request, "args": {**REFUND, "amount": 99}}, key="k-1")
+    assert status == 422
+    assert body["problems"] == [
+        {"field": "Idempotency-Key", "message": "was used for a different request"}
+    ]
+    after = await api.counts()
+    assert after == {**before, "api_refused": before.get("api_refused", 0) + 1}
+    # Another service's identical key is another approval of its own.
+    status, other = await api.post(
+        {"action": "delete_row", "args": {"table": "t", "row_id": "1"}, "requester": "U_CAROL"},
+        token=OPS_TOKEN,
+        key="k-1",
+    )
+    assert status == 202 and other["approval_id"] != first[1]["approval_id"]
+
+
+async def test_refusals_say_what_is_wrong_and_record_only_the_refusal(api: Api) -> None:
+    good = {"action": "send_refund", "args": REFUND, "requester": "U_CAROL"}
+    cases = [
+        ("no token", None, good, 401, "no bearer token"),
+        ("wrong token", "nope-" + BILLING_TOKEN, good, 401, "a wrong bearer token"),
+        (
+            "unknown action",
+            BILLING_TOKEN,
+            {**good, "action": "wire_money"},
+            403,
+            "action 'wire_money' is not in the policy",
+        ),
+        (
+            "action of another service",
+            BILLING_TOKEN,
+            {**good, "action": "delete_row", "args": {"table": "t", "row_id": "1"}},
+            403,
+            "service 'billing' may not ask for 'delete_row'; it may ask for "
+            + "send_refund, charge_card",
+        ),
+        ("not JSON", BILLING_TOKEN, "[", 400, "the body must be a JSON object"),
+        ("unknown field", BILLING_TOKEN, {**good, "amount": 3}, 400, "unknown field(s) amount"),
+        ("no action", BILLING_TOKEN, {"args": {}, "requester": "U_CAROL"}, 400, '"action"'),
+    ]
+    for name, token, body, code, said in cases:
+        before = await api.counts()
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if isinstance(body, str):
+            resp = await api.client.post("/api/approvals", data=body, headers=headers)
+        else:
+            resp = await api.client.post("/api/approvals", json=body, headers=headers)
+        answer = await resp.json()
+        assert resp.status == code, (name, answer)
+        assert said in answer["error"], (name, answer["error"])
+        after = await api.counts()
+        assert after == {**before, "api_refused": before.get("api_refused", 0) + 1}, name
+    refusals = await api.kit.audit("api_refused")
+    assert [r["actor"] for r in refusals] == [None, None, *["billing"] * 5]
+    assert refusals[2]["data"]["refusal"] == "UnknownAction"
+
+
+async def test_arguments_are_checked_against_the_schema_and_each_field_named(api: Api) -> None:
+    before = await api.counts()
+    status, body = await api.post(
+        {
+            "action": "send_refund",
+            "args": {"customer_id": "cust 1; drop", "amount": "12", "ammount": 4},
+            "requester": "",
+            "callback_url": "file:///etc/passwd",
+        }
+    )
+    assert status == 422
+    fields = {p["field"]: p["message"] for p in body["problems"]}
+    assert set(fields) == {
+        "requester",
+        "callback_url",
+        "args.customer_id",
+        "args.amount",
+        "args.ammount",
+    }
+    assert "http:// or https://" in fields["callback_url"]
+    assert "is not an argument" in fields["args.ammount"]
+    after = await api.counts()
+    assert after == {**before, "api_refused": 1}
+    (refusal,) = await api.kit.audit("api_refused")
+    assert refusal["data"]["service"] == "billing" and "args.amount" in refusal["data"]["problems"]
+
+
+async def test_a_service_reads_only_its_own_approvals_and_never_decides(api: Api) -> None:
+    status, body = await api.post({"action": "send_refund", "args": REFUND, "requester": "U_CAROL"})
+    assert status == 202
+    approval_id = body["approval_id"]
+    status, seen = await api.get(f"/api/approvals/{approval_id}", token=OPS_TOKEN)
+    assert status == 404 and "no approval of yours" in seen["error"]
+    status, listed = await api.get("/api/approvals", token=OPS_TOKEN)
+    assert listed == {"approvals": []}
+    (row,) = await api.kit.approvals()
+    status, seen = await api.get(f"/api/approvals/{row['id']}")  # signoff's own id: not a door
+    assert status == 404
+    # A service's token decides nothing: there is no route for it, and the runs API refuses it.
+    for path in (f"/api/approvals/{approval_id}", f"/api/approvals/{approval_id}/approve"):
+        resp = await api.client.post(
+            path, json={}, headers={"Authorization": f"Bearer {BILLING_TOKEN}"}
+        )
+        assert resp.status in (404, 405)
+    status, bad = await api.get(f"/api/approvals/{approval_id}?wait=soon")
+    assert status == 400 and "wait must be a number" in bad["error"]
+    assert (await api.kit.approvals())[0]["status"] == "pending"
+
+
+async def test_the_built_in_workflow_cannot_be_started_by_name(api: Api) -> None:
+    before = await api.counts()
+    resp = await api.client.post(
+        "/api/runs",
+        json={
+            "workflow": "external_approval",
+            "input": {"service": "billing", "action": "send_refund", "args": REFUND},
+            "requester": "U_CAROL",
+        },
+        headers={"Authorization": "Bearer runs-token"},
+    )
+    assert resp.status == 403
+    assert "cannot be started by name" in (await resp.json())["error"]
+    resp = await api.client.post(
+        "/api/runs",
+        json={
+            "workflow": "refund",
+            "input": REFUND,
+            "requester": "U_CAROL",
+            "thread_id": "api.billing.0123",
+        },
+        headers={"Authorization": "Bearer runs-token"},
+    )
+    assert resp.status == 403
+    assert await api.counts() == before
+    assert "external_approval" not in api.kit.app.workflows

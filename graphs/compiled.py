@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from ._drive import drive_async, drive_sync
 from ._loop import Paused, Run
-from ._schema import Channel
+from ._schema import Channel, is_typed_class
+from ._stream import MODES
 from .checkpoint.base import (
     DONE,
     ERROR,
@@ -23,10 +24,19 @@ from .errors import CheckpointerRequiredError, GraphInterrupt
 from .types import Command, Interrupt, RunConfig, StateSnapshot, StateTask, StreamMode
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+    from langchain_core.runnables.graph import Graph
+    from pydantic import BaseModel
+
     from .builder import Branch, Join, NodeSpec, StateGraph
     from .checkpoint.base import BaseCheckpointSaver
 
 __all__ = ["CompiledGraph"]
+
+if TYPE_CHECKING:
+    # What a run takes: state keys (a dict, or an instance of a dataclass or pydantic state
+    # schema), a `Command`, or None to continue.
+    Input: TypeAlias = dict[str, Any] | Command | DataclassInstance | BaseModel | None
 
 
 class CompiledGraph:
@@ -60,10 +70,19 @@ class CompiledGraph:
         self.interrupt_after = interrupt_after
         self.recursion_limit = recursion_limit
         self.interrupt_mode = interrupt_mode
+        self.coerce = builder.coerce
+        """Makes a node's state dict an instance of a dataclass/pydantic schema (else None)."""
+        typed = builder.input_schema is not builder.schema
+        self.input_keys = builder.input_keys if typed else None
+        """The keys `invoke` accepts, when an `input_schema` narrows them."""
+        typed = builder.output_schema is not builder.schema
+        self.output_keys = builder.output_keys if typed else None
+        """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them."""
+        self.context_schema = builder.context_schema
 
     # ---- running ---------------------------------------------------------------------
 
-    def _run(self, config: RunConfig | None, modes: frozenset[str]) -> Run:
+    def _run(self, config: RunConfig | None, modes: frozenset[str], context: Any = None) -> Run:
         if config is None:
             config = {}
         configurable = config.get("configurable")
@@ -79,9 +98,15 @@ class CompiledGraph:
             raise ValueError(f"thread_id must be a non-empty string, got {thread_id!r}")
         ns = configurable.get("checkpoint_ns") or ""
         run_config: RunConfig = {**config, "configurable": {**configurable, "thread_id": thread_id}}
-        run = Run(self, run_config, thread_id, ns, modes=modes)
+        run = Run(self, run_config, thread_id, ns, modes=modes, context=self._context(context))
         run.requested_id = config_checkpoint_id(config)
         return run
+
+    def _context(self, context: Any) -> Any:
+        schema = self.context_schema
+        if isinstance(context, dict) and schema is not None and is_typed_class(schema):
+            return schema(**context)
+        return context
 
     def _lock(self, run: Run) -> contextlib.AbstractContextManager[None]:
         if self.checkpointer is None:
@@ -96,7 +121,11 @@ class CompiledGraph:
         return result
 
     def invoke(
-        self, input: dict[str, Any] | Command | None, config: RunConfig | None = None
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
     ) -> dict[str, Any]:
         """Run until the graph finishes or pauses; return the final state.
 
@@ -108,9 +137,11 @@ class CompiledGraph:
             ResumeError: there is nothing to resume, or the answer matches no pending pause.
             ThreadBusyError: another run holds this thread.
             GraphRecursionError: more supersteps than the recursion limit.
+
+        `context`: what nodes read as `runtime.context` (see `StateGraph(context_schema=)`).
         """
         out: list[dict[str, Any]] = []
-        for _ in self._stream(input, config, frozenset(), out):
+        for _ in self._stream(input, config, frozenset(), out, context):
             pass
         return out[0]
 
@@ -120,18 +151,23 @@ class CompiledGraph:
         config: RunConfig | None,
         modes: frozenset[str],
         out: list[dict[str, Any]],
+        context: Any = None,
     ) -> Iterator[tuple[str, Any]]:
-        run = self._run(config, modes)
+        run = self._run(config, modes, context)
         with self._lock(run):
             result = yield from drive_sync(run, run.execute(input))
         out.append(self._finish(result))
 
     async def ainvoke(
-        self, input: dict[str, Any] | Command | None, config: RunConfig | None = None
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
     ) -> dict[str, Any]:
         """Async `invoke`: tasks of one superstep run concurrently."""
         out: list[dict[str, Any]] = []
-        async for _ in self._astream(input, config, frozenset(), out):
+        async for _ in self._astream(input, config, frozenset(), out, context):
             pass
         return out[0]
 
@@ -141,8 +177,9 @@ class CompiledGraph:
         config: RunConfig | None,
         modes: frozenset[str],
         out: list[dict[str, Any]],
+        context: Any = None,
     ) -> AsyncGenerator[tuple[str, Any], None]:
-        run = self._run(config, modes)
+        run = self._run(config, modes, context)
         got: list[dict[str, Any] | Paused] = []
         lock = (
             self.checkpointer.alock_thread(run.config)
@@ -156,26 +193,41 @@ class CompiledGraph:
 
     def stream(
         self,
-        input: dict[str, Any] | Command | None,
+        input: Input,
         config: RunConfig | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        *,
+        context: Any = None,
     ) -> Iterator[Any]:
         """Like `invoke`, yielding as it goes.
 
-        `"values"`: the whole state after the input and after every step. `"updates"`:
-        `{node: update}` per node per step, and `{"__interrupt__": (...)}` on a pause. With a
-        list of modes, each item is `(mode, chunk)`. A pause ends the stream; in the default
-        interrupt mode it then raises `GraphInterrupt`.
+        - `"values"`: the whole state after the input and after every step.
+        - `"updates"`: `{node: update}` per node per step; `{"__interrupt__": (...)}` on a pause
+          (empty for an `interrupt_before`/`interrupt_after` pause), so a pause is not the end.
+        - `"custom"`: what nodes hand to `get_stream_writer()` (or their `writer` parameter),
+          as they write it.
+        - `"messages"`: `(message, metadata)` for each message a node produces: a langchain_core
+          chat model's token chunks as they arrive, and the messages in a node's update it did
+          not read; `metadata` has `langgraph_node`, `langgraph_step`, ...
+        - `"tasks"`: each task as it starts (`id`, `name`, `input`, `triggers`) and its result
+          (`id`, `name`, `error`, `result`, `interrupts`); `"checkpoints"`: each saved
+          checkpoint (`config`, `parent_config`, `values`, `metadata`, `next`, `tasks`);
+          `"debug"`: both, as `{"step", "timestamp", "type", "payload"}`.
+
+        With a list of modes, each item is `(mode, chunk)`. A pause ends the stream; in the
+        default interrupt mode it then raises `GraphInterrupt`.
         """
         modes, tagged = _modes(stream_mode)
-        for mode, chunk in self._stream(input, config, modes, []):
+        for mode, chunk in self._stream(input, config, modes, [], context):
             yield (mode, chunk) if tagged else chunk
 
     async def astream(
         self,
-        input: dict[str, Any] | Command | None,
+        input: Input,
         config: RunConfig | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        *,
+        context: Any = None,
     ) -> AsyncIterator[Any]:
         """Async `stream`.
 
@@ -186,9 +238,19 @@ class CompiledGraph:
         """
         modes, tagged = _modes(stream_mode)
         # Closing this stream closes the run's own, which releases the thread.
-        async with contextlib.aclosing(self._astream(input, config, modes, [])) as chunks:
+        chunks = self._astream(input, config, modes, [], context)
+        async with contextlib.aclosing(chunks):
             async for mode, chunk in chunks:
                 yield (mode, chunk) if tagged else chunk
+
+    def get_graph(self, config: RunConfig | None = None, *, xray: bool | int = False) -> Graph:
+        """The graph's shape as a langchain_core `Graph`: `get_graph().draw_mermaid()` gives
+        LangGraph's mermaid text (START and END, conditional edges dashed); the object's other
+        drawings (`draw_ascii()`, `draw_mermaid_png()`) need their own extra packages, as in
+        LangGraph. `config` and `xray` are accepted for LangGraph's signature and change nothing."""
+        from ._draw import draw
+
+        return draw(self)
 
     # ---- state -----------------------------------------------------------------------
 
@@ -307,7 +369,7 @@ def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[st
         modes, tagged = frozenset([stream_mode]), False
     else:
         modes, tagged = frozenset(stream_mode), True
-    unknown = modes - {"values", "updates"}
+    unknown = modes - MODES
     if unknown:
-        raise ValueError(f"unknown stream_mode {sorted(unknown)}; use 'values' and/or 'updates'")
+        raise ValueError(f"unknown stream_mode {sorted(unknown)}; use any of {sorted(MODES)}")
     return modes, tagged

@@ -232,6 +232,24 @@ async def test_messages_mode_under_astream_with_an_async_model() -> None:
     ]
 
 
+async def test_tokens_of_a_model_given_the_nodes_config_in_a_sync_node_under_astream() -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage("a b")]))
+
+    def call_model(state: MessagesState, config: Any) -> dict[str, Any]:
+        # Runs in a worker thread (a sync node under astream), the model given the node's config.
+        return {"messages": [model.invoke(state["messages"], config)]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("call_model", call_model).add_edge(START, "call_model")
+    app = g.compile(checkpointer=InMemorySaver())
+    got = [c async for c in app.astream({"messages": [("user", "q")]}, thread("t"), "messages")]
+    assert [(type(m), m.content, meta["thread_id"]) for m, meta in got] == [
+        (AIMessageChunk, "a", "t"),
+        (AIMessageChunk, " ", "t"),
+        (AIMessageChunk, "b", "t"),
+    ]
+
+
 def test_messages_mode_sends_whole_messages_of_a_node_without_a_model() -> None:
     def reply(state: MessagesState) -> dict[str, Any]:
         return {"messages": [AIMessage("hello"), ("ai", "from a tuple")]}

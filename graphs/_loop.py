@@ -544,8 +544,9 @@ class Run:
             if update is None:
                 raise InvalidUpdateError("the input is empty: pass a dict of state keys")
             # A new run: the input goes through the reducers, START's edges pick the entry.
+            keys = None if is_command else self.graph.input_keys
             new_versions, appended = self.apply(
-                [(START, self.check_input(update, "the input", self.graph.input_keys))]
+                [(START, self.check_input(update, "the input", keys))]
             )
             names = self.route([START], [], new_versions)
             paused = self.static_pause(names, [])
@@ -559,8 +560,10 @@ class Run:
                 yield from self.answer(input.resume)
             if update is not None:
                 # Input on resume is applied before the frontier runs, in a checkpoint of its own.
+                # (`Command(update=...)` may write any state key, as in LangGraph.)
+                keys = None if is_command else self.graph.input_keys
                 new_versions, appended = self.apply(
-                    [(START, self.check_input(update, "the input", self.graph.input_keys))]
+                    [(START, self.check_input(update, "the input", keys))]
                 )
                 yield from self.carry_over("input", new_versions, appended)
                 if "values" in self.modes:

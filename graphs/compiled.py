@@ -31,12 +31,11 @@ if TYPE_CHECKING:
     from .builder import Branch, Join, NodeSpec, StateGraph
     from .checkpoint.base import BaseCheckpointSaver
 
-__all__ = ["CompiledGraph"]
-
-if TYPE_CHECKING:
     # What a run takes: state keys (a dict, or an instance of a dataclass or pydantic state
     # schema), a `Command`, or None to continue.
     Input: TypeAlias = dict[str, Any] | Command | DataclassInstance | BaseModel | None
+
+__all__ = ["CompiledGraph"]
 
 
 class CompiledGraph:

@@ -8,7 +8,15 @@ import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from pydantic import BaseModel, ValidationError
 
-from graphs import END, START, GraphSetupError, InMemorySaver, InvalidUpdateError, StateGraph
+from graphs import (
+    END,
+    START,
+    Command,
+    GraphSetupError,
+    InMemorySaver,
+    InvalidUpdateError,
+    StateGraph,
+)
 from graphs.checkpoint.sql import SQLSaver
 from graphs.graph import add_messages
 from graphs.runtime import Runtime, get_runtime
@@ -189,6 +197,15 @@ async def test_input_and_output_schemas_narrow_what_goes_in_and_comes_out() -> N
         "the input has key(s) ['scratch'] that the graph's input_schema does not have; it "
         "takes: ['question']"
     )
+
+
+def test_a_resume_command_may_update_keys_outside_the_input_schema() -> None:
+    app = qa_graph(input_schema=Question, output_schema=Answer).compile(
+        checkpointer=InMemorySaver(), interrupt_before=["answer"], interrupt_mode="return"
+    )
+    app.invoke({"question": "abc"}, thread("r"))
+    # An operator's correction of a private key, as LangGraph allows with Command(update=).
+    assert app.invoke(Command(update={"scratch": "fixed"}), thread("r")) == {"answer": "FIXED"}
 
 
 def test_output_keys_the_state_lacks_are_channels_of_their_own() -> None:

@@ -10,6 +10,9 @@ end with what it returns, so `invoke` and `ainvoke` share every rule of the loop
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import queue
+import threading
 from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -33,6 +36,11 @@ __all__ = [
 ]
 
 R = TypeVar("R")
+
+LIVE_MODES = frozenset({"custom", "messages"})
+"""Stream modes whose chunks node code writes while it runs: the step's tasks then run beside
+a consumer that hands each chunk on as it comes (`_run_live_sync`, `_run_live_async`)."""
+_DONE: Any = object()
 
 
 class GetHead(NamedTuple):
@@ -85,6 +93,7 @@ Loop = Generator[Request, Any, R]
 def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
     """Perform the loop's requests with the sync saver; yield emitted chunks; return its result."""
     saver = run.saver
+    live = not run.modes.isdisjoint(LIVE_MODES)
     result: Any = None
     while True:
         try:
@@ -94,8 +103,11 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
             return value
         result = None
         if isinstance(request, RunTasks):
-            for task in request.tasks:
-                task.run_sync()
+            if live:
+                yield from _run_live_sync(run, request.tasks)
+            else:
+                for task in request.tasks:
+                    task.run_sync()
             if run.outbox and run.parent is None:
                 yield from _flush(run.outbox)
         elif isinstance(request, PutCheckpoint):
@@ -133,6 +145,7 @@ def _flush(outbox: list[Emit]) -> list[Emit]:
 async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Emit, None]:
     """The async twin of `drive_sync`; the loop's result is appended to `out`."""
     saver = run.saver
+    live = not run.modes.isdisjoint(LIVE_MODES)
     result: Any = None
     while True:
         try:
@@ -143,7 +156,10 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
         result = None
         if isinstance(request, RunTasks):
             tasks = request.tasks
-            if len(tasks) == 1:
+            if live:
+                async for chunk in _run_live_async(run, tasks):
+                    yield chunk
+            elif len(tasks) == 1:
                 await tasks[0].run_async()
             else:
                 await asyncio.gather(*(t.run_async() for t in tasks))
@@ -163,3 +179,59 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
             )
         elif _emitted(run, request):
             yield request
+
+
+def _run_live_sync(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
+    """Run the step's tasks (one after another, as `drive_sync` does) in a worker thread, and
+    yield what they write to the stream as it comes.
+
+    If the consumer stops early, the tasks still finish before the run lets go of its thread.
+    """
+    chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    run.sink = lambda mode, chunk: chunks.put(Emit(mode, chunk))
+
+    def work() -> None:
+        try:
+            for task in tasks:
+                task.run_sync()
+        finally:
+            chunks.put(_DONE)
+
+    worker = threading.Thread(
+        target=contextvars.copy_context().run, args=(work,), name="graphs-step", daemon=True
+    )
+    worker.start()
+    try:
+        while (item := chunks.get()) is not _DONE:
+            yield item
+    finally:
+        worker.join()
+        run.sink = None
+
+
+async def _run_live_async(run: Run, tasks: list[Task]) -> AsyncGenerator[Emit, None]:
+    """Run the step's tasks concurrently and yield what they write to the stream as it comes
+    (from the event loop, or from the thread a sync node runs in)."""
+    loop = asyncio.get_running_loop()
+    chunks: asyncio.Queue[Any] = asyncio.Queue()
+    loop_thread = threading.get_ident()
+
+    def sink(mode: str, chunk: Any) -> None:
+        if threading.get_ident() == loop_thread:
+            chunks.put_nowait(Emit(mode, chunk))
+        else:
+            loop.call_soon_threadsafe(chunks.put_nowait, Emit(mode, chunk))
+
+    run.sink = sink
+    step = asyncio.ensure_future(asyncio.gather(*(t.run_async() for t in tasks)))
+    # Scheduled after every chunk a task wrote before it finished.
+    step.add_done_callback(lambda _: chunks.put_nowait(_DONE))
+    try:
+        while (item := await chunks.get()) is not _DONE:
+            yield item
+    except BaseException:
+        step.cancel()
+        raise
+    finally:
+        run.sink = None
+    step.result()

@@ -25,6 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
 from ._drive import Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
+from ._schema import updates_of
+from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
+from ._stream import task_result as trace_result
+from ._stream import task_start as trace_start
 from ._task import Task
 from .checkpoint.base import (
     DONE,
@@ -92,6 +96,7 @@ class Run:
         path: tuple[str, ...] = (),
         outbox: list[Emit] | None = None,
         forward: frozenset[str] = frozenset(),
+        context: Any = None,
     ) -> None:
         self.graph = graph
         self.parent = parent
@@ -127,6 +132,19 @@ class Run:
         self.step = -1
         self.paused: list[str] = []
         """The static pause (`interrupt_before/after` nodes) the head checkpoint is at."""
+        self.context = context
+        """The run's `context=` (what `Runtime.context` holds)."""
+        self.sink: Sink | None = None
+        """Where node code's `custom` and `messages` chunks go; set by the driver."""
+        self.messages = MessagesStream(self) if "messages" in modes else None
+        self.writer = self.write_custom if "custom" in modes else no_writer
+        """What `get_stream_writer()` returns to node code of this run."""
+        self.trace = not modes.isdisjoint(TRACE_MODES)
+        """`tasks`, `checkpoints` or `debug` is streamed."""
+
+    def write_custom(self, chunk: Any) -> None:
+        if self.sink is not None:
+            self.sink("custom", chunk)
 
     @property
     def once_results(self) -> dict[str, Any]:
@@ -224,6 +242,8 @@ class Run:
             update = result
         elif isinstance(result, Mapping):
             update = dict(result)
+        elif (typed := updates_of(result)) is not None:
+            update = typed
         else:
             task.error = InvalidUpdateError(
                 f"node {task.name!r} returned {type(result).__name__} {_short(result)}; a node "
@@ -279,7 +299,18 @@ class Run:
                     state[key] = make()
         return state
 
-    def check_input(self, update: Any, what: str) -> list[tuple[str, Any]]:
+    def check_input(
+        self, update: Any, what: str, keys: frozenset[str] | None = None
+    ) -> list[tuple[str, Any]]:
+        if not isinstance(update, Mapping):
+            update = updates_of(update) or update
+        if keys is not None and isinstance(update, Mapping):
+            outside = [k for k in update if k not in keys]
+            if outside:
+                raise InvalidUpdateError(
+                    f"{what} has key(s) {outside} that the graph's input_schema does not have; "
+                    f"it takes: {sorted(keys)}"
+                )
         if not isinstance(update, Mapping):
             raise InvalidUpdateError(
                 f"{what} must be a dict of state keys, got {type(update).__name__} {_short(update)}"
@@ -354,7 +385,7 @@ class Run:
                     triggered.add(n)
                 else:
                     sends.append(n)
-        state: dict[str, Any] | None = None
+        state: Any = None
         # A node that ran as several `Send`s routes once.
         for name in ran if len(ran) == 1 else dict.fromkeys(ran):
             triggered.update(g.edges.get(name, ()))
@@ -370,6 +401,8 @@ class Run:
             for br in g.branches.get(name, ()):
                 if state is None:
                     state = self.view()
+                    if g.coerce is not None:
+                        state = g.coerce(state)
                 for dest in self.resolve(br, state):
                     if isinstance(dest, Send):
                         sends.append(dest)
@@ -416,7 +449,10 @@ class Run:
         return dests
 
     def output(self) -> dict[str, Any]:
-        return dict(self.values)
+        keys = self.graph.output_keys
+        if keys is None:
+            return dict(self.values)
+        return {k: v for k, v in self.values.items() if k in keys}
 
     def checkpoint(
         self,
@@ -507,6 +543,9 @@ class Run:
         metadata: CheckpointMetadata = {"source": source, "step": self.step}
         self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
+        if self.trace:
+            payload = checkpoint_payload(self, parent, metadata)
+            yield from trace(self, "checkpoints", payload, self.step)
 
     def static_pause(self, names: Sequence[str | Send], ran: list[str]) -> list[str]:
         g = self.graph
@@ -548,21 +587,26 @@ class Run:
             if update is None:
                 raise InvalidUpdateError("the input is empty: pass a dict of state keys")
             # A new run: the input goes through the reducers, START's edges pick the entry.
-            new_versions, appended = self.apply([(START, self.check_input(update, "the input"))])
+            keys = None if is_command else self.graph.input_keys
+            new_versions, appended = self.apply(
+                [(START, self.check_input(update, "the input", keys))]
+            )
             names = self.route([START], [], new_versions)
             paused = self.static_pause(names, [])
             yield from self.save("input", names, new_versions, appended, paused)
             if "values" in self.modes:
                 yield Emit("values", self.output())
             if paused:
-                return Paused((), self.head_config, self.output())
+                return (yield from self.static_stop())
         else:
             if is_command and input.has_resume:
                 yield from self.answer(input.resume)
             if update is not None:
                 # Input on resume is applied before the frontier runs, in a checkpoint of its own.
+                # (`Command(update=...)` may write any state key, as in LangGraph.)
+                keys = None if is_command else self.graph.input_keys
                 new_versions, appended = self.apply(
-                    [(START, self.check_input(update, "the input"))]
+                    [(START, self.check_input(update, "the input", keys))]
                 )
                 yield from self.carry_over("input", new_versions, appended)
                 if "values" in self.modes:
@@ -574,12 +618,21 @@ class Run:
                 raise GraphRecursionError(self.limit, steps, self.thread_id)
             tasks = [self.make_task(name, task_id) for name, task_id in self.frontier]
             todo = [t for t in tasks if not t.done]
+            if self.trace:
+                for t in todo:
+                    payload = trace_start(t, t.input())
+                    for emit in trace(self, "tasks", payload, self.step + 1):
+                        yield emit
             yield RunTasks(todo)
             failed = False
             for t in todo:
                 if t.error is None and t.pause is None:
                     self.to_writes(t)  # may find the result invalid: an error
                 failed = failed or t.error is not None or t.pause is not None
+            if self.trace:
+                for t in todo:
+                    for emit in trace(self, "tasks", trace_result(t), self.step + 1):
+                        yield emit
             steps += 1
             if failed:  # (a task finished in an earlier attempt of this step has neither)
                 stuck = [t for t in tasks if t.error is not None or t.pause is not None]
@@ -612,8 +665,15 @@ class Run:
             if "values" in self.modes:
                 yield Emit("values", self.output())
             if paused:
-                return Paused((), self.head_config, self.output())
+                return (yield from self.static_stop())
         return self.output()
+
+    def static_stop(self) -> Loop[Paused]:
+        """Stop at an `interrupt_before`/`interrupt_after` pause; `updates` shows it as
+        `{"__interrupt__": ()}` (no answer is asked for), so a consumer can tell it from the end."""
+        if "updates" in self.modes:
+            yield Emit("updates", {"__interrupt__": ()})
+        return Paused((), self.head_config, self.output())
 
     def stop(self, tasks: list[Task], ran: list[Task], stuck: list[Task]) -> Loop[Paused]:
         """A step that did not complete: keep finished work, record pauses and errors."""
@@ -747,6 +807,9 @@ class Run:
         head: RunConfig = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_config = head
         self.head_id = cp["id"]
+        if self.trace:
+            payload = checkpoint_payload(self, parent, metadata)
+            yield from trace(self, "checkpoints", payload, self.step)
         for task_id, writes in pending.items():
             yield PutWrites(head, writes, task_id)
 

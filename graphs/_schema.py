@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import typing
 from collections.abc import Callable
@@ -10,7 +11,15 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from .errors import GraphSetupError
 
-__all__ = ["APPENDS_ATTR", "Channel", "channels_from_schema"]
+__all__ = [
+    "APPENDS_ATTR",
+    "Channel",
+    "channels_from_schema",
+    "coercer",
+    "is_typed_class",
+    "schema_keys",
+    "updates_of",
+]
 
 APPENDS_ATTR = "__graphs_appends__"
 """Set to True on a reducer that mostly appends (`add_messages`): a result that begins with the
@@ -34,21 +43,47 @@ class Channel:
     """The reducer declares `APPENDS_ATTR`: a result is a delta if its prefix is the old list."""
 
 
+def is_model(schema: Any) -> bool:
+    """A pydantic model class (recognised without importing pydantic)."""
+    return (
+        isinstance(schema, type)
+        and hasattr(schema, "model_fields")
+        and hasattr(schema, "model_validate")
+    )
+
+
+def is_typed_class(schema: Any) -> bool:
+    """A dataclass or a pydantic model: nodes receive instances of it."""
+    return isinstance(schema, type) and (dataclasses.is_dataclass(schema) or is_model(schema))
+
+
+def schema_keys(schema: type) -> list[str]:
+    """The state keys a schema declares, in order."""
+    if is_model(schema):
+        return list(schema.model_fields)  # type: ignore[attr-defined]
+    if dataclasses.is_dataclass(schema):
+        return [f.name for f in dataclasses.fields(schema)]
+    return list(get_type_hints(schema))
+
+
 def channels_from_schema(schema: type) -> dict[str, Channel]:
-    """Read a TypedDict into channels.
+    """Read a TypedDict, a dataclass or a pydantic model into channels.
 
     Raises:
-        GraphSetupError: the schema is not a TypedDict, or a key is reserved or badly annotated.
+        GraphSetupError: the schema is none of those, or a key is reserved or badly annotated.
     """
-    if not (
+    typed_dict = (
         isinstance(schema, type) and issubclass(schema, dict) and hasattr(schema, "__annotations__")
-    ):
+    )
+    if not typed_dict and not is_typed_class(schema):
         raise GraphSetupError(
-            f"state schema must be a TypedDict class, got {schema!r}: "
-            "class State(TypedDict): messages: Annotated[list, operator.add]"
+            f"state schema must be a TypedDict, a dataclass or a pydantic model class, got "
+            f"{schema!r}: class State(TypedDict): messages: Annotated[list, operator.add]"
         )
     try:
         hints = get_type_hints(schema, include_extras=True)
+        if not typed_dict:
+            hints = {k: hints[k] for k in schema_keys(schema)}
     except Exception as e:  # a forward reference that does not resolve
         raise GraphSetupError(f"cannot read the annotations of {schema.__qualname__}: {e}") from e
     channels: dict[str, Channel] = {}
@@ -94,4 +129,37 @@ def _initial(base: Any) -> Callable[[], Any] | None:
         except Exception:  # noqa: BLE001 -- a type without a no-argument constructor has no default
             return None
         return origin
+    return None
+
+
+def coercer(schema: type) -> Callable[[dict[str, Any]], Any] | None:
+    """How a node's state dict becomes an instance of a dataclass or pydantic state schema
+    (None for a TypedDict: nodes get the dict). Defaults fill the keys not written yet."""
+    if not is_typed_class(schema):
+        return None
+    keys = schema_keys(schema)
+
+    def coerce(state: dict[str, Any]) -> Any:
+        return schema(**{k: state[k] for k in keys if k in state})
+
+    return coerce
+
+
+def updates_of(value: Any) -> dict[str, Any] | None:
+    """A dataclass or pydantic instance given as an input or returned by a node, as updates.
+
+    As LangGraph: a pydantic model gives the fields that were set or are not None (or whose
+    default is not None); a dataclass gives every field. None for anything else.
+    """
+    cls = type(value)
+    if is_model(cls):
+        fields_set = value.model_fields_set
+        out: dict[str, Any] = {}
+        for key, info in cls.model_fields.items():
+            v = getattr(value, key)
+            if v is not None or info.default is not None or key in fields_set:
+                out[key] = v
+        return out
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     return None

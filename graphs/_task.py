@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextvars import Token
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._context import Pause, _current
@@ -39,6 +40,7 @@ class Task:
     __slots__ = (
         "answers",
         "arg",
+        "attempt",
         "done",
         "error",
         "goto",
@@ -66,6 +68,8 @@ class Task:
         self.arg: Any = STATE
         """What the node runs on: the state (`STATE`), or a `Send`'s arg."""
         self.interrupt_count = 0
+        self.attempt = 1
+        """Which attempt of the node runs (1 for the first; more under a `RetryPolicy`)."""
         self.scope_id = task_id
         """What its interrupt ids derive from: the task id, or the id of a `scope()` within it."""
         self.once: dict[str, tuple[str, Any]] = {}
@@ -79,6 +83,19 @@ class Task:
         self.error: BaseException | None = None
         self.subgraphs = 0
         """How many subgraph runs this attempt started (one may share the task's namespace)."""
+
+    def runtime(self) -> Any:
+        """The `Runtime` handed to a node that declares a `runtime` parameter."""
+        from .runtime import ExecutionInfo, Runtime
+
+        run = self.run
+        info = ExecutionInfo(run.head_id, run.ns, self.id, run.thread_id, self.attempt)
+        return Runtime(context=run.context, stream_writer=run.writer, execution_info=info)
+
+    @property
+    def is_send(self) -> bool:
+        """It runs on a `Send`'s arg, not on the state."""
+        return self.arg is not STATE
 
     # ---- running --------------------------------------------------------------------
 
@@ -99,24 +116,37 @@ class Task:
             if not policy.retries(error):  # type: ignore[arg-type]
                 return
             failures += 1
+            self.attempt = failures + 1
             sleep(policy.delay(failures))
+
+    def input(self) -> Any:
+        """What the node runs on: a copy of the state (an instance of a dataclass or pydantic
+        state schema), or its `Send`'s arg."""
+        if self.arg is not STATE:
+            return self.arg
+        run = self.run
+        values = run.values
+        state = dict(values) if len(values) == run.width else run.view()
+        coerce = run.graph.coerce
+        return state if coerce is None else coerce(state)
 
     def _attempt_sync(self) -> None:
         self._reset()
         token = _current.set(self)
+        lc_token: Token[Any] | None = None
         try:
             spec, run = self.spec, self.run
-            if self.arg is STATE:
-                values = run.values
-                state = dict(values) if len(values) == run.width else run.view()
-            else:
-                state = self.arg
+            state = self.input()
+            if run.messages is not None:
+                lc_token = _models_report_to(run.messages.task_started(self, state))
             args = (state, run.config) if spec.takes_config else (state,)
             if spec.is_async:
                 result = _run_coroutine_sync(spec.fn(*args), spec.name)
             else:
                 result = spec.fn(*args)
             self.result = result
+            if run.messages is not None:
+                run.messages.task_finished(self)
         except Pause as p:
             self.pause = p.interrupts
         except ParentCommand as c:
@@ -125,6 +155,8 @@ class Task:
             self.error = e
         finally:
             _current.reset(token)
+            if lc_token is not None:
+                lc_token.var.reset(lc_token)
 
     async def run_async(self) -> None:
         spec = self.spec
@@ -141,19 +173,25 @@ class Task:
             if not policy.retries(error):  # type: ignore[arg-type]
                 return
             failures += 1
+            self.attempt = failures + 1
             await asleep(policy.delay(failures))
 
     async def _attempt_async(self) -> None:
         self._reset()
         token = _current.set(self)
+        lc_token: Token[Any] | None = None
         try:
             run, spec = self.run, self.spec
-            state = run.view() if self.arg is STATE else self.arg
+            state = self.input()
+            if run.messages is not None:
+                lc_token = _models_report_to(run.messages.task_started(self, state))
             if spec.afn is not None:
                 coro = spec.afn(state, run.config)
             else:
                 coro = spec.fn(state, run.config) if spec.takes_config else spec.fn(state)
             self.result = await coro
+            if run.messages is not None:
+                run.messages.task_finished(self)
         except Pause as p:
             self.pause = p.interrupts
         except ParentCommand as c:
@@ -162,6 +200,8 @@ class Task:
             self.error = e
         finally:
             _current.reset(token)
+            if lc_token is not None:
+                lc_token.var.reset(lc_token)
 
     # ---- once() bookkeeping -----------------------------------------------------------
 
@@ -190,6 +230,24 @@ class Task:
         if found is not None:
             saver, config, writes = found
             await saver.aput_writes(config, writes, self.id)
+
+
+def _models_report_to(config: Any) -> Token[Any]:
+    """Make langchain_core models called in this node report to the `messages` stream: the
+    config they inherit when called without one (langchain_core's context variable)."""
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    outer = var_child_runnable_config.get() or {}
+    callbacks = outer.get("callbacks")
+    handler = config["callbacks"][0]
+    if callbacks is None:
+        merged: Any = [handler]
+    elif isinstance(callbacks, list):
+        merged = [*callbacks, handler]
+    else:  # a callback manager: its copy, with the stream's handler too
+        merged = callbacks.copy()
+        merged.add_handler(handler, inherit=True)
+    return var_child_runnable_config.set({**outer, "callbacks": merged})
 
 
 def _run_coroutine_sync(coro: Any, name: str) -> Any:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import inspect
 import typing
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, get_origin
 
-from ._schema import Channel, channels_from_schema
+from ._context import _current
+from ._schema import Channel, channels_from_schema, coercer, schema_keys
 from .errors import GraphSetupError
 from .types import END, START, Command, RetryPolicy
 
@@ -96,6 +98,57 @@ def _goto_annotation(fn: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
+INJECTED = ("writer", "runtime")
+"""Parameters a node may declare by name to be handed the run's `StreamWriter` and `Runtime`."""
+
+
+def _injected(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The `INJECTED` parameters `fn` declares (by keyword, or positionally after the state)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return ()
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in params[1:] if p.name in INJECTED and p.kind in kinds)
+
+
+def _with_injected(
+    fn: Callable[..., Any],
+    names: tuple[str, ...],
+    config: Literal["pos", "kw", "no"],
+    is_async: bool,
+) -> Callable[..., Any]:
+    """`fn` called as `(state, config)`, given what it declared of `writer` and `runtime`."""
+
+    def kwargs(cfg: Any) -> dict[str, Any]:
+        task = _current.get()
+        assert task is not None  # nodes run inside their task
+        out: dict[str, Any] = {}
+        if "writer" in names:
+            out["writer"] = task.run.writer
+        if "runtime" in names:
+            out["runtime"] = task.runtime()
+        if config == "kw":
+            out["config"] = cfg
+        return out
+
+    if is_async:
+
+        async def acall(state: Any, cfg: Any) -> Any:
+            if config == "pos":
+                return await fn(state, cfg, **kwargs(cfg))
+            return await fn(state, **kwargs(cfg))
+
+        return acall
+
+    def call(state: Any, cfg: Any) -> Any:
+        if config == "pos":
+            return fn(state, cfg, **kwargs(cfg))
+        return fn(state, **kwargs(cfg))
+
+    return call
+
+
 def _takes_config(fn: Callable[..., Any], what: str) -> bool:
     try:
         params = list(inspect.signature(fn).parameters.values())
@@ -104,7 +157,9 @@ def _takes_config(fn: Callable[..., Any], what: str) -> bool:
     positional = [
         p
         for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and p.default is p.empty
+        and p.name not in INJECTED
     ]
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return False
@@ -145,9 +200,59 @@ class StateGraph:
     ```
     """
 
-    def __init__(self, state_schema: type) -> None:
+    def __init__(
+        self,
+        state_schema: type,
+        context_schema: type | None = None,
+        *,
+        input_schema: type | None = None,
+        output_schema: type | None = None,
+        **deprecated: type,
+    ) -> None:
+        """`state_schema`: a TypedDict, a dataclass or a pydantic model (nodes and routers then
+        receive instances of it, its defaults filling keys not written yet).
+
+        `input_schema`: the keys `invoke` accepts (default: the state's); `output_schema`: the
+        keys it returns and `values` streams (default: the state's); both may declare keys the
+        state does not have, which are private channels. `context_schema`: what `context=`
+        holds (a dict given for a dataclass or pydantic schema is made into one), which nodes
+        read as `runtime.context`. LangGraph's older `input=`/`output=` still work, with a
+        `DeprecationWarning`.
+        """
+        for old, new in (("input", "input_schema"), ("output", "output_schema")):
+            if old in deprecated:
+                warnings.warn(
+                    f"StateGraph({old}=...) is deprecated, as in LangGraph: use {new}=",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+        unknown = set(deprecated) - {"input", "output"}
+        if unknown:
+            raise GraphSetupError(
+                f"StateGraph() got unknown argument(s) {sorted(unknown)}; it takes state_schema, "
+                "context_schema, input_schema and output_schema"
+            )
+        input_schema = input_schema or deprecated.get("input")
+        output_schema = output_schema or deprecated.get("output")
         self.schema = state_schema
+        self.context_schema = context_schema
+        self.input_schema = input_schema or state_schema
+        self.output_schema = output_schema or state_schema
         self.channels: dict[str, Channel] = channels_from_schema(state_schema)
+        for extra in (input_schema, output_schema):
+            if extra is None or extra is state_schema:
+                continue
+            for key, channel in channels_from_schema(extra).items():
+                known = self.channels.setdefault(key, channel)
+                if known.reducer is not channel.reducer and channel.reducer is not None:
+                    raise GraphSetupError(
+                        f"state key {key!r} has a different reducer in "
+                        f"{extra.__qualname__} than in {state_schema.__qualname__}; give it one"
+                    )
+        self.coerce = coercer(state_schema)
+        """Makes a node's state dict an instance of a dataclass/pydantic schema (else None)."""
+        self.input_keys = frozenset(schema_keys(self.input_schema))
+        self.output_keys = frozenset(schema_keys(self.output_schema))
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[tuple[str, ...], str]] = []
@@ -218,7 +323,13 @@ class StateGraph:
             dests = tuple(destinations) if destinations is not None else _goto_annotation(run)
             is_async = _is_async(run)
             takes_config = _takes_config(run, f"node {name!r}")
-            if takes_config and _config_by_name(run):
+            injected = _injected(run)
+            if injected:
+                how: Literal["pos", "kw", "no"] = (
+                    ("kw" if _config_by_name(run) else "pos") if takes_config else "no"
+                )
+                run, takes_config = _with_injected(run, injected, how, is_async), True
+            elif takes_config and _config_by_name(run):
                 run = _with_config_by_name(run)
         self.nodes[name] = NodeSpec(
             name, run, takes_config, is_async, len(self.nodes), dests, afn, retry_policy

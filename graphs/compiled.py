@@ -13,12 +13,13 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from ._context import Pause, _current
 from ._drive import Emit, drive_async, drive_sync
 from ._loop import Paused, Run, task_writes, waiting
-from ._schema import Channel
+from ._schema import Channel, is_typed_class
+from ._stream import MODES
 from .checkpoint.base import (
     DONE,
     ERROR,
@@ -31,9 +32,17 @@ from .errors import CheckpointerRequiredError, GraphInterrupt, MultipleSubgraphs
 from .types import Command, Interrupt, RunConfig, StateSnapshot, StateTask, StreamMode
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+    from langchain_core.runnables.graph import Graph
+    from pydantic import BaseModel
+
     from ._task import Task
     from .builder import Branch, Join, NodeSpec, StateGraph
     from .checkpoint.base import BaseCheckpointSaver
+
+    # What a run takes: state keys (a dict, or an instance of a dataclass or pydantic state
+    # schema), a `Command`, or None to continue.
+    Input: TypeAlias = dict[str, Any] | Command | DataclassInstance | BaseModel | None
 
 __all__ = ["CompiledGraph", "SubgraphNode"]
 
@@ -69,13 +78,28 @@ class CompiledGraph:
         self.interrupt_after = interrupt_after
         self.recursion_limit = recursion_limit
         self.interrupt_mode = interrupt_mode
+        self.coerce = builder.coerce
+        """Makes a node's state dict an instance of a dataclass/pydantic schema (else None)."""
+        typed = builder.input_schema is not builder.schema
+        self.input_keys = builder.input_keys if typed else None
+        """The keys `invoke` accepts, when an `input_schema` narrows them."""
+        typed = builder.output_schema is not builder.schema
+        self.output_keys = builder.output_keys if typed else None
+        """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them."""
+        self.context_schema = builder.context_schema
 
     # ---- running ---------------------------------------------------------------------
 
-    def _run(self, config: RunConfig | None, modes: frozenset[str], subgraphs: bool = False) -> Run:
+    def _run(
+        self,
+        config: RunConfig | None,
+        modes: frozenset[str],
+        subgraphs: bool = False,
+        context: Any = None,
+    ) -> Run:
         parent = _current.get()
         if parent is not None and self.checkpointer is None:
-            return self._subgraph_run(parent, config, modes)
+            return self._subgraph_run(parent, config, modes, context)
         if config is None:
             config = {}
         configurable = config.get("configurable")
@@ -91,11 +115,21 @@ class CompiledGraph:
             raise ValueError(f"thread_id must be a non-empty string, got {thread_id!r}")
         ns = configurable.get("checkpoint_ns") or ""
         run_config: RunConfig = {**config, "configurable": {**configurable, "thread_id": thread_id}}
-        run = Run(self, run_config, thread_id, ns, modes=modes, outbox=[] if subgraphs else None)
+        run = Run(
+            self,
+            run_config,
+            thread_id,
+            ns,
+            modes=modes,
+            outbox=[] if subgraphs else None,
+            context=self._context(context),
+        )
         run.requested_id = config_checkpoint_id(config)
         return run
 
-    def _subgraph_run(self, parent: Task, config: RunConfig | None, modes: frozenset[str]) -> Run:
+    def _subgraph_run(
+        self, parent: Task, config: RunConfig | None, modes: frozenset[str], context: Any
+    ) -> Run:
         """This graph runs as a subgraph of the node `parent` runs: on the parent's thread and
         checkpointer, under the namespace `node:task_id` (after the parent's own)."""
         if parent.subgraphs:
@@ -123,7 +157,14 @@ class CompiledGraph:
             path=(*up.path, segment),
             outbox=up.outbox,
             forward=up.modes if up.outbox is not None else frozenset(),
+            context=self._context(context) if context is not None else up.context,
         )
+
+    def _context(self, context: Any) -> Any:
+        schema = self.context_schema
+        if isinstance(context, dict) and schema is not None and is_typed_class(schema):
+            return schema(**context)
+        return context
 
     def _lock(self, run: Run) -> contextlib.AbstractContextManager[None]:
         if self.checkpointer is None or run.parent is not None:
@@ -140,7 +181,11 @@ class CompiledGraph:
         return result
 
     def invoke(
-        self, input: dict[str, Any] | Command | None, config: RunConfig | None = None
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
     ) -> dict[str, Any]:
         """Run until the graph finishes or pauses; return the final state.
 
@@ -152,9 +197,11 @@ class CompiledGraph:
             ResumeError: there is nothing to resume, or the answer matches no pending pause.
             ThreadBusyError: another run holds this thread.
             GraphRecursionError: more supersteps than the recursion limit.
+
+        `context`: what nodes read as `runtime.context` (see `StateGraph(context_schema=)`).
         """
         out: list[dict[str, Any]] = []
-        for _ in self._stream(input, config, frozenset(), out):
+        for _ in self._stream(input, config, frozenset(), out, context=context):
             pass
         return out[0]
 
@@ -165,18 +212,23 @@ class CompiledGraph:
         modes: frozenset[str],
         out: list[dict[str, Any]],
         subgraphs: bool = False,
+        context: Any = None,
     ) -> Iterator[Emit]:
-        run = self._run(config, modes, subgraphs)
+        run = self._run(config, modes, subgraphs, context)
         with self._lock(run):
             result = yield from drive_sync(run, run.execute(input))
         out.append(self._finish(run, result))
 
     async def ainvoke(
-        self, input: dict[str, Any] | Command | None, config: RunConfig | None = None
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
     ) -> dict[str, Any]:
         """Async `invoke`: tasks of one superstep run concurrently."""
         out: list[dict[str, Any]] = []
-        async for _ in self._astream(input, config, frozenset(), out):
+        async for _ in self._astream(input, config, frozenset(), out, context=context):
             pass
         return out[0]
 
@@ -187,8 +239,9 @@ class CompiledGraph:
         modes: frozenset[str],
         out: list[dict[str, Any]],
         subgraphs: bool = False,
+        context: Any = None,
     ) -> AsyncGenerator[Emit, None]:
-        run = self._run(config, modes, subgraphs)
+        run = self._run(config, modes, subgraphs, context)
         got: list[dict[str, Any] | Paused] = []
         lock = (
             self.checkpointer.alock_thread(run.config)
@@ -202,18 +255,30 @@ class CompiledGraph:
 
     def stream(
         self,
-        input: dict[str, Any] | Command | None,
+        input: Input,
         config: RunConfig | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
         *,
         subgraphs: bool = False,
+        context: Any = None,
     ) -> Iterator[Any]:
         """Like `invoke`, yielding as it goes.
 
-        `"values"`: the whole state after the input and after every step. `"updates"`:
-        `{node: update}` per node per step, and `{"__interrupt__": (...)}` on a pause. With a
-        list of modes, each item is `(mode, chunk)`. A pause ends the stream; in the default
-        interrupt mode it then raises `GraphInterrupt`.
+        - `"values"`: the whole state after the input and after every step.
+        - `"updates"`: `{node: update}` per node per step; `{"__interrupt__": (...)}` on a pause
+          (empty for an `interrupt_before`/`interrupt_after` pause), so a pause is not the end.
+        - `"custom"`: what nodes hand to `get_stream_writer()` (or their `writer` parameter),
+          as they write it.
+        - `"messages"`: `(message, metadata)` for each message a node produces: a langchain_core
+          chat model's token chunks as they arrive, and the messages in a node's update it did
+          not read; `metadata` has `langgraph_node`, `langgraph_step`, ...
+        - `"tasks"`: each task as it starts (`id`, `name`, `input`, `triggers`) and its result
+          (`id`, `name`, `error`, `result`, `interrupts`); `"checkpoints"`: each saved
+          checkpoint (`config`, `parent_config`, `values`, `metadata`, `next`, `tasks`);
+          `"debug"`: both, as `{"step", "timestamp", "type", "payload"}`.
+
+        With a list of modes, each item is `(mode, chunk)`. A pause ends the stream; in the
+        default interrupt mode it then raises `GraphInterrupt`.
 
         `subgraphs=True`: the chunks of subgraphs too, each item prefixed with the namespace it
         comes from, `(namespace, chunk)` (or `(namespace, mode, chunk)`): `()` for this graph,
@@ -221,16 +286,17 @@ class CompiledGraph:
         subgraph chunks come when that step's tasks have finished, before the step's own.
         """
         modes, tagged = _modes(stream_mode)
-        for mode, chunk, ns in self._stream(input, config, modes, [], subgraphs):
+        for mode, chunk, ns in self._stream(input, config, modes, [], subgraphs, context):
             yield _item(mode, chunk, ns, tagged, subgraphs)
 
     async def astream(
         self,
-        input: dict[str, Any] | Command | None,
+        input: Input,
         config: RunConfig | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
         *,
         subgraphs: bool = False,
+        context: Any = None,
     ) -> AsyncIterator[Any]:
         """Async `stream`.
 
@@ -241,11 +307,19 @@ class CompiledGraph:
         """
         modes, tagged = _modes(stream_mode)
         # Closing this stream closes the run's own, which releases the thread.
-        async with contextlib.aclosing(
-            self._astream(input, config, modes, [], subgraphs)
-        ) as chunks:
+        chunks = self._astream(input, config, modes, [], subgraphs, context)
+        async with contextlib.aclosing(chunks):
             async for mode, chunk, ns in chunks:
                 yield _item(mode, chunk, ns, tagged, subgraphs)
+
+    def get_graph(self, config: RunConfig | None = None, *, xray: bool | int = False) -> Graph:
+        """The graph's shape as a langchain_core `Graph`: `get_graph().draw_mermaid()` gives
+        LangGraph's mermaid text (START and END, conditional edges dashed); the object's other
+        drawings (`draw_ascii()`, `draw_mermaid_png()`) need their own extra packages, as in
+        LangGraph. `config` and `xray` are accepted for LangGraph's signature and change nothing."""
+        from ._draw import draw
+
+        return draw(self)
 
     # ---- state -----------------------------------------------------------------------
 
@@ -449,7 +523,7 @@ def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[st
         modes, tagged = frozenset([stream_mode]), False
     else:
         modes, tagged = frozenset(stream_mode), True
-    unknown = modes - {"values", "updates"}
+    unknown = modes - MODES
     if unknown:
-        raise ValueError(f"unknown stream_mode {sorted(unknown)}; use 'values' and/or 'updates'")
+        raise ValueError(f"unknown stream_mode {sorted(unknown)}; use any of {sorted(MODES)}")
     return modes, tagged

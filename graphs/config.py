@@ -1,11 +1,12 @@
-"""What node code can ask about the run it is in: `get_config()` (LangGraph's `langgraph.config`)."""
+"""What node code can ask about the run it is in (LangGraph's `langgraph.config`):
+`get_config()` and `get_stream_writer()`."""
 
 from __future__ import annotations
 
 from ._context import _task
-from .types import RunConfig
+from .types import RunConfig, StreamWriter
 
-__all__ = ["get_config"]
+__all__ = ["get_config", "get_stream_writer"]
 
 
 def get_config() -> RunConfig:
@@ -15,3 +16,16 @@ def get_config() -> RunConfig:
         RuntimeError: called outside a running node.
     """
     return _task("get_config").run.config
+
+
+def get_stream_writer() -> StreamWriter:
+    """A function that hands a chunk to the caller's `custom` stream mode, as the node runs.
+
+    `writer({"progress": 0.5})` in node code reaches `stream(..., stream_mode="custom")` at
+    once; when the caller does not stream `custom`, it does nothing. A node can declare a
+    `writer` parameter instead: `def node(state, writer: StreamWriter)`.
+
+    Raises:
+        RuntimeError: called outside a running node.
+    """
+    return _task("get_stream_writer").run.writer

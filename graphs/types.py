@@ -25,6 +25,7 @@ __all__ = [
     "StateSnapshot",
     "StateTask",
     "StreamMode",
+    "StreamWriter",
     "interrupt",
 ]
 
@@ -42,7 +43,12 @@ START = "__start__"
 END = "__end__"
 """The virtual node a branch finishes at: `add_edge("last", END)`."""
 
-StreamMode = Literal["values", "updates"]
+StreamMode = Literal["values", "updates", "messages", "custom", "debug", "tasks", "checkpoints"]
+"""What `stream(stream_mode=...)` yields: see `CompiledGraph.stream`."""
+
+StreamWriter = Callable[[Any], None]
+"""Hands a chunk to the `custom` stream mode: `get_stream_writer()`, or a node's `writer`
+parameter. When the caller does not stream `custom`, writing does nothing."""
 
 
 class Configurable(TypedDict, total=False):

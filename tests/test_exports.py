@@ -138,10 +138,11 @@ LANGGRAPH_PATHS = {
     ],
     "graphs.types": [
         "Command", "interrupt", "Send", "Interrupt", "StateSnapshot", "StreamMode",
-        "RetryPolicy",
+        "RetryPolicy", "StreamWriter",
     ],
+    "graphs.runtime": ["Runtime", "get_runtime"],
     "graphs.prebuilt": ["ToolNode", "tools_condition", "create_react_agent"],
-    "graphs.config": ["get_config"],
+    "graphs.config": ["get_config", "get_stream_writer"],
     "graphs.errors": [
         "GraphRecursionError", "InvalidUpdateError", "GraphInterrupt", "NodeInterrupt",
         "ParentCommand", "MultipleSubgraphsError",
@@ -170,7 +171,7 @@ def test_langgraph_s_module_paths_have_their_names() -> None:
 
 def test_importing_graphs_or_graphs_graph_pulls_in_no_langchain_core() -> None:
     code = (
-        "import sys, graphs, graphs.graph, graphs.types, graphs.config\n"
+        "import sys, graphs, graphs.graph, graphs.types, graphs.config, graphs.runtime\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('langchain_core', 'pydantic')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -79,7 +79,9 @@ assert_type(app.invoke(None, config), dict[str, Any])
 assert_type(app.invoke(Command(resume={"approved": True}), config), dict[str, Any])
 app.invoke(42, config)  # type: ignore[arg-type]
 assert_type(app.stream(None, config, stream_mode="updates"), Iterator[Any])
-app.stream(None, config, stream_mode="debug")  # type: ignore[arg-type]
+app.stream(None, config, stream_mode="tokens")  # type: ignore[arg-type]
+assert_type(app.stream(None, config, stream_mode=["messages", "custom", "debug"]), Iterator[Any])
+app.stream(None, config, stream_mode=["tasks", "checkpoints"], context={"user": "u"})
 assert_type(app.astream(None, config), AsyncIterator[Any])
 
 snapshot = app.get_state(config)
@@ -134,3 +136,49 @@ plain: Command = Command(goto="chat")  # no parameter: any node name
 chat_graph = GraphStateGraph(MessagesState)
 chat_graph.add_node("chat", chat, destinations=("chat",))
 Send("chat", 1).node = "x"  # type: ignore[misc]
+
+# ---- stream writer, typed state, context and Runtime ---------------------------------------
+
+import dataclasses
+
+from langchain_core.runnables.graph import Graph
+from pydantic import BaseModel
+
+from graphs.config import get_stream_writer
+from graphs.runtime import ExecutionInfo, Runtime, get_runtime
+from graphs.types import StreamMode, StreamWriter
+
+writer = get_stream_writer()
+assert_type(writer, StreamWriter)
+writer({"progress": 1})
+mode: StreamMode = "messages"
+bad_mode: StreamMode = "tokens"  # type: ignore[assignment]
+
+
+@dataclasses.dataclass
+class Ctx:
+    user_id: str
+
+
+class Typed(BaseModel):
+    count: int = 0
+
+
+def typed_node(state: Typed, writer: StreamWriter, runtime: Runtime[Ctx]) -> dict[str, Any]:
+    assert_type(runtime.context, Ctx)
+    assert_type(runtime.execution_info, ExecutionInfo | None)
+    runtime.stream_writer("x")
+    return {"count": state.count + len(runtime.context.user_id)}
+
+
+def untyped_runtime(state: Typed, runtime: Runtime) -> None:
+    assert_type(runtime.context, None)
+
+
+assert_type(get_runtime(Ctx), Runtime[Ctx])
+typed = StateGraph(Typed, context_schema=Ctx, input_schema=Typed, output_schema=Typed)
+typed.add_node("typed_node", typed_node).add_edge(START, "typed_node")
+typed_app = typed.compile()
+assert_type(typed_app.invoke(Typed(count=1), context=Ctx("u")), dict[str, Any])
+assert_type(typed_app.get_graph(), Graph)
+assert_type(typed_app.get_graph().draw_mermaid(), str)

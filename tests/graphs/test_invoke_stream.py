@@ -71,8 +71,11 @@ def test_stream_several_modes_tags_each_chunk() -> None:
 def test_unknown_stream_mode() -> None:
     app = fan_graph().compile()
     with pytest.raises(ValueError) as info:
-        list(app.stream({"log": []}, stream_mode="debug"))  # type: ignore[arg-type]
-    assert str(info.value) == "unknown stream_mode ['debug']; use 'values' and/or 'updates'"
+        list(app.stream({"log": []}, stream_mode="tokens"))  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "unknown stream_mode ['tokens']; use any of ['checkpoints', 'custom', 'debug', "
+        "'messages', 'tasks', 'updates', 'values']"
+    )
 
 
 async def test_astream_and_ainvoke_match_their_sync_twins() -> None:

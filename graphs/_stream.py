@@ -1,0 +1,238 @@
+"""The stream modes beyond `values` and `updates`: what each chunk looks like, built in one place.
+
+- `custom`: whatever node code hands to `get_stream_writer()` (or its `writer` parameter).
+- `messages`: `(message, metadata)` for each message a node produces: a chat model's token chunks
+  as they arrive (langchain_core's callbacks), then every message in a node's update that the
+  node did not read in its input (so a streamed message is not sent twice).
+- `tasks`: a task's start `{id, name, input, triggers}` and its result `{id, name, error,
+  result, interrupts}`; `checkpoints`: each saved checkpoint as `get_state` would show it;
+  `debug`: both, wrapped as `{step, timestamp, type, payload}`.
+
+Chunks written while nodes run (`custom`, `messages`) go to the run's `sink`, which the driver
+drains while the step runs; the others are emitted by the loop. langchain_core is imported only
+when a caller streams `messages`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._drive import LIVE_MODES, Emit
+
+if TYPE_CHECKING:
+    from ._loop import Run
+    from ._task import Task
+
+TRACE_MODES = frozenset({"tasks", "checkpoints", "debug"})
+"""Modes that describe tasks and checkpoints."""
+MODES = frozenset({"values", "updates"}) | LIVE_MODES | TRACE_MODES
+
+Sink = Callable[[str, Any], None]
+"""Takes `(mode, chunk)` from node code while a step runs."""
+
+NOSTREAM_TAG = "nostream"
+"""A chat model tagged with it (`model.with_config(tags=["nostream"])`) streams no tokens."""
+
+
+def no_writer(chunk: Any) -> None:
+    """The stream writer when the caller does not stream `custom`: the chunk goes nowhere."""
+
+
+def triggers(task: Task) -> tuple[str, ...]:
+    """What made the task run, in LangGraph's words: a `Send` (a push) or an edge to it."""
+    return ("__pregel_push",) if task.is_send else (f"branch:to:{task.name}",)
+
+
+def task_metadata(task: Task, step: int) -> dict[str, Any]:
+    """The metadata of a `messages` chunk from this task (LangGraph's `langgraph_*` keys)."""
+    return {
+        "thread_id": task.run.thread_id,
+        "langgraph_step": step,
+        "langgraph_node": task.name,
+        "langgraph_triggers": triggers(task),
+        "langgraph_path": ("__pregel_push" if task.is_send else "__pregel_pull", task.name),
+        "langgraph_checkpoint_ns": f"{task.name}:{task.id}",
+    }
+
+
+def trace(run: Run, mode: str, payload: dict[str, Any], step: int) -> list[Emit]:
+    """A `tasks` or `checkpoints` payload as the requested modes want it (`debug` wraps it)."""
+    out: list[Emit] = []
+    if mode in run.modes:
+        out.append(Emit(mode, payload))
+    if "debug" in run.modes:
+        kind = (
+            "checkpoint"
+            if mode == "checkpoints"
+            else "task_result"
+            if "result" in payload
+            else "task"
+        )
+        out.append(
+            Emit(
+                "debug",
+                {
+                    "step": step,
+                    "timestamp": dt.datetime.now(dt.UTC).isoformat(),
+                    "type": kind,
+                    "payload": payload,
+                },
+            )
+        )
+    return out
+
+
+def task_start(task: Task, state: Any) -> dict[str, Any]:
+    return {"id": task.id, "name": task.name, "input": state, "triggers": triggers(task)}
+
+
+def task_result(task: Task) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "name": task.name,
+        "error": task.error,
+        "result": dict(task.writes) if task.error is None and task.pause is None else {},
+        "interrupts": [dataclasses.asdict(i) for i in task.pause or ()],
+    }
+
+
+def checkpoint_payload(run: Run, parent: Any, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "config": run.head_config,
+        "parent_config": parent if parent and parent["configurable"].get("checkpoint_id") else None,
+        "values": run.output(),
+        "metadata": dict(metadata),
+        "next": [name for name, _ in run.frontier],
+        "tasks": [
+            {"id": task_id, "name": name, "interrupts": (), "state": None}
+            for name, task_id in run.frontier
+        ],
+    }
+
+
+# ---- messages ----------------------------------------------------------------------------
+
+
+def _messages_in(value: Any) -> list[Any]:
+    """The messages among a state's (or an update's) values, top level and in lists."""
+    from langchain_core.messages import BaseMessage
+
+    if isinstance(value, BaseMessage):
+        return [value]
+    if isinstance(value, Mapping):
+        values: Sequence[Any] = list(value.values())
+    elif isinstance(value, Sequence) and not isinstance(value, str):
+        values = value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        values = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    elif hasattr(type(value), "model_fields"):
+        values = [getattr(value, k) for k in type(value).model_fields]
+    else:
+        return []
+    found: list[Any] = []
+    for v in values:
+        if isinstance(v, BaseMessage):
+            found.append(v)
+        elif isinstance(v, Sequence) and not isinstance(v, str):
+            found.extend(m for m in v if isinstance(m, BaseMessage))
+    return found
+
+
+class MessagesStream:
+    """The `messages` mode of one run: which message ids were already seen or sent."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.seen: set[str] = set()
+
+    def emit(self, message: Any, metadata: dict[str, Any], *, dedupe: bool) -> None:
+        if dedupe and message.id in self.seen:
+            return
+        if message.id is None:
+            # Given here, as LangGraph does, so the stored message has the id the caller saw.
+            message.id = str(uuid.uuid4())
+        self.seen.add(message.id)
+        sink = self.run.sink
+        if sink is not None:
+            sink("messages", (message, metadata))
+
+    def task_started(self, task: Task, state: Any) -> Any:
+        """Note the messages the node reads; return the callbacks config for its models."""
+        for m in _messages_in(state):
+            if m.id is not None:
+                self.seen.add(m.id)
+        return {"callbacks": [_handler(self, task_metadata(task, self.run.step + 1))]}
+
+    def task_finished(self, task: Task) -> None:
+        """Send the messages of the node's update that it did not read (or stream) already."""
+        from .types import Command
+
+        result = task.result
+        if isinstance(result, Command):
+            result = result.update
+        if result is None:
+            return
+        metadata = task_metadata(task, self.run.step + 1)
+        for m in _messages_in(result):
+            self.emit(m, metadata, dedupe=True)
+
+
+def _handler(stream: MessagesStream, metadata: dict[str, Any]) -> Any:
+    """A langchain_core callback handler that hands a chat model's tokens to the stream."""
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.outputs import ChatGeneration, ChatGenerationChunk
+
+    try:  # its presence makes a chat model's invoke() stream through _stream()
+        from langchain_core.tracers._streaming import _StreamingCallbackHandler
+    except ImportError:  # pragma: no cover - older langchain_core: whole messages only
+        _StreamingCallbackHandler = object  # type: ignore[assignment,misc]
+
+    class Handler(BaseCallbackHandler, _StreamingCallbackHandler):  # type: ignore[type-arg]
+        run_inline = True
+
+        def __init__(self) -> None:
+            self.models: dict[uuid.UUID, dict[str, Any]] = {}
+
+        def tap_output_iter(self, run_id: uuid.UUID, output: Any) -> Any:
+            return output
+
+        def tap_output_aiter(self, run_id: uuid.UUID, output: Any) -> Any:
+            return output
+
+        def on_chat_model_start(
+            self,
+            serialized: dict[str, Any],
+            messages: Any,
+            *,
+            run_id: uuid.UUID,
+            tags: list[str] | None = None,
+            metadata: dict[str, Any] | None = None,
+            **kwargs: Any,
+        ) -> None:
+            if tags and NOSTREAM_TAG in tags:
+                return
+            self.models[run_id] = {**(metadata or {}), **stream_metadata}
+
+        def on_llm_new_token(
+            self, token: Any, *, chunk: Any = None, run_id: uuid.UUID, **kwargs: Any
+        ) -> None:
+            meta = self.models.get(run_id)
+            if meta is not None and isinstance(chunk, ChatGenerationChunk):
+                stream.emit(chunk.message, meta, dedupe=False)
+
+        def on_llm_end(self, response: Any, *, run_id: uuid.UUID, **kwargs: Any) -> None:
+            meta = self.models.pop(run_id, None)
+            if meta is not None and response.generations and response.generations[0]:
+                gen = response.generations[0][0]
+                if isinstance(gen, ChatGeneration):
+                    stream.emit(gen.message, meta, dedupe=True)
+
+        def on_llm_error(self, error: BaseException, *, run_id: uuid.UUID, **kwargs: Any) -> None:
+            self.models.pop(run_id, None)
+
+    stream_metadata = metadata
+    return Handler()

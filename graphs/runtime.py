@@ -1,0 +1,69 @@
+"""`Runtime`: what a node that declares a `runtime` parameter is handed (LangGraph's
+`langgraph.runtime`), and `get_runtime()` for code that cannot take the parameter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic
+
+from ._context import _task
+from .types import StreamWriter
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+else:
+    from typing import TypeVar
+
+__all__ = ["ExecutionInfo", "Runtime", "get_runtime"]
+
+# PEP 696 default: `Runtime` alone means `Runtime[None]`, as in LangGraph.
+if TYPE_CHECKING:
+    ContextT = TypeVar("ContextT", default=None)
+else:
+    ContextT = TypeVar("ContextT")
+
+
+def _no_writer(chunk: Any) -> None:
+    """Writes nowhere: the caller does not stream `custom`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionInfo:
+    """Where the node runs."""
+
+    checkpoint_id: str | None
+    """The checkpoint the node's step starts from (None without a checkpointer)."""
+    checkpoint_ns: str
+    """The checkpoint namespace of the run (`""` at the top)."""
+    task_id: str
+    """The id of this node's task (stable across replays of the step)."""
+    thread_id: str
+    """The run's thread."""
+    node_attempt: int = 1
+    """Which attempt of the node this is, under a `RetryPolicy` (1 for the first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime(Generic[ContextT]):
+    """Run-scoped things a node can ask for: `def node(state, runtime: Runtime[Ctx]): ...`."""
+
+    context: ContextT = field(default=None)  # type: ignore[assignment]
+    """What `invoke(..., context=...)` was given (made into the `context_schema` when a dict
+    was given for a dataclass or pydantic schema); None if nothing was."""
+    store: None = None
+    """LangGraph's `BaseStore`: graphs has none yet, so always None."""
+    stream_writer: StreamWriter = _no_writer
+    """Writes to the `custom` stream mode (does nothing when it is not streamed)."""
+    previous: Any = None
+    """LangGraph's functional-API return of the previous run: always None here."""
+    execution_info: ExecutionInfo | None = None
+    """The thread, task and checkpoint the node runs in."""
+
+
+def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[ContextT]:
+    """The `Runtime` of the running node (`context_schema` only narrows the type).
+
+    Raises:
+        RuntimeError: called outside a running node.
+    """
+    return _task("get_runtime").runtime()  # type: ignore[no-any-return]

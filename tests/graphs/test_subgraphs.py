@@ -240,52 +240,32 @@ def test_a_subgraph_called_in_a_node_inherits_the_checkpointer_and_resumes(
     assert calls == Counter(review=2, draft=1, ask=2, publish=1)
 
 
+@pytest.mark.parametrize(("own", "runs"), [(None, 1), (False, 2)])
 def test_a_finished_subgraph_is_not_run_again_when_its_node_pauses_after_it(
-    saver: BaseCheckpointSaver,
+    saver: BaseCheckpointSaver, own: Any, runs: int
 ) -> None:
+    """With the parent's checkpointer (the default) the subgraph's result is read back; a
+    subgraph compiled with `checkpointer=False` keeps nothing, so it runs again."""
     calls: Counter[str] = Counter()
 
     def work(state: Inner) -> Inner:
         calls["work"] += 1
         return {"steps": ["work"]}
 
-    child = chain(Inner, work=work).compile()
-
-    def node(state: Outer) -> Outer:
-        result = child.invoke({"topic": state["topic"]})
-        answer = interrupt(f"keep {result['steps']}?")
-        return {"verdict": answer}
-
-    graph = chain(Outer, node=node).compile(checkpointer=saver)
-    with pytest.raises(GraphInterrupt) as paused:
-        graph.invoke({"topic": "x"}, config())
-    assert paused.value.interrupts[0].value == "keep ['work']?"
-    assert graph.invoke(Command(resume="kept"), config())["verdict"] == "kept"
-    assert calls["work"] == 1
-
-
-def test_a_subgraph_compiled_with_checkpointer_false_keeps_no_checkpoints(
-    saver: BaseCheckpointSaver,
-) -> None:
-    calls: Counter[str] = Counter()
-
-    def work(state: Inner) -> Inner:
-        calls["work"] += 1
-        return {"steps": ["work"]}
-
-    child = chain(Inner, work=work).compile(checkpointer=False)
+    child = chain(Inner, work=work).compile(checkpointer=own)
 
     def node(state: Outer) -> Outer:
         result = child.invoke({"topic": state["topic"]})
         return {"verdict": interrupt(f"keep {result['steps']}?")}
 
     graph = chain(Outer, node=node).compile(checkpointer=saver)
-    with pytest.raises(GraphInterrupt):
+    with pytest.raises(GraphInterrupt) as paused:
         graph.invoke({"topic": "x"}, config())
+    assert paused.value.interrupts[0].value == "keep ['work']?"
     (task,) = graph.get_state(config(), subgraphs=True).tasks
-    assert task.state is None  # nothing stored under the task's namespace
+    assert (task.state is None) == (own is False)  # nothing stored under the task's namespace
     assert graph.invoke(Command(resume="kept"), config())["verdict"] == "kept"
-    assert calls["work"] == 2  # without checkpoints, the resumed node runs it again
+    assert calls["work"] == runs
 
 
 def test_two_subgraphs_in_one_task_are_refused(saver: BaseCheckpointSaver) -> None:

@@ -101,9 +101,9 @@ class Run:
         self.graph = graph
         self.parent = parent
         """For a subgraph's run: the parent's task that runs it (None for a graph run itself)."""
-        self.saver: BaseCheckpointSaver | None = (
-            graph.checkpointer if parent is None else parent.run.saver
-        )
+        self.saver: BaseCheckpointSaver | None = graph.checkpointer
+        if parent is not None and graph.inherit:
+            self.saver = parent.run.saver
         self.config = config
         self.thread_id = thread_id
         self.ns = ns

@@ -396,7 +396,7 @@ class StateGraph:
 
     def compile(
         self,
-        checkpointer: BaseCheckpointSaver | None = None,
+        checkpointer: BaseCheckpointSaver | Literal[False] | None = None,
         *,
         interrupt_before: Sequence[str] | Literal["*"] = (),
         interrupt_after: Sequence[str] | Literal["*"] = (),
@@ -407,7 +407,10 @@ class StateGraph:
 
         Args:
             checkpointer: where state is saved after every superstep. Needed to pause, resume,
-                and for `get_state`/`update_state`.
+                and for `get_state`/`update_state`. A graph compiled without one that runs as a
+                subgraph (a node, or called in a node) uses its parent's; `False`: not even
+                then (the subgraph cannot pause, and a resumed node runs it again from the
+                start).
             interrupt_before: pause just before these nodes run (`"*"`: all).
             interrupt_after: pause just after these nodes ran (`"*"`: all).
             recursion_limit: the most supersteps one invocation may run.
@@ -421,10 +424,13 @@ class StateGraph:
         from .checkpoint.base import BaseCheckpointSaver
         from .compiled import CompiledGraph
 
+        inherit = checkpointer is not False
+        if checkpointer is False:
+            checkpointer = None
         if checkpointer is not None and not isinstance(checkpointer, BaseCheckpointSaver):
             raise GraphSetupError(
-                f"checkpointer must be a BaseCheckpointSaver (InMemorySaver(), SQLSaver(url)) or "
-                f"None, got {type(checkpointer).__module__}.{type(checkpointer).__qualname__} "
+                f"checkpointer must be a BaseCheckpointSaver (InMemorySaver(), SQLSaver(url)), "
+                f"None or False, got {type(checkpointer).__module__}.{type(checkpointer).__qualname__} "
                 f"{checkpointer!r}"
             )
         known = set(self.nodes)
@@ -503,6 +509,7 @@ class StateGraph:
             joins=joins,
             branches=branches,
             checkpointer=checkpointer,
+            inherit=inherit,
             interrupt_before=before,
             interrupt_after=after,
             recursion_limit=recursion_limit,

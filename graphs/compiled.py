@@ -28,7 +28,12 @@ from .checkpoint.base import (
     config_ns,
     config_thread_id,
 )
-from .errors import CheckpointerRequiredError, GraphInterrupt, MultipleSubgraphsError
+from .errors import (
+    CheckpointerRequiredError,
+    GraphInterrupt,
+    InvalidUpdateError,
+    MultipleSubgraphsError,
+)
 from .types import Command, Interrupt, RunConfig, StateSnapshot, StateTask, StreamMode
 
 if TYPE_CHECKING:
@@ -60,6 +65,7 @@ class CompiledGraph:
         joins: dict[str, list[Join]],
         branches: dict[str, list[Branch]],
         checkpointer: BaseCheckpointSaver | None,
+        inherit: bool = True,
         interrupt_before: frozenset[str],
         interrupt_after: frozenset[str],
         recursion_limit: int,
@@ -74,6 +80,9 @@ class CompiledGraph:
         self.joins = joins
         self.branches = branches
         self.checkpointer = checkpointer
+        self.inherit = inherit
+        """As a subgraph, without a checkpointer of its own: use the parent's (not
+        `compile(checkpointer=False)`)."""
         self.interrupt_before = interrupt_before
         self.interrupt_after = interrupt_after
         self.recursion_limit = recursion_limit
@@ -96,8 +105,9 @@ class CompiledGraph:
         modes: frozenset[str],
         subgraphs: bool = False,
         context: Any = None,
+        nest: bool = True,
     ) -> Run:
-        parent = _current.get()
+        parent = _current.get() if nest else None
         if parent is not None and self.checkpointer is None:
             return self._subgraph_run(parent, config, modes, context)
         if config is None:
@@ -114,6 +124,11 @@ class CompiledGraph:
         elif not isinstance(thread_id, str) or not thread_id:
             raise ValueError(f"thread_id must be a non-empty string, got {thread_id!r}")
         ns = configurable.get("checkpoint_ns") or ""
+        if ":" in ns:
+            raise InvalidUpdateError(
+                f"checkpoint_ns {ns!r} is a subgraph's (node:task_id): its runs and updates go "
+                "through the parent thread; pass the parent's config (without checkpoint_ns)"
+            )
         run_config: RunConfig = {**config, "configurable": {**configurable, "thread_id": thread_id}}
         run = Run(
             self,
@@ -430,7 +445,7 @@ class CompiledGraph:
         and the frontier becomes what follows `x`.
         """
         saver = self._saver("update_state")
-        run = self._run(_thread_only(config), frozenset())
+        run = self._run(_thread_only(config), frozenset(), nest=False)
         with saver.lock_thread(run.config):
             gen = drive_sync(run, run.update(values, as_node))
             while True:
@@ -444,7 +459,7 @@ class CompiledGraph:
         self, config: RunConfig, values: dict[str, Any], as_node: str | None = None
     ) -> RunConfig:
         saver = self._saver("aupdate_state")
-        run = self._run(_thread_only(config), frozenset())
+        run = self._run(_thread_only(config), frozenset(), nest=False)
         out: list[RunConfig] = []
         async with saver.alock_thread(run.config):
             async for _ in drive_async(run, run.update(values, as_node), out):

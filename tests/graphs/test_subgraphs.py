@@ -23,6 +23,7 @@ from graphs import (
     GraphSetupError,
     InvalidUpdateError,
     MultipleSubgraphsError,
+    ResumeError,
     StateGraph,
     StateSnapshot,
     interrupt,
@@ -126,6 +127,22 @@ def test_a_pause_in_a_subgraph_pauses_the_parent_and_resumes_where_it_stopped(
     assert graph.get_state(config()).next == []
 
 
+def test_a_subgraph_s_namespace_is_read_only_from_outside(saver: BaseCheckpointSaver) -> None:
+    calls: Counter[str] = Counter()
+    graph = parent_with_node(review_graph(calls), saver, calls)
+    with pytest.raises(GraphInterrupt):
+        graph.invoke({"topic": "pricing"}, config())
+    (task,) = graph.get_state(config()).tasks
+    assert graph.get_state(task.state).values["steps"] == ["draft"]  # type: ignore[arg-type]
+    for attempt in (
+        lambda: graph.update_state(task.state, {"topic": "other"}),  # type: ignore[arg-type]
+        lambda: graph.invoke(None, task.state),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidUpdateError, match="go through the parent thread"):
+            attempt()
+    assert graph.invoke(Command(resume="yes"), config())["verdict"] == "done after 3 steps"
+
+
 def test_get_state_with_subgraphs_shows_the_subgraph_s_own_snapshot(
     saver: BaseCheckpointSaver,
 ) -> None:
@@ -174,6 +191,28 @@ def test_two_pauses_in_parallel_branches_of_a_subgraph_are_answered_by_id(
     assert sorted(ran) == ["left:L", "right:R"]  # each branch finished once
 
 
+def test_two_pauses_one_after_another_in_a_subgraph_node_are_answered_in_turn(
+    saver: BaseCheckpointSaver,
+) -> None:
+    def twice(state: Inner) -> Inner:
+        first = interrupt("first?")
+        second = interrupt(f"second, after {first}?")
+        return {"steps": [first, second]}
+
+    graph = parent_with_node(chain(Inner, twice=twice).compile(), saver, Counter())
+    with pytest.raises(GraphInterrupt) as paused:
+        graph.invoke({"topic": "x"}, config())
+    (first,) = paused.value.interrupts
+    with pytest.raises(GraphInterrupt) as again:
+        graph.invoke(Command(resume={first.id: "one"}), config())
+    (second,) = again.value.interrupts
+    assert second.value == "second, after one?" and second.id != first.id
+    with pytest.raises(ResumeError, match="no pending interrupt has id"):
+        graph.invoke(Command(resume={first.id: "again"}), config())  # answered already
+    out = graph.invoke(Command(resume={second.id: "two"}), config())
+    assert out["steps"] == ["one", "two"]
+
+
 # ---- a subgraph called from inside a node -----------------------------------------------------
 
 
@@ -201,28 +240,32 @@ def test_a_subgraph_called_in_a_node_inherits_the_checkpointer_and_resumes(
     assert calls == Counter(review=2, draft=1, ask=2, publish=1)
 
 
+@pytest.mark.parametrize(("own", "runs"), [(None, 1), (False, 2)])
 def test_a_finished_subgraph_is_not_run_again_when_its_node_pauses_after_it(
-    saver: BaseCheckpointSaver,
+    saver: BaseCheckpointSaver, own: Any, runs: int
 ) -> None:
+    """With the parent's checkpointer (the default) the subgraph's result is read back; a
+    subgraph compiled with `checkpointer=False` keeps nothing, so it runs again."""
     calls: Counter[str] = Counter()
 
     def work(state: Inner) -> Inner:
         calls["work"] += 1
         return {"steps": ["work"]}
 
-    child = chain(Inner, work=work).compile()
+    child = chain(Inner, work=work).compile(checkpointer=own)
 
     def node(state: Outer) -> Outer:
         result = child.invoke({"topic": state["topic"]})
-        answer = interrupt(f"keep {result['steps']}?")
-        return {"verdict": answer}
+        return {"verdict": interrupt(f"keep {result['steps']}?")}
 
     graph = chain(Outer, node=node).compile(checkpointer=saver)
     with pytest.raises(GraphInterrupt) as paused:
         graph.invoke({"topic": "x"}, config())
     assert paused.value.interrupts[0].value == "keep ['work']?"
+    (task,) = graph.get_state(config(), subgraphs=True).tasks
+    assert (task.state is None) == (own is False)  # nothing stored under the task's namespace
     assert graph.invoke(Command(resume="kept"), config())["verdict"] == "kept"
-    assert calls["work"] == 1
+    assert calls["work"] == runs
 
 
 def test_two_subgraphs_in_one_task_are_refused(saver: BaseCheckpointSaver) -> None:

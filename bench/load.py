@@ -1,6 +1,6 @@
 """Interaction load (issue 7): signed Approve clicks at a fixed rate against a real bot process.
 
-    .venv/bin/python bench/load.py [--rates 10,50,100] [--seconds 30] [--db sqlite|postgres] [--replicas N]
+    .venv/bin/python bench/load.py [--rates 10,50,100] [--seconds 30] [--db sqlite|postgres] [--replicas N] [--starve]
 
 Starts the fake Slack (`python -m bot.sandbox.slack_api`) and `signoff run` in HTTP mode (the
 processes of `bot.sandbox.processes`), on a fresh SQLite file (or a fresh PostgreSQL schema,
@@ -13,7 +13,14 @@ t0 + i/rate whatever the earlier ones are doing. It reports per rate:
 - ack: the bot's HTTP answer to the click (median, p99, max ms);
 - card: click sent -> the fake recorded the chat.update of that card (the time it arrived);
 - done: click sent -> the fake recorded the thread reply "... completed.";
-- errors: non-200 answers, timeouts (no ack within 10 s, or no card/completion within the wait).
+- errors: non-200 answers, timeouts (no ack within 10 s, or no card/completion within the wait);
+- integrity (read from the database once it settled): decisions recorded, doubled decisions
+  (an approval with more than one vote, or a run with more than one refund; goal 0), and late
+  commits: clicks not answered 200 within Slack's 3 s (Slack showed an error) whose vote was
+  nevertheless committed (goal 0).
+
+`--starve` runs one busy loop per core (`os.cpu_count()` processes, each ending by itself after
+the click phase and 10 s more) while the clicks are sent: CPU starvation, as on a crowded host.
 
 A markdown table goes to stdout, JSON lines to bench/results/load-<UTC time>.jsonl.
 All traffic is on 127.0.0.1.
@@ -45,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 import aiohttp
 import psycopg
+import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from bot.sandbox.client import SandboxClient
@@ -80,6 +88,8 @@ expire_after = "24h"
 """One of @approvers (alice, bob) approves alone."""
 
 ACK_TIMEOUT = 10.0
+SLACK_DEADLINE = 3.0
+"""Seconds Slack waits for the answer to a click; a later one is an error to the person."""
 SETTLE = 60.0
 """Seconds to wait, after the last click, for every card update and completion."""
 
@@ -96,6 +106,7 @@ def summary(values: list[float]) -> dict[str, Any]:
     return {
         "n": len(values),
         "median_ms": round(statistics.median(values) * 1000, 2) if values else None,
+        "p95_ms": round(pct(values, 0.95) * 1000, 2) if values else None,  # type: ignore[operator]
         "p99_ms": round(pct(values, 0.99) * 1000, 2) if values else None,  # type: ignore[operator]
         "max_ms": round(max(values) * 1000, 2) if values else None,
     }
@@ -182,6 +193,8 @@ async def run_rate(
     bots: list[BotProcess],
     slack: SandboxClient,
     http: aiohttp.ClientSession,
+    *,
+    starve: bool = False,
 ) -> dict[str, Any]:
     n = int(rate * seconds)
     tag = f"r{rate}-{int(time.time())}"
@@ -214,6 +227,9 @@ async def run_rate(
     errors: list[str] = []
     lateness: list[float] = []
     refused: list[float] = []
+    in_time = [False] * n
+    """Whether click i was answered 200 within Slack's deadline."""
+    hogs = busy_loops(seconds + 10) if starve else []
     conn = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(
         connector=conn, timeout=aiohttp.ClientTimeout(total=ACK_TIMEOUT)
@@ -232,6 +248,7 @@ async def run_rate(
                     elapsed = time.perf_counter() - t
                     if res.status == 200:
                         acks[i] = elapsed
+                        in_time[i] = elapsed <= SLACK_DEADLINE
                     else:
                         errors.append(f"HTTP {res.status}")
                         refused.append(elapsed)
@@ -251,6 +268,9 @@ async def run_rate(
             tasks.append(asyncio.create_task(click(i)))
         await asyncio.gather(*tasks)
     send_span = time.perf_counter() - t0
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
 
     # wait for the updates and completions, then read the fake's recorded calls
     by_ts = {r["ts"]: i for i, r in enumerate(runs)}
@@ -303,8 +323,45 @@ async def run_rate(
             "refused_busy": busy,
             "no_card_update": n - len(card_at),
             "no_completion": n - len(done_at),
-            "ack_over_3s": sum(1 for a in ack_vals if a > 3.0),
+            "ack_over_3s": sum(1 for a in ack_vals if a > SLACK_DEADLINE),
         },
+        "starved": starve,
+        "_runs": [(r["approval_id"], r["thread_id"], in_time[i]) for i, r in enumerate(runs)],
+    }
+
+
+def busy_loops(seconds: float) -> list[subprocess.Popen[bytes]]:
+    """One busy loop per core, each ending by itself after `seconds`."""
+    loop = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
+    return [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(os.cpu_count() or 1)]
+
+
+def integrity(db_url: str, runs: list[tuple[str, str, bool]]) -> dict[str, int]:
+    """Decisions recorded, doubled and committed late, from the database (see the module doc)."""
+    from bot.approvals import tables as t
+    from bot.approvals.db import Database
+
+    db = Database(db_url)
+    try:
+        with db.sync_engine.connect() as conn:
+            votes: dict[str, int] = {}
+            for approval_id, count in conn.execute(
+                sa.select(t.votes.c.approval_id, sa.func.count()).group_by(t.votes.c.approval_id)
+            ):
+                votes[approval_id] = int(count)
+            refunds: dict[str, int] = {}
+            for thread_id, count in conn.execute(
+                sa.select(t.effects.c.thread_id, sa.func.count())
+                .where(t.effects.c.kind == "refund")
+                .group_by(t.effects.c.thread_id)
+            ):
+                refunds[thread_id] = int(count)
+    finally:
+        db.close()
+    return {
+        "decisions_recorded": sum(1 for a, _, _ in runs if votes.get(a)),
+        "doubled": sum(1 for a, th, _ in runs if votes.get(a, 0) > 1 or refunds.get(th, 0) > 1),
+        "committed_after_deadline": sum(1 for a, _, ok in runs if not ok and votes.get(a)),
     }
 
 
@@ -382,6 +439,7 @@ async def main() -> int:
         default=1,
         help="bot processes on the one database (PostgreSQL for more than one)",
     )
+    ap.add_argument("--starve", action="store_true", help="a busy loop per core during the clicks")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if args.replicas < 1 or (args.replicas > 1 and args.db != "postgres"):
@@ -403,7 +461,7 @@ async def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="signoff-load-") as tmp:
         directory = Path(tmp)
-        with processes(directory, args.db, replicas=args.replicas) as (fake, bots, _, _):
+        with processes(directory, args.db, replicas=args.replicas) as (fake, bots, db_url, _):
             async with (
                 SandboxClient(fake.url) as slack,
                 aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http,
@@ -414,8 +472,9 @@ async def main() -> int:
                         f"rate {rate}/s for {args.seconds:g}s: creating {int(rate * args.seconds)} pending approvals ...",
                         flush=True,
                     )
-                    row = await run_rate(rate, args.seconds, bots, slack, http)
+                    row = await run_rate(rate, args.seconds, bots, slack, http, starve=args.starve)
                     row.update({"db": args.db, "machine": info})
+                    row["integrity"] = integrity(db_url, row.pop("_runs"))
                     rows.append(row)
                     record(out, row)
 
@@ -431,8 +490,28 @@ async def main() -> int:
             f"| {r['db']} ({r['replicas']}) | {r['rate']} | {r['clicks']} | {fmt(r['ack'])} | {fmt(r['card'])} | {fmt(r['done'])} | "
             f"{e['non_200_or_failed']}, {e['refused_busy']}, {e['no_card_update']}, {e['no_completion']} | {ok} |"
         )
+    print(
+        "\n| db (bots) | clicks/s | starved | clicks | ack ms p50 / p95 | decisions recorded | "
+        "doubled | committed after the answer's deadline |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        g, a = r["integrity"], r["ack"]
+        p50_p95 = f"{a['median_ms']:.1f} / {a['p95_ms']:.1f}" if a["n"] else "-"
+        print(
+            f"| {r['db']} ({r['replicas']}) | {r['rate']} | {'yes' if r['starved'] else 'no'} | "
+            f"{r['clicks']} | {p50_p95} | {g['decisions_recorded']} | {g['doubled']} | "
+            f"{g['committed_after_deadline']} |"
+        )
     print(f"\nrecords: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
-    return 1 if any(r["errors"]["non_200_or_failed"] for r in rows) else 0
+    broken = any(
+        r["integrity"]["doubled"] or r["integrity"]["committed_after_deadline"] for r in rows
+    )
+    return (
+        1
+        if broken or any(r["errors"]["non_200_or_failed"] and not r["starved"] for r in rows)
+        else 0
+    )
 
 
 if __name__ == "__main__":

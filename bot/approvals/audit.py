@@ -80,6 +80,7 @@ AuditKind = Literal[
     "denied",  # policy denied the action outright (unlisted action, policy error)
     "auto_approved",  # an auto-approval rule decided it (the rule is the actor)
     "vote",  # a person voted (approve or reject, note, edits)
+    "vote_refused",  # a vote was refused, nothing recorded (who, what, the refusal and why)
     "approved",  # the approval reached its quorum
     "rejected",  # the approval was rejected
     "expired",  # the approval passed its deadline unanswered (and its outcome)
@@ -91,6 +92,7 @@ AuditKind = Literal[
     "cancelled",  # the approval was cancelled (its run ended or was withdrawn)
     "conflict",  # the same dedupe key was proposed with different arguments
     "run_started",  # a workflow run was started (by whom, with what input)
+    "start_refused",  # a start was refused, nothing started (who, which workflow, why)
     "run_completed",  # a run finished
     "run_failed",  # a run failed (the error)
     "outcome_unknown",  # a side effect was interrupted: a person must check what happened

@@ -8,6 +8,7 @@ waits on the approval: the worker resumes them afterwards, exactly once (`jobs.p
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +23,7 @@ from .errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
     ApprovalExpiredError,
+    DecisionRefused,
     InvalidEditError,
     NotAuthorizedError,
     StaleRevisionError,
@@ -177,6 +179,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
+log = logging.getLogger("signoff")
+
+
 class Decisions:
     """Votes: who may cast them, and what one does to its approval."""
 
@@ -207,7 +212,54 @@ class Decisions:
         wait: float | None = None,
         revision: int | None = None,
     ) -> bool:
-        """As `Signoff.vote`.
+        """As `Signoff.vote`. A refused vote (`DecisionRefused`, an unknown approval) records
+        nothing on the approval, and is on the audit log: `vote_refused`, who, what, why."""
+        try:
+            return await self._vote(
+                approval_id, user, approve, note=note, edits=edits, wait=wait, revision=revision
+            )
+        except (DecisionRefused, UnknownApprovalError) as refusal:
+            await self._audit_refusal(approval_id, user, approve, refusal)
+            raise
+
+    async def _audit_refusal(
+        self, approval_id: str, user: str, approve: bool, refusal: Exception
+    ) -> None:
+        """The `vote_refused` entry, in a transaction of its own (the vote's rolled back). If
+        the database cannot take it, the person still hears the refusal; the log says why."""
+        try:
+            async with self.db.transaction() as conn:
+                a = await store.get_approval(conn, approval_id)
+                data = {
+                    "decision": "approve" if approve else "reject",
+                    "refusal": getattr(refusal, "code", type(refusal).__name__),
+                    "reason": str(refusal),
+                }
+                if a is None:
+                    data["approval"] = approval_id[:200]
+                await self.audit.append(
+                    conn,
+                    "vote_refused",
+                    approval_id=a.id if a else None,
+                    thread_id=a.thread_id if a else None,
+                    actor=user,
+                    data=data,
+                )
+        except Exception as e:  # noqa: BLE001 - the refusal itself must still be told
+            log.warning("could not audit a refused vote of %s on %s: %s", user, approval_id, e)
+
+    async def _vote(
+        self,
+        approval_id: str,
+        user: str,
+        approve: bool,
+        *,
+        note: str = "",
+        edits: Mapping[str, Any] | None = None,
+        wait: float | None = None,
+        revision: int | None = None,
+    ) -> bool:
+        """The vote itself (`vote` audits a refusal).
 
         Edits and quorum: every person counted toward a decision was shown the values that run.
         An edit makes a new revision of the values (`Approval.revision`), which the card, the

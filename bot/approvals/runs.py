@@ -158,14 +158,63 @@ class Runs:
         request_key: str | None = None,
         internal: bool = False,
     ) -> RunReport:
-        """As `Signoff.start`; `internal` only from `ExternalApprovals.request`, which has made
-        the service's checks (its workflow and thread names are refused to everyone else)."""
-        if not internal and (workflow == EXTERNAL_WORKFLOW or service_of(thread_id)):
-            raise StartRefused(
-                f"{EXTERNAL_WORKFLOW!r} runs approvals that services ask for over the approvals "
-                "API, after that API's checks; it cannot be started by name (nor an 'api.' "
-                "thread id taken): POST /api/approvals with a service token"
+        """As `Signoff.start`. A refused start (not a starter, an unknown workflow, inputs
+        that do not fit, a request seen already) starts nothing and is on the audit log:
+        `start_refused`, who, which workflow, why (secret inputs hidden). `internal` only from
+        `ExternalApprovals.request`, which has made the service's checks (its workflow and
+        thread names are refused to everyone else)."""
+        try:
+            if not internal and (workflow == EXTERNAL_WORKFLOW or service_of(thread_id)):
+                raise StartRefused(
+                    f"{EXTERNAL_WORKFLOW!r} runs approvals that services ask for over the "
+                    "approvals API, after that API's checks; it cannot be started by name (nor "
+                    "an 'api.' thread id taken): POST /api/approvals with a service token"
+                )
+            return await self._start(
+                workflow,
+                input,
+                requester=requester,
+                channel=channel,
+                thread_id=thread_id,
+                check_starter=check_starter,
+                text_inputs=text_inputs,
+                request_key=request_key,
             )
+        except (StartRefused, UnknownWorkflowError, InvalidInputError) as refusal:
+            await self._audit_refusal(workflow, input, requester, refusal)
+            raise
+
+    async def _audit_refusal(
+        self, workflow: str, input: Any, requester: str, refusal: Exception
+    ) -> None:
+        """The `start_refused` entry, in a transaction of its own; if the database cannot take
+        it, the caller still hears the refusal and the log says why."""
+        conceal = self._concealer().learn(input)
+        data: dict[str, Any] = {
+            "workflow": workflow[:200],
+            "refusal": type(refusal).__name__,
+            "reason": conceal.text(str(refusal)),
+        }
+        if isinstance(refusal, InvalidInputError):
+            data["problems"] = conceal.scrub(dict(refusal.problems))
+        try:
+            async with self.db.transaction() as conn:
+                await self.audit.append(conn, "start_refused", actor=requester, data=data)
+        except Exception as e:  # noqa: BLE001 - the refusal itself must still be told
+            log.warning("could not audit a refused start of %s by %s: %s", workflow, requester, e)
+
+    async def _start(
+        self,
+        workflow: str,
+        input: Mapping[str, Any],
+        *,
+        requester: str,
+        channel: str | None,
+        thread_id: str | None,
+        check_starter: bool,
+        text_inputs: bool,
+        request_key: str | None,
+    ) -> RunReport:
         graph = self.graph(workflow)
         if check_starter:
             wf_policy = self.policy.workflows.get(workflow)

@@ -27,6 +27,13 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 | `POST /_sandbox/act/close` | `{"user", "view_id"?}`: the user closes their top modal (or `view_id`) |
 | `POST /_sandbox/act/message` | `{"user", "channel", "text", "thread_ts"?}`: the user writes a message |
 
+Only a program on this machine, or the sandbox's own page, may drive it: a request whose
+`Host` is not this server (a DNS-rebound name) or whose `Origin` is another site's is refused
+with 403, and a POST that is not `application/json` with 415 (a web page elsewhere can send a
+form or plain text across origins without asking; JSON it cannot). The same holds for the
+page's `/_demo/` routes. A response_url (`/_sandbox/response/{id}`) also takes the form posts
+Slack accepts there.
+
 An app's answer is `{"status", "body", "json"}` (`json` is the body parsed, or null), with
 `"late": true` added when it came after Slack's 3 seconds (Slack ignored it and showed the user
 an error).
@@ -41,6 +48,8 @@ from urllib.parse import parse_qs
 
 import aiohttp
 from aiohttp import web
+from aiohttp.typedefs import Middleware
+from yarl import URL
 
 from bot.sandbox.errors import SlackApiFailure
 from bot.sandbox.interactions import apply_response
@@ -58,6 +67,37 @@ _GONE = {"no_such_url", "expired_url", "used_url"}
 
 def _error(status: int, error: str, **extra: Any) -> web.Response:
     return web.json_response({"ok": False, "error": error, **extra}, status=status)
+
+
+_GUARDED = ("/_sandbox/", "/_demo/")
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _guard(slack: FakeSlack) -> Middleware:
+    """The middleware that keeps other sites' pages from driving the sandbox (module doc)."""
+
+    @web.middleware
+    async def guard(request: web.Request, handler: _Handler) -> web.StreamResponse:
+        if not request.path.startswith(_GUARDED):
+            return await handler(request)
+        served = {URL(slack.base_url).host} if slack.base_url else set()
+        host = URL(f"http://{request.host}").host if request.host else None
+        if host not in _LOOPBACK | served:
+            return _error(403, f"the sandbox answers only on this machine, not as {request.host!r}")
+        origin = request.headers.get("Origin")
+        if origin is not None and origin.lower() != f"{request.scheme}://{request.host}".lower():
+            return _error(403, f"requests from {origin} may not drive the sandbox")
+        if (
+            request.method == "POST"
+            and request.content_type != "application/json"
+            and not request.path.startswith("/_sandbox/response/")
+        ):
+            return _error(
+                415, "the sandbox's control API takes JSON (Content-Type: application/json)"
+            )
+        return await handler(request)
+
+    return guard
 
 
 @web.middleware
@@ -94,6 +134,7 @@ async def _body(request: web.Request) -> JSON:
 
 def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
     """Add the `/_sandbox/` routes for `slack` to its aiohttp application."""
+    app.middlewares.append(_guard(slack))
     app.middlewares.append(_errors)
 
     async def calls(request: web.Request) -> web.Response:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 from slack_sdk.errors import SlackApiError
@@ -170,3 +171,47 @@ async def test_an_unreachable_app_is_a_502(remote: SandboxClient) -> None:
     with pytest.raises(SandboxError) as info:
         await remote.open_home("alice")
     assert info.value.status == 502 and "the app did not answer" in info.value.body["error"]
+
+
+# ---- who may drive it ----------------------------------------------------------------------
+
+
+async def test_another_sites_page_cannot_drive_the_sandbox(remote: SandboxClient) -> None:
+    """What a page on another site can send without a preflight (a form, plain text, or JSON
+    whose Origin is its own) is refused, and nothing is clicked, posted or reset."""
+    click = '{"user": "alice", "channel": "C0APPROVALS", "ts": "1.0", "action_id": "approve"}'
+    base = remote.url.removesuffix("api/")
+    async with aiohttp.ClientSession() as http:
+        attempts = [
+            ({"Content-Type": "text/plain"}, click, 415),
+            ({"Content-Type": "application/x-www-form-urlencoded"}, "user=alice", 415),
+            ({"Content-Type": "application/json", "Origin": "https://evil.example"}, click, 403),
+            ({"Content-Type": "application/json", "Origin": "null"}, click, 403),
+            ({"Content-Type": "application/json", "Host": "evil.example"}, "{}", 403),
+        ]
+        for headers, body, status in attempts:
+            for path in ("_sandbox/act/click", "_sandbox/reset", "_demo/runs"):
+                async with http.post(base + path, data=body, headers=headers) as res:
+                    assert res.status == status, (path, headers, await res.text())
+        # The sandbox's own page (same origin) and programs on this machine (no Origin) may.
+        same = {"Origin": base.rstrip("/")}
+        async with http.post(
+            base + "_sandbox/triggers", json={"user": "U0BOB"}, headers=same
+        ) as res:
+            assert res.status == 200, await res.text()
+    assert await remote.calls() == []
+
+
+async def test_lose_next_over_http_does_the_call_and_drops_its_answer(
+    remote: SandboxClient,
+) -> None:
+    await remote.lose_next("chat.postMessage")
+    once = AsyncWebClient(token=TOKEN, base_url=remote.url, retry_handlers=[])
+    with pytest.raises(aiohttp.ServerDisconnectedError):
+        await once.chat_postMessage(channel="C0APPROVALS", text="posted, answer lost")
+    await once.chat_postMessage(channel="C0APPROVALS", text="answered")
+    assert [m["text"] for m in await remote.messages("approvals")] == [
+        "posted, answer lost",
+        "answered",
+    ]
+    assert [c.get("lost", False) for c in await remote.calls("chat.postMessage")] == [True, False]

@@ -76,6 +76,11 @@ class Metrics:
             ["error"],
             registry=self.registry,
         )
+        self.waiting_reads = Gauge(
+            "signoff_api_waiting_reads",
+            "Reads of the approvals API waiting for a decision (?wait=N)",
+            registry=self.registry,
+        )
         self.requests = Counter(
             "signoff_slack_requests_total",
             "Slack requests by HTTP status",
@@ -268,6 +273,7 @@ def build_web_app(
             return _error_response(e)
         for status in ("pending", "approved", "rejected", "expired", "cancelled"):
             metrics.approvals.labels(status).set(counts.get(status, 0))
+        metrics.waiting_reads.set(signoff.external.waiting)
         return web.Response(
             body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )
@@ -512,6 +518,15 @@ def build_runtime(
         group_ids=slack_groups,
         policy=lambda: signoff.policy,
     )
+
+    async def card_link(approval: Any) -> str | None:
+        found = await client.chat_getPermalink(
+            channel=approval.channel, message_ts=approval.message_ts
+        )
+        link = found.get("permalink")
+        return link if isinstance(link, str) else None
+
+    signoff.external.card_link = card_link
     return signoff, client
 
 

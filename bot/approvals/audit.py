@@ -94,6 +94,9 @@ AuditKind = Literal[
     "run_failed",  # a run failed (the error)
     "outcome_unknown",  # a side effect was interrupted: a person must check what happened
     "purged",  # settled approvals or runs were deleted by retention
+    "run_retried",  # an operator or approver went on with a failed run
+    "run_cancelled",  # ... or cancelled a run (its pending approvals too)
+    "run_control_refused",  # someone not allowed tried to retry or cancel a run
 ]
 """What an audit event records; one line each above."""
 

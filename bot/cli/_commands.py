@@ -237,6 +237,29 @@ async def cmd_decide(app: Signoff, args: argparse.Namespace, approve: bool) -> i
     return 0
 
 
+async def cmd_retry(app: Signoff, args: argparse.Namespace) -> int:
+    """Go on with a failed run from its last checkpoint, here (or by whoever takes the job)."""
+    await app.retry(args.thread_id, actor=args.as_user)
+    print(f"thread {args.thread_id}: retrying from its last checkpoint")
+    deadline = time.monotonic() + RESUME_WAIT
+    while True:
+        await app.run_jobs(("resume",))
+        run = await app.run_info(args.thread_id)
+        if run is None or run["status"] != "running" or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    print(await _report_run(app, args.thread_id))
+    return 0 if run is None or run["status"] not in ("failed", "outcome_unknown") else 1
+
+
+async def cmd_cancel(app: Signoff, args: argparse.Namespace) -> int:
+    cancelled = await app.cancel(args.thread_id, actor=args.as_user, note=args.note)
+    print(f"thread {args.thread_id}: cancelled")
+    for approval_id in cancelled:
+        print(f"  approval {approval_id}: cancelled")
+    return 0
+
+
 async def cmd_audit_verify(app: Signoff, args: argparse.Namespace) -> int:
     await app.link_audit()
     async with app.db.read() as conn:
@@ -299,5 +322,5 @@ async def cmd_purge(app: Signoff, args: argparse.Namespace) -> int:
     from ..approvals.policy import parse_duration
 
     n = await app.purge(parse_duration(args.older_than).total_seconds())
-    print(f"purged {n} settled run(s) older than {args.older_than}")
+    print(f"purged {n} finished run(s) (completed, cancelled, failed) older than {args.older_than}")
     return 0

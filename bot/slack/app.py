@@ -4,6 +4,7 @@ core and its configuration."""
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from typing import Any
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -20,6 +22,17 @@ from . import payloads
 from .handlers import Handlers
 
 __all__ = ["SlackGroups", "build_bolt_app"]
+
+
+class _ClientTokenIsTheToken(logging.Filter):
+    """Drops Bolt's "`token` will be unused" warning: Bolt reads `SLACK_BOT_TOKEN` by itself
+    and warns that the client's token wins, but the client was made from that same token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+_QUIET = _ClientTokenIsTheToken()
 
 
 class SlackGroups:
@@ -93,6 +106,9 @@ def build_bolt_app(
     Args:
         kick: wakes the job runner when a click or command queued work.
     """
+    bolt_log = logging.getLogger("slack_bolt.AsyncApp")  # Bolt's framework logger
+    if _QUIET not in bolt_log.filters:
+        bolt_log.addFilter(_QUIET)
     app = AsyncApp(
         signing_secret=signing_secret or "socket-mode",
         client=client,

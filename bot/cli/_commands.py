@@ -85,6 +85,22 @@ async def _report_run(app: Signoff, thread_id: str) -> str:
     return text
 
 
+SHOW_WIDTH = 200
+"""Characters of a value `signoff show` prints before it says the rest was cut."""
+
+
+def _shown(text: str, thread_id: str) -> str:
+    """`text` (a value's JSON) whole, or its start and a note that it was cut: never a cut
+    that reads as the whole value."""
+    if len(text) <= SHOW_WIDTH:
+        return text
+    rest = len(text) - SHOW_WIDTH
+    return (
+        f"{text[:SHOW_WIDTH]}… (cut: {rest} more characters; "
+        f"`signoff show {thread_id} --json` has it all)"
+    )
+
+
 # ---- commands ---------------------------------------------------------------------------
 
 
@@ -204,7 +220,7 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
     if state.next:
         print(f"  waiting to run: {', '.join(state.next)}")
     for key, value in values.items():
-        print(f"  {key} = {json.dumps(value, default=str)[:200]}")
+        print(f"  {key} = {_shown(json.dumps(value, default=str), args.thread_id)}")
     for a in approvals:
         who = ", ".join(a.decided_by)
         print(

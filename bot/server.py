@@ -610,7 +610,6 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         else f"HTTP on {host}:{port}, Slack requests at /slack/events"
     )
     log.info("signoff running (%s); database %s", mode, signoff.db.display_url)
-    print(f"signoff running ({mode}); database {signoff.db.display_url}", flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

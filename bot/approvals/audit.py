@@ -100,6 +100,9 @@ AuditKind = Literal[
     "api_refused",  # the approvals API refused a request (no token, not allowed, bad arguments)
     "webhook_delivered",  # a settled external approval's webhook was accepted by its receiver
     "webhook_failed",  # a webhook was given up on after its last try
+    "run_retried",  # an operator or approver went on with a failed run
+    "run_cancelled",  # ... or cancelled a run (its pending approvals too)
+    "run_control_refused",  # someone not allowed tried to retry or cancel a run
 ]
 """What an audit event records; one line each above."""
 

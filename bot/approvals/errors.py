@@ -20,6 +20,9 @@ ApprovalError                  root
 ├── IdempotencyConflict        an Idempotency-Key used again for a different request
 ├── InvalidInputError          a run was asked for with inputs its workflow's schema refuses
 │   └── MissingInputError      ... without an input it needs
+├── UnknownRunError            no run has this thread id
+├── RunStateError              a run is not where a retry or a cancel can act (e.g. completed)
+├── RunControlRefused          the user may not retry or cancel this run
 ├── GroupsUnavailable          group membership could not be looked up (e.g. Slack is down)
 └── StorageError               the database did not do what was asked; nothing was recorded
     └── DatabaseUnavailable    it cannot be reached, or the connection dropped (also a
@@ -52,6 +55,8 @@ __all__ = [
     "MissingInputError",
     "NotAuthorizedError",
     "PolicyError",
+    "RunControlRefused",
+    "RunStateError",
     "SelfApprovalError",
     "ServiceNotAllowed",
     "StaleRevisionError",
@@ -59,6 +64,7 @@ __all__ = [
     "StorageError",
     "UnknownAction",
     "UnknownApprovalError",
+    "UnknownRunError",
     "UnknownWorkflowError",
 ]
 
@@ -228,6 +234,28 @@ class IdempotencyConflict(ApprovalError):
     def __init__(self, message: str, approval_id: str) -> None:
         super().__init__(message)
         self.approval_id = approval_id
+
+
+class UnknownRunError(ApprovalError, LookupError):
+    """Attributes:
+    thread_id: the thread id no run has."""
+
+    def __init__(self, message: str, thread_id: str) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.thread_id))
+
+
+class RunStateError(ApprovalError):
+    """A retry or a cancel of a run that is not in a state for it (a retry of a run that is not
+    failed, or that another operator retried first; a cancel of a finished run)."""
+
+
+class RunControlRefused(ApprovalError):
+    """The user may not retry or cancel the run: only approvers of its actions and starters
+    of its workflow may, from Slack."""
 
 
 class InvalidInputError(ApprovalError):

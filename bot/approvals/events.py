@@ -35,6 +35,8 @@ EventKind = Literal[
     "run_completed",
     "run_failed",
     "run_outcome_unknown",
+    "run_retried",  # an operator or approver retried a failed run
+    "run_cancelled",  # ... or cancelled a run
 ]
 
 

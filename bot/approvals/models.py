@@ -36,21 +36,24 @@ ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "cancelle
 - `approved`: enough distinct approvers said yes (or an auto-approval rule did).
 - `rejected`: one approver said no, or policy denied the request (unlisted action, conflict).
 - `expired`: nobody decided before `expire_after`; the policy's `on_expiry` outcome was sent.
-- `cancelled`: withdrawn (its run was deleted or purged) before anyone decided.
+- `cancelled`: withdrawn before anyone decided (its run was cancelled, deleted or purged).
 """
 
 DecisionStatus = Literal["approved", "rejected", "denied", "expired", "cancelled"]
 """How a decision came about, as the node sees it (`denied`: by policy, before any person)."""
 
-RunStatus = Literal["running", "paused", "completed", "failed", "outcome_unknown"]
+RunStatus = Literal["running", "paused", "completed", "failed", "outcome_unknown", "cancelled"]
 """A run (one thread of a workflow):
 
 - `running`: started or resumed, not yet paused or finished.
 - `paused`: waiting for at least one approval.
 - `completed`: reached END.
-- `failed`: a node raised; `signoff show` has the error; resuming re-runs what had not finished.
+- `failed`: a node raised; `signoff show` has the error; `signoff retry` (or `/agent retry`)
+  goes on from the last checkpoint, re-running only what had not finished.
 - `outcome_unknown`: a side effect started and the process died before its result was recorded:
   a person must check the outside system (see `once()`).
+- `cancelled`: an operator or approver cancelled it (`signoff cancel`, `/agent cancel`); its
+  pending approvals were cancelled with it and it never runs again.
 """
 
 

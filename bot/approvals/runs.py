@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from graphs import (
@@ -29,12 +29,16 @@ from ._conceal import Concealer
 from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .audit import AuditLog
 from .db import database_down
+from .decisions import new_decision
 from .effects import Effects, NodeServices
 from .errors import (
     AlreadyStartedError,
     InvalidInputError,
     MissingInputError,
+    RunControlRefused,
+    RunStateError,
     StartRefused,
+    UnknownRunError,
     UnknownWorkflowError,
 )
 from .jobs import Job, JobQueue, finish_in
@@ -46,9 +50,18 @@ from .policy.schema import SchemaError
 if TYPE_CHECKING:
     from .db import Database
 
-__all__ = ["RunReport", "Runs"]
+__all__ = ["CANCELLABLE", "PURGEABLE", "RETRYABLE", "RunReport", "Runs"]
 
 log = logging.getLogger("signoff")
+
+RETRYABLE: tuple[RunStatus, ...] = ("failed",)
+"""What `retry` goes on from. Not `outcome_unknown`: a side effect may have happened, and a
+person must check the outside system first (then cancel, or fix it and retry by hand)."""
+CANCELLABLE: tuple[RunStatus, ...] = ("failed", "paused", "outcome_unknown")
+"""What `cancel` stops. Not `running` (it is being worked on now), nor a finished run."""
+PURGEABLE: tuple[RunStatus, ...] = ("completed", "cancelled", "failed")
+"""What `purge` deletes once old enough. Never live runs (running, paused) nor
+`outcome_unknown` ones, which a person must look at."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,11 +363,17 @@ class Runs:
         payload = job.payload
         assert job.thread_id is not None  # a resume job always names its thread
         thread_id = job.thread_id
+        if payload.get("retry"):
+            await self._go_on(job)
+            return
         interrupt_id = payload["interrupt_id"]
         async with self.db.read() as conn:
             run = await store.get_run(conn, thread_id)
         if run is None:
             await self.jobs.finish(job.id, error=f"thread {thread_id!r} has no run record")
+            return
+        if run["status"] == "cancelled":
+            await self.jobs.finish(job.id, error="the run was cancelled; nothing was resumed")
             return
         if job.approval_id is not None and not await self._as_recorded(job, run["workflow"]):
             return
@@ -372,18 +391,8 @@ class Runs:
                 result = await graph.ainvoke(None, config)
             else:
                 result = None
-        except ThreadBusyError as e:
-            await self.jobs.finish(job.id, error=str(e), retry_in=0.5)
-            return
-        except Exception as e:  # noqa: BLE001 - recorded on the run
-            if database_down(e):
-                # Not the workflow's failure: the database went away under the run (a restart,
-                # a dropped connection). Go on from the saved frontier once it is back.
-                delay = min(2.0 ** min(job.attempts, 6), 60.0)
-                log.warning(
-                    "resume of %s met the database down, retrying in %.0fs: %s", thread_id, delay, e
-                )
-                await self.jobs.finish(job.id, error=f"{type(e).__name__}: {e}", retry_in=delay)
+        except Exception as e:  # noqa: BLE001 - recorded on the run, or the job due again
+            if await self._due_again(job, e):
                 return
             result = e
         resumed = _Resumed(
@@ -405,6 +414,23 @@ class Runs:
                 await self.jobs.finish(job.id)
             return
         await self.after_run(thread_id, run["workflow"], result, resumed=resumed)
+
+    async def _due_again(self, job: Job, error: Exception) -> bool:
+        """Whether `error`, met running `job`'s thread, is not the workflow's failure, and the
+        job was made due again: the thread is busy in another process, or the database went
+        away under the run (a restart, a dropped connection), to go on from the saved frontier
+        once it is back."""
+        if isinstance(error, ThreadBusyError):
+            await self.jobs.finish(job.id, error=str(error), retry_in=0.5)
+            return True
+        if not database_down(error):
+            return False
+        delay = min(2.0 ** min(job.attempts, 6), 60.0)
+        log.warning(
+            "resume of %s met the database down, retrying in %.0fs: %s", job.thread_id, delay, error
+        )
+        await self.jobs.finish(job.id, error=f"{type(error).__name__}: {error}", retry_in=delay)
+        return True
 
     async def _as_recorded(self, job: Job, workflow: str) -> bool:
         """Whether the job's decision is the one the audit log settled its approval with
@@ -454,16 +480,195 @@ class Runs:
             )
         return False
 
-    async def purge(self, older_than_seconds: float) -> int:
-        """Delete settled runs (and their approvals and checkpoints) older than the age given.
+    # ---- operators: retry, cancel ----------------------------------------------------------
 
-        Live runs (running, paused) and failed ones a person must look at are never touched.
+    async def check_control(self, thread_id: str, user: str, what: str) -> None:
+        """Refuse (`RunControlRefused`, on the audit log) unless `user` approves one of the
+        run's actions or may start its workflow: who may retry or cancel it from Slack.
+
+        Raises:
+            UnknownRunError, RunControlRefused, GroupsUnavailable.
+        """
+        async with self.db.read() as conn:
+            run = await _get_run(conn, thread_id)
+            approvals = await store.list_approvals(
+                conn,
+                statuses=("pending", "approved", "rejected", "expired", "cancelled"),
+                thread_id=thread_id,
+            )
+        entries: list[str] = []
+        for a in approvals:
+            rule = self.policy.actions.get(a.action)
+            entries += [*a.approvers, *(rule.approvers if rule else ())]
+        wf_policy = self.policy.workflows.get(run["workflow"])
+        entries += list(wf_policy.starters if wf_policy else ())
+        if user in await resolve_members(dict.fromkeys(entries), self.groups):
+            return
+        async with self.db.transaction() as conn:
+            await self.audit.append(
+                conn,
+                "run_control_refused",
+                thread_id=thread_id,
+                actor=user,
+                data={"what": what, "workflow": run["workflow"]},
+            )
+        raise RunControlRefused(
+            f"{user} may not {what} run {thread_id!r}: only approvers of its actions and "
+            f"starters of {run['workflow']!r} may"
+        )
+
+    async def retry(self, thread_id: str, *, actor: str) -> None:
+        """Go on with a failed run from its last checkpoint: what had finished is not run again.
+
+        Exactly once: the run moves from `failed` to `running` by compare-and-set, in the same
+        transaction as the job that resumes it, so of two operators retrying at once one wins
+        and the other is told it was retried already. The worker performs the job (the bot's,
+        or the CLI's own `run_jobs`).
+
+        Raises:
+            UnknownRunError, RunStateError: nothing was changed.
+        """
+        now = self.clock()
+        async with self.db.transaction() as conn:
+            run = await _get_run(conn, thread_id)
+            moved = await conn.execute(
+                update(t.runs)
+                .where(t.runs.c.thread_id == thread_id, t.runs.c.status.in_(RETRYABLE))
+                .values(status="running", updated_at=now)
+            )
+            if moved.rowcount != 1:
+                now_is = await _get_run(conn, thread_id)
+                raise RunStateError(_cannot("retry", thread_id, now_is["status"]))
+            await store.enqueue(
+                conn,
+                "resume",
+                f"retry:{thread_id}:{uuid.uuid4().hex}",
+                {"retry": True, "by": actor},
+                now,
+                thread_id=thread_id,
+            )
+            await self.audit.append(
+                conn,
+                "run_retried",
+                thread_id=thread_id,
+                actor=actor,
+                data={"workflow": run["workflow"], "error": run["error"]},
+            )
+            await self.jobs.event(
+                conn,
+                "run_retried",
+                now,
+                thread_id=thread_id,
+                data={"workflow": run["workflow"], "by": actor},
+            )
+
+    async def _go_on(self, job: Job) -> None:
+        """Perform a retry job: run the thread on from its saved frontier, then record how it
+        stopped. A run that is not `running` any more (cancelled since, or recorded by an
+        attempt that died after it) is left as it is."""
+        assert job.thread_id is not None
+        thread_id = job.thread_id
+        async with self.db.read() as conn:
+            run = await store.get_run(conn, thread_id)
+        if run is None or run["status"] != "running":
+            await self.jobs.finish(job.id)
+            return
+        graph = self.graph(run["workflow"])
+        config = self._config(thread_id)
+        try:
+            state = await graph.aget_state(config)
+            if state.next or state.interrupts:
+                result: Any = await graph.ainvoke(None, config)
+            else:  # it had reached its end; only the record was missing
+                result = dict(state.values)
+        except Exception as e:  # noqa: BLE001 - recorded on the run, or the job due again
+            if await self._due_again(job, e):
+                return
+            result = e
+        await self.after_run(thread_id, run["workflow"], result)
+        await self.jobs.finish(job.id)
+
+    async def cancel(self, thread_id: str, *, actor: str, note: str = "") -> list[str]:
+        """Stop a run for good: it is `cancelled`, its pending approvals are cancelled (their
+        cards say so), resumes not yet done are dropped, and its Slack thread is told. Returns
+        the ids of the approvals cancelled. An approval another run also waits on stays
+        pending for that run.
+
+        Raises:
+            UnknownRunError, RunStateError: nothing was changed.
+        """
+        now = self.clock()
+        reason = f"cancelled by {actor}" + (f": {note}" if note else "")
+        cancelled: list[str] = []
+        async with self.db.transaction() as conn:
+            run = await _get_run(conn, thread_id)
+            moved = await conn.execute(
+                update(t.runs)
+                .where(t.runs.c.thread_id == thread_id, t.runs.c.status.in_(CANCELLABLE))
+                .values(status="cancelled", error=reason, updated_at=now)
+            )
+            if moved.rowcount != 1:
+                now_is = await _get_run(conn, thread_id)
+                raise RunStateError(_cannot("cancel", thread_id, now_is["status"]))
+            for a in await store.list_approvals(conn, statuses=("pending",), thread_id=thread_id):
+                if any(other != thread_id for other, _ in await store.waiters(conn, a.id)):
+                    w = t.approval_waiters.c
+                    await conn.execute(
+                        delete(t.approval_waiters).where(
+                            w.approval_id == a.id, w.thread_id == thread_id
+                        )
+                    )
+                    continue
+                decision = new_decision(a, "cancelled", [actor], reason, {}, now, approved=False)
+                if await store.settle(
+                    conn, a, "cancelled", decision.to_record(), now, reason=reason
+                ):
+                    cancelled.append(a.id)
+                    await self.audit.append(
+                        conn,
+                        "cancelled",
+                        approval_id=a.id,
+                        thread_id=thread_id,
+                        actor=actor,
+                        data={"reason": reason},
+                    )
+                    await self.jobs.event(
+                        conn, "decided", now, thread_id=thread_id, approval_id=a.id
+                    )
+            j = t.jobs.c
+            await conn.execute(
+                update(t.jobs)
+                .where(j.thread_id == thread_id, j.kind == "resume", j.done_at.is_(None))
+                .values(done_at=now, last_error="the run was cancelled")
+            )
+            await self.audit.append(
+                conn,
+                "run_cancelled",
+                thread_id=thread_id,
+                actor=actor,
+                data={"workflow": run["workflow"], "note": note, "approvals": cancelled},
+            )
+            await self.jobs.event(
+                conn,
+                "run_cancelled",
+                now,
+                thread_id=thread_id,
+                data={"workflow": run["workflow"], "by": actor, "note": note},
+            )
+        return cancelled
+
+    async def purge(self, older_than_seconds: float) -> int:
+        """Delete finished runs (completed, cancelled, failed: `PURGEABLE`), with their
+        approvals and checkpoints, not updated for longer than the age given.
+
+        Live runs (running, paused) and `outcome_unknown` ones a person must look at are never
+        touched, nor a run with an approval still pending.
         """
         cutoff = self.clock() - older_than_seconds
         async with self.db.read() as conn:
             rows = await conn.execute(
                 select(t.runs.c.thread_id).where(
-                    t.runs.c.status == "completed", t.runs.c.updated_at < cutoff
+                    t.runs.c.status.in_(PURGEABLE), t.runs.c.updated_at < cutoff
                 )
             )
             threads = [r[0] for r in rows]
@@ -489,6 +694,32 @@ class Runs:
                 )
             await self.saver.adelete_thread(thread_id)
         return len(threads)
+
+
+async def _get_run(conn: AsyncConnection, thread_id: str) -> Mapping[str, Any]:
+    run = await store.get_run(conn, thread_id)
+    if run is None:
+        raise UnknownRunError(
+            f"no run has thread id {thread_id!r}; `signoff pending` lists paused ones", thread_id
+        )
+    return run
+
+
+def _cannot(what: str, thread_id: str, status: str) -> str:
+    """Why `what` (retry, cancel) cannot act on a run that is `status`."""
+    if what == "retry" and status == "running":
+        return (
+            f"run {thread_id!r} is running: it was retried already, or is being worked on; "
+            "`signoff show` says where it is"
+        )
+    if what == "retry" and status == "outcome_unknown":
+        return (
+            f"run {thread_id!r} stopped while a side effect was running: check the outside "
+            "system first, and `signoff cancel` it if the effect happened"
+        )
+    can, done = (RETRYABLE, "retried") if what == "retry" else (CANCELLABLE, "cancelled")
+    states = f"{', '.join(can[:-1])} or {can[-1]}" if len(can) > 1 else can[0]
+    return f"run {thread_id!r} is {status}; only a run that is {states} can be {done}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,11 +166,33 @@ class Signoff:
         )
 
     async def purge(self, older_than_seconds: float) -> int:
-        """Delete settled runs (and their approvals and checkpoints) older than the age given.
-
-        Live runs (running, paused) and failed ones a person must look at are never touched.
-        """
+        """As `Runs.purge`: delete completed, cancelled and failed runs older than the age."""
         return await self.runs.purge(older_than_seconds)
+
+    async def retry(self, thread_id: str, *, actor: str, check_control: bool = False) -> None:
+        """Go on with a failed run from its last checkpoint, exactly once (`Runs.retry`); the
+        worker performs it. `check_control` (Slack): only approvers of the run's actions and
+        starters of its workflow may (`Runs.check_control`); the CLI is an operator's tool.
+
+        Raises:
+            UnknownRunError, RunStateError, RunControlRefused: nothing was changed.
+        """
+        if check_control:
+            await self.runs.check_control(thread_id, actor, "retry")
+        await self.runs.retry(thread_id, actor=actor)
+
+    async def cancel(
+        self, thread_id: str, *, actor: str, note: str = "", check_control: bool = False
+    ) -> list[str]:
+        """Cancel a run and its pending approvals (`Runs.cancel`); `check_control` as for
+        `retry`. Returns the ids of the approvals cancelled.
+
+        Raises:
+            UnknownRunError, RunStateError, RunControlRefused: nothing was changed.
+        """
+        if check_control:
+            await self.runs.check_control(thread_id, actor, "cancel")
+        return await self.runs.cancel(thread_id, actor=actor, note=note)
 
     # ---- deciding --------------------------------------------------------------------------
 

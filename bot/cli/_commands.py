@@ -85,6 +85,22 @@ async def _report_run(app: Signoff, thread_id: str) -> str:
     return text
 
 
+SHOW_WIDTH = 200
+"""Characters of a value `signoff show` prints before it says the rest was cut."""
+
+
+def _shown(text: str, thread_id: str) -> str:
+    """`text` (a value's JSON) whole, or its start and a note that it was cut: never a cut
+    that reads as the whole value."""
+    if len(text) <= SHOW_WIDTH:
+        return text
+    rest = len(text) - SHOW_WIDTH
+    return (
+        f"{text[:SHOW_WIDTH]}… (cut: {rest} more characters; "
+        f"`signoff show {thread_id} --json` has it all)"
+    )
+
+
 # ---- commands ---------------------------------------------------------------------------
 
 
@@ -204,7 +220,7 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
     if state.next:
         print(f"  waiting to run: {', '.join(state.next)}")
     for key, value in values.items():
-        print(f"  {key} = {json.dumps(value, default=str)[:200]}")
+        print(f"  {key} = {_shown(json.dumps(value, default=str), args.thread_id)}")
     for a in approvals:
         who = ", ".join(a.decided_by)
         print(
@@ -234,6 +250,29 @@ async def cmd_decide(app: Signoff, args: argparse.Namespace, approve: bool) -> i
             break
         await asyncio.sleep(0.1)
     print(await _report_run(app, a.thread_id))
+    return 0
+
+
+async def cmd_retry(app: Signoff, args: argparse.Namespace) -> int:
+    """Go on with a failed run from its last checkpoint, here (or by whoever takes the job)."""
+    await app.retry(args.thread_id, actor=args.as_user)
+    print(f"thread {args.thread_id}: retrying from its last checkpoint")
+    deadline = time.monotonic() + RESUME_WAIT
+    while True:
+        await app.run_jobs(("resume",))
+        run = await app.run_info(args.thread_id)
+        if run is None or run["status"] != "running" or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    print(await _report_run(app, args.thread_id))
+    return 0 if run is None or run["status"] not in ("failed", "outcome_unknown") else 1
+
+
+async def cmd_cancel(app: Signoff, args: argparse.Namespace) -> int:
+    cancelled = await app.cancel(args.thread_id, actor=args.as_user, note=args.note)
+    print(f"thread {args.thread_id}: cancelled")
+    for approval_id in cancelled:
+        print(f"  approval {approval_id}: cancelled")
     return 0
 
 
@@ -299,5 +338,5 @@ async def cmd_purge(app: Signoff, args: argparse.Namespace) -> int:
     from ..approvals.policy import parse_duration
 
     n = await app.purge(parse_duration(args.older_than).total_seconds())
-    print(f"purged {n} settled run(s) older than {args.older_than}")
+    print(f"purged {n} finished run(s) (completed, cancelled, failed) older than {args.older_than}")
     return 0

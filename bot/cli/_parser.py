@@ -15,10 +15,12 @@ from ..approvals.errors import ApprovalError
 from ._commands import (
     cmd_audit_export,
     cmd_audit_verify,
+    cmd_cancel,
     cmd_db_upgrade,
     cmd_decide,
     cmd_pending,
     cmd_purge,
+    cmd_retry,
     cmd_show,
     cmd_start,
     cmd_sweep,
@@ -255,7 +257,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     w.set_defaults(fn=cmd_worker)
 
-    s = sub.add_parser("purge", help="delete settled runs older than an age")
+    s = sub.add_parser(
+        "retry",
+        help="go on with a failed run from its last checkpoint",
+        description="Go on with a failed run from its last checkpoint: what had finished is "
+        "not run again. Once: when two operators retry at once, one wins and the other is told. "
+        "A run whose outcome is unknown (a side effect may have happened) is not retried: check "
+        'the outside system, then cancel it. Audited with "via": "cli".',
+    )
+    s.add_argument("thread_id", help="the run's thread id (`signoff show` has its error)")
+    s.add_argument("--as", dest="as_user", default="cli", help="who retries it (default: cli)")
+    s.set_defaults(fn=cmd_retry)
+
+    s = sub.add_parser(
+        "cancel",
+        help="cancel a failed, paused or stuck run and its pending approvals",
+        description="Cancel a run that is failed, paused or of unknown outcome: its pending "
+        "approvals are cancelled (their cards say so), it never runs again, and its Slack "
+        'thread is told. Audited with "via": "cli".',
+    )
+    s.add_argument("thread_id", help="the run's thread id (`signoff pending` lists paused ones)")
+    s.add_argument("--as", dest="as_user", default="cli", help="who cancels it (default: cli)")
+    s.add_argument("--note", default="", help="why, told to the run's thread")
+    s.set_defaults(fn=cmd_cancel)
+
+    s = sub.add_parser(
+        "purge",
+        help="delete finished runs (completed, cancelled, failed) older than an age",
+        description="Delete runs that completed, were cancelled or failed, with their approvals "
+        "and checkpoints, when not updated for longer than --older-than. Never a running or "
+        "paused run, one with an approval pending, nor one whose outcome is unknown.",
+    )
     s.add_argument(
         "--older-than",
         required=True,

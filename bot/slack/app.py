@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -32,6 +33,17 @@ LOOKUP_BUDGET = 0.75
 A click must be answered within 3 s and its decision committed before that: past this the
 click is refused ("Slack is slow ... nothing was recorded") and the lookup goes on in the
 background, so the next click finds the answer cached."""
+
+
+class _ClientTokenIsTheToken(logging.Filter):
+    """Drops Bolt's "`token` will be unused" warning: Bolt reads `SLACK_BOT_TOKEN` by itself
+    and warns that the client's token wins, but the client was made from that same token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+_QUIET = _ClientTokenIsTheToken()
 
 
 class SlackGroups:
@@ -156,6 +168,9 @@ def build_bolt_app(
     Args:
         kick: wakes the job runner when a click or command queued work.
     """
+    bolt_log = logging.getLogger("slack_bolt.AsyncApp")  # Bolt's framework logger
+    if _QUIET not in bolt_log.filters:
+        bolt_log.addFilter(_QUIET)
     app = AsyncApp(
         signing_secret=signing_secret or "socket-mode",
         client=client,

@@ -1,7 +1,8 @@
-"""`/agent`: status, the status of one thread, run a workflow, help.
+"""`/agent`: status, the status of one thread, run a workflow, retry or cancel a run, help.
 
-Each answer is ephemeral and within Slack's 3 seconds: `/agent run` answers "starting" at once
-and tells the result when the run has paused or finished.
+Each answer is ephemeral and within Slack's 3 seconds: `/agent run` answers with the outcome
+when the run is refused, pauses or ends within `RUN_ACK_WAIT`, and otherwise "Starting…" at
+once and the outcome when it is there.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ PERMALINKS = 20
 STATUS_TRIES = 20
 """How many times `/agent status` asks again (a second apart) while Slack is slow to say who is
 in the groups: it has answered already, so it can wait where a click cannot."""
+RUN_ACK_WAIT = 1.5
+"""Seconds `/agent run` waits for the run to be refused, pause or end before it answers (within
+Slack's 3): the answer is then the outcome, and no "Starting…" is left standing above it. A
+longer run is answered "Starting…" and its outcome follows in a message of its own."""
 
 
 class Commands(Listener):
@@ -69,23 +74,36 @@ class Commands(Listener):
                     **(await self._thread_status(command.thread_id or "")),
                 )
             elif command.kind == "run":
-                await ack(
-                    response_type="ephemeral", text=messages.run_starting(command.workflow or "")
-                )
                 channel = body.get("channel_id") or self.default_channel
-                self._spawn(
-                    self._run(
-                        command.workflow or "",
-                        command.args,
-                        user,
-                        channel,
-                        body.get("response_url"),
-                        body.get("trigger_id"),
-                    )
+                workflow = command.workflow or ""
+                run = asyncio.ensure_future(
+                    self._run(workflow, command.args, user, channel, body.get("trigger_id"))
+                )
+                done, _ = await asyncio.wait({run}, timeout=RUN_ACK_WAIT)
+                if run in done:  # the usual case: refused, paused or ended in time
+                    await ack(response_type="ephemeral", text=run.result())
+                else:
+                    await ack(response_type="ephemeral", text=messages.run_starting(workflow))
+                    self._spawn(self._tell_later(run, channel, user))
+            elif command.kind == "retry":
+                await self.signoff.retry(command.thread_id or "", actor=user, check_control=True)
+                self.kick()
+                await ack(
+                    response_type="ephemeral", text=messages.retrying(command.thread_id or "")
+                )
+            elif command.kind == "cancel":
+                cancelled = await self.signoff.cancel(
+                    command.thread_id or "", actor=user, note=command.note, check_control=True
+                )
+                self.kick()
+                await ack(
+                    response_type="ephemeral",
+                    text=messages.cancelled_run(command.thread_id or "", len(cancelled)),
                 )
             else:
                 await ack(
-                    response_type="ephemeral", **status.help_blocks(sorted(self.signoff.workflows))
+                    response_type="ephemeral",
+                    **status.help_blocks(sorted(self.signoff.workflows), unknown=command.unknown),
                 )
         except ApprovalError as e:
             await ack(response_type="ephemeral", text=messages.refusal_text(e))
@@ -155,9 +173,9 @@ class Commands(Listener):
         args: dict[str, str],
         user: str,
         channel: str | None,
-        response_url: str | None,
         trigger_id: str | None = None,
-    ) -> None:
+    ) -> str:
+        """Start the run; what to tell the person: refused and why, or how the run stands."""
         try:
             report = await self.signoff.start(
                 workflow,
@@ -168,7 +186,8 @@ class Commands(Listener):
                 text_inputs=True,
                 request_key=trigger_id,  # one command, one run: a replay starts nothing
             )
-            text = messages.run_started(workflow, report.thread_id, report.status)
+            settled = [await self.signoff.get(a) for a in report.approvals]
+            text = messages.run_started(workflow, report.thread_id, report.status, settled)
         except AlreadyStartedError as e:
             log.warning(
                 "/agent run by %s was sent again (trigger %s): not started", user, trigger_id
@@ -188,5 +207,10 @@ class Commands(Listener):
             log.exception("/agent run %s failed", workflow)
             text = replies.thread_reply_failed(workflow, "", f"{type(e).__name__}: {e}")
         self.kick()
+        return text
+
+    async def _tell_later(self, run: asyncio.Future[str], channel: str | None, user: str) -> None:
+        """A run that took longer than the ack could wait: its outcome, once it is there."""
+        text = await run
         if channel and user:
             await self._tell(channel, user, text)

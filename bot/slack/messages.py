@@ -149,6 +149,7 @@ RUN_STATUS_EMOJI = {
     "completed": "✅",
     "failed": "⚠️",
     "outcome_unknown": "❓",
+    "cancelled": "⏹️",
 }
 
 
@@ -297,10 +298,22 @@ def edit_change(field: str, before: str, after: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def run_completed(workflow: str, thread_id: str, outcome: str | None = None) -> str:
-    text = (
-        f"{RUN_STATUS_EMOJI['completed']} Run {code(thread_id)} of *{escape(workflow)}* completed."
-    )
+def run_completed(
+    workflow: str, thread_id: str, outcome: str | None = None, declined: str | None = None
+) -> str:
+    """A run that reached its end; `declined` (an approval status: rejected, expired, ...) when
+    its last approval was not approved: the run ended without doing its action, no green mark."""
+    if declined:
+        mark = STATUS_EMOJI.get(declined, STATUS_EMOJI["rejected"])
+        text = (
+            f"{mark} Run {code(thread_id)} of *{escape(workflow)}* ended without its action "
+            f"({escape(status_word(declined))})."
+        )
+    else:
+        text = (
+            f"{RUN_STATUS_EMOJI['completed']} Run {code(thread_id)} of *{escape(workflow)}* "
+            "completed."
+        )
     if outcome:
         text += f"\n{escape(outcome)}"
     return text
@@ -309,9 +322,43 @@ def run_completed(workflow: str, thread_id: str, outcome: str | None = None) -> 
 def run_failed(workflow: str, thread_id: str, error: str) -> str:
     return (
         f"{RUN_STATUS_EMOJI['failed']} Run {code(thread_id)} of *{escape(workflow)}* failed: "
-        f"{escape(error)}\n{code('signoff show ' + thread_id)} has the details; "
-        "resuming it re-runs only what had not finished."
+        f"{escape(error)}\n{code('signoff show ' + thread_id)} has the details. "
+        f"{code('/agent retry ' + thread_id)} goes on from its last checkpoint (only what had "
+        f"not finished runs again); {code('/agent cancel ' + thread_id)} stops it."
     )
+
+
+def run_retried(workflow: str, thread_id: str, by: str) -> str:
+    return (
+        f"{RUN_STATUS_EMOJI['running']} Run {code(thread_id)} of *{escape(workflow)}* was retried "
+        f"by {mention(by)}: it goes on from its last checkpoint."
+    )
+
+
+def run_cancelled(workflow: str, thread_id: str, by: str, note: str = "") -> str:
+    why = f": {escape(note)}" if note else ""
+    return (
+        f"{RUN_STATUS_EMOJI['cancelled']} Run {code(thread_id)} of *{escape(workflow)}* was "
+        f"cancelled by {mention(by)}{why}. It will not run again."
+    )
+
+
+def retrying(thread_id: str) -> str:
+    """The answer to `/agent retry`."""
+    return (
+        f"{RUN_STATUS_EMOJI['running']} Retrying {code(thread_id)} from its last checkpoint; "
+        "its thread will say how it goes."
+    )
+
+
+def cancelled_run(thread_id: str, approvals: int) -> str:
+    """The answer to `/agent cancel`."""
+    also = (
+        f" with its {approvals} pending approval{'s' if approvals != 1 else ''}"
+        if approvals
+        else ""
+    )
+    return f"{RUN_STATUS_EMOJI['cancelled']} Cancelled {code(thread_id)}{also}."
 
 
 def run_outcome_unknown(workflow: str, thread_id: str, error: str) -> str:
@@ -461,6 +508,7 @@ def refusal_text(error: Exception, approval: Approval | None = None, *, form: bo
         DatabaseUnavailable,
         DecisionRefused,
         UnknownApprovalError,
+        UnknownRunError,
     )
 
     if isinstance(error, DatabaseBusy):
@@ -469,6 +517,8 @@ def refusal_text(error: Exception, approval: Approval | None = None, *, form: bo
         return database_unavailable()
     if isinstance(error, UnknownApprovalError) and not form:
         return unknown_approval(error.approval_id)
+    if isinstance(error, UnknownRunError):
+        return unknown_thread(error.thread_id)
     if isinstance(error, DecisionRefused):
         return refusal(error, approval)
     if not isinstance(error, ApprovalError):
@@ -531,7 +581,7 @@ def invalid_inputs(workflow: str, problems: Mapping[str, str]) -> str:
 
 
 def run_starting(workflow: str) -> str:
-    return f"⏳ Starting {code(workflow)}…"
+    return f"⏳ Starting {code(workflow)}… I'll tell you here when it pauses or ends."
 
 
 def run_already_started(workflow: str, thread_id: str) -> str:
@@ -541,8 +591,25 @@ def run_already_started(workflow: str, thread_id: str) -> str:
     )
 
 
-def run_started(workflow: str, thread_id: str, status: str) -> str:
-    return f"▶️ Started {code(workflow)} as {code(thread_id)}: {escape(status_word(status))}."
+def run_started(
+    workflow: str, thread_id: str, status: str, approvals: Sequence[Approval] = ()
+) -> str:
+    """How a run stands after `/agent run`. Paused on approvals already settled (a rule
+    approved it, policy denied it) is said as that, not as "paused": it goes on at once."""
+    started = f"Started {code(workflow)} as {code(thread_id)}"
+    if status == "paused" and approvals and all(a.status != "pending" for a in approvals):
+        if all(a.status == "approved" for a in approvals):
+            by = join([decider(b) for a in approvals for b in a.decided_by]) or "policy"
+            return f"{STATUS_EMOJI['approved']} {started}: approved by {by}; it goes on now."
+        refused = next(a for a in approvals if a.status != "approved")
+        why = f": {escape(refused.reason)}" if refused.reason else ""
+        word = status_word(refused.status)
+        return f"{STATUS_EMOJI.get(refused.status, '⛔')} {started}: {word}{why}."
+    if status == "paused":
+        waiting = f" for {len(approvals)} approvals" if len(approvals) > 1 else " for approval"
+        return f"{RUN_STATUS_EMOJI['paused']} {started}: waiting{waiting} in the channel."
+    emoji = RUN_STATUS_EMOJI.get(status, "▶️")
+    return f"{emoji} {started}: {escape(status_word(status))}."
 
 
 def command_error(detail: str) -> str:
@@ -733,6 +800,8 @@ def help_text(workflows: Sequence[str] = ()) -> str:
         "`/agent status`: what is waiting for approval, what waits on you first.",
         "`/agent status THREAD_ID`: one run: where it is paused, on what, its history.",
         '`/agent run WORKFLOW key=value key="quoted value"`: start a workflow, if the policy lets you.',
+        "`/agent retry THREAD_ID`: go on with a failed run from its last checkpoint.",
+        "`/agent cancel THREAD_ID [why]`: cancel a run and its pending approvals.",
         "`/agent help`: this message.",
         "Approve, reject or edit on the cards in the channel; refusals are only shown to you.",
     ]
@@ -746,7 +815,10 @@ def home_unavailable() -> str:
 
 
 def help_fallback() -> str:
-    return "/agent status, /agent status THREAD_ID, /agent run WORKFLOW key=value, /agent help"
+    return (
+        "/agent status, /agent status THREAD_ID, /agent run WORKFLOW key=value, "
+        "/agent retry THREAD_ID, /agent cancel THREAD_ID, /agent help"
+    )
 
 
 def modal_not_opened(form: str, error: str) -> str:

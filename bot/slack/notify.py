@@ -400,10 +400,20 @@ class SlackSink:
     async def _on_run_completed(self, event: Event) -> None:
         values = event.data.get("values") or {}
         outcome = values.get("outcome") if isinstance(values, dict) else None
+        settled = [
+            a
+            for a in await self.signoff.thread_approvals(event.thread_id or "")
+            if a.status != "pending"
+        ]
+        last = max(settled, key=lambda a: a.decided_at or 0.0) if settled else None
+        approved = (
+            last is None or last.status == "approved" or (last.decision or {}).get("approved")
+        )
+        declined = None if approved or last is None else last.status
         await self._run_message(
             event,
             replies.thread_reply_completed(
-                event.data.get("workflow", ""), event.thread_id or "", outcome
+                event.data.get("workflow", ""), event.thread_id or "", outcome, declined
             ),
         )
 
@@ -422,5 +432,24 @@ class SlackSink:
             event,
             replies.thread_reply_outcome_unknown(
                 event.data.get("workflow", ""), event.thread_id or "", event.data.get("error", "")
+            ),
+        )
+
+    async def _on_run_retried(self, event: Event) -> None:
+        await self._run_message(
+            event,
+            replies.thread_reply_retried(
+                event.data.get("workflow", ""), event.thread_id or "", event.data.get("by", "")
+            ),
+        )
+
+    async def _on_run_cancelled(self, event: Event) -> None:
+        await self._run_message(
+            event,
+            replies.thread_reply_cancelled(
+                event.data.get("workflow", ""),
+                event.thread_id or "",
+                event.data.get("by", ""),
+                event.data.get("note", ""),
             ),
         )

@@ -351,7 +351,7 @@ def edits_from_view_state(
 
 # ---- /agent -----------------------------------------------------------------------------------
 
-CommandKind = Literal["status", "status_thread", "run", "help"]
+CommandKind = Literal["status", "status_thread", "run", "retry", "cancel", "help"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,13 +359,16 @@ class AgentCommand:
     """A parsed `/agent` line."""
 
     kind: CommandKind
-    """`status`, `status_thread` (with `thread_id`), `run` (with `workflow`, `args`), `help`."""
+    """`status`, `status_thread` (with `thread_id`), `run` (with `workflow`, `args`), `retry`
+    and `cancel` (with `thread_id`; `cancel` with a `note` too), `help`."""
     args: dict[str, str] = field(default_factory=dict)
     """`run`'s inputs, `key=value` as strings (the workflow converts them). Default none."""
     workflow: str | None = None
     """`run`'s workflow name."""
     thread_id: str | None = None
-    """`status THREAD_ID`'s thread."""
+    """`status THREAD_ID`'s thread (and `retry`'s, `cancel`'s)."""
+    note: str = ""
+    """`cancel THREAD_ID why`: the words after the thread id."""
     unknown: str | None = None
     """For `help` given in place of a command it did not know: that command's word."""
 
@@ -431,7 +434,8 @@ def _tokens(text: str) -> list[str]:
 def parse_agent_command(text: str) -> AgentCommand:
     """Parse the text after `/agent`.
 
-    `status`, `status THREAD_ID`, `run WORKFLOW key=value key="quoted value"`, `help`;
+    `status`, `status THREAD_ID`, `run WORKFLOW key=value key="quoted value"`, `retry THREAD_ID`,
+    `cancel THREAD_ID [why]`, `help`;
     an empty line is `help`, and an unknown word is `help` with `unknown` set.
 
     Raises:
@@ -451,6 +455,13 @@ def parse_agent_command(text: str) -> AgentCommand:
                 "`/agent status` takes one thread id at most: `/agent status THREAD_ID`"
             )
         return AgentCommand("status_thread", thread_id=rest[0])
+    if verb in ("retry", "cancel"):
+        if not rest:
+            raise CommandError(f"say which run: `/agent {verb} THREAD_ID`")
+        if verb == "retry" and len(rest) > 1:
+            raise CommandError("`/agent retry` takes one thread id: `/agent retry THREAD_ID`")
+        kind: CommandKind = "retry" if verb == "retry" else "cancel"
+        return AgentCommand(kind, thread_id=rest[0], note=" ".join(rest[1:]))
     if verb == "run":
         if not rest:
             raise CommandError("say which workflow: `/agent run WORKFLOW key=value ...`")

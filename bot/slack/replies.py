@@ -22,20 +22,26 @@ __all__ = [
     "escalation_text",
     "reminder_text",
     "text_blocks",
+    "thread_reply_cancelled",
     "thread_reply_completed",
     "thread_reply_decided",
     "thread_reply_failed",
     "thread_reply_outcome_unknown",
+    "thread_reply_retried",
 ]
 
 
-def thread_reply_completed(workflow: str, thread_id: str, outcome: str | None = None) -> str:
-    """Posted in the card's thread when the run reaches its end."""
+def thread_reply_completed(
+    workflow: str, thread_id: str, outcome: str | None = None, declined: str | None = None
+) -> str:
+    """Posted in the card's thread when the run reaches its end (`declined`: see
+    `messages.run_completed`)."""
     return reply_text(
         m.run_completed(
             shorten(workflow, 200),
             shorten(thread_id, 300),
             shorten(outcome, ERROR_MAX) if outcome else None,
+            declined,
         )
     )
 
@@ -52,6 +58,20 @@ def thread_reply_outcome_unknown(workflow: str, thread_id: str, error: str) -> s
     return reply_text(
         m.run_outcome_unknown(
             shorten(workflow, 200), shorten(thread_id, 300), shorten(error, ERROR_MAX)
+        )
+    )
+
+
+def thread_reply_retried(workflow: str, thread_id: str, by: str) -> str:
+    """Posted when someone retried a failed run."""
+    return reply_text(m.run_retried(shorten(workflow, 200), shorten(thread_id, 300), by))
+
+
+def thread_reply_cancelled(workflow: str, thread_id: str, by: str, note: str = "") -> str:
+    """Posted when someone cancelled a run."""
+    return reply_text(
+        m.run_cancelled(
+            shorten(workflow, 200), shorten(thread_id, 300), by, shorten(note, ERROR_MAX)
         )
     )
 

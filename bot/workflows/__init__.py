@@ -23,7 +23,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from graphs import StateGraph
+from graphs import CompiledGraph, StateGraph
 
 from ..approvals.effects import services
 from ..approvals.models import Workflow
@@ -70,9 +70,32 @@ def load_workflows(paths: Mapping[str, str | None]) -> dict[str, Workflow]:
             raise ValueError(  # noqa: TRY004 -- a configuration error, like the others here
                 f"workflow {name!r}: {path!r} is not a function returning a StateGraph"
             )
+        _check_build(name, path, build)
         doc = (getattr(target, "__doc__", None) or name).strip().splitlines()[0]
         out[name] = Workflow(name, build, doc, _schema(name, target, module))
     return out
+
+
+def _check_build(name: str, path: str, build: Any) -> None:
+    """Call `build` once, at load, so that a function returning the wrong thing (or raising)
+    stops start-up with the workflow's name, its path and what came back, not a traceback at
+    its first run."""
+    try:
+        graph = build()
+    except Exception as e:
+        raise ValueError(f"workflow {name!r}: {path}() raised {type(e).__name__}: {e}") from e
+    if isinstance(graph, StateGraph):
+        return
+    kind = type(graph)
+    got = "None" if graph is None else f"a {kind.__module__}.{kind.__qualname__}"
+    got = got.replace("a builtins.", "a ")
+    if isinstance(graph, CompiledGraph):
+        hint = "return the StateGraph itself, not compiled: signoff compiles it with its own checkpointer"
+    elif graph is None:
+        hint = "it must return a graphs.StateGraph (is `return g` missing?)"
+    else:
+        hint = "it must return a graphs.StateGraph (not compiled)"
+    raise ValueError(f"workflow {name!r}: {path}() returned {got}, not a StateGraph; {hint}")
 
 
 def _schema(name: str, target: Any, module: Any) -> Schema:

@@ -94,6 +94,9 @@ def test_the_event_kinds() -> None:
             "run_failed",
             "outcome_unknown",
             "purged",
+            "run_retried",
+            "run_cancelled",
+            "run_control_refused",
         ]
     )
 

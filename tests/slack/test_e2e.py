@@ -166,7 +166,9 @@ async def test_reject_asks_for_a_reason_in_a_modal_and_the_rejection_is_told(e2e
     card = await e2e.decided_card(run.approval_id)
     assert messages.note_line(reason) in text_of(card)
     assert "*Rejected* by <@U0ALICE>" in text_of(card)
-    outcome = messages.run_completed("refund", run.thread_id, f"declined (rejected): {reason}")
+    outcome = messages.run_completed(
+        "refund", run.thread_id, f"declined (rejected): {reason}", declined="rejected"
+    )
     replies = await e2e.replies(run.card, lambda r: outcome in r, "the rejection's outcome")
     assert replies == [
         messages.run_rejected("Refund 42.50 to cust-reject", [ALICE], reason),
@@ -333,23 +335,19 @@ async def test_agent_run_starts_a_run_for_a_starter_and_refuses_anyone_else(e2e:
     carol_before, dave_before = len(await e2e.ephemerals(CAROL)), len(await e2e.ephemerals(DAVE))
     runs_before = e2e.db.runs_count()
 
+    # One answer each, the outcome itself: no "Starting…" left standing above it.
     answer = await e2e.slack.command(DAVE, CHANNEL, line)
-    assert answer["json"]["text"] == messages.run_starting("refund")
-    told = await e2e.new_ephemerals(DAVE, dave_before, 2)  # the ack and the answer, in either order
-    assert sorted(e["text"] for e in told) == sorted(
-        [messages.run_starting("refund"), messages.start_refused("refund")]
-    )
+    assert answer["json"]["text"] == messages.start_refused("refund")
+    told = await e2e.new_ephemerals(DAVE, dave_before, 1)
+    assert [e["text"] for e in told] == [messages.start_refused("refund")]
     assert e2e.db.runs_count() == runs_before
 
     answer = await e2e.slack.command(CAROL, CHANNEL, line)
-    assert answer["json"]["text"] == messages.run_starting("refund")
-    told = [e["text"] for e in await e2e.new_ephemerals(CAROL, carol_before, 2)]
-    assert messages.run_starting("refund") in told
-    (started,) = [
-        m
-        for t in told
-        if (m := re.fullmatch(r"▶️ Started `refund` as `(refund-[0-9a-f]+)`: paused\.", t))
-    ]
+    started = re.fullmatch(
+        r"⏸️ Started `refund` as `(refund-[0-9a-f]+)`: waiting for approval in the channel\.",
+        answer["json"]["text"],
+    )
+    assert started is not None, answer["json"]["text"]
     thread_id = started.group(1)
     assert e2e.db.run(thread_id)["requester"] == CAROL
     state = await e2e.wait(
@@ -369,7 +367,7 @@ async def test_agent_run_starts_a_run_for_a_starter_and_refuses_anyone_else(e2e:
     # without the amount: told what is missing and how to ask; nothing is started
     carol_before, runs_before = len(await e2e.ephemerals(CAROL)), e2e.db.runs_count()
     await e2e.slack.command(CAROL, CHANNEL, "run refund customer_id=cust-short")
-    told = [e["text"] for e in await e2e.new_ephemerals(CAROL, carol_before, 2)]
+    told = [e["text"] for e in await e2e.new_ephemerals(CAROL, carol_before, 1)]
     assert (
         messages.missing_inputs(
             "refund", ["amount"], ["customer_id", "order_id", "amount", "reason"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import tomllib
+from collections.abc import Iterator
 
 from ..errors import PolicyError
 from ._file import _Reader, _syntax_error
@@ -16,7 +18,8 @@ log = logging.getLogger("signoff.policy")
 # Shown where the process configures logging (`signoff run`, the demo); a one-shot CLI command
 # does not repeat it on stderr before its one line.
 log.addHandler(logging.NullHandler())
-_warned: set[tuple[str, str]] = set()
+_warned: set[tuple[str, ...]] = set()
+"""What was warned about already (a policy is parsed again by each part that reads it)."""
 
 MINIMAL_POLICY = """\
 [actions.send_refund]
@@ -80,4 +83,41 @@ def parse_policy(text: str, source: str = "signoff.toml") -> Policy:
                 name,
                 name,
             )
+    for where, key, group in _unknown_groups(policy):
+        if (source, where, key, group) in _warned:
+            continue
+        _warned.add((source, where, key, group))
+        log.warning("%s: %s", source, unknown_group_warning(policy, where, key, group))
     return policy
+
+
+def _unknown_groups(policy: Policy) -> Iterator[tuple[str, str, str]]:
+    """(where, key, group) for each `@group` an action or workflow names that `[groups]` does
+    not define: `("action send_refund", "approvers", "finanse")`."""
+    for name, rule in policy.actions.items():
+        for role, entries in (("approvers", rule.approvers), ("escalate_to", rule.escalate_to)):
+            for entry in entries:
+                if entry.startswith("@") and entry[1:] in policy.external_groups:
+                    yield f"action {name}", role, entry[1:]
+    for name, wf in policy.workflows.items():
+        for entry in wf.starters:
+            if entry.startswith("@") and entry[1:] in policy.external_groups:
+                yield f"workflow {name}", "starters", entry[1:]
+
+
+def unknown_group_warning(policy: Policy, where: str, key: str, group: str) -> str:
+    """The warning for a group `[groups]` does not define: what happens, and what to do if it
+    is a typo."""
+    close = difflib.get_close_matches(group, list(policy.groups), n=1)
+    if close:
+        fix = f"if it is a typo of @{close[0]}, correct it"
+    elif policy.groups:
+        known = ", ".join(f"@{g}" for g in sorted(policy.groups))
+        fix = f"if it is a typo, write one of {known}"
+    else:
+        fix = "if it is a typo, correct it"
+    return (
+        f"{where} names @{group} in {key}, and [groups] does not define it: it will "
+        f"be looked up in Slack as the user group with the handle {group!r} (no members "
+        f"outside Slack, e.g. from the CLI); {fix}, or define it under [groups]"
+    )

@@ -11,7 +11,9 @@ import logging
 import time
 from typing import Any
 
+import aiohttp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.errors import SlackApiError
 
 from graphs import RunConfig
 
@@ -28,6 +30,7 @@ from ..approvals.errors import (
 from ..approvals.models import Approval
 from . import messages, payloads, replies, status
 from ._listener import STATUS_LIMIT, Listener
+from .errors import CHANNEL_GONE, error_code
 
 __all__ = ["Commands"]
 
@@ -158,6 +161,11 @@ class Commands(Listener):
         response_url: str | None,
         trigger_id: str | None = None,
     ) -> None:
+        asked_in = channel
+        channel = await self._card_channel(channel)
+        if channel is None:
+            await self._respond(response_url, asked_in, user, messages.run_nowhere_to_post())
+            return
         try:
             report = await self.signoff.start(
                 workflow,
@@ -188,5 +196,27 @@ class Commands(Listener):
             log.exception("/agent run %s failed", workflow)
             text = replies.thread_reply_failed(workflow, "", f"{type(e).__name__}: {e}")
         self.kick()
-        if channel and user:
-            await self._tell(channel, user, text)
+        if channel != asked_in:
+            text += "\n" + messages.run_card_elsewhere(channel)
+        # through the response_url: it reaches the person even where signoff cannot post
+        await self._respond(response_url, asked_in, user, text)
+
+    async def _card_channel(self, channel: str | None) -> str | None:
+        """Where a run started in `channel` posts its cards: there if signoff is in it, else
+        the default channel (None when there is none). Asked after the ack.
+
+        Membership is asked by reading one message (`conversations.history`, which the
+        `*:history` scopes the bot has already allow): Slack answers `not_in_channel` or
+        `channel_not_found` where the bot is not a member, the same rule as for posting
+        without `chat:write.public`."""
+        if not channel:
+            return self.default_channel
+        try:
+            await self.client.conversations_history(channel=channel, limit=1)
+        except SlackApiError as e:
+            if error_code(e) in CHANNEL_GONE:  # a DM or private channel signoff is not in
+                return self.default_channel
+            return channel  # Slack cannot say now: the card's delivery handles what follows
+        except (aiohttp.ClientError, TimeoutError):
+            return channel
+        return channel

@@ -757,3 +757,23 @@ def modal_not_opened(form: str, error: str) -> str:
     else:
         why = f"Slack answered {code(error)}"
     return f"⚠️ The {form} form could not open ({why}). {NOTHING_CHANGED} Click {form} again."
+
+
+def run_card_elsewhere(channel_id: str) -> str:
+    """Said after a run started from a conversation signoff cannot post in (a DM, a private
+    channel it was not invited to): where its approval cards go instead."""
+    from .mrkdwn import channel
+
+    return (
+        f"signoff is not in this conversation, so its cards go to {channel(channel_id)}; "
+        "invite it here (`/invite @signoff`) to have them here."
+    )
+
+
+def run_nowhere_to_post() -> str:
+    """A run asked for where signoff cannot post, with no default channel to post in instead."""
+    return (
+        "🚫 signoff is not in this conversation, so no one could approve what the run asks "
+        "for; nothing was started. Invite it (`/invite @signoff`) or run the command in a "
+        "channel it is in."
+    )

@@ -199,12 +199,14 @@ def expires_in(seconds: float | None) -> str:
 
 
 def expiry(seconds: float | None, at: float | None) -> str:
-    """The card's Expires field: `in 2d 3h · <date>`, `never`, `now`."""
+    """The card's Expires field: a Slack date token (each reader sees it in their own time
+    zone, and it never goes stale as "in 2d 3h" on a card posted days ago would), `never`,
+    `now`."""
     if seconds is None:
         return "never"
     if seconds <= 0:
         return "now"
-    return f"in {duration(seconds)} · {date(at)}"
+    return date(at)
 
 
 def quorum(approved: int, required: int, users: Sequence[str]) -> str:

@@ -535,9 +535,9 @@ SLACK_START_WAIT = 60.0
 `bot.slack.credentials`: stopping, said plainly, beats serving unchecked)."""
 
 
-async def _check_tokens(client: AsyncWebClient, app_token: str | None) -> None:
+async def _check_tokens(client: AsyncWebClient, app_token: str | None) -> str | None:
     """Slack's word on the tokens before anything is served, as a `SettingsError` (one line,
-    exit 1) when it refuses one or cannot be reached."""
+    exit 1) when it refuses one or cannot be reached; the Socket Mode URL it gave, if any."""
     from .slack.credentials import CredentialsRefused, SlackUnreachable, check_credentials
 
     try:
@@ -545,6 +545,7 @@ async def _check_tokens(client: AsyncWebClient, app_token: str | None) -> None:
     except (CredentialsRefused, SlackUnreachable) as e:
         raise SettingsError(e.message) from e
     log.info("Slack accepts the bot token: bot %s in workspace %s", who.user_id, who.team)
+    return who.socket_url
 
 
 def _keep_groups_fresh(signoff: Signoff) -> asyncio.Task[None] | None:
@@ -566,7 +567,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
     metrics = Metrics()
     signoff, client = build_runtime(settings, metrics=metrics)
     try:
-        await _check_tokens(client, settings.slack_app_token)
+        socket_url = await _check_tokens(client, settings.slack_app_token)
     except BaseException:
         await signoff.db.aclose()
         raise
@@ -588,6 +589,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
         socket_handler = AsyncSocketModeHandler(bolt_app, settings.slack_app_token)
+        socket_handler.client.wss_uri = socket_url  # the check's URL: no second Tier 1 call
         await socket_handler.connect_async()  # type: ignore[no-untyped-call]
     web_app = build_web_app(
         signoff,

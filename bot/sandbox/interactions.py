@@ -26,6 +26,7 @@ from bot.sandbox.signing import (
     AppResponse,
     SlackRequest,
     SlackSigner,
+    app_event,
     app_home_opened,
     block_actions,
     slash_command,
@@ -332,6 +333,25 @@ class AppDriver:
             team_id=ws.team.id,
             api_app_id=ws.team.app_id,
             bot_user_id=ws.team.bot_user_id,
+        )
+        return await self._send_event(request)
+
+    async def revoke(self, token: str, *, uninstall: bool) -> AppResponse:
+        """The bot token stops working, and Slack says so to the app: `app_uninstalled` when
+        the app was uninstalled, else `tokens_revoked` (listing the bot user's token).
+
+        Returns:
+            The app's first answer to the event (retried as any event when it fails).
+        """
+        self.slack.revoke_token(token, "token_revoked")
+        team = self.slack.workspace.team
+        event: JSON = (
+            {"type": "app_uninstalled"}
+            if uninstall
+            else {"type": "tokens_revoked", "tokens": {"oauth": [], "bot": [team.bot_user_id]}}
+        )
+        request = app_event(
+            event, team_id=team.id, api_app_id=team.app_id, bot_user_id=team.bot_user_id
         )
         return await self._send_event(request)
 

@@ -128,13 +128,15 @@ class FakeSlackProcess:
 
 
 class BotProcess:
-    """`signoff run` in HTTP mode on 127.0.0.1, its output in a log file beside the database.
+    """`signoff run` in HTTP mode (or Socket Mode) on 127.0.0.1, its output in a log file beside the database.
 
     Args:
         directory: where the log goes (and the process's working directory).
         db_url: `SIGNOFF_DATABASE_URL`.
         slack_url: the fake's Web API base URL.
         policy: the policy file.
+        app_token: an `xapp-` token: serve Socket Mode instead of HTTP (the fake must be
+            told to send over the socket: `SandboxClient.use_socket_mode`).
         env: more environment (e.g. `SIGNOFF_SWEEP_INTERVAL`).
 
     Raises:
@@ -143,7 +145,14 @@ class BotProcess:
     """
 
     def __init__(
-        self, directory: Path, db_url: str, slack_url: str, policy: Path, **env: str
+        self,
+        directory: Path,
+        db_url: str,
+        slack_url: str,
+        policy: Path,
+        *,
+        app_token: str | None = None,
+        **env: str,
     ) -> None:
         self.db_url = db_url
         self.read_url = db_url
@@ -163,7 +172,10 @@ class BotProcess:
             "SIGNOFF_DEFAULT_CHANNEL": CHANNEL,
             **env,
         }
-        self.env.pop("SLACK_APP_TOKEN", None)  # HTTP mode, whatever the developer's shell says
+        # HTTP mode, whatever the developer's shell says; Socket Mode only when asked
+        self.env.pop("SLACK_APP_TOKEN", None)
+        if app_token is not None:
+            self.env["SLACK_APP_TOKEN"] = app_token
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "bot.cli", "run", "--host", "127.0.0.1", "--port", str(self.port)],

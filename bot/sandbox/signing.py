@@ -28,6 +28,7 @@ __all__ = [
     "AppResponse",
     "SlackRequest",
     "SlackSigner",
+    "app_event",
     "app_home_opened",
     "block_actions",
     "slash_command",
@@ -344,6 +345,19 @@ def app_home_opened(
     }
     if view is not None:
         event["view"] = view
+    return app_event(event, team_id=team_id, api_app_id=api_app_id, bot_user_id=bot_user_id)
+
+
+def app_event(
+    event: JSON,
+    *,
+    team_id: str = _TEAM.id,
+    api_app_id: str = _TEAM.app_id,
+    bot_user_id: str = _TEAM.bot_user_id,
+) -> SlackRequest:
+    """Any Events API event (`{"type": "tokens_revoked", ...}`) as Slack wraps it: an
+    `event_callback` with its event_id, event_time and authorizations."""
+    now = time.time()
     payload = {
         "token": "sandbox-verification-token",
         "team_id": team_id,

@@ -22,6 +22,7 @@ from ..approvals.errors import GroupsUnavailable
 from ..approvals.service import Signoff
 from . import payloads
 from .handlers import Handlers
+from .health import SlackHealth
 
 __all__ = ["LOOKUP_BUDGET", "SlackGroups", "build_bolt_app"]
 
@@ -182,4 +183,21 @@ def build_bolt_app(
     app.view(payloads.EDIT_CALLBACK)(h.views.on_edit_submit)
     app.command("/agent")(h.commands.on_agent)
     app.event("app_home_opened")(h.home.on_home_opened)
+    health = getattr(signoff.sink, "health", None)
+
+    async def on_revoked(event: dict[str, Any]) -> None:
+        """`tokens_revoked` / `app_uninstalled`: Slack will refuse the bot token from now on.
+        Said loudly, and `/healthz` answers 503 until a new token is set and signoff restarts
+        (messages wait in the queue meanwhile; nothing is lost)."""
+        code = str(event.get("type"))
+        log.error(
+            "Slack says %s: the bot token no longer works. Reinstall the app, set the new "
+            "SLACK_BOT_TOKEN and restart signoff; cards and updates wait until then",
+            code,
+        )
+        if isinstance(health, SlackHealth):
+            health.token_refused(code)
+
+    app.event("tokens_revoked")(on_revoked)
+    app.event("app_uninstalled")(on_revoked)
     return app

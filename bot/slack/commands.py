@@ -1,8 +1,8 @@
 """`/agent`: status, the status of one thread, run a workflow, retry or cancel a run, help.
 
-Each answer is ephemeral and within Slack's 3 seconds: `/agent run` answers with the outcome
-when the run is refused, pauses or ends within `RUN_ACK_WAIT`, and otherwise "Starting…" at
-once and the outcome when it is there.
+Each answer is ephemeral and within Slack's 3 seconds, and nothing is asked of Slack before the
+ack: `/agent status` and `/agent run` ack at once with nothing, and their answer (the list; the
+run refused, paused or ended) follows through the response_url, the one message the person sees.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import logging
 import time
 from typing import Any
 
+import aiohttp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.errors import SlackApiError
 
 from graphs import RunConfig
 
@@ -29,6 +31,7 @@ from ..approvals.errors import (
 from ..approvals.models import Approval
 from . import messages, payloads, replies, status
 from ._listener import STATUS_LIMIT, Listener
+from .errors import CHANNEL_GONE, error_code
 
 __all__ = ["Commands"]
 
@@ -41,10 +44,6 @@ PERMALINKS = 20
 STATUS_TRIES = 20
 """How many times `/agent status` asks again (a second apart) while Slack is slow to say who is
 in the groups: it has answered already, so it can wait where a click cannot."""
-RUN_ACK_WAIT = 1.5
-"""Seconds `/agent run` waits for the run to be refused, pause or end before it answers (within
-Slack's 3): the answer is then the outcome, and no "Starting…" is left standing above it. A
-longer run is answered "Starting…" and its outcome follows in a message of its own."""
 
 
 class Commands(Listener):
@@ -74,17 +73,20 @@ class Commands(Listener):
                     **(await self._thread_status(command.thread_id or "")),
                 )
             elif command.kind == "run":
+                # An empty ack: the outcome (refused, paused, ended) is the one answer the
+                # person sees, through the response_url, once the run has got that far.
+                await ack()
                 channel = body.get("channel_id") or self.default_channel
-                workflow = command.workflow or ""
-                run = asyncio.ensure_future(
-                    self._run(workflow, command.args, user, channel, body.get("trigger_id"))
+                self._spawn(
+                    self._run(
+                        command.workflow or "",
+                        command.args,
+                        user,
+                        channel,
+                        body.get("response_url"),
+                        body.get("trigger_id"),
+                    )
                 )
-                done, _ = await asyncio.wait({run}, timeout=RUN_ACK_WAIT)
-                if run in done:  # the usual case: refused, paused or ended in time
-                    await ack(response_type="ephemeral", text=run.result())
-                else:
-                    await ack(response_type="ephemeral", text=messages.run_starting(workflow))
-                    self._spawn(self._tell_later(run, channel, user))
             elif command.kind == "retry":
                 await self.signoff.retry(command.thread_id or "", actor=user, check_control=True)
                 self.kick()
@@ -173,9 +175,14 @@ class Commands(Listener):
         args: dict[str, str],
         user: str,
         channel: str | None,
+        response_url: str | None,
         trigger_id: str | None = None,
-    ) -> str:
-        """Start the run; what to tell the person: refused and why, or how the run stands."""
+    ) -> None:
+        asked_in = channel
+        channel = await self._card_channel(channel)
+        if channel is None:
+            await self._respond(response_url, asked_in, user, messages.run_nowhere_to_post())
+            return
         try:
             report = await self.signoff.start(
                 workflow,
@@ -207,10 +214,27 @@ class Commands(Listener):
             log.exception("/agent run %s failed", workflow)
             text = replies.thread_reply_failed(workflow, "", f"{type(e).__name__}: {e}")
         self.kick()
-        return text
+        if channel != asked_in:
+            text += "\n" + messages.run_card_elsewhere(channel)
+        # through the response_url: it reaches the person even where signoff cannot post
+        await self._respond(response_url, asked_in, user, text)
 
-    async def _tell_later(self, run: asyncio.Future[str], channel: str | None, user: str) -> None:
-        """A run that took longer than the ack could wait: its outcome, once it is there."""
-        text = await run
-        if channel and user:
-            await self._tell(channel, user, text)
+    async def _card_channel(self, channel: str | None) -> str | None:
+        """Where a run started in `channel` posts its cards: there if signoff is in it, else
+        the default channel (None when there is none). Asked after the ack.
+
+        Membership is asked by reading one message (`conversations.history`, which the
+        `*:history` scopes the bot has already allow): Slack answers `not_in_channel` or
+        `channel_not_found` where the bot is not a member, the same rule as for posting
+        without `chat:write.public`."""
+        if not channel:
+            return self.default_channel
+        try:
+            await self.client.conversations_history(channel=channel, limit=1)
+        except SlackApiError as e:
+            if error_code(e) in CHANNEL_GONE:  # a DM or private channel signoff is not in
+                return self.default_channel
+            return channel  # Slack cannot say now: the card's delivery handles what follows
+        except (aiohttp.ClientError, TimeoutError):
+            return channel
+        return channel

@@ -16,6 +16,7 @@ while a process supervisor (systemd, Kubernetes) restarts a process that exits a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -80,6 +81,9 @@ class BotIdentity:
     team_id: str
     user_id: str
     bot_id: str
+    socket_url: str | None = None
+    """The Socket Mode URL `apps.connections.open` gave (app token given): connect with it,
+    as asking again at once would spend `apps.connections.open`'s rate limit (Tier 1)."""
 
 
 def _refusal(setting: str, method: str, code: str, where: str) -> CredentialsRefused:
@@ -154,13 +158,12 @@ async def _check_once(client: AsyncWebClient, app_token: str | None) -> BotIdent
         user_id=str(resp.get("user_id") or ""),
         bot_id=str(resp.get("bot_id") or ""),
     )
-    if app_token is not None:
-        try:
-            await client.apps_connections_open(app_token=app_token)
-        except SlackApiError as e:
-            if _retryable(e):
-                raise
-            raise _refusal(
-                "SLACK_APP_TOKEN", "apps.connections.open", error_code(e), _APP_WHERE
-            ) from e
-    return identity
+    if app_token is None:
+        return identity
+    try:
+        opened = await client.apps_connections_open(app_token=app_token)
+    except SlackApiError as e:
+        if _retryable(e):
+            raise
+        raise _refusal("SLACK_APP_TOKEN", "apps.connections.open", error_code(e), _APP_WHERE) from e
+    return dataclasses.replace(identity, socket_url=str(opened.get("url") or "") or None)

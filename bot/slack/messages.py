@@ -200,12 +200,14 @@ def expires_in(seconds: float | None) -> str:
 
 
 def expiry(seconds: float | None, at: float | None) -> str:
-    """The card's Expires field: `in 2d 3h · <date>`, `never`, `now`."""
+    """The card's Expires field: a Slack date token (each reader sees it in their own time
+    zone, and it never goes stale as "in 2d 3h" on a card posted days ago would), `never`,
+    `now`."""
     if seconds is None:
         return "never"
     if seconds <= 0:
         return "now"
-    return f"in {duration(seconds)} · {date(at)}"
+    return date(at)
 
 
 def quorum(approved: int, required: int, users: Sequence[str]) -> str:
@@ -580,10 +582,6 @@ def invalid_inputs(workflow: str, problems: Mapping[str, str]) -> str:
     )
 
 
-def run_starting(workflow: str) -> str:
-    return f"⏳ Starting {code(workflow)}… I'll tell you here when it pauses or ends."
-
-
 def run_already_started(workflow: str, thread_id: str) -> str:
     return (
         f"↩️ This command already started {code(workflow)} as {code(thread_id)}; "
@@ -829,3 +827,23 @@ def modal_not_opened(form: str, error: str) -> str:
     else:
         why = f"Slack answered {code(error)}"
     return f"⚠️ The {form} form could not open ({why}). {NOTHING_CHANGED} Click {form} again."
+
+
+def run_card_elsewhere(channel_id: str) -> str:
+    """Said after a run started from a conversation signoff cannot post in (a DM, a private
+    channel it was not invited to): where its approval cards go instead."""
+    from .mrkdwn import channel
+
+    return (
+        f"signoff is not in this conversation, so its cards go to {channel(channel_id)}; "
+        "invite it here (`/invite @signoff`) to have them here."
+    )
+
+
+def run_nowhere_to_post() -> str:
+    """A run asked for where signoff cannot post, with no default channel to post in instead."""
+    return (
+        "🚫 signoff is not in this conversation, so no one could approve what the run asks "
+        "for; nothing was started. Invite it (`/invite @signoff`) or run the command in a "
+        "channel it is in."
+    )

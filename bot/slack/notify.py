@@ -203,6 +203,10 @@ class SlackSink:
             channel=channel,
             thread_ts=thread_ts,
             metadata={"event_type": _META, "event_payload": tag},
+            # no previews: a link in a request (an order page, a ticket) is the requester's
+            # text, and a preview would put a stranger's page inside the approval thread
+            unfurl_links=False,
+            unfurl_media=False,
             **message,
         )
         return str(resp["channel"]), str(resp["ts"])

@@ -79,9 +79,11 @@ async def test_the_agent_s_calls_are_cards_decided_apart_and_resumed_after_a_res
 
     # Alice edits the refund to 100 (and so approves it); Bob rejects the email.
     assert (await bot.slack.click("alice", CHANNEL, refund_card.ts, EDIT)).status == 200
+    await bot.slack.wait_for(lambda s: s.workspace.views.get("U0ALICE"))  # opens after the ack
     done = await bot.slack.submit("alice", {edit_block_id("amount"): "100", NOTE_BLOCK: ""})
     assert done.errors == {}
     assert (await bot.slack.click("bob", CHANNEL, email_card.ts, REJECT)).status == 200
+    await bot.slack.wait_for(lambda s: s.workspace.views.get("U0BOB"))
     done = await bot.slack.submit("bob", {REASON_BLOCK: "we call first"})
     assert done.errors == {}
     assert (await bot.signoff.get(refund.id)).status == "approved"

@@ -216,7 +216,7 @@ def test_approval_card_shows_what_is_asked() -> None:
         "*Requested by*\n<@U_CAROL>",
         "*Workflow*\n`refund`",
         "*Thread*\n`refund-0123456789ab`",
-        "*Expires*\nin 2d 3h",
+        f"*Expires*\n{mrkdwn.date(a.expire_at)}",  # never stale, in the reader's time zone
         "*Approvals*\n1 of 2 approvals: <@U_ALICE>",
         "*Approvers*\n@finance or <@U_DAVE>",
         "*customer_id*\nC1",
@@ -270,8 +270,15 @@ def test_critical_card_has_a_confirm_dialog() -> None:
     [
         (None, "*Expires*\nnever"),
         (NOW - 1, "*Expires*\nnow"),
-        (NOW + 30, "*Expires*\nin less than a minute"),
-        (NOW + 90 * 60, "*Expires*\nin 1h 30m"),
+        # a date token, not "in 1h 30m": the card stays true however long it waits
+        (
+            NOW + 30,
+            "*Expires*\n<!date^1700000030^{date_short_pretty} at {time}|2023-11-14 22:13 UTC>",
+        ),
+        (
+            NOW + 90 * 60,
+            "*Expires*\n<!date^1700005400^{date_short_pretty} at {time}|2023-11-14 23:43 UTC>",
+        ),
     ],
 )
 def test_card_expiry(expire_at: float | None, expected: str) -> None:

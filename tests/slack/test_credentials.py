@@ -23,7 +23,7 @@ from bot.slack.credentials import (
     SlackUnreachable,
     check_credentials,
 )
-from tests.kit.e2e import FakeSlackProcess
+from tests.kit.e2e import BotProcess, FakeSlackProcess
 from tests.kit.scenario import POLICY
 
 START_TIMEOUT = 60.0
@@ -136,3 +136,26 @@ async def test_a_slack_that_cannot_be_reached_is_asked_again_then_start_up_stops
     assert "check the network or proxy (or SIGNOFF_SLACK_API_URL)" in unreachable.value.message
     asked_again = [r for r in caplog.records if "asking again" in r.getMessage()]
     assert asked_again, unreachable.value.message
+
+
+async def test_socket_mode_connects_with_the_url_its_check_was_given(tmp_path: Path) -> None:
+    # apps.connections.open is Tier 1 (about one a minute): the check's URL is the one used,
+    # or the connection would wait out the rate limit. The stand-in's limits are on.
+    fake = FakeSlackProcess(tmp_path)
+    bot = None
+    try:
+        async with SandboxClient(fake.url) as slack:
+            await slack.set_rate_limits(True)
+            policy = write_policy(tmp_path, POLICY)
+            bot = BotProcess(
+                tmp_path, sqlite_url(tmp_path), fake.url, policy, app_token="xapp-1-once"
+            )
+            await slack.use_socket_mode()
+            answer = await slack.command("carol", CHANNEL, "help")
+            opened = await slack.calls("apps.connections.open")
+        assert answer["status"] == 200 and not answer.get("late"), answer
+        assert [c["status"] for c in opened] == [200]
+    finally:
+        if bot is not None:
+            bot.stop()
+        fake.stop()

@@ -1,0 +1,201 @@
+"""Slack at scale (issue 15): many approvals in one channel, then a burst of clicks, through the
+real bot and the Slack stand-in with Slack's rate limits on, over HTTP and Socket Mode.
+
+    .venv/bin/python bench/slack_scale.py [--approvals 300] [--transports http,socket] [--wait 1800]
+
+For each transport it starts the fake Slack (`python -m bot.sandbox.slack_api`, rate limits
+switched on: chat.postMessage about 1 per second per channel, the other methods by tier) and
+`signoff run` (HTTP, or Socket Mode with an `xapp-` token) on a fresh SQLite file. It requests
+N refund approvals through `POST /api/runs` as fast as the bot takes them, waits until every
+card is in #approvals, then has an approver click Approve on every card (16 clicks in flight at
+a time, as the fake sends them: signed HTTP or a Socket Mode envelope), and waits until every
+card shows its decision. It prints, per transport:
+
+- cards/s: N / (first request -> last card in the channel), and the floor Slack's
+  chat.postMessage pacing allows for the posts it saw;
+- clicks: acknowledged within Slack's 3 s (the fake reports a late ack), and the ack p50/p99
+  measured by the client that asked the fake to click;
+- decision -> card update: click sent -> the fake recorded that card's chat.update, p50/p95;
+- 429s: answered by the fake, by method (each retried by the bot: see lost);
+- lost: cards never posted plus decided cards never updated; doubled: approvals with more than
+  one card (goal 0 for both).
+
+JSON lines go to bench/results/slack_scale-<UTC time>.jsonl. All traffic is on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import datetime as dt
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import aiohttp
+
+from bench.load import POLICY, create_runs, index_cards, machine, pct, texts
+from bot.sandbox.client import SandboxClient
+from bot.sandbox.processes import CHANNEL, BotProcess, FakeSlackProcess, sqlite_url, write_policy
+from bot.slack.payloads import APPROVE
+
+BOB = "U0BOB"
+"""The approver who clicks (of `@approvers`)."""
+APP_TOKEN = "xapp-1-bench"
+CLICKS_IN_FLIGHT = 16
+
+
+def ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.0f}"
+
+
+async def wait_cards(
+    slack: SandboxClient, wanted: set[str], *, decided: bool, deadline: float
+) -> dict[str, Any]:
+    """approval id -> its card once every wanted card is there (and decided: no buttons), or
+    what there is at the deadline."""
+    found: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        found = index_cards(await slack.state(), wanted)
+        if decided:
+            found = {a: m for a, m in found.items() if APPROVE not in json.dumps(m.get("blocks"))}
+        if len(found) == len(wanted):
+            break
+        await asyncio.sleep(1.0)
+    return found
+
+
+def card_counts(state: dict[str, Any], wanted: set[str]) -> collections.Counter[str]:
+    """How many top-level messages are each approval's card (a double post shows as 2)."""
+    seen: collections.Counter[str] = collections.Counter()
+    channel = next((ch for ch in state["channels"] if ch["id"] == CHANNEL), {"messages": []})
+    for m in channel["messages"]:
+        if m.get("thread_ts") not in (None, m["ts"]):
+            continue
+        body = texts(m.get("blocks") or [])
+        for aid in {a for a in wanted if f"`{a}`" in body}:
+            seen[aid] += 1
+    return seen
+
+
+async def one_transport(transport: str, n: int, wait: float, directory: Path) -> dict[str, Any]:
+    fake = FakeSlackProcess(directory)
+    bot: BotProcess | None = None
+    try:
+        async with SandboxClient(fake.url) as slack, aiohttp.ClientSession() as http:
+            await slack.set_rate_limits(True)
+            policy = write_policy(directory, POLICY)
+            db = sqlite_url(directory)
+            bot = BotProcess(
+                directory, db, fake.url, policy, app_token=APP_TOKEN if transport == "socket" else None
+            )  # fmt: skip
+            if transport == "socket":
+                await slack.use_socket_mode()
+            else:
+                await fake.connect(slack, bot.events_url)
+            deadline = time.monotonic() + wait
+
+            t0 = time.monotonic()
+            runs = await create_runs(http, [bot], n, transport)
+            requested = time.monotonic() - t0
+            wanted = {r["approval_id"] for r in runs}
+            cards = await wait_cards(slack, wanted, decided=False, deadline=deadline)
+            cards_s = time.monotonic() - t0
+            posts_before_clicks = len(await slack.calls("chat.postMessage"))
+
+            sem = asyncio.Semaphore(CLICKS_IN_FLIGHT)
+            acks: list[float] = []
+            late = failed = 0
+            clicked_at: dict[str, float] = {}
+
+            async def click(aid: str, card: dict[str, Any]) -> None:
+                nonlocal late, failed
+                async with sem:
+                    clicked_at[aid] = time.time()
+                    start = time.monotonic()
+                    answer = await slack.click(BOB, CHANNEL, card["ts"], APPROVE)
+                    acks.append(time.monotonic() - start)
+                    late += bool(answer.get("late"))
+                    failed += answer.get("status") != 200
+
+            await asyncio.gather(*(click(a, c) for a, c in cards.items()))
+            decided = await wait_cards(slack, wanted, decided=True, deadline=deadline)
+
+            calls = await slack.calls()
+            updates: dict[str, float] = {}
+            ts_to_aid = {c["ts"]: a for a, c in cards.items()}
+            for c in calls:
+                if c["method"] == "chat.update" and c["status"] == 200 and c["response"].get("ok"):
+                    aid = ts_to_aid.get(str(c["params"].get("ts")))
+                    if aid and aid in clicked_at and c["time"] >= clicked_at[aid]:
+                        updates.setdefault(aid, c["time"])
+            lag = [updates[a] - clicked_at[a] for a in updates]
+            rate_limited = collections.Counter(c["method"] for c in calls if c["status"] == 429)
+            posts = [c for c in calls if c["method"] == "chat.postMessage" and c["status"] == 200]
+            counts = card_counts(await slack.state(), wanted)
+            return {
+                "transport": transport,
+                "approvals": n,
+                "requested_s": round(requested, 2),
+                "cards_posted": len(cards),
+                "cards_s": round(cards_s, 2),
+                "cards_per_s": round(len(cards) / cards_s, 2) if cards_s else None,
+                "card_posts_floor_s": posts_before_clicks,  # about 1 post per second per channel
+                "clicks": len(acks),
+                "clicks_late": late,
+                "clicks_failed": failed,
+                "ack_p50_ms": ms(pct(acks, 0.5)),
+                "ack_p99_ms": ms(pct(acks, 0.99)),
+                "update_p50_s": round(pct(lag, 0.5) or 0, 2) if lag else None,
+                "update_p95_s": round(pct(lag, 0.95) or 0, 2) if lag else None,
+                "posts_total": len(posts),
+                "rate_limited": dict(rate_limited),
+                "lost": (n - len(cards)) + (len(cards) - len(decided)),
+                "doubled": sum(1 for v in counts.values() if v > 1),
+            }
+    finally:
+        if bot is not None:
+            bot.stop()
+        fake.stop()
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--approvals", type=int, default=300)
+    ap.add_argument("--transports", default="http,socket")
+    ap.add_argument("--wait", type=float, default=1800.0, help="seconds allowed per transport")
+    args = ap.parse_args()
+    out = ROOT / "bench" / "results" / f"slack_scale-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.jsonl"
+    out.parent.mkdir(exist_ok=True)
+    print(f"machine: {machine()}")
+    print(
+        "| transport | approvals | cards/s (all posted in) | clicks late/failed | ack p50/p99 ms "
+        "| decision->card update p50/p95 s | 429s by method | lost | doubled |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for transport in args.transports.split(","):
+        with tempfile.TemporaryDirectory(prefix="signoff-slack-scale-") as tmp:
+            row = await one_transport(transport, args.approvals, args.wait, Path(tmp))
+        with out.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(
+            f"| {row['transport']} | {row['approvals']} | {row['cards_per_s']} ({row['cards_s']} s) "
+            f"| {row['clicks_late']}/{row['clicks_failed']} of {row['clicks']} "
+            f"| {row['ack_p50_ms']}/{row['ack_p99_ms']} "
+            f"| {row['update_p50_s']}/{row['update_p95_s']} | {row['rate_limited'] or 0} "
+            f"| {row['lost']} | {row['doubled']} |",
+            flush=True,
+        )
+    print(f"results: {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))

@@ -36,6 +36,9 @@ SANDBOX_DB = "signoff-sandbox.db"
 """The demo's database, in the current directory, emptied at each start (unless another demo
 holds it: see `DemoLock`)."""
 BOT_TOKEN = "xoxb-sandbox-demo"
+AGENT_SERVICE = "demo-agent"
+"""The demo policy's service (`[services.demo-agent]`): its token is made up at each start and
+printed, for the README's "From any agent" examples."""
 """The bot's token for the sandbox (which accepts any `xoxb-` token)."""
 STARTUP_TIMEOUT = 60.0
 """Seconds the bot has to answer `/healthz`."""
@@ -115,7 +118,13 @@ def _free_port(host: str) -> int:
 
 
 def _bot_env(
-    slack_url: str, db: Path, channel: str, secret: str, api_token: str, policy: Path
+    slack_url: str,
+    db: Path,
+    channel: str,
+    secret: str,
+    api_token: str,
+    policy: Path,
+    agent: tuple[str, str] | None = None,
 ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))}
     env.update(
@@ -128,7 +137,17 @@ def _bot_env(
         SIGNOFF_API_TOKEN=api_token,
         PYTHONUNBUFFERED="1",
     )
+    if agent is not None:  # the variable the policy names, and the token made up for it
+        env[agent[0]] = agent[1]
     return env
+
+
+def _agent_token_env(policy: Path) -> str | None:
+    """The variable holding the demo service's token, when the policy has that service."""
+    from .approvals.policy import load_policy
+
+    service = load_policy(policy).services.get(AGENT_SERVICE)
+    return service.token_env if service else None
 
 
 async def _relay(stream: asyncio.StreamReader, tail: list[str]) -> None:
@@ -290,7 +309,9 @@ async def _serve(
     bot_port = bot_port or _free_port(host)
     bot_url = f"http://{host}:{bot_port}"
     secret, api_token = secrets.token_hex(16), secrets.token_urlsafe(24)
-    env = _bot_env(slack.url, db, APPROVALS_CHANNEL[0], secret, api_token, policy)
+    token_env, agent_token = _agent_token_env(policy), secrets.token_urlsafe(24)
+    agent = (token_env, agent_token) if token_env else None
+    env = _bot_env(slack.url, db, APPROVALS_CHANNEL[0], secret, api_token, policy, agent)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot.cli", "run", "--host", host, "--port", str(bot_port),
         env=env, stdin=asyncio.subprocess.DEVNULL,
@@ -323,7 +344,13 @@ async def _serve(
             f"\nsignoff demo is running: open {url}\n"
             f"  a local Slack with the demo people (policy {policy.name}); "
             "pick who you are, start a refund, approve it.\n"
-            "  Ctrl-C stops it.\n",
+            + (
+                f"  From any agent (README): export SIGNOFF_URL={bot_url} "
+                f"SIGNOFF_TOKEN={agent_token}\n"
+                if agent
+                else ""
+            )
+            + "  Ctrl-C stops it.\n",
             flush=True,
         )
         exited = asyncio.create_task(proc.wait())

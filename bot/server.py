@@ -78,6 +78,11 @@ class Metrics:
             ["error"],
             registry=self.registry,
         )
+        self.waiting_reads = Gauge(
+            "signoff_api_waiting_reads",
+            "Reads of the approvals API waiting for a decision (?wait=N)",
+            registry=self.registry,
+        )
         self.requests = Counter(
             "signoff_slack_requests_total",
             "Slack requests by HTTP status",
@@ -234,6 +239,7 @@ def build_web_app(
             return _error_response(e)
         for status in ("pending", "approved", "rejected", "expired", "cancelled"):
             metrics.approvals.labels(status).set(counts.get(status, 0))
+        metrics.waiting_reads.set(signoff.external.waiting)
         return web.Response(
             body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )

@@ -98,3 +98,98 @@ def test_the_agent_example_pauses_before_the_gated_call(tmp_path: Path) -> None:
     )
     expected = re.findall(r"^# (send_refund .*)$", example, re.MULTILINE)
     assert expected and run.stdout.splitlines() == expected
+
+
+def test_the_http_example_works_against_signoff_demo(tmp_path: Path) -> None:
+    """ "From any agent", HTTP: the curl lines, pasted after the demo's export line, ask for a
+    refund; Alice approves it on the demo's Slack; the waiting curl prints the decision."""
+    import asyncio
+
+    from bot.sandbox.client import SandboxClient
+    from bot.slack.payloads import APPROVE
+
+    example = block("sh", "# ask for an approval (202); the card appears in #approvals")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))}
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "demo", "--port", "0", "--db", "demo.db"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    script: subprocess.Popen[str] | None = None
+    try:
+        assert demo.stdout is not None
+        page, exported, said = "", "", []
+        for line in demo.stdout:
+            said.append(line)
+            if m := re.search(r"open (http://\S+/)", line):
+                page = m.group(1)
+            if m := re.search(r"(export SIGNOFF_URL=\S+ SIGNOFF_TOKEN=\S+)", line):
+                exported = m.group(1)
+                break
+        assert page and exported, "".join(said)
+        script = subprocess.Popen(
+            ["bash", "-euc", f"{exported}\n{example}"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+        async def approve_as_alice() -> None:
+            def card(state: dict[str, object]) -> dict[str, object] | None:
+                for channel in state["channels"]:  # type: ignore[attr-defined]
+                    for m in channel["messages"]:
+                        if "cust_9" in json.dumps(m.get("blocks")) and m.get("thread_ts") in (
+                            None,
+                            m["ts"],
+                        ):
+                            return dict(m)
+                return None
+
+            async with SandboxClient(page) as slack:
+                found = card(await slack.wait_for(card, timeout=60))
+                assert found is not None
+                clicked = await slack.click(
+                    "U_ALICE", str(found["channel"]), str(found["ts"]), APPROVE
+                )
+                assert clicked["status"] == 200, clicked
+
+        asyncio.run(approve_as_alice())
+        out, err = script.communicate(timeout=90)
+        assert script.returncode == 0, err
+        approval = json.loads(out.strip().splitlines()[-1])
+        assert (approval["status"], approval["approved"]) == ("approved", True)
+        assert approval["service"] == "demo-agent"
+        assert approval["title"] == "Refund 42.5 to cust_9"
+        assert approval["decision"]["by"] == ["U_ALICE"]
+    finally:
+        if script is not None and script.poll() is None:
+            script.kill()
+            script.communicate()
+        demo.terminate()
+        demo.wait(30)
+        if demo.stdout is not None:
+            demo.stdout.close()
+
+
+def test_the_webhook_check_accepts_signoffs_signature_and_nothing_else(tmp_path: Path) -> None:
+    import importlib.util
+    import time
+
+    from bot.approvals.external import sign_webhook
+
+    path = tmp_path / "verify_signoff_webhook.py"
+    path.write_text(
+        block("python", "# verify_signoff_webhook.py: is this webhook from signoff, and recent?"),
+        encoding="utf-8",
+    )
+    spec = importlib.util.spec_from_file_location("verify_signoff_webhook", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    verify = module.verify
+    assert callable(verify)
+    body = b'{"delivery_id":"dlv_1","event":"approval.settled","approval":{}}'
+    now = int(time.time())
+    header = sign_webhook("whsec", now, body)
+    assert verify("whsec", header, body)
+    assert not verify("other", header, body)
+    assert not verify("whsec", header, body + b" ")
+    assert not verify("whsec", sign_webhook("whsec", now - 3600, body), body)
+    assert not verify("whsec", "t=,v1=", body)

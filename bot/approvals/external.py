@@ -70,6 +70,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("signoff.external")
+# Shown where the process configures logging (`signoff run`, the demo); a one-shot CLI command
+# does not repeat it on stderr.
+log.addHandler(logging.NullHandler())
 
 MAX_WAIT = 60.0
 """The longest a read waits for a decision (`get(..., wait=)`), in seconds."""
@@ -234,6 +237,8 @@ class ExternalApprovals:
         """Delivers webhooks; set by the process that performs `webhook` jobs (`signoff run`)."""
         self.card_link: Callable[[Approval], Awaitable[str | None]] | None = None
         """Finds a card's link (Slack's chat.getPermalink), when the process can."""
+        self.waiting = 0
+        """How many reads are waiting for a decision right now (`/metrics`)."""
         self._links: dict[str, str] = {}
         self._closing = asyncio.Event()
         self._tokens: dict[str, str] = {}
@@ -479,19 +484,30 @@ class ExternalApprovals:
                 another service's.
         """
         deadline = time.monotonic() + min(max(float(wait), 0.0), MAX_WAIT)
-        while True:
-            found = await self._read(approval_id)
-            if found is None or (service is not None and found.service != service):
-                error = UnknownApprovalError(approval_id)
-                error.args = (f"no approval of yours has id {approval_id!r}; {_LIST_HINT}",)
-                raise error
-            left = deadline - time.monotonic()
-            if found.status != "pending" or left <= 0 or self._closing.is_set():
-                return found
-            try:
-                await asyncio.wait_for(self._closing.wait(), min(POLL_INTERVAL, left))
-            except TimeoutError:
-                pass
+        found = await self._mine(approval_id, service)
+        if found.status != "pending" or deadline <= time.monotonic():
+            return found
+        self.waiting += 1
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if found.status != "pending" or left <= 0 or self._closing.is_set():
+                    return found
+                try:
+                    await asyncio.wait_for(self._closing.wait(), min(POLL_INTERVAL, left))
+                except TimeoutError:
+                    pass
+                found = await self._mine(approval_id, service)
+        finally:
+            self.waiting -= 1
+
+    async def _mine(self, approval_id: str, service: str | None) -> ExternalApproval:
+        found = await self._read(approval_id)
+        if found is None or (service is not None and found.service != service):
+            error = UnknownApprovalError(approval_id)
+            error.args = (f"no approval of yours has id {approval_id!r}; {_LIST_HINT}",)
+            raise error
+        return found
 
     async def pending(self, *, service: str) -> list[ExternalApproval]:
         """`service`'s approvals that are still pending, oldest first (at most 200)."""

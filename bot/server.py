@@ -479,6 +479,15 @@ def build_runtime(
         group_ids=slack_groups,
         policy=lambda: signoff.policy,
     )
+
+    async def card_link(approval: Any) -> str | None:
+        found = await client.chat_getPermalink(
+            channel=approval.channel, message_ts=approval.message_ts
+        )
+        link = found.get("permalink")
+        return link if isinstance(link, str) else None
+
+    signoff.external.card_link = card_link
     return signoff, client
 
 

@@ -217,6 +217,7 @@ async def test_a_click_approves_a_service_request_and_its_webhook_arrives_once_a
         assert (seen["status"], seen["approved"]) == ("approved", True)
         assert seen["decision"]["by"] == [ALICE]
         assert seen["decision"]["args"] == request["args"]
+        assert seen["card_url"] and card["ts"].replace(".", "") in seen["card_url"]
 
         # The receiver refuses the first delivery; the bot dies before it is made again.
         await asyncio.wait_for(receiver.tried.wait(), WAIT)

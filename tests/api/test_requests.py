@@ -193,3 +193,36 @@ async def test_the_built_in_workflow_cannot_be_started_by_name(api: Api) -> None
     assert resp.status == 403
     assert await api.counts() == before
     assert "external_approval" not in api.kit.app.workflows
+
+
+async def test_odd_requests_get_a_4xx_that_says_why_never_a_500(api: Api) -> None:
+    good = {"action": "send_refund", "args": REFUND, "requester": "U_CAROL"}
+    odd: list[tuple[object, str | None]] = [
+        (None, None),
+        ([good], None),
+        ({**good, "args": [1, 2]}, None),
+        ({**good, "requester": 7}, None),
+        ({**good, "title": 3}, None),
+        ({**good, "dedupe_key": ""}, None),
+        ({**good, "callback_url": "http://"}, None),
+        ({**good, "callback_url": "https://user:pw@example.com/h"}, None),
+        ({**good, "action": ["send_refund"]}, None),
+        (good, ""),
+        (good, "k" * 201),
+    ]
+    for body, key in odd:
+        headers = {"Authorization": f"Bearer {BILLING_TOKEN}"}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        resp = await api.client.post("/api/approvals", json=body, headers=headers)
+        answer = await resp.json()
+        assert resp.status in (400, 422), (body, key, resp.status, answer)
+        assert answer["error"], answer
+    for path in (
+        "/api/approvals/%00",
+        "/api/approvals/api..",
+        "/api/approvals/api.billing.x?wait=nan",
+    ):
+        resp = await api.client.get(path, headers={"Authorization": f"Bearer {BILLING_TOKEN}"})
+        assert resp.status in (400, 404), (path, resp.status)
+    assert await api.kit.approvals() == []

@@ -10,6 +10,7 @@ Routes:
 - `POST /api/approvals`, `GET /api/approvals/{id}?wait=N`, `GET /api/approvals`: approvals asked
   for by services (`[services.NAME]` tokens; `bot.approvals.external`), and their webhooks.
 - `GET /api/openapi.json`: the OpenAPI description of the API routes (`bot.openapi`).
+- `/mcp`: the MCP server over streamable HTTP, for services with a token (`bot.mcp_http`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from .approvals.external import MAX_WAIT
 from .approvals.policy import StaticGroups, load_policy
 from .approvals.service import Signoff
 from .config import Settings, SettingsError, build_signoff
+from .mcp_http import mount_mcp
 from .scheduler import JobRunner, start_scheduler
 
 if TYPE_CHECKING:
@@ -346,6 +348,7 @@ def build_web_app(
 
     app = web.Application(client_max_size=1024 * 1024)
     app.add_routes(routes)
+    mount_mcp(app, signoff)  # `/mcp`: the MCP server, for services with a bearer token
     return app
 
 

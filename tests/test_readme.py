@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -235,3 +236,80 @@ def test_the_webhook_check_accepts_signoffs_signature_and_nothing_else(tmp_path:
     assert not verify("whsec", header, body + b" ")
     assert not verify("whsec", sign_webhook("whsec", now - 3600, body), body)
     assert not verify("whsec", "t=,v1=", body)
+
+
+def test_the_mcp_and_client_examples_work_against_signoff_demo(tmp_path: Path) -> None:
+    """ "From any agent", MCP and Python client: each script, run after the demo's export line,
+    asks for a refund; Alice approves its card on the demo's Slack; the script prints the
+    decision it waited for."""
+    import asyncio
+
+    from bot.sandbox.client import SandboxClient
+    from bot.slack.payloads import APPROVE
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))}
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "demo", "--port", "0", "--db", "demo.db"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert demo.stdout is not None
+        page, said = "", []
+        for line in demo.stdout:
+            said.append(line)
+            if m := re.search(r"open (http://\S+/)", line):
+                page = m.group(1)
+            if m := re.search(r"export SIGNOFF_URL=(\S+) SIGNOFF_TOKEN=(\S+)", line):
+                env.update(SIGNOFF_URL=m.group(1), SIGNOFF_TOKEN=m.group(2))
+                break
+        assert page and "SIGNOFF_TOKEN" in env, "".join(said)
+        env["PYTHONPATH"] = str(README.parent)
+
+        async def approve_as_alice(customer: str) -> None:
+            def card(state: dict[str, Any]) -> dict[str, Any] | None:
+                for channel in state["channels"]:
+                    for m in channel["messages"]:
+                        blocks = json.dumps(m.get("blocks"))
+                        if customer in blocks and m.get("thread_ts") in (None, m["ts"]):
+                            return dict(m)
+                return None
+
+            async with SandboxClient(page) as slack:
+                found = card(await slack.wait_for(card, timeout=60))
+                assert found is not None
+                clicked = await slack.click("U_ALICE", found["channel"], found["ts"], APPROVE)
+                assert clicked["status"] == 200, clicked
+
+        for first_line, customer in (
+            ("# ask_over_mcp.py: ask signoff for an approval over MCP and wait for the decision",
+             "cust_12"),
+            ("# ask_with_the_client.py: ask signoff for an approval and wait for the decision",
+             "cust_14"),
+        ):  # fmt: skip
+            script = tmp_path / first_line.split()[1].rstrip(":")
+            script.write_text(block("python", first_line), encoding="utf-8")
+            run = subprocess.Popen(
+                [sys.executable, str(script)], cwd=tmp_path, env=env,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            try:
+                asyncio.run(approve_as_alice(customer))
+                out, err = run.communicate(timeout=120)
+            finally:
+                if run.poll() is None:
+                    run.kill()
+                    run.communicate()
+            assert run.returncode == 0, err
+            last = out.strip().splitlines()[-1]
+            if customer == "cust_12":
+                answer = json.loads(last)
+                assert (answer["status"], answer["approved"]) == ("approved", True)
+                assert (answer["service"], answer["decision"]["by"]) == ("demo-agent", ["U_ALICE"])
+            else:
+                args = {"amount": 14.0, "customer_id": "cust_14", "order_id": "o-1014"}
+                assert last == f"approved by U_ALICE {args}"
+    finally:
+        demo.terminate()
+        demo.wait(30)
+        if demo.stdout is not None:
+            demo.stdout.close()

@@ -340,3 +340,11 @@ async def cmd_purge(app: Signoff, args: argparse.Namespace) -> int:
     n = await app.purge(parse_duration(args.older_than).total_seconds())
     print(f"purged {n} finished run(s) (completed, cancelled, failed) older than {args.older_than}")
     return 0
+
+
+async def cmd_mcp(app: Signoff, args: argparse.Namespace) -> int:
+    """The MCP server on standard input and output, asking as the service `--service`."""
+    from ..mcp_server import serve_stdio
+
+    await serve_stdio(app, args.service)
+    return 0

@@ -18,6 +18,7 @@ from ._commands import (
     cmd_cancel,
     cmd_db_upgrade,
     cmd_decide,
+    cmd_mcp,
     cmd_pending,
     cmd_purge,
     cmd_retry,
@@ -94,6 +95,7 @@ environment:
   SIGNOFF_DEFAULT_CHANNEL  `run`: where cards go when a run names no channel
   SIGNOFF_NOTIFY_CHANNEL   `run`: also tell the channel, not only the card's thread (default true)
   SIGNOFF_API_TOKEN        `run`: bearer token of POST /api/runs (unset: the endpoint is off)
+  SIGNOFF_MCP_SERVICE      `mcp`: the policy's service it asks as (default local)
   SIGNOFF_SLACK_API_URL    `run`: another Slack Web API base URL (the local sandbox, tests)
   SIGNOFF_SWEEP_INTERVAL   `run`: seconds between sweeps (default 30)
   SIGNOFF_JOB_LEASE        `run`: seconds a job stays claimed by its process (default 60)
@@ -337,6 +339,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="a walk through a refund approval in the terminal instead",
     )
     s.set_defaults(fn=None, demo=True)
+
+    s = sub.add_parser(
+        "mcp",
+        help="an MCP server on stdin/stdout: local agents ask for approvals as a service",
+        description="Serve signoff's MCP tools (request_approval, get_approval, "
+        "list_my_pending) on standard input and output, for an agent on this machine. Its "
+        "requests are made as the policy's service --service names, which may ask only for "
+        "the actions its [services.NAME] section lists. Cards are posted and decisions resumed "
+        "by the `signoff run` (or demo) on the same database.",
+    )
+    s.add_argument(
+        "--service",
+        default=os.environ.get("SIGNOFF_MCP_SERVICE") or "local",
+        help="the policy's service to ask as (default: $SIGNOFF_MCP_SERVICE, else local)",
+    )
+    s.set_defaults(fn=cmd_mcp)
 
     new = sub.add_parser("new", help="write a starting point: `signoff new workflow NAME`")
     kinds = new.add_subparsers(dest="new_command", required=True, metavar="WHAT")

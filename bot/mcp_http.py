@@ -1,0 +1,158 @@
+"""The MCP server over streamable HTTP at `/mcp` in `signoff run`, for remote agents.
+
+The MCP SDK's streamable HTTP transport is an ASGI application; `signoff run` is aiohttp. Here
+each aiohttp request to `/mcp` is first authenticated (the bearer token of a `[services.NAME]`
+section: missing or wrong is a 401 and nothing reaches the MCP server), then handed to the
+SDK's session manager as one ASGI call: the request's body in, the response's status, headers
+and body chunks (a server-sent event stream while a tool waits) written back as they come.
+
+The session manager runs stateless: each POST is served on its own, so N replicas behind a
+load balancer need no sticky sessions, and a tool's progress notifications go out on the
+response stream of the call they belong to. Its DNS-rebinding check is off because every
+request must carry a service's token, which a browser page never has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from multidict import CIMultiDict
+
+from .mcp_server import build_mcp_server
+
+if TYPE_CHECKING:
+    from .approvals.service import Signoff
+
+__all__ = ["PATH", "mount_mcp"]
+
+PATH = "/mcp"
+"""Where `signoff run` serves MCP."""
+_SESSION_MANAGER = web.AppKey("mcp_session_manager", StreamableHTTPSessionManager)
+
+
+def mount_mcp(app: web.Application, signoff: Signoff) -> None:
+    """Serve the MCP server at `/mcp` (GET, POST, DELETE) on `app`, for as long as it runs."""
+
+    external = signoff.external
+
+    def service_of(ctx: Context[Any, Any]) -> str:
+        # Checked again on each call: the request's own token, not what a session remembered.
+        service = external.authenticate_header((ctx.headers or {}).get("authorization", ""))
+        if service is None:
+            raise ToolError("this request carries no valid service token")
+        return service
+
+    server = build_mcp_server(signoff, service_of)
+    server.streamable_http_app(
+        stateless_http=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )  # creates the session manager; its Starlette app is not used
+    manager = server.session_manager
+
+    async def run_manager(app: web.Application) -> AsyncIterator[None]:
+        # The manager's task group lives in a task of its own, entered and left there (anyio
+        # wants that), not in whichever task starts and stops the aiohttp application.
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        stop = asyncio.Event()
+
+        async def hold() -> None:
+            async with manager.run():
+                ready.set_result(None)
+                await stop.wait()
+
+        task = asyncio.create_task(hold(), name="mcp-session-manager")
+        await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            task.result()  # it failed to start: say why
+        try:
+            yield
+        finally:
+            stop.set()
+            await task
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        header = request.headers.get("Authorization", "")
+        if external.authenticate_header(header) is None:
+            reason = "no bearer token" if not header else "a wrong bearer token"
+            await external.refuse_unauthenticated(reason, route=f"{request.method} {PATH}")
+            return web.json_response(
+                {
+                    "ok": False,
+                    "error": f"{reason}: send Authorization: Bearer <token>, the token of a "
+                    "service of the policy ([services.NAME] token_env names the variable that "
+                    "holds it)",
+                },
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer realm="signoff"'},
+            )
+        return await _asgi_call(request, manager)
+
+    app.cleanup_ctx.append(run_manager)
+    for method in ("GET", "POST", "DELETE"):
+        app.router.add_route(method, PATH, handle)
+
+
+async def _asgi_call(
+    request: web.Request, manager: StreamableHTTPSessionManager
+) -> web.StreamResponse:
+    """One aiohttp request through the session manager's ASGI handler."""
+    body = await request.read()
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.raw_path.split("?", 1)[0].encode(),
+        "query_string": request.query_string.encode(),
+        "root_path": "",
+        "headers": [(k.lower(), v) for k, v in request.raw_headers],
+        "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
+        "server": None,
+    }
+    delivered = False
+    finished = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await finished.wait()  # the body is all read; this only says when the call is over
+        return {"type": "http.disconnect"}
+
+    response: web.StreamResponse | None = None
+
+    async def send(message: Mapping[str, Any]) -> None:
+        nonlocal response
+        if message["type"] == "http.response.start":
+            headers = CIMultiDict(
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", ())
+            )
+            response = web.StreamResponse(status=message["status"], headers=headers)
+            await response.prepare(request)
+        elif message["type"] == "http.response.body" and response is not None:
+            chunk = message.get("body", b"")
+            if chunk:
+                await response.write(chunk)
+            if not message.get("more_body", False):
+                await response.write_eof()
+
+    try:
+        await manager.handle_request(scope, receive, send)
+    finally:
+        finished.set()
+    if response is None:  # the transport answered nothing: a bug of ours or of the SDK
+        return web.json_response(
+            {"ok": False, "error": "the MCP transport sent no response"}, status=500
+        )
+    return response

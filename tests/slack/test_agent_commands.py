@@ -1,8 +1,9 @@
 """`/agent run`, `/agent retry`, `/agent cancel` and an unknown verb, as a person sees them:
 through the real Bolt app and the Slack stand-in (`tests.kit.scenario`).
 
-- `/agent run` answers once with how the run stands (refused, waiting, approved by a rule): no
-  "Starting…" is left above it.
+- `/agent run` answers once with how the run stands (refused, waiting, approved by a rule): its
+  ack is empty (nothing is asked of Slack before it) and the outcome is the one message, through
+  the command's response_url; no "Starting…" is left above it.
 - A run whose approval was rejected is announced without a green mark.
 - A failed run's thread says how to retry or cancel it; approvers of its action and starters of
   its workflow may, others are refused (and audited).
@@ -77,7 +78,7 @@ async def test_a_refused_run_is_one_answer_with_no_starting_above_it(bot: Scenar
     await settled(bot)
     assert said_to(bot, DAVE) == [
         (
-            "command_ack",
+            "response_url",
             messages.start_refused("refund"),
         )
     ]
@@ -89,7 +90,7 @@ async def test_a_run_that_pauses_is_answered_with_where_it_waits(bot: Scenario) 
     (thread_id,) = await thread_ids(bot)
     assert said_to(bot, CAROL) == [
         (
-            "command_ack",
+            "response_url",
             f"⏸️ Started `refund` as `{thread_id}`: waiting for approval in the channel.",
         )
     ]
@@ -101,7 +102,7 @@ async def test_a_run_a_rule_approved_is_not_announced_as_paused(bot: Scenario) -
     (thread_id,) = await thread_ids(bot)
     assert said_to(bot, CAROL) == [
         (
-            "command_ack",
+            "response_url",
             (
                 f"✅ Started `refund` as `{thread_id}`: approved by the rule “small refunds”; "
                 "it goes on now."
@@ -125,6 +126,7 @@ async def test_an_unknown_verb_says_so_and_lists_the_verbs(bot: Scenario) -> Non
 async def test_a_rejected_run_is_announced_without_a_green_mark(bot: Scenario) -> None:
     approval, card = await bot.refund("c-rejected")
     await bot.slack.click("bob", CHANNEL, card.ts, REJECT)
+    await bot.slack.wait_for(lambda s: s.workspace.views.get("U0BOB"))  # opens after the ack
     await bot.slack.submit("bob", {REASON_BLOCK: "wrong customer"})
     await settled(bot)
     (ended,) = [r for r in thread_of(bot, card.ts) if "Run `" in r]

@@ -19,8 +19,10 @@ fixes the token.
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +48,9 @@ TOKEN_RETRY = 300.0
 
 _META = "signoff_message"
 """The metadata event type of every message the sink posts (see `SlackSink._post`)."""
+_UNSEEN: Any = object()
+_REFUSED_POSTS_KEPT = 10_000
+"""How many refused posts `SlackSink` remembers (their retries skip the lookup)."""
 
 
 def _without_resend(client: AsyncWebClient) -> AsyncWebClient:
@@ -90,6 +95,10 @@ class SlackSink:
         """Whether Slack accepts the token; what was given up on."""
         self._dm_cards: dict[tuple[str, str], tuple[str, str]] = {}
         """(approval id, user) to (DM channel, ts) of the DM copies posted or found so far."""
+        self._refused_posts: OrderedDict[tuple[int, str], None] = OrderedDict()
+        """(event id, tag) of posts Slack answered with a refusal (a 429, an error): certainly
+        not posted, so their retry posts without first reading the channel for them (a read
+        that is rate limited too, and under a burst of 429s would double the calls)."""
 
     async def deliver(self, event: Event) -> None:
         try:
@@ -195,20 +204,34 @@ class SlackSink:
         thread_ts: str | None = None,
         **message: Any,
     ) -> tuple[str, str]:
-        """Post once per `tag`: (channel, ts) of the new message, or of the one posted before."""
-        found = await self._posted_before(event, tag, channel, thread_ts)
-        if found is not None:
-            return channel, str(found["ts"])
-        resp = await self._poster.chat_postMessage(
-            channel=channel,
-            thread_ts=thread_ts,
-            metadata={"event_type": _META, "event_payload": tag},
-            # no previews: a link in a request (an order page, a ticket) is the requester's
-            # text, and a preview would put a stranger's page inside the approval thread
-            unfurl_links=False,
-            unfurl_media=False,
-            **message,
-        )
+        """Post once per `tag`: (channel, ts) of the new message, or of the one posted before.
+
+        A redelivery looks for the message first (an earlier attempt may have posted it and
+        lost Slack's answer), unless this process heard Slack refuse that very post."""
+        key = (event.id, json.dumps(tag, sort_keys=True))
+        if self._refused_posts.pop(key, _UNSEEN) is _UNSEEN:
+            found = await self._posted_before(event, tag, channel, thread_ts)
+            if found is not None:
+                return channel, str(found["ts"])
+        try:
+            resp = await self._poster.chat_postMessage(
+                channel=channel,
+                thread_ts=thread_ts,
+                metadata={"event_type": _META, "event_payload": tag},
+                # no previews: a link in a request (an order page, a ticket) is the requester's
+                # text, and a preview would put a stranger's page inside the approval thread
+                unfurl_links=False,
+                unfurl_media=False,
+                **message,
+            )
+        except SlackApiError as e:
+            if e.response is not None and e.response.status_code < 500:
+                # Slack answered and refused (a 429, `ok: false`): nothing was posted. A 5xx
+                # or a lost answer may have posted it: the retry looks first.
+                self._refused_posts[key] = None
+                while len(self._refused_posts) > _REFUSED_POSTS_KEPT:
+                    self._refused_posts.popitem(last=False)
+            raise
         return str(resp["channel"]), str(resp["ts"])
 
     async def _post_card(self, a: Approval, event: Event) -> Approval:

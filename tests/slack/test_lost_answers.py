@@ -88,3 +88,29 @@ async def test_a_card_and_its_replies_are_posted_once_when_slacks_answer_is_lost
         )
         assert all(n == 1 for n in dms.values()), dms
         assert cards_of(bot, approval) == [approval.message_ts]
+
+
+async def test_a_post_slack_refused_is_posted_on_its_retry_without_reading_the_channel_first(
+    tmp_path: Path,
+) -> None:
+    """A 429 is Slack saying it did not post: the retry posts at once. Looking first would
+    spend a rate-limited read per retry, and under a burst of 429s double the calls."""
+    async with running_scenario(tmp_path) as bot:
+        bot.slack.fail_next("chat.postMessage", status=429, retry_after=1)
+        report = await bot.signoff.start(
+            "refund",
+            {"customer_id": "C-429", "order_id": "o-1", "amount": 42.5, "reason": "damaged"},
+            requester="U0CAROL",
+            channel=CHANNEL,
+        )
+        (approval_id,) = report.approvals
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + PATIENCE
+        while not (approval := await bot.signoff.get(approval_id)).message_ts:
+            assert loop.time() < deadline, "the card was never recorded as posted"
+            await bot.settle()
+            await asyncio.sleep(0.2)
+        posts = bot.slack.calls_to("chat.postMessage")
+        assert len(posts) >= 2  # the refused one, then the card
+        assert cards_of(bot, approval) == [approval.message_ts]
+        assert bot.slack.calls_to("conversations.history") == []

@@ -20,6 +20,7 @@ import hmac
 import json
 import logging
 import signal
+import time
 import urllib.parse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -203,12 +204,15 @@ def build_web_app(
         from slack_bolt.request.async_request import AsyncBoltRequest
         from slack_sdk.signature import SignatureVerifier
 
+        from .slack.app import RECEIVED_AT
+
         verifier = SignatureVerifier(settings.slack_signing_secret or "socket-mode")
 
         async def dispatch(request: web.Request) -> web.Response:
             # Checked here before Bolt sees the request, so that a hostile one (a timestamp
             # that is not a number, a body that is not UTF-8 or not what its content type
             # says) gets a 4xx and not a 500 from deep inside Bolt. Bolt verifies it again.
+            received = time.monotonic()  # a click's budget counts from here (`click_wait`)
             try:
                 raw = await request.read()
             except web.HTTPRequestEntityTooLarge:
@@ -231,6 +235,7 @@ def build_web_app(
                     body=text,
                     query=request.query_string,
                     headers=request.headers,  # type: ignore[arg-type]  # a Mapping is enough
+                    context={RECEIVED_AT: received},
                 )
             except RecursionError:
                 return _json_error(400, _TOO_DEEP)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+import time
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -22,6 +23,22 @@ CLICK_WAIT = 2.0
 """Seconds a click's decision may take, from its lookups to its commit: Slack wants an answer
 within 3 s, and past that it shows the user an error even if the click went through. A decision
 that cannot commit within it is refused ("busy, nothing was recorded") and answered in time."""
+RECEIVED_AT = "signoff_received_at"
+"""The Bolt context key of when the HTTP route received the request (`time.monotonic()`), before
+reading its body: a click that queued behind a busy process has spent part of its budget."""
+
+
+def click_wait(context: Mapping[str, Any] | None) -> float:
+    """What is left of `CLICK_WAIT` for the click of this Bolt `context`: counted from when the
+    request was received, when the route stamped it (`RECEIVED_AT`), else from now (Socket
+    Mode: Bolt hands the envelope over as it arrives). At or below 0 the vote is refused busy
+    without touching the database: Slack has given up on the click, or is about to."""
+    received = (context or {}).get(RECEIVED_AT)
+    if not isinstance(received, float):
+        return CLICK_WAIT
+    return CLICK_WAIT - (time.monotonic() - received)
+
+
 STATUS_LIMIT = 50
 """How many approvals of each list (yours, others') `/agent status` and Home load; a message
 holds at most 50 blocks anyway, and the totals are counted by the database."""

@@ -21,7 +21,7 @@ from ..approvals.errors import ApprovalError, DecisionRefused
 from ..approvals.models import Approval
 from ..approvals.service import Signoff
 from . import messages, modals, payloads
-from ._listener import CLICK_WAIT, Listener
+from ._listener import Listener, click_wait
 from .errors import error_code
 from .home import Home
 
@@ -40,13 +40,17 @@ class Actions(Listener):
         self.home = home
         """Refreshed after its user decided something."""
 
-    async def on_button(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+    async def on_button(
+        self, ack: AsyncAck, body: dict[str, Any], context: dict[str, Any] | None = None
+    ) -> None:
         user = (body.get("user") or {}).get("id", "")
         try:
             action_id, a, value = await self._approval_for_click(body)
             if action_id == payloads.APPROVE:
                 # For the values the card showed: refused if an edit changed them since.
-                await self.signoff.vote(a.id, user, True, wait=CLICK_WAIT, revision=value.revision)
+                await self.signoff.vote(
+                    a.id, user, True, wait=click_wait(context), revision=value.revision
+                )
                 await ack()
                 self.kick()
                 self.home.refresh_home_soon(user)

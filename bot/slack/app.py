@@ -21,10 +21,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from ..approvals.errors import GroupsUnavailable
 from ..approvals.service import Signoff
 from . import payloads
+from ._listener import RECEIVED_AT
 from .handlers import Handlers
 from .health import SlackHealth
 
-__all__ = ["LOOKUP_BUDGET", "SlackGroups", "build_bolt_app"]
+__all__ = ["LOOKUP_BUDGET", "RECEIVED_AT", "SlackGroups", "build_bolt_app"]
 
 log = logging.getLogger("signoff.slack")
 

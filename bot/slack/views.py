@@ -16,7 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from ..approvals.errors import ApprovalError, InvalidEditError
 from ..approvals.service import Signoff
 from . import messages, payloads
-from ._listener import CLICK_WAIT, Listener
+from ._listener import Listener, click_wait
 from .home import Home
 
 __all__ = ["Views"]
@@ -33,7 +33,11 @@ class Views(Listener):
         """Refreshed after its user decided something."""
 
     async def on_reject_submit(
-        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
+        self,
+        ack: AsyncAck,
+        body: dict[str, Any],
+        view: dict[str, Any],
+        context: dict[str, Any] | None = None,
     ) -> None:
         user = (body.get("user") or {}).get("id", "")
         try:
@@ -44,7 +48,7 @@ class Views(Listener):
                 user,
                 False,
                 note=reason,
-                wait=CLICK_WAIT,
+                wait=click_wait(context),
                 revision=shown.revision,
             )
             self.home.refresh_home_soon(user)
@@ -59,7 +63,11 @@ class Views(Listener):
         self.kick()
 
     async def on_edit_submit(
-        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
+        self,
+        ack: AsyncAck,
+        body: dict[str, Any],
+        view: dict[str, Any],
+        context: dict[str, Any] | None = None,
     ) -> None:
         user = (body.get("user") or {}).get("id", "")
         first_block = payloads.NOTE_BLOCK
@@ -80,7 +88,7 @@ class Views(Listener):
                 True,
                 note=note,
                 edits=edits,
-                wait=CLICK_WAIT,
+                wait=click_wait(context),
                 revision=shown.revision,
             )
             self.home.refresh_home_soon(user)

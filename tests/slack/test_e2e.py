@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import sqlalchemy as sa
 
+from bot.approvals import tables as t
 from bot.sandbox.interactions import REQUIRED_FIELD
 from bot.slack import messages
 from bot.slack.payloads import (
@@ -478,3 +480,37 @@ async def test_slack_s_unsigned_ssl_check_gets_200_and_an_unsigned_click_still_4
     run = await e2e.refund("cust-ssl")
     forged = await e2e.signed_click(BOB, run.card, APPROVE, signature="v0=" + "0" * 64)
     assert forged.status == 401
+
+
+async def test_a_click_that_reached_the_bot_too_slowly_is_answered_busy_and_records_nothing(
+    e2e: E2E,
+) -> None:
+    """A click's budget counts from when its request arrived, not from when its handler ran.
+    Its body trickles in over more than the budget (as a request queued behind a starved
+    process, or a slow network, would reach the handler): the click is answered, the person is
+    told nothing was recorded, and no vote is; clicking again approves."""
+    from bot.slack._listener import CLICK_WAIT
+
+    run = await e2e.refund("cust-slow-click")
+    request = await e2e.slack.click_request(BOB, run.card, APPROVE)
+    headers = e2e.signer.headers(request)
+    told_before = len(await e2e.ephemerals(BOB))
+
+    async def trickle() -> AsyncIterator[bytes]:
+        body = request.body.encode()
+        yield body[:10]
+        await asyncio.sleep(CLICK_WAIT + 0.5)
+        yield body[10:]
+
+    async with e2e.http.post(e2e.bot.events_url, data=trickle(), headers=headers) as answer:
+        assert answer.status == 200
+    (told,) = await e2e.new_ephemerals(BOB, told_before)
+    assert "nothing was recorded" in told["text"]
+    assert e2e.db.approval(run.approval_id)["status"] == "pending"
+    votes = e2e.db.rows(sa.select(t.votes).where(t.votes.c.approval_id == run.approval_id))
+    assert votes == []
+
+    again = await e2e.slack.click(BOB, CHANNEL, run.card["ts"], APPROVE)
+    assert again["status"] == 200
+    await e2e.decided_card(run.approval_id)
+    assert e2e.db.approval(run.approval_id)["status"] == "approved"

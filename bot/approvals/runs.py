@@ -194,7 +194,8 @@ class Runs:
                 request_key=request_key,
             )
         except (StartRefused, UnknownWorkflowError, InvalidInputError) as refusal:
-            await self._audit_refusal(workflow, input, requester, refusal)
+            if not internal:  # the approvals API audits its own refusals (`api_refused`)
+                await self._audit_refusal(workflow, input, requester, refusal)
             raise
 
     async def _audit_refusal(

@@ -159,7 +159,7 @@ async def test_a_vote_whose_lookups_used_up_the_clicks_time_is_refused_not_recor
         slow = Signoff(
             kit.db,
             kit.app.policy,
-            kit.app.runs.workflows,
+            kit.app.workflows,
             groups=SlowGroups(kit.app.policy.groups),
             audit=kit.app.audit,
             clock=kit.clock,

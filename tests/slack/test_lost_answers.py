@@ -42,24 +42,31 @@ def cards_of(bot: Scenario, approval: Approval) -> list[str]:
     ]
 
 
+async def posted_refund(bot: Scenario, customer: str) -> Approval:
+    """Carol asks for a refund; the approval once its card is recorded as posted (the queue
+    retrying what failed meanwhile)."""
+    report = await bot.signoff.start(
+        "refund",
+        {"customer_id": customer, "order_id": "o-1", "amount": 42.5, "reason": "damaged"},
+        requester="U0CAROL",
+        channel=CHANNEL,
+    )
+    (approval_id,) = report.approvals
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PATIENCE
+    while not (approval := await bot.signoff.get(approval_id)).message_ts:
+        assert loop.time() < deadline, "the card was never recorded as posted"
+        await bot.settle()
+        await asyncio.sleep(0.2)
+    return approval
+
+
 async def test_a_card_and_its_replies_are_posted_once_when_slacks_answer_is_lost(
     tmp_path: Path,
 ) -> None:
     async with running_scenario(tmp_path) as bot:
         bot.slack.lose_next("chat.postMessage")
-        report = await bot.signoff.start(
-            "refund",
-            {"customer_id": "C-lost", "order_id": "o-1", "amount": 42.5, "reason": "damaged"},
-            requester="U0CAROL",
-            channel=CHANNEL,
-        )
-        (approval_id,) = report.approvals
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + PATIENCE
-        while not (approval := await bot.signoff.get(approval_id)).message_ts:
-            assert loop.time() < deadline, "the card was never recorded as posted"
-            await bot.settle()
-            await asyncio.sleep(0.2)
+        approval = await posted_refund(bot, "C-lost")
         assert [c.lost for c in bot.slack.calls_to("chat.postMessage")][:1] == [True]
         assert cards_of(bot, approval) == [approval.message_ts]  # one card, the one recorded
 
@@ -97,19 +104,7 @@ async def test_a_post_slack_refused_is_posted_on_its_retry_without_reading_the_c
     spend a rate-limited read per retry, and under a burst of 429s double the calls."""
     async with running_scenario(tmp_path) as bot:
         bot.slack.fail_next("chat.postMessage", status=429, retry_after=1)
-        report = await bot.signoff.start(
-            "refund",
-            {"customer_id": "C-429", "order_id": "o-1", "amount": 42.5, "reason": "damaged"},
-            requester="U0CAROL",
-            channel=CHANNEL,
-        )
-        (approval_id,) = report.approvals
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + PATIENCE
-        while not (approval := await bot.signoff.get(approval_id)).message_ts:
-            assert loop.time() < deadline, "the card was never recorded as posted"
-            await bot.settle()
-            await asyncio.sleep(0.2)
+        approval = await posted_refund(bot, "C-429")
         posts = bot.slack.calls_to("chat.postMessage")
         assert len(posts) >= 2  # the refused one, then the card
         assert cards_of(bot, approval) == [approval.message_ts]

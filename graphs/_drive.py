@@ -39,7 +39,8 @@ R = TypeVar("R")
 
 LIVE_MODES = frozenset({"custom", "messages"})
 """Stream modes whose chunks node code writes while it runs: the step's tasks then run beside
-a consumer that hands each chunk on as it comes (`_run_live_sync`, `_run_live_async`)."""
+a consumer that hands each chunk on as it comes (`_run_live_sync`, `_run_live_async`); so do
+they when subgraphs stream into the graph's stream (`Run.live`)."""
 _DONE: Any = object()
 
 
@@ -93,7 +94,7 @@ Loop = Generator[Request, Any, R]
 def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
     """Perform the loop's requests with the sync saver; yield emitted chunks; return its result."""
     saver = run.saver
-    live = not run.modes.isdisjoint(LIVE_MODES)
+    live = run.live
     result: Any = None
     while True:
         try:
@@ -108,8 +109,6 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
             else:
                 for task in request.tasks:
                     task.run_sync()
-            if run.outbox and run.parent is None:
-                yield from _flush(run.outbox)
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
             result = saver.put(*request)
@@ -126,26 +125,22 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
 
 
 def _emitted(run: Run, emit: Emit) -> bool:
-    """Whether the caller of this run wants `emit`; a subgraph's run also hands it to the
-    stream of the graph that runs it (`stream(..., subgraphs=True)`)."""
+    """Whether the caller of this run wants `emit`; a subgraph's run also hands it, as it is
+    made, to the stream of the top graph (`stream(..., subgraphs=True)`), whose driver is
+    yielding what its step's tasks stream while they run."""
     if run.parent is None:
         return True
-    if run.outbox is not None and emit.mode in run.forward:
-        run.outbox.append(emit._replace(ns=run.path))
+    if emit.mode in run.forward:
+        sink = run.top.sink
+        if sink is not None:
+            sink(emit._replace(ns=run.path))
     return emit.mode in run.asked
-
-
-def _flush(outbox: list[Emit]) -> list[Emit]:
-    """The subgraphs' chunks of a step, in the order they were made, and an empty outbox."""
-    items = outbox[:]
-    del outbox[:]
-    return items
 
 
 async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Emit, None]:
     """The async twin of `drive_sync`; the loop's result is appended to `out`."""
     saver = run.saver
-    live = not run.modes.isdisjoint(LIVE_MODES)
+    live = run.live
     result: Any = None
     while True:
         try:
@@ -163,9 +158,6 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
                 await tasks[0].run_async()
             else:
                 await asyncio.gather(*(t.run_async() for t in tasks))
-            if run.outbox and run.parent is None:
-                for emit in _flush(run.outbox):
-                    yield emit
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
             result = await saver.aput(*request)
@@ -188,7 +180,7 @@ def _run_live_sync(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
     If the consumer stops early, the tasks still finish before the run lets go of its thread.
     """
     chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    run.sink = lambda mode, chunk: chunks.put(Emit(mode, chunk))
+    run.sink = chunks.put
 
     def work() -> None:
         try:
@@ -216,11 +208,11 @@ async def _run_live_async(run: Run, tasks: list[Task]) -> AsyncGenerator[Emit, N
     chunks: asyncio.Queue[Any] = asyncio.Queue()
     loop_thread = threading.get_ident()
 
-    def sink(mode: str, chunk: Any) -> None:
+    def sink(emit: Emit) -> None:
         if threading.get_ident() == loop_thread:
-            chunks.put_nowait(Emit(mode, chunk))
+            chunks.put_nowait(emit)
         else:
-            loop.call_soon_threadsafe(chunks.put_nowait, Emit(mode, chunk))
+            loop.call_soon_threadsafe(chunks.put_nowait, emit)
 
     run.sink = sink
     step = asyncio.ensure_future(asyncio.gather(*(t.run_async() for t in tasks)))

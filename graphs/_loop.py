@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
-from ._drive import Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
+from ._drive import LIVE_MODES, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
 from ._schema import updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
@@ -94,7 +94,7 @@ class Run:
         modes: frozenset[str] = frozenset(),
         parent: Task | None = None,
         path: tuple[str, ...] = (),
-        outbox: list[Emit] | None = None,
+        subgraphs: bool = False,
         forward: frozenset[str] = frozenset(),
         context: Any = None,
     ) -> None:
@@ -109,14 +109,21 @@ class Run:
         self.ns = ns
         self.path = path
         """The subgraph namespaces from the graph run itself to this one (`("node:task_id",)`)."""
-        self.outbox = outbox
-        """Where subgraphs put their chunks for the stream of `stream(..., subgraphs=True)`."""
+        self.top: Run = self if parent is None else parent.run.top
+        """The run of the graph invoked itself (this run, unless it is a subgraph's)."""
+        self.subgraphs = subgraphs
+        """This graph's stream has its subgraphs' chunks too (`stream(..., subgraphs=True)`)."""
         self.asked = modes
         """The stream modes the caller of this run asked for."""
         self.forward = forward
         """The stream modes a subgraph's run hands to its parent's stream."""
         modes = modes | forward
         self.modes = modes
+        own = modes if parent is None else self.asked
+        self.live = (parent is None and subgraphs) or not own.isdisjoint(LIVE_MODES)
+        """Its driver runs a step's tasks beside a consumer of what they stream as they run:
+        node code streams `custom` or `messages`, or subgraphs stream into this graph's stream.
+        (A subgraph's chunks for the top graph's stream go straight to the top's `sink`.)"""
         limit = config.get("recursion_limit")
         self.limit: int = graph.recursion_limit if limit is None else limit
         self.values: dict[str, Any] = {}
@@ -143,8 +150,17 @@ class Run:
         """`tasks`, `checkpoints` or `debug` is streamed."""
 
     def write_custom(self, chunk: Any) -> None:
-        if self.sink is not None:
-            self.sink("custom", chunk)
+        self.send("custom", chunk)
+
+    def send(self, mode: str, chunk: Any) -> None:
+        """Hand a chunk node code wrote to whoever streams it: this run's caller, and the top
+        graph's stream when this is a subgraph's run and the top streams its subgraphs."""
+        if mode in self.asked and self.sink is not None:
+            self.sink(Emit(mode, chunk))
+        if mode in self.forward:
+            sink = self.top.sink
+            if sink is not None:
+                sink(Emit(mode, chunk, self.path))
 
     @property
     def once_results(self) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._context import _current
 from ._drive import LIVE_MODES, Emit
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ TRACE_MODES = frozenset({"tasks", "checkpoints", "debug"})
 """Modes that describe tasks and checkpoints."""
 MODES = frozenset({"values", "updates"}) | LIVE_MODES | TRACE_MODES
 
-Sink = Callable[[str, Any], None]
-"""Takes `(mode, chunk)` from node code while a step runs."""
+Sink = Callable[[Emit], None]
+"""Takes a chunk node code (or a subgraph's run) made while a step runs."""
 
 NOSTREAM_TAG = "nostream"
 """A chat model tagged with it (`model.with_config(tags=["nostream"])`) streams no tokens."""
@@ -55,7 +56,9 @@ def task_metadata(task: Task, step: int) -> dict[str, Any]:
         "langgraph_node": task.name,
         "langgraph_triggers": triggers(task),
         "langgraph_path": ("__pregel_push" if task.is_send else "__pregel_pull", task.name),
-        "langgraph_checkpoint_ns": f"{task.name}:{task.id}",
+        "langgraph_checkpoint_ns": f"{task.run.ns}|{task.name}:{task.id}"
+        if task.run.ns
+        else f"{task.name}:{task.id}",
     }
 
 
@@ -147,7 +150,10 @@ class MessagesStream:
 
     def __init__(self, run: Run) -> None:
         self.run = run
-        self.seen: set[str] = set()
+        top = run.top.messages if run.top is not run else None
+        # A subgraph's messages streamed into the top's stream are not sent again when the
+        # parent's node returns them.
+        self.seen: set[str] = top.seen if top is not None and "messages" in run.forward else set()
 
     def emit(self, message: Any, metadata: dict[str, Any], *, dedupe: bool) -> None:
         if dedupe and message.id in self.seen:
@@ -156,9 +162,7 @@ class MessagesStream:
             # Given here, as LangGraph does, so the stored message has the id the caller saw.
             message.id = str(uuid.uuid4())
         self.seen.add(message.id)
-        sink = self.run.sink
-        if sink is not None:
-            sink("messages", (message, metadata))
+        self.run.send("messages", (message, metadata))
 
     def task_started(self, task: Task, state: Any) -> Any:
         """Note the messages the node reads; return the callbacks config for its models."""
@@ -214,6 +218,11 @@ def _handler(stream: MessagesStream, metadata: dict[str, Any]) -> Any:
             **kwargs: Any,
         ) -> None:
             if tags and NOSTREAM_TAG in tags:
+                return
+            task = _current.get()
+            if task is not None and task.run is not stream.run:
+                # A model in a subgraph this run's handler was inherited by: its tokens are
+                # the subgraph's (streamed by its own handler, or not at all).
                 return
             self.models[run_id] = {**(metadata or {}), **stream_metadata}
 

@@ -136,7 +136,7 @@ class CompiledGraph:
             thread_id,
             ns,
             modes=modes,
-            outbox=[] if subgraphs else None,
+            subgraphs=subgraphs,
             context=self._context(context),
         )
         run.requested_id = config_checkpoint_id(config)
@@ -170,8 +170,7 @@ class CompiledGraph:
             modes=modes,
             parent=parent,
             path=(*up.path, segment),
-            outbox=up.outbox,
-            forward=up.modes if up.outbox is not None else frozenset(),
+            forward=up.modes if up.top.subgraphs else frozenset(),
             context=self._context(context) if context is not None else up.context,
         )
 
@@ -297,8 +296,10 @@ class CompiledGraph:
 
         `subgraphs=True`: the chunks of subgraphs too, each item prefixed with the namespace it
         comes from, `(namespace, chunk)` (or `(namespace, mode, chunk)`): `()` for this graph,
-        `("node:task_id",)` for a subgraph its node runs, one more element per level. A step's
-        subgraph chunks come when that step's tasks have finished, before the step's own.
+        `("node:task_id",)` for a subgraph its node runs, one more element per level. Subgraph
+        chunks (`custom` and `messages` too) come as the subgraph makes them, before the chunks
+        of the parent's step that ran it. Without it, a subgraph's `custom` chunks and model
+        tokens are not streamed; the messages it returns come as its parent node's.
         """
         modes, tagged = _modes(stream_mode)
         for mode, chunk, ns in self._stream(input, config, modes, [], subgraphs, context):

@@ -541,6 +541,7 @@ class Run:
         new_versions: dict[str, int],
         appended: dict[str, int],
         paused: list[str],
+        forked_from: dict[str, str] | None = None,
     ) -> Loop[None]:
         """Write the next checkpoint (or, without a saver, just move the frontier)."""
         self.step += 1
@@ -557,6 +558,8 @@ class Run:
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
         metadata: CheckpointMetadata = {"source": source, "step": self.step}
+        if forked_from is not None:
+            metadata["forked_from"] = forked_from
         self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
         if self.trace:
@@ -581,8 +584,9 @@ class Run:
             if self.requested_id is not None and self.requested_id != self.head_id:
                 raise ResumeError(
                     f"thread {self.thread_id!r}: runs continue from the latest checkpoint "
-                    f"({self.head_id}), not from {self.requested_id}; drop checkpoint_id from "
-                    "the config",
+                    f"({self.head_id}), not from {self.requested_id}: drop checkpoint_id from "
+                    "the config, or, to run again from that checkpoint, fork it into a new "
+                    "thread first: graph.invoke(None, graph.fork(config, thread_id))",
                     self.thread_id,
                 )
         if self.parent is not None and tup is not None:
@@ -850,6 +854,18 @@ class Run:
         tup = yield GetHead()
         if tup is not None:
             self.restore(tup)
+            if self.requested_id is not None and self.requested_id != self.head_id:
+                raise InvalidUpdateError(
+                    f"update_state on thread {self.thread_id!r} names checkpoint "
+                    f"{self.requested_id}, which is not the thread's latest ({self.head_id}): an "
+                    "update goes on the latest checkpoint only. To change a past checkpoint, "
+                    "fork it into a new thread: graph.fork(config, thread_id, values=...); to "
+                    "update the latest, drop checkpoint_id from the config"
+                )
+        return (yield from self.amend(values, as_node))
+
+    def amend(self, values: Any, as_node: str | None) -> Loop[RunConfig]:
+        """Write `values` in a new checkpoint on the head (see `CompiledGraph.update_state`)."""
         if as_node is None:
             writes = self.check_input(values, "update_state values")
             new_versions, appended = self.apply([("update_state", writes)], reducers=False)
@@ -866,6 +882,34 @@ class Run:
             # As if `as_node` had run: the next checkpoint pauses where a real step would.
             paused = self.static_pause(names, [as_node])
             yield from self.save("update", names, new_versions, appended, paused)
+        assert self.head_config is not None
+        return self.head_config
+
+    # ---- fork -----------------------------------------------------------------------
+
+    def fork(self, source: CheckpointTuple, values: Any, as_node: str | None) -> Loop[RunConfig]:
+        """Start this run's thread, which must not exist yet, at a copy of `source` (a
+        checkpoint of any thread): its state, and its frontier with task ids of this thread.
+        The frontier's tasks run afresh when the new thread is resumed; the source thread is
+        not touched. `values` are then written as `update_state` would."""
+        if (yield GetHead()) is not None:
+            raise InvalidUpdateError(
+                f"fork: thread {self.thread_id!r} already exists; a fork starts a new thread: "
+                "pass a thread id that has no checkpoint (or none, for a fresh one)"
+            )
+        self.restore(source)
+        self.head_config = None  # the first checkpoint of this thread: no parent
+        sends = self.internal.get(SENDS_CHANNEL) or {}
+        names: list[str | Send] = [
+            Send(name, sends[task_id]) if task_id in sends else name
+            for name, task_id in self.frontier
+        ]
+        origin = source.config["configurable"]
+        forked_from = {"thread_id": origin["thread_id"], "checkpoint_id": origin["checkpoint_id"]}
+        # Every channel is new to this thread's saver.
+        yield from self.save("fork", names, dict(self.versions), {}, self.paused, forked_from)
+        if values is not None:
+            return (yield from self.amend(values, as_node))
         assert self.head_config is not None
         return self.head_config
 

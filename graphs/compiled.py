@@ -1,5 +1,5 @@
 """`CompiledGraph`: run a graph (`invoke`, `ainvoke`, `stream`, `astream`) and read or amend its
-saved state (`get_state`, `get_state_history`, `update_state`)."""
+saved state (`get_state`, `get_state_history`, `update_state`, `fork` into a new thread)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from .errors import (
     GraphInterrupt,
     InvalidUpdateError,
     MultipleSubgraphsError,
+    ResumeError,
 )
 from .types import Command, Interrupt, RunConfig, StateSnapshot, StateTask, StreamMode
 
@@ -444,9 +445,14 @@ class CompiledGraph:
         intended value of an `operator.add` list), and the frontier and pending pauses are kept.
         With `as_node="x"`, the values go through the reducers as if node `x` had returned them,
         and the frontier becomes what follows `x`.
+
+        An update goes on the thread's latest checkpoint: a config whose `checkpoint_id` names
+        an earlier one is refused with `InvalidUpdateError` (history never branches); `fork`
+        it into a new thread instead.
         """
         saver = self._saver("update_state")
         run = self._run(_thread_only(config), frozenset(), nest=False)
+        run.requested_id = config_checkpoint_id(config)
         with saver.lock_thread(run.config):
             gen = drive_sync(run, run.update(values, as_node))
             while True:
@@ -461,17 +467,99 @@ class CompiledGraph:
     ) -> RunConfig:
         saver = self._saver("aupdate_state")
         run = self._run(_thread_only(config), frozenset(), nest=False)
+        run.requested_id = config_checkpoint_id(config)
         out: list[RunConfig] = []
         async with saver.alock_thread(run.config):
             async for _ in drive_async(run, run.update(values, as_node), out):
                 pass
         return out[0]
 
+    def fork(
+        self,
+        config: RunConfig,
+        thread_id: str | None = None,
+        *,
+        values: dict[str, Any] | None = None,
+        as_node: str | None = None,
+    ) -> RunConfig:
+        """Start a new thread at a copy of a checkpoint, and return the new thread's config.
 
-def _thread_only(config: RunConfig) -> RunConfig:
+        `config` names the checkpoint: its thread's latest, or the one its `checkpoint_id` names
+        (a `get_state_history` snapshot's `config`). The new thread (`thread_id`, or a fresh id;
+        it must not exist yet) starts with that checkpoint's state and frontier: run it on with
+        `invoke(None, new_config)` to replay from there, or change it first: `values` and
+        `as_node` are applied as `update_state` applies them. The source thread is not changed.
+
+        The frontier's tasks run afresh on the new thread: a pause they had asks again (under
+        ids of the new thread) and a subgraph they ran starts over; `once()` results made
+        before the checkpoint are kept. Its first checkpoint has `source="fork"` and
+        `forked_from` (`thread_id`, `checkpoint_id`) in its metadata.
+
+        Raises:
+            InvalidUpdateError: the new thread exists already, or `config` is a subgraph's.
+            ResumeError: the source has no such checkpoint.
+        """
+        saver = self._saver("fork")
+        run, source = self._fork_run(config, thread_id)
+        tup = saver.get_tuple(source)
+        with saver.lock_thread(run.config):
+            gen = drive_sync(run, run.fork(self._fork_source(tup, source), values, as_node))
+            while True:
+                try:
+                    next(gen)
+                except StopIteration as stop:
+                    head: RunConfig = stop.value
+                    return head
+
+    async def afork(
+        self,
+        config: RunConfig,
+        thread_id: str | None = None,
+        *,
+        values: dict[str, Any] | None = None,
+        as_node: str | None = None,
+    ) -> RunConfig:
+        """Async `fork`."""
+        saver = self._saver("afork")
+        run, source = self._fork_run(config, thread_id)
+        tup = await saver.aget_tuple(source)
+        out: list[RunConfig] = []
+        async with saver.alock_thread(run.config):
+            gen = run.fork(self._fork_source(tup, source), values, as_node)
+            async for _ in drive_async(run, gen, out):
+                pass
+        return out[0]
+
+    def _fork_run(self, config: RunConfig, thread_id: str | None) -> tuple[Run, RunConfig]:
+        source = _thread_only(config, "fork")
+        if config_ns(config):
+            raise InvalidUpdateError(
+                f"fork: checkpoint_ns {config_ns(config)!r} is a subgraph's; a subgraph's state "
+                "forks with its parent's: pass the parent's config (without checkpoint_ns)"
+            )
+        checkpoint_id = config_checkpoint_id(config)
+        if checkpoint_id:
+            source["configurable"]["checkpoint_id"] = checkpoint_id
+        new: RunConfig = {"configurable": {"thread_id": thread_id or uuid.uuid4().hex}}
+        return self._run(new, frozenset(), nest=False), source
+
+    def _fork_source(self, tup: CheckpointTuple | None, source: RunConfig) -> CheckpointTuple:
+        if tup is None:
+            thread = config_thread_id(source)
+            checkpoint_id = config_checkpoint_id(source)
+            raise ResumeError(
+                f"fork: thread {thread!r} has no checkpoint"
+                + (f" {checkpoint_id}" if checkpoint_id else "")
+                + "; pass the config of one of its checkpoints (get_state_history)",
+                thread,
+            )
+        return tup
+
+
+def _thread_only(config: RunConfig, what: str = "update_state") -> RunConfig:
     thread_id = config_thread_id(config)
     if not thread_id:
-        raise ValueError('update_state needs {"configurable": {"thread_id": ...}}')
+        raise ValueError(f'{what} needs {{"configurable": {{"thread_id": ...}}}}')
     # An update always goes on top of the thread's latest checkpoint: history never forks.
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": config_ns(config)}}
 

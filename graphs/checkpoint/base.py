@@ -156,9 +156,13 @@ def checkpoint_from_record(
 
 class CheckpointMetadata(TypedDict, total=False):
     source: str
-    """`input` (a run started), `loop` (a superstep finished) or `update` (`update_state`)."""
+    """`input` (a run started), `loop` (a superstep finished), `update` (`update_state`) or
+    `fork` (a thread started at a copy of another's checkpoint)."""
     step: int
     """Superstep number within the thread: the input checkpoint of a new thread is step 0."""
+    forked_from: dict[str, str]
+    """On the first checkpoint of a thread made by `fork` (`source="fork"`): the `thread_id`
+    and `checkpoint_id` it is a copy of."""
 
 
 class PendingWrite(NamedTuple):

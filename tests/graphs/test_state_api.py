@@ -241,7 +241,9 @@ def test_a_run_cannot_continue_from_an_old_checkpoint() -> None:
     assert str(info.value) == (
         f"thread 't': runs continue from the latest checkpoint "
         f"({head['configurable']['checkpoint_id']}), not from "
-        f"{oldest['configurable']['checkpoint_id']}; drop checkpoint_id from the config"
+        f"{oldest['configurable']['checkpoint_id']}: drop checkpoint_id from the config, or, "
+        "to run again from that checkpoint, fork it into a new thread first: "
+        "graph.invoke(None, graph.fork(config, thread_id))"
     )
     assert len(list(app.get_state_history(CONFIG))) == len(history)
     assert app.invoke({"messages": ["again"]}, head)["messages"][-1] == "act approved=None"

@@ -117,6 +117,8 @@ class Run:
         """The stream modes the caller of this run asked for."""
         self.forward = forward
         """The stream modes a subgraph's run hands to its parent's stream."""
+        self.task_mark = parent.id if parent is not None and graph.persistent else None
+        """For a persistent subgraph: the parent's task, noted in each checkpoint's metadata."""
         modes = modes | forward
         self.modes = modes
         own = modes if parent is None else self.asked
@@ -560,6 +562,8 @@ class Run:
         metadata: CheckpointMetadata = {"source": source, "step": self.step}
         if forked_from is not None:
             metadata["forked_from"] = forked_from
+        if self.task_mark is not None:
+            metadata["task"] = self.task_mark
         self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
         if self.trace:
@@ -589,7 +593,7 @@ class Run:
                     "thread first: graph.invoke(None, graph.fork(config, thread_id))",
                     self.thread_id,
                 )
-        if self.parent is not None and tup is not None:
+        if self.parent is not None and tup is not None and self.same_task(tup):
             # The parent's task ran this subgraph on an earlier attempt (it paused or failed):
             # go on from where it stopped, and a finished subgraph is not run again.
             if not self.frontier:
@@ -687,6 +691,12 @@ class Run:
             if paused:
                 return (yield from self.static_stop())
         return self.output()
+
+    def same_task(self, tup: CheckpointTuple) -> bool:
+        """Whether this subgraph's head was made by the parent's task that runs it now (an
+        earlier attempt of it), not by an earlier step or invocation of the parent: always,
+        unless the subgraph keeps its state across them (`compile(checkpointer=True)`)."""
+        return self.task_mark is None or tup.metadata.get("task") == self.task_mark
 
     def static_stop(self) -> Loop[Paused]:
         """Stop at an `interrupt_before`/`interrupt_after` pause; `updates` shows it as
@@ -824,6 +834,8 @@ class Run:
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
         metadata: CheckpointMetadata = {"source": source, "step": self.step}
+        if self.task_mark is not None:
+            metadata["task"] = self.task_mark
         head: RunConfig = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_config = head
         self.head_id = cp["id"]

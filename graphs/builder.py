@@ -396,7 +396,7 @@ class StateGraph:
 
     def compile(
         self,
-        checkpointer: BaseCheckpointSaver | Literal[False] | None = None,
+        checkpointer: BaseCheckpointSaver | bool | None = None,
         *,
         interrupt_before: Sequence[str] | Literal["*"] = (),
         interrupt_after: Sequence[str] | Literal["*"] = (),
@@ -410,7 +410,9 @@ class StateGraph:
                 and for `get_state`/`update_state`. A graph compiled without one that runs as a
                 subgraph (a node, or called in a node) uses its parent's; `False`: not even
                 then (the subgraph cannot pause, and a resumed node runs it again from the
-                start).
+                start); `True`: as a subgraph, use the parent's and keep this graph's state
+                across the parent's invocations on a thread (under the namespace of the node
+                that runs it), each run going on from where the last one ended.
             interrupt_before: pause just before these nodes run (`"*"`: all).
             interrupt_after: pause just after these nodes ran (`"*"`: all).
             recursion_limit: the most supersteps one invocation may run.
@@ -425,12 +427,13 @@ class StateGraph:
         from .compiled import CompiledGraph
 
         inherit = checkpointer is not False
-        if checkpointer is False:
+        persistent = checkpointer is True
+        if checkpointer is False or checkpointer is True:
             checkpointer = None
         if checkpointer is not None and not isinstance(checkpointer, BaseCheckpointSaver):
             raise GraphSetupError(
                 f"checkpointer must be a BaseCheckpointSaver (InMemorySaver(), SQLSaver(url)), "
-                f"None or False, got {type(checkpointer).__module__}.{type(checkpointer).__qualname__} "
+                f"None, True or False, got {type(checkpointer).__module__}.{type(checkpointer).__qualname__} "
                 f"{checkpointer!r}"
             )
         known = set(self.nodes)
@@ -474,10 +477,12 @@ class StateGraph:
 
         before = self._interrupt_nodes(interrupt_before, "interrupt_before")
         after = self._interrupt_nodes(interrupt_after, "interrupt_after")
-        if (before or after) and checkpointer is None:
+        if (before or after) and checkpointer is None and not inherit:
+            # (Without one, a subgraph saves its pause with its parent's checkpointer.)
             raise GraphSetupError(
                 "interrupt_before/interrupt_after need a checkpointer to save the pause: "
-                "compile(checkpointer=InMemorySaver(), ...) or SQLSaver(url)"
+                "compile(checkpointer=InMemorySaver(), ...) or SQLSaver(url), or compile it "
+                "without checkpointer=False to run it as a subgraph"
             )
         if not isinstance(recursion_limit, int) or recursion_limit < 1:
             raise GraphSetupError(
@@ -510,6 +515,7 @@ class StateGraph:
             branches=branches,
             checkpointer=checkpointer,
             inherit=inherit,
+            persistent=persistent,
             interrupt_before=before,
             interrupt_after=after,
             recursion_limit=recursion_limit,

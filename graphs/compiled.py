@@ -67,6 +67,7 @@ class CompiledGraph:
         branches: dict[str, list[Branch]],
         checkpointer: BaseCheckpointSaver | None,
         inherit: bool = True,
+        persistent: bool = False,
         interrupt_before: frozenset[str],
         interrupt_after: frozenset[str],
         recursion_limit: int,
@@ -84,6 +85,9 @@ class CompiledGraph:
         self.inherit = inherit
         """As a subgraph, without a checkpointer of its own: use the parent's (not
         `compile(checkpointer=False)`)."""
+        self.persistent = persistent
+        """As a subgraph, keep its state across the parent's invocations
+        (`compile(checkpointer=True)`): its namespace is its node's name, without the task id."""
         self.interrupt_before = interrupt_before
         self.interrupt_after = interrupt_after
         self.recursion_limit = recursion_limit
@@ -111,6 +115,12 @@ class CompiledGraph:
         parent = _current.get() if nest else None
         if parent is not None and self.checkpointer is None:
             return self._subgraph_run(parent, config, modes, context)
+        if self.checkpointer is None and (self.interrupt_before or self.interrupt_after):
+            raise CheckpointerRequiredError(
+                "interrupt_before/interrupt_after need a checkpointer to save the pause: "
+                "compile(checkpointer=InMemorySaver(), ...) or SQLSaver(url), or run this graph "
+                "as a subgraph of a graph that has one"
+            )
         if config is None:
             config = {}
         configurable = config.get("configurable")
@@ -156,7 +166,14 @@ class CompiledGraph:
             )
         parent.subgraphs += 1
         up = parent.run
-        segment = f"{parent.name}:{parent.id}"
+        if up.saver is None and (self.interrupt_before or self.interrupt_after):
+            raise CheckpointerRequiredError(
+                "interrupt_before/interrupt_after of a subgraph need its parent's checkpointer "
+                f"to save the pause, and the graph running node {parent.name!r} has none: "
+                "compile it with checkpointer=InMemorySaver() or SQLSaver(url)"
+            )
+        # A persistent subgraph's namespace is the same in every step and invocation.
+        segment = parent.name if self.persistent else f"{parent.name}:{parent.id}"
         ns = f"{up.ns}|{segment}" if up.ns else segment
         run_config: RunConfig = {**(config or {})}
         given = dict(run_config.get("configurable") or {})
@@ -362,7 +379,7 @@ class CompiledGraph:
         tup = saver.get_tuple(config)
         children: dict[str, StateSnapshot] = {}
         if subgraphs and tup is not None:
-            for task_id, child_config in _child_configs(tup):
+            for task_id, child_config in _child_configs(tup, self.nodes):
                 child = self._read(saver, child_config, True, own=False)
                 if child.created_at is not None:
                     children[task_id] = child
@@ -377,7 +394,7 @@ class CompiledGraph:
         tup = await saver.aget_tuple(config)
         children: dict[str, StateSnapshot] = {}
         if subgraphs and tup is not None:
-            for task_id, child_config in _child_configs(tup):
+            for task_id, child_config in _child_configs(tup, self.nodes):
                 child = await self._aread(saver, child_config, True, own=False)
                 if child.created_at is not None:
                     children[task_id] = child
@@ -420,7 +437,7 @@ class CompiledGraph:
             errors = [v for c, v in writes if c == ERROR]
             state: RunConfig | StateSnapshot | None = (children or {}).get(task_id)
             if state is None and own and _is_subgraph(self.nodes.get(name)):
-                state = _child_config(tup.config, name, task_id)
+                state = _child_config(tup.config, _segment(self.nodes, name, task_id))
             error = errors[-1] if errors and not done else None
             tasks.append(StateTask(task_id, name, pending, error, done, state))
             interrupts.extend(pending)
@@ -590,9 +607,9 @@ class SubgraphNode:
         return self._output(await self.graph.ainvoke(self._input(state), config))
 
 
-def _child_config(config: RunConfig, name: str, task_id: str) -> RunConfig:
-    """Where the subgraph run by the task `task_id` of node `name` keeps its checkpoints."""
-    ns, segment = config_ns(config), f"{name}:{task_id}"
+def _child_config(config: RunConfig, segment: str) -> RunConfig:
+    """Where the subgraph run by a task (`segment`: see `_segment`) keeps its checkpoints."""
+    ns = config_ns(config)
     thread_id = config_thread_id(config)
     assert thread_id is not None  # the config of a stored checkpoint
     return {
@@ -603,10 +620,22 @@ def _child_config(config: RunConfig, name: str, task_id: str) -> RunConfig:
     }
 
 
-def _child_configs(tup: CheckpointTuple) -> list[tuple[str, RunConfig]]:
+def _segment(nodes: Mapping[str, NodeSpec], name: str, task_id: str) -> str:
+    """The namespace segment of the subgraph the task `task_id` of node `name` runs:
+    `name:task_id`, or `name` for a node that is a `compile(checkpointer=True)` graph."""
+    spec = nodes.get(name)
+    sub = getattr(spec.fn, "__self__", None) if spec is not None else None
+    if isinstance(sub, SubgraphNode) and sub.graph.persistent:
+        return name
+    return f"{name}:{task_id}"
+
+
+def _child_configs(
+    tup: CheckpointTuple, nodes: Mapping[str, NodeSpec]
+) -> list[tuple[str, RunConfig]]:
     """The config of each pending task's subgraph, if it runs one."""
     return [
-        (task_id, _child_config(tup.config, name, task_id))
+        (task_id, _child_config(tup.config, _segment(nodes, name, task_id)))
         for name, task_id in tup.checkpoint["next_tasks"]
     ]
 

@@ -163,6 +163,8 @@ class CheckpointMetadata(TypedDict, total=False):
     forked_from: dict[str, str]
     """On the first checkpoint of a thread made by `fork` (`source="fork"`): the `thread_id`
     and `checkpoint_id` it is a copy of."""
+    task: str
+    """On a checkpoint of a `compile(checkpointer=True)` subgraph: the parent's task that ran it."""
 
 
 class PendingWrite(NamedTuple):

@@ -5,7 +5,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from graphs import END, START, GraphSetupError, InMemorySaver, StateGraph
+from graphs import END, START, CheckpointerRequiredError, GraphSetupError, InMemorySaver, StateGraph
 
 
 class State(TypedDict):
@@ -181,9 +181,19 @@ def test_interrupt_after_unknown_node() -> None:
 @pytest.mark.parametrize("option", ["interrupt_before", "interrupt_after"])
 def test_static_interrupts_need_a_checkpointer(option: str) -> None:
     g = one_node().add_edge(START, "a")
-    assert setup_error(lambda: g.compile(**{option: ["a"]})) == (
+    assert setup_error(lambda: g.compile(checkpointer=False, **{option: ["a"]})) == (
         "interrupt_before/interrupt_after need a checkpointer to save the pause: "
-        "compile(checkpointer=InMemorySaver(), ...) or SQLSaver(url)"
+        "compile(checkpointer=InMemorySaver(), ...) or SQLSaver(url), or compile it without "
+        "checkpointer=False to run it as a subgraph"
+    )
+    # Without one it may still run as a subgraph (on its parent's); on its own it cannot.
+    app = g.compile(**{option: ["a"]})
+    with pytest.raises(CheckpointerRequiredError) as info:
+        app.invoke({})
+    assert str(info.value) == (
+        "interrupt_before/interrupt_after need a checkpointer to save the pause: "
+        "compile(checkpointer=InMemorySaver(), ...) or SQLSaver(url), or run this graph as a "
+        "subgraph of a graph that has one"
     )
 
 

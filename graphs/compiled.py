@@ -508,7 +508,8 @@ class CompiledGraph:
         `as_node` are applied as `update_state` applies them. The source thread is not changed.
 
         The frontier's tasks run afresh on the new thread: a pause they had asks again (under
-        ids of the new thread) and a subgraph they ran starts over; `once()` results made
+        ids of the new thread) and a subgraph they ran starts over (the state a
+        `checkpointer=True` subgraph keeps is not copied); `once()` results made
         before the checkpoint are kept. Its first checkpoint has `source="fork"` and
         `forked_from` (`thread_id`, `checkpoint_id`) in its metadata.
 

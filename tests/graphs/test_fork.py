@@ -183,7 +183,9 @@ def test_a_fork_into_a_thread_that_exists_or_from_nothing_is_refused(
     assert graph.get_state(config("new")).created_at is None
 
 
-def approval(saver: BaseCheckpointSaver, calls: Counter[str]) -> Any:
+def approval(saver: BaseCheckpointSaver | None, calls: Counter[str]) -> Any:
+    """ask (interrupt) alone; compiled without a saver, it is a subgraph."""
+
     def ask(state: S) -> S:
         calls["ask"] += 1
         return {"steps": [f"ask:{interrupt('ship it?')}"]}
@@ -252,3 +254,25 @@ def test_afork_replays_in_a_new_thread(saver: BaseCheckpointSaver) -> None:
     assert asyncio.run(main()) == {"steps": ["a", "b", "c"], "note": "async"}
     assert calls == Counter(c=1)
     assert "note" not in graph.get_state(config("t")).values
+
+
+def test_a_fork_of_a_thread_paused_in_a_subgraph_runs_the_subgraph_afresh(
+    saver: BaseCheckpointSaver,
+) -> None:
+    calls: Counter[str] = Counter()
+    b = StateGraph(S)
+    b.add_node("review", approval(None, calls))
+    b.add_edge(START, "review")
+    b.add_edge("review", END)
+    graph = b.compile(checkpointer=saver)
+    with pytest.raises(GraphInterrupt):
+        graph.invoke({"steps": []}, config("t"))
+    (original,) = graph.get_state(config("t")).interrupts
+
+    forked = graph.fork(config("t"), "copy")
+    with pytest.raises(GraphInterrupt) as info:
+        graph.invoke(None, forked)
+    (asked,) = info.value.interrupts
+    assert asked.id != original.id and calls["ask"] == 2
+    assert graph.invoke(Command(resume="no"), config("copy")) == {"steps": ["ask:no"]}
+    assert graph.invoke(Command(resume="yes"), config("t")) == {"steps": ["ask:yes"]}

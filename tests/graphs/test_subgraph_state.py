@@ -9,6 +9,7 @@ subgraph starts over every time. A static pause inside a subgraph pauses the par
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from collections import Counter
 from typing import Annotated, Any, TypedDict
@@ -182,3 +183,18 @@ def test_a_static_pause_inside_a_subgraph_pauses_the_parent(
 
     assert graph.invoke(None, config()) == {"topic": "one", "reply": "one"}
     assert calls == Counter(remember=1, answer=1)
+
+
+def test_a_checkpointer_true_subgraph_keeps_its_state_under_ainvoke(
+    saver: BaseCheckpointSaver,
+) -> None:
+    calls: Counter[str] = Counter()
+    graph = parent_of(memory_graph(calls, checkpointer=True), saver)
+
+    async def main() -> list[str]:
+        return [
+            (await graph.ainvoke({"topic": topic}, config()))["reply"] for topic in ("a", "b", "c")
+        ]
+
+    assert asyncio.run(main()) == ["a", "a+b", "a+b+c"]
+    assert calls == Counter(remember=3, answer=3)

@@ -202,3 +202,22 @@ def test_a_nested_subgraph_s_chunks_are_live_at_every_level(modes: Any) -> None:
     out = graph.get_state(config()).values
     assert out["steps"] == ["a", "b"]
     assert ("middle", "inner") in namespaces
+
+
+def test_astream_sends_a_subgraph_s_messages_under_its_namespace() -> None:
+    async def main() -> list[Any]:
+        graph = messages_graph()
+        return [
+            (short(ns), m.content, meta["langgraph_node"])
+            async for ns, (m, meta) in graph.astream(
+                {"messages": []}, config(), stream_mode="messages", subgraphs=True
+            )
+        ]
+
+    assert asyncio.run(main()) == [
+        ((), "from p", "p"),
+        (("sub",), "from a", "a"),
+        (("sub",), "hello", "b"),
+        (("sub",), " ", "b"),
+        (("sub",), "there", "b"),
+    ]

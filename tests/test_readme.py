@@ -72,7 +72,7 @@ def test_your_own_workflow_runs_as_the_readme_says(tmp_path: Path) -> None:
     (approval_id,) = re.findall(r"approval (apr_\S+):", started.stdout)
     approved = run(approve.replace("APPROVAL_ID", approval_id))
     assert approved.returncode == 0, approved.stderr
-    assert approved.stdout.splitlines()[-1].endswith(": completed: paid 40.0 for train ticket")
+    assert approved.stdout.splitlines()[-1].endswith(": completed: paid 40.00 for train ticket")
     # The demo's page would offer it, with its starters.
     assert demo.startswith("signoff demo --policy expense.toml")
     script = (

@@ -52,7 +52,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0003"
+SCHEMA_REVISION = "a0004"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -95,6 +95,7 @@ approvals = Table(
     Column("required", Integer, nullable=False),
     Column("approvers", Text, nullable=False),
     Column("editable", Text, nullable=False),
+    Column("formats", Text, nullable=True),
     Column("escalated", Boolean, nullable=False, default=False),
     Column("decision", Text, nullable=True),
     Column("reason", Text, nullable=True),

@@ -136,7 +136,7 @@ def test_an_edited_amount_is_the_one_refunded(sandbox: Sandbox, shot: Path) -> N
     card.get_by_role("button", name="Edit").click()
     modal = sandbox.modal()
     amount = modal.get_by_label("amount")
-    expect(amount).to_have_value("42.5")
+    expect(amount).to_have_value("42.50")
     amount.fill("forty")
     modal.locator(".modal-foot .btn-primary").click()
     expect(modal.locator(".input-error").first).to_contain_text("amount must be a number")
@@ -150,6 +150,7 @@ def test_an_edited_amount_is_the_one_refunded(sandbox: Sandbox, shot: Path) -> N
     expect(sandbox.card("Refund 42.50 to cust-edit")).to_have_count(0)
     thread = sandbox.open_thread(card)
     expect(thread).to_contain_text("refunded 40.00 to cust-edit")
+    expect(card).to_contain_text("amount: 42.50 → 40.00")  # the edit line, in the card's format
 
 
 def test_approving_ones_own_request_is_refused_privately(sandbox: Sandbox) -> None:

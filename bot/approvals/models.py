@@ -45,7 +45,8 @@ DecisionStatus = Literal["approved", "rejected", "denied", "expired", "cancelled
 RunStatus = Literal["running", "paused", "completed", "failed", "outcome_unknown", "cancelled"]
 """A run (one thread of a workflow):
 
-- `running`: started or resumed, not yet paused or finished.
+- `running`: started or resumed, not yet paused or finished. If the process running it died,
+  `signoff retry` or `signoff cancel` takes it over once that process is known gone.
 - `paused`: waiting for at least one approval.
 - `completed`: reached END.
 - `failed`: a node raised; `signoff show` has the error; `signoff retry` (or `/agent retry`)

@@ -59,7 +59,8 @@ RETRYABLE: tuple[RunStatus, ...] = ("failed",)
 """What `retry` goes on from. Not `outcome_unknown`: a side effect may have happened, and a
 person must check the outside system first (then cancel, or fix it and retry by hand)."""
 CANCELLABLE: tuple[RunStatus, ...] = ("failed", "paused", "outcome_unknown")
-"""What `cancel` stops. Not `running` (it is being worked on now), nor a finished run."""
+"""What `cancel` stops. Not a finished run, nor a `running` one whose process is alive (it is
+being worked on now); a `running` one whose process died is cancelled (and retried) too."""
 PURGEABLE: tuple[RunStatus, ...] = ("completed", "cancelled", "failed")
 """What `purge` deletes once old enough. Never live runs (running, paused) nor
 `outcome_unknown` ones, which a person must look at."""

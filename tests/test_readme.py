@@ -72,7 +72,7 @@ def test_your_own_workflow_runs_as_the_readme_says(tmp_path: Path) -> None:
     (approval_id,) = re.findall(r"approval (apr_\S+):", started.stdout)
     approved = run(approve.replace("APPROVAL_ID", approval_id))
     assert approved.returncode == 0, approved.stderr
-    assert approved.stdout.splitlines()[-1].endswith(": completed: paid 40.0 for train ticket")
+    assert approved.stdout.splitlines()[-1].endswith(": completed: paid 40.00 for train ticket")
     # The demo's page would offer it, with its starters.
     assert demo.startswith("signoff demo --policy expense.toml")
     script = (
@@ -199,7 +199,7 @@ def test_the_http_example_works_against_signoff_demo(tmp_path: Path) -> None:
         approval = json.loads(out.strip().splitlines()[-1])
         assert (approval["status"], approval["approved"]) == ("approved", True)
         assert approval["service"] == "demo-agent"
-        assert approval["title"] == "Refund 42.5 to cust_9"
+        assert approval["title"] == "Refund 42.50 to cust_9"
         assert approval["decision"]["by"] == ["U_ALICE"]
     finally:
         if script is not None and script.poll() is None:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .policy.schema import Schema
+from .policy.schema import Schema, display
 
 if TYPE_CHECKING:
     from graphs import StateGraph
@@ -45,7 +45,8 @@ DecisionStatus = Literal["approved", "rejected", "denied", "expired", "cancelled
 RunStatus = Literal["running", "paused", "completed", "failed", "outcome_unknown", "cancelled"]
 """A run (one thread of a workflow):
 
-- `running`: started or resumed, not yet paused or finished.
+- `running`: started or resumed, not yet paused or finished. If the process running it died,
+  `signoff retry` or `signoff cancel` takes it over once that process is known gone.
 - `paused`: waiting for at least one approval.
 - `completed`: reached END.
 - `failed`: a node raised; `signoff show` has the error; `signoff retry` (or `/agent retry`)
@@ -174,6 +175,14 @@ class Approval:
     title_template: str = ""
     """The title as the workflow wrote it, `{field}` placeholders unfilled (stored in the
     `title` column); `title` is it filled with the current values. Default: `title`."""
+    formats: Mapping[str, str] | None = None
+    """Field name -> how people see its value (`"money"`: 42.50), from the action's declared
+    arguments when it was asked for (`policy.schema.display`). Default none: as written."""
+
+    def shown(self, name: str, value: Any) -> str | None:
+        """`value` of field `name` in its display format, or None when it has none (or the
+        format does not apply: text, a redacted secret): show it as it is then."""
+        return display(value, (self.formats or {}).get(name))
 
     @property
     def approvals_count(self) -> int:
@@ -217,6 +226,7 @@ class Approval:
         """From a row of `approvals` (a SQLAlchemy `RowMapping`, keyed by column name)."""
         payload = json.loads(row["payload"])
         current = dict(payload) if isinstance(payload, Mapping) else {}
+        formats = _formats(row.get("formats"))
         for v in votes:
             current.update(v.edits)
         return cls(
@@ -225,7 +235,7 @@ class Approval:
             interrupt_id=row["interrupt_id"],
             workflow=row["workflow"],
             action=row["action"],
-            title=fill_title(row["title"], current),
+            title=fill_title(row["title"], current, formats),
             payload=payload,
             fingerprint=row["fingerprint"],
             dedupe_key=row["dedupe_key"],
@@ -250,19 +260,44 @@ class Approval:
             version=row["version"],
             votes=votes,
             title_template=row["title"],
+            formats=formats,
         )
+
+
+def _formats(text: str | None) -> dict[str, str]:
+    """The `formats` column: a JSON object of field -> format; anything else shows as written."""
+    try:
+        data = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(data, Mapping):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 class _TitleFormatter(string.Formatter):
     """`str.format` for titles: plain field names only (no attributes, no indexes); a value its
-    format spec does not fit (a redacted field under `:.2f`) is shown as it is."""
+    format spec does not fit (a redacted field under `:.2f`) is shown as it is; a placeholder
+    without a spec of its own (`{amount}`) shows its field's display format."""
+
+    def __init__(self, formats: Mapping[str, str]) -> None:
+        self.formats = formats
 
     def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, str]:
         if field_name not in kwargs:
             raise KeyError(field_name)
-        return kwargs[field_name], field_name
+        value = kwargs[field_name]
+        shown = display(value, self.formats.get(field_name))
+        return (_Shown(shown, value) if shown is not None else value), field_name
+
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        if isinstance(value, _Shown) and conversion:
+            value = value.value
+        return super().convert_field(value, conversion)
 
     def format_field(self, value: Any, format_spec: str) -> str:
+        if isinstance(value, _Shown):
+            return value.text if not format_spec else self.format_field(value.value, format_spec)
         if isinstance(value, Mapping) and "redacted" in value:
             return "•••"
         try:
@@ -271,14 +306,24 @@ class _TitleFormatter(string.Formatter):
             return str(value)
 
 
-def fill_title(template: str | None, values: Mapping[str, Any]) -> str:
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """A value in its display format (`text`), and the value, for a placeholder's own spec."""
+
+    text: str
+    value: Any
+
+
+def fill_title(
+    template: str | None, values: Mapping[str, Any], formats: Mapping[str, str] | None = None
+) -> str:
     """A title with its `{field}` placeholders filled from `values` (`"Refund {amount:.2f} to
     {customer_id}"`), so that after an edit it names what runs. A title that is not a template
     (no placeholders, or ones that do not name a value) is returned as it is."""
     if not template or "{" not in template:
         return template or ""
     try:
-        return _TitleFormatter().vformat(template, (), dict(values))
+        return _TitleFormatter(formats or {}).vformat(template, (), dict(values))
     except (KeyError, IndexError, ValueError, TypeError, AttributeError):
         return template
 

@@ -141,6 +141,7 @@ class Pauses:
             required=rule.required if rule else 1,
             approvers=store.dumps(list(rule.approvers) if rule else []),
             editable=store.dumps(list(rule.editable) if rule else []),
+            formats=store.dumps(rule.args.formats) if rule and rule.args else None,
             escalated=False,
             channel=channel,
             created_at=now,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import socket
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from .errors import (
     UnknownRunError,
     UnknownWorkflowError,
 )
-from .jobs import Job, JobQueue, finish_in
+from .jobs import Job, JobQueue, _gone_from_this_host, finish_in
 from .models import APPROVAL_KIND, RunStatus, Workflow
 from .pauses import Pauses
 from .policy import GroupResolver, Policy, may_start, resolve_members
@@ -58,7 +59,8 @@ RETRYABLE: tuple[RunStatus, ...] = ("failed",)
 """What `retry` goes on from. Not `outcome_unknown`: a side effect may have happened, and a
 person must check the outside system first (then cancel, or fix it and retry by hand)."""
 CANCELLABLE: tuple[RunStatus, ...] = ("failed", "paused", "outcome_unknown")
-"""What `cancel` stops. Not `running` (it is being worked on now), nor a finished run."""
+"""What `cancel` stops. Not a finished run, nor a `running` one whose process is alive (it is
+being worked on now); a `running` one whose process died is cancelled (and retried) too."""
 PURGEABLE: tuple[RunStatus, ...] = ("completed", "cancelled", "failed")
 """What `purge` deletes once old enough. Never live runs (running, paused) nor
 `outcome_unknown` ones, which a person must look at."""
@@ -261,6 +263,7 @@ class Runs:
                 requester=requester,
                 channel=channel,
                 status="running",
+                owner=self.jobs.worker_id,
                 input=store.dumps(self.hide_secrets(dict(input))),
                 created_at=now,
                 updated_at=now,
@@ -532,28 +535,44 @@ class Runs:
         now = self.clock()
         async with self.db.transaction() as conn:
             run = await _get_run(conn, thread_id)
-            moved = await conn.execute(
-                update(t.runs)
-                .where(t.runs.c.thread_id == thread_id, t.runs.c.status.in_(RETRYABLE))
-                .values(status="running", updated_at=now)
-            )
+            owner = await _owner(conn, run, now) if run["status"] == "running" else None
+            if owner is not None and owner.queued:  # a worker is to take its job: retried already
+                raise RunStateError(_cannot("retry", thread_id, "running"))
+            if owner is not None and owner.gone:
+                # Its process died: go on as after a failure. A job it held is given back (it
+                # carries a decision); a run it was starting gets a retry job.
+                await _release(conn, thread_id, owner.who)
+                error = f"its process ({owner.who}) died while it was running"
+                moved = await conn.execute(
+                    update(t.runs)
+                    .where(t.runs.c.thread_id == thread_id, t.runs.c.status == "running")
+                    .values(updated_at=now, owner=None)
+                )
+            else:
+                error = run["error"]
+                moved = await conn.execute(
+                    update(t.runs)
+                    .where(t.runs.c.thread_id == thread_id, t.runs.c.status.in_(RETRYABLE))
+                    .values(status="running", updated_at=now)
+                )
             if moved.rowcount != 1:
                 now_is = await _get_run(conn, thread_id)
                 raise RunStateError(_cannot("retry", thread_id, now_is["status"]))
-            await store.enqueue(
-                conn,
-                "resume",
-                f"retry:{thread_id}:{uuid.uuid4().hex}",
-                {"retry": True, "by": actor},
-                now,
-                thread_id=thread_id,
-            )
+            if owner is None or not owner.held:
+                await store.enqueue(
+                    conn,
+                    "resume",
+                    f"retry:{thread_id}:{uuid.uuid4().hex}",
+                    {"retry": True, "by": actor},
+                    now,
+                    thread_id=thread_id,
+                )
             await self.audit.append(
                 conn,
                 "run_retried",
                 thread_id=thread_id,
                 actor=actor,
-                data={"workflow": run["workflow"], "error": run["error"]},
+                data={"workflow": run["workflow"], "error": error},
             )
             await self.jobs.event(
                 conn,
@@ -603,9 +622,15 @@ class Runs:
         cancelled: list[str] = []
         async with self.db.transaction() as conn:
             run = await _get_run(conn, thread_id)
+            cancellable = CANCELLABLE
+            if run["status"] == "running":
+                owner = await _owner(conn, run, now)
+                if not owner.gone and not owner.queued:
+                    raise RunStateError(_live(thread_id, owner.who))
+                cancellable = ("running",)  # its process died: nobody runs it
             moved = await conn.execute(
                 update(t.runs)
-                .where(t.runs.c.thread_id == thread_id, t.runs.c.status.in_(CANCELLABLE))
+                .where(t.runs.c.thread_id == thread_id, t.runs.c.status.in_(cancellable))
                 .values(status="cancelled", error=reason, updated_at=now)
             )
             if moved.rowcount != 1:
@@ -704,6 +729,78 @@ async def _get_run(conn: AsyncConnection, thread_id: str) -> Mapping[str, Any]:
             f"no run has thread id {thread_id!r}; `signoff pending` lists paused ones", thread_id
         )
     return run
+
+
+@dataclass(frozen=True, slots=True)
+class _Owner:
+    """Who runs a `running` run: the process holding its resume job, else the one that started
+    it (`runs.owner`)."""
+
+    who: str | None
+    """Its worker id (`host:pid:tag`); None when not known (a run older than the column)."""
+    gone: bool
+    """Known dead: a process of this host that no longer runs, or a job whose lease is over."""
+    held: bool = False
+    """It holds a resume job (which a retry gives back rather than adding another)."""
+    queued: bool = False
+    """Nobody holds it: its job waits for a worker (given back after its process died)."""
+
+
+async def _owner(conn: AsyncConnection, run: Mapping[str, Any], now: float) -> _Owner:
+    j = t.jobs.c
+    jobs = (
+        await conn.execute(
+            select(j.locked_by, j.locked_until).where(
+                j.thread_id == run["thread_id"], j.kind == "resume", j.done_at.is_(None)
+            )
+        )
+    ).all()
+    leased = [(by, until) for by, until in jobs if by is not None]
+    if leased:
+        live = [by for by, until in leased if not _dead(by, until, now)]
+        return _Owner(live[0] if live else leased[0][0], gone=not live, held=True)
+    if jobs:
+        return _Owner(None, gone=False, queued=True)
+    owner = run.get("owner")
+    return _Owner(owner, gone=owner is not None and _dead(owner, None, now))
+
+
+def _dead(worker_id: str, lease_until: float | None, now: float) -> bool:
+    """A process of this host is dead when it no longer runs; one of another host only once the
+    lease it holds is over (its start holds none: it cannot be told from here)."""
+    if worker_id.split(":", 1)[0] == socket.gethostname():
+        return _gone_from_this_host(worker_id)
+    return lease_until is not None and lease_until < now
+
+
+async def _release(conn: AsyncConnection, thread_id: str, worker_id: str | None) -> None:
+    """Give back the resume jobs of `thread_id` that a dead process held."""
+    j = t.jobs.c
+    await conn.execute(
+        update(t.jobs)
+        .where(j.thread_id == thread_id, j.done_at.is_(None), j.locked_by == worker_id)
+        .values(locked_by=None, locked_until=None)
+    )
+
+
+def _live(thread_id: str, who: str | None) -> str:
+    """Why a `running` run whose process may be alive cannot be cancelled."""
+    if who is None:
+        return (
+            f"run {thread_id!r} is running, and which process runs it is not recorded (it "
+            "was started by an older signoff): wait for it to pause or stop"
+        )
+    host, _, rest = who.partition(":")
+    pid = rest.split(":", 1)[0]
+    if host == socket.gethostname():
+        return (
+            f"run {thread_id!r} is running in process {pid} of this host, which is alive: "
+            "wait for it to pause or stop (if it hangs, stop that process, then cancel or retry)"
+        )
+    return (
+        f"run {thread_id!r} is running in process {pid} on host {host!r}, which cannot be "
+        "checked from here: run this command on that host, or wait for it to pause or stop"
+    )
 
 
 def _cannot(what: str, thread_id: str, status: str) -> str:

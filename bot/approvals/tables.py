@@ -52,7 +52,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0003"
+SCHEMA_REVISION = "a0005"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -72,6 +72,7 @@ runs = Table(
     Column("input", Text, nullable=False),
     Column("result", Text, nullable=True),
     Column("error", Text, nullable=True),
+    Column("owner", Text, nullable=True),
     Column("created_at", Double, nullable=False),
     Column("updated_at", Double, nullable=False),
     Index("ix_runs_status_updated", "status", "updated_at"),
@@ -95,6 +96,7 @@ approvals = Table(
     Column("required", Integer, nullable=False),
     Column("approvers", Text, nullable=False),
     Column("editable", Text, nullable=False),
+    Column("formats", Text, nullable=True),
     Column("escalated", Boolean, nullable=False, default=False),
     Column("decision", Text, nullable=True),
     Column("reason", Text, nullable=True),

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from ..approvals.db import Database
 from ..approvals.errors import ApprovalError
 from ..approvals.models import Approval, iso
+from ..approvals.policy.schema import display
 from ..approvals.service import Signoff
 
 RESUME_WAIT = 15.0
@@ -219,8 +220,10 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
     )
     if state.next:
         print(f"  waiting to run: {', '.join(state.next)}")
+    formats = _display_formats(app, run["workflow"], approvals)
     for key, value in values.items():
-        print(f"  {key} = {_shown(json.dumps(value, default=str), args.thread_id)}")
+        text = display(value, formats.get(key)) or json.dumps(value, default=str)
+        print(f"  {key} = {_shown(text, args.thread_id)}")
     for a in approvals:
         who = ", ".join(a.decided_by)
         print(
@@ -228,7 +231,23 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
             + (f" by {who}" if who else "")
             + (f" ({a.reason})" if a.reason else "")
         )
+        if a.title and a.title != a.action:
+            print(f"    {_shown(a.title, args.thread_id)}")
+        for key, before, after, editor in a.changes:
+            was = a.shown(key, before) or json.dumps(before, default=str)
+            now = a.shown(key, after) or json.dumps(after, default=str)
+            print(f"    {key}: {was} → {now} (edited by {editor})")
     return 0
+
+
+def _display_formats(app: Signoff, workflow: str, approvals: list[Approval]) -> dict[str, str]:
+    """How `signoff show` shows a run's values: as its approvals' arguments are shown (the
+    policy's `format`, 42.50), else as the workflow's inputs declare."""
+    known = app.workflows.get(workflow)
+    formats = dict(known.schema.formats) if known is not None else {}
+    for a in approvals:
+        formats.update(a.formats or {})
+    return formats
 
 
 async def cmd_decide(app: Signoff, args: argparse.Namespace, approve: bool) -> int:

@@ -134,8 +134,11 @@ def to_text(value: Any) -> str:
         return shorten(repr(value), 10_000)
 
 
-def value_text(value: Any, limit: int) -> tuple[str, bool]:
-    """A payload value as mrkdwn within `limit`, and whether it was shortened."""
+def value_text(value: Any, limit: int, shown: str | None = None) -> tuple[str, bool]:
+    """A payload value as mrkdwn within `limit`, and whether it was shortened; `shown` is it in
+    its field's display format (`Approval.shown`), when it has one."""
+    if shown is not None:
+        return escape_fit_cut(shown, limit)
     if is_redacted(value):
         return f"_{m.REDACTED}_", False
     if value is None:
@@ -178,7 +181,8 @@ def payload_sections(approval: Approval) -> list[dict[str, Any]]:
     fields: list[str] = []
     for key, value in shown:
         label = key_text(key)
-        text, cut = value_text(value, min(CARD_VALUE_MAX, FIELD_TEXT_MAX - slack_len(label) - 1))
+        room = min(CARD_VALUE_MAX, FIELD_TEXT_MAX - slack_len(label) - 1)
+        text, cut = value_text(value, room, approval.shown(str(key), value))
         shortened = shortened or cut
         fields.append(f"{label}\n{text}")
     blocks = field_sections(fields)

@@ -20,7 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from ..approvals.errors import ApprovalError, DecisionRefused
 from ..approvals.models import Approval
 from ..approvals.service import Signoff
-from . import messages, modals, payloads
+from . import messages, modals, payloads, replies
 from ._listener import Listener, click_wait
 from .errors import error_code
 from .home import Home
@@ -72,6 +72,41 @@ class Actions(Listener):
             await ack()
             approval = await self._refused_approval(e)
             await self._ephemeral(body, messages.refusal_text(e, approval))
+
+    async def on_run_button(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Retry or Cancel on a failed run's message: allowed to the people `/agent retry` and
+        `/agent cancel` allow (refusals audited), once (a second click is told it was done);
+        the message then says who did it instead of offering the buttons again."""
+        user = (body.get("user") or {}).get("id", "")
+        actions = body.get("actions") or [{}]
+        action_id, thread_id = actions[0].get("action_id"), actions[0].get("value")
+        try:
+            if not isinstance(thread_id, str) or not thread_id:
+                raise payloads.BadPayload("the button names no run")
+            if action_id == payloads.RUN_RETRY:
+                await self.signoff.retry(thread_id, actor=user, check_control=True)
+                line = messages.run_retried_line(user)
+            else:
+                await self.signoff.cancel(thread_id, actor=user, check_control=True)
+                line = messages.run_cancelled_line(user)
+        except (payloads.BadPayload, ApprovalError) as e:
+            log.info("refused a run button from %s: %s", user, e)
+            await ack()
+            await self._ephemeral(body, messages.refusal_text(e, None))
+            return
+        await ack()
+        self.kick()
+        channel = _get(body, "channel", "id") or _get(body, "container", "channel_id")
+        ts = _get(body, "message", "ts") or _get(body, "container", "message_ts")
+        text = _get(body, "message", "text") or ""
+        if not channel or not ts:
+            return
+        try:
+            await self.client.chat_update(
+                channel=channel, ts=ts, **replies.run_control_done(text, line)
+            )
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as e:  # done; only the look
+            log.warning("could not update the failure message of %s: %s", thread_id, e)
 
     async def _open(self, body: dict[str, Any], view: dict[str, Any], form: str) -> None:
         """Open the modal of the button clicked; when Slack will not (an expired trigger_id,

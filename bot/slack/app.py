@@ -180,6 +180,7 @@ def build_bolt_app(
     )
     h = Handlers(signoff, client, kick, default_channel=default_channel)
     app.action(re.compile(r"^signoff\.(approve|reject|edit|payload)$"))(h.actions.on_button)
+    app.action(re.compile(r"^signoff\.run_(retry|cancel)$"))(h.actions.on_run_button)
     app.view(payloads.REJECT_CALLBACK)(h.views.on_reject_submit)
     app.view(payloads.EDIT_CALLBACK)(h.views.on_edit_submit)
     app.command("/agent")(h.commands.on_agent)

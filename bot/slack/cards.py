@@ -175,8 +175,8 @@ def _pending_edits(approval: Approval) -> list[dict[str, Any]]:
     lines = [m.edited_heading(approval.revision)]
     for key, before, after, who in changes[:CARD_FIELDS_MAX]:
         name = escape_fit(one_line(str(key)), CARD_KEY_MAX)
-        before_text, _ = value_text(before, 200)
-        after_text, _ = value_text(after, 200)
+        before_text, _ = value_text(before, 200, approval.shown(str(key), before))
+        after_text, _ = value_text(after, 200, approval.shown(str(key), after))
         lines.append(m.edit_change(name, before_text, after_text) + m.edited_by(shorten(who, 100)))
     return [section("\n".join(lines), SECTION_TEXT_MAX)]
 
@@ -215,8 +215,9 @@ def _edit_lines(approval: Approval) -> str | None:
     lines = [m.edits_heading()]
     for key, after in list(edits.items())[:CARD_FIELDS_MAX]:
         name = escape_fit(one_line(str(key)), CARD_KEY_MAX)
-        before_text, _ = value_text(payload.get(key), 200)
-        after_text, _ = value_text(after, 200)
+        before = payload.get(key)
+        before_text, _ = value_text(before, 200, approval.shown(str(key), before))
+        after_text, _ = value_text(after, 200, approval.shown(str(key), after))
         lines.append(m.edit_change(name, before_text, after_text))
     if len(edits) > CARD_FIELDS_MAX:
         lines.append(m.home_more(len(edits) - CARD_FIELDS_MAX))

@@ -330,6 +330,30 @@ def run_failed(workflow: str, thread_id: str, error: str) -> str:
     )
 
 
+RETRY_BUTTON = "Retry"
+CANCEL_RUN_BUTTON = "Cancel run"
+CANCEL_RUN_CONFIRM_TITLE = "Cancel this run?"
+CANCEL_RUN_CONFIRM_YES = "Cancel it"
+CANCEL_RUN_CONFIRM_NO = "Keep it"
+
+
+def cancel_run_confirm(thread_id: str) -> str:
+    return (
+        f"Run {code(thread_id)} stops for good: its pending approvals are cancelled and it never "
+        "runs again."
+    )
+
+
+def run_retried_line(by: str) -> str:
+    """Put in place of a failure message's buttons once someone retried the run from them."""
+    return f"{RUN_STATUS_EMOJI['running']} Retried by {mention(by)}."
+
+
+def run_cancelled_line(by: str) -> str:
+    """Put in place of a failure message's buttons once someone cancelled the run from them."""
+    return f"➖ Cancelled by {mention(by)}."
+
+
 def run_retried(workflow: str, thread_id: str, by: str) -> str:
     return (
         f"{RUN_STATUS_EMOJI['running']} Run {code(thread_id)} of *{escape(workflow)}* was retried "

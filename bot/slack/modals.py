@@ -9,7 +9,7 @@ is read by `payloads` (`reason_from_view_state`, `edits_from_view_state`). Wordi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bot.approvals.models import Approval
@@ -143,12 +143,23 @@ def reject_modal(approval: Approval) -> dict[str, Any]:
     )
 
 
-def _edit_initial(value: Any) -> str:
+def _edit_initial(value: Any, shown: str | None = None) -> str:
+    """What an edit input starts with: the value as the card shows it (42.50), when that reads
+    back as the same number, else as it is written."""
     if value is None:
         return ""
+    if shown is not None and _reads_as(shown, value):
+        return shown
     if isinstance(value, (list, dict)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return to_text(value)
+
+
+def _reads_as(text: str, value: Any) -> bool:
+    try:
+        return bool(float(text) == value)
+    except ValueError:
+        return False
 
 
 def edit_modal(approval: Approval, editable_fields: Iterable[str] | None = None) -> dict[str, Any]:
@@ -177,7 +188,7 @@ def edit_modal(approval: Approval, editable_fields: Iterable[str] | None = None)
         if is_redacted(original):
             blocks.append(context(m.edit_not_editable(shorten(name, 200))))
             continue
-        initial = _edit_initial(original)
+        initial = _edit_initial(original, approval.shown(str(name), original))
         if slack_len(initial) > INPUT_VALUE_MAX or clean(initial) != initial:
             blocks.append(context(m.edit_too_long(shorten(name, 200), len(initial))))
             continue
@@ -227,6 +238,21 @@ _VIEW_MARGIN = 16_000
 (about 80 bytes each), the intro (3,000 characters), `private_metadata` (3,000) and the title."""
 
 
+def _payload_json(approval: Approval, shown: Mapping[str, Any]) -> str:
+    """`shown` as indented JSON, a number in its field's display format written as that format
+    writes it (`"amount": 42.50`, which is still a JSON number)."""
+    if not shown:
+        return "{}"
+    lines = []
+    for key, value in shown.items():
+        formatted = approval.shown(key, value)
+        if formatted is None or not _reads_as(formatted, value):
+            formatted = json.dumps(value, ensure_ascii=False, indent=2, default=str)
+        body = formatted.replace("\n", "\n  ")
+        lines.append(f"  {json.dumps(key, ensure_ascii=False)}: {body}")
+    return "{\n" + ",\n".join(lines) + "\n}"
+
+
 def payload_modal(approval: Approval) -> dict[str, Any]:
     """The Full payload modal: every field as indented JSON, secrets as "[redacted]", split
     across plain-text sections (shown exactly as written: no mrkdwn in user data at all)."""
@@ -235,7 +261,7 @@ def payload_modal(approval: Approval) -> dict[str, Any]:
         for k, v in payload_of(approval).items()
     }
     try:
-        text = json.dumps(shown, ensure_ascii=False, indent=2, default=str)
+        text = _payload_json(approval, shown)
     except (TypeError, ValueError, RecursionError):
         text = repr(shown)
     text = clean(text)

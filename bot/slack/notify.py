@@ -323,7 +323,7 @@ class SlackSink:
             if not post:
                 await self.client.chat_update(channel=where[0], ts=where[1], **body)
 
-    async def _reply(self, a: Approval, text: str, event: Event) -> None:
+    async def _reply(self, a: Approval, text: str, event: Event, **message: Any) -> None:
         if a.message_ts and a.channel:
             await self._post(
                 event,
@@ -331,6 +331,7 @@ class SlackSink:
                 a.channel,
                 thread_ts=a.message_ts,
                 text=text,
+                **message,
             )
 
     async def _on_approval_requested(self, event: Event) -> None:
@@ -405,15 +406,16 @@ class SlackSink:
 
     # ---- runs ---------------------------------------------------------------------------
 
-    async def _run_message(self, event: Event, text: str) -> None:
-        """Tell the run's card thread (its latest card), and the channel when configured."""
+    async def _run_message(self, event: Event, text: str, **message: Any) -> None:
+        """Tell the run's card thread (its latest card), and the channel when configured;
+        `message` holds its blocks, when it has any."""
         if event.thread_id is None:
             return
         approvals = await self.signoff.thread_approvals(event.thread_id)
         posted = [a for a in approvals if a.message_ts]
         if posted:
             try:
-                await self._reply(posted[-1], text, event)
+                await self._reply(posted[-1], text, event, **message)
             except SlackApiError as e:  # the card is gone: the channel message still goes out
                 if verdict(e) != "permanent":
                     raise
@@ -422,7 +424,9 @@ class SlackSink:
         run = await self.signoff.run_info(event.thread_id)
         channel = (run["channel"] if run else None) or self.default_channel
         if channel and (self.notify_channel or not posted):
-            await self._post(event, {"event": event.id, "step": "channel"}, channel, text=text)
+            await self._post(
+                event, {"event": event.id, "step": "channel"}, channel, text=text, **message
+            )
 
     async def _on_run_completed(self, event: Event) -> None:
         values = event.data.get("values") or {}
@@ -447,12 +451,10 @@ class SlackSink:
     async def _on_run_failed(self, event: Event) -> None:
         if self.metrics is not None:
             self.metrics.resume_failures.inc()
-        await self._run_message(
-            event,
-            replies.thread_reply_failed(
-                event.data.get("workflow", ""), event.thread_id or "", event.data.get("error", "")
-            ),
+        failed = replies.failed_message(
+            event.data.get("workflow", ""), event.thread_id or "", event.data.get("error", "")
         )
+        await self._run_message(event, **failed)
 
     async def _on_run_outcome_unknown(self, event: Event) -> None:
         await self._run_message(

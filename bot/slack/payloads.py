@@ -63,6 +63,10 @@ EDIT = "signoff.edit"
 PAYLOAD = "signoff.payload"
 """action_id of the Full payload button (opens the payload modal)."""
 ACTION_IDS = (APPROVE, REJECT, EDIT, PAYLOAD)
+RUN_RETRY = "signoff.run_retry"
+"""action_id of a failed run's Retry button (its value: the thread id)."""
+RUN_CANCEL = "signoff.run_cancel"
+"""action_id of a failed run's Cancel button (its value: the thread id)."""
 
 REJECT_CALLBACK = "signoff.reject"
 """callback_id of the reject modal."""

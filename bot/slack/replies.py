@@ -14,13 +14,26 @@ from typing import Any
 from bot.approvals.models import Approval
 
 from . import messages as m
-from ._blocks import deciders, decision_of, message, note_of, reply_text, section, title_of
-from .limits import ERROR_MAX
+from ._blocks import (
+    context,
+    deciders,
+    decision_of,
+    message,
+    note_of,
+    plain,
+    reply_text,
+    section,
+    title_of,
+)
+from .limits import BUTTON_VALUE_MAX, ERROR_MAX
 from .mrkdwn import shorten
+from .payloads import RUN_CANCEL, RUN_RETRY
 
 __all__ = [
     "escalation_text",
+    "failed_message",
     "reminder_text",
+    "run_control_done",
     "text_blocks",
     "thread_reply_cancelled",
     "thread_reply_completed",
@@ -51,6 +64,45 @@ def thread_reply_failed(workflow: str, thread_id: str, error: str) -> str:
     return reply_text(
         m.run_failed(shorten(workflow, 200), shorten(thread_id, 300), shorten(error, ERROR_MAX))
     )
+
+
+def failed_message(workflow: str, thread_id: str, error: str) -> dict[str, Any]:
+    """The failure as a message with Retry and Cancel buttons (the slash commands' equivalents,
+    for the same people); a thread id too long for a button value gets the text alone."""
+    text = thread_reply_failed(workflow, thread_id, error)
+    if len(thread_id) > BUTTON_VALUE_MAX:
+        return {"text": text}
+    confirm = {
+        "title": plain(m.CANCEL_RUN_CONFIRM_TITLE, 100),
+        "text": {"type": "mrkdwn", "text": m.cancel_run_confirm(shorten(thread_id, 300))},
+        "confirm": plain(m.CANCEL_RUN_CONFIRM_YES, 30),
+        "deny": plain(m.CANCEL_RUN_CONFIRM_NO, 30),
+        "style": "danger",
+    }
+    buttons = [
+        {
+            "type": "button",
+            "text": plain(m.RETRY_BUTTON, 75),
+            "action_id": RUN_RETRY,
+            "value": thread_id,
+            "style": "primary",
+        },
+        {
+            "type": "button",
+            "text": plain(m.CANCEL_RUN_BUTTON, 75),
+            "action_id": RUN_CANCEL,
+            "value": thread_id,
+            "style": "danger",
+            "confirm": confirm,
+        },
+    ]
+    return message(text, [section(text), {"type": "actions", "elements": buttons}])
+
+
+def run_control_done(text: str, line: str) -> dict[str, Any]:
+    """A failure message once retried or cancelled from it: its text, the buttons replaced by
+    who did what."""
+    return message(text, [section(text), context(line)])
 
 
 def thread_reply_outcome_unknown(workflow: str, thread_id: str, error: str) -> str:

@@ -22,7 +22,9 @@ INPUTS = Schema(
     {
         "customer_id": Field("string", required=True, pattern=_ID),
         "order_id": Field("string", pattern=_ID),
-        "amount": Field("number", required=True, exclusive_minimum=0, maximum=10_000),
+        "amount": Field(
+            "number", required=True, exclusive_minimum=0, maximum=10_000, format="money"
+        ),
         "reason": Field("string", max_length=500),
     }
 )

@@ -21,7 +21,9 @@ INPUTS = Schema(
     {
         "vendor": Field("string", required=True, pattern=_ID),
         "invoice_id": Field("string", required=True, pattern=_ID),
-        "amount": Field("number", required=True, exclusive_minimum=0, maximum=1_000_000),
+        "amount": Field(
+            "number", required=True, exclusive_minimum=0, maximum=1_000_000, format="money"
+        ),
     }
 )
 """What a run takes: the vendor, the invoice and its positive amount."""

@@ -6,6 +6,12 @@ own."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -29,6 +35,10 @@ FLAKY_POLICY = (
     + """
 [workflows.flaky]
 path = "tests.approvals.test_run_control:build_flaky"
+starters = ["@support"]
+
+[workflows.hang]
+path = "tests.approvals.test_run_control:build_hang"
 starters = ["@support"]
 """
 )
@@ -233,3 +243,107 @@ def test_retry_and_cancel_are_in_help_with_what_they_do() -> None:
     text = build_parser().format_help()
     assert "retry     go on with a failed run from its last checkpoint" in text
     assert "cancel    cancel a failed, paused or stuck run and its pending approvals" in text
+
+
+# ---- a run whose process died -------------------------------------------------------------------
+
+
+class Hang(TypedDict, total=False):
+    started: str
+    hold: str
+    outcome: str
+
+
+def _work(state: Hang, config: Any) -> dict[str, Any]:
+    """Says it started, waits while the hold file exists (a slow call), then does its effect."""
+    Path(state["started"]).touch()
+    while Path(state["hold"]).exists():
+        time.sleep(0.05)
+    svc = services(config)
+    once("pay", svc.effects.record, "act", f"k-{svc.thread_id}", {}, thread_id=svc.thread_id)
+    return {"outcome": "worked"}
+
+
+def build_hang() -> StateGraph:
+    """One node that can be held mid-run."""
+    g = StateGraph(Hang)
+    g.add_node("work", _work)
+    g.add_edge(START, "work")
+    g.add_edge("work", END)
+    return g
+
+
+def started_and_held(kit: Kit, name: str) -> tuple[subprocess.Popen[str], Path]:
+    """`signoff start hang` in a process of its own, held inside its node: (it, the hold file)."""
+    started, hold = kit.tmp_path / f"{name}.started", kit.tmp_path / f"{name}.hold"
+    hold.touch()
+    inputs = f'{{"started": "{started}", "hold": "{hold}"}}'
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "start", "hang", "--thread-id", name, "--input", inputs],
+        env=kit.env(), cwd=kit.tmp_path, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"signoff start stopped: {proc.communicate()}")
+        assert time.monotonic() < deadline, "the run never reached its node"
+        time.sleep(0.05)
+    return proc, hold
+
+
+def killed(proc: subprocess.Popen[str]) -> None:
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)  # reaped, and its pipes closed
+    assert proc.returncode == -signal.SIGKILL
+
+
+async def test_a_run_whose_process_was_killed_can_be_cancelled_not_while_it_lives(
+    flaky: Kit,
+) -> None:
+    proc, hold = await asyncio.to_thread(started_and_held, flaky, "hang-cancel")
+    try:
+        live = await asyncio.to_thread(flaky.cli, "cancel", "hang-cancel")
+        assert live.returncode != 0
+        assert live.stderr == (
+            f"signoff: run 'hang-cancel' is running in process {proc.pid} of this host, which "
+            "is alive: wait for it to pause or stop (if it hangs, stop that process, then cancel "
+            "or retry)\n"
+        )
+        assert (await flaky.run("hang-cancel"))["status"] == "running"
+    finally:
+        await asyncio.to_thread(killed, proc)
+    assert (await flaky.run("hang-cancel"))["status"] == "running"  # stuck: nobody runs it
+    gone = await asyncio.to_thread(flaky.cli, "cancel", "hang-cancel", "--as", "ops-1")
+    assert gone.returncode == 0, gone.stderr
+    assert gone.stdout == "thread hang-cancel: cancelled\n"
+    assert (await flaky.run("hang-cancel"))["status"] == "cancelled"
+    (entry,) = await flaky.audit("run_cancelled")
+    assert (entry["thread_id"], entry["actor"]) == ("hang-cancel", "ops-1")
+    hold.unlink()
+    assert await flaky.effects("act", "hang-cancel") == []  # and it never runs again
+
+
+async def test_a_run_whose_process_was_killed_can_be_retried_once(flaky: Kit) -> None:
+    proc, hold = await asyncio.to_thread(started_and_held, flaky, "hang-retry")
+    try:
+        live = await asyncio.to_thread(flaky.cli, "retry", "hang-retry")
+        assert live.returncode != 0
+        assert "is running: it was retried already, or is being worked on" in live.stderr
+    finally:
+        await asyncio.to_thread(killed, proc)
+    hold.unlink()  # the slow call would answer now
+    retried = await asyncio.to_thread(flaky.cli, "retry", "hang-retry", "--as", "ops-1")
+    assert retried.returncode == 0, retried.stderr
+    assert retried.stdout.splitlines() == [
+        "thread hang-retry: retrying from its last checkpoint",
+        "thread hang-retry: completed: worked",
+    ]
+    assert len(await flaky.effects("act", "hang-retry")) == 1
+    (entry,) = await flaky.audit("run_retried")
+    host = socket.gethostname()
+    assert entry["data"]["error"].startswith(f"its process ({host}:{proc.pid}:")
+    again = await asyncio.to_thread(flaky.cli, "retry", "hang-retry")
+    assert again.stderr == (
+        "signoff: run 'hang-retry' is completed; only a run that is failed can be retried\n"
+    )

@@ -8,6 +8,7 @@ through Chromium, as one of the demo people, and leaves a screenshot in `test-ou
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,7 +137,7 @@ def test_an_edited_amount_is_the_one_refunded(sandbox: Sandbox, shot: Path) -> N
     card.get_by_role("button", name="Edit").click()
     modal = sandbox.modal()
     amount = modal.get_by_label("amount")
-    expect(amount).to_have_value("42.5")
+    expect(amount).to_have_value("42.50")
     amount.fill("forty")
     modal.locator(".modal-foot .btn-primary").click()
     expect(modal.locator(".input-error").first).to_contain_text("amount must be a number")
@@ -150,6 +151,7 @@ def test_an_edited_amount_is_the_one_refunded(sandbox: Sandbox, shot: Path) -> N
     expect(sandbox.card("Refund 42.50 to cust-edit")).to_have_count(0)
     thread = sandbox.open_thread(card)
     expect(thread).to_contain_text("refunded 40.00 to cust-edit")
+    expect(card).to_contain_text("amount: 42.50 → 40.00")  # the edit line, in the card's format
 
 
 def test_approving_ones_own_request_is_refused_privately(sandbox: Sandbox) -> None:
@@ -333,3 +335,39 @@ def test_a_stopped_demo_says_so(sandbox: Sandbox) -> None:
     expect(page.locator("#conn")).to_have_text("● the demo has stopped", timeout=40_000)
     page.unroute("**/_sandbox/**")
     page.unroute("**/_demo/**")
+
+
+def test_an_open_modal_survives_a_reload_with_what_was_typed(sandbox: Sandbox, shot: Path) -> None:
+    page = sandbox.page
+    sandbox.start("refund", customer_id="cust-reload", amount="42.50")
+    card = sandbox.card("Refund 42.50 to cust-reload")
+    sandbox.be("U_ALICE")
+    card.get_by_role("button", name="Reject").click()
+    reason = sandbox.modal().get_by_label("Why are you rejecting it?")
+    reason.fill("the order was never paid")
+    page.screenshot(path=str(shot.with_name(shot.stem + "-before.png")))
+    page.reload()
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    sandbox.be("U_ALICE")  # the page's address says Carol
+    expect(sandbox.modal().get_by_label("Why are you rejecting it?")).to_have_value(
+        "the order was never paid"
+    )
+    page.screenshot(path=str(shot.with_name(shot.stem + "-after.png")))
+    sandbox.modal().get_by_role("button", name="Cancel").click()
+    expect(sandbox.modal()).to_have_count(0)
+    page.reload()  # closed, it stays closed, and the card is as clickable as before
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    sandbox.be("U_ALICE")
+    expect(sandbox.modal()).to_have_count(0)
+    card.get_by_role("button", name="Reject").click()
+    expect(sandbox.modal().get_by_label("Why are you rejecting it?")).to_have_value(
+        ""
+    )  # the draft went with it
+    sandbox.modal().get_by_role("button", name="Cancel").click()
+    expect(sandbox.modal()).to_have_count(0)
+
+
+def test_toasts_read_as_sentences(sandbox: Sandbox) -> None:
+    sandbox.start("refund", customer_id="cust-toast", amount="42.50")
+    toast = sandbox.page.locator("#toasts .toast").last
+    expect(toast).to_have_text(re.compile(r"^You started refund: run refund-\w+ is paused\.$"))

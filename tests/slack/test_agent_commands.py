@@ -6,7 +6,8 @@ through the real Bolt app and the Slack stand-in (`tests.kit.scenario`).
   the command's response_url; no "Starting…" is left above it.
 - A run whose approval was rejected is announced without a green mark.
 - A failed run's thread says how to retry or cancel it; approvers of its action and starters of
-  its workflow may, others are refused (and audited).
+  its workflow may, others are refused (and audited). Its failure message has Retry and Cancel
+  buttons for the same people: a double click retries once, and the message then says who did.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sqlalchemy as sa
 from bot.approvals import tables as t
 from bot.sandbox.processes import CHANNEL
 from bot.slack import messages
-from bot.slack.payloads import APPROVE, REASON_BLOCK, REJECT
+from bot.slack.payloads import APPROVE, REASON_BLOCK, REJECT, RUN_CANCEL, RUN_RETRY
 from tests.kit.e2e import text_of
 from tests.kit.scenario import POLICY, Scenario, running_scenario
 
@@ -211,3 +212,80 @@ async def test_a_paused_run_is_cancelled_from_slack_with_its_card(bot: Scenario)
         "order. It will not run again." in thread_of(bot, card.ts)  # fmt: skip
     await bot.slack.command("carol", CHANNEL, "cancel nope")
     assert said_to(bot, CAROL)[-1][1].startswith("🤷 No run has the thread id `nope`.")
+
+
+def failure_message(bot: Scenario, card_ts: str) -> object:
+    """The failed run's message in its card's thread (the stand-in's copy of it)."""
+    channel = bot.slack.workspace.channels[CHANNEL]
+    (failed,) = [
+        m for m in channel.messages.values() if m.thread_ts == card_ts and "failed:" in m.text
+    ]
+    return failed
+
+
+def buttons_of(message: object) -> list[str]:
+    blocks = getattr(message, "blocks", None) or []
+    return [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
+
+
+async def run_control_audit(bot: Scenario, kind: str) -> list[tuple[str, dict[str, object]]]:
+    async with bot.signoff.db.read() as conn:
+        rows = await conn.execute(
+            sa.select(t.audit_inbox.c.actor, t.audit_inbox.c.data).where(
+                t.audit_inbox.c.kind == kind
+            )
+        )
+        return [(actor, json.loads(data)) for actor, data in rows]
+
+
+async def test_the_failure_message_retries_once_from_its_button_for_an_approver(
+    bot: Scenario, tmp_path: Path
+) -> None:
+    thread_id, card_ts, marker = await failed_flaky(bot, tmp_path)
+    failed = failure_message(bot, card_ts)
+    assert buttons_of(failed) == [RUN_RETRY, RUN_CANCEL]
+
+    # Dave neither approves refunds nor starts this workflow: refused, audited, nothing moves.
+    answer = await bot.slack.click("dave", CHANNEL, failed.ts, RUN_RETRY)
+    assert answer.status == 200
+    await settled(bot)
+    assert said_to(bot, DAVE)[-1][1] == (
+        f"🚫 signoff refused that: U0DAVE may not retry run '{thread_id}': only approvers of its "
+        "actions and starters of 'flaky' may. Nothing was changed."
+    )
+    assert await run_control_audit(bot, "run_control_refused") == [
+        (DAVE, {"what": "retry", "workflow": "flaky"})
+    ]
+    assert (await bot.signoff.run_info(thread_id) or {})["status"] == "failed"
+    assert buttons_of(failure_message(bot, card_ts)) == [RUN_RETRY, RUN_CANCEL]
+
+    marker.unlink()
+    first, second = await asyncio.gather(
+        bot.slack.click("bob", CHANNEL, failed.ts, RUN_RETRY),
+        bot.slack.click("bob", CHANNEL, failed.ts, RUN_RETRY),
+    )  # a double click
+    assert (first.status, second.status) == (200, 200)
+    await settled(bot)
+    assert (await bot.signoff.run_info(thread_id) or {})["status"] == "completed"
+    assert [actor for actor, _ in await run_control_audit(bot, "run_retried")] == [BOB]
+    assert "is running: it was retried already" in said_to(bot, BOB)[-1][1]
+    updated = failure_message(bot, card_ts)
+    assert buttons_of(updated) == []
+    assert text_of(updated.blocks).endswith(f"🔄 Retried by <@{BOB}>.")
+    assert f"Run `{thread_id}` of *flaky* failed:" in text_of(updated.blocks)
+    assert thread_of(bot, card_ts)[-1].startswith(f"✅ Run `{thread_id}` of *flaky* completed.")
+
+
+async def test_the_failure_message_cancels_from_its_button_for_a_starter(
+    bot: Scenario, tmp_path: Path
+) -> None:
+    thread_id, card_ts, _ = await failed_flaky(bot, tmp_path)
+    failed = failure_message(bot, card_ts)
+    answer = await bot.slack.click("carol", CHANNEL, failed.ts, RUN_CANCEL)  # she started it
+    assert answer.status == 200
+    await settled(bot)
+    assert (await bot.signoff.run_info(thread_id) or {})["status"] == "cancelled"
+    assert [actor for actor, _ in await run_control_audit(bot, "run_cancelled")] == [CAROL]
+    updated = failure_message(bot, card_ts)
+    assert buttons_of(updated) == []
+    assert text_of(updated.blocks).endswith(f"➖ Cancelled by <@{CAROL}>.")

@@ -1103,3 +1103,17 @@ def test_escape_fit_never_exceeds_and_keeps_tokens_whole(raw: str, limit: int) -
     out = mrkdwn.escape_fit(raw, limit)
     assert mrkdwn.slack_len(out) <= limit
     assert live_tokens(out) == []
+
+
+@pytest.mark.parametrize("error", ["RuntimeError: down", "E" * 9000, "*<!channel>* `x` " * 400])
+def test_a_failure_message_with_its_buttons_fits_slack(error: str) -> None:
+    failed = replies.failed_message("flaky" * 60, "flaky-0123456789ab", error)
+    assert check_limits(failed) == []
+    assert [e["action_id"] for e in failed["blocks"][-1]["elements"]] == [
+        "signoff.run_retry",
+        "signoff.run_cancel",
+    ]
+    assert "<!channel>" not in all_text(failed)
+    done = replies.run_control_done(failed["text"], messages.run_retried_line("U_BOB"))
+    assert check_limits(done) == []
+    assert "run_retry" not in str(done)

@@ -65,13 +65,17 @@ what they may be. For the action above::
 
     [actions.send_refund.args]
     customer_id = { type = "string", required = true, pattern = "[A-Za-z0-9_-]{1,64}" }
-    amount = { type = "number", required = true, exclusive_minimum = 0, maximum = 10000 }
+    amount = { type = "number", required = true, exclusive_minimum = 0, maximum = 10000, format = "money" }
     reason = { type = "string", max_length = 500 }
     card_number = { type = "string", pattern = "[0-9]{12,19}" }
 
 Field types are `string`, `number`, `integer`, `boolean` and `any`; the checks `required`, `minimum`, `maximum`,
 `exclusive_minimum`, `exclusive_maximum` (numbers), `min_length`, `max_length`, `pattern` (a
-whole-value regular expression; strings) and `enum`. A field not declared is refused. The
+whole-value regular expression; strings) and `enum`. A field not declared is refused. A number
+field may say how people see it: `format = "money"` shows 42.5 as 42.50 (or a Python format spec,
+like `".1f"` or `",.2f"`) on the card, its edit lines ("amount: 42.50 → 40.00"), the Full payload
+modal, in titles (a `{amount}` placeholder), Home, `/agent status` and `signoff show`; the value
+checked, compared by rules and run is the number itself. The
 schema is checked when a request is asked for, before any auto-approval rule (a request that
 does not fit is denied: a rule never approves a value its schema refuses), and on every edit
 (an approver's form shows the error on the field; form text is parsed by the field's type, in
@@ -107,7 +111,7 @@ from .model import (
     ServicePolicy,
     WorkflowPolicy,
 )
-from .schema import Field, Schema, SchemaError
+from .schema import Field, Schema, SchemaError, display
 
 __all__ = [
     "MINIMAL_POLICY",
@@ -128,6 +132,7 @@ __all__ = [
     "WorkflowPolicy",
     "canonical_json",
     "check_voter",
+    "display",
     "evaluate_request",
     "fingerprint",
     "format_duration",

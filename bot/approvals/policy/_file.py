@@ -75,7 +75,7 @@ _ACTION_KEYS = (
 )  # fmt: skip
 _FIELD_KEYS = (
     "type", "required", "minimum", "maximum", "exclusive_minimum", "exclusive_maximum",
-    "min_length", "max_length", "pattern", "enum", "description",
+    "min_length", "max_length", "pattern", "enum", "description", "format",
 )  # fmt: skip
 _RULE_KEYS = ("name", "when")
 _WORKFLOW_KEYS = ("starters", "path")

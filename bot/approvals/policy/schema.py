@@ -10,6 +10,12 @@ number either. Text typed into a form (a Slack modal, `/agent run key=value`) is
 schema first (`text=True`): ASCII digits only, so `"42"` is 42 for a number field and `"４２"` is
 refused.
 
+A field may also say how its value is shown to people (`format`): `"money"` (two decimals,
+42.5 is "42.50"), or a Python format spec for numbers (`".1f"`, `",.2f"`, `"d"`). The card's
+fields, its edit lines, the Full payload modal, titles (a `{amount}` placeholder without a spec of
+its own), Home, `/agent status` and `signoff show` all show the value that way; the value itself
+(what is checked, fingerprinted and run) is never changed by it.
+
 Built in code (a workflow's `INPUTS`) or read from the policy file (`[actions.NAME.args]`).
 """
 
@@ -22,7 +28,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-__all__ = ["FIELD_TYPES", "Field", "FieldType", "Schema", "SchemaError"]
+__all__ = [
+    "FIELD_TYPES",
+    "FORMATS",
+    "Field",
+    "FieldType",
+    "Schema",
+    "SchemaError",
+    "display",
+]
 
 FieldType = Literal["string", "number", "integer", "boolean", "any"]
 """A field's type. `number` is an int, float or Decimal (finite); `integer` a whole int; `any`
@@ -34,6 +48,25 @@ _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _TRUE, _FALSE = ("true", "yes"), ("false", "no")
 _SHOWN = 60
+
+FORMATS: Mapping[str, str] = {"money": ".2f"}
+"""Named display formats a field may use (`format = "money"`), and the format spec each means."""
+
+
+def _spec(fmt: str) -> str:
+    return FORMATS.get(fmt, fmt)
+
+
+def display(value: Any, fmt: str | None) -> str | None:
+    """`value` as its field's display format `fmt` shows it (`display(42.5, "money")` is
+    "42.50"), or None when there is no format or it does not apply to the value (text, a
+    redacted secret, None, a boolean): the caller shows such a value as it always does."""
+    if not fmt or not _is_number(value):
+        return None
+    try:
+        return format(value, _spec(fmt))
+    except (TypeError, ValueError):
+        return None
 
 
 class SchemaError(ValueError):
@@ -90,6 +123,9 @@ class Field:
     """The only values allowed (compared like with like: true is not 1). Default none."""
     description: str = ""
     """Shown in help and errors. Default none."""
+    format: str | None = None
+    """Numbers: how the value is shown to people, `"money"` (42.50) or a Python format spec
+    (`".1f"`, `",.2f"`). Never changes the value. Default none: as written (42.5)."""
     _compiled: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -111,10 +147,27 @@ class Field:
                 object.__setattr__(self, "_compiled", re.compile(self.pattern))
             except re.error as exc:
                 raise ValueError(f"pattern {self.pattern!r} is not a regular expression: {exc}")
+        if self.format is not None:
+            self._check_format()
         if self.enum is not None:
             object.__setattr__(self, "enum", tuple(self.enum))
             if not self.enum:
                 raise ValueError("enum must list at least one value")
+
+    def _check_format(self) -> None:
+        fmt = self.format
+        if self.type not in ("number", "integer"):
+            raise ValueError(f"format is for numbers, not {self.type}")
+        sample = 1 if self.type == "integer" else 1.5
+        try:
+            ok = isinstance(fmt, str) and bool(fmt) and bool(format(sample, _spec(fmt)))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(
+                f'format must be "money" (two decimals: 42.50) or a Python format spec for a '
+                f'number, like ".1f" or ",.2f", got {_shown(fmt)}'
+            )
 
     def parse_text(self, text: str) -> Any:
         """`text` typed into a form, as this field's type. Raises ValueError (what is wrong)."""
@@ -218,6 +271,11 @@ class Schema:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self.fields)
+
+    @property
+    def formats(self) -> dict[str, str]:
+        """Field name -> display format, for the fields that declare one."""
+        return {n: f.format for n, f in self.fields.items() if f.format}
 
     @property
     def required(self) -> tuple[str, ...]:

@@ -63,6 +63,13 @@
 
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+  function sentence(text) {
+    // A toast reads as a sentence: a capital first, a full stop last.
+    const t = String(text).trim();
+    const capital = t.charAt(0).toUpperCase() + t.slice(1);
+    return /[.!?…]$/.test(capital) ? capital : capital + ".";
+  }
+
   function toast(text, kind) {
     const t = el("div", `toast ${kind || ""}`, T.escapeHtml(text));
     $("#toasts").append(t);
@@ -247,7 +254,7 @@
       });
       if (res.status !== 200) notice(m.channel, `⚠️ signoff answered this click with HTTP ${res.status}.`);
     } catch (e) {
-      toast(`The click did not go through: ${e.message}`, "error");
+      toast(sentence(`The click did not go through: ${e.message}`), "error");
     } finally {
       S.busy.delete(key);
       render();
@@ -305,7 +312,7 @@
     try {
       await call("/_sandbox/act/message", { user: S.me, channel, text, thread_ts: threadTs || null });
     } catch (e) {
-      toast(`Not sent: ${e.message}`, "error");
+      toast(sentence(`Your message was not sent: ${e.message}`), "error");
     }
   }
 
@@ -360,6 +367,7 @@
   function renderModal() {
     const layer = $("#modal-layer");
     const view = topView();
+    forgetDrafts();
     if (!view) {
       layer.replaceChildren();
       S.modalKey = null;
@@ -405,8 +413,47 @@
     });
     overlay.append(box);
     layer.replaceChildren(overlay);
+    restoreDraft(view, box);
+    box.addEventListener("input", () => saveDraft(view, box));
     const first = box.querySelector(".input-control");
     if (first) first.focus();
+  }
+
+  // What was typed into a modal, kept for the page's tab (sessionStorage) by view id: a reload
+  // shows the open modal again with it, where Slack would have closed the modal and lost it.
+  const DRAFT = "signoff-sandbox-draft:";
+
+  function saveDraft(view, form) {
+    try {
+      sessionStorage.setItem(DRAFT + view.id, JSON.stringify(B.inputValues(form)));
+    } catch (e) {
+      // storage full or refused: a reload then shows the modal as it was opened
+    }
+  }
+
+  function restoreDraft(view, form) {
+    let typed = null;
+    try {
+      typed = JSON.parse(sessionStorage.getItem(DRAFT + view.id) || "null");
+    } catch (e) {
+      typed = null;
+    }
+    if (!typed || typeof typed !== "object") return;
+    for (const node of form.querySelectorAll(".input-control")) {
+      const value = typed[node.dataset.blockId];
+      if (typeof value === "string") node.value = value;
+    }
+  }
+
+  function forgetDrafts() {
+    // Drafts of views that are no longer open anywhere in the workspace (submitted, closed).
+    const open = new Set();
+    for (const stack of Object.values((S.state && S.state.views) || {})) {
+      for (const v of stack) open.add(DRAFT + v.id);
+    }
+    for (const key of Object.keys(sessionStorage)) {
+      if (key.startsWith(DRAFT) && !open.has(key)) sessionStorage.removeItem(key);
+    }
   }
 
   function showErrors(root, errors) {
@@ -427,9 +474,9 @@
     try {
       const res = await call("/_sandbox/act/submit", { user: S.me, inputs: B.inputValues(form), view_id: view.id });
       if (res.errors && Object.keys(res.errors).length) showErrors(form, res.errors);
-      else if (res.response && res.response.status !== 200) toast(`signoff answered HTTP ${res.response.status}`, "error");
+      else if (res.response && res.response.status !== 200) toast(`The form was not accepted: signoff answered with HTTP ${res.response.status}.`, "error");
     } catch (e) {
-      toast(`Not submitted: ${e.message}`, "error");
+      toast(sentence(`The form was not submitted: ${e.message}`), "error");
     } finally {
       S.submitting = false;
       if (button) button.classList.remove("busy");
@@ -440,7 +487,7 @@
     try {
       await call("/_sandbox/act/close", { user: S.me, view_id: view.id });
     } catch (e) {
-      toast(`Could not close: ${e.message}`, "error");
+      toast(sentence(`The modal did not close: ${e.message}`), "error");
     }
   }
 
@@ -536,7 +583,7 @@
       try {
         const res = await call("/_demo/runs", { user: S.me, workflow: wf.value, input, channel: ch.value });
         close();
-        toast(`Started ${wf.value}: run ${res.thread_id} is ${res.status}`);
+        toast(`You started ${wf.value}: run ${res.thread_id} is ${res.status}.`);
         S.view = { kind: "channel", id: ch.value };
         render();
       } catch (e) {
@@ -593,7 +640,7 @@
     const box = $("#messages");
     if (S.homeAsked !== S.me) {
       S.homeAsked = S.me;
-      call("/_sandbox/act/home", { user: S.me }).catch((e) => toast(`Home did not open: ${e.message}`, "error"));
+      call("/_sandbox/act/home", { user: S.me }).catch((e) => toast(sentence(`Home did not open: ${e.message}`), "error"));
     }
     const view = ((S.state && S.state.home) || {})[S.me];
     const home = el("div", "home");

@@ -220,3 +220,27 @@ def test_diff_and_apply_rebuild_any_list() -> None:
             stored = serde.loads(serde.dumps(_delta.edit_json(edit)))
             assert _delta.apply(old, _delta.edit_from_json(stored, len(old))) == new
     assert _delta.diff([a, b, c, d] * 3, [a, {"id": 1, "n": 9}, c, d] * 3) is not None
+
+
+async def test_an_async_run_stores_edits_and_reads_them_back(db_url: str) -> None:
+    """`aput` (the bot runs graphs with `ainvoke`) stores edits as `put` does."""
+    saver = SQLSaver(db_url)
+    await saver.asetup()
+    try:
+        app = _looping(saver, 24, _step)
+        config = _config("async")
+        start = {"messages": [HumanMessage("hello", id="h0")], "turn": 0}
+        seen = [
+            [m.model_copy() for m in v["messages"]]
+            async for v in app.astream(start, config, stream_mode="values")
+        ]
+        history = [s.values["messages"] async for s in app.aget_state_history(config)][::-1]
+        assert history == seen
+        chained = sql(
+            db_url,
+            "SELECT value FROM checkpoint_blobs WHERE channel = 'messages' "
+            "AND prev_version IS NOT NULL",
+        )
+        assert any(bytes(value).startswith(b"{") for (value,) in chained)  # edits
+    finally:
+        await saver.aclose()

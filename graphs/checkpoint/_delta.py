@@ -152,6 +152,14 @@ class Heads:
     ) -> None:
         """The checkpoint `checkpoint_id` was stored with these list channels (channel ->
         (version, items)); the others are as at `parent_id`."""
+        if not lists and not finished:  # the hot path of a graph without list channels
+            head = self._heads.get(key)
+            if head is not None:
+                if head[0] == parent_id:
+                    self._heads[key] = (checkpoint_id, head[1])
+                else:
+                    self._heads.pop(key, None)
+            return
         with self._lock:
             if finished:
                 self._heads.pop(key, None)

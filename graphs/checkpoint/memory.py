@@ -212,6 +212,7 @@ class InMemorySaver(BaseCheckpointSaver):
         # (channel, version, value, the length of the list it extends, the delta, is an edit):
         # checked against the parent under the lock.
         grown: list[tuple[str, int, list[Any], int, str, bool]] = []
+        lists: dict[str, tuple[int, list[Any]]] = {}  # remembered for the next put (`_delta`)
         for channel, version in new_versions.items():
             if channel not in values:
                 continue
@@ -220,6 +221,7 @@ class InMemorySaver(BaseCheckpointSaver):
                 if type(value) is not list:
                     blobs[(thread_id, ns, channel, version)] = _store(value)
                     continue
+                lists[channel] = (version, list(value))
                 n = appended.get(channel, 0)
                 if parent_id and 0 < n < len(value):
                     items = serde.dumps(value[-n:])
@@ -260,11 +262,6 @@ class InMemorySaver(BaseCheckpointSaver):
                 blobs[(thread_id, ns, channel, version)] = _Whole(len(value), serde.dumps(value))
             self._blobs.update(blobs)
             history[checkpoint["id"]] = (record, metadata.copy(), parent_id)
-        lists = {
-            channel: (version, list(values[channel]))
-            for channel, version in new_versions.items()
-            if type(values.get(channel)) is list
-        }
         finished = not checkpoint["next_tasks"] and not checkpoint["paused"]
         self._heads.stored(key, parent_id, checkpoint["id"], lists, finished)
         return checkpoint_config(thread_id, ns, checkpoint["id"])

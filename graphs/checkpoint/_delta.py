@@ -14,7 +14,8 @@ the list from the edit gives the new list exactly whatever it is: a list of anot
 makes a bigger edit, and one no smaller than half the list is stored whole instead.
 
 As with appends, an item that a node mutated in place, without returning it as an update, is not
-written again: state changes through updates.
+written again: state changes through updates. (`add_messages` copies a message that a node
+changed in place and returned, so that it is not the very object stored before.)
 """
 
 from __future__ import annotations

@@ -118,7 +118,9 @@ def add_messages(left: Messages, right: Messages) -> list[BaseMessage]:
                 )
             merged[at] = None
         elif at is not None and merged[at] is not None:
-            merged[at] = m
+            # The very object the list holds, changed in place and returned: a copy, so that a
+            # checkpointer (which keeps what it stored by identity) sees that it changed.
+            merged[at] = m.model_copy() if m is merged[at] else m
         else:
             index[m.id] = len(merged)
             merged.append(m)

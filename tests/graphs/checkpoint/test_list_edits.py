@@ -244,3 +244,26 @@ async def test_an_async_run_stores_edits_and_reads_them_back(db_url: str) -> Non
         assert any(bytes(value).startswith(b"{") for (value,) in chained)  # edits
     finally:
         await saver.aclose()
+
+
+def test_a_message_changed_in_place_and_returned_as_an_update_is_stored(
+    any_saver: tuple[Any, str | None],
+) -> None:
+    """A node that edits a message object of the state and returns it (an update by id with the
+    very object the list holds) changes the stored list too, not only the running one."""
+    saver, _ = any_saver
+
+    def step(turn: int, messages: list[Any]) -> list[Any]:
+        if turn == 5:
+            target = messages[2]
+            target.content = "changed in place"
+            return [target]
+        return [_ai(turn)]
+
+    app = _looping(saver, 8, step)
+    start = {"messages": [HumanMessage(f"hello {i}", id=f"h{i}") for i in range(6)], "turn": 0}
+    out = app.invoke(start, _config("in-place"))
+    assert out["messages"][2].content == "changed in place"
+    history = [s.values["messages"] for s in app.get_state_history(_config("in-place"))]
+    assert history[0] == out["messages"]
+    assert history[0][2].content == "changed in place"

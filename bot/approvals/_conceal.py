@@ -10,7 +10,7 @@ from typing import Any
 
 from .policy import ActionPolicy, redact
 
-__all__ = ["HIDDEN", "MIN_SEARCHED", "Concealer", "secret_texts"]
+__all__ = ["HIDDEN", "MIN_SEARCHED", "Concealer", "plain", "secret_texts"]
 
 HIDDEN = "•••"
 """What a secret value quoted inside a text becomes (as a redacted field in a title)."""
@@ -19,6 +19,28 @@ MIN_SEARCHED = 4
 """Shortest secret text looked for inside other texts. A shorter secret value is still hidden
 where it is a field of its own; searching texts for it would blank out ordinary words and
 numbers (a 3-digit code inside an amount)."""
+
+
+def plain(value: Any) -> Any:
+    """`value` with every pydantic model in it (langchain_core's messages among them) as its
+    fields: a message's `type` (its role: `human`, `ai`, `tool`...) first, then the fields not
+    left at their defaults (`content`, `tool_calls`, `tool_call_id`, `id`...), as the checkpoint
+    serializer stores it. Anything else is left as it is. So an agent's state reads as data
+    where it is stored or printed, and its secrets are found and hidden like any other field's.
+    """
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if dump is None or isinstance(value, type):
+        return value
+    try:
+        fields = dump(mode="json", exclude_defaults=True)
+    except Exception:  # noqa: BLE001 (a model that cannot dump itself stays as it is)
+        return value
+    kind = getattr(value, "type", None)
+    return {"type": kind, **fields} if isinstance(kind, str) else fields
 
 
 def secret_texts(value: Any, names: Iterable[str]) -> set[str]:
@@ -50,7 +72,7 @@ def secret_texts(value: Any, names: Iterable[str]) -> set[str]:
             for item in v:
                 walk(item)
 
-    walk(value)
+    walk(plain(value))
     return {text for text in found if len(text.strip()) >= MIN_SEARCHED}
 
 
@@ -79,7 +101,10 @@ class Concealer:
 
     def scrub(self, value: Any) -> Any:
         """`value` with every secret value quoted in its texts (keys too) replaced by `HIDDEN`;
-        fields are left in place (for values whose secret fields are redacted already)."""
+        fields are left in place (for values whose secret fields are redacted already).
+        Models (langchain_core's messages) are their fields first (`plain`)."""
+        if hasattr(value, "model_dump") and not isinstance(value, type):
+            value = plain(value)
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
@@ -94,7 +119,10 @@ class Concealer:
 
     def hide(self, value: Any) -> Any:
         """`value` (a run's input or state) with every field the policy marks secret, at any
-        depth, replaced by its hash, and every secret value quoted elsewhere by `HIDDEN`."""
+        depth, replaced by its hash, and every secret value quoted elsewhere by `HIDDEN`.
+        Models (langchain_core's messages) are their fields first (`plain`)."""
+        if hasattr(value, "model_dump") and not isinstance(value, type):
+            value = plain(value)
         if isinstance(value, Mapping):
             return {
                 self.text(k) if isinstance(k, str) else k: (

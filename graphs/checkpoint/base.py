@@ -17,7 +17,9 @@ A saver must:
 
 Savers may store only the channels in `new_versions` (the others did not change), and may use
 `checkpoint["appended"]` (channel -> number of items) to store a list channel that grew by
-concatenation as a delta instead of the whole list.
+concatenation as a delta instead of the whole list. Both bundled savers also store a list that
+changed in the middle (an `add_messages` update by id) as an edit of the version they stored
+before it (`_delta.Heads`).
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ survive a restart fails here too, at the step that produced it, and stored histo
 that later mutation cannot reach. As in `SQLSaver`, a list that grew by concatenation
 (`checkpoint["appended"]`) stores only its new items, chained to the version it extends: a
 thread's message list costs what was appended over its life, not the whole list at every step.
+A list changed otherwise (an `add_messages` update by id, a removal) stores an edit of the
+version before it (`_delta`): the items replaced, dropped and added.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from ..errors import CheckpointConflictError, CheckpointFormatError, SerializationError
 from ..types import RunConfig
-from . import serde
+from . import _delta, serde
 from .base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -69,7 +71,18 @@ class _Appended:
     items: str
 
 
-_Blob = tuple[Any] | str | _Whole | _Appended
+@dataclass(frozen=True, slots=True)
+class _Edited:
+    """A list channel's version stored as an edit of the version before it (`_delta`): after
+    an update by id or a removal, the items replaced, dropped and added alone."""
+
+    prev: int
+    total: int
+    edit: str
+    """`_delta.edit_json`, serialized."""
+
+
+_Blob = tuple[Any] | str | _Whole | _Appended | _Edited
 _BlobKey = tuple[str, str, str, int]  # (thread_id, checkpoint_ns, channel, version)
 
 
@@ -83,6 +96,8 @@ class InMemorySaver(BaseCheckpointSaver):
         self._checkpoints: dict[_Key, dict[str, _Entry]] = {}
         self._blobs: dict[_BlobKey, _Blob] = {}
         self._writes: dict[tuple[str, str, str], list[tuple[str, str, tuple[Any] | str]]] = {}
+        # The list channels last stored per thread: an update by id is stored as an edit.
+        self._heads = _delta.Heads()
 
     def _key(self, config: RunConfig) -> _Key:
         thread_id = config_thread_id(config)
@@ -137,17 +152,21 @@ class InMemorySaver(BaseCheckpointSaver):
     def _value(self, key: _BlobKey) -> Any:
         """The value stored under `key`; an appended list is rebuilt from its chain."""
         blob = self._blobs[key]
-        if not isinstance(blob, (_Whole, _Appended)):
+        if not isinstance(blob, (_Whole, _Appended, _Edited)):
             return _load(blob)
         thread_id, ns, channel, _ = key
-        parts: list[str] = []
-        while isinstance(blob, _Appended):
-            parts.append(blob.items)
+        parts: list[_Appended | _Edited] = []
+        while isinstance(blob, (_Appended, _Edited)):
+            parts.append(blob)
             blob = self._blobs[(thread_id, ns, channel, blob.prev)]
         assert isinstance(blob, _Whole)
         value: list[Any] = serde.loads(blob.items)
-        for items in reversed(parts):
-            value.extend(serde.loads(items))
+        for part in reversed(parts):
+            if isinstance(part, _Appended):
+                value.extend(serde.loads(part.items))
+            else:
+                edit = _delta.edit_from_json(serde.loads(part.edit), len(value))
+                value = _delta.apply(value, edit)
         return value
 
     def list(
@@ -190,7 +209,10 @@ class InMemorySaver(BaseCheckpointSaver):
         values = checkpoint["channel_values"]
         appended = checkpoint.get("appended") or {}
         blobs: dict[_BlobKey, _Blob] = {}
-        grown: list[tuple[str, int, list[Any], _Appended]] = []  # checked against the parent
+        # (channel, version, value, the length of the list it extends, the delta, is an edit):
+        # checked against the parent under the lock.
+        grown: list[tuple[str, int, list[Any], int, str, bool]] = []
+        lists: dict[str, tuple[int, list[Any]]] = {}  # remembered for the next put (`_delta`)
         for channel, version in new_versions.items():
             if channel not in values:
                 continue
@@ -199,10 +221,15 @@ class InMemorySaver(BaseCheckpointSaver):
                 if type(value) is not list:
                     blobs[(thread_id, ns, channel, version)] = _store(value)
                     continue
+                lists[channel] = (version, list(value))
                 n = appended.get(channel, 0)
                 if parent_id and 0 < n < len(value):
-                    delta = _Appended(-1, len(value), serde.dumps(value[-n:]))  # prev: below
-                    grown.append((channel, version, value, delta))
+                    items = serde.dumps(value[-n:])
+                    grown.append((channel, version, value, len(value) - n, items, False))
+                elif value and (edit := self._heads.edit(key, parent_id, channel, value)):
+                    # An update by id (or a removal): the changes alone.
+                    changes = serde.dumps(_delta.edit_json(edit[1]))
+                    grown.append((channel, version, value, edit[0], changes, True))
                 else:
                     blobs[(thread_id, ns, channel, version)] = _Whole(
                         len(value), serde.dumps(value)
@@ -220,24 +247,23 @@ class InMemorySaver(BaseCheckpointSaver):
                     thread_id,
                 )
             parent = history[parent_id][0]["channel_versions"] if parent_id else {}
-            for channel, version, value, delta in grown:
+            for channel, version, value, prev_total, delta, is_edit in grown:
                 # It extends the parent's version of the channel, if that holds what it grew from.
                 prev = parent.get(channel)
                 before = None if prev is None else self._blobs.get((thread_id, ns, channel, prev))
                 if (
                     prev is not None
-                    and isinstance(before, (_Whole, _Appended))
-                    and (before.total == delta.total - appended[channel])
+                    and isinstance(before, (_Whole, _Appended, _Edited))
+                    and before.total == prev_total
                 ):
-                    blobs[(thread_id, ns, channel, version)] = _Appended(
-                        prev, delta.total, delta.items
-                    )
-                else:
-                    blobs[(thread_id, ns, channel, version)] = _Whole(
-                        len(value), serde.dumps(value)
-                    )
+                    kind = _Edited if is_edit else _Appended
+                    blobs[(thread_id, ns, channel, version)] = kind(prev, len(value), delta)
+                    continue
+                blobs[(thread_id, ns, channel, version)] = _Whole(len(value), serde.dumps(value))
             self._blobs.update(blobs)
             history[checkpoint["id"]] = (record, metadata.copy(), parent_id)
+        finished = not checkpoint["next_tasks"] and not checkpoint["paused"]
+        self._heads.stored(key, parent_id, checkpoint["id"], lists, finished)
         return checkpoint_config(thread_id, ns, checkpoint["id"])
 
     def put_writes(
@@ -250,6 +276,7 @@ class InMemorySaver(BaseCheckpointSaver):
             self._writes.setdefault((thread_id, ns, checkpoint_id), []).extend(stored)
 
     def delete_thread(self, thread_id: str) -> None:
+        self._heads.forget(thread_id)
         with self._lock:
             for key in [k for k in self._checkpoints if k[0] == thread_id]:
                 del self._checkpoints[key]

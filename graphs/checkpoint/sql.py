@@ -55,6 +55,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import PoolProxiedConnection, StaticPool
 
 from ..types import RunConfig
+from . import _delta
 from ._sql.alembic import AlembicSchema
 from ._sql.engine import (
     _Dropped,
@@ -73,7 +74,7 @@ from ._sql.read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
 from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
 from ._sql.schema import _check_revision, _migrate, _schema_revision
 from ._sql.statements import _DIALECTS
-from ._sql.write import _put_args, _put_pg, _put_tx, _writes_args, _writes_tx
+from ._sql.write import _put_args, _put_pg, _put_tx, _stored_lists, _writes_args, _writes_tx
 from .base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -141,6 +142,8 @@ class SQLSaver(BaseCheckpointSaver):
         self._aread_engine: AsyncEngine | None = None
         self._schema_ok = False
         self._advisory = _AdvisoryLock(self._sync_engine)
+        # The list channels last stored per thread: an update by id is stored as an edit.
+        self._heads = _delta.Heads()
         # (OS thread, thread id, ns) -> the connection holding the thread's advisory lock, while
         # a sync `lock_thread` on PostgreSQL holds it (see `_run_thread`). Not the base class's
         # `_threads_held`: the in-memory database locks threads with that one.
@@ -429,11 +432,13 @@ class SQLSaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: dict[str, int],
     ) -> RunConfig:
-        args = _put_args(self._key(config), config, checkpoint, metadata, new_versions)
+        key = self._key(config)
+        args = _put_args(key, config, checkpoint, metadata, new_versions, self._heads)
         if self._d.pg:
-            self._run_thread((args[0], args[1]), _put_pg, self._d, *args)
+            self._run_thread(key, _put_pg, self._d, *args)
         else:
             self._run(_put_tx, self._d, *args)
+        _stored_lists(self._heads, key, config, checkpoint, new_versions)
         return checkpoint_config(args[0], args[1], checkpoint["id"])
 
     async def aput(
@@ -443,8 +448,10 @@ class SQLSaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: dict[str, int],
     ) -> RunConfig:
-        args = _put_args(self._key(config), config, checkpoint, metadata, new_versions)
+        key = self._key(config)
+        args = _put_args(key, config, checkpoint, metadata, new_versions, self._heads)
         await self._arun(_put_pg if self._d.pg else _put_tx, self._d, *args)
+        _stored_lists(self._heads, key, config, checkpoint, new_versions)
         return checkpoint_config(args[0], args[1], checkpoint["id"])
 
     def put_writes(
@@ -462,9 +469,11 @@ class SQLSaver(BaseCheckpointSaver):
             await self._arun(_writes_tx, self._d, *args, retry=False)
 
     def delete_thread(self, thread_id: str) -> None:
+        self._heads.forget(thread_id)
         self._run(_delete_tx, self._d, thread_id)
 
     async def adelete_thread(self, thread_id: str) -> None:
+        self._heads.forget(thread_id)
         await self._arun(_delete_tx, self._d, thread_id)
 
     # ---- status -------------------------------------------------------------------------

@@ -20,11 +20,17 @@ from collections.abc import Sequence
 from typing import Annotated, TypedDict, Union, cast
 
 from langchain_core.messages import (
+    AIMessage,
     AnyMessage,
     BaseMessage,
     BaseMessageChunk,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
     MessageLikeRepresentation,
     RemoveMessage,
+    SystemMessage,
+    ToolMessage,
     convert_to_messages,
     message_chunk_to_message,
 )
@@ -41,9 +47,26 @@ Messages = Union[Sequence[MessageLikeRepresentation], MessageLikeRepresentation]
 tuple is one message, `("user", "hi")`, as in LangGraph)."""
 
 
+_MESSAGES = frozenset(
+    (
+        HumanMessage,
+        AIMessage,
+        SystemMessage,
+        ToolMessage,
+        RemoveMessage,
+        FunctionMessage,
+        ChatMessage,
+    )
+)
+"""Classes `convert_to_messages` returns as they are (no chunk): a state's list is all of them,
+and checking that is a tenth of converting it again at every step."""
+
+
 def _as_messages(value: Messages) -> list[BaseMessage]:
     # A list is many messages; anything else (a tuple too: `("user", "hi")`) is one.
     items = value if isinstance(value, list) else [cast("MessageLikeRepresentation", value)]
+    if all(type(m) in _MESSAGES for m in items):
+        return cast("list[BaseMessage]", list(items))
     out = convert_to_messages(items)
     return [message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m for m in out]
 
@@ -95,7 +118,9 @@ def add_messages(left: Messages, right: Messages) -> list[BaseMessage]:
                 )
             merged[at] = None
         elif at is not None and merged[at] is not None:
-            merged[at] = m
+            # The very object the list holds, changed in place and returned: a copy, so that a
+            # checkpointer (which keeps what it stored by identity) sees that it changed.
+            merged[at] = m.model_copy() if m is merged[at] else m
         else:
             index[m.id] = len(merged)
             merged.append(m)

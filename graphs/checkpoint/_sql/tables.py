@@ -6,7 +6,8 @@ Four tables, every one keyed by `(thread_id, checkpoint_ns)` first:
   (for "what is paused" in one indexed query).
 - `checkpoints`: one row per saved superstep; channel values live in `checkpoint_blobs`.
 - `checkpoint_blobs`: one row per channel *version*. A list channel that grew by concatenation
-  stores only the appended items, chained to the version before it.
+  stores only the appended items, chained to the version before it; one changed in the middle
+  (an update by id) stores an edit of it, chained the same way.
 - `checkpoint_writes`: pending writes, ordered by an increasing `seq`.
 
 This module is the description of the newest schema; the migrations under `migrations/` are
@@ -117,7 +118,8 @@ blobs = Table(
     Column("full_version", BigInteger, nullable=False),
     # Length of the whole list at this version, when the value is a list.
     Column("total", Integer, nullable=True),
-    # Tagged JSON (UTF-8): the whole value, or for an append row the appended items.
+    # Tagged JSON (UTF-8): the whole value, or for an append row the appended items (a list),
+    # or for an edit row the edit (an object, see `_delta.edit_json`).
     # NULL: the channel has no value at this version.
     Column("value", LargeBinary, nullable=True),
     sqlite_with_rowid=False,

@@ -2,7 +2,9 @@
 
 A list channel that grew by concatenation is stored as a chain: each row after the first holds
 only the items appended and names the version it extends (`prev_version`), back to a row that
-holds the whole list (`full_version`). `_channel_value` joins a chain back into the list.
+holds the whole list (`full_version`). A row after an update by id holds an edit instead (an
+object, `_delta.edit_json`: the indexes dropped and replaced, the items added). `_channel_value`
+joins a chain back into the list.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...errors import CheckpointFormatError
-from .. import serde
+from .. import _delta, serde
 from ..base import (
     CheckpointRecord,
     CheckpointTuple,
@@ -71,20 +73,45 @@ def _channel_value(thread_id: str, channel: str, version: int, rows: _BlobRows) 
             )
         parts.append(_bytes(link[2]))
         at = link[0]
-    items = []
-    for part in reversed(parts):
-        if part[:1] != b"[" or part[-1:] != b"]":
-            raise _format_error(
-                thread_id, channel, f"version {version} extends a value that is not a list"
-            )
-        if len(part) > 2:
-            items.append(part[1:-1])
-    out = _decode(thread_id, channel, b"[" + b",".join(items) + b"]")
+    parts.reverse()
+    if any(part[:1] == b"{" for part in parts):
+        out = _rebuilt(thread_id, channel, version, parts)
+    else:
+        items = []
+        for part in parts:
+            if part[:1] != b"[" or part[-1:] != b"]":
+                raise _format_error(
+                    thread_id, channel, f"version {version} extends a value that is not a list"
+                )
+            if len(part) > 2:
+                items.append(part[1:-1])
+        out = _decode(thread_id, channel, b"[" + b",".join(items) + b"]")
     if len(out) != total:
         raise _format_error(
             thread_id,
             channel,
             f"the list at version {version} has {len(out)} items where {total} were stored",
+        )
+    return out
+
+
+def _rebuilt(thread_id: str, channel: str, version: int, parts: list[bytes]) -> list[Any]:
+    """A chain that holds edits (`_delta`), oldest part first: each part decoded and applied."""
+    out = _decode(thread_id, channel, parts[0])
+    for part in parts[1:]:
+        if type(out) is not list:
+            break
+        data = _decode(thread_id, channel, part)
+        if type(data) is list:
+            out.extend(data)
+            continue
+        try:
+            out = _delta.apply(out, _delta.edit_from_json(data, len(out)))
+        except CheckpointFormatError as e:
+            raise _format_error(thread_id, channel, f"version {version}: {e}") from e
+    if type(out) is not list:
+        raise _format_error(
+            thread_id, channel, f"version {version} extends a value that is not a list"
         )
     return out
 

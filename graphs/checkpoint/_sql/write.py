@@ -11,7 +11,7 @@ from typing import Any
 
 from ...errors import CheckpointConflictError
 from ...types import RunConfig
-from .. import serde
+from .. import _delta, serde
 from ..base import (
     ERROR,
     INTERRUPT,
@@ -43,6 +43,7 @@ def _put_args(
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     new_versions: dict[str, int],
+    heads: _delta.Heads,
 ) -> tuple[Any, ...]:
     # Serialize before touching the database: a value that cannot be stored changes nothing.
     thread_id, ns = key
@@ -62,6 +63,11 @@ def _put_args(
         if parent_id and total is not None and 0 < n < total:
             delta = {**row, "total": total, "prev_total": total - n}
             delta["value"] = serde.dumps(value[-n:]).encode()
+            deltas.append((delta, list(value)))
+        elif total and (edit := heads.edit(key, parent_id, channel, value)) is not None:
+            # An update by id (or a removal): the changes alone, chained like an append.
+            delta = {**row, "total": total, "prev_total": edit[0]}
+            delta["value"] = serde.dumps(_delta.edit_json(edit[1])).encode()
             deltas.append((delta, list(value)))
         else:
             full.append({**row, "total": total, "value": serde.dumps(value).encode()})
@@ -85,6 +91,24 @@ def _put_args(
         full,
         deltas,
     )
+
+
+def _stored_lists(
+    heads: _delta.Heads,
+    key: tuple[str, str],
+    config: RunConfig,
+    checkpoint: Checkpoint,
+    new_versions: dict[str, int],
+) -> None:
+    """After a `put` committed: remember its list channels, to store the next versions as edits."""
+    values = checkpoint["channel_values"]
+    lists = {
+        channel: (version, list(values[channel]))
+        for channel, version in new_versions.items()
+        if type(values.get(channel)) is list
+    }
+    finished = not checkpoint["next_tasks"] and not checkpoint["paused"]
+    heads.stored(key, config_checkpoint_id(config), checkpoint["id"], lists, finished)
 
 
 def _put_tx(

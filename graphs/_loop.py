@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
 from ._drive import Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
-from ._schema import updates_of
+from ._schema import ROOT, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
@@ -164,7 +164,7 @@ class Run:
     def restore(self, tup: CheckpointTuple) -> None:
         cp = tup.checkpoint
         for key, value in cp["channel_values"].items():
-            if key.startswith("__"):
+            if key.startswith("__") and key != ROOT:
                 self.internal[key] = value
             elif key in self.graph.channels:
                 self.values[key] = value
@@ -227,17 +227,51 @@ class Run:
         return [i for i in task.recorded if i.id not in task.answers]
 
     def to_writes(self, task: Task) -> None:
-        """Turn a finished task's return value into writes, or record why it is invalid."""
+        """Turn a finished task's return value into writes, or record why it is invalid.
+
+        A list holding a `Command` is several returns in order (LangGraph's mixed returns):
+        their updates are written one after another and their gotos all followed.
+        """
         result = task.result
         if result is None:
             return
-        goto: Any = ()
-        if isinstance(result, Command):
-            if result.graph is not None:
-                self.to_parent(task, result)
+        if type(result) is dict and not self.graph.root:  # the hot path: a plain update
+            channels = self.graph.channels
+            if all(key in channels for key in result):
+                task.writes = list(result.items())
                 return
+        parts = (
+            list(result)
+            if type(result) in (list, tuple) and any(isinstance(r, Command) for r in result)
+            else [result]
+        )
+        writes: list[tuple[str, Any]] = []
+        gotos: list[Any] = []
+        for part in parts:
+            if isinstance(part, Command) and part.graph is not None:
+                self.to_parent(task, part)
+                return
+            one = self.writes_of(task, part)
+            if one is None:
+                return
+            writes += one[0]
+            gotos += one[1]
+        task.writes = writes
+        if gotos:
+            task.goto = gotos
+
+    def writes_of(self, task: Task, result: Any) -> tuple[list[tuple[str, Any]], list[Any]] | None:
+        """One return value's writes and gotos; None (with `task.error` set) if invalid."""
+        goto: Any = ()
+        if result is None:
+            return [], []
+        if isinstance(result, Command):
             update: Any = result.update or {}
+            if self.graph.root and result.update is not None:
+                update = {ROOT: result.update}
             goto = result.goto
+        elif self.graph.root:
+            update = {ROOT: result}
         elif isinstance(result, dict):
             update = result
         elif isinstance(result, Mapping):
@@ -249,7 +283,13 @@ class Run:
                 f"node {task.name!r} returned {type(result).__name__} {_short(result)}; a node "
                 "must return a dict of state updates (or None, or a Command)"
             )
-            return
+            return None
+        if type(update) in (list, tuple) and all(
+            type(pair) is tuple and len(pair) == 2 for pair in update
+        ):
+            update = _Pairs(update)  # LangGraph's `[(key, value), ...]` update
+        elif not isinstance(update, Mapping):
+            update = updates_of(update) or update
         channels = self.graph.channels
         for key in update:
             if key not in channels:
@@ -257,22 +297,22 @@ class Run:
                     f"node {task.name!r} returned unknown state key {key!r}; the state's keys "
                     f"are: {sorted(channels)}"
                 )
-                return
-        task.writes = list(update.items())
-        if goto:
-            names = [goto] if isinstance(goto, (str, Send)) else list(goto)
-            bad = [
-                n
-                for n in names
-                if (n.node if isinstance(n, Send) else n) not in self.graph.nodes and n != END
-            ]
-            if bad:
-                task.error = InvalidUpdateError(
-                    f"node {task.name!r} returned Command(goto={bad}) naming unknown node(s); "
-                    f"nodes are: {sorted(self.graph.nodes)}"
-                )
-                return
-            task.goto = names
+                return None
+        if not goto:
+            return list(update.items()), []
+        names = [goto] if isinstance(goto, (str, Send)) else list(goto)
+        bad = [
+            n
+            for n in names
+            if (n.node if isinstance(n, Send) else n) not in self.graph.nodes and n != END
+        ]
+        if bad:
+            task.error = InvalidUpdateError(
+                f"node {task.name!r} returned Command(goto={bad}) naming unknown node(s); "
+                f"nodes are: {sorted(self.graph.nodes)}"
+            )
+            return None
+        return list(update.items()), names
 
     def to_parent(self, task: Task, command: Command[Any]) -> None:
         """`Command(graph=Command.PARENT)`: leave this run; the parent's task returns it."""
@@ -302,6 +342,8 @@ class Run:
     def check_input(
         self, update: Any, what: str, keys: frozenset[str] | None = None
     ) -> list[tuple[str, Any]]:
+        if self.graph.root:
+            return [(ROOT, update)]
         if not isinstance(update, Mapping):
             update = updates_of(update) or update
         if keys is not None and isinstance(update, Mapping):
@@ -448,7 +490,11 @@ class Run:
             dests.append(r)
         return dests
 
-    def output(self) -> dict[str, Any]:
+    def output(self) -> Any:
+        """The run's result: the state (the output schema's keys), or a root-channel graph's
+        value."""
+        if self.graph.root:
+            return self.view().get(ROOT)
         keys = self.graph.output_keys
         if keys is None:
             return dict(self.values)
@@ -558,7 +604,7 @@ class Run:
 
     # ---- a whole invocation --------------------------------------------------------
 
-    def execute(self, input: Any) -> Loop[dict[str, Any] | Paused]:
+    def execute(self, input: Any) -> Loop[Any]:
         tup = (yield GetHead()) if self.saver is not None else None
         if tup is not None:
             self.restore(tup)
@@ -661,7 +707,10 @@ class Run:
             yield from self.save("loop", names, new_versions, appended, paused)
             if "updates" in self.modes:
                 for t in tasks:
-                    yield Emit("updates", {t.name: dict(t.writes) if t.writes else None})
+                    if self.graph.root:
+                        yield Emit("updates", {t.name: t.writes[0][1] if t.writes else None})
+                    else:
+                        yield Emit("updates", {t.name: dict(t.writes) if t.writes else None})
             if "values" in self.modes:
                 yield Emit("values", self.output())
             if paused:
@@ -834,8 +883,9 @@ class Run:
         tup = yield GetHead()
         if tup is not None:
             self.restore(tup)
+        # `values=None` writes nothing: with `as_node`, it records that node as having run.
         if as_node is None:
-            writes = self.check_input(values, "update_state values")
+            writes = [] if values is None else self.check_input(values, "update_state values")
             new_versions, appended = self.apply([("update_state", writes)], reducers=False)
             yield from self.carry_over("update", new_versions, {})
         else:
@@ -844,7 +894,7 @@ class Run:
                     f"update_state(as_node={as_node!r}): no such node; nodes are: "
                     f"{sorted(self.graph.nodes)}"
                 )
-            writes = self.check_input(values, "update_state values")
+            writes = [] if values is None else self.check_input(values, "update_state values")
             new_versions, appended = self.apply([(as_node, writes)])
             names = self.route([as_node], [], new_versions)
             # As if `as_node` had run: the next checkpoint pauses where a real step would.
@@ -877,6 +927,17 @@ def _extends(new: Any, old: list[Any]) -> bool:
     if type(new) is not list or len(new) < len(old):
         return False
     return all(a is b for a, b in zip(old, new, strict=False))
+
+
+class _Pairs(list):  # type: ignore[type-arg]
+    """An update given as `(key, value)` pairs: iterates its keys, `items()` gives the pairs
+    (so one key may be written twice, each through the reducer)."""
+
+    def __iter__(self) -> Any:
+        return (key for key, _ in super().__iter__())
+
+    def items(self) -> list[tuple[str, Any]]:
+        return list(super().__iter__())
 
 
 def _short(value: Any) -> str:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from ._context import Pause, _current
 from ._drive import Emit, drive_async, drive_sync
 from ._loop import Paused, Run, task_writes, waiting
-from ._schema import Channel, is_typed_class
+from ._schema import ROOT, Channel, is_typed_class
 from ._stream import MODES
 from .checkpoint.base import (
     DONE,
@@ -34,7 +34,15 @@ from .errors import (
     InvalidUpdateError,
     MultipleSubgraphsError,
 )
-from .types import Command, Interrupt, RunConfig, StateSnapshot, StateTask, StreamMode
+from .types import (
+    Command,
+    Durability,
+    Interrupt,
+    RunConfig,
+    StateSnapshot,
+    StateTask,
+    StreamMode,
+)
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -88,6 +96,8 @@ class CompiledGraph:
         self.recursion_limit = recursion_limit
         self.interrupt_mode = interrupt_mode
         self.coerce = builder.coerce
+        self.root = builder.root
+        """A root-channel graph: its state is one value, not a dict of keys."""
         """Makes a node's state dict an instance of a dataclass/pydantic schema (else None)."""
         typed = builder.input_schema is not builder.schema
         self.input_keys = builder.input_keys if typed else None
@@ -96,6 +106,8 @@ class CompiledGraph:
         self.output_keys = builder.output_keys if typed else None
         """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them."""
         self.context_schema = builder.context_schema
+        self.name = "LangGraph"
+        """`compile(name=...)`: how LangGraph names the graph (in traces and as a tool)."""
 
     # ---- running ---------------------------------------------------------------------
 
@@ -115,14 +127,16 @@ class CompiledGraph:
         configurable = config.get("configurable")
         if configurable is None:
             configurable = config["configurable"] = {}
-        thread_id = configurable.get("thread_id")
+        thread_id: Any = configurable.get("thread_id")
         if thread_id is None:
             thread_id = uuid.uuid4().hex
             if self.checkpointer is not None:
                 # Written back so the caller can learn the thread it must resume.
                 configurable["thread_id"] = thread_id
+        elif type(thread_id) is int:
+            thread_id = str(thread_id)  # LangGraph takes ints; savers key threads by the string
         elif not isinstance(thread_id, str) or not thread_id:
-            raise ValueError(f"thread_id must be a non-empty string, got {thread_id!r}")
+            raise ValueError(f"thread_id must be a non-empty string or an int, got {thread_id!r}")
         ns = configurable.get("checkpoint_ns") or ""
         if ":" in ns:
             raise InvalidUpdateError(
@@ -201,6 +215,7 @@ class CompiledGraph:
         config: RunConfig | None = None,
         *,
         context: Any = None,
+        durability: Durability | None = None,
     ) -> dict[str, Any]:
         """Run until the graph finishes or pauses; return the final state.
 
@@ -214,7 +229,10 @@ class CompiledGraph:
             GraphRecursionError: more supersteps than the recursion limit.
 
         `context`: what nodes read as `runtime.context` (see `StateGraph(context_schema=)`).
+        `durability`: LangGraph's `"sync"`, `"async"` or `"exit"`, accepted; graphs saves every
+        step before the next starts, whichever is given.
         """
+        _check_durability(durability)
         out: list[dict[str, Any]] = []
         for _ in self._stream(input, config, frozenset(), out, context=context):
             pass
@@ -240,8 +258,10 @@ class CompiledGraph:
         config: RunConfig | None = None,
         *,
         context: Any = None,
+        durability: Durability | None = None,
     ) -> dict[str, Any]:
         """Async `invoke`: tasks of one superstep run concurrently."""
+        _check_durability(durability)
         out: list[dict[str, Any]] = []
         async for _ in self._astream(input, config, frozenset(), out, context=context):
             pass
@@ -276,6 +296,7 @@ class CompiledGraph:
         *,
         subgraphs: bool = False,
         context: Any = None,
+        durability: Durability | None = None,
     ) -> Iterator[Any]:
         """Like `invoke`, yielding as it goes.
 
@@ -300,6 +321,7 @@ class CompiledGraph:
         `("node:task_id",)` for a subgraph its node runs, one more element per level. A step's
         subgraph chunks come when that step's tasks have finished, before the step's own.
         """
+        _check_durability(durability)
         modes, tagged = _modes(stream_mode)
         for mode, chunk, ns in self._stream(input, config, modes, [], subgraphs, context):
             yield _item(mode, chunk, ns, tagged, subgraphs)
@@ -312,6 +334,7 @@ class CompiledGraph:
         *,
         subgraphs: bool = False,
         context: Any = None,
+        durability: Durability | None = None,
     ) -> AsyncIterator[Any]:
         """Async `stream`.
 
@@ -320,6 +343,7 @@ class CompiledGraph:
         `contextlib.aclosing(graph.astream(...))` when you may stop early and then touch the same
         thread again.
         """
+        _check_durability(durability)
         modes, tagged = _modes(stream_mode)
         # Closing this stream closes the run's own, which releases the thread.
         chunks = self._astream(input, config, modes, [], subgraphs, context)
@@ -422,7 +446,9 @@ class CompiledGraph:
             error = errors[-1] if errors and not done else None
             tasks.append(StateTask(task_id, name, pending, error, done, state))
             interrupts.extend(pending)
-        values = {k: v for k, v in cp["channel_values"].items() if not k.startswith("__")}
+        values: Any = {k: v for k, v in cp["channel_values"].items() if not k.startswith("__")}
+        if self.root:
+            values = cp["channel_values"].get(ROOT)
         return StateSnapshot(
             values=values,
             next=[t.name for t in tasks if not t.done],
@@ -434,9 +460,7 @@ class CompiledGraph:
             interrupts=tuple(interrupts),
         )
 
-    def update_state(
-        self, config: RunConfig, values: dict[str, Any], as_node: str | None = None
-    ) -> RunConfig:
+    def update_state(self, config: RunConfig, values: Any, as_node: str | None = None) -> RunConfig:
         """Amend the thread's state in a new checkpoint (`source="update"`); return its config.
 
         Without `as_node`, each key is replaced as given (reducers are not applied: pass the whole
@@ -456,7 +480,7 @@ class CompiledGraph:
                     return head
 
     async def aupdate_state(
-        self, config: RunConfig, values: dict[str, Any], as_node: str | None = None
+        self, config: RunConfig, values: Any, as_node: str | None = None
     ) -> RunConfig:
         saver = self._saver("aupdate_state")
         run = self._run(_thread_only(config), frozenset(), nest=False)
@@ -531,6 +555,13 @@ def _item(mode: str, chunk: Any, ns: tuple[str, ...], tagged: bool, subgraphs: b
     if subgraphs:
         return (ns, mode, chunk) if tagged else (ns, chunk)
     return (mode, chunk) if tagged else chunk
+
+
+def _check_durability(durability: object) -> None:
+    if durability is not None and durability not in ("sync", "async", "exit"):
+        raise ValueError(
+            f"durability must be 'sync', 'async' or 'exit' (LangGraph's modes), got {durability!r}"
+        )
 
 
 def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[str], bool]:

@@ -18,6 +18,7 @@ __all__ = [
     "END",
     "START",
     "Command",
+    "Durability",
     "Interrupt",
     "RetryPolicy",
     "RunConfig",
@@ -45,6 +46,10 @@ END = "__end__"
 
 StreamMode = Literal["values", "updates", "messages", "custom", "debug", "tasks", "checkpoints"]
 """What `stream(stream_mode=...)` yields: see `CompiledGraph.stream`."""
+
+Durability = Literal["sync", "async", "exit"]
+"""LangGraph's `durability=` of a run. graphs accepts the three and saves every step before the
+next one starts whichever is given (LangGraph's `"sync"`): see docs/langgraph.md."""
 
 StreamWriter = Callable[[Any], None]
 """Hands a chunk to the `custom` stream mode: `get_stream_writer()`, or a node's `writer`

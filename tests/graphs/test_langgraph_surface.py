@@ -1,0 +1,160 @@
+"""LangGraph API surface that a port meets at once: a root-channel state, `add_sequence`,
+`set_conditional_entry_point`, `compile(name=)` and a run's `durability=`."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from graphs import END, START, Command, GraphSetupError, InMemorySaver, StateGraph
+from graphs.checkpoint.sql import SQLSaver
+
+
+def _words_graph(checkpointer: Any = None) -> Any:
+    g = StateGraph(Annotated[list, operator.add])
+    g.add_node("greet", lambda words: ["hello"])
+    g.add_node("count", lambda words: [f"{len(words)} so far"])
+    g.add_edge(START, "greet")
+    g.add_edge("greet", "count")
+    g.add_edge("count", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def test_a_root_channel_graph_passes_and_returns_the_value_itself(tmp_path: Path) -> None:
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'root.db'}")
+    saver.setup()
+    graph = _words_graph(saver)
+    config = {"configurable": {"thread_id": "t"}}
+    assert graph.invoke(["start"], config) == ["start", "hello", "2 so far"]
+    # The saved state is the value too, and it survives a new saver on the same file.
+    again = _words_graph(SQLSaver(f"sqlite:///{tmp_path / 'root.db'}"))
+    assert again.get_state(config).values == ["start", "hello", "2 so far"]
+    assert graph.invoke(["more"], config)[-3:] == ["more", "hello", "5 so far"]
+
+
+def test_a_root_channel_graph_streams_the_value_and_each_nodes_return() -> None:
+    graph = _words_graph()
+    assert list(graph.stream(["a"], stream_mode="updates")) == [
+        {"greet": ["hello"]},
+        {"count": ["2 so far"]},
+    ]
+    assert list(graph.stream(["a"], stream_mode="values"))[-1] == ["a", "hello", "2 so far"]
+
+
+def test_a_root_channel_without_a_reducer_is_overwritten_and_routes_on_the_value() -> None:
+    g = StateGraph(int)
+    g.add_node("double", lambda n: Command(update=n * 2))
+    g.add_edge(START, "double")
+    g.add_conditional_edges("double", lambda n: END if n > 20 else "double")
+    assert g.compile().invoke(3) == 24
+    assert asyncio.run(g.compile().ainvoke(11)) == 22
+
+
+def test_a_root_channel_graph_refuses_input_and_output_schemas() -> None:
+    class Keys(TypedDict):
+        a: int
+
+    with pytest.raises(GraphSetupError, match="root-channel graph"):
+        StateGraph(list, input_schema=Keys)
+
+
+def test_add_sequence_chains_functions_and_named_pairs() -> None:
+    class S(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    def first(s: S) -> dict[str, Any]:
+        return {"log": ["first"]}
+
+    g = StateGraph(S)
+    g.add_sequence([first, ("second", lambda s: {"log": ["second"]})])
+    g.add_edge(START, "first")
+    assert g.compile().invoke({"log": []}) == {"log": ["first", "second"]}
+    with pytest.raises(GraphSetupError, match="at least one node"):
+        StateGraph(S).add_sequence([])
+
+
+def test_set_conditional_entry_point_routes_the_input() -> None:
+    class S(TypedDict):
+        n: int
+
+    g = StateGraph(S)
+    g.add_node("small", lambda s: {"n": 0})
+    g.add_node("big", lambda s: {"n": 100})
+    g.set_conditional_entry_point(lambda s: "big" if s["n"] > 9 else "small", ["small", "big"])
+    g.add_edge("small", END)
+    g.add_edge("big", END)
+    graph = g.compile(name="sizer")
+    assert graph.name == "sizer"
+    assert graph.invoke({"n": 50}) == {"n": 100}
+    assert graph.invoke({"n": 5}) == {"n": 0}
+
+
+def test_a_run_takes_langgraphs_durability_modes_and_saves_every_step_under_each() -> None:
+    class S(TypedDict):
+        n: int
+
+    g = StateGraph(S)
+    g.add_node("inc", lambda s: {"n": s["n"] + 1})
+    g.add_edge(START, "inc")
+    g.add_edge("inc", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    for mode in ("sync", "async", "exit"):
+        config = {"configurable": {"thread_id": mode}}
+        assert graph.invoke({"n": 1}, config, durability=mode) == {"n": 2}
+        assert len(list(graph.get_state_history(config))) == 2
+    assert list(graph.stream({"n": 1}, durability="exit")) == [{"n": 1}, {"n": 2}]
+    with pytest.raises(ValueError, match="durability must be 'sync', 'async' or 'exit'"):
+        graph.invoke({"n": 1}, {"configurable": {"thread_id": "x"}}, durability="later")  # type: ignore[arg-type]
+
+
+class Log(TypedDict):
+    log: Annotated[str, operator.add]
+    last: str
+
+
+def test_a_node_may_return_several_updates_as_a_list_of_commands_and_dicts() -> None:
+    g = StateGraph(Log)
+    g.add_node(
+        "a",
+        lambda s: [Command(update={"log": "a1"}), {"log": "a2"}, Command(goto="b")],
+        destinations=["b"],
+    )
+    g.add_node("b", lambda s: {"log": "b"})
+    g.add_node("c", lambda s: {"log": "c"})
+    g.add_edge(START, "a")
+    g.add_edge("a", "c")
+    assert g.compile().invoke({"log": ""}) == {"log": "a1a2bc"}
+
+
+def test_a_root_graphs_node_may_mix_a_command_and_a_value() -> None:
+    g = StateGraph(Annotated[list[str], operator.add])
+    g.add_node("n", lambda s: [Command(update=["x"]), ["y"]])
+    g.add_edge(START, "n")
+    assert g.compile().invoke([]) == ["x", "y"]
+
+
+def test_an_update_may_be_key_value_pairs_each_through_the_reducer() -> None:
+    g = StateGraph(Log)
+    g.add_node("n", lambda s: Command(update=[("log", "x"), ("log", "y"), ("last", "n")]))
+    g.add_edge(START, "n")
+    assert g.compile().invoke({"log": ""}) == {"log": "xy", "last": "n"}
+
+
+def test_update_state_with_no_values_as_a_node_moves_the_thread_past_it() -> None:
+    g = StateGraph(Log)
+    g.add_node("ask", lambda s: {"log": "asked"})
+    g.add_node("act", lambda s: {"log": "+acted"})
+    g.add_edge(START, "ask")
+    g.add_edge("ask", "act")
+    graph = g.compile(checkpointer=InMemorySaver(), interrupt_before=["ask"])
+    config = {"configurable": {"thread_id": 1}}
+    with pytest.raises(Exception, match="paused"):
+        graph.invoke({"log": ""}, config)
+    assert graph.get_state(config).next == ["ask"]
+    graph.update_state(config, None, as_node="ask")
+    assert graph.get_state(config).next == ["act"]
+    assert graph.invoke(None, config) == {"log": "+acted"}

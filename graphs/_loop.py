@@ -52,7 +52,7 @@ from .errors import (
     ParentCommand,
     ResumeError,
 )
-from .types import END, START, Command, Interrupt, RunConfig, Send
+from .types import END, OVERWRITE_KEY, START, Command, Interrupt, Overwrite, RunConfig, Send
 
 if TYPE_CHECKING:
     from .checkpoint.base import BaseCheckpointSaver, PendingWrite
@@ -386,12 +386,27 @@ class Run:
                         f"{nodes}) but has no reducer, so it can take only one: declare it as "
                         f"Annotated[T, reducer] to merge them"
                     )
-                values[channel] = items[0][1]
+                value = items[0][1]
+                values[channel] = value.value if type(value) is Overwrite else value
             else:
                 had = channel in values
                 current = values[channel] if had else (spec.initial() if spec.initial else None)
                 old_len = len(current) if had and type(current) is list else -1
+                overwritten = False
                 for node, value in items:
+                    if type(value) is Overwrite or (
+                        type(value) is dict and len(value) == 1 and OVERWRITE_KEY in value
+                    ):
+                        if overwritten:
+                            raise InvalidUpdateError(
+                                f"state key {channel!r} got two Overwrite values in one step "
+                                f"(the second from {node!r}); only one writer may replace it"
+                            )
+                        current, had, overwritten = _overwritten(value), True, True
+                        old_len = -1  # a replaced list is stored whole, not as a delta
+                        continue
+                    if overwritten:
+                        continue  # as in LangGraph: after an Overwrite, the step's others are dropped
                     if current is None and not had:
                         current, had = value, True
                         continue
@@ -927,6 +942,10 @@ def _extends(new: Any, old: list[Any]) -> bool:
     if type(new) is not list or len(new) < len(old):
         return False
     return all(a is b for a, b in zip(old, new, strict=False))
+
+
+def _overwritten(value: Any) -> Any:
+    return value.value if type(value) is Overwrite else value[OVERWRITE_KEY]
 
 
 class _Pairs(list):  # type: ignore[type-arg]

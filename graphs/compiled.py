@@ -292,7 +292,7 @@ class CompiledGraph:
         self,
         input: Input,
         config: RunConfig | None = None,
-        stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
         *,
         subgraphs: bool = False,
         context: Any = None,
@@ -313,7 +313,8 @@ class CompiledGraph:
           checkpoint (`config`, `parent_config`, `values`, `metadata`, `next`, `tasks`);
           `"debug"`: both, as `{"step", "timestamp", "type", "payload"}`.
 
-        With a list of modes, each item is `(mode, chunk)`. A pause ends the stream; in the
+        `stream_mode=None` is the default, `"values"` (LangGraph's StateGraph defaults to
+        `"updates"`: pass it). With a list of modes, each item is `(mode, chunk)`. A pause ends the stream; in the
         default interrupt mode it then raises `GraphInterrupt`.
 
         `subgraphs=True`: the chunks of subgraphs too, each item prefixed with the namespace it
@@ -330,7 +331,7 @@ class CompiledGraph:
         self,
         input: Input,
         config: RunConfig | None = None,
-        stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
         *,
         subgraphs: bool = False,
         context: Any = None,
@@ -564,7 +565,9 @@ def _check_durability(durability: object) -> None:
         )
 
 
-def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[str], bool]:
+def _modes(stream_mode: StreamMode | Sequence[StreamMode] | None) -> tuple[frozenset[str], bool]:
+    if stream_mode is None:
+        stream_mode = "values"  # graphs' default (LangGraph's StateGraph: "updates")
     if isinstance(stream_mode, str):
         modes, tagged = frozenset([stream_mode]), False
     else:

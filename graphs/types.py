@@ -20,6 +20,7 @@ __all__ = [
     "Command",
     "Durability",
     "Interrupt",
+    "Overwrite",
     "RetryPolicy",
     "RunConfig",
     "Send",
@@ -46,6 +47,19 @@ END = "__end__"
 
 StreamMode = Literal["values", "updates", "messages", "custom", "debug", "tasks", "checkpoints"]
 """What `stream(stream_mode=...)` yields: see `CompiledGraph.stream`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Overwrite:
+    """Write `value` to a reducer key as it is, bypassing the reducer (LangGraph's):
+    `return {"messages": Overwrite([summary])}`. The JSON form `{"__overwrite__": value}` does
+    the same. Two in one step for one key are refused with `InvalidUpdateError`."""
+
+    value: Any
+
+
+OVERWRITE_KEY = "__overwrite__"
+"""`{"__overwrite__": value}`: the JSON form of `Overwrite(value)`."""
 
 Durability = Literal["sync", "async", "exit"]
 """LangGraph's `durability=` of a run. graphs accepts the three and saves every step before the

@@ -10,8 +10,17 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from graphs import END, START, Command, GraphSetupError, InMemorySaver, StateGraph
+from graphs import (
+    END,
+    START,
+    Command,
+    GraphSetupError,
+    InMemorySaver,
+    InvalidUpdateError,
+    StateGraph,
+)
 from graphs.checkpoint.sql import SQLSaver
+from graphs.types import Overwrite
 
 
 def _words_graph(checkpointer: Any = None) -> Any:
@@ -106,7 +115,10 @@ def test_a_run_takes_langgraphs_durability_modes_and_saves_every_step_under_each
         config = {"configurable": {"thread_id": mode}}
         assert graph.invoke({"n": 1}, config, durability=mode) == {"n": 2}
         assert len(list(graph.get_state_history(config))) == 2
-    assert list(graph.stream({"n": 1}, durability="exit")) == [{"n": 1}, {"n": 2}]
+    assert list(graph.stream({"n": 1}, stream_mode="values", durability="exit")) == [
+        {"n": 1},
+        {"n": 2},
+    ]
     with pytest.raises(ValueError, match="durability must be 'sync', 'async' or 'exit'"):
         graph.invoke({"n": 1}, {"configurable": {"thread_id": "x"}}, durability="later")  # type: ignore[arg-type]
 
@@ -158,3 +170,52 @@ def test_update_state_with_no_values_as_a_node_moves_the_thread_past_it() -> Non
     graph.update_state(config, None, as_node="ask")
     assert graph.get_state(config).next == ["act"]
     assert graph.invoke(None, config) == {"log": "+acted"}
+
+
+class Msgs(TypedDict):
+    messages: Annotated[list[str], operator.add]
+
+
+def _overwrite_graph(replace: Any, saver: Any) -> Any:
+    g = StateGraph(Msgs)
+    g.add_node("first", lambda s: {"messages": ["first"]})
+    g.add_node("other", lambda s: {"messages": ["dropped"]})
+    g.add_node("replace", lambda s: {"messages": replace})
+    g.add_node("after", lambda s: {"messages": ["after"]})
+    g.add_edge(START, "first")
+    g.add_edge("first", "other")
+    g.add_edge("first", "replace")
+    g.add_edge("replace", "after")
+    return g.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("replace", [Overwrite(["only"]), {"__overwrite__": ["only"]}])
+def test_overwrite_replaces_a_reducer_key_and_is_saved_whole(replace: Any, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'o.db'}"
+    saver = SQLSaver(url)
+    saver.setup()
+    config = {"configurable": {"thread_id": "o"}}
+    # The step's other write is dropped; the next step appends to the replaced list.
+    out = _overwrite_graph(replace, saver).invoke({"messages": ["in"]}, config)
+    assert out == {"messages": ["only", "after"]}
+    # Stored as the new list, not as a delta of the old one: a new saver reads it back.
+    history = list(_overwrite_graph(replace, SQLSaver(url)).get_state_history(config))
+    assert [h.values["messages"] for h in history[:2]] == [["only", "after"], ["only"]]
+
+
+def test_two_overwrites_of_one_key_in_a_step_are_refused() -> None:
+    g = StateGraph(Msgs)
+    g.add_node("a", lambda s: {"messages": Overwrite(["a"])})
+    g.add_node("b", lambda s: {"messages": Overwrite(["b"])})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    with pytest.raises(InvalidUpdateError, match="two Overwrite values in one step"):
+        g.compile().invoke({"messages": []})
+
+
+def test_stream_mode_none_is_the_default_values_mode() -> None:
+    graph = _words_graph()
+    chunks = list(graph.stream(["a"], stream_mode=None))
+    assert (
+        chunks == list(graph.stream(["a"])) == [["a"], ["a", "hello"], ["a", "hello", "2 so far"]]
+    )

@@ -895,25 +895,44 @@ class Run:
     # ---- update_state ---------------------------------------------------------------
 
     def update(self, values: Any, as_node: str | None) -> Loop[RunConfig]:
+        return (yield from self.update_step([(values, as_node)]))
+
+    def update_step(self, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunConfig]:
+        """One checkpoint of `update_state`s: `(values, as_node)` pairs, as if those nodes had
+        run in one step (several need `as_node` each)."""
         tup = yield GetHead()
         if tup is not None:
             self.restore(tup)
+        if not updates:
+            raise InvalidUpdateError("bulk_update_state: a step with no updates; give at least one")
+        if len(updates) > 1 and any(as_node is None for _, as_node in updates):
+            raise InvalidUpdateError(
+                "bulk_update_state: a step with several updates needs as_node on each (the "
+                "node each update is written as)"
+            )
+        (values, as_node), *_ = updates
         # `values=None` writes nothing: with `as_node`, it records that node as having run.
         if as_node is None:
             writes = [] if values is None else self.check_input(values, "update_state values")
             new_versions, appended = self.apply([("update_state", writes)], reducers=False)
             yield from self.carry_over("update", new_versions, {})
         else:
-            if as_node not in self.graph.nodes:
-                raise InvalidUpdateError(
-                    f"update_state(as_node={as_node!r}): no such node; nodes are: "
-                    f"{sorted(self.graph.nodes)}"
-                )
-            writes = [] if values is None else self.check_input(values, "update_state values")
-            new_versions, appended = self.apply([(as_node, writes)])
-            names = self.route([as_node], [], new_versions)
-            # As if `as_node` had run: the next checkpoint pauses where a real step would.
-            paused = self.static_pause(names, [as_node])
+            ran: list[str] = []
+            step: list[tuple[str, list[tuple[str, Any]]]] = []
+            for values, node in updates:
+                assert node is not None
+                if node not in self.graph.nodes:
+                    raise InvalidUpdateError(
+                        f"update_state(as_node={node!r}): no such node; nodes are: "
+                        f"{sorted(self.graph.nodes)}"
+                    )
+                writes = [] if values is None else self.check_input(values, "update_state values")
+                step.append((node, writes))
+                ran.append(node)
+            new_versions, appended = self.apply(step)
+            names = self.route(ran, [], new_versions)
+            # As if those nodes had run: the next checkpoint pauses where a real step would.
+            paused = self.static_pause(names, ran)
             yield from self.save("update", names, new_versions, appended, paused)
         assert self.head_config is not None
         return self.head_config

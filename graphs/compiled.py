@@ -41,6 +41,7 @@ from .types import (
     RunConfig,
     StateSnapshot,
     StateTask,
+    StateUpdate,
     StreamMode,
 )
 
@@ -479,6 +480,48 @@ class CompiledGraph:
                 except StopIteration as stop:
                     head: RunConfig = stop.value
                     return head
+
+    def bulk_update_state(
+        self, config: RunConfig, supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]]
+    ) -> RunConfig:
+        """Several `update_state`s, one checkpoint per inner list (LangGraph's): each inner list
+        is a step whose `StateUpdate(values, as_node)`s are written together, as if those nodes
+        had run in that step (`as_node` is needed on each when there are several)."""
+        saver = self._saver("bulk_update_state")
+        if not supersteps:
+            raise InvalidUpdateError("bulk_update_state: no supersteps given")
+        first = self._run(_thread_only(config), frozenset(), nest=False)
+        head: RunConfig | None = None
+        with saver.lock_thread(first.config):
+            for i, step in enumerate(supersteps):
+                run = first if i == 0 else self._run(_thread_only(config), frozenset(), nest=False)
+                pairs = [(u[0], u[1] if len(u) > 1 else None) for u in step]
+                gen = drive_sync(run, run.update_step(pairs))
+                while True:
+                    try:
+                        next(gen)
+                    except StopIteration as stop:
+                        head = stop.value
+                        break
+        assert head is not None
+        return head
+
+    async def abulk_update_state(
+        self, config: RunConfig, supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]]
+    ) -> RunConfig:
+        """Async `bulk_update_state`."""
+        saver = self._saver("abulk_update_state")
+        if not supersteps:
+            raise InvalidUpdateError("bulk_update_state: no supersteps given")
+        first = self._run(_thread_only(config), frozenset(), nest=False)
+        out: list[RunConfig] = []
+        async with saver.alock_thread(first.config):
+            for i, step in enumerate(supersteps):
+                run = first if i == 0 else self._run(_thread_only(config), frozenset(), nest=False)
+                pairs = [(u[0], u[1] if len(u) > 1 else None) for u in step]
+                async for _ in drive_async(run, run.update_step(pairs), out):
+                    pass
+        return out[-1]
 
     async def aupdate_state(
         self, config: RunConfig, values: Any, as_node: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, TypedDict
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
@@ -26,6 +26,7 @@ __all__ = [
     "Send",
     "StateSnapshot",
     "StateTask",
+    "StateUpdate",
     "StreamMode",
     "StreamWriter",
     "interrupt",
@@ -56,6 +57,15 @@ class Overwrite:
     the same. Two in one step for one key are refused with `InvalidUpdateError`."""
 
     value: Any
+
+
+class StateUpdate(NamedTuple):
+    """One update of `bulk_update_state`: `values` written as if node `as_node` returned them."""
+
+    values: dict[str, Any] | None
+    as_node: str | None = None
+    task_id: str | None = None
+    """Accepted for LangGraph's shape; graphs gives the update a task id of its own."""
 
 
 OVERWRITE_KEY = "__overwrite__"

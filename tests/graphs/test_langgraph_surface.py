@@ -20,7 +20,7 @@ from graphs import (
     StateGraph,
 )
 from graphs.checkpoint.sql import SQLSaver
-from graphs.types import Overwrite
+from graphs.types import Overwrite, StateUpdate
 
 
 def _words_graph(checkpointer: Any = None) -> Any:
@@ -219,3 +219,50 @@ def test_stream_mode_none_is_the_default_values_mode() -> None:
     assert (
         chunks == list(graph.stream(["a"])) == [["a"], ["a", "hello"], ["a", "hello", "2 so far"]]
     )
+
+
+class Pair(TypedDict):
+    foo: str
+    baz: str
+
+
+def _pair_graph(saver: Any) -> Any:
+    g = StateGraph(Pair)
+    g.add_node("a", lambda s: {"foo": "a"})
+    g.add_node("b", lambda s: {"baz": "b"})
+    g.add_node("c", lambda s: {"foo": s["foo"] + "+c"})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    return g.compile(checkpointer=saver)
+
+
+def test_bulk_update_state_writes_one_checkpoint_per_step_as_its_nodes(tmp_path: Path) -> None:
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'bulk.db'}")
+    saver.setup()
+    graph = _pair_graph(saver)
+    config = {"configurable": {"thread_id": "bulk"}}
+    graph.bulk_update_state(
+        config,
+        [
+            [StateUpdate({"foo": "x"}, "a")],
+            [StateUpdate({"foo": "y"}, "a"), StateUpdate({"baz": "z"}, "b")],
+        ],
+    )
+    state = graph.get_state(config)
+    assert state.values == {"foo": "y", "baz": "z"}
+    assert state.next == ["b", "c"]  # what follows a and b
+    assert len(list(graph.get_state_history(config))) == 2
+    with pytest.raises(InvalidUpdateError, match="needs as_node on each"):
+        graph.bulk_update_state(config, [[StateUpdate({"foo": "1"}), StateUpdate({"baz": "2"})]])
+    assert len(list(graph.get_state_history(config))) == 2
+
+
+async def test_abulk_update_state_matches_the_sync_one() -> None:
+    graph = _pair_graph(InMemorySaver())
+    config = {"configurable": {"thread_id": "abulk"}}
+    await graph.abulk_update_state(config, [[StateUpdate({"foo": "x"}, "a")]])
+    await graph.abulk_update_state(config, [[({"baz": "q"}, "b")]])  # a plain tuple works too
+    state = graph.get_state(config)
+    assert state.values == {"foo": "x", "baz": "q"} and state.next == ["c"]
+    assert await graph.ainvoke(None, config) == {"foo": "x+c", "baz": "q"}

@@ -237,7 +237,10 @@ class Run:
             return
         if type(result) is dict and not self.graph.root:  # the hot path: a plain update
             channels = self.graph.channels
-            if all(key in channels for key in result):
+            for key in result:
+                if key not in channels:
+                    break
+            else:
                 task.writes = list(result.items())
                 return
         parts = (

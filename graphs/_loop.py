@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
 from ._drive import LIVE_MODES, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
-from ._schema import updates_of
+from ._schema import ROOT, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
@@ -52,7 +52,7 @@ from .errors import (
     ParentCommand,
     ResumeError,
 )
-from .types import END, START, Command, Interrupt, RunConfig, Send
+from .types import END, OVERWRITE_KEY, START, Command, Interrupt, Overwrite, RunConfig, Send
 
 if TYPE_CHECKING:
     from .checkpoint.base import BaseCheckpointSaver, PendingWrite
@@ -182,7 +182,7 @@ class Run:
     def restore(self, tup: CheckpointTuple) -> None:
         cp = tup.checkpoint
         for key, value in cp["channel_values"].items():
-            if key.startswith("__"):
+            if key.startswith("__") and key != ROOT:
                 self.internal[key] = value
             elif key in self.graph.channels:
                 self.values[key] = value
@@ -245,17 +245,54 @@ class Run:
         return [i for i in task.recorded if i.id not in task.answers]
 
     def to_writes(self, task: Task) -> None:
-        """Turn a finished task's return value into writes, or record why it is invalid."""
+        """Turn a finished task's return value into writes, or record why it is invalid.
+
+        A list holding a `Command` is several returns in order (LangGraph's mixed returns):
+        their updates are written one after another and their gotos all followed.
+        """
         result = task.result
         if result is None:
             return
-        goto: Any = ()
-        if isinstance(result, Command):
-            if result.graph is not None:
-                self.to_parent(task, result)
+        if type(result) is dict and not self.graph.root:  # the hot path: a plain update
+            channels = self.graph.channels
+            for key in result:
+                if key not in channels:
+                    break
+            else:
+                task.writes = list(result.items())
                 return
+        parts = (
+            list(result)
+            if type(result) in (list, tuple) and any(isinstance(r, Command) for r in result)
+            else [result]
+        )
+        writes: list[tuple[str, Any]] = []
+        gotos: list[Any] = []
+        for part in parts:
+            if isinstance(part, Command) and part.graph is not None:
+                self.to_parent(task, part)
+                return
+            one = self.writes_of(task, part)
+            if one is None:
+                return
+            writes += one[0]
+            gotos += one[1]
+        task.writes = writes
+        if gotos:
+            task.goto = gotos
+
+    def writes_of(self, task: Task, result: Any) -> tuple[list[tuple[str, Any]], list[Any]] | None:
+        """One return value's writes and gotos; None (with `task.error` set) if invalid."""
+        goto: Any = ()
+        if result is None:
+            return [], []
+        if isinstance(result, Command):
             update: Any = result.update or {}
+            if self.graph.root and result.update is not None:
+                update = {ROOT: result.update}
             goto = result.goto
+        elif self.graph.root:
+            update = {ROOT: result}
         elif isinstance(result, dict):
             update = result
         elif isinstance(result, Mapping):
@@ -267,7 +304,13 @@ class Run:
                 f"node {task.name!r} returned {type(result).__name__} {_short(result)}; a node "
                 "must return a dict of state updates (or None, or a Command)"
             )
-            return
+            return None
+        if type(update) in (list, tuple) and all(
+            type(pair) is tuple and len(pair) == 2 for pair in update
+        ):
+            update = _Pairs(update)  # LangGraph's `[(key, value), ...]` update
+        elif not isinstance(update, Mapping):
+            update = updates_of(update) or update
         channels = self.graph.channels
         for key in update:
             if key not in channels:
@@ -275,22 +318,22 @@ class Run:
                     f"node {task.name!r} returned unknown state key {key!r}; the state's keys "
                     f"are: {sorted(channels)}"
                 )
-                return
-        task.writes = list(update.items())
-        if goto:
-            names = [goto] if isinstance(goto, (str, Send)) else list(goto)
-            bad = [
-                n
-                for n in names
-                if (n.node if isinstance(n, Send) else n) not in self.graph.nodes and n != END
-            ]
-            if bad:
-                task.error = InvalidUpdateError(
-                    f"node {task.name!r} returned Command(goto={bad}) naming unknown node(s); "
-                    f"nodes are: {sorted(self.graph.nodes)}"
-                )
-                return
-            task.goto = names
+                return None
+        if not goto:
+            return list(update.items()), []
+        names = [goto] if isinstance(goto, (str, Send)) else list(goto)
+        bad = [
+            n
+            for n in names
+            if (n.node if isinstance(n, Send) else n) not in self.graph.nodes and n != END
+        ]
+        if bad:
+            task.error = InvalidUpdateError(
+                f"node {task.name!r} returned Command(goto={bad}) naming unknown node(s); "
+                f"nodes are: {sorted(self.graph.nodes)}"
+            )
+            return None
+        return list(update.items()), names
 
     def to_parent(self, task: Task, command: Command[Any]) -> None:
         """`Command(graph=Command.PARENT)`: leave this run; the parent's task returns it."""
@@ -320,6 +363,8 @@ class Run:
     def check_input(
         self, update: Any, what: str, keys: frozenset[str] | None = None
     ) -> list[tuple[str, Any]]:
+        if self.graph.root:
+            return [(ROOT, update)]
         if not isinstance(update, Mapping):
             update = updates_of(update) or update
         if keys is not None and isinstance(update, Mapping):
@@ -362,12 +407,27 @@ class Run:
                         f"{nodes}) but has no reducer, so it can take only one: declare it as "
                         f"Annotated[T, reducer] to merge them"
                     )
-                values[channel] = items[0][1]
+                value = items[0][1]
+                values[channel] = value.value if type(value) is Overwrite else value
             else:
                 had = channel in values
                 current = values[channel] if had else (spec.initial() if spec.initial else None)
                 old_len = len(current) if had and type(current) is list else -1
+                overwritten = False
                 for node, value in items:
+                    if type(value) is Overwrite or (
+                        type(value) is dict and len(value) == 1 and OVERWRITE_KEY in value
+                    ):
+                        if overwritten:
+                            raise InvalidUpdateError(
+                                f"state key {channel!r} got two Overwrite values in one step "
+                                f"(the second from {node!r}); only one writer may replace it"
+                            )
+                        current, had, overwritten = _overwritten(value), True, True
+                        old_len = -1  # a replaced list is stored whole, not as a delta
+                        continue
+                    if overwritten:
+                        continue  # as in LangGraph: after an Overwrite, the step's others are dropped
                     if current is None and not had:
                         current, had = value, True
                         continue
@@ -466,7 +526,11 @@ class Run:
             dests.append(r)
         return dests
 
-    def output(self) -> dict[str, Any]:
+    def output(self) -> Any:
+        """The run's result: the state (the output schema's keys), or a root-channel graph's
+        value."""
+        if self.graph.root:
+            return self.view().get(ROOT)
         keys = self.graph.output_keys
         if keys is None:
             return dict(self.values)
@@ -581,7 +645,7 @@ class Run:
 
     # ---- a whole invocation --------------------------------------------------------
 
-    def execute(self, input: Any) -> Loop[dict[str, Any] | Paused]:
+    def execute(self, input: Any) -> Loop[Any]:
         tup = (yield GetHead()) if self.saver is not None else None
         if tup is not None:
             self.restore(tup)
@@ -685,7 +749,10 @@ class Run:
             yield from self.save("loop", names, new_versions, appended, paused)
             if "updates" in self.modes:
                 for t in tasks:
-                    yield Emit("updates", {t.name: dict(t.writes) if t.writes else None})
+                    if self.graph.root:
+                        yield Emit("updates", {t.name: t.writes[0][1] if t.writes else None})
+                    else:
+                        yield Emit("updates", {t.name: dict(t.writes) if t.writes else None})
             if "values" in self.modes:
                 yield Emit("values", self.output())
             if paused:
@@ -863,6 +930,11 @@ class Run:
     # ---- update_state ---------------------------------------------------------------
 
     def update(self, values: Any, as_node: str | None) -> Loop[RunConfig]:
+        return (yield from self.update_step([(values, as_node)]))
+
+    def update_step(self, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunConfig]:
+        """One checkpoint of `update_state`s: `(values, as_node)` pairs, as if those nodes had
+        run in one step (several need `as_node` each)."""
         tup = yield GetHead()
         if tup is not None:
             self.restore(tup)
@@ -874,25 +946,44 @@ class Run:
                     "fork it into a new thread: graph.fork(config, thread_id, values=...); to "
                     "update the latest, drop checkpoint_id from the config"
                 )
-        return (yield from self.amend(values, as_node))
+        return (yield from self.amend_step(updates))
 
     def amend(self, values: Any, as_node: str | None) -> Loop[RunConfig]:
         """Write `values` in a new checkpoint on the head (see `CompiledGraph.update_state`)."""
+        return (yield from self.amend_step([(values, as_node)]))
+
+    def amend_step(self, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunConfig]:
+        """Write one checkpoint of `(values, as_node)` pairs on the head (see `update_step`)."""
+        if not updates:
+            raise InvalidUpdateError("bulk_update_state: a step with no updates; give at least one")
+        if len(updates) > 1 and any(as_node is None for _, as_node in updates):
+            raise InvalidUpdateError(
+                "bulk_update_state: a step with several updates needs as_node on each (the "
+                "node each update is written as)"
+            )
+        (values, as_node), *_ = updates
+        # `values=None` writes nothing: with `as_node`, it records that node as having run.
         if as_node is None:
-            writes = self.check_input(values, "update_state values")
+            writes = [] if values is None else self.check_input(values, "update_state values")
             new_versions, appended = self.apply([("update_state", writes)], reducers=False)
             yield from self.carry_over("update", new_versions, {})
         else:
-            if as_node not in self.graph.nodes:
-                raise InvalidUpdateError(
-                    f"update_state(as_node={as_node!r}): no such node; nodes are: "
-                    f"{sorted(self.graph.nodes)}"
-                )
-            writes = self.check_input(values, "update_state values")
-            new_versions, appended = self.apply([(as_node, writes)])
-            names = self.route([as_node], [], new_versions)
-            # As if `as_node` had run: the next checkpoint pauses where a real step would.
-            paused = self.static_pause(names, [as_node])
+            ran: list[str] = []
+            step: list[tuple[str, list[tuple[str, Any]]]] = []
+            for values, node in updates:
+                assert node is not None
+                if node not in self.graph.nodes:
+                    raise InvalidUpdateError(
+                        f"update_state(as_node={node!r}): no such node; nodes are: "
+                        f"{sorted(self.graph.nodes)}"
+                    )
+                writes = [] if values is None else self.check_input(values, "update_state values")
+                step.append((node, writes))
+                ran.append(node)
+            new_versions, appended = self.apply(step)
+            names = self.route(ran, [], new_versions)
+            # As if those nodes had run: the next checkpoint pauses where a real step would.
+            paused = self.static_pause(names, ran)
             yield from self.save("update", names, new_versions, appended, paused)
         assert self.head_config is not None
         return self.head_config
@@ -949,6 +1040,21 @@ def _extends(new: Any, old: list[Any]) -> bool:
     if type(new) is not list or len(new) < len(old):
         return False
     return all(a is b for a, b in zip(old, new, strict=False))
+
+
+def _overwritten(value: Any) -> Any:
+    return value.value if type(value) is Overwrite else value[OVERWRITE_KEY]
+
+
+class _Pairs(list):  # type: ignore[type-arg]
+    """An update given as `(key, value)` pairs: iterates its keys, `items()` gives the pairs
+    (so one key may be written twice, each through the reducer)."""
+
+    def __iter__(self) -> Any:
+        return (key for key, _ in super().__iter__())
+
+    def items(self) -> list[tuple[str, Any]]:
+        return list(super().__iter__())
 
 
 def _short(value: Any) -> str:

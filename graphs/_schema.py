@@ -13,6 +13,7 @@ from .errors import GraphSetupError
 
 __all__ = [
     "APPENDS_ATTR",
+    "ROOT",
     "Channel",
     "channels_from_schema",
     "coercer",
@@ -26,6 +27,10 @@ APPENDS_ATTR = "__graphs_appends__"
 very objects of the previous value is then stored as a delta, like an `operator.add` list."""
 
 _MISSING: Any = object()
+
+ROOT = "__root__"
+"""The one channel of a root-channel graph (`StateGraph(Annotated[list, operator.add])`), whose
+state is that value itself rather than a dict of keys (LangGraph's name for it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,21 @@ def schema_keys(schema: type) -> list[str]:
     return list(get_type_hints(schema))
 
 
+def is_root_schema(schema: Any) -> bool:
+    """A schema that is a value's type (`Annotated[list, operator.add]`, `list[str]`, `int`)
+    rather than a class of keys: the graph's state is one value, the root channel."""
+    if isinstance(schema, type) and (
+        (issubclass(schema, dict) and hasattr(schema, "__annotations__")) or is_typed_class(schema)
+    ):
+        return False
+    return get_origin(schema) is not None or isinstance(schema, type)
+
+
+def root_channel(schema: Any) -> Channel:
+    """The channel of a root-channel graph: reduced when the schema is `Annotated[T, reducer]`."""
+    return _channel(schema, ROOT, schema)
+
+
 def channels_from_schema(schema: type) -> dict[str, Channel]:
     """Read a TypedDict, a dataclass or a pydantic model into channels.
 
@@ -77,8 +97,9 @@ def channels_from_schema(schema: type) -> dict[str, Channel]:
     )
     if not typed_dict and not is_typed_class(schema):
         raise GraphSetupError(
-            f"state schema must be a TypedDict, a dataclass or a pydantic model class, got "
-            f"{schema!r}: class State(TypedDict): messages: Annotated[list, operator.add]"
+            f"state schema must be a TypedDict, a dataclass or a pydantic model class (or a "
+            f"value's type, for a root channel: Annotated[list, operator.add]), got {schema!r}: "
+            "class State(TypedDict): messages: Annotated[list, operator.add]"
         )
     try:
         hints = get_type_hints(schema, include_extras=True)
@@ -97,7 +118,7 @@ def channels_from_schema(schema: type) -> dict[str, Channel]:
     return channels
 
 
-def _channel(schema: type, key: str, hint: Any) -> Channel:
+def _channel(schema: Any, key: str, hint: Any) -> Channel:
     # Unwrap Required[...] / NotRequired[...] / ReadOnly[...] around Annotated.
     while get_origin(hint) in (typing.Required, typing.NotRequired):
         hint = get_args(hint)[0]

@@ -10,7 +10,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, get_origin
 
 from ._context import _current
-from ._schema import Channel, channels_from_schema, coercer, schema_keys
+from ._schema import (
+    ROOT,
+    Channel,
+    channels_from_schema,
+    coercer,
+    is_root_schema,
+    root_channel,
+    schema_keys,
+)
 from .errors import GraphSetupError
 from .types import END, START, Command, RetryPolicy
 
@@ -234,6 +242,17 @@ class StateGraph:
             )
         input_schema = input_schema or deprecated.get("input")
         output_schema = output_schema or deprecated.get("output")
+        self.root = is_root_schema(state_schema)
+        """A root-channel graph: the state is one value (`StateGraph(Annotated[list, add])`),
+        which nodes receive and return as it is."""
+        if self.root:
+            if input_schema is not None or output_schema is not None:
+                raise GraphSetupError(
+                    f"a root-channel graph (state {state_schema!r}) takes no input_schema or "
+                    "output_schema: its input and output are the state value itself"
+                )
+            self._init_root(state_schema, context_schema)
+            return
         self.schema = state_schema
         self.context_schema = context_schema
         self.input_schema = input_schema or state_schema
@@ -257,6 +276,21 @@ class StateGraph:
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[tuple[str, ...], str]] = []
         self.branches: list[Branch] = []
+
+    def _init_root(self, state_schema: Any, context_schema: type | None) -> None:
+        self.schema = self.input_schema = self.output_schema = state_schema
+        self.context_schema = context_schema
+        self.channels = {ROOT: root_channel(state_schema)}
+
+        def coerce(state: dict[str, Any]) -> Any:
+            return state.get(ROOT)
+
+        self.coerce = coerce
+        self.input_keys = self.output_keys = frozenset([ROOT])
+        self.nodes = {}
+        self.edges = []
+        self.joins = []
+        self.branches = []
 
     def add_node(
         self,
@@ -391,6 +425,34 @@ class StateGraph:
     def set_entry_point(self, name: str) -> StateGraph:
         return self.add_edge(START, name)
 
+    def set_conditional_entry_point(
+        self,
+        path: Callable[..., Any],
+        path_map: dict[Hashable, str] | Sequence[str] | None = None,
+    ) -> StateGraph:
+        """`add_conditional_edges(START, path, path_map)`: the router chooses the first node."""
+        return self.add_conditional_edges(START, path, path_map)
+
+    def add_sequence(
+        self, nodes: Sequence[Callable[..., Any] | SupportsInvoke | tuple[str, Any]]
+    ) -> StateGraph:
+        """Add nodes that run one after another, each a function (named after it) or a
+        `(name, fn)` pair, with an edge from each to the next (not from START: add that)."""
+        if not nodes:
+            raise GraphSetupError("add_sequence([]) needs at least one node")
+        previous: str | None = None
+        for item in nodes:
+            if isinstance(item, tuple):
+                name, fn = item
+                self.add_node(name, fn)
+            else:
+                self.add_node(item)
+                name = list(self.nodes)[-1]
+            if previous is not None:
+                self.add_edge(previous, name)
+            previous = name
+        return self
+
     def set_finish_point(self, name: str) -> StateGraph:
         return self.add_edge(name, END)
 
@@ -402,6 +464,8 @@ class StateGraph:
         interrupt_after: Sequence[str] | Literal["*"] = (),
         recursion_limit: int = DEFAULT_RECURSION_LIMIT,
         interrupt_mode: Literal["raise", "return"] = "raise",
+        name: str | None = None,
+        debug: bool = False,
     ) -> CompiledGraph:
         """Check the graph and make it runnable.
 
@@ -418,6 +482,8 @@ class StateGraph:
             recursion_limit: the most supersteps one invocation may run.
             interrupt_mode: `"raise"` (default): a pause raises `GraphInterrupt`. `"return"`:
                 `invoke` returns the state with an `"__interrupt__"` key instead.
+            name: the compiled graph's `name` (LangGraph's; default `"LangGraph"`).
+            debug: accepted for LangGraph's signature; stream `"debug"` to see each step.
 
         Raises:
             GraphSetupError: an edge names an unknown node, a node cannot be reached, the graph
@@ -506,7 +572,7 @@ class StateGraph:
         for br in self.branches:
             branches.setdefault(br.source, []).append(br)
 
-        return CompiledGraph(
+        graph = CompiledGraph(
             builder=self,
             channels=dict(self.channels),
             nodes=dict(self.nodes),
@@ -521,6 +587,9 @@ class StateGraph:
             recursion_limit=recursion_limit,
             interrupt_mode=interrupt_mode,
         )
+        if name is not None:
+            graph.name = name
+        return graph
 
     def _interrupt_nodes(self, names: Sequence[str] | str, option: str) -> frozenset[str]:
         if names == "*":

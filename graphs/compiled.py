@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from ._context import Pause, _current
 from ._drive import Emit, drive_async, drive_sync
 from ._loop import Paused, Run, task_writes, waiting
-from ._schema import Channel, is_typed_class
+from ._schema import ROOT, Channel, is_typed_class
 from ._stream import MODES
 from .checkpoint.base import (
     DONE,
@@ -35,7 +35,16 @@ from .errors import (
     MultipleSubgraphsError,
     ResumeError,
 )
-from .types import Command, Interrupt, RunConfig, StateSnapshot, StateTask, StreamMode
+from .types import (
+    Command,
+    Durability,
+    Interrupt,
+    RunConfig,
+    StateSnapshot,
+    StateTask,
+    StateUpdate,
+    StreamMode,
+)
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -93,6 +102,8 @@ class CompiledGraph:
         self.recursion_limit = recursion_limit
         self.interrupt_mode = interrupt_mode
         self.coerce = builder.coerce
+        self.root = builder.root
+        """A root-channel graph: its state is one value, not a dict of keys."""
         """Makes a node's state dict an instance of a dataclass/pydantic schema (else None)."""
         typed = builder.input_schema is not builder.schema
         self.input_keys = builder.input_keys if typed else None
@@ -101,6 +112,8 @@ class CompiledGraph:
         self.output_keys = builder.output_keys if typed else None
         """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them."""
         self.context_schema = builder.context_schema
+        self.name = "LangGraph"
+        """`compile(name=...)`: how LangGraph names the graph (in traces and as a tool)."""
 
     # ---- running ---------------------------------------------------------------------
 
@@ -126,14 +139,16 @@ class CompiledGraph:
         configurable = config.get("configurable")
         if configurable is None:
             configurable = config["configurable"] = {}
-        thread_id = configurable.get("thread_id")
+        thread_id: Any = configurable.get("thread_id")
         if thread_id is None:
             thread_id = uuid.uuid4().hex
             if self.checkpointer is not None:
                 # Written back so the caller can learn the thread it must resume.
                 configurable["thread_id"] = thread_id
+        elif type(thread_id) is int:
+            thread_id = str(thread_id)  # LangGraph takes ints; savers key threads by the string
         elif not isinstance(thread_id, str) or not thread_id:
-            raise ValueError(f"thread_id must be a non-empty string, got {thread_id!r}")
+            raise ValueError(f"thread_id must be a non-empty string or an int, got {thread_id!r}")
         ns = configurable.get("checkpoint_ns") or ""
         if ":" in ns:
             raise InvalidUpdateError(
@@ -218,6 +233,7 @@ class CompiledGraph:
         config: RunConfig | None = None,
         *,
         context: Any = None,
+        durability: Durability | None = None,
     ) -> dict[str, Any]:
         """Run until the graph finishes or pauses; return the final state.
 
@@ -231,7 +247,10 @@ class CompiledGraph:
             GraphRecursionError: more supersteps than the recursion limit.
 
         `context`: what nodes read as `runtime.context` (see `StateGraph(context_schema=)`).
+        `durability`: LangGraph's `"sync"`, `"async"` or `"exit"`, accepted; graphs saves every
+        step before the next starts, whichever is given.
         """
+        _check_durability(durability)
         out: list[dict[str, Any]] = []
         for _ in self._stream(input, config, frozenset(), out, context=context):
             pass
@@ -257,8 +276,10 @@ class CompiledGraph:
         config: RunConfig | None = None,
         *,
         context: Any = None,
+        durability: Durability | None = None,
     ) -> dict[str, Any]:
         """Async `invoke`: tasks of one superstep run concurrently."""
+        _check_durability(durability)
         out: list[dict[str, Any]] = []
         async for _ in self._astream(input, config, frozenset(), out, context=context):
             pass
@@ -289,10 +310,11 @@ class CompiledGraph:
         self,
         input: Input,
         config: RunConfig | None = None,
-        stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
         *,
         subgraphs: bool = False,
         context: Any = None,
+        durability: Durability | None = None,
     ) -> Iterator[Any]:
         """Like `invoke`, yielding as it goes.
 
@@ -309,7 +331,8 @@ class CompiledGraph:
           checkpoint (`config`, `parent_config`, `values`, `metadata`, `next`, `tasks`);
           `"debug"`: both, as `{"step", "timestamp", "type", "payload"}`.
 
-        With a list of modes, each item is `(mode, chunk)`. A pause ends the stream; in the
+        `stream_mode=None` is the default, `"values"` (LangGraph's StateGraph defaults to
+        `"updates"`: pass it). With a list of modes, each item is `(mode, chunk)`. A pause ends the stream; in the
         default interrupt mode it then raises `GraphInterrupt`.
 
         `subgraphs=True`: the chunks of subgraphs too, each item prefixed with the namespace it
@@ -319,6 +342,7 @@ class CompiledGraph:
         of the parent's step that ran it. Without it, a subgraph's `custom` chunks and model
         tokens are not streamed; the messages it returns come as its parent node's.
         """
+        _check_durability(durability)
         modes, tagged = _modes(stream_mode)
         for mode, chunk, ns in self._stream(input, config, modes, [], subgraphs, context):
             yield _item(mode, chunk, ns, tagged, subgraphs)
@@ -327,10 +351,11 @@ class CompiledGraph:
         self,
         input: Input,
         config: RunConfig | None = None,
-        stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
         *,
         subgraphs: bool = False,
         context: Any = None,
+        durability: Durability | None = None,
     ) -> AsyncIterator[Any]:
         """Async `stream`.
 
@@ -339,6 +364,7 @@ class CompiledGraph:
         `contextlib.aclosing(graph.astream(...))` when you may stop early and then touch the same
         thread again.
         """
+        _check_durability(durability)
         modes, tagged = _modes(stream_mode)
         # Closing this stream closes the run's own, which releases the thread.
         chunks = self._astream(input, config, modes, [], subgraphs, context)
@@ -441,7 +467,9 @@ class CompiledGraph:
             error = errors[-1] if errors and not done else None
             tasks.append(StateTask(task_id, name, pending, error, done, state))
             interrupts.extend(pending)
-        values = {k: v for k, v in cp["channel_values"].items() if not k.startswith("__")}
+        values: Any = {k: v for k, v in cp["channel_values"].items() if not k.startswith("__")}
+        if self.root:
+            values = cp["channel_values"].get(ROOT)
         return StateSnapshot(
             values=values,
             next=[t.name for t in tasks if not t.done],
@@ -453,9 +481,7 @@ class CompiledGraph:
             interrupts=tuple(interrupts),
         )
 
-    def update_state(
-        self, config: RunConfig, values: dict[str, Any], as_node: str | None = None
-    ) -> RunConfig:
+    def update_state(self, config: RunConfig, values: Any, as_node: str | None = None) -> RunConfig:
         """Amend the thread's state in a new checkpoint (`source="update"`); return its config.
 
         Without `as_node`, each key is replaced as given (reducers are not applied: pass the whole
@@ -479,8 +505,50 @@ class CompiledGraph:
                     head: RunConfig = stop.value
                     return head
 
+    def bulk_update_state(
+        self, config: RunConfig, supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]]
+    ) -> RunConfig:
+        """Several `update_state`s, one checkpoint per inner list (LangGraph's): each inner list
+        is a step whose `StateUpdate(values, as_node)`s are written together, as if those nodes
+        had run in that step (`as_node` is needed on each when there are several)."""
+        saver = self._saver("bulk_update_state")
+        if not supersteps:
+            raise InvalidUpdateError("bulk_update_state: no supersteps given")
+        first = self._run(_thread_only(config), frozenset(), nest=False)
+        head: RunConfig | None = None
+        with saver.lock_thread(first.config):
+            for i, step in enumerate(supersteps):
+                run = first if i == 0 else self._run(_thread_only(config), frozenset(), nest=False)
+                pairs = [(u[0], u[1] if len(u) > 1 else None) for u in step]
+                gen = drive_sync(run, run.update_step(pairs))
+                while True:
+                    try:
+                        next(gen)
+                    except StopIteration as stop:
+                        head = stop.value
+                        break
+        assert head is not None
+        return head
+
+    async def abulk_update_state(
+        self, config: RunConfig, supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]]
+    ) -> RunConfig:
+        """Async `bulk_update_state`."""
+        saver = self._saver("abulk_update_state")
+        if not supersteps:
+            raise InvalidUpdateError("bulk_update_state: no supersteps given")
+        first = self._run(_thread_only(config), frozenset(), nest=False)
+        out: list[RunConfig] = []
+        async with saver.alock_thread(first.config):
+            for i, step in enumerate(supersteps):
+                run = first if i == 0 else self._run(_thread_only(config), frozenset(), nest=False)
+                pairs = [(u[0], u[1] if len(u) > 1 else None) for u in step]
+                async for _ in drive_async(run, run.update_step(pairs), out):
+                    pass
+        return out[-1]
+
     async def aupdate_state(
-        self, config: RunConfig, values: dict[str, Any], as_node: str | None = None
+        self, config: RunConfig, values: Any, as_node: str | None = None
     ) -> RunConfig:
         saver = self._saver("aupdate_state")
         run = self._run(_thread_only(config), frozenset(), nest=False)
@@ -652,7 +720,16 @@ def _item(mode: str, chunk: Any, ns: tuple[str, ...], tagged: bool, subgraphs: b
     return (mode, chunk) if tagged else chunk
 
 
-def _modes(stream_mode: StreamMode | Sequence[StreamMode]) -> tuple[frozenset[str], bool]:
+def _check_durability(durability: object) -> None:
+    if durability is not None and durability not in ("sync", "async", "exit"):
+        raise ValueError(
+            f"durability must be 'sync', 'async' or 'exit' (LangGraph's modes), got {durability!r}"
+        )
+
+
+def _modes(stream_mode: StreamMode | Sequence[StreamMode] | None) -> tuple[frozenset[str], bool]:
+    if stream_mode is None:
+        stream_mode = "values"  # graphs' default (LangGraph's StateGraph: "updates")
     if isinstance(stream_mode, str):
         modes, tagged = frozenset([stream_mode]), False
     else:

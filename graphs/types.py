@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, TypedDict
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
@@ -18,12 +18,15 @@ __all__ = [
     "END",
     "START",
     "Command",
+    "Durability",
     "Interrupt",
+    "Overwrite",
     "RetryPolicy",
     "RunConfig",
     "Send",
     "StateSnapshot",
     "StateTask",
+    "StateUpdate",
     "StreamMode",
     "StreamWriter",
     "interrupt",
@@ -45,6 +48,32 @@ END = "__end__"
 
 StreamMode = Literal["values", "updates", "messages", "custom", "debug", "tasks", "checkpoints"]
 """What `stream(stream_mode=...)` yields: see `CompiledGraph.stream`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Overwrite:
+    """Write `value` to a reducer key as it is, bypassing the reducer (LangGraph's):
+    `return {"messages": Overwrite([summary])}`. The JSON form `{"__overwrite__": value}` does
+    the same. Two in one step for one key are refused with `InvalidUpdateError`."""
+
+    value: Any
+
+
+class StateUpdate(NamedTuple):
+    """One update of `bulk_update_state`: `values` written as if node `as_node` returned them."""
+
+    values: dict[str, Any] | None
+    as_node: str | None = None
+    task_id: str | None = None
+    """Accepted for LangGraph's shape; graphs gives the update a task id of its own."""
+
+
+OVERWRITE_KEY = "__overwrite__"
+"""`{"__overwrite__": value}`: the JSON form of `Overwrite(value)`."""
+
+Durability = Literal["sync", "async", "exit"]
+"""LangGraph's `durability=` of a run. graphs accepts the three and saves every step before the
+next one starts whichever is given (LangGraph's `"sync"`): see docs/langgraph.md."""
 
 StreamWriter = Callable[[Any], None]
 """Hands a chunk to the `custom` stream mode: `get_stream_writer()`, or a node's `writer`

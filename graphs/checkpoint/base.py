@@ -187,7 +187,11 @@ class CheckpointTuple:
 
 
 def config_thread_id(config: RunConfig | None) -> str | None:
-    return ((config or {}).get("configurable") or {}).get("thread_id")
+    """The config's thread id; an int one (LangGraph takes `thread_id=1`) as its string."""
+    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+    if isinstance(thread_id, int):
+        return str(thread_id)
+    return thread_id
 
 
 def config_ns(config: RunConfig | None) -> str:

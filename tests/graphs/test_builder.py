@@ -136,10 +136,11 @@ def test_two_reducers_on_one_key() -> None:
     )
 
 
-def test_schema_must_be_a_typeddict_a_dataclass_or_a_pydantic_model() -> None:
-    assert setup_error(lambda: StateGraph(int)) == (
-        "state schema must be a TypedDict, a dataclass or a pydantic model class, got "
-        "<class 'int'>: class State(TypedDict): messages: Annotated[list, operator.add]"
+def test_schema_must_be_a_typeddict_a_dataclass_or_a_pydantic_model_or_a_type() -> None:
+    assert setup_error(lambda: StateGraph("State")) == (  # type: ignore[arg-type]
+        "state schema must be a TypedDict, a dataclass or a pydantic model class (or a value's "
+        "type, for a root channel: Annotated[list, operator.add]), got 'State': "
+        "class State(TypedDict): messages: Annotated[list, operator.add]"
     )
 
 

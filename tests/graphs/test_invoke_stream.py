@@ -152,11 +152,18 @@ def test_a_pause_without_a_config_names_the_generated_thread() -> None:
     assert app.invoke(Command(resume=1), info.value.config) == {"log": [], "x": 1}
 
 
-def test_thread_id_must_be_a_non_empty_string() -> None:
+def test_thread_id_must_be_a_non_empty_string_or_an_int() -> None:
     app = fan_graph().compile(checkpointer=InMemorySaver())
     with pytest.raises(ValueError) as info:
         app.invoke({"log": []}, {"configurable": {"thread_id": ""}})
-    assert str(info.value) == "thread_id must be a non-empty string, got ''"
+    assert str(info.value) == "thread_id must be a non-empty string or an int, got ''"
+    # An int thread id (LangGraph takes one) is the thread of its string, for every reader.
+    app.invoke({"log": []}, {"configurable": {"thread_id": 7}})
+    assert (
+        app.get_state({"configurable": {"thread_id": 7}}).values
+        == app.get_state({"configurable": {"thread_id": "7"}}).values
+    )
+    assert app.get_state({"configurable": {"thread_id": 7}}).values != {}
 
 
 async def test_one_run_per_thread() -> None:

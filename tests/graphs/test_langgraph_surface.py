@@ -1,0 +1,268 @@
+"""LangGraph API surface that a port meets at once: a root-channel state, `add_sequence`,
+`set_conditional_entry_point`, `compile(name=)` and a run's `durability=`."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from graphs import (
+    END,
+    START,
+    Command,
+    GraphSetupError,
+    InMemorySaver,
+    InvalidUpdateError,
+    StateGraph,
+)
+from graphs.checkpoint.sql import SQLSaver
+from graphs.types import Overwrite, StateUpdate
+
+
+def _words_graph(checkpointer: Any = None) -> Any:
+    g = StateGraph(Annotated[list, operator.add])
+    g.add_node("greet", lambda words: ["hello"])
+    g.add_node("count", lambda words: [f"{len(words)} so far"])
+    g.add_edge(START, "greet")
+    g.add_edge("greet", "count")
+    g.add_edge("count", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def test_a_root_channel_graph_passes_and_returns_the_value_itself(tmp_path: Path) -> None:
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'root.db'}")
+    saver.setup()
+    graph = _words_graph(saver)
+    config = {"configurable": {"thread_id": "t"}}
+    assert graph.invoke(["start"], config) == ["start", "hello", "2 so far"]
+    # The saved state is the value too, and it survives a new saver on the same file.
+    again = _words_graph(SQLSaver(f"sqlite:///{tmp_path / 'root.db'}"))
+    assert again.get_state(config).values == ["start", "hello", "2 so far"]
+    assert graph.invoke(["more"], config)[-3:] == ["more", "hello", "5 so far"]
+
+
+def test_a_root_channel_graph_streams_the_value_and_each_nodes_return() -> None:
+    graph = _words_graph()
+    assert list(graph.stream(["a"], stream_mode="updates")) == [
+        {"greet": ["hello"]},
+        {"count": ["2 so far"]},
+    ]
+    assert list(graph.stream(["a"], stream_mode="values"))[-1] == ["a", "hello", "2 so far"]
+
+
+def test_a_root_channel_without_a_reducer_is_overwritten_and_routes_on_the_value() -> None:
+    g = StateGraph(int)
+    g.add_node("double", lambda n: Command(update=n * 2))
+    g.add_edge(START, "double")
+    g.add_conditional_edges("double", lambda n: END if n > 20 else "double")
+    assert g.compile().invoke(3) == 24
+    assert asyncio.run(g.compile().ainvoke(11)) == 22
+
+
+def test_a_root_channel_graph_refuses_input_and_output_schemas() -> None:
+    class Keys(TypedDict):
+        a: int
+
+    with pytest.raises(GraphSetupError, match="root-channel graph"):
+        StateGraph(list, input_schema=Keys)
+
+
+def test_add_sequence_chains_functions_and_named_pairs() -> None:
+    class S(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    def first(s: S) -> dict[str, Any]:
+        return {"log": ["first"]}
+
+    g = StateGraph(S)
+    g.add_sequence([first, ("second", lambda s: {"log": ["second"]})])
+    g.add_edge(START, "first")
+    assert g.compile().invoke({"log": []}) == {"log": ["first", "second"]}
+    with pytest.raises(GraphSetupError, match="at least one node"):
+        StateGraph(S).add_sequence([])
+
+
+def test_set_conditional_entry_point_routes_the_input() -> None:
+    class S(TypedDict):
+        n: int
+
+    g = StateGraph(S)
+    g.add_node("small", lambda s: {"n": 0})
+    g.add_node("big", lambda s: {"n": 100})
+    g.set_conditional_entry_point(lambda s: "big" if s["n"] > 9 else "small", ["small", "big"])
+    g.add_edge("small", END)
+    g.add_edge("big", END)
+    graph = g.compile(name="sizer")
+    assert graph.name == "sizer"
+    assert graph.invoke({"n": 50}) == {"n": 100}
+    assert graph.invoke({"n": 5}) == {"n": 0}
+
+
+def test_a_run_takes_langgraphs_durability_modes_and_saves_every_step_under_each() -> None:
+    class S(TypedDict):
+        n: int
+
+    g = StateGraph(S)
+    g.add_node("inc", lambda s: {"n": s["n"] + 1})
+    g.add_edge(START, "inc")
+    g.add_edge("inc", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    for mode in ("sync", "async", "exit"):
+        config = {"configurable": {"thread_id": mode}}
+        assert graph.invoke({"n": 1}, config, durability=mode) == {"n": 2}
+        assert len(list(graph.get_state_history(config))) == 2
+    assert list(graph.stream({"n": 1}, stream_mode="values", durability="exit")) == [
+        {"n": 1},
+        {"n": 2},
+    ]
+    with pytest.raises(ValueError, match="durability must be 'sync', 'async' or 'exit'"):
+        graph.invoke({"n": 1}, {"configurable": {"thread_id": "x"}}, durability="later")  # type: ignore[arg-type]
+
+
+class Log(TypedDict):
+    log: Annotated[str, operator.add]
+    last: str
+
+
+def test_a_node_may_return_several_updates_as_a_list_of_commands_and_dicts() -> None:
+    g = StateGraph(Log)
+    g.add_node(
+        "a",
+        lambda s: [Command(update={"log": "a1"}), {"log": "a2"}, Command(goto="b")],
+        destinations=["b"],
+    )
+    g.add_node("b", lambda s: {"log": "b"})
+    g.add_node("c", lambda s: {"log": "c"})
+    g.add_edge(START, "a")
+    g.add_edge("a", "c")
+    assert g.compile().invoke({"log": ""}) == {"log": "a1a2bc"}
+
+
+def test_a_root_graphs_node_may_mix_a_command_and_a_value() -> None:
+    g = StateGraph(Annotated[list[str], operator.add])
+    g.add_node("n", lambda s: [Command(update=["x"]), ["y"]])
+    g.add_edge(START, "n")
+    assert g.compile().invoke([]) == ["x", "y"]
+
+
+def test_an_update_may_be_key_value_pairs_each_through_the_reducer() -> None:
+    g = StateGraph(Log)
+    g.add_node("n", lambda s: Command(update=[("log", "x"), ("log", "y"), ("last", "n")]))
+    g.add_edge(START, "n")
+    assert g.compile().invoke({"log": ""}) == {"log": "xy", "last": "n"}
+
+
+def test_update_state_with_no_values_as_a_node_moves_the_thread_past_it() -> None:
+    g = StateGraph(Log)
+    g.add_node("ask", lambda s: {"log": "asked"})
+    g.add_node("act", lambda s: {"log": "+acted"})
+    g.add_edge(START, "ask")
+    g.add_edge("ask", "act")
+    graph = g.compile(checkpointer=InMemorySaver(), interrupt_before=["ask"])
+    config = {"configurable": {"thread_id": 1}}
+    with pytest.raises(Exception, match="paused"):
+        graph.invoke({"log": ""}, config)
+    assert graph.get_state(config).next == ["ask"]
+    graph.update_state(config, None, as_node="ask")
+    assert graph.get_state(config).next == ["act"]
+    assert graph.invoke(None, config) == {"log": "+acted"}
+
+
+class Msgs(TypedDict):
+    messages: Annotated[list[str], operator.add]
+
+
+def _overwrite_graph(replace: Any, saver: Any) -> Any:
+    g = StateGraph(Msgs)
+    g.add_node("first", lambda s: {"messages": ["first"]})
+    g.add_node("other", lambda s: {"messages": ["dropped"]})
+    g.add_node("replace", lambda s: {"messages": replace})
+    g.add_node("after", lambda s: {"messages": ["after"]})
+    g.add_edge(START, "first")
+    g.add_edge("first", "other")
+    g.add_edge("first", "replace")
+    g.add_edge("replace", "after")
+    return g.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("replace", [Overwrite(["only"]), {"__overwrite__": ["only"]}])
+def test_overwrite_replaces_a_reducer_key_and_is_saved_whole(replace: Any, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'o.db'}"
+    saver = SQLSaver(url)
+    saver.setup()
+    config = {"configurable": {"thread_id": "o"}}
+    # The step's other write is dropped; the next step appends to the replaced list.
+    out = _overwrite_graph(replace, saver).invoke({"messages": ["in"]}, config)
+    assert out == {"messages": ["only", "after"]}
+    # Stored as the new list, not as a delta of the old one: a new saver reads it back.
+    history = list(_overwrite_graph(replace, SQLSaver(url)).get_state_history(config))
+    assert [h.values["messages"] for h in history[:2]] == [["only", "after"], ["only"]]
+
+
+def test_two_overwrites_of_one_key_in_a_step_are_refused() -> None:
+    g = StateGraph(Msgs)
+    g.add_node("a", lambda s: {"messages": Overwrite(["a"])})
+    g.add_node("b", lambda s: {"messages": Overwrite(["b"])})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    with pytest.raises(InvalidUpdateError, match="two Overwrite values in one step"):
+        g.compile().invoke({"messages": []})
+
+
+def test_stream_mode_none_is_the_default_values_mode() -> None:
+    graph = _words_graph()
+    chunks = list(graph.stream(["a"], stream_mode=None))
+    assert (
+        chunks == list(graph.stream(["a"])) == [["a"], ["a", "hello"], ["a", "hello", "2 so far"]]
+    )
+
+
+class Pair(TypedDict):
+    foo: str
+    baz: str
+
+
+def _pair_graph(saver: Any) -> Any:
+    g = StateGraph(Pair)
+    g.add_node("a", lambda s: {"foo": "a"})
+    g.add_node("b", lambda s: {"baz": "b"})
+    g.add_node("c", lambda s: {"foo": s["foo"] + "+c"})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    return g.compile(checkpointer=saver)
+
+
+def test_bulk_update_state_writes_one_checkpoint_per_step_as_its_nodes(tmp_path: Path) -> None:
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'bulk.db'}")
+    saver.setup()
+    graph = _pair_graph(saver)
+    config = {"configurable": {"thread_id": "bulk"}}
+    graph.bulk_update_state(
+        config,
+        [
+            [StateUpdate({"foo": "x"}, "a")],
+            [StateUpdate({"foo": "y"}, "a"), StateUpdate({"baz": "z"}, "b")],
+        ],
+    )
+    state = graph.get_state(config)
+    assert state.values == {"foo": "y", "baz": "z"}
+    assert state.next == ["b", "c"]  # what follows a and b
+    assert len(list(graph.get_state_history(config))) == 2
+    with pytest.raises(InvalidUpdateError, match="needs as_node on each"):
+        graph.bulk_update_state(config, [[StateUpdate({"foo": "1"}), StateUpdate({"baz": "2"})]])
+    assert len(list(graph.get_state_history(config))) == 2
+
+
+async def test_abulk_update_state_matches_the_sync_one() -> None:
+    graph = _pair_graph(InMemorySaver())
+    config = {"configurable": {"thread_id": "abulk"}}
+    await graph.abulk_update_state(config, [[StateUpdate({"foo": "x"}, "a")]])
+    await graph.abulk_update_state(config, [[({"baz": "q"}, "b")]])  # a plain tuple works too
+    state = graph.get_state(config)
+    assert state.values == {"foo": "x", "baz": "q"} and state.next == ["c"]
+    assert await graph.ainvoke(None, config) == {"foo": "x+c", "baz": "q"}

@@ -15,9 +15,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import store
+from . import tables as t
+from ._joined import resumed_by_decision
 from .audit import AuditKind, AuditLog
 from .errors import (
     AlreadyDecidedError,
@@ -98,10 +101,14 @@ def new_decision(
 async def settled(
     conn: AsyncConnection, jobs: JobQueue, approval_id: str, decision: Decision, now: float
 ) -> None:
-    """Enqueue a resume for every thread waiting on the approval, the webhooks of those an
+    """Enqueue a resume for the thread that acts on the decision (a run that joined the
+    approval as a duplicate ends as that one does instead: `_joined`), the webhooks of those an
     outside service asked for, and the `decided` event."""
     waiting = await store.waiters(conn, approval_id)
-    for thread_id, interrupt_id in waiting:
+    opener = await conn.scalar(
+        select(t.approvals.c.thread_id).where(t.approvals.c.id == approval_id)
+    )
+    for thread_id, interrupt_id in resumed_by_decision(opener, waiting):
         await jobs.resume(
             conn,
             now,

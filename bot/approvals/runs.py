@@ -26,6 +26,7 @@ from graphs import (
 from . import store
 from . import tables as t
 from ._conceal import Concealer
+from ._joined import followers_of, shared_with
 from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .audit import AuditLog
 from .db import database_down
@@ -62,6 +63,16 @@ CANCELLABLE: tuple[RunStatus, ...] = ("failed", "paused", "outcome_unknown")
 PURGEABLE: tuple[RunStatus, ...] = ("completed", "cancelled", "failed")
 """What `purge` deletes once old enough. Never live runs (running, paused) nor
 `outcome_unknown` ones, which a person must look at."""
+
+
+_FOLLOWER_ENDS: dict[str, tuple[Any, Any, str]] = {
+    "completed": ("run_completed", "run_completed", "outcome"),
+    "failed": ("run_failed", "run_failed", "error"),
+    "outcome_unknown": ("run_outcome_unknown", "outcome_unknown", "error"),
+    "cancelled": ("run_cancelled", "run_cancelled", "note"),
+}
+"""How a run that shared another's outcome ends, by that run's end: its event, its audit
+entry and the key its words go under."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +331,7 @@ class Runs:
                     thread_id=thread_id,
                     data={"error": error},
                 )
+                await self._end_followers(conn, thread_id, now, status, error=error)
             return RunReport(thread_id, workflow, status, error=error)
 
         pauses: list[Interrupt] = result.pop("__interrupt__", None) or []
@@ -358,7 +370,56 @@ class Runs:
             await self.audit.append(
                 conn, "run_completed", thread_id=thread_id, data={"workflow": workflow}
             )
+            await self._end_followers(conn, thread_id, now, "completed", values=shown)
         return RunReport(thread_id, workflow, "completed", (), result)
+
+    async def _end_followers(
+        self,
+        conn: AsyncConnection,
+        leader: str,
+        now: float,
+        status: RunStatus,
+        *,
+        values: Any = None,
+        error: str = "",
+    ) -> None:
+        """End the runs that joined an approval `leader` acted on (`_joined`) as `leader`'s run
+        ended, each saying which run it shared: never left paused on a decision no one will
+        resume them with."""
+        for thread_id, workflow in await followers_of(conn, leader):
+            if status == "completed":
+                shared = {**values, "shared_with": leader} if isinstance(values, dict) else values
+                fields: dict[str, Any] = {"result": store.dumps(shared), "error": None}
+                said = f"shared the outcome of run {leader}"
+            else:
+                how = {"cancelled": "was cancelled", "outcome_unknown": "stopped"}.get(
+                    status, status
+                )
+                said = f"shared the outcome of run {leader}, which {how}: {error}"
+                fields = {"error": said}
+            moved = await conn.execute(
+                update(t.runs)
+                .where(t.runs.c.thread_id == thread_id, t.runs.c.status == "paused")
+                .values(status=status, updated_at=now, **fields)
+            )
+            if moved.rowcount != 1:
+                continue
+            event, kind, data = _FOLLOWER_ENDS[status]
+            details: dict[str, Any] = {"workflow": workflow, "shared_with": leader}
+            if status == "completed":
+                details["values"] = shared
+            elif status == "cancelled":
+                details.update(by="signoff", note=said)
+            else:
+                details["error"] = said
+            await self.jobs.event(conn, event, now, thread_id=thread_id, data=details)
+            await self.audit.append(
+                conn,
+                kind,
+                thread_id=thread_id,
+                actor="signoff",
+                data={data: said, "workflow": workflow, "shared_with": leader},
+            )
 
     async def resume(self, job: Job) -> None:
         payload = job.payload
@@ -532,6 +593,12 @@ class Runs:
         now = self.clock()
         async with self.db.transaction() as conn:
             run = await _get_run(conn, thread_id)
+            leader = await shared_with(conn, thread_id)
+            if leader is not None:
+                raise RunStateError(
+                    f"run {thread_id!r} shared the outcome of run {leader!r} (it joined that "
+                    f"run's approval) and has nothing of its own to retry: retry {leader!r}"
+                )
             moved = await conn.execute(
                 update(t.runs)
                 .where(t.runs.c.thread_id == thread_id, t.runs.c.status.in_(RETRYABLE))
@@ -656,6 +723,7 @@ class Runs:
                 thread_id=thread_id,
                 data={"workflow": run["workflow"], "by": actor, "note": note},
             )
+            await self._end_followers(conn, thread_id, now, "cancelled", error=reason)
         return cancelled
 
     async def purge(self, older_than_seconds: float) -> int:

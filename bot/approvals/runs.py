@@ -117,25 +117,27 @@ class Runs:
             name: rule for rule in policy.actions.values() for name in rule.secret
         }
 
-    def hide_secrets(self, value: Any) -> Any:
-        """`value` (a run's input or state) with every field the policy marks secret, at any
-        depth, replaced by its hash, as in approvals, and the values of those fields quoted in
-        its other texts hidden: for what is stored, printed or posted. `concealer` knows a
-        whole thread's secrets."""
-        return self._concealer().learn(value).hide(value)
+    def hide_secrets(self, value: Any, workflow: str | None = None) -> Any:
+        """`value` (a run's input or state) with every field the policy marks secret (and,
+        with `workflow`, every input its schema marks secret), at any depth, replaced by its
+        hash, as in approvals, and the values of those fields quoted in its other texts hidden:
+        for what is stored, printed or posted. `concealer` knows a whole thread's secrets."""
+        return self._concealer(workflow).learn(value).hide(value)
 
-    def _concealer(self) -> Concealer:
-        return Concealer(self._secret_rules, self.audit.redaction_key)
+    def _concealer(self, workflow: str | None = None) -> Concealer:
+        wf = self.workflows.get(workflow) if workflow is not None else None
+        inputs = dict.fromkeys(wf.schema.secret if wf is not None else ())
+        return Concealer({**inputs, **self._secret_rules}, self.audit.redaction_key)
 
     async def concealer(self, thread_id: str, workflow: str, *values: Any) -> Concealer:
         """What hides the secrets of a thread: the values of secret fields in its input, its
         state at every step and the approvals it asked for (from its checkpoints), and in
         `values`. Whatever is derived from the thread (a title, an outcome, an error) goes
         through it before it is stored, logged or posted."""
-        found = self._concealer()
+        found = self._concealer(workflow)
         for value in values:
             found = found.learn(value)
-        if not self._secret_rules:
+        if not found.rules:
             return found
         graph = self.graph(workflow)
         async for snap in graph.aget_state_history(self._config(thread_id)):
@@ -214,7 +216,7 @@ class Runs:
     ) -> None:
         """The `start_refused` entry, in a transaction of its own; if the database cannot take
         it, the caller still hears the refusal and the log says why."""
-        conceal = self._concealer().learn(input)
+        conceal = self._concealer(workflow).learn(input)
         data: dict[str, Any] = {
             "workflow": workflow[:200],
             "refusal": type(refusal).__name__,
@@ -272,7 +274,7 @@ class Runs:
                 requester=requester,
                 channel=channel,
                 status="running",
-                input=store.dumps(self.hide_secrets(dict(input))),
+                input=store.dumps(self.hide_secrets(dict(input), workflow)),
                 created_at=now,
                 updated_at=now,
             )

@@ -90,6 +90,11 @@ class Field:
     """The only values allowed (compared like with like: true is not 1). Default none."""
     description: str = ""
     """Shown in help and errors. Default none."""
+    secret: bool = False
+    """Never stored, logged or shown in clear, from the moment the run starts: hashed where it
+    is a field (the run's input, its state, an approval's arguments of the same name), hidden
+    where a text quotes it. For a workflow input the policy's `secret` does not name (an input
+    that becomes a secret argument under another name). Default False."""
     _compiled: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -222,6 +227,11 @@ class Schema:
     @property
     def required(self) -> tuple[str, ...]:
         return tuple(n for n, f in self.fields.items() if f.required)
+
+    @property
+    def secret(self) -> tuple[str, ...]:
+        """The fields marked `secret`."""
+        return tuple(n for n, f in self.fields.items() if f.secret)
 
     def missing(self, values: Mapping[str, Any]) -> list[str]:
         """The required fields `values` leaves out (or gives as None or "")."""

@@ -348,6 +348,7 @@ class Runs:
                     thread_id=thread_id,
                     data={"error": error, "workflow": workflow},
                 )
+                await self._end_followers(conn, thread_id, now, status, error=error)
                 if resumed is not None:
                     await resumed.record(conn, self.audit, self.jobs.worker_id, now, finish=True)
                 await self.audit.append(
@@ -356,7 +357,6 @@ class Runs:
                     thread_id=thread_id,
                     data={"error": error},
                 )
-                await self._end_followers(conn, thread_id, now, status, error=error)
             return RunReport(thread_id, workflow, status, error=error)
 
         pauses: list[Interrupt] = result.pop("__interrupt__", None) or []
@@ -389,13 +389,13 @@ class Runs:
                 thread_id=thread_id,
                 data={"workflow": workflow, "values": shown},
             )
+            await self._end_followers(conn, thread_id, now, "completed", values=shown)
             # The audit entries last: on PostgreSQL appending takes the log's lock until commit.
             if resumed is not None:
                 await resumed.record(conn, self.audit, self.jobs.worker_id, now, finish=True)
             await self.audit.append(
                 conn, "run_completed", thread_id=thread_id, data={"workflow": workflow}
             )
-            await self._end_followers(conn, thread_id, now, "completed", values=shown)
         return RunReport(thread_id, workflow, "completed", (), result)
 
     async def _end_followers(
@@ -739,6 +739,7 @@ class Runs:
                 .where(j.thread_id == thread_id, j.kind == "resume", j.done_at.is_(None))
                 .values(done_at=now, last_error="the run was cancelled")
             )
+            await self._end_followers(conn, thread_id, now, "cancelled", error=reason)
             await self.audit.append(
                 conn,
                 "run_cancelled",
@@ -753,7 +754,6 @@ class Runs:
                 thread_id=thread_id,
                 data={"workflow": run["workflow"], "by": actor, "note": note},
             )
-            await self._end_followers(conn, thread_id, now, "cancelled", error=reason)
         return cancelled
 
     async def purge(self, older_than_seconds: float) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from graphs import (
@@ -266,7 +266,6 @@ class Runs:
             thread_id = f"{workflow}-{digest[:12]}"
         thread_id = thread_id or f"{workflow}-{uuid.uuid4().hex[:12]}"
         now = self.clock()
-        guard = f"start:{thread_id}:{uuid.uuid4().hex}"  # the job standing guard over the start
         async with self.db.transaction() as conn:
             created = await store.insert_run(
                 conn,
@@ -289,22 +288,6 @@ class Runs:
                 raise StartRefused(
                     f"thread {thread_id!r} exists already; pick another --thread-id, or resume it"
                 )
-            # Should this process die before the run's first stop is recorded, another takes
-            # this job over once its lease runs out (`_go_on`): the run never stays "running"
-            # unseen.
-            await conn.execute(
-                insert(t.jobs).values(
-                    kind="resume",
-                    key=guard,
-                    thread_id=thread_id,
-                    payload=store.dumps({"retry": True, "start": True, "by": requester}),
-                    attempts=0,
-                    available_at=now,
-                    created_at=now,
-                    locked_by=self.jobs.worker_id,
-                    locked_until=now + self.jobs.lease_seconds,
-                )
-            )
             await self.audit.append(
                 conn,
                 "run_started",
@@ -316,13 +299,7 @@ class Runs:
             result: Any = await graph.ainvoke(dict(input), self._config(thread_id))
         except Exception as e:  # noqa: BLE001 - a failed run is recorded, not lost
             result = e
-        report = await self.after_run(thread_id, workflow, result)
-        await self.db.write(
-            update(t.jobs)
-            .where(t.jobs.c.key == guard, t.jobs.c.done_at.is_(None))
-            .values(done_at=self.clock(), locked_by=None, locked_until=None)
-        )
-        return report
+        return await self.after_run(thread_id, workflow, result)
 
     async def after_run(
         self, thread_id: str, workflow: str, result: Any, *, resumed: _Resumed | None = None
@@ -672,11 +649,6 @@ class Runs:
             state = await graph.aget_state(config)
             if state.next or state.interrupts:
                 result: Any = await graph.ainvoke(None, config)
-            elif state.created_at is None:  # a start that died before its first checkpoint
-                result = StartInterruptedError(
-                    "the process starting this run stopped before its first step was saved, "
-                    "so nothing of it ran: start it again"
-                )
             else:  # it had reached its end; only the record was missing
                 result = dict(state.values)
         except Exception as e:  # noqa: BLE001 - recorded on the run, or the job due again
@@ -802,10 +774,6 @@ async def _get_run(conn: AsyncConnection, thread_id: str) -> Mapping[str, Any]:
             f"no run has thread id {thread_id!r}; `signoff pending` lists paused ones", thread_id
         )
     return run
-
-
-class StartInterruptedError(RuntimeError):
-    """How a run whose start died before its first checkpoint is recorded (failed)."""
 
 
 def _cannot(what: str, thread_id: str, status: str) -> str:

@@ -128,6 +128,22 @@ more, and the code that walks a value (schemas, canonical JSON) recurses."""
 _TOO_DEEP = f"the JSON body is nested deeper than {MAX_JSON_DEPTH} levels of objects and arrays"
 
 
+SENT_SKEW = 1.0
+"""Seconds Slack's clock may be ahead of ours (or ours behind) when its request timestamp is
+used to tell how long a click waited before the route saw it (`_arrived`)."""
+
+
+def _arrived(received: float, now_wall: float, timestamp: str) -> float:
+    """When a click's 2 s budget (`click_wait`) starts, as a `time.monotonic()` instant: when
+    the route received it (`received`, read with `now_wall`), or earlier for a request Slack
+    signed so long ago that it must have waited before that, in the kernel's accept queue of
+    a starved process or on a slow network. `X-Slack-Request-Timestamp` is whole seconds, so
+    Slack sent it before `timestamp + 1`; only what is past that and `SENT_SKEW` is counted
+    (an upper bound on the wait: a fresh click is never made busy by clock skew under it)."""
+    waited = now_wall - (int(timestamp) + 1) - SENT_SKEW
+    return received - waited if waited > 0 else received
+
+
 def _signing_headers_fit(timestamp: str, signature: str) -> bool:
     """Whether Slack's signing headers have Slack's shape (epoch seconds in ASCII digits, an
     ASCII signature), so that checking them cannot fail other than by saying no."""
@@ -213,6 +229,7 @@ def build_web_app(
             # that is not a number, a body that is not UTF-8 or not what its content type
             # says) gets a 4xx and not a 500 from deep inside Bolt. Bolt verifies it again.
             received = time.monotonic()  # a click's budget counts from here (`click_wait`)
+            received_wall = time.time()
             try:
                 raw = await request.read()
             except web.HTTPRequestEntityTooLarge:
@@ -235,7 +252,7 @@ def build_web_app(
                     body=text,
                     query=request.query_string,
                     headers=request.headers,  # type: ignore[arg-type]  # a Mapping is enough
-                    context={RECEIVED_AT: received},
+                    context={RECEIVED_AT: _arrived(received, received_wall, timestamp)},
                 )
             except RecursionError:
                 return _json_error(400, _TOO_DEEP)

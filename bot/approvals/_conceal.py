@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .policy import ActionPolicy, redact
+from .policy import ActionPolicy
+from .policy._fingerprint import redacted
 
 __all__ = ["HIDDEN", "MIN_SEARCHED", "Concealer", "plain", "secret_texts"]
 
@@ -80,10 +81,14 @@ class Concealer:
     """Hides one run's secrets in whatever is about to be stored, logged or posted."""
 
     def __init__(
-        self, rules: Mapping[str, ActionPolicy], key: bytes | None, texts: Iterable[str] = ()
+        self,
+        rules: Mapping[str, ActionPolicy | None],
+        key: bytes | None,
+        texts: Iterable[str] = (),
     ) -> None:
         self.rules = dict(rules)
-        """Secret field name -> the action policy that marks it (for its hash)."""
+        """Secret field name -> the action policy that marks it, or None for a workflow input
+        marked `secret` in its schema."""
         self.key = key
         self.texts = sorted(set(texts), key=len, reverse=True)
         """The secret values in clear, longest first (so a longer one is replaced whole)."""
@@ -126,9 +131,7 @@ class Concealer:
         if isinstance(value, Mapping):
             return {
                 self.text(k) if isinstance(k, str) else k: (
-                    redact(self.rules[k], {k: v}, key=self.key)[k]
-                    if k in self.rules
-                    else self.hide(v)
+                    redacted(v, key=self.key) if k in self.rules else self.hide(v)
                 )
                 for k, v in value.items()
             }

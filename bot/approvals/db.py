@@ -229,22 +229,31 @@ class Database:
             return int((await conn.execute(statement)).rowcount)
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
+    async def read(self, *, deadline: float | None = None) -> AsyncIterator[AsyncConnection]:
         """`async with db.read() as conn:` a transaction for reads only, rolled back on exit.
 
         On SQLite it is a deferred `BEGIN`: it does not take the write lock, and sees one
         snapshot from its first read. Do not write through it (SQLite would have to upgrade
         the lock, which fails at once when another writer holds it); use `transaction()`.
 
+        `deadline` (a `time.monotonic()` instant: a click's) bounds it as it does a
+        transaction: on PostgreSQL every lock and statement; past it, `DatabaseBusy`.
+
         Raises:
             DatabaseUnavailable: the database cannot be reached or the connection dropped.
+            DatabaseBusy: with `deadline`, it could not be read by then.
         """
+        if deadline is not None:
+            self._left_ms(deadline)
         async with (
             self._connection(self.saver._async_engine(read=True)) as conn,
             self._translated(),
+            self._busy_past(deadline),
         ):
             tx = await conn.begin()
             try:
+                if deadline is not None and self.dialect == "postgresql":
+                    await conn.execute(_PG_TIMEOUTS, {"ms": str(self._left_ms(deadline))})
                 yield conn
             finally:
                 await tx.rollback()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import store
+from ._joined import resumed_by_decision
 from .audit import AuditKind, AuditLog
 from .errors import (
     AlreadyDecidedError,
@@ -96,12 +97,20 @@ def new_decision(
 
 
 async def settled(
-    conn: AsyncConnection, jobs: JobQueue, approval_id: str, decision: Decision, now: float
+    conn: AsyncConnection,
+    jobs: JobQueue,
+    approval_id: str,
+    decision: Decision,
+    now: float,
+    *,
+    opener: str,
 ) -> None:
-    """Enqueue a resume for every thread waiting on the approval, the webhooks of those an
-    outside service asked for, and the `decided` event."""
+    """Enqueue a resume for the thread that acts on the decision (a run that joined the
+    approval as a duplicate ends as that one does instead: `_joined`), the webhooks of those an
+    outside service asked for, and the `decided` event. `opener`: the thread that opened the
+    approval (`Approval.thread_id`)."""
     waiting = await store.waiters(conn, approval_id)
-    for thread_id, interrupt_id in waiting:
+    for thread_id, interrupt_id in resumed_by_decision(opener, waiting):
         await jobs.resume(
             conn,
             now,
@@ -211,12 +220,20 @@ class Decisions:
         edits: Mapping[str, Any] | None = None,
         wait: float | None = None,
         revision: int | None = None,
+        seen: Approval | None = None,
     ) -> bool:
         """As `Signoff.vote`. A refused vote (`DecisionRefused`, an unknown approval) records
         nothing on the approval, and is on the audit log: `vote_refused`, who, what, why."""
         try:
             return await self._vote(
-                approval_id, user, approve, note=note, edits=edits, wait=wait, revision=revision
+                approval_id,
+                user,
+                approve,
+                note=note,
+                edits=edits,
+                wait=wait,
+                revision=revision,
+                seen=seen,
             )
         except (DecisionRefused, UnknownApprovalError) as refusal:
             await self._audit_refusal(approval_id, user, approve, refusal)
@@ -258,6 +275,7 @@ class Decisions:
         edits: Mapping[str, Any] | None = None,
         wait: float | None = None,
         revision: int | None = None,
+        seen: Approval | None = None,
     ) -> bool:
         """The vote itself (`vote` audits a refusal).
 
@@ -272,7 +290,7 @@ class Decisions:
         deadline = None if wait is None else time.monotonic() + wait
         now = self.clock()
         note = visible_text(note)
-        groups = await self._groups_for(approval_id)
+        groups = await self._groups_for(approval_id, deadline, seen)
         async with self.db.transaction(urgent=True, deadline=deadline) as conn:
             a = await store.get_approval(conn, approval_id, for_update=True)
             if a is None:
@@ -322,7 +340,7 @@ class Decisions:
                 decision = new_decision(a, status, by, notes, all_edits, now)
                 if not await store.settle(conn, a, status, decision.to_record(), now):
                     raise already(await store.get_approval(conn, a.id) or a)
-                await settled(conn, self.jobs, a.id, decision, now)
+                await settled(conn, self.jobs, a.id, decision, now, opener=a.thread_id)
                 audit.append((status, {"by": by, "note": notes, "edits": all_edits}))
             else:
                 if not await store.bump(conn, a, now):
@@ -336,7 +354,9 @@ class Decisions:
                 )
         return is_settled
 
-    async def _groups_for(self, approval_id: str) -> GroupResolver:
+    async def _groups_for(
+        self, approval_id: str, deadline: float | None, seen: Approval | None
+    ) -> GroupResolver:
         """The members of every group a vote on the approval may be judged by, looked up now,
         before the vote's write transaction opens: a group lookup may be a Slack Web API call,
         which must never run while SQLite's write lock is held (every other writer would queue
@@ -349,9 +369,15 @@ class Decisions:
         the same answer it would have had a moment earlier, and the policy check itself (the
         approval's status, its listed approvers, self-approval, one vote per person) is made on
         the locked row. A group no snapshot holds has no members: deny by default.
+
+        Read within the vote's `deadline`, or not at all when the caller has just read the
+        approval (`seen`): the groups to look up are the same.
         """
-        async with self.db.read() as conn:
-            a = await store.get_approval(conn, approval_id)
+        if seen is not None and seen.id == approval_id:
+            a: Approval | None = seen
+        else:
+            async with self.db.read(deadline=deadline) as conn:
+                a = await store.get_approval(conn, approval_id)
         if a is None or a.status != "pending":
             return StaticGroups({})  # refused inside, without a lookup
         rule = self.policy.actions.get(a.action)

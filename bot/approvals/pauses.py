@@ -183,7 +183,7 @@ class Pauses:
                 actor=by[0],
                 data={**data, "reason": reason},
             )
-            await settled(conn, self.jobs, approval_id, decision, now)
+            await settled(conn, self.jobs, approval_id, decision, now, opener=thread_id)
         return approval_id
 
 

@@ -27,6 +27,7 @@ from graphs import (
 from . import store
 from . import tables as t
 from ._conceal import Concealer
+from ._joined import followers_of, shared_with
 from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .audit import AuditLog
 from .db import database_down
@@ -64,6 +65,16 @@ being worked on now); a `running` one whose process died is cancelled (and retri
 PURGEABLE: tuple[RunStatus, ...] = ("completed", "cancelled", "failed")
 """What `purge` deletes once old enough. Never live runs (running, paused) nor
 `outcome_unknown` ones, which a person must look at."""
+
+
+_FOLLOWER_ENDS: dict[str, tuple[Any, Any, str]] = {
+    "completed": ("run_completed", "run_completed", "outcome"),
+    "failed": ("run_failed", "run_failed", "error"),
+    "outcome_unknown": ("run_outcome_unknown", "outcome_unknown", "error"),
+    "cancelled": ("run_cancelled", "run_cancelled", "note"),
+}
+"""How a run that shared another's outcome ends, by that run's end: its event, its audit
+entry and the key its words go under."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,25 +119,27 @@ class Runs:
             name: rule for rule in policy.actions.values() for name in rule.secret
         }
 
-    def hide_secrets(self, value: Any) -> Any:
-        """`value` (a run's input or state) with every field the policy marks secret, at any
-        depth, replaced by its hash, as in approvals, and the values of those fields quoted in
-        its other texts hidden: for what is stored, printed or posted. `concealer` knows a
-        whole thread's secrets."""
-        return self._concealer().learn(value).hide(value)
+    def hide_secrets(self, value: Any, workflow: str | None = None) -> Any:
+        """`value` (a run's input or state) with every field the policy marks secret (and,
+        with `workflow`, every input its schema marks secret), at any depth, replaced by its
+        hash, as in approvals, and the values of those fields quoted in its other texts hidden:
+        for what is stored, printed or posted. `concealer` knows a whole thread's secrets."""
+        return self._concealer(workflow).learn(value).hide(value)
 
-    def _concealer(self) -> Concealer:
-        return Concealer(self._secret_rules, self.audit.redaction_key)
+    def _concealer(self, workflow: str | None = None) -> Concealer:
+        wf = self.workflows.get(workflow) if workflow is not None else None
+        inputs = dict.fromkeys(wf.schema.secret if wf is not None else ())
+        return Concealer({**inputs, **self._secret_rules}, self.audit.redaction_key)
 
     async def concealer(self, thread_id: str, workflow: str, *values: Any) -> Concealer:
         """What hides the secrets of a thread: the values of secret fields in its input, its
         state at every step and the approvals it asked for (from its checkpoints), and in
         `values`. Whatever is derived from the thread (a title, an outcome, an error) goes
         through it before it is stored, logged or posted."""
-        found = self._concealer()
+        found = self._concealer(workflow)
         for value in values:
             found = found.learn(value)
-        if not self._secret_rules:
+        if not found.rules:
             return found
         graph = self.graph(workflow)
         async for snap in graph.aget_state_history(self._config(thread_id)):
@@ -205,7 +218,7 @@ class Runs:
     ) -> None:
         """The `start_refused` entry, in a transaction of its own; if the database cannot take
         it, the caller still hears the refusal and the log says why."""
-        conceal = self._concealer().learn(input)
+        conceal = self._concealer(workflow).learn(input)
         data: dict[str, Any] = {
             "workflow": workflow[:200],
             "refusal": type(refusal).__name__,
@@ -264,7 +277,7 @@ class Runs:
                 channel=channel,
                 status="running",
                 owner=self.jobs.worker_id,
-                input=store.dumps(self.hide_secrets(dict(input))),
+                input=store.dumps(self.hide_secrets(dict(input), workflow)),
                 created_at=now,
                 updated_at=now,
             )
@@ -315,6 +328,7 @@ class Runs:
                     thread_id=thread_id,
                     data={"error": error, "workflow": workflow},
                 )
+                await self._end_followers(conn, thread_id, now, status, error=error)
                 if resumed is not None:
                     await resumed.record(conn, self.audit, self.jobs.worker_id, now, finish=True)
                 await self.audit.append(
@@ -355,6 +369,7 @@ class Runs:
                 thread_id=thread_id,
                 data={"workflow": workflow, "values": shown},
             )
+            await self._end_followers(conn, thread_id, now, "completed", values=shown)
             # The audit entries last: on PostgreSQL appending takes the log's lock until commit.
             if resumed is not None:
                 await resumed.record(conn, self.audit, self.jobs.worker_id, now, finish=True)
@@ -362,6 +377,54 @@ class Runs:
                 conn, "run_completed", thread_id=thread_id, data={"workflow": workflow}
             )
         return RunReport(thread_id, workflow, "completed", (), result)
+
+    async def _end_followers(
+        self,
+        conn: AsyncConnection,
+        leader: str,
+        now: float,
+        status: RunStatus,
+        *,
+        values: Any = None,
+        error: str = "",
+    ) -> None:
+        """End the runs that joined an approval `leader` acted on (`_joined`) as `leader`'s run
+        ended, each saying which run it shared: never left paused on a decision no one will
+        resume them with."""
+        for thread_id, workflow in await followers_of(conn, leader):
+            if status == "completed":
+                shared = {**values, "shared_with": leader} if isinstance(values, dict) else values
+                fields: dict[str, Any] = {"result": store.dumps(shared), "error": None}
+                said = f"shared the outcome of run {leader}"
+            else:
+                how = {"cancelled": "was cancelled", "outcome_unknown": "stopped"}.get(
+                    status, status
+                )
+                said = f"shared the outcome of run {leader}, which {how}: {error}"
+                fields = {"error": said}
+            moved = await conn.execute(
+                update(t.runs)
+                .where(t.runs.c.thread_id == thread_id, t.runs.c.status == "paused")
+                .values(status=status, updated_at=now, **fields)
+            )
+            if moved.rowcount != 1:
+                continue
+            event, kind, data = _FOLLOWER_ENDS[status]
+            details: dict[str, Any] = {"workflow": workflow, "shared_with": leader}
+            if status == "completed":
+                details["values"] = shared
+            elif status == "cancelled":
+                details.update(by="signoff", note=said)
+            else:
+                details["error"] = said
+            await self.jobs.event(conn, event, now, thread_id=thread_id, data=details)
+            await self.audit.append(
+                conn,
+                kind,
+                thread_id=thread_id,
+                actor="signoff",
+                data={data: said, "workflow": workflow, "shared_with": leader},
+            )
 
     async def resume(self, job: Job) -> None:
         payload = job.payload
@@ -535,6 +598,12 @@ class Runs:
         now = self.clock()
         async with self.db.transaction() as conn:
             run = await _get_run(conn, thread_id)
+            leader = await shared_with(conn, thread_id)
+            if leader is not None:
+                raise RunStateError(
+                    f"run {thread_id!r} shared the outcome of run {leader!r} (it joined that "
+                    f"run's approval) and has nothing of its own to retry: retry {leader!r}"
+                )
             owner = await _owner(conn, run, now) if run["status"] == "running" else None
             if owner is not None and owner.queued:  # a worker is to take its job: retried already
                 raise RunStateError(_cannot("retry", thread_id, "running"))
@@ -667,6 +736,7 @@ class Runs:
                 .where(j.thread_id == thread_id, j.kind == "resume", j.done_at.is_(None))
                 .values(done_at=now, last_error="the run was cancelled")
             )
+            await self._end_followers(conn, thread_id, now, "cancelled", error=reason)
             await self.audit.append(
                 conn,
                 "run_cancelled",

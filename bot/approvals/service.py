@@ -228,6 +228,7 @@ class Signoff:
         edits: Mapping[str, Any] | None = None,
         wait: float | None = None,
         revision: int | None = None,
+        seen: Approval | None = None,
     ) -> bool:
         """Record `user`'s vote; settle the approval when it decides it. One transaction.
         Returns whether this vote settled it (quorum reached, or a rejection). A click needs
@@ -242,6 +243,10 @@ class Signoff:
         carry it): when an edit has changed the values since, the vote is refused
         (`StaleRevisionError`). None (the CLI, code) votes on the values as they are now.
 
+        `seen`: the approval as the caller read it a moment ago (a click, to check its button):
+        which groups to look up is taken from it instead of reading it once more. The vote
+        itself is judged on the row as it is when locked.
+
         Raises:
             UnknownApprovalError, NotAuthorizedError, SelfApprovalError, AlreadyDecidedError,
             AlreadyVotedError, ApprovalExpiredError, InvalidEditError, StaleRevisionError:
@@ -249,7 +254,14 @@ class Signoff:
             GroupsUnavailable: a group's members could not be looked up; nothing was changed.
         """
         return await self.decisions.vote(
-            approval_id, user, approve, note=note, edits=edits, wait=wait, revision=revision
+            approval_id,
+            user,
+            approve,
+            note=note,
+            edits=edits,
+            wait=wait,
+            revision=revision,
+            seen=seen,
         )
 
     async def check_voter(self, approval_id: str, user: str, *, approve: bool = True) -> Approval:
@@ -325,9 +337,13 @@ class Signoff:
 
     # ---- reading ---------------------------------------------------------------------------
 
-    async def get(self, approval_id: str) -> Approval:
-        """Raises: UnknownApprovalError."""
-        return await self.views.get(approval_id)
+    async def get(self, approval_id: str, *, wait: float | None = None) -> Approval:
+        """`wait` bounds the read in seconds, as `vote`'s (a click's read of what it is on).
+
+        Raises: UnknownApprovalError; DatabaseBusy (with `wait`), it could not be read in time.
+        """
+        deadline = None if wait is None else time.monotonic() + wait
+        return await self.views.get(approval_id, deadline=deadline)
 
     async def pending(self, *, user: str | None = None) -> list[Approval]:
         """The oldest pending approvals (at most 200); with `user`, those they may decide first."""

@@ -65,7 +65,7 @@ class Sweeper:
                             actor="sweep",
                             data={"outcome": outcome},
                         )
-                        await settled(conn, self.jobs, cur.id, decision, now)
+                        await settled(conn, self.jobs, cur.id, decision, now, opener=cur.thread_id)
                         counts["expired"] += 1
                 elif cur.escalate_at is not None and now >= cur.escalate_at and not cur.escalated:
                     extra = list(rule.escalate_to) if rule else []

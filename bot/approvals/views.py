@@ -43,8 +43,8 @@ class Views:
         self.policy = policy
         self.groups = groups
 
-    async def get(self, approval_id: str) -> Approval:
-        async with self.db.read() as conn:
+    async def get(self, approval_id: str, *, deadline: float | None = None) -> Approval:
+        async with self.db.read(deadline=deadline) as conn:
             a = await store.get_approval(conn, approval_id)
         if a is None:
             raise UnknownApprovalError(approval_id)

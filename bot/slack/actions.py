@@ -45,11 +45,12 @@ class Actions(Listener):
     ) -> None:
         user = (body.get("user") or {}).get("id", "")
         try:
-            action_id, a, value = await self._approval_for_click(body)
+            # The read of what the button is on is within the click's bound too.
+            action_id, a, value = await self._approval_for_click(body, click_wait(context))
             if action_id == payloads.APPROVE:
                 # For the values the card showed: refused if an edit changed them since.
                 await self.signoff.vote(
-                    a.id, user, True, wait=click_wait(context), revision=value.revision
+                    a.id, user, True, wait=click_wait(context), revision=value.revision, seen=a
                 )
                 await ack()
                 self.kick()
@@ -128,7 +129,7 @@ class Actions(Listener):
             return None
 
     async def _approval_for_click(
-        self, body: dict[str, Any]
+        self, body: dict[str, Any], wait: float
     ) -> tuple[str, Approval, payloads.ActionValue]:
         """The button pressed, its approval and its value, checked against the message it was
         on.
@@ -138,7 +139,7 @@ class Actions(Listener):
             UnknownApprovalError: no such approval.
         """
         action_id, value = payloads.action_from_body(body)
-        approval = await self.signoff.get(value.approval_id)
+        approval = await self.signoff.get(value.approval_id, wait=wait)
         message_ts = _get(body, "message", "ts") or _get(body, "container", "message_ts")
         channel = _get(body, "channel", "id") or _get(body, "container", "channel_id")
         if value.thread_id and value.thread_id != approval.thread_id:

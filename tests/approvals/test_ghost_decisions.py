@@ -117,6 +117,42 @@ async def test_a_vote_behind_another_sessions_row_lock_is_refused_in_time_and_re
         await kit.aclose()
 
 
+@pytest.mark.postgres
+async def test_a_click_whose_reads_are_held_up_is_refused_in_time_and_records_nothing(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # Another session's ACCESS EXCLUSIVE lock (a migration, a VACUUM FULL) holds up even reads:
+    # the click's read of the approval (its button's check, its groups) is within its bound.
+    kit = Kit(pg_url, tmp_path)
+    await kit.db.upgrade()
+    try:
+        (approval_id,) = (await kit.start("refund", REFUND)).approvals
+        url = make_url(pg_url)
+        other = await psycopg.AsyncConnection.connect(
+            host=url.host or "127.0.0.1",
+            port=url.port or 5432,
+            user=url.username,
+            dbname=url.database,
+            options=str(url.query["options"]),
+        )
+        try:
+            await other.execute("LOCK TABLE approvals IN ACCESS EXCLUSIVE MODE")
+            started = time.monotonic()
+            with pytest.raises(DatabaseBusy, match="nothing was recorded"):
+                async with asyncio.timeout(20):  # unbounded before: fail, do not hang
+                    await kit.app.get(approval_id, wait=CLICK_WAIT)
+            assert time.monotonic() - started < limits.ACK_DEADLINE
+            await refused_in_time(kit, approval_id)
+        finally:
+            await other.rollback()
+            await other.close()
+        await asyncio.sleep(0.5)
+        await nothing_recorded(kit, approval_id)
+        await then_a_new_vote_works(kit, approval_id)
+    finally:
+        await kit.aclose()
+
+
 async def test_a_vote_while_another_process_holds_sqlites_write_lock_is_refused_in_time(
     tmp_path: Path,
 ) -> None:

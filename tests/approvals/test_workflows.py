@@ -202,9 +202,10 @@ async def test_the_same_request_joins_the_pending_one(kit: Kit) -> None:
     assert joined["thread_id"] == second.thread_id and joined["data"]["joined"] is True
 
     await kit.app.decide(first.approvals[0], "U_ALICE", True)
-    assert await kit.app.run_jobs(("resume",)) == 2  # one decision resumes both threads
+    # One decision ends both threads: the first acts, the second shares its outcome.
+    assert await kit.app.run_jobs(("resume",)) == 1
     for thread_id in (first.thread_id, second.thread_id):
-        assert (await kit.run(thread_id))["status"] != "paused"
+        assert (await kit.run(thread_id))["status"] == "completed"
     # Both threads hold the same idempotency key, so the refund is issued once, not twice.
     assert len(await kit.effects("refund")) == 1
 
@@ -217,8 +218,10 @@ async def test_the_same_request_from_four_processes_at_once_opens_one_approval(k
     (approval,) = await kit.approvals()
     assert [r.approvals for r in reports] == [(approval["id"],)] * 4
     await kit.app.decide(approval["id"], "U_ALICE", True)
-    assert await kit.app.run_jobs(("resume",)) == 4
+    assert await kit.app.run_jobs(("resume",)) == 1
     assert len(await kit.effects("refund")) == 1
+    for r in reports:
+        assert (await kit.run(r.thread_id))["status"] == "completed"
 
 
 async def test_the_same_key_with_other_arguments_is_a_loud_conflict(kit: Kit) -> None:

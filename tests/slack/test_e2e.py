@@ -514,3 +514,26 @@ async def test_a_click_that_reached_the_bot_too_slowly_is_answered_busy_and_reco
     assert again["status"] == 200
     await e2e.decided_card(run.approval_id)
     assert e2e.db.approval(run.approval_id)["status"] == "approved"
+
+
+@pytest.mark.parametrize("waited", [0, 5])
+async def test_a_click_slack_signed_long_before_it_reached_the_bot_records_nothing(
+    e2e: E2E, waited: int
+) -> None:
+    """Time before the route sees a click (the accept queue of a starved process) is counted
+    by its signed timestamp: a click Slack sent 5 s ago is answered busy and records nothing
+    (Slack gave up on it); one signed this second, or a second or so off by clock skew, is
+    not made busy by it."""
+    run = await e2e.refund(f"cust-queued-{waited}")
+    request = await e2e.slack.click_request(BOB, run.card, APPROVE)
+    headers = e2e.signer.headers(request, timestamp=int(time.time()) - waited - 1)
+    told_before = len(await e2e.ephemerals(BOB))
+    async with e2e.http.post(e2e.bot.events_url, data=request.body, headers=headers) as answer:
+        assert answer.status == 200
+    if waited:
+        (told,) = await e2e.new_ephemerals(BOB, told_before)
+        assert "nothing was recorded" in told["text"]
+        assert e2e.db.approval(run.approval_id)["status"] == "pending"
+    else:
+        await e2e.decided_card(run.approval_id)
+        assert e2e.db.approval(run.approval_id)["status"] == "approved"

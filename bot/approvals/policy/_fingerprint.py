@@ -49,10 +49,14 @@ def redact(
         return out
     for name in rule.secret:
         if name in out:
-            data = canonical_json(out[name]).encode("utf-8")
-            if key is None:
-                digest = "sha256:" + hashlib.sha256(data).hexdigest()
-            else:
-                digest = "hmac-sha256:" + hmac.new(key, data, hashlib.sha256).hexdigest()
-            out[name] = {"redacted": digest}
+            out[name] = redacted(out[name], key=key)
     return out
+
+
+def redacted(value: Any, *, key: bytes | None = None) -> dict[str, str]:
+    """What one secret value is replaced by: `{"redacted": "sha256:<hex>"}` (or `hmac-sha256`
+    with `key`), as `redact` does to each secret field."""
+    data = canonical_json(value).encode("utf-8")
+    if key is None:
+        return {"redacted": "sha256:" + hashlib.sha256(data).hexdigest()}
+    return {"redacted": "hmac-sha256:" + hmac.new(key, data, hashlib.sha256).hexdigest()}

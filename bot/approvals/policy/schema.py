@@ -126,6 +126,11 @@ class Field:
     format: str | None = None
     """Numbers: how the value is shown to people, `"money"` (42.50) or a Python format spec
     (`".1f"`, `",.2f"`). Never changes the value. Default none: as written (42.5)."""
+    secret: bool = False
+    """Never stored, logged or shown in clear, from the moment the run starts: hashed where it
+    is a field (the run's input, its state, an approval's arguments of the same name), hidden
+    where a text quotes it. For a workflow input the policy's `secret` does not name (an input
+    that becomes a secret argument under another name). Default False."""
     _compiled: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -280,6 +285,11 @@ class Schema:
     @property
     def required(self) -> tuple[str, ...]:
         return tuple(n for n, f in self.fields.items() if f.required)
+
+    @property
+    def secret(self) -> tuple[str, ...]:
+        """The fields marked `secret`."""
+        return tuple(n for n, f in self.fields.items() if f.secret)
 
     def missing(self, values: Mapping[str, Any]) -> list[str]:
         """The required fields `values` leaves out (or gives as None or "")."""

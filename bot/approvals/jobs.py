@@ -281,6 +281,19 @@ class JobQueue:
                 or 0
             )
 
+    async def due_now(self, reason: str) -> int:
+        """Make the waiting jobs whose last error starts with `reason` due at once (what held
+        them back is fixed: e.g. the bot token Slack refused was replaced, and the bot
+        restarted); return how many."""
+        j = t.jobs.c
+        async with self.db.transaction() as conn:
+            found = await conn.execute(
+                update(t.jobs)
+                .where(j.done_at.is_(None), j.last_error.startswith(reason, autoescape=True))
+                .values(available_at=self.clock())
+            )
+        return int(found.rowcount)
+
     async def release_dead_leases(self) -> int:
         """Give back at once the jobs leased to processes of this host that are gone (killed,
         crashed), instead of after their lease: a bot restarted after a crash picks up where

@@ -191,13 +191,13 @@ def build_bolt_app(
         Said loudly, and `/healthz` answers 503 until a new token is set and signoff restarts
         (messages wait in the queue meanwhile; nothing is lost)."""
         code = str(event.get("type"))
-        log.error(
-            "Slack says %s: the bot token no longer works. Reinstall the app, set the new "
-            "SLACK_BOT_TOKEN and restart signoff; cards and updates wait until then",
-            code,
-        )
-        if isinstance(health, SlackHealth):
-            health.token_refused(code)
+        if not isinstance(health, SlackHealth) or health.token_refused(code):
+            log.error(
+                "Slack says %s: the bot token no longer works, and signoff calls Slack no more "
+                "until it restarts. Reinstall the app, set the new SLACK_BOT_TOKEN and restart "
+                "signoff; cards and updates wait until then",
+                code,
+            )
 
     app.event("tokens_revoked")(on_revoked)
     app.event("app_uninstalled")(on_revoked)

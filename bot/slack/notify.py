@@ -12,8 +12,8 @@ retries it with backoff. One that never will (`channel_not_found`, `message_not_
 not retried: it is logged, counted (`SlackHealth.undeliverable`, `/metrics`) and the event is done,
 so the run's later messages go out; a card that is gone (deleted, or its channel archived) is
 posted afresh (in the default channel when its own is gone). A refused bot token (`token_revoked`)
-degrades `/healthz` and is retried every `TOKEN_RETRY` seconds: nothing is lost while an operator
-fixes the token.
+degrades `/healthz`, is said once in the log, and stops every call to Slack (`TokenGuard`): the
+messages wait in the queue (`TOKEN_HELD`) until a restart with a new token sends them.
 """
 
 from __future__ import annotations
@@ -43,8 +43,11 @@ __all__ = ["SlackSink"]
 
 log = logging.getLogger("signoff.slack")
 
-TOKEN_RETRY = 300.0
-"""Seconds between attempts while Slack refuses the bot token."""
+TOKEN_HELD = "Slack refused the bot token: "
+"""How the last error of a job held back by a dead token starts: `serve` makes those due at
+once when it starts with a token Slack accepts (`JobQueue.due_now`)."""
+TOKEN_HOLD = 7 * 86400.0
+"""Seconds a held job waits: in effect until the restart that brings a new token."""
 
 _META = "signoff_message"
 """The metadata event type of every message the sink posts (see `SlackSink._post`)."""
@@ -106,16 +109,16 @@ class SlackSink:
         except SlackApiError as e:
             kind = verdict(e)
             if kind == "token":
-                self.health.token_refused(error_code(e))
-                log.error(
-                    "Slack refused the bot token (%s) delivering event %s (%s): fix "
-                    "SLACK_BOT_TOKEN (reinstall the app for a new one) and restart; retrying "
-                    "every %.0fs",
-                    error_code(e), event.id, event.kind, TOKEN_RETRY,
-                )  # fmt: skip
-                raise RetryLater(
-                    TOKEN_RETRY, f"Slack refused the bot token: {error_code(e)}"
-                ) from e
+                code = error_code(e)
+                if self.health.token_refused(code):
+                    log.error(
+                        "Slack refused the bot token (%s) delivering event %s (%s): signoff "
+                        "calls Slack no more until it restarts. Fix SLACK_BOT_TOKEN (reinstall "
+                        "the app for a new one) and restart: every card and update waits in "
+                        "the queue and goes out then",
+                        code, event.id, event.kind,
+                    )  # fmt: skip
+                raise RetryLater(TOKEN_HOLD, TOKEN_HELD + code) from e
             if kind == "permanent":
                 self._gave_up(event, e)
                 return
@@ -130,7 +133,6 @@ class SlackSink:
                 )
                 raise RetryLater(retry_after, f"Slack rate limit on {event.kind}") from e
             raise
-        self.health.token_accepted()
 
     def _gave_up(self, event: Event, e: SlackApiError, what: str = "") -> None:
         """Record a message that can never be delivered (the log, `/metrics`), and move on."""

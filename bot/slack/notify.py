@@ -9,8 +9,9 @@ an event), so a redelivery first looks in the channel or thread and posts only w
 Slack errors are translated at this edge (`errors.verdict`): a 429 becomes
 `RetryLater(Retry-After)`; an error that will clear (5xx, a timeout) propagates and the queue
 retries it with backoff. One that never will (`channel_not_found`, `message_not_found`, ...) is
-not retried: it is logged, counted (`SlackHealth.undeliverable`, `/metrics`) and the event is done,
-so the run's later messages go out; a card that is gone (deleted, or its channel archived) is
+not retried: it is logged, counted (`SlackHealth.undeliverable`, `/metrics`) and the event is done
+(`Undeliverable`: `signoff pending` / `show` list it, `signoff redeliver` queues it again), so the
+run's later messages go out; a card that is gone (deleted, or its channel archived) is
 posted afresh (in the default channel when its own is gone). A refused bot token (`token_revoked`)
 degrades `/healthz`, is said once in the log, and stops every call to Slack (`TokenGuard`): the
 messages wait in the queue (`TOKEN_HELD`) until a restart with a new token sends them.
@@ -30,7 +31,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..approvals.events import Event, RetryLater, SinkView
+from ..approvals.events import Event, RetryLater, SinkView, Undeliverable
 from ..approvals.models import Approval
 from ..approvals.policy import Policy, resolve_members
 from . import cards, replies
@@ -68,6 +69,23 @@ def _without_resend(client: AsyncWebClient) -> AsyncWebClient:
     return poster
 
 
+def _refusal(e: SlackApiError) -> dict[str, str]:
+    """What Slack refused: its error code, the method, the channel (from the request)."""
+    response = e.response
+    method = channel = ""
+    if response is not None:
+        method = str(response.api_url or "").rsplit("/", 1)[-1]
+        args = response.req_args or {}
+        for part in ("json", "params", "data"):
+            found = (
+                (args.get(part) or {}).get("channel") if isinstance(args.get(part), dict) else None
+            )
+            if found:
+                channel = str(found)
+                break
+    return {"error": error_code(e) or "unknown", "method": method, "channel": channel}
+
+
 class SlackSink:
     """Delivers events to Slack through `client` (whose base URL may point at the sandbox)."""
 
@@ -98,12 +116,24 @@ class SlackSink:
         """Whether Slack accepts the token; what was given up on."""
         self._dm_cards: dict[tuple[str, str], tuple[str, str]] = {}
         """(approval id, user) to (DM channel, ts) of the DM copies posted or found so far."""
+        self._given_up: dict[int, dict[str, str]] = {}
+        """Event id to what Slack refused for good while delivering it (see `deliver`)."""
         self._refused_posts: OrderedDict[tuple[int, str], None] = OrderedDict()
         """(event id, tag) of posts Slack answered with a refusal (a 429, an error): certainly
         not posted, so their retry posts without first reading the channel for them (a read
         that is rate limited too, and under a burst of 429s would double the calls)."""
 
     async def deliver(self, event: Event) -> None:
+        """Deliver `event`; raise `RetryLater` (a 429, a dead token) or another error to have
+        it retried, `Undeliverable` when part of it was given up on (the rest went out)."""
+        try:
+            await self._deliver_or_give_up(event)
+        finally:
+            given_up = self._given_up.pop(event.id, None)
+        if given_up is not None:
+            raise Undeliverable(given_up)
+
+    async def _deliver_or_give_up(self, event: Event) -> None:
         try:
             await self._deliver(event)
         except SlackApiError as e:
@@ -137,6 +167,7 @@ class SlackSink:
     def _gave_up(self, event: Event, e: SlackApiError, what: str = "") -> None:
         """Record a message that can never be delivered (the log, `/metrics`), and move on."""
         code = error_code(e)
+        self._given_up.setdefault(event.id, _refusal(e))
         self.health.gave_up(code)
         if self.metrics is not None:
             self.metrics.undeliverable.labels(code or "unknown").inc()

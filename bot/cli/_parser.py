@@ -364,6 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="a walk through a refund approval in the terminal instead",
     )
+    s.add_argument(
+        "--socket-mode",
+        action="store_true",
+        help="run the bot in Socket Mode (an xapp- token; the page's actions reach it over a "
+        "WebSocket, as with Slack's) instead of HTTP",
+    )
     s.set_defaults(fn=None, demo=True)
 
     s = sub.add_parser(

@@ -139,8 +139,10 @@ class SlackGroups:
         half its `ttl` old. Runs until cancelled; a failed lookup is logged and tried again."""
         for group in groups:
             self._members.setdefault(group, (-math.inf, frozenset()))
+        health = getattr(self.client, "health", None)  # `TokenGuard`'s
         while True:
-            for group in list(self._members):
+            dead = isinstance(health, SlackHealth) and health.token_error is not None
+            for group in [] if dead else list(self._members):  # dead: said once, by the sink
                 if self._fresh(group, self.ttl / 2) is None:
                     try:
                         await self._lookup(group)

@@ -344,13 +344,13 @@ class JobQueue:
         """Queue again, inside the caller's transaction, the given-up events of `target` (a
         thread id, or a job id): due now, counted as a further attempt, so the sink first looks
         for what an earlier attempt did post (nothing is posted twice). Returns them."""
-        found = [
-            Undelivered.from_row(r)
-            for r in (await conn.execute(_undelivered(None))).mappings().all()
-        ]
-        picked = [u for u in found if u.thread_id == target or str(u.job_id) == target]
+        j = t.jobs.c
+        which = j.thread_id == target
+        if target.isdigit():
+            which = which | (j.id == int(target))
+        rows = (await conn.execute(_undelivered(None).where(which))).mappings().all()
+        picked = [Undelivered.from_row(r) for r in rows]
         if picked:
-            j = t.jobs.c
             await conn.execute(
                 update(t.jobs)
                 .where(j.id.in_([u.job_id for u in picked]), j.done_at.is_not(None))

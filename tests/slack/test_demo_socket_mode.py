@@ -35,7 +35,8 @@ class Demo:
         self.lines: list[str] = []
         self.url: str | None = None
         self.ready = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -56,10 +57,18 @@ def demo(tmp_path: Path) -> Iterator[Demo]:
     running.ready.wait(60)
     if running.url is None:
         running.proc.kill()
+        running.proc.wait()
         raise RuntimeError("signoff demo did not print its URL:\n" + running.output())
-    yield running
-    running.proc.send_signal(signal.SIGTERM)
-    assert running.proc.wait(20) == 0, running.output()
+    try:
+        yield running
+    finally:
+        if running.proc.poll() is None:
+            running.proc.send_signal(signal.SIGTERM)
+        status = running.proc.wait(20)
+        running.reader.join(5)
+        assert running.proc.stdout is not None
+        running.proc.stdout.close()
+    assert status == 0, running.output()
 
 
 async def test_the_demo_in_socket_mode_approves_a_refund_over_the_socket(demo: Demo) -> None:

@@ -87,8 +87,8 @@ async def test_a_card_given_up_in_an_archived_channel_is_listed_and_redelivered_
         "is_archived", CHANNEL, approval_id
     )  # fmt: skip
 
-    # still archived: Slack refuses again, and the command says so
-    status, again = await signoff(bot, tmp_path, "redeliver", report.thread_id)
+    # still archived: Slack refuses again, and the command says so (a job id works as well)
+    status, again = await signoff(bot, tmp_path, "redeliver", row.split()[0])
     assert status == 1 and "Slack refused it again" in again and "is_archived" in again, again
     assert cards(bot, approval_id) == 0
 

@@ -39,6 +39,7 @@ from .errors import CARD_GONE, CHANNEL_GONE, error_code, verdict
 from .health import SlackHealth
 from .mentions import GroupIds, approver_mentions
 from .mrkdwn import SLACK_USER_ID
+from .pacing import Pace
 
 __all__ = ["SlackSink"]
 
@@ -55,6 +56,24 @@ _META = "signoff_message"
 _UNSEEN: Any = object()
 _REFUSED_POSTS_KEPT = 10_000
 """How many refused posts `SlackSink` remembers (their retries skip the lookup)."""
+POST_INTERVAL = 1.0
+"""Seconds between posts to a channel Slack rate-limited (about one a second per channel)."""
+UPDATE_INTERVAL = 1.2
+"""Seconds between `chat.update` calls once Slack rate-limited them (Tier 3: 50 a minute)."""
+
+
+def _retry_after(e: SlackApiError) -> float:
+    """Slack's `Retry-After` (seconds), 1 when it sent none."""
+    try:
+        return float(e.response.headers.get("Retry-After", 1)) if e.response is not None else 1.0
+    except (TypeError, ValueError):
+        return 1.0
+
+
+def _rate_limited(e: SlackApiError) -> bool:
+    return e.response is not None and (
+        e.response.status_code == 429 or e.response.get("error") == "ratelimited"
+    )
 
 
 def _without_resend(client: AsyncWebClient) -> AsyncWebClient:
@@ -118,6 +137,11 @@ class SlackSink:
         """(approval id, user) to (DM channel, ts) of the DM copies posted or found so far."""
         self._given_up: dict[int, dict[str, str]] = {}
         """Event id to what Slack refused for good while delivering it (see `deliver`)."""
+        self.pace = Pace()
+        """Takes turns for what Slack rate-limited (a channel's posts, `chat.update`)."""
+        self._updated: OrderedDict[tuple[int, str], None] = OrderedDict()
+        """(event id, approval id) of card updates done: a retry of the event (a later step
+        was rate limited) does not update the card again, spending Slack's budget for nothing."""
         self._refused_posts: OrderedDict[tuple[int, str], None] = OrderedDict()
         """(event id, tag) of posts Slack answered with a refusal (a 429, an error): certainly
         not posted, so their retry posts without first reading the channel for them (a read
@@ -152,16 +176,8 @@ class SlackSink:
             if kind == "permanent":
                 self._gave_up(event, e)
                 return
-            status = e.response.status_code if e.response is not None else None
-            if status == 429 or (
-                e.response is not None and e.response.get("error") == "ratelimited"
-            ):
-                retry_after = (
-                    float(e.response.headers.get("Retry-After", 1))
-                    if e.response is not None
-                    else 1.0
-                )
-                raise RetryLater(retry_after, f"Slack rate limit on {event.kind}") from e
+            if _rate_limited(e):
+                raise RetryLater(_retry_after(e), f"Slack rate limit on {event.kind}") from e
             raise
 
     def _gave_up(self, event: Event, e: SlackApiError, what: str = "") -> None:
@@ -246,6 +262,7 @@ class SlackSink:
             found = await self._posted_before(event, tag, channel, thread_ts)
             if found is not None:
                 return channel, str(found["ts"])
+        await self.pace.turn(f"post:{channel}")
         try:
             resp = await self._poster.chat_postMessage(
                 channel=channel,
@@ -258,6 +275,8 @@ class SlackSink:
                 **message,
             )
         except SlackApiError as e:
+            if _rate_limited(e):
+                self.pace.limited(f"post:{channel}", _retry_after(e), POST_INTERVAL)
             if e.response is not None and e.response.status_code < 500:
                 # Slack answered and refused (a 429, `ok: false`): nothing was posted. A 5xx
                 # or a lost answer may have posted it: the retry looks first.
@@ -293,10 +312,18 @@ class SlackSink:
         mode = self._notify_mode(a)
         mentions = await self._mentions(a) if mode != "dm" else None
         body = cards.card(a, now=time.time(), mentions=mentions)
-        try:
-            await self.client.chat_update(channel=a.channel, ts=a.message_ts, **body)
-        except SlackApiError as e:
-            a = await self._repost_card(a, event, e, body)
+        done = (event.id, a.id)
+        if done not in self._updated:
+            await self.pace.turn("chat.update")
+            try:
+                await self.client.chat_update(channel=a.channel, ts=a.message_ts, **body)
+            except SlackApiError as e:
+                if _rate_limited(e):
+                    self.pace.limited("chat.update", _retry_after(e), UPDATE_INTERVAL)
+                a = await self._repost_card(a, event, e, body)
+            self._updated[done] = None
+            while len(self._updated) > _REFUSED_POSTS_KEPT:
+                self._updated.popitem(last=False)
         if mode != "channel":
             await self._dm_copies(a, event, post=False)
         return a

@@ -137,6 +137,8 @@ class SlackSink:
         """(approval id, user) to (DM channel, ts) of the DM copies posted or found so far."""
         self._given_up: dict[int, dict[str, str]] = {}
         """Event id to what Slack refused for good while delivering it (see `deliver`)."""
+        self._dms: dict[str, str] = {}
+        """User id to the id of the bot's DM with them (`_dm_channel`)."""
         self.pace = Pace()
         """Takes turns for what Slack rate-limited (a channel's posts, `chat.update`)."""
         self._updated: OrderedDict[tuple[int, str], None] = OrderedDict()
@@ -371,8 +373,7 @@ class SlackSink:
         for user in sorted(u for u in members if u != a.requester and SLACK_USER_ID.fullmatch(u)):
             where = self._dm_cards.get((a.id, user))
             if where is None:
-                opened = await self.client.conversations_open(users=user)
-                dm = str(opened["channel"]["id"])
+                dm = await self._dm_channel(user)
                 if post:  # `_post` finds the copy an earlier attempt sent
                     self._dm_cards[(a.id, user)] = await self._post(event, tag, dm, **body)
                     continue
@@ -453,9 +454,18 @@ class SlackSink:
             except SlackApiError as e:
                 if verdict(e) != "permanent":
                     raise
-        opened = await self.client.conversations_open(users=a.requester)
-        dm = str(opened["channel"]["id"])
+        dm = await self._dm_channel(a.requester)
         await self._post(event, {"event": event.id, "step": "requester"}, dm, text=text)
+
+    async def _dm_channel(self, user: str) -> str:
+        """The id of the bot's direct message with `user`, opened once per process (it never
+        changes): a burst of outcomes to one requester does not spend Slack's Tier 3 budget of
+        `conversations.open` on the same answer."""
+        dm = self._dms.get(user)
+        if dm is None:
+            opened = await self.client.conversations_open(users=user)
+            dm = self._dms[user] = str(opened["channel"]["id"])
+        return dm
 
     async def _who_can_decide(self, a: Approval) -> list[str]:
         """User ids to mention: the approvers, groups resolved, who have not voted."""

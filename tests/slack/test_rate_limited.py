@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.approvals.events import RetryLater
+from bot.sandbox.processes import CHANNEL
 from bot.slack.pacing import Pace
 from tests.kit.scenario import Scenario, running_scenario
 
@@ -60,3 +61,26 @@ async def test_a_limited_key_takes_turns_and_a_far_turn_goes_back_to_the_queue()
     now[0] += 120.0  # long after the last 429: not paced any more
     await pace.turn("post:C1")
     assert time.monotonic() - started < 1.0
+
+
+async def test_the_requester_s_dm_is_opened_once_for_all_their_outcomes(bot: Scenario) -> None:
+    approvals = []
+    for n in (1, 2):
+        report = await bot.signoff.start(
+            "refund",
+            {"customer_id": f"C-dm-{n}", "order_id": f"o-dm-{n}", "amount": 5, "reason": "late"},
+            requester="U0CAROL",
+            channel=CHANNEL,
+        )
+        approvals += report.approvals
+    await bot.settle()
+    opened_before = len(bot.slack.calls_to("conversations.open"))
+
+    for approval_id in approvals:
+        await bot.signoff.vote(approval_id, ALICE, True)
+    await bot.settle()
+
+    assert len(bot.slack.calls_to("conversations.open")) - opened_before <= 1
+    dm = bot.slack.workspace.im("U0CAROL")
+    told = [m.text for m in dm.messages.values() if "C-dm-" in m.text]
+    assert len(told) == 2, told

@@ -8,7 +8,8 @@ pending approvals.
 2. Opens `--seed` pending refund approvals the real way (`POST /api/runs`: a graph run to its
    pause, an approval, a card in the fake Slack).
 3. Measures, at that size: the reply time of a signed `/agent status` slash command from an
-   approver (`--asks` times, the reply checked: it must count every pending approval), of Home
+   approver, until its list arrives through the response_url (the ack is empty; `--asks`
+   times, the list checked: it must count every pending approval), of Home
    (`app_home_opened` until `views.publish` arrives), one sweep pass with nothing due (the same
    `Signoff.sweep` the bot runs, in this process), and the bot's resident memory (VmRSS).
 4. Grows the database to `--pending` approvals by copying the seeded runs and approvals (new ids,
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import json
 import re
 import statistics
 import sys
@@ -66,29 +68,44 @@ def ms(values: list[float]) -> dict[str, float]:
     }
 
 
+async def calls_so_far(slack: SandboxClient) -> int:
+    """How many calls the fake has recorded (counted by the fake, not read)."""
+    return sum(n for by_status in (await slack.call_counts()).values() for n in by_status.values())
+
+
 async def ask_status(
     bot: BotProcess, slack: SandboxClient, signer: SlackSigner, clicks: aiohttp.ClientSession
-) -> tuple[float, str]:
+) -> tuple[float, float, str]:
+    """`/agent status`: seconds to its (empty) ack, seconds until its list arrives through the
+    response_url (what the person waits for), and that list."""
+    response_url = await slack.response_url(CHANNEL, BOB)
     req = slash_command(
         text="status", user_id=BOB, channel_id=CHANNEL,
-        trigger_id=await slack.trigger_id(BOB), response_url=await slack.response_url(CHANNEL, BOB),
+        trigger_id=await slack.trigger_id(BOB), response_url=response_url,
     )  # fmt: skip
+    since = await calls_so_far(slack)
+    sent = time.time()
     t0 = time.perf_counter()
     async with clicks.post(
         bot.events_url, data=req.body.encode(), headers=signer.headers(req)
     ) as res:
         body = await res.text()
-        elapsed = time.perf_counter() - t0
+        acked = time.perf_counter() - t0
     if res.status != 200:
         raise RuntimeError(f"/agent status answered {res.status}: {body[:300]}")
-    return elapsed, body
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for call in await slack.calls("response_url", since=since):
+            return acked, float(call["time"]) - sent, json.dumps(call["params"])
+        await asyncio.sleep(0.02)
+    raise RuntimeError("/agent status posted nothing to its response_url within 30 s")
 
 
 async def open_home(
     bot: BotProcess, slack: SandboxClient, signer: SlackSigner, clicks: aiohttp.ClientSession
 ) -> float:
     """Seconds from `app_home_opened` sent to the fake recording the bot's `views.publish`."""
-    since = len(await slack.calls())
+    since = await calls_so_far(slack)
     req = app_home_opened(user_id=BOB, channel_id="D0BOB")
     sent = time.time()
     async with clicks.post(
@@ -109,9 +126,10 @@ async def measure(
 ) -> dict[str, Any]:
     signer = SlackSigner(SIGNING_SECRET)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as clicks:
-        status_times = []
+        status_times, ack_times = [], []
         for _ in range(asks):
-            elapsed, body = await ask_status(bot, slack, signer, clicks)
+            acked, elapsed, body = await ask_status(bot, slack, signer, clicks)
+            ack_times.append(acked)
             status_times.append(elapsed)
         counted = sum(int(n) for n in re.findall(r"Waiting on (?:you|others)\* \((\d+)\)", body))
         if counted != n_pending:
@@ -135,6 +153,7 @@ async def measure(
         "label": label,
         "pending": n_pending,
         "status_reply": ms(status_times),
+        "status_ack": ms(ack_times),
         "status_reply_bytes": len(body),
         "home_publish": ms(home_times),
         "sweep_idle": ms(sweeps),

@@ -6,6 +6,10 @@ control API (`/_sandbox/`) and the web page (`/`). The real bot runs beside it a
 sandbox, a fresh SQLite file and the demo policy; the sandbox sends it requests signed with
 the signing secret made up for this run. Ctrl-C (or SIGTERM) stops both.
 
+`signoff demo --socket-mode` runs the bot in Socket Mode instead (an `xapp-` token): it opens
+the sandbox's WebSocket (`apps.connections.open`), and what people do on the page reaches it as
+Socket Mode envelopes, as with Slack's own, with no public URL.
+
 `signoff demo --walkthrough` is the terminal walk-through instead (`bot.walkthrough`).
 """
 
@@ -36,6 +40,8 @@ SANDBOX_DB = "signoff-sandbox.db"
 """The demo's database, in the current directory, emptied at each start (unless another demo
 holds it: see `DemoLock`)."""
 BOT_TOKEN = "xoxb-sandbox-demo"
+APP_TOKEN = "xapp-1-sandbox-demo"
+"""The bot's app-level token in Socket Mode (the sandbox accepts any `xapp-` token)."""
 AGENT_SERVICE = "demo-agent"
 """The demo policy's service (`[services.demo-agent]`): its token is made up at each start and
 printed, for the README's "From any agent" examples."""
@@ -52,6 +58,7 @@ def main(
     db: Path | None = None,
     bot_port: int = 0,
     policy: Path | None = None,
+    socket_mode: bool = False,
 ) -> int:
     """`signoff demo`: the sandbox and the bot until Ctrl-C; or the terminal walk-through."""
     if walkthrough:
@@ -60,7 +67,14 @@ def main(
         return walk()
     try:
         return asyncio.run(
-            run_sandbox(port=port, host=host, db=db, bot_port=bot_port, policy=policy)
+            run_sandbox(
+                port=port,
+                host=host,
+                db=db,
+                bot_port=bot_port,
+                policy=policy,
+                socket_mode=socket_mode,
+            )
         )
     except KeyboardInterrupt:
         return 130
@@ -125,6 +139,8 @@ def _bot_env(
     api_token: str,
     policy: Path,
     agent: tuple[str, str] | None = None,
+    *,
+    socket_mode: bool = False,
 ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))}
     env.update(
@@ -139,6 +155,8 @@ def _bot_env(
     )
     if agent is not None:  # the variable the policy names, and the token made up for it
         env[agent[0]] = agent[1]
+    if socket_mode:
+        env["SLACK_APP_TOKEN"] = APP_TOKEN
     return env
 
 
@@ -214,6 +232,7 @@ async def run_sandbox(
     db: Path | None = None,
     bot_port: int = 0,
     policy: Path | None = None,
+    socket_mode: bool = False,
 ) -> int:
     """Serve the sandbox and run the bot against it until SIGINT or SIGTERM.
 
@@ -227,6 +246,8 @@ async def run_sandbox(
         bot_port: The bot's port (0, the default, picks a free one).
         policy: The policy the bot runs with (default: the demo's, `bot/policies/demo.toml`);
             the page offers the workflows it declares beside the bundled ones.
+        socket_mode: Run the bot in Socket Mode: the page's actions reach it over the
+            sandbox's WebSocket, not signed HTTP.
 
     Returns:
         The exit status: 0 when stopped by a signal, 1 when something could not start or the
@@ -271,7 +292,16 @@ async def run_sandbox(
         print(f"signoff demo: {e}", file=sys.stderr)
         return 1
     try:
-        return await _serve(slack, page, runner, host=host, db=db, bot_port=bot_port, policy=policy)
+        return await _serve(
+            slack,
+            page,
+            runner,
+            host=host,
+            db=db,
+            bot_port=bot_port,
+            policy=policy,
+            socket_mode=socket_mode,
+        )
     finally:
         lock.release()
 
@@ -295,6 +325,7 @@ async def _serve(
     db: Path,
     bot_port: int,
     policy: Path,
+    socket_mode: bool = False,
 ) -> int:
     """Empty the database (its lock is held), start the bot, and serve until a signal."""
     from .sandbox.people import APPROVALS_CHANNEL
@@ -311,7 +342,12 @@ async def _serve(
     secret, api_token = secrets.token_hex(16), secrets.token_urlsafe(24)
     token_env, agent_token = _agent_token_env(policy), secrets.token_urlsafe(24)
     agent = (token_env, agent_token) if token_env else None
-    env = _bot_env(slack.url, db, APPROVALS_CHANNEL[0], secret, api_token, policy, agent)
+    env = _bot_env(
+        slack.url, db, APPROVALS_CHANNEL[0], secret, api_token, policy, agent,
+        socket_mode=socket_mode,
+    )  # fmt: skip
+    if socket_mode:  # what people do goes over the socket the bot opens at start
+        slack.use_socket_mode()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot.cli", "run", "--host", host, "--port", str(bot_port),
         env=env, stdin=asyncio.subprocess.DEVNULL,
@@ -328,7 +364,9 @@ async def _serve(
     status = 0
     try:
         print(
-            f"signoff demo: starting the bot (signoff run on {bot_url}, database {db})", flush=True
+            f"signoff demo: starting the bot (signoff run on {bot_url}"
+            f"{', Socket Mode' if socket_mode else ''}, database {db})",
+            flush=True,
         )
         starting = asyncio.create_task(_wait_healthy(bot_url, proc))
         stopped = asyncio.create_task(stop.wait())
@@ -338,11 +376,19 @@ async def _serve(
             starting.cancel()
             return 0
         starting.result()
-        slack.connect_app(f"{bot_url}/slack/events", secret)
+        if socket_mode:
+            await slack.sockets.wait_connected()
+        else:
+            slack.connect_app(f"{bot_url}/slack/events", secret)
         page.bot_url, page.api_token = bot_url, api_token
         print(
             f"\nsignoff demo is running: open {url}\n"
-            f"  a local Slack with the demo people (policy {policy.name}); "
+            + (
+                "  the bot runs in Socket Mode (over the sandbox's WebSocket)\n"
+                if socket_mode
+                else ""
+            )
+            + f"  a local Slack with the demo people (policy {policy.name}); "
             "pick who you are, start a refund, approve it.\n"
             + (
                 f"  From any agent (README): export SIGNOFF_URL={bot_url} "

@@ -281,7 +281,8 @@ def build_web_app(
                     "ok": False,
                     "slack": slack_health.token_error,
                     "error": f"Slack refuses the bot token ({slack_health.token_error}): no "
-                    "card or update can be delivered (they wait, nothing is lost). Set a valid "
+                    "card or update can be delivered, and signoff calls Slack no more until it "
+                    "restarts (they wait, nothing is lost). Set a valid "
                     "SLACK_BOT_TOKEN (OAuth & Permissions on api.slack.com/apps; reinstall the "
                     "app if it was uninstalled) and restart signoff",
                 },
@@ -521,15 +522,16 @@ def build_runtime(
     settings: Settings, *, metrics: Metrics | None = None
 ) -> tuple[Signoff, AsyncWebClient]:
     """The governance core wired to Slack: events go to Slack, groups come from Slack."""
-    from slack_sdk.web.async_client import AsyncWebClient
-
     from .slack.app import SlackGroups
+    from .slack.guard import TokenGuard
+    from .slack.health import SlackHealth
     from .slack.notify import SlackSink
 
     kwargs: dict[str, Any] = {"token": settings.slack_bot_token}
     if settings.slack_api_url:
         kwargs["base_url"] = settings.slack_api_url
-    client = AsyncWebClient(**kwargs)
+    health = SlackHealth()
+    client = TokenGuard(health=health, **kwargs)  # no calls once the token is dead
     policy = load_policy(settings.policy_path)
     slack_groups = SlackGroups(client)
     groups = StaticGroups(policy.groups, fallback=slack_groups)
@@ -542,6 +544,7 @@ def build_runtime(
         metrics=metrics,
         group_ids=slack_groups,
         policy=lambda: signoff.policy,
+        health=health,
     )
 
     async def card_link(approval: Any) -> str | None:
@@ -573,6 +576,16 @@ async def _check_tokens(client: AsyncWebClient, app_token: str | None) -> str | 
     return who.socket_url
 
 
+async def _release_held(signoff: Signoff) -> None:
+    """Messages held back because Slack refused the previous token go out now: this start's
+    check found the token accepted (`SlackSink.deliver`, `TOKEN_HELD`)."""
+    from .slack.notify import TOKEN_HELD
+
+    held = await signoff.jobs.due_now(TOKEN_HELD)
+    if held:
+        log.info("Slack accepts the bot token again: sending the %d message(s) held back", held)
+
+
 def _keep_groups_fresh(signoff: Signoff) -> asyncio.Task[None] | None:
     """Keep the Slack user groups the policy names cached, asked again in the background, so
     that a click is judged without waiting on Slack (`SlackGroups.refresh_forever`)."""
@@ -598,6 +611,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         raise
     await signoff.db.upgrade()
     await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once
+    await _release_held(signoff)
     runner = JobRunner(signoff, concurrency=settings.workers, kinds=("resume", "event", "webhook"))
     webhooks = WebhookClient()
     signoff.external.send = webhooks.send

@@ -103,6 +103,7 @@ AuditKind = Literal[
     "run_retried",  # an operator or approver went on with a failed run
     "run_cancelled",  # ... or cancelled a run (its pending approvals too)
     "run_control_refused",  # someone not allowed tried to retry or cancel a run
+    "redelivered",  # an operator queued again messages Slack had refused for good
 ]
 """What an audit event records; one line each above."""
 

@@ -23,6 +23,7 @@ __all__ = [
     "RecordingSink",
     "RetryLater",
     "SinkView",
+    "Undeliverable",
 ]
 
 EventKind = Literal[
@@ -59,6 +60,17 @@ class RetryLater(Exception):
     def __init__(self, seconds: float, reason: str = "") -> None:
         super().__init__(reason or f"retry in {seconds}s")
         self.seconds = seconds
+
+
+class Undeliverable(Exception):
+    """Raised by a sink for an event it gave up on (its channel answered an error that asking
+    again will not clear: archived, the bot not in it): the job is done, marked with `details`
+    (`{"error", "method", "channel"}`), so that `signoff pending` and `signoff show` list it
+    and `signoff redeliver` queues it again once the cause is fixed."""
+
+    def __init__(self, details: Mapping[str, str]) -> None:
+        super().__init__(", ".join(f"{k}={v}" for k, v in details.items()))
+        self.details = dict(details)
 
 
 class EventSink(Protocol):

@@ -27,12 +27,20 @@ from sqlalchemy.sql.dml import Update
 from . import store
 from . import tables as t
 from ._service_threads import service_of
-from .events import Event, EventKind, EventSink, RetryLater
+from .events import Event, EventKind, EventSink, RetryLater, Undeliverable
 
 if TYPE_CHECKING:
     from .db import Database
 
-__all__ = ["CLAIM_CANDIDATES", "LEASE_SECONDS", "Job", "JobKind", "JobQueue"]
+__all__ = [
+    "CLAIM_CANDIDATES",
+    "LEASE_SECONDS",
+    "UNDELIVERABLE",
+    "Job",
+    "JobKind",
+    "JobQueue",
+    "Undelivered",
+]
 
 log = logging.getLogger("signoff")
 
@@ -40,6 +48,10 @@ LEASE_SECONDS = 60.0
 """How long a claimed job is held before another worker may take it over."""
 CLAIM_CANDIDATES = 16
 """How many due jobs a SQLite worker reads at once to pick one from (see `JobQueue.claim`)."""
+
+UNDELIVERABLE = "undeliverable: "
+"""How the last error of an event job the sink gave up on starts (then its details as JSON):
+done, and listed by `JobQueue.undelivered` until `redeliver` queues it again."""
 
 JobKind = Literal["resume", "event", "webhook"]
 """`resume`: answer a paused thread's interrupt with a decision. `event`: deliver an `Event`.
@@ -70,6 +82,43 @@ class Job:
             approval_id=row["approval_id"],
             payload=json.loads(row["payload"]),
             attempts=int(row["attempts"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Undelivered:
+    """An event the sink gave up on (`Undeliverable`): what, where, which error, when."""
+
+    job_id: int
+    event: str
+    """The event's kind (`approval_requested`: the card; `decided`: its update and replies)."""
+    thread_id: str | None
+    approval_id: str | None
+    error: str
+    """Slack's error code (`is_archived`)."""
+    method: str
+    """The Web API method Slack refused (`chat.postMessage`), or ""."""
+    channel: str
+    """Where it was to go, or ""."""
+    at: float
+    """When it was given up on (epoch seconds)."""
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> Undelivered:
+        try:
+            details = json.loads(str(row["last_error"])[len(UNDELIVERABLE) :])
+        except ValueError:
+            details = {}
+        details = details if isinstance(details, dict) else {}
+        return cls(
+            job_id=int(row["id"]),
+            event=str(json.loads(row["payload"]).get("kind", "")),
+            thread_id=row["thread_id"],
+            approval_id=row["approval_id"],
+            error=str(details.get("error", "")),
+            method=str(details.get("method", "")),
+            channel=str(details.get("channel", "")),
+            at=float(row["done_at"]),
         )
 
 
@@ -259,6 +308,8 @@ class JobQueue:
             await sink.deliver(event)
         except RetryLater as e:
             await self.finish(job.id, error=str(e), retry_in=max(e.seconds, 0.1))
+        except Undeliverable as e:  # done, and marked for `undelivered` / `redeliver`
+            await self.finish(job.id, error=UNDELIVERABLE + json.dumps(e.details, sort_keys=True))
         except Exception as e:  # noqa: BLE001 - retried with backoff, never lost
             delay = min(2.0 ** min(job.attempts, 8), 300.0)
             log.warning("event %s (%s) failed, retrying in %.0fs: %s", job.id, event.kind, delay, e)
@@ -280,6 +331,52 @@ class JobQueue:
                 )
                 or 0
             )
+
+    async def undelivered(self, thread_id: str | None = None) -> list[Undelivered]:
+        """The events the sink gave up on (of one thread), oldest first."""
+        async with self.db.read() as conn:
+            rows = (await conn.execute(_undelivered(thread_id))).mappings().all()
+        return [Undelivered.from_row(r) for r in rows]
+
+    async def redeliver_in(
+        self, conn: AsyncConnection, target: str, now: float
+    ) -> list[Undelivered]:
+        """Queue again, inside the caller's transaction, the given-up events of `target` (a
+        thread id, or a job id): due now, counted as a further attempt, so the sink first looks
+        for what an earlier attempt did post (nothing is posted twice). Returns them."""
+        j = t.jobs.c
+        which = j.thread_id == target
+        if target.isdigit():
+            which = which | (j.id == int(target))
+        rows = (await conn.execute(_undelivered(None).where(which))).mappings().all()
+        picked = [Undelivered.from_row(r) for r in rows]
+        if picked:
+            await conn.execute(
+                update(t.jobs)
+                .where(j.id.in_([u.job_id for u in picked]), j.done_at.is_not(None))
+                .values(done_at=None, available_at=now, last_error="queued again: redeliver")
+            )
+        return picked
+
+    async def pending_of(self, ids: set[int]) -> set[int]:
+        """Which of the jobs `ids` are not done yet."""
+        j = t.jobs.c
+        async with self.db.read() as conn:
+            rows = await conn.execute(select(j.id).where(j.id.in_(ids), j.done_at.is_(None)))
+            return {int(r) for r in rows.scalars()}
+
+    async def due_now(self, reason: str) -> int:
+        """Make the waiting jobs whose last error starts with `reason` due at once (what held
+        them back is fixed: e.g. the bot token Slack refused was replaced, and the bot
+        restarted); return how many."""
+        j = t.jobs.c
+        async with self.db.transaction() as conn:
+            found = await conn.execute(
+                update(t.jobs)
+                .where(j.done_at.is_(None), j.last_error.startswith(reason, autoescape=True))
+                .values(available_at=self.clock())
+            )
+        return int(found.rowcount)
 
     async def release_dead_leases(self) -> int:
         """Give back at once the jobs leased to processes of this host that are gone (killed,
@@ -312,6 +409,18 @@ class JobQueue:
             "took back %d job(s) from process(es) that died: %s", released.rowcount, ", ".join(dead)
         )
         return int(released.rowcount)
+
+
+def _undelivered(thread_id: str | None) -> Select[Any]:
+    j = t.jobs.c
+    query = select(t.jobs).where(
+        j.kind == "event",
+        j.done_at.is_not(None),
+        j.last_error.startswith(UNDELIVERABLE, autoescape=True),
+    )
+    if thread_id is not None:
+        query = query.where(j.thread_id == thread_id)
+    return query.order_by(j.id)
 
 
 def _due_jobs(kind: JobKind, now: float) -> Select[Any]:

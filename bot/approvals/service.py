@@ -21,7 +21,7 @@ from .audit import LINK_BATCH, AuditLog
 from .decisions import DecideResult, Decisions, idempotency_key
 from .events import EventSink, NullSink
 from .external import ExternalApprovals, external_workflow
-from .jobs import LEASE_SECONDS, JobKind, JobQueue
+from .jobs import LEASE_SECONDS, JobKind, JobQueue, Undelivered
 from .models import Approval, Workflow
 from .pauses import Pauses
 from .policy import GroupResolver, Policy, StaticGroups
@@ -193,6 +193,34 @@ class Signoff:
         if check_control:
             await self.runs.check_control(thread_id, actor, "cancel")
         return await self.runs.cancel(thread_id, actor=actor, note=note)
+
+    async def undelivered(self, thread_id: str | None = None) -> list[Undelivered]:
+        """Messages Slack refused for good (an archived channel, the bot not in it), of one
+        thread or all, oldest first (`JobQueue.undelivered`)."""
+        return await self.jobs.undelivered(thread_id)
+
+    async def redeliver(self, target: str, *, actor: str) -> list[Undelivered]:
+        """Queue again the given-up messages of `target` (a thread id or a job id), once its
+        cause is fixed; audited (`redelivered`). The worker delivers them, looking first for
+        any that did land, so none is posted twice. Returns them (empty: nothing to redeliver).
+        """
+        now = self.clock()
+        async with self.db.transaction() as conn:
+            picked = await self.jobs.redeliver_in(conn, target, now)
+            for thread_id in sorted({u.thread_id or "" for u in picked}):
+                mine = [u for u in picked if (u.thread_id or "") == thread_id]
+                await self.audit.append(
+                    conn,
+                    "redelivered",
+                    thread_id=thread_id or None,
+                    actor=actor,
+                    data={
+                        "jobs": [u.job_id for u in mine],
+                        "events": [u.event for u in mine],
+                        "errors": sorted({u.error for u in mine}),
+                    },
+                )
+        return picked
 
     # ---- deciding --------------------------------------------------------------------------
 

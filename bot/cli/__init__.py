@@ -114,6 +114,7 @@ def _main(argv: list[str]) -> int:
             db=args.db,
             bot_port=args.bot_port,
             policy=args.policy,
+            socket_mode=args.socket_mode,
         )
     if getattr(args, "serve", False):
         from ..server import serve

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from ..approvals.db import Database
 from ..approvals.errors import ApprovalError
+from ..approvals.jobs import Undelivered
 from ..approvals.models import Approval, iso
 from ..approvals.policy.schema import display
 from ..approvals.service import Signoff
@@ -156,13 +157,53 @@ async def cmd_start(app: Signoff, args: argparse.Namespace) -> int:
     return 0 if report.status != "failed" else 1
 
 
+REDELIVER_WAIT = 15.0
+"""Seconds `redeliver` waits to tell how the bot's next attempt went."""
+
+
+def _undelivered_json(u: Undelivered) -> dict[str, Any]:
+    return {
+        "job_id": u.job_id,
+        "event": u.event,
+        "thread_id": u.thread_id,
+        "approval_id": u.approval_id,
+        "error": u.error,
+        "method": u.method,
+        "channel": u.channel,
+        "at": u.at,
+    }
+
+
+def _undelivered_line(u: Undelivered) -> str:
+    """`job 12 decided of approval ap_1: Slack answered is_archived to chat.update in C0A, 3m ago`."""
+    what = f"job {u.job_id} {u.event}" + (f" of approval {u.approval_id}" if u.approval_id else "")
+    to = f" to {u.method}" if u.method else ""
+    where = f" in {u.channel}" if u.channel else ""
+    return f"{what}: Slack answered {u.error}{to}{where}, {_age(u.at)} ago"
+
+
+def _print_undelivered(items: list[Undelivered]) -> None:
+    print(
+        f"\nnot delivered to Slack ({len(items)}: Slack refused them for good; fix the cause, "
+        "e.g. invite the bot or unarchive the channel, then `signoff redeliver THREAD`):"
+    )
+    rows = [
+        [str(u.job_id), u.thread_id or "", u.event, u.channel, u.error, u.method, _age(u.at)]
+        for u in items
+    ]
+    print(_table(rows, ["JOB", "THREAD", "EVENT", "CHANNEL", "ERROR", "METHOD", "AGE"]))
+
+
 async def cmd_pending(app: Signoff, args: argparse.Namespace) -> int:
     items = await app.pending()
-    if args.json:
+    undelivered = await app.undelivered()
+    if args.json:  # the list of approvals, as before; `show --json` has a run's undelivered
         print(json.dumps([_approval_json(a) for a in items], indent=2))
         return 0
     if not items:
         print("nothing is waiting for approval")
+        if undelivered:
+            _print_undelivered(undelivered)
         return 0
     rows = [
         [
@@ -182,6 +223,8 @@ async def cmd_pending(app: Signoff, args: argparse.Namespace) -> int:
             rows, ["APPROVAL", "ACTION", "TIER", "REQUESTER", "VOTES", "AGE", "APPROVERS", "THREAD"]
         )
     )
+    if undelivered:
+        _print_undelivered(undelivered)
     return 0
 
 
@@ -196,6 +239,7 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
     )
     approvals = await app.thread_approvals(args.thread_id)
     values = await app.hide_thread_secrets(args.thread_id, run["workflow"], state.values)
+    undelivered = await app.undelivered(args.thread_id)
     if args.json:
         print(
             json.dumps(
@@ -208,6 +252,7 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
                     "values": values,
                     "next": state.next,
                     "approvals": [_approval_json(a) for a in approvals],
+                    "undelivered": [_undelivered_json(u) for u in undelivered],
                 },
                 indent=2,
                 default=str,
@@ -237,7 +282,42 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
             was = a.shown(key, before) or json.dumps(before, default=str)
             now = a.shown(key, after) or json.dumps(after, default=str)
             print(f"    {key}: {was} → {now} (edited by {editor})")
+    for u in undelivered:
+        print(f"  not delivered: {_undelivered_line(u)}")
+    if undelivered:
+        print(f"  fix the cause, then `signoff redeliver {args.thread_id}`")
     return 0
+
+
+async def cmd_redeliver(app: Signoff, args: argparse.Namespace) -> int:
+    """Queue again what Slack refused for good; the bot (`signoff run`) delivers it."""
+    picked = await app.redeliver(args.target, actor=args.as_user)
+    if not picked:
+        raise ApprovalError(
+            f"nothing of {args.target!r} waits to be redelivered; `signoff pending` lists what "
+            "Slack refused"
+        )
+    for u in picked:
+        print(f"queued again: {_undelivered_line(u)}")
+    ids = {u.job_id for u in picked}
+    deadline = time.monotonic() + REDELIVER_WAIT
+    while time.monotonic() < deadline:
+        left = await app.jobs.pending_of(ids)
+        if not left:
+            break
+        await asyncio.sleep(0.2)
+    else:
+        print(
+            "not delivered yet: the bot (`signoff run`) delivers it when it runs; "
+            "`signoff pending` says if Slack refuses it again"
+        )
+        return 0
+    again = [u for u in await app.undelivered() if u.job_id in ids]
+    for u in again:
+        print(f"Slack refused it again: {_undelivered_line(u)}")
+    if not again:
+        print("delivered")
+    return 1 if again else 0
 
 
 def _display_formats(app: Signoff, workflow: str, approvals: list[Approval]) -> dict[str, str]:

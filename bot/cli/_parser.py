@@ -21,6 +21,7 @@ from ._commands import (
     cmd_mcp,
     cmd_pending,
     cmd_purge,
+    cmd_redeliver,
     cmd_retry,
     cmd_show,
     cmd_start,
@@ -201,11 +202,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     s.set_defaults(fn=cmd_start)
 
-    s = sub.add_parser("pending", help="list pending approvals")
+    s = sub.add_parser(
+        "pending",
+        help="list pending approvals, and messages Slack refused for good",
+        description="List pending approvals, then the messages Slack refused for good (an "
+        "archived channel, a private one the bot is not in): what, where, which error, when. "
+        "`signoff redeliver THREAD` sends them again once the cause is fixed.",
+    )
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.set_defaults(fn=cmd_pending, read_only=True)
 
-    s = sub.add_parser("show", help="show a run: state, where it waits, its approvals")
+    s = sub.add_parser(
+        "show",
+        help="show a run: state, where it waits, its approvals, what Slack refused",
+    )
     s.add_argument("thread_id", help="the run's thread id (`signoff pending` lists them)")
     s.add_argument("--json", action="store_true", help="print JSON, values in full")
     s.set_defaults(fn=cmd_show, read_only=True)
@@ -270,6 +280,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("thread_id", help="the run's thread id (`signoff show` has its error)")
     s.add_argument("--as", dest="as_user", default="cli", help="who retries it (default: cli)")
     s.set_defaults(fn=cmd_retry)
+
+    s = sub.add_parser(
+        "redeliver",
+        help="send again the messages Slack refused for good, once the cause is fixed",
+        description="Queue again a run's messages that Slack refused for good (`signoff "
+        "pending` and `signoff show` list them with Slack's error), after fixing the cause: "
+        "invite the bot to the channel (`/invite @signoff`), unarchive it. The running bot "
+        "(`signoff run`) delivers them; it first looks in the channel for any that did land, "
+        "so none is posted twice. Waits a few seconds to say how it went (exit 1: Slack "
+        'refused again). Audited with "via": "cli".',
+    )
+    s.add_argument(
+        "target", help="the run's thread id, or one job id (`signoff pending` lists both)"
+    )
+    s.add_argument("--as", dest="as_user", default="cli", help="who redelivers it (default: cli)")
+    s.set_defaults(fn=cmd_redeliver)
 
     s = sub.add_parser(
         "cancel",
@@ -337,6 +363,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--walkthrough",
         action="store_true",
         help="a walk through a refund approval in the terminal instead",
+    )
+    s.add_argument(
+        "--socket-mode",
+        action="store_true",
+        help="run the bot in Socket Mode (an xapp- token; the page's actions reach it over a "
+        "WebSocket, as with Slack's) instead of HTTP",
     )
     s.set_defaults(fn=None, demo=True)
 

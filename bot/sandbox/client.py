@@ -28,6 +28,8 @@ __all__ = ["SandboxClient", "SandboxError", "start_fake_slack"]
 
 JSON = dict[str, Any]
 READY_PREFIX = "SANDBOX_SLACK_URL="  # kept equal to bot.sandbox._cli.READY_PREFIX (tested)
+CALLS_PAGE = 500
+"""Calls per page when `SandboxClient.calls` reads the stand-in's call log."""
 
 
 class SandboxError(Exception):
@@ -85,9 +87,24 @@ class SandboxClient:
     # inspection -------------------------------------------------------------------------------
 
     async def calls(self, method: str | None = None, *, since: int = 0) -> list[JSON]:
-        """Recorded calls (`method`, `params`, `time`, `status`, `response`), oldest first."""
-        data = await self._request("GET", "calls", method=method, since=since)
-        return list(data["calls"])
+        """Recorded calls (`method`, `params`, `time`, `status`, `response`), oldest first,
+        read in pages of `CALLS_PAGE` (a load test's log holds tens of thousands)."""
+        found: list[JSON] = []
+        while True:
+            data = await self._request("GET", "calls", method=method, since=since, limit=CALLS_PAGE)
+            found.extend(data["calls"])
+            since = int(data["next"])
+            if since >= int(data["total"]):
+                return found
+
+    async def call_counts(self, *, since: int = 0) -> dict[str, dict[int, int]]:
+        """How many calls (from index `since`) each method got, by HTTP status:
+        `{"chat.update": {200: 5, 429: 1}}`, without reading the calls themselves."""
+        data = await self._request("GET", "calls/summary", since=since)
+        return {
+            method: {int(status): n for status, n in by_status.items()}
+            for method, by_status in data["by_method"].items()
+        }
 
     async def state(self, *, after: int | None = None, timeout: float = 25.0) -> JSON:
         """The workspace (`channels` with `messages`, `ephemerals`, `views`, `home`, `version`).

@@ -6,7 +6,8 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 
 | route | what |
 | --- | --- |
-| `GET /_sandbox/calls?method=M&since=N` | recorded calls (from index N), `{"calls": [...], "total": T}` |
+| `GET /_sandbox/calls?method=M&since=N&limit=L` | recorded calls (from index N, at most L), `{"calls": [...], "total": T, "next": I}` (I: the `since` of the next page) |
+| `GET /_sandbox/calls/summary?since=N` | counts of the calls (from index N) by method and HTTP status, `{"by_method": {"chat.update": {"200": 5, "429": 1}}, "total": T}` |
 | `GET /_sandbox/state?after=V&timeout=S` | the workspace; waits up to S seconds for version > V |
 | `POST /_sandbox/fail_next` | `{"method", "status"?, "error"?, "retry_after"?, "count"?}` |
 | `POST /_sandbox/lose_next` | `{"method", "count"?}`: done, then the connection dropped before the answer |
@@ -140,8 +141,22 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
     async def calls(request: web.Request) -> web.Response:
         since = int(request.query.get("since", "0"))
         method = request.query.get("method")
-        picked = [c.to_json() for c in slack.calls[since:] if method in (None, c.method)]
-        return web.json_response({"calls": picked, "total": len(slack.calls)})
+        limit = int(request.query.get("limit", "0")) or None  # a long log comes in pages
+        total, i = len(slack.calls), since
+        picked: list[JSON] = []
+        while i < total and (limit is None or len(picked) < limit):
+            if method in (None, slack.calls[i].method):
+                picked.append(slack.calls[i].to_json())
+            i += 1
+        return web.json_response({"calls": picked, "total": total, "next": i})
+
+    async def calls_summary(request: web.Request) -> web.Response:
+        since = int(request.query.get("since", "0"))
+        counts: dict[str, dict[str, int]] = {}
+        for c in slack.calls[since:]:
+            by_status = counts.setdefault(c.method, {})
+            by_status[str(c.status)] = by_status.get(str(c.status), 0) + 1
+        return web.json_response({"by_method": counts, "total": len(slack.calls)})
 
     async def state(request: web.Request) -> web.Response:
         if "after" in request.query:
@@ -283,6 +298,7 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
 
     r = app.router
     r.add_get("/_sandbox/calls", calls)
+    r.add_get("/_sandbox/calls/summary", calls_summary)
     r.add_get("/_sandbox/state", state)
     r.add_post("/_sandbox/fail_next", fail_next)
     r.add_post("/_sandbox/lose_next", lose_next)

@@ -30,6 +30,7 @@ from bot.sandbox.client import READY_PREFIX, SandboxClient
 
 __all__ = [
     "API_TOKEN",
+    "APP_TOKEN",
     "BOT_TOKEN",
     "CHANNEL",
     "SIGNING_SECRET",
@@ -46,6 +47,10 @@ API_TOKEN = "e2e-api-token"
 """The bearer token of the bot's `POST /api/runs` unless told otherwise."""
 BOT_TOKEN = "xoxb-e2e"
 """The bot's Web API token (the fake accepts any `xoxb-` token)."""
+APP_TOKEN = "xapp-1-e2e"
+"""The app-level token of a bot in Socket Mode (the fake accepts any `xapp-` token)."""
+SOCKET_MODE = "socket-mode"
+"""`FakeSlackProcess.app_url` while the fake sends over Socket Mode."""
 CHANNEL = "C0APPROVALS"
 """#approvals of the demo workspace: where the bot posts cards unless a run names a channel."""
 
@@ -109,6 +114,13 @@ class FakeSlackProcess:
         if self.app_url != app_url:
             await slack.connect_app(app_url, signing_secret)
             self.app_url = app_url
+
+    async def connect_socket(self, slack: SandboxClient) -> None:
+        """Send what people do over Socket Mode, to the bot connected with an `xapp-` token
+        (`BotProcess(app_token=...)`); `connect` switches back to HTTP."""
+        if self.app_url != SOCKET_MODE:
+            await slack.use_socket_mode()
+            self.app_url = SOCKET_MODE
 
     def pause(self) -> None:
         """Stop the process (SIGSTOP): calls to it hang until `resume()`."""

@@ -139,8 +139,10 @@ class SlackGroups:
         half its `ttl` old. Runs until cancelled; a failed lookup is logged and tried again."""
         for group in groups:
             self._members.setdefault(group, (-math.inf, frozenset()))
+        health = getattr(self.client, "health", None)  # `TokenGuard`'s
         while True:
-            for group in list(self._members):
+            dead = isinstance(health, SlackHealth) and health.token_error is not None
+            for group in [] if dead else list(self._members):  # dead: said once, by the sink
                 if self._fresh(group, self.ttl / 2) is None:
                     try:
                         await self._lookup(group)
@@ -192,13 +194,13 @@ def build_bolt_app(
         Said loudly, and `/healthz` answers 503 until a new token is set and signoff restarts
         (messages wait in the queue meanwhile; nothing is lost)."""
         code = str(event.get("type"))
-        log.error(
-            "Slack says %s: the bot token no longer works. Reinstall the app, set the new "
-            "SLACK_BOT_TOKEN and restart signoff; cards and updates wait until then",
-            code,
-        )
-        if isinstance(health, SlackHealth):
-            health.token_refused(code)
+        if not isinstance(health, SlackHealth) or health.token_refused(code):
+            log.error(
+                "Slack says %s: the bot token no longer works, and signoff calls Slack no more "
+                "until it restarts. Reinstall the app, set the new SLACK_BOT_TOKEN and restart "
+                "signoff; cards and updates wait until then",
+                code,
+            )
 
     app.event("tokens_revoked")(on_revoked)
     app.event("app_uninstalled")(on_revoked)

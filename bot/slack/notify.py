@@ -9,11 +9,12 @@ an event), so a redelivery first looks in the channel or thread and posts only w
 Slack errors are translated at this edge (`errors.verdict`): a 429 becomes
 `RetryLater(Retry-After)`; an error that will clear (5xx, a timeout) propagates and the queue
 retries it with backoff. One that never will (`channel_not_found`, `message_not_found`, ...) is
-not retried: it is logged, counted (`SlackHealth.undeliverable`, `/metrics`) and the event is done,
-so the run's later messages go out; a card that is gone (deleted, or its channel archived) is
+not retried: it is logged, counted (`SlackHealth.undeliverable`, `/metrics`) and the event is done
+(`Undeliverable`: `signoff pending` / `show` list it, `signoff redeliver` queues it again), so the
+run's later messages go out; a card that is gone (deleted, or its channel archived) is
 posted afresh (in the default channel when its own is gone). A refused bot token (`token_revoked`)
-degrades `/healthz` and is retried every `TOKEN_RETRY` seconds: nothing is lost while an operator
-fixes the token.
+degrades `/healthz`, is said once in the log, and stops every call to Slack (`TokenGuard`): the
+messages wait in the queue (`TOKEN_HELD`) until a restart with a new token sends them.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..approvals.events import Event, RetryLater, SinkView
+from ..approvals.events import Event, RetryLater, SinkView, Undeliverable
 from ..approvals.models import Approval
 from ..approvals.policy import Policy, resolve_members
 from . import cards, replies
@@ -38,19 +39,41 @@ from .errors import CARD_GONE, CHANNEL_GONE, error_code, verdict
 from .health import SlackHealth
 from .mentions import GroupIds, approver_mentions
 from .mrkdwn import SLACK_USER_ID
+from .pacing import Pace
 
 __all__ = ["SlackSink"]
 
 log = logging.getLogger("signoff.slack")
 
-TOKEN_RETRY = 300.0
-"""Seconds between attempts while Slack refuses the bot token."""
+TOKEN_HELD = "Slack refused the bot token: "
+"""How the last error of a job held back by a dead token starts: `serve` makes those due at
+once when it starts with a token Slack accepts (`JobQueue.due_now`)."""
+TOKEN_HOLD = 7 * 86400.0
+"""Seconds a held job waits: in effect until the restart that brings a new token."""
 
 _META = "signoff_message"
 """The metadata event type of every message the sink posts (see `SlackSink._post`)."""
 _UNSEEN: Any = object()
 _REFUSED_POSTS_KEPT = 10_000
 """How many refused posts `SlackSink` remembers (their retries skip the lookup)."""
+POST_INTERVAL = 1.0
+"""Seconds between posts to a channel Slack rate-limited (about one a second per channel)."""
+UPDATE_INTERVAL = 1.2
+"""Seconds between `chat.update` calls once Slack rate-limited them (Tier 3: 50 a minute)."""
+
+
+def _retry_after(e: SlackApiError) -> float:
+    """Slack's `Retry-After` (seconds), 1 when it sent none."""
+    try:
+        return float(e.response.headers.get("Retry-After", 1)) if e.response is not None else 1.0
+    except (TypeError, ValueError):
+        return 1.0
+
+
+def _rate_limited(e: SlackApiError) -> bool:
+    return e.response is not None and (
+        e.response.status_code == 429 or e.response.get("error") == "ratelimited"
+    )
 
 
 def _without_resend(client: AsyncWebClient) -> AsyncWebClient:
@@ -63,6 +86,23 @@ def _without_resend(client: AsyncWebClient) -> AsyncWebClient:
         h for h in client.retry_handlers if not isinstance(h, AsyncConnectionErrorRetryHandler)
     ]
     return poster
+
+
+def _refusal(e: SlackApiError) -> dict[str, str]:
+    """What Slack refused: its error code, the method, the channel (from the request)."""
+    response = e.response
+    method = channel = ""
+    if response is not None:
+        method = str(response.api_url or "").rsplit("/", 1)[-1]
+        args = response.req_args or {}
+        for part in ("json", "params", "data"):
+            found = (
+                (args.get(part) or {}).get("channel") if isinstance(args.get(part), dict) else None
+            )
+            if found:
+                channel = str(found)
+                break
+    return {"error": error_code(e) or "unknown", "method": method, "channel": channel}
 
 
 class SlackSink:
@@ -95,46 +135,57 @@ class SlackSink:
         """Whether Slack accepts the token; what was given up on."""
         self._dm_cards: dict[tuple[str, str], tuple[str, str]] = {}
         """(approval id, user) to (DM channel, ts) of the DM copies posted or found so far."""
+        self._given_up: dict[int, dict[str, str]] = {}
+        """Event id to what Slack refused for good while delivering it (see `deliver`)."""
+        self._dms: dict[str, str] = {}
+        """User id to the id of the bot's DM with them (`_dm_channel`)."""
+        self.pace = Pace()
+        """Takes turns for what Slack rate-limited (a channel's posts, `chat.update`)."""
+        self._updated: OrderedDict[tuple[int, str], None] = OrderedDict()
+        """(event id, approval id) of card updates done: a retry of the event (a later step
+        was rate limited) does not update the card again, spending Slack's budget for nothing."""
         self._refused_posts: OrderedDict[tuple[int, str], None] = OrderedDict()
         """(event id, tag) of posts Slack answered with a refusal (a 429, an error): certainly
         not posted, so their retry posts without first reading the channel for them (a read
         that is rate limited too, and under a burst of 429s would double the calls)."""
 
     async def deliver(self, event: Event) -> None:
+        """Deliver `event`; raise `RetryLater` (a 429, a dead token) or another error to have
+        it retried, `Undeliverable` when part of it was given up on (the rest went out)."""
+        try:
+            await self._deliver_or_give_up(event)
+        finally:
+            given_up = self._given_up.pop(event.id, None)
+        if given_up is not None:
+            raise Undeliverable(given_up)
+
+    async def _deliver_or_give_up(self, event: Event) -> None:
         try:
             await self._deliver(event)
         except SlackApiError as e:
             kind = verdict(e)
             if kind == "token":
-                self.health.token_refused(error_code(e))
-                log.error(
-                    "Slack refused the bot token (%s) delivering event %s (%s): fix "
-                    "SLACK_BOT_TOKEN (reinstall the app for a new one) and restart; retrying "
-                    "every %.0fs",
-                    error_code(e), event.id, event.kind, TOKEN_RETRY,
-                )  # fmt: skip
-                raise RetryLater(
-                    TOKEN_RETRY, f"Slack refused the bot token: {error_code(e)}"
-                ) from e
+                code = error_code(e)
+                if self.health.token_refused(code):
+                    log.error(
+                        "Slack refused the bot token (%s) delivering event %s (%s): signoff "
+                        "calls Slack no more until it restarts. Fix SLACK_BOT_TOKEN (reinstall "
+                        "the app for a new one) and restart: every card and update waits in "
+                        "the queue and goes out then",
+                        code, event.id, event.kind,
+                    )  # fmt: skip
+                raise RetryLater(TOKEN_HOLD, TOKEN_HELD + code) from e
             if kind == "permanent":
                 self._gave_up(event, e)
                 return
-            status = e.response.status_code if e.response is not None else None
-            if status == 429 or (
-                e.response is not None and e.response.get("error") == "ratelimited"
-            ):
-                retry_after = (
-                    float(e.response.headers.get("Retry-After", 1))
-                    if e.response is not None
-                    else 1.0
-                )
-                raise RetryLater(retry_after, f"Slack rate limit on {event.kind}") from e
+            if _rate_limited(e):
+                raise RetryLater(_retry_after(e), f"Slack rate limit on {event.kind}") from e
             raise
-        self.health.token_accepted()
 
     def _gave_up(self, event: Event, e: SlackApiError, what: str = "") -> None:
         """Record a message that can never be delivered (the log, `/metrics`), and move on."""
         code = error_code(e)
+        self._given_up.setdefault(event.id, _refusal(e))
         self.health.gave_up(code)
         if self.metrics is not None:
             self.metrics.undeliverable.labels(code or "unknown").inc()
@@ -213,6 +264,7 @@ class SlackSink:
             found = await self._posted_before(event, tag, channel, thread_ts)
             if found is not None:
                 return channel, str(found["ts"])
+        await self.pace.turn(f"post:{channel}")
         try:
             resp = await self._poster.chat_postMessage(
                 channel=channel,
@@ -225,6 +277,8 @@ class SlackSink:
                 **message,
             )
         except SlackApiError as e:
+            if _rate_limited(e):
+                self.pace.limited(f"post:{channel}", _retry_after(e), POST_INTERVAL)
             if e.response is not None and e.response.status_code < 500:
                 # Slack answered and refused (a 429, `ok: false`): nothing was posted. A 5xx
                 # or a lost answer may have posted it: the retry looks first.
@@ -260,10 +314,18 @@ class SlackSink:
         mode = self._notify_mode(a)
         mentions = await self._mentions(a) if mode != "dm" else None
         body = cards.card(a, now=time.time(), mentions=mentions)
-        try:
-            await self.client.chat_update(channel=a.channel, ts=a.message_ts, **body)
-        except SlackApiError as e:
-            a = await self._repost_card(a, event, e, body)
+        done = (event.id, a.id)
+        if done not in self._updated:
+            await self.pace.turn("chat.update")
+            try:
+                await self.client.chat_update(channel=a.channel, ts=a.message_ts, **body)
+            except SlackApiError as e:
+                if _rate_limited(e):
+                    self.pace.limited("chat.update", _retry_after(e), UPDATE_INTERVAL)
+                a = await self._repost_card(a, event, e, body)
+            self._updated[done] = None
+            while len(self._updated) > _REFUSED_POSTS_KEPT:
+                self._updated.popitem(last=False)
         if mode != "channel":
             await self._dm_copies(a, event, post=False)
         return a
@@ -311,8 +373,7 @@ class SlackSink:
         for user in sorted(u for u in members if u != a.requester and SLACK_USER_ID.fullmatch(u)):
             where = self._dm_cards.get((a.id, user))
             if where is None:
-                opened = await self.client.conversations_open(users=user)
-                dm = str(opened["channel"]["id"])
+                dm = await self._dm_channel(user)
                 if post:  # `_post` finds the copy an earlier attempt sent
                     self._dm_cards[(a.id, user)] = await self._post(event, tag, dm, **body)
                     continue
@@ -394,9 +455,18 @@ class SlackSink:
             except SlackApiError as e:
                 if verdict(e) != "permanent":
                     raise
-        opened = await self.client.conversations_open(users=a.requester)
-        dm = str(opened["channel"]["id"])
+        dm = await self._dm_channel(a.requester)
         await self._post(event, {"event": event.id, "step": "requester"}, dm, text=text)
+
+    async def _dm_channel(self, user: str) -> str:
+        """The id of the bot's direct message with `user`, opened once per process (it never
+        changes): a burst of outcomes to one requester does not spend Slack's Tier 3 budget of
+        `conversations.open` on the same answer."""
+        dm = self._dms.get(user)
+        if dm is None:
+            opened = await self.client.conversations_open(users=user)
+            dm = self._dms[user] = str(opened["channel"]["id"])
+        return dm
 
     async def _who_can_decide(self, a: Approval) -> list[str]:
         """User ids to mention: the approvers, groups resolved, who have not voted."""

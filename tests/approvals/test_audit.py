@@ -97,6 +97,7 @@ def test_the_event_kinds() -> None:
             "run_retried",
             "run_cancelled",
             "run_control_refused",
+            "redelivered",
         ]
     )
 

@@ -15,7 +15,7 @@ import pytest
 from bot.sandbox.client import SandboxClient
 from tests.kit.e2e import E2E, BotDatabase, BotProcess, FakeSlackProcess
 
-__all__ = ["bot_db", "e2e", "fake_slack", "http"]
+__all__ = ["bot_db", "e2e", "fake_slack", "http", "over", "socket_bot_db"]
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +47,34 @@ async def e2e(
     async with SandboxClient(fake_slack.url) as slack:
         await fake_slack.connect(slack, bot.events_url)
         yield E2E(slack, bot, bot_db, http)
+
+
+@pytest.fixture(params=["http", "socket"])
+async def over(
+    request: pytest.FixtureRequest,
+    fake_slack: FakeSlackProcess,
+    http: aiohttp.ClientSession,
+) -> AsyncIterator[E2E]:
+    """`e2e` over each transport: the module's `bot` over signed HTTP, then its `socket_bot`
+    (the same policy, `signoff run` with an `xapp-` token) over Socket Mode. A module that
+    uses it defines both; the core flows take it, the rest `e2e`."""
+    if request.param == "http":
+        bot: BotProcess = request.getfixturevalue("bot")
+        db: BotDatabase = request.getfixturevalue("bot_db")
+    else:
+        bot = request.getfixturevalue("socket_bot")
+        db = request.getfixturevalue("socket_bot_db")
+    async with SandboxClient(fake_slack.url) as slack:
+        if request.param == "http":
+            await fake_slack.connect(slack, bot.events_url)
+        else:
+            await fake_slack.connect_socket(slack)
+        yield E2E(slack, bot, db, http)
+
+
+@pytest.fixture(scope="module")
+def socket_bot_db(socket_bot: BotProcess) -> Iterator[BotDatabase]:
+    """The module's Socket Mode bot's database."""
+    db = BotDatabase(socket_bot.read_url)
+    yield db
+    db.close()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
 from bot.approvals.models import Approval
@@ -29,7 +30,8 @@ from bot.approvals.service import Signoff
 from bot.config import Settings
 from bot.sandbox import AppResponse, FakeSlack, SlackRequest, SlackSigner, block_actions
 from bot.sandbox.interactions import find_element
-from bot.sandbox.processes import CHANNEL, SIGNING_SECRET, sqlite_url, write_policy
+from bot.sandbox.processes import APP_TOKEN, CHANNEL, SIGNING_SECRET, sqlite_url, write_policy
+from bot.sandbox.transports import TransportName
 from bot.sandbox.workspace import Message
 from bot.server import build_runtime
 from bot.slack.app import build_bolt_app
@@ -119,9 +121,16 @@ class Scenario:
 
 
 @contextlib.asynccontextmanager
-async def running_scenario(directory: Path, policy: str = POLICY) -> AsyncIterator[Scenario]:
+async def running_scenario(
+    directory: Path, policy: str = POLICY, *, transport: TransportName = "http"
+) -> AsyncIterator[Scenario]:
     """A fake Slack and the bot's Bolt app on a fresh SQLite file in `directory`, serving while
-    the block runs; on the way out the app's background work (a Home refresh) is let finish."""
+    the block runs; on the way out the app's background work (a Home refresh) is let finish.
+
+    `transport`: how the fake's people reach the app: signed HTTP to its request URL, or
+    Socket Mode envelopes through the real `AsyncSocketModeHandler` (an `xapp-` token, the app
+    unsigned, as `signoff run` serves it then). `Scenario.send` (hand-made signed requests)
+    is HTTP's alone."""
     async with FakeSlack.running() as slack:
         settings = Settings(
             database_url=sqlite_url(directory),
@@ -138,21 +147,32 @@ async def running_scenario(directory: Path, policy: str = POLICY) -> AsyncIterat
             signoff,
             client,
             scenario.kick,
-            signing_secret=SIGNING_SECRET,
+            signing_secret=SIGNING_SECRET if transport == "http" else None,
             default_channel=CHANNEL,
         )
         before = asyncio.all_tasks()
         runner = web.AppRunner(scenario.app.web_app(path="/slack/events"), access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        host, port = runner.addresses[0][:2]
-        scenario.url = f"http://{host}:{port}/slack/events"
-        slack.connect_app(scenario.url, SIGNING_SECRET)
+        handler: AsyncSocketModeHandler | None = None
+        if transport == "http":
+            await runner.setup()
+            await web.TCPSite(runner, "127.0.0.1", 0).start()
+            host, port = runner.addresses[0][:2]
+            scenario.url = f"http://{host}:{port}/slack/events"
+            slack.connect_app(scenario.url, SIGNING_SECRET)
+        else:
+            scenario.url = ""
+            slack.use_socket_mode()
+            handler = AsyncSocketModeHandler(scenario.app, APP_TOKEN)
+            await handler.connect_async()  # type: ignore[no-untyped-call]
+            await slack.sockets.wait_connected()
         try:
             yield scenario
         finally:
             await slack.driver.close()
-            await runner.cleanup()
+            if handler is not None:
+                await handler.close_async()  # type: ignore[no-untyped-call]
+            else:
+                await runner.cleanup()
             left = asyncio.all_tasks() - before - {asyncio.current_task()}
             if left:
                 _, pending = await asyncio.wait(left, timeout=SETTLE_TIMEOUT)

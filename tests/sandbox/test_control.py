@@ -215,3 +215,26 @@ async def test_lose_next_over_http_does_the_call_and_drops_its_answer(
         "answered",
     ]
     assert [c.get("lost", False) for c in await remote.calls("chat.postMessage")] == [True, False]
+
+
+async def test_a_long_call_log_is_read_in_pages_and_counted_without_reading_it(
+    remote: SandboxClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client, "CALLS_PAGE", 3)
+    web_client = AsyncWebClient(token=TOKEN, base_url=remote.url)
+    await remote.fail_next("chat.postMessage", status=429, retry_after=1)
+    with pytest.raises(SlackApiError):
+        await web_client.chat_postMessage(channel="C0APPROVALS", text="limited")
+    for i in range(7):
+        await web_client.chat_postMessage(channel="C0APPROVALS", text=f"m{i}")
+        await web_client.auth_test()
+
+    posts = await remote.calls("chat.postMessage")  # 3 pages of 3 (filtered), one more to end
+    assert [c["params"]["text"] for c in posts] == ["limited"] + [f"m{i}" for i in range(7)]
+    assert len(await remote.calls()) == 15
+    assert [c["method"] for c in await remote.calls(since=13)] == ["chat.postMessage", "auth.test"]
+    assert await remote.call_counts() == {
+        "chat.postMessage": {429: 1, 200: 7},
+        "auth.test": {200: 7},
+    }
+    assert await remote.call_counts(since=14) == {"auth.test": {200: 1}}

@@ -7,6 +7,6 @@ Each end-to-end module defines a module-scoped `bot` fixture (a `BotProcess`).
 
 from __future__ import annotations
 
-from tests.kit.e2e_fixtures import bot_db, e2e, fake_slack, http
+from tests.kit.e2e_fixtures import bot_db, e2e, fake_slack, http, over, socket_bot_db
 
-__all__ = ["bot_db", "e2e", "fake_slack", "http"]
+__all__ = ["bot_db", "e2e", "fake_slack", "http", "over", "socket_bot_db"]

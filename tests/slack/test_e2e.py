@@ -1,6 +1,8 @@
 """The bot end to end: `signoff run` as a real process in HTTP mode, the fake Slack as another,
 every Slack request signed and sent over HTTP (through the front door, as Bolt's own scenario
-tests do).
+tests do). The core flows (approve, reject, edit, `/agent`, Home) run over Socket Mode too
+(`over`): a second bot, `signoff run` with an `xapp-` token, gets them as envelopes on its
+WebSocket, through the real `AsyncSocketModeHandler`.
 
 One bot serves the whole module (SQLite, a sweep every 0.3 s); each test starts runs of its own,
 told apart by the customer or vendor it names, and waits on the fake's workspace, never sleeps.
@@ -20,6 +22,7 @@ import sqlalchemy as sa
 
 from bot.approvals import tables as t
 from bot.sandbox.interactions import REQUIRED_FIELD
+from bot.sandbox.processes import APP_TOKEN
 from bot.slack import messages
 from bot.slack.payloads import (
     APPROVE,
@@ -90,6 +93,20 @@ def bot(
     process.stop()
 
 
+@pytest.fixture(scope="module")
+def socket_bot(
+    fake_slack: FakeSlackProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BotProcess]:
+    """The module's bot in Socket Mode, on a database of its own (see `over`)."""
+    directory = tmp_path_factory.mktemp("e2e-socket")
+    process = BotProcess(
+        directory, sqlite_url(directory), fake_slack.url, write_policy(directory, POLICY),
+        app_token=APP_TOKEN, SIGNOFF_SWEEP_INTERVAL="0.3",
+    )  # fmt: skip
+    yield process
+    process.stop()
+
+
 def header(card: dict) -> str:
     return card["blocks"][0]["text"]["text"]
 
@@ -98,35 +115,35 @@ def header(card: dict) -> str:
 
 
 async def test_a_click_approves_updates_the_card_in_place_runs_the_refund_once_and_tells_the_thread(
-    e2e: E2E,
+    over: E2E,
 ) -> None:
-    run = await e2e.refund("cust-approve", 42.5)
+    run = await over.refund("cust-approve", 42.5)
     assert header(run.card) == "🟠 Refund 42.50 to cust-approve"
     assert action_ids(run.card) == [APPROVE, REJECT, EDIT, PAYLOAD]
     assert "*amount*\n42.5" in text_of(run.card)
 
-    answer = await e2e.slack.click(BOB, CHANNEL, run.card["ts"], APPROVE)
+    answer = await over.slack.click(BOB, CHANNEL, run.card["ts"], APPROVE)
     assert (answer["status"], answer["body"]) == (200, "")
 
-    card = await e2e.decided_card(run.approval_id)
+    card = await over.decided_card(run.approval_id)
     assert card["ts"] == run.card["ts"]  # updated in place, not posted again
-    decided_at = e2e.db.approval(run.approval_id)["decided_at"]
+    decided_at = over.db.approval(run.approval_id)["decided_at"]
     assert messages.decided_line("approved", [BOB], decided_at) in text_of(card)
     done = messages.run_completed("refund", run.thread_id, "refunded 42.50 to cust-approve")
-    replies = await e2e.replies(
+    replies = await over.replies(
         run.card, lambda r: done in r, "the completion in the card's thread"
     )
     assert replies == [messages.run_approved("Refund 42.50 to cust-approve", [BOB]), done]
-    await e2e.wait(
+    await over.wait(
         lambda s: done in [m["text"] for m in messages_of(s) if "thread_ts" not in m],
         "the channel's notice",
     )
 
-    refunds = e2e.db.effects(run.thread_id)
+    refunds = over.db.effects(run.thread_id)
     assert [(e["kind"], e["data"]["amount"], e["data"]["customer_id"]) for e in refunds] == [
         ("refund", 42.5, "cust-approve")
     ]
-    assert e2e.db.run(run.thread_id)["status"] == "completed"
+    assert over.db.run(run.thread_id)["status"] == "completed"
 
 
 async def test_the_full_payload_button_opens_a_modal_for_anyone(e2e: E2E) -> None:
@@ -143,46 +160,46 @@ async def test_the_full_payload_button_opens_a_modal_for_anyone(e2e: E2E) -> Non
 # ---- reject and edit through modals -------------------------------------------------------------
 
 
-async def test_reject_asks_for_a_reason_in_a_modal_and_the_rejection_is_told(e2e: E2E) -> None:
-    run = await e2e.refund("cust-reject")
-    answer = await e2e.slack.click(ALICE, CHANNEL, run.card["ts"], REJECT)
+async def test_reject_asks_for_a_reason_in_a_modal_and_the_rejection_is_told(over: E2E) -> None:
+    run = await over.refund("cust-reject")
+    answer = await over.slack.click(ALICE, CHANNEL, run.card["ts"], REJECT)
     assert answer["status"] == 200
-    state = await e2e.wait(lambda s: s["views"].get(ALICE), "the reject modal")
+    state = await over.wait(lambda s: s["views"].get(ALICE), "the reject modal")
     assert state["views"][ALICE][-1]["callback_id"] == REJECT_CALLBACK
 
-    empty = await e2e.slack.submit(ALICE, {"reason": ""})  # Slack's client refuses it
+    empty = await over.slack.submit(ALICE, {"reason": ""})  # Slack's client refuses it
     assert (empty["response"], empty["errors"]) == (None, {"reason": REQUIRED_FIELD})
-    blank = await e2e.slack.submit(ALICE, {"reason": "   "})  # the client lets spaces through
+    blank = await over.slack.submit(ALICE, {"reason": "   "})  # the client lets spaces through
     assert blank["response"]["status"] == 200
     assert blank["errors"] == {"reason": messages.reason_required()}
-    assert e2e.db.approval(run.approval_id)["status"] == "pending"
+    assert over.db.approval(run.approval_id)["status"] == "pending"
 
     reason = "Customer was refunded by phone"
-    done = await e2e.slack.submit(ALICE, {"reason": reason})
+    done = await over.slack.submit(ALICE, {"reason": reason})
     assert (done["response"]["status"], done["errors"], done["view"]) == (
         200,
         {},
         None,
     )  # the modal closed
 
-    card = await e2e.decided_card(run.approval_id)
+    card = await over.decided_card(run.approval_id)
     assert messages.note_line(reason) in text_of(card)
     assert "*Rejected* by <@U0ALICE>" in text_of(card)
     outcome = messages.run_completed(
         "refund", run.thread_id, f"declined (rejected): {reason}", declined="rejected"
     )
-    replies = await e2e.replies(run.card, lambda r: outcome in r, "the rejection's outcome")
+    replies = await over.replies(run.card, lambda r: outcome in r, "the rejection's outcome")
     assert replies == [
         messages.run_rejected("Refund 42.50 to cust-reject", [ALICE], reason),
         outcome,
     ]
-    assert [e["kind"] for e in e2e.db.effects(run.thread_id)] == ["email"]  # no refund
+    assert [e["kind"] for e in over.db.effects(run.thread_id)] == ["email"]  # no refund
 
 
-async def test_edit_then_approve_runs_the_edited_values(e2e: E2E) -> None:
-    run = await e2e.refund("cust-edit", 80.0)
-    await e2e.slack.click(BOB, CHANNEL, run.card["ts"], EDIT)
-    state = await e2e.wait(lambda s: s["views"].get(BOB), "the edit modal")
+async def test_edit_then_approve_runs_the_edited_values(over: E2E) -> None:
+    run = await over.refund("cust-edit", 80.0)
+    await over.slack.click(BOB, CHANNEL, run.card["ts"], EDIT)
+    state = await over.wait(lambda s: s["views"].get(BOB), "the edit modal")
     modal = state["views"][BOB][-1]
     assert modal["callback_id"] == EDIT_CALLBACK
     inputs = {
@@ -192,25 +209,25 @@ async def test_edit_then_approve_runs_the_edited_values(e2e: E2E) -> None:
     }
     assert inputs == {"edit:amount": "80.0", "edit:reason": "damaged in transit", "note": None}
 
-    wrong = await e2e.slack.submit(
+    wrong = await over.slack.submit(
         BOB, {"edit:amount": "lots", "edit:reason": "damaged in transit"}
     )
     assert set(wrong["errors"]) == {"edit:amount"}
-    assert e2e.db.approval(run.approval_id)["status"] == "pending"
+    assert over.db.approval(run.approval_id)["status"] == "pending"
 
     edited = {
         "edit:amount": "55.5",
         "edit:reason": "partial: one item kept",
         "note": "agreed by phone",
     }
-    done = await e2e.slack.submit(BOB, edited)
+    done = await over.slack.submit(BOB, edited)
     assert (done["errors"], done["view"]) == ({}, None)
 
-    card = await e2e.decided_card(run.approval_id)
+    card = await over.decided_card(run.approval_id)
     assert "*Edited before approval:*" in text_of(card)
     outcome = messages.run_completed("refund", run.thread_id, "refunded 55.50 to cust-edit")
-    await e2e.replies(run.card, lambda r: outcome in r, "the edited refund's outcome")
-    (refund,) = e2e.db.effects(run.thread_id, "refund")
+    await over.replies(run.card, lambda r: outcome in r, "the edited refund's outcome")
+    (refund,) = over.db.effects(run.thread_id, "refund")
     assert (refund["data"]["amount"], refund["data"]["reason"]) == (55.5, "partial: one item kept")
 
 
@@ -301,59 +318,59 @@ async def test_a_bad_signature_or_a_stale_timestamp_gets_401_and_changes_nothing
 
 
 async def test_agent_status_lists_what_is_pending_and_status_thread_and_help_answer(
-    e2e: E2E,
+    over: E2E,
 ) -> None:
-    run = await e2e.refund("cust-status")
+    run = await over.refund("cust-status")
     title = "Refund 42.50 to cust-status"
 
-    before = len(await e2e.ephemerals(ALICE))
-    answer = await e2e.slack.command(ALICE, CHANNEL, "status")
+    before = len(await over.ephemerals(ALICE))
+    answer = await over.slack.command(ALICE, CHANNEL, "status")
     assert answer["status"] == 200 and not answer.get("late")
     # acked at once (nothing asked of Slack first); the list follows through the response_url
-    [shown] = await e2e.new_ephemerals(ALICE, before)
+    [shown] = await over.new_ephemerals(ALICE, before)
     assert (shown["source"], shown["channel"]) == ("response_url", CHANNEL)
     mine = text_of(shown["blocks"])
     assert mine.startswith("*Waiting on you*"), mine
     assert title in mine
 
-    before = len(await e2e.ephemerals(CAROL))
-    await e2e.slack.command(CAROL, CHANNEL, "status")  # carol asked for it
-    [theirs] = await e2e.new_ephemerals(CAROL, before)
+    before = len(await over.ephemerals(CAROL))
+    await over.slack.command(CAROL, CHANNEL, "status")  # carol asked for it
+    [theirs] = await over.new_ephemerals(CAROL, before)
     assert title in text_of(theirs["blocks"]) and "Waiting on you" not in text_of(theirs["blocks"])
 
-    thread = (await e2e.slack.command(BOB, CHANNEL, f"status {run.thread_id}"))["json"]
+    thread = (await over.slack.command(BOB, CHANNEL, f"status {run.thread_id}"))["json"]
     text = text_of(thread["blocks"])
     assert run.thread_id in text and "refund" in text and "paused" in text.lower()
     assert title in text
 
     for line in ("help", "frobnicate"):
-        help_ = (await e2e.slack.command(DAVE, CHANNEL, line))["json"]
+        help_ = (await over.slack.command(DAVE, CHANNEL, line))["json"]
         assert help_["response_type"] == "ephemeral"
         assert "/agent status" in text_of(help_["blocks"])
 
 
-async def test_agent_run_starts_a_run_for_a_starter_and_refuses_anyone_else(e2e: E2E) -> None:
+async def test_agent_run_starts_a_run_for_a_starter_and_refuses_anyone_else(over: E2E) -> None:
     line = "run refund customer_id=cust-slash order_id=o-slash amount=12.5 reason='wrong size'"
-    carol_before, dave_before = len(await e2e.ephemerals(CAROL)), len(await e2e.ephemerals(DAVE))
-    runs_before = e2e.db.runs_count()
+    carol_before, dave_before = len(await over.ephemerals(CAROL)), len(await over.ephemerals(DAVE))
+    runs_before = over.db.runs_count()
 
     # One answer each, the outcome itself: no "Starting…" left standing above it.
-    answer = await e2e.slack.command(DAVE, CHANNEL, line)
+    answer = await over.slack.command(DAVE, CHANNEL, line)
     assert not (answer["json"] or {}).get("text")  # an empty ack: the outcome is the one message
-    told = await e2e.new_ephemerals(DAVE, dave_before, 1)
+    told = await over.new_ephemerals(DAVE, dave_before, 1)
     assert [e["text"] for e in told] == [messages.start_refused("refund")]
-    assert e2e.db.runs_count() == runs_before
+    assert over.db.runs_count() == runs_before
 
-    await e2e.slack.command(CAROL, CHANNEL, line)
-    (told_carol,) = await e2e.new_ephemerals(CAROL, carol_before, 1)
+    await over.slack.command(CAROL, CHANNEL, line)
+    (told_carol,) = await over.new_ephemerals(CAROL, carol_before, 1)
     started = re.fullmatch(
         r"⏸️ Started `refund` as `(refund-[0-9a-f]+)`: waiting for approval in the channel\.",
         told_carol["text"],
     )
     assert started is not None, told_carol["text"]
     thread_id = started.group(1)
-    assert e2e.db.run(thread_id)["requester"] == CAROL
-    state = await e2e.wait(
+    assert over.db.run(thread_id)["requester"] == CAROL
+    state = await over.wait(
         lambda s: any(
             header(m) == "🟠 Refund 12.50 to cust-slash" for m in messages_of(s) if m.get("blocks")
         ),
@@ -368,9 +385,9 @@ async def test_agent_run_starts_a_run_for_a_starter_and_refuses_anyone_else(e2e:
     assert "*reason*\nwrong size" in text_of(card)
 
     # without the amount: told what is missing and how to ask; nothing is started
-    carol_before, runs_before = len(await e2e.ephemerals(CAROL)), e2e.db.runs_count()
-    await e2e.slack.command(CAROL, CHANNEL, "run refund customer_id=cust-short")
-    told = [e["text"] for e in await e2e.new_ephemerals(CAROL, carol_before, 1)]
+    carol_before, runs_before = len(await over.ephemerals(CAROL)), over.db.runs_count()
+    await over.slack.command(CAROL, CHANNEL, "run refund customer_id=cust-short")
+    told = [e["text"] for e in await over.new_ephemerals(CAROL, carol_before, 1)]
     assert (
         messages.missing_inputs(
             "refund", ["amount"], ["customer_id", "order_id", "amount", "reason"]
@@ -378,17 +395,17 @@ async def test_agent_run_starts_a_run_for_a_starter_and_refuses_anyone_else(e2e:
         in told
     )
     assert "`/agent run refund customer_id=… order_id=… amount=… reason=…`" in "".join(told)
-    assert e2e.db.runs_count() == runs_before
+    assert over.db.runs_count() == runs_before
 
 
-async def test_app_home_publishes_the_users_pending_approvals(e2e: E2E) -> None:
-    await e2e.refund("cust-home")
+async def test_app_home_publishes_the_users_pending_approvals(over: E2E) -> None:
+    await over.refund("cust-home")
     title = "Refund 42.50 to cust-home"
     for user in (BOB, DAVE):
-        assert (await e2e.slack.open_home(user))["status"] == 200
+        assert (await over.slack.open_home(user))["status"] == 200
     # Bob's Home may already hold an earlier view (it is refreshed after each of his decisions):
     # wait for the one that lists the new request.
-    state = await e2e.wait(
+    state = await over.wait(
         lambda s: BOB in s["home"] and title in text_of(s["home"][BOB]) and DAVE in s["home"],
         "both Home tabs published, Bob's listing the new request",
     )

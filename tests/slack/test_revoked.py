@@ -4,6 +4,8 @@ it), and what it still has to post waits in the queue, nothing lost."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +15,9 @@ from sqlalchemy import func, select
 
 from bot.approvals import tables as t
 from bot.sandbox.processes import CHANNEL
+from bot.slack.app import SlackGroups
+from bot.slack.guard import TokenGuard
+from bot.slack.health import SlackHealth
 from bot.slack.notify import SlackSink
 from tests.kit.scenario import Scenario, running_scenario
 
@@ -49,9 +54,27 @@ async def test_slack_saying_the_token_is_dead_degrades_health_and_loses_nothing(
     await bot.settle()
     waiting = await bot.signoff.get(report.approvals[0])
     assert waiting.message_ts is None and waiting.status == "pending"
-    assert sink.health.token_error == "token_revoked"  # what Slack now answers every call
+    assert sink.health.token_error == code  # kept until a restart: no call went to Slack
     async with bot.signoff.db.read() as conn:
         kept = await conn.scalar(
             select(func.count()).select_from(t.jobs).where(t.jobs.c.done_at.is_(None))
         )
     assert kept, "the card's job is kept for when the token is fixed"
+
+
+async def test_a_dead_token_stops_the_group_refresh_without_a_warning_a_round(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    health = SlackHealth()
+    health.token_refused("token_revoked")
+    client = TokenGuard(health=health, token="xoxb-dead", base_url="http://127.0.0.1:9/")
+    groups = SlackGroups(client, budget=0.05)
+    caplog.set_level(logging.WARNING)
+
+    refreshing = asyncio.ensure_future(groups.refresh_forever(["approvers"], every=0.01))
+    await asyncio.sleep(0.3)
+    refreshing.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await refreshing
+
+    assert [r.getMessage() for r in caplog.records] == []  # the sink said it, once

@@ -4,8 +4,9 @@ Each test builds the bot's app on a SQLite file of its own, served on 127.0.0.1,
 client pointed at an in-process fake Slack (`tests.kit.scenario`), and has the fake's people
 click, submit and type, or sends hand-made signed requests. It then checks what a user would
 notice: the answer to the request, the calls the app made to Slack (counted on the fake), the
-cards, ephemerals and modals in the workspace, and what the database recorded. Kills, restarts
-and replicas, which only processes can show, stay in the end-to-end suites.
+cards, ephemerals and modals in the workspace, and what the database recorded. The core flows
+run over Socket Mode as well (`over`). Kills, restarts and replicas, which only processes can
+show, stay in the end-to-end suites.
 """
 
 from __future__ import annotations
@@ -34,33 +35,41 @@ async def bot(tmp_path: Path) -> AsyncIterator[Scenario]:
         yield scenario
 
 
+@pytest.fixture(params=["http", "socket"])
+async def over(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Scenario]:
+    """`bot` over each transport: signed HTTP, then Socket Mode through the real
+    `AsyncSocketModeHandler` (the core flows take it; hand-signed requests are HTTP's)."""
+    async with running_scenario(tmp_path, transport=request.param) as scenario:
+        yield scenario
+
+
 def actions_of(blocks: list[dict[str, Any]]) -> list[str]:
     return action_ids({"blocks": blocks})
 
 
-async def test_approve_is_recorded_before_the_ack_and_the_card_is_updated(bot: Scenario) -> None:
-    approval, card = await bot.refund("C-approve")
+async def test_approve_is_recorded_before_the_ack_and_the_card_is_updated(over: Scenario) -> None:
+    approval, card = await over.refund("C-approve")
     assert APPROVE in actions_of(card.blocks)
-    updates_before = len(bot.slack.calls_to("chat.update"))
+    updates_before = len(over.slack.calls_to("chat.update"))
 
     started = time.monotonic()
-    answer = await bot.slack.click("alice", CHANNEL, card.ts, APPROVE)
+    answer = await over.slack.click("alice", CHANNEL, card.ts, APPROVE)
     acked_in = time.monotonic() - started
 
     assert answer.status == 200 and acked_in < limits.ACK_DEADLINE
     # committed before the ack: the approval is decided as the answer arrives
-    decided = await bot.signoff.get(approval.id)
+    decided = await over.signoff.get(approval.id)
     assert decided.status == "approved"
     assert [(v.user_id, v.decision) for v in decided.votes] == [(ALICE, "approve")]
-    assert bot.kicks >= 1
+    assert over.kicks >= 1
 
-    await bot.settle()
-    updates = bot.slack.calls_to("chat.update")[updates_before:]
+    await over.settle()
+    updates = over.slack.calls_to("chat.update")[updates_before:]
     assert [(c.params["channel"], c.params["ts"]) for c in updates] == [(CHANNEL, card.ts)]
-    updated = bot.card(decided)
+    updated = over.card(decided)
     assert updated.edited_ts is not None and actions_of(updated.blocks) == []
     assert "<@U0ALICE>" in text_of(updated.blocks)
-    assert (await bot.signoff.run_info(approval.thread_id) or {})["status"] == "completed"
+    assert (await over.signoff.run_info(approval.thread_id) or {})["status"] == "completed"
 
 
 @pytest.mark.parametrize("how", ["forged signature", "another app's secret", "stale timestamp"])
@@ -88,24 +97,24 @@ async def test_a_click_not_signed_by_slack_is_refused_and_changes_nothing(
 
 
 async def test_a_click_by_someone_who_may_not_decide_gets_an_ephemeral_refusal(
-    bot: Scenario,
+    over: Scenario,
 ) -> None:
-    approval, card = await bot.refund("C-dave")
-    updates_before = len(bot.slack.calls_to("chat.update"))
+    approval, card = await over.refund("C-dave")
+    updates_before = len(over.slack.calls_to("chat.update"))
 
-    answer = await bot.slack.click("dave", CHANNEL, card.ts, APPROVE)
+    answer = await over.slack.click("dave", CHANNEL, card.ts, APPROVE)
 
     assert answer.status == 200
-    [refusal] = await bot.slack.wait_for(lambda s: s.workspace.ephemerals.get(DAVE))
+    [refusal] = await over.slack.wait_for(lambda s: s.workspace.ephemerals.get(DAVE))
     assert refusal.channel == CHANNEL and refusal.source == "chat.postEphemeral"
     assert "not an approver of *Refund 42.50 to C-dave*" in refusal.text
     assert "Ask @approvers. Nothing was changed." in refusal.text
-    await bot.settle()
-    unchanged = await bot.signoff.get(approval.id)
+    await over.settle()
+    unchanged = await over.signoff.get(approval.id)
     assert (unchanged.status, unchanged.votes) == ("pending", ())
-    assert bot.slack.calls_to("chat.update")[updates_before:] == []
-    assert set(bot.slack.workspace.ephemerals) == {DAVE}
-    assert APPROVE in actions_of(bot.card(unchanged).blocks)
+    assert over.slack.calls_to("chat.update")[updates_before:] == []
+    assert set(over.slack.workspace.ephemerals) == {DAVE}
+    assert APPROVE in actions_of(over.card(unchanged).blocks)
 
 
 async def test_reject_opens_the_reason_modal_whose_submission_records_the_rejection(
@@ -139,33 +148,33 @@ async def test_reject_opens_the_reason_modal_whose_submission_records_the_reject
     assert actions_of(updated.blocks) == [] and "wrong customer" in text_of(updated.blocks)
 
 
-async def test_agent_status_answers_with_what_waits_on_the_approver(bot: Scenario) -> None:
-    await bot.refund("C-status")
+async def test_agent_status_answers_with_what_waits_on_the_approver(over: Scenario) -> None:
+    await over.refund("C-status")
 
-    answer = await bot.slack.command("alice", "approvals", "status")
+    answer = await over.slack.command("alice", "approvals", "status")
 
     assert answer.status == 200 and not answer.late
     # acked at once; the list follows through the response_url
-    [shown] = await bot.slack.wait_for(lambda s: s.workspace.ephemerals.get(ALICE))
+    [shown] = await over.slack.wait_for(lambda s: s.workspace.ephemerals.get(ALICE))
     assert shown.source == "response_url" and shown.channel == CHANNEL
     assert "*Refund 42.50 to C-status*" in text_of(shown.blocks)
     assert shown.text == "1 waiting on you, 0 waiting on others"
-    assert bot.slack.calls_to("chat.postMessage")[1:] == []  # nothing posted for all to see
+    assert over.slack.calls_to("chat.postMessage")[1:] == []  # nothing posted for all to see
 
 
 async def test_agent_run_reads_values_as_typed_though_slack_html_escapes_them(
-    bot: Scenario,
+    over: Scenario,
 ) -> None:
-    answer = await bot.slack.command(
+    answer = await over.slack.command(
         "carol", CHANNEL, "run refund customer_id=c-amp order_id=o-1 amount=3 reason='R&D <2>'"
     )
     assert answer.status == 200
     for _ in range(100):  # the run starts after the ack
-        await bot.settle()
-        if await bot.signoff.pending():
+        await over.settle()
+        if await over.signoff.pending():
             break
         await asyncio.sleep(0.05)
     (approval,) = [
-        a for a in await bot.signoff.pending() if a.payload.get("customer_id") == "c-amp"
+        a for a in await over.signoff.pending() if a.payload.get("customer_id") == "c-amp"
     ]
     assert approval.payload["reason"] == "R&D <2>"

@@ -301,10 +301,16 @@ def edit_change(field: str, before: str, after: str) -> str:
 
 
 def run_completed(
-    workflow: str, thread_id: str, outcome: str | None = None, declined: str | None = None
+    workflow: str,
+    thread_id: str,
+    outcome: str | None = None,
+    declined: str | None = None,
+    decisions: Sequence[tuple[str, str]] = (),
 ) -> str:
     """A run that reached its end; `declined` (an approval status: rejected, expired, ...) when
-    its last approval was not approved: the run ended without doing its action, no green mark."""
+    none of its approvals was approved: the run ended without doing its action, no green mark.
+    `decisions` (action, status), in the order decided, when it asked more than once: each is
+    named, so a run that did one thing and was refused another says both."""
     if declined:
         mark = STATUS_EMOJI.get(declined, STATUS_EMOJI["rejected"])
         text = (
@@ -315,6 +321,11 @@ def run_completed(
         text = (
             f"{RUN_STATUS_EMOJI['completed']} Run {code(thread_id)} of *{escape(workflow)}* "
             "completed."
+        )
+    if decisions:
+        text += "\n" + " · ".join(
+            f"*{escape(action)}* {STATUS_EMOJI.get(status, '')} {escape(status_word(status))}"
+            for action, status in decisions
         )
     if outcome:
         text += f"\n{escape(outcome)}"

@@ -507,14 +507,19 @@ class SlackSink:
             if a.status != "pending"
         ]
         last = max(settled, key=lambda a: a.decided_at or 0.0) if settled else None
-        approved = (
-            last is None or last.status == "approved" or (last.decision or {}).get("approved")
+        # Declined only when nothing was approved: an agent whose refund was approved and whose
+        # email was rejected did act. Several decisions are each named.
+        acted = any(a.status == "approved" or (a.decision or {}).get("approved") for a in settled)
+        declined = None if acted or last is None else last.status
+        decisions = (
+            [(a.action, a.status) for a in sorted(settled, key=lambda a: a.decided_at or 0.0)]
+            if len(settled) > 1
+            else None
         )
-        declined = None if approved or last is None else last.status
         await self._run_message(
             event,
             replies.thread_reply_completed(
-                event.data.get("workflow", ""), event.thread_id or "", outcome, declined
+                event.data.get("workflow", ""), event.thread_id or "", outcome, declined, decisions
             ),
         )
 

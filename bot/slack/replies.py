@@ -45,9 +45,13 @@ __all__ = [
 
 
 def thread_reply_completed(
-    workflow: str, thread_id: str, outcome: str | None = None, declined: str | None = None
+    workflow: str,
+    thread_id: str,
+    outcome: str | None = None,
+    declined: str | None = None,
+    decisions: Sequence[tuple[str, str]] | None = None,
 ) -> str:
-    """Posted in the card's thread when the run reaches its end (`declined`: see
+    """Posted in the card's thread when the run reaches its end (`declined`, `decisions`: see
     `messages.run_completed`)."""
     return reply_text(
         m.run_completed(
@@ -55,6 +59,7 @@ def thread_reply_completed(
             shorten(thread_id, 300),
             shorten(outcome, ERROR_MAX) if outcome else None,
             declined,
+            [(shorten(action, 200), status) for action, status in decisions or ()],
         )
     )
 

@@ -115,3 +115,6 @@ async def test_the_agent_s_calls_are_cards_decided_apart_and_resumed_after_a_res
     said = "\n".join(text_of(m.to_api()) for m in replies)
     assert "refunded 100.00 to cust_12 for order o-1002" in said
     assert "U0BOB rejected the call to email_customer" in said and "we call first" in said
+    # The refund ran: the run is not announced as having done nothing, and each decision is named.
+    assert "ended without its action" not in said
+    assert "*send_refund* ✅ approved · *email_customer* ❌ rejected" in said

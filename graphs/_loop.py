@@ -773,7 +773,8 @@ class Run:
         return Paused((), self.head_config, self.output())
 
     def stop(self, tasks: list[Task], ran: list[Task], stuck: list[Task]) -> Loop[Paused]:
-        """A step that did not complete: keep finished work, record pauses and errors."""
+        """A step that did not complete: keep finished work, record pauses and errors. A pause
+        ends `updates` with `{"__interrupt__": (...)}` and `values` with the state and that key."""
         saver = self.saver
         interrupts: list[Interrupt] = []
         for t in ran:
@@ -822,6 +823,8 @@ class Run:
         found = tuple(interrupts)
         if "updates" in self.modes:
             yield Emit("updates", {"__interrupt__": found})
+        if "values" in self.modes:  # LangGraph's last `values` chunk of a pause
+            yield Emit("values", {**self.output(), "__interrupt__": found})
         return Paused(found, self.head_config, self.output())
 
     def answer(self, resume: Any) -> Loop[None]:

@@ -213,12 +213,12 @@ def test_two_overwrites_of_one_key_in_a_step_are_refused() -> None:
         g.compile().invoke({"messages": []})
 
 
-def test_stream_mode_none_is_the_default_values_mode() -> None:
+def test_stream_mode_none_is_the_default_updates_mode_as_in_langgraph() -> None:
     graph = _words_graph()
     chunks = list(graph.stream(["a"], stream_mode=None))
-    assert (
-        chunks == list(graph.stream(["a"])) == [["a"], ["a", "hello"], ["a", "hello", "2 so far"]]
-    )
+    assert chunks == list(graph.stream(["a"])) == [{"greet": ["hello"]}, {"count": ["2 so far"]}]
+    values = [["a"], ["a", "hello"], ["a", "hello", "2 so far"]]
+    assert list(graph.stream(["a"], stream_mode="values")) == values
 
 
 class Pair(TypedDict):

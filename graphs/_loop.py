@@ -682,7 +682,7 @@ class Run:
             names = self.route([START], [], new_versions)
             paused = self.static_pause(names, [])
             yield from self.save("input", names, new_versions, appended, paused)
-            if "values" in self.modes:
+            if "values" in self.modes and new_versions:  # as LangGraph: an empty input shows none
                 yield Emit("values", self.output())
             if paused:
                 return (yield from self.static_stop())
@@ -697,8 +697,8 @@ class Run:
                     [(START, self.check_input(update, "the input", keys))]
                 )
                 yield from self.carry_over("input", new_versions, appended)
-                if "values" in self.modes:
-                    yield Emit("values", self.output())
+            if "values" in self.modes:  # as LangGraph: a resumed run shows the state it resumes
+                yield Emit("values", self.output())
 
         steps = 0
         while self.frontier:

@@ -223,6 +223,8 @@ class CompiledGraph:
             if run.parent is not None:
                 raise Pause(result.interrupts)  # the parent's task pauses with the subgraph
             if self.interrupt_mode == "return":
+                if not result.interrupts:  # interrupt_before/after: the state, as LangGraph
+                    return result.values
                 return {**result.values, "__interrupt__": list(result.interrupts)}
             raise GraphInterrupt(result.interrupts, result.config)
         return result

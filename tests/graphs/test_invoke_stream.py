@@ -239,3 +239,20 @@ def test_a_finished_thread_starts_over_from_start_with_new_input() -> None:
         {"log": ["1", "a", "2"]},
         {"log": ["1", "a", "2", "a"]},
     ]
+
+
+def test_values_shows_no_input_chunk_for_an_empty_input_as_in_langgraph() -> None:
+    app = fan_graph().compile()
+    assert list(app.stream({}, stream_mode="values")) == [{"log": ["a"]}, {"log": ["a"], "x": 2}]
+
+
+def test_a_resumed_values_stream_starts_with_the_state_it_resumes() -> None:
+    def ask(state: State) -> dict[str, Any]:
+        return {"x": interrupt("how many?")}
+
+    g = StateGraph(State).add_node("a", lambda s: {"log": ["a"]}).add_node("ask", ask)
+    app = g.add_edge(START, "a").add_edge("a", "ask").compile(checkpointer=InMemorySaver())
+    with pytest.raises(GraphInterrupt):
+        list(app.stream({"log": []}, thread("t"), "values"))
+    resumed = list(app.stream(Command(resume=3), thread("t"), "values"))
+    assert resumed == [{"log": ["a"]}, {"log": ["a"], "x": 3}]

@@ -140,6 +140,8 @@ def test_a_node_may_return_several_updates_as_a_list_of_commands_and_dicts() -> 
     g.add_edge(START, "a")
     g.add_edge("a", "c")
     assert g.compile().invoke({"log": ""}) == {"log": "a1a2bc"}
+    # The updates stream shows one update per item that wrote something, as LangGraph.
+    assert list(g.compile().stream({"log": ""}))[0] == {"a": [{"log": "a1"}, {"log": "a2"}]}
 
 
 def test_a_root_graphs_node_may_mix_a_command_and_a_value() -> None:
@@ -147,6 +149,7 @@ def test_a_root_graphs_node_may_mix_a_command_and_a_value() -> None:
     g.add_node("n", lambda s: [Command(update=["x"]), ["y"]])
     g.add_edge(START, "n")
     assert g.compile().invoke([]) == ["x", "y"]
+    assert list(g.compile().stream([])) == [{"n": [["x"], ["y"]]}]
 
 
 def test_an_update_may_be_key_value_pairs_each_through_the_reducer() -> None:

@@ -12,13 +12,17 @@ commit), this script:
    (`sync_checkpointer` / `async_checkpointer`: `InMemorySaver` and `SQLSaver` on a SQLite file;
    `durability`: sync, async, exit), and, for a `graphs` module or name that does not exist, a
    stand-in that imports but fails as soon as a test uses it ("missing: langgraph.x.Name"), so
-   that a missing feature fails the tests that use it, not the whole file;
+   that a missing feature fails the tests that use it, not the whole file; and, with
+   `--interrupt-mode return` (the default: the issue's porting rule, "where the code reads
+   `__interrupt__`, the interrupt mode"), `interrupt_mode="return"` as `StateGraph.compile`'s
+   default, so a pause returns `__interrupt__` as in LangGraph (`raise`: graphs' own default);
 4. runs pytest there with this interpreter and prints passed / failed / errors, and a histogram
    of the failures by cause (the exception type and the first line of its message, with quoted
    names, lists and numbers blanked; every failed assertion is one cause, "results differ").
 
     .venv/bin/python bench/langgraph_suite.py --langgraph PATH [--rev 1.2.11] [-k EXPR]
         [--files test_pregel.py test_pregel_async.py] [--keep] [--show N] [--list-failures]
+        [--interrupt-mode return|raise]
 
 LangGraph's tests import pytest-mock and syrupy: `.venv/bin/pip install pytest-mock syrupy` first
 (they are not the project's dependencies). The measurement in docs/langgraph.md was made at

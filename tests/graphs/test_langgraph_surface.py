@@ -141,7 +141,11 @@ def test_a_node_may_return_several_updates_as_a_list_of_commands_and_dicts() -> 
     g.add_edge("a", "c")
     assert g.compile().invoke({"log": ""}) == {"log": "a1a2bc"}
     # The updates stream shows one update per item that wrote something, as LangGraph.
-    assert list(g.compile().stream({"log": ""}))[0] == {"a": [{"log": "a1"}, {"log": "a2"}]}
+    assert list(g.compile().stream({"log": ""})) == [
+        {"a": [{"log": "a1"}, {"log": "a2"}]},
+        {"b": {"log": "b"}},
+        {"c": {"log": "c"}},
+    ]
 
 
 def test_a_root_graphs_node_may_mix_a_command_and_a_value() -> None:

@@ -12,13 +12,17 @@ commit), this script:
    (`sync_checkpointer` / `async_checkpointer`: `InMemorySaver` and `SQLSaver` on a SQLite file;
    `durability`: sync, async, exit), and, for a `graphs` module or name that does not exist, a
    stand-in that imports but fails as soon as a test uses it ("missing: langgraph.x.Name"), so
-   that a missing feature fails the tests that use it, not the whole file;
+   that a missing feature fails the tests that use it, not the whole file; and, with
+   `--interrupt-mode return` (the default: the issue's porting rule, "where the code reads
+   `__interrupt__`, the interrupt mode"), `interrupt_mode="return"` as `StateGraph.compile`'s
+   default, so a pause returns `__interrupt__` as in LangGraph (`raise`: graphs' own default);
 4. runs pytest there with this interpreter and prints passed / failed / errors, and a histogram
    of the failures by cause (the exception type and the first line of its message, with quoted
    names, lists and numbers blanked; every failed assertion is one cause, "results differ").
 
     .venv/bin/python bench/langgraph_suite.py --langgraph PATH [--rev 1.2.11] [-k EXPR]
         [--files test_pregel.py test_pregel_async.py] [--keep] [--show N] [--list-failures]
+        [--interrupt-mode return|raise]
 
 LangGraph's tests import pytest-mock and syrupy: `.venv/bin/pip install pytest-mock syrupy` first
 (they are not the project's dependencies). The measurement in docs/langgraph.md was made at
@@ -140,6 +144,18 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 sys.meta_path.append(_StubFinder())
+
+INTERRUPT_MODE = INTERRUPT_MODE_VALUE
+if INTERRUPT_MODE != "raise":
+    # The issue's porting rule: where code reads `__interrupt__`, compile with the interrupt
+    # mode that returns it. Only compile's default changes; a test's own argument wins.
+    _compile = graphs.StateGraph.compile
+
+    def _compile_returning(self, *args, **kwargs):
+        kwargs.setdefault("interrupt_mode", INTERRUPT_MODE)
+        return _compile(self, *args, **kwargs)
+
+    graphs.StateGraph.compile = _compile_returning
 
 for _info in pkgutil.walk_packages(graphs.__path__, "graphs."):
     try:
@@ -318,6 +334,12 @@ def main() -> int:
     ap.add_argument("--rev", default="HEAD", help="the commit or tag, for a bare clone")
     ap.add_argument("--files", nargs="+", default=list(DEFAULT_FILES))
     ap.add_argument("--savers", nargs="+", default=["memory"], choices=["memory", "sqlite"])
+    ap.add_argument(
+        "--interrupt-mode",
+        default="return",
+        choices=["return", "raise"],
+        help="compile's default interrupt_mode in their tests (return: the porting rule's)",
+    )
     ap.add_argument("-k", default=None, help="pytest -k expression, to run a subset")
     ap.add_argument("--show", type=int, default=40, help="histogram rows to print")
     ap.add_argument("--list-failures", action="store_true", help="print each failing test id")
@@ -337,7 +359,9 @@ def main() -> int:
         (pkg / name).write_text(rewrite(text))
         if name in args.files:
             ids += [f"tests/{name}::{t}" for t in state_graph_tests(text)]
-    (pkg / "conftest.py").write_text(CONFTEST.replace("SAVERS", repr(args.savers)))
+    conftest = CONFTEST.replace("SAVERS", repr(args.savers))
+    conftest = conftest.replace("INTERRUPT_MODE_VALUE", repr(args.interrupt_mode))
+    (pkg / "conftest.py").write_text(conftest)
     snaps = pkg / "__snapshots__"
     snaps.mkdir()
     try:
@@ -354,6 +378,7 @@ def main() -> int:
         cmd += ["-k", args.k]
     env = {**os.environ, "PYTHONPATH": str(tmp), "NO_DOCKER": "true"}
     print(f"{len(ids)} StateGraph test functions in {', '.join(args.files)}", flush=True)
+    print(f"compile(interrupt_mode={args.interrupt_mode!r}) by default", flush=True)
     subprocess.run([*cmd, *ids], cwd=tmp, env=env, stdout=subprocess.DEVNULL, check=False)
 
     passed = failed = errors = skipped = 0

@@ -268,6 +268,7 @@ class Run:
         )
         writes: list[tuple[str, Any]] = []
         gotos: list[Any] = []
+        split: list[int] = []
         for part in parts:
             if isinstance(part, Command) and part.graph is not None:
                 self.to_parent(task, part)
@@ -277,9 +278,29 @@ class Run:
                 return
             writes += one[0]
             gotos += one[1]
+            split.append(len(one[0]))
         task.writes = writes
+        task.split = split if len(split) > 1 else None
         if gotos:
             task.goto = gotos
+
+    def update_of(self, task: Task) -> Any:
+        """What the `updates` stream shows of a task: its update (the value, for a root
+        channel), None if it wrote nothing; a list return shows a list, one per item that
+        wrote something, as LangGraph."""
+        root = self.graph.root
+        if task.split is None:
+            if not task.writes:
+                return None
+            return task.writes[0][1] if root else dict(task.writes)
+        shown: list[Any] = []
+        start = 0
+        for n in task.split:
+            part = task.writes[start : start + n]
+            start += n
+            if part:
+                shown.append(part[0][1] if root else dict(part))
+        return shown or None
 
     def writes_of(self, task: Task, result: Any) -> tuple[list[tuple[str, Any]], list[Any]] | None:
         """One return value's writes and gotos; None (with `task.error` set) if invalid."""
@@ -682,7 +703,7 @@ class Run:
             names = self.route([START], [], new_versions)
             paused = self.static_pause(names, [])
             yield from self.save("input", names, new_versions, appended, paused)
-            if "values" in self.modes:
+            if "values" in self.modes and new_versions:  # as LangGraph: an empty input shows none
                 yield Emit("values", self.output())
             if paused:
                 return (yield from self.static_stop())
@@ -697,8 +718,8 @@ class Run:
                     [(START, self.check_input(update, "the input", keys))]
                 )
                 yield from self.carry_over("input", new_versions, appended)
-                if "values" in self.modes:
-                    yield Emit("values", self.output())
+            if "values" in self.modes:  # as LangGraph: a resumed run shows the state it resumes
+                yield Emit("values", self.output())
 
         steps = 0
         while self.frontier:
@@ -749,10 +770,7 @@ class Run:
             yield from self.save("loop", names, new_versions, appended, paused)
             if "updates" in self.modes:
                 for t in tasks:
-                    if self.graph.root:
-                        yield Emit("updates", {t.name: t.writes[0][1] if t.writes else None})
-                    else:
-                        yield Emit("updates", {t.name: dict(t.writes) if t.writes else None})
+                    yield Emit("updates", {t.name: self.update_of(t)})
             if "values" in self.modes:
                 yield Emit("values", self.output())
             if paused:
@@ -773,7 +791,8 @@ class Run:
         return Paused((), self.head_config, self.output())
 
     def stop(self, tasks: list[Task], ran: list[Task], stuck: list[Task]) -> Loop[Paused]:
-        """A step that did not complete: keep finished work, record pauses and errors."""
+        """A step that did not complete: keep finished work, record pauses and errors. A pause
+        ends `updates` with `{"__interrupt__": (...)}` and `values` with the state and that key."""
         saver = self.saver
         interrupts: list[Interrupt] = []
         for t in ran:
@@ -822,6 +841,8 @@ class Run:
         found = tuple(interrupts)
         if "updates" in self.modes:
             yield Emit("updates", {"__interrupt__": found})
+        if "values" in self.modes:  # LangGraph's last `values` chunk of a pause
+            yield Emit("values", {**self.output(), "__interrupt__": found})
         return Paused(found, self.head_config, self.output())
 
     def answer(self, resume: Any) -> Loop[None]:

@@ -54,6 +54,7 @@ class Task:
         "run",
         "scope_id",
         "spec",
+        "split",
         "subgraphs",
         "writes",
     )
@@ -76,6 +77,9 @@ class Task:
         self.recorded: list[Interrupt] = []
         self.done = False
         self.writes: list[tuple[str, Any]] = []
+        self.split: list[int] | None = None
+        """For a list return, how many of `writes` each item gave (the `updates` stream shows
+        one update per item, as LangGraph)."""
         self.goto: list[str | Send] = []
         self.result: Any = None
         self.pause: tuple[Interrupt, ...] | None = None

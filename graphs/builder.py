@@ -481,7 +481,8 @@ class StateGraph:
             interrupt_after: pause just after these nodes ran (`"*"`: all).
             recursion_limit: the most supersteps one invocation may run.
             interrupt_mode: `"raise"` (default): a pause raises `GraphInterrupt`. `"return"`:
-                `invoke` returns the state with an `"__interrupt__"` key instead.
+                `invoke` returns the state with an `"__interrupt__"` key instead (the state
+                alone for an `interrupt_before`/`interrupt_after` pause, as LangGraph).
             name: the compiled graph's `name` (LangGraph's; default `"LangGraph"`).
             debug: accepted for LangGraph's signature; stream `"debug"` to see each step.
 

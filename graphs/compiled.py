@@ -223,6 +223,8 @@ class CompiledGraph:
             if run.parent is not None:
                 raise Pause(result.interrupts)  # the parent's task pauses with the subgraph
             if self.interrupt_mode == "return":
+                if not result.interrupts:  # interrupt_before/after: the state, as LangGraph
+                    return result.values
                 return {**result.values, "__interrupt__": list(result.interrupts)}
             raise GraphInterrupt(result.interrupts, result.config)
         return result
@@ -331,9 +333,10 @@ class CompiledGraph:
           checkpoint (`config`, `parent_config`, `values`, `metadata`, `next`, `tasks`);
           `"debug"`: both, as `{"step", "timestamp", "type", "payload"}`.
 
-        `stream_mode=None` is the default, `"values"` (LangGraph's StateGraph defaults to
-        `"updates"`: pass it). With a list of modes, each item is `(mode, chunk)`. A pause ends the stream; in the
-        default interrupt mode it then raises `GraphInterrupt`.
+        `stream_mode=None` is the default, `"updates"` (LangGraph's StateGraph's). With a list
+        of modes, each item is `(mode, chunk)`. A pause ends the stream (`values` ends with the
+        state and its `"__interrupt__"`); in the default interrupt mode it then raises
+        `GraphInterrupt`.
 
         `subgraphs=True`: the chunks of subgraphs too, each item prefixed with the namespace it
         comes from, `(namespace, chunk)` (or `(namespace, mode, chunk)`): `()` for this graph,
@@ -729,7 +732,7 @@ def _check_durability(durability: object) -> None:
 
 def _modes(stream_mode: StreamMode | Sequence[StreamMode] | None) -> tuple[frozenset[str], bool]:
     if stream_mode is None:
-        stream_mode = "values"  # graphs' default (LangGraph's StateGraph: "updates")
+        stream_mode = "updates"  # LangGraph's StateGraph default
     if isinstance(stream_mode, str):
         modes, tagged = frozenset([stream_mode]), False
     else:

@@ -99,18 +99,21 @@ class RunConfig(TypedDict, total=False):
 
 @dataclass(frozen=True, slots=True)
 class Interrupt:
-    """A pending pause: what the node asked, and the id a resume answers it by."""
+    """A pending pause: what the node asked, and the id a resume answers it by.
+
+    Two are equal when their `value` and `id` are, as LangGraph's (`id` already names the
+    node and the call); `node`, `index` and `resumable` are graphs' additions to read."""
 
     value: Any
     """What was passed to `interrupt(value)` (or `NodeInterrupt(value)`)."""
     id: str
     """Stable across replays; answer it with `Command(resume={id: answer})`."""
-    node: str = ""
+    node: str = field(default="", compare=False)
     """The node that paused."""
-    index: int = 0
+    index: int = field(default=0, compare=False)
     """Which `interrupt()` call in the node this is (0 for the first); in a `ToolNode`, which
     call of that tool call's `before_call` hook."""
-    resumable: bool = True
+    resumable: bool = field(default=True, compare=False)
     """False for a `NodeInterrupt`: it takes no answer; `invoke(None, config)` re-runs the node."""
 
 

@@ -418,7 +418,9 @@ def test_interrupt_mode_return_for_static_and_node_interrupts() -> None:
     app = review_graph(
         checkpointer=InMemorySaver(), interrupt_mode="return", interrupt_before=["review"]
     )
-    assert app.invoke({"amount": 20_000}, CONFIG) == {"amount": 20_000, "__interrupt__": []}
+    # An interrupt_before pause asks nothing: the state alone, as LangGraph returns it.
+    assert app.invoke({"amount": 20_000}, CONFIG) == {"amount": 20_000}
+    assert app.get_state(CONFIG).next == ["review"]
     result = app.invoke(None, CONFIG)
     assert [i.value for i in result["__interrupt__"]] == [
         {"reason": "amount exceeds auto-approve limit"}
@@ -482,3 +484,13 @@ def test_an_interrupt_payload_that_cannot_be_stored_fails_in_the_node() -> None:
         "cannot store a value of type builtins.object in a checkpoint"
     )
     assert isinstance(info.value, GraphError)
+
+
+def test_an_interrupt_equals_langgraphs_value_and_id_and_keeps_graphs_fields() -> None:
+    g = StateGraph(State).add_node("ask", lambda s: {"amount": interrupt("how much?")})
+    app = g.add_edge(START, "ask").compile(checkpointer=InMemorySaver(), interrupt_mode="return")
+    [pause] = app.invoke({"log": []}, {"configurable": {"thread_id": "t"}})["__interrupt__"]
+    assert pause == Interrupt(value="how much?", id=pause.id)
+    assert (pause.node, pause.index, pause.resumable) == ("ask", 0, True)
+    assert pause != Interrupt(value="how much?", id="another pause")
+    assert pause != Interrupt(value="how many?", id=pause.id)

@@ -40,7 +40,7 @@ def thread(name: str) -> dict[str, Any]:
 
 def test_stream_values_yields_the_state_after_the_input_and_each_step() -> None:
     app = fan_graph().compile(checkpointer=InMemorySaver())
-    assert list(app.stream({"log": []}, thread("t"))) == [
+    assert list(app.stream({"log": []}, thread("t"), "values")) == [
         {"log": []},
         {"log": ["a"]},
         {"log": ["a"], "x": 2},
@@ -102,13 +102,22 @@ def test_a_pause_ends_the_stream_with_an_interrupt_chunk() -> None:
     assert resumed == [{"ask": {"x": 5}}]
 
 
-def test_in_return_mode_a_paused_stream_just_ends() -> None:
+def test_in_return_mode_a_paused_stream_ends_with_the_pause_in_each_mode() -> None:
     g = StateGraph(State).add_node("ask", lambda s: {"x": interrupt("?")})
     app = g.add_edge(START, "ask").compile(checkpointer=InMemorySaver(), interrupt_mode="return")
     chunks = list(app.stream({"log": []}, thread("t"), stream_mode=["values", "updates"]))
     assert chunks[0] == ("values", {"log": []})
-    [(mode, chunk)] = chunks[1:]
-    assert (mode, [i.value for i in chunk["__interrupt__"]]) == ("updates", ["?"])
+    [(mode, update), (last, values)] = chunks[1:]
+    assert (mode, [i.value for i in update["__interrupt__"]]) == ("updates", ["?"])
+    # As LangGraph: the last `values` chunk is the state with the pause, what invoke returns.
+    assert (last, values) == ("values", {"log": [], "__interrupt__": update["__interrupt__"]})
+    assert app.invoke({"log": []}, thread("u"))["__interrupt__"][0].value == "?"
+
+
+def test_the_default_stream_mode_is_updates_as_in_langgraph() -> None:
+    app = fan_graph().compile()
+    expected = [{"a": {"log": ["a"]}}, {"b": {"x": 2}}, {"c": None}]
+    assert list(app.stream({"log": []})) == list(app.stream({"log": []}, None, None)) == expected
 
 
 def test_invocations_on_one_thread_accumulate_and_threads_are_isolated() -> None:
@@ -202,7 +211,7 @@ def test_leaving_a_stream_early_releases_the_thread_and_keeps_the_progress() -> 
 
 async def test_an_astream_closed_early_with_aclosing_releases_the_thread() -> None:
     app = fan_graph().compile(checkpointer=InMemorySaver())
-    async with contextlib.aclosing(app.astream({"log": []}, thread("t"))) as stream:
+    async with contextlib.aclosing(app.astream({"log": []}, thread("t"), "values")) as stream:
         async for chunk in stream:
             assert chunk == {"log": []}
             break
@@ -226,7 +235,24 @@ def test_a_finished_thread_starts_over_from_start_with_new_input() -> None:
     g = StateGraph(State).add_node("a", lambda s: {"log": ["a"]}).add_edge(START, "a")
     app = g.add_edge("a", END).compile(checkpointer=InMemorySaver())
     app.invoke({"log": ["1"]}, thread("t"))
-    assert list(app.stream({"log": ["2"]}, thread("t"))) == [
+    assert list(app.stream({"log": ["2"]}, thread("t"), "values")) == [
         {"log": ["1", "a", "2"]},
         {"log": ["1", "a", "2", "a"]},
     ]
+
+
+def test_values_shows_no_input_chunk_for_an_empty_input_as_in_langgraph() -> None:
+    app = fan_graph().compile()
+    assert list(app.stream({}, stream_mode="values")) == [{"log": ["a"]}, {"log": ["a"], "x": 2}]
+
+
+def test_a_resumed_values_stream_starts_with_the_state_it_resumes() -> None:
+    def ask(state: State) -> dict[str, Any]:
+        return {"x": interrupt("how many?")}
+
+    g = StateGraph(State).add_node("a", lambda s: {"log": ["a"]}).add_node("ask", ask)
+    app = g.add_edge(START, "a").add_edge("a", "ask").compile(checkpointer=InMemorySaver())
+    with pytest.raises(GraphInterrupt):
+        list(app.stream({"log": []}, thread("t"), "values"))
+    resumed = list(app.stream(Command(resume=3), thread("t"), "values"))
+    assert resumed == [{"log": ["a"]}, {"log": ["a"], "x": 3}]

@@ -140,6 +140,12 @@ def test_a_node_may_return_several_updates_as_a_list_of_commands_and_dicts() -> 
     g.add_edge(START, "a")
     g.add_edge("a", "c")
     assert g.compile().invoke({"log": ""}) == {"log": "a1a2bc"}
+    # The updates stream shows one update per item that wrote something, as LangGraph.
+    assert list(g.compile().stream({"log": ""})) == [
+        {"a": [{"log": "a1"}, {"log": "a2"}]},
+        {"b": {"log": "b"}},
+        {"c": {"log": "c"}},
+    ]
 
 
 def test_a_root_graphs_node_may_mix_a_command_and_a_value() -> None:
@@ -147,6 +153,7 @@ def test_a_root_graphs_node_may_mix_a_command_and_a_value() -> None:
     g.add_node("n", lambda s: [Command(update=["x"]), ["y"]])
     g.add_edge(START, "n")
     assert g.compile().invoke([]) == ["x", "y"]
+    assert list(g.compile().stream([])) == [{"n": [["x"], ["y"]]}]
 
 
 def test_an_update_may_be_key_value_pairs_each_through_the_reducer() -> None:
@@ -213,12 +220,12 @@ def test_two_overwrites_of_one_key_in_a_step_are_refused() -> None:
         g.compile().invoke({"messages": []})
 
 
-def test_stream_mode_none_is_the_default_values_mode() -> None:
+def test_stream_mode_none_is_the_default_updates_mode_as_in_langgraph() -> None:
     graph = _words_graph()
     chunks = list(graph.stream(["a"], stream_mode=None))
-    assert (
-        chunks == list(graph.stream(["a"])) == [["a"], ["a", "hello"], ["a", "hello", "2 so far"]]
-    )
+    assert chunks == list(graph.stream(["a"])) == [{"greet": ["hello"]}, {"count": ["2 so far"]}]
+    values = [["a"], ["a", "hello"], ["a", "hello", "2 so far"]]
+    assert list(graph.stream(["a"], stream_mode="values")) == values
 
 
 class Pair(TypedDict):

@@ -198,8 +198,12 @@ async def test_the_async_api_restores_and_persists_identically() -> None:
     with pytest.raises(GraphInterrupt):
         await app.ainvoke({"messages": [HumanMessage(content="hi")]}, config=config)
     steps = [step async for step in app.astream(None, config=config)]
-    assert steps[-1]["messages"][-1] == AIMessage("done, approved=None")
+    # Each step is what a node returned (LangGraph's default `updates` mode).
+    assert steps == [{"tools": {"messages": [AIMessage("done, approved=None")]}}]
     assert tool_calls == ["you said: hi"]
+    saved = await app.aget_state(config)
+    assert saved.values["messages"][-1] == AIMessage("done, approved=None")
+    assert saved.next == []
 
 
 def looping_graph() -> StateGraph:

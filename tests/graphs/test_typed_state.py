@@ -185,7 +185,11 @@ async def test_input_and_output_schemas_narrow_what_goes_in_and_comes_out() -> N
     )
     assert app.invoke({"question": "abc"}, thread("q")) == {"answer": "CBA"}
     assert await app.ainvoke({"question": "xy"}, thread("q2")) == {"answer": "YX"}
-    assert list(app.stream({"question": "ok"}, thread("q3"))) == [{}, {}, {"answer": "KO"}]
+    assert list(app.stream({"question": "ok"}, thread("q3"), "values")) == [
+        {},
+        {},
+        {"answer": "KO"},
+    ]
     # The whole state is kept.
     assert app.get_state(thread("q")).values == {
         "question": "abc",

@@ -366,7 +366,11 @@ def test_a_stopped_demo_says_so(sandbox: Sandbox) -> None:
     page.route("**/_demo/**", lambda route: route.abort())
     page.get_by_role("button", name="+ Start a workflow").click()
     page.locator("#start-form").get_by_role("button", name="Start").click()
-    expect(page.locator("#start-form .dialog-error")).to_contain_text("the demo has stopped")
+    error = page.locator("#start-form .dialog-error")
+    expect(error).to_have_text(
+        "⚠ the demo has stopped: start signoff demo again and reload this page"
+    )  # the command to type shown as code, not between backquotes
+    expect(error.locator("code")).to_have_text("signoff demo")
     expect(page.locator("#conn")).to_have_text("● the demo has stopped", timeout=40_000)
     page.unroute("**/_sandbox/**")
     page.unroute("**/_demo/**")

@@ -70,6 +70,11 @@
     return /[.!?…]$/.test(capital) ? capital : capital + ".";
   }
 
+  // Plain text, its `backquoted` parts shown as code (a command to type), as in a Slack message.
+  function withCode(text) {
+    return T.escapeHtml(text).replace(/`([^`]+)`/g, "<code>$1</code>");
+  }
+
   function toast(text, kind) {
     const t = el("div", `toast ${kind || ""}`, T.escapeHtml(text));
     $("#toasts").append(t);
@@ -600,7 +605,7 @@
         render();
       } catch (e) {
         error.hidden = false;
-        error.textContent = "⚠ " + e.message;
+        error.innerHTML = "⚠ " + withCode(e.message);
         go.disabled = false;
         go.classList.remove("busy");
       }

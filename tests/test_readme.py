@@ -86,6 +86,12 @@ def test_your_own_workflow_runs_as_the_readme_says(tmp_path: Path) -> None:
     assert [(w["name"], w["starters"]) for w in json.loads(offered.stdout)] == [
         ("expense", ["@support"])
     ]
+    # Typed into the demo's form, the amount is sent as the number its action's schema wants.
+    (form,) = json.loads(offered.stdout)
+    assert [(i["name"], i["type"]) for i in form["inputs"]] == [
+        ("item", "text"),
+        ("amount", "number"),
+    ]
 
 
 def test_the_terminal_commands_run_as_written_and_approve_a_refund(tmp_path: Path) -> None:

@@ -219,7 +219,13 @@ def demo_workflows(policy_path: Path) -> list[dict[str, Any]]:
     declared = load_policy(policy_path).workflows
     workflows = load_workflows({name: wf.path for name, wf in declared.items()})
     return [
-        workflow_form(name, wf.description, wf.inputs, declared[name].starters)
+        workflow_form(
+            name,
+            wf.description,
+            wf.inputs,
+            declared[name].starters,
+            {key: f.type for key, f in wf.schema.fields.items()},
+        )
         for name, wf in workflows.items()
         if name in declared
     ]

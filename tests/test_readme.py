@@ -86,6 +86,84 @@ def test_your_own_workflow_runs_as_the_readme_says(tmp_path: Path) -> None:
     assert [(w["name"], w["starters"]) for w in json.loads(offered.stdout)] == [
         ("expense", ["@support"])
     ]
+    # Typed into the demo's form, the amount is sent as the number its action's schema wants.
+    (form,) = json.loads(offered.stdout)
+    assert [(i["name"], i["type"]) for i in form["inputs"]] == [
+        ("item", "text"),
+        ("amount", "number"),
+    ]
+
+
+def test_the_terminal_commands_run_as_written_and_approve_a_refund(tmp_path: Path) -> None:
+    """Every line of the README's terminal block, in order, in a directory holding what a fresh
+    clone does (its `bot/policies/demo.toml`), with the ids each command printed pasted in and
+    its optional arguments given (`...` left out); a refund ends approved and run."""
+    text = README.read_text(encoding="utf-8")
+    blocks = re.findall(
+        r"```sh\n(cp bot/policies/demo\.toml signoff\.toml .*?)```", text, re.DOTALL
+    )
+    assert len(blocks) == 1, "the README's terminal block starts by copying the demo's policy"
+    lines = blocks[0].splitlines()
+    policies = tmp_path / "bot" / "policies"
+    policies.mkdir(parents=True)
+    (policies / "demo.toml").write_text(
+        (README.parent / "bot" / "policies" / "demo.toml").read_text()
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))}
+    signoff = str(Path(sys.executable).with_name("signoff"))
+    ids: dict[str, str] = {}
+    # A run that is not failed, with nothing Slack refused: these say why not, and change nothing.
+    refused = {"retry": "only a run that is failed", "cancel": "only a run that is failed",
+               "redeliver": "nothing of"}  # fmt: skip
+
+    def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90, check=False
+        )
+
+    def started() -> None:
+        out = run([signoff, *shlex.split(start)[1:]])
+        assert out.returncode == 0, out.stderr
+        (ids["THREAD_ID"],) = re.findall(r"on thread (\S+)", out.stdout)
+        (ids["APPROVAL_ID"],) = re.findall(r"approval (apr_\S+):", out.stdout)
+
+    start = next(line for line in lines if line.startswith("signoff start refund"))
+    ran = []
+    for line in lines:
+        command = line.split("  #")[0].strip()
+        command = re.sub(
+            r"\[([^\]]*)\]", lambda m: "" if "..." in m.group(1) else m.group(1), command
+        )
+        for name, value in ids.items():
+            command = command.replace(name, value)
+        argv = shlex.split(command)
+        if argv[0] == "cp":
+            assert run(argv).returncode == 0
+            continue
+        assert argv[0] == "signoff", line
+        verb = argv[1]
+        if verb == "start":
+            started()
+            continue
+        if verb == "reject":  # "instead of approving": a second refund to reject
+            started()
+            argv = [a.replace(argv[2], ids["APPROVAL_ID"]) for a in argv]
+        out = run([signoff, *argv[1:]])
+        ran.append(verb)
+        assert "Traceback" not in out.stderr, (line, out.stderr)
+        if verb in refused:
+            assert out.returncode == 1 and refused[verb] in out.stderr, (line, out.stderr)
+            continue
+        assert out.returncode == 0, (line, out.stdout, out.stderr)
+        if verb == "approve":
+            assert out.stdout.splitlines()[-1].endswith(": completed: refunded 40.00 to c9")
+        if verb == "show":
+            assert json.loads(out.stdout)["thread_id"].startswith("refund-")
+        if verb == "reject":
+            assert "rejected by U_ALICE" in out.stdout, out.stdout
+    assert (tmp_path / "FILE").read_text().count("\n") > 4  # `audit export --out FILE`
+    assert (tmp_path / "expense.py").exists() and (tmp_path / "test_expense.py").exists()
+    assert {"db", "pending", "show", "approve", "reject", "worker", "audit", "purge"} <= set(ran)
 
 
 def test_the_agent_example_pauses_before_the_gated_call(tmp_path: Path) -> None:

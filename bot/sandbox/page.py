@@ -15,7 +15,7 @@ sees it. Nothing the page loads comes from anywhere but this server.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,17 +46,26 @@ _NO_STORE = {"Cache-Control": "no-store"}
 
 
 def workflow_form(
-    name: str, description: str, inputs: Sequence[str], starters: Sequence[str] = ()
+    name: str,
+    description: str,
+    inputs: Sequence[str],
+    starters: Sequence[str] = (),
+    types: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """How the page offers one workflow: its inputs, each filled in with its example (`EXAMPLES`)
-    and typed by it, and who may start it."""
+    """How the page offers one workflow: its inputs, each filled in with its example (`EXAMPLES`),
+    and who may start it. An input is sent as a number when `types` (its schema's field types,
+    for a workflow of one's own) says `number` or `integer`, or its example is one; else as text.
+    """
     example = EXAMPLES.get(name, {})
+    declared = types or {}
+
+    def numeric(key: str) -> bool:
+        if key in declared:
+            return declared[key] in ("number", "integer")
+        return isinstance(example.get(key), (int, float))
+
     fields = [
-        {
-            "name": key,
-            "example": example.get(key, ""),
-            "type": "number" if isinstance(example.get(key), (int, float)) else "text",
-        }
+        {"name": key, "example": example.get(key, ""), "type": "number" if numeric(key) else "text"}
         for key in inputs
     ]
     return {"name": name, "description": description, "inputs": fields, "starters": list(starters)}

@@ -366,7 +366,11 @@ def test_a_stopped_demo_says_so(sandbox: Sandbox) -> None:
     page.route("**/_demo/**", lambda route: route.abort())
     page.get_by_role("button", name="+ Start a workflow").click()
     page.locator("#start-form").get_by_role("button", name="Start").click()
-    expect(page.locator("#start-form .dialog-error")).to_contain_text("the demo has stopped")
+    error = page.locator("#start-form .dialog-error")
+    expect(error).to_have_text(
+        "⚠ the demo has stopped: start signoff demo again and reload this page"
+    )  # the command to type shown as code, not between backquotes
+    expect(error.locator("code")).to_have_text("signoff demo")
     expect(page.locator("#conn")).to_have_text("● the demo has stopped", timeout=40_000)
     page.unroute("**/_sandbox/**")
     page.unroute("**/_demo/**")
@@ -406,3 +410,52 @@ def test_toasts_read_as_sentences(sandbox: Sandbox) -> None:
     sandbox.start("refund", customer_id="cust-toast", amount="42.50")
     toast = sandbox.page.locator("#toasts .toast").last
     expect(toast).to_have_text(re.compile(r"^You started refund: run refund-\w+ is paused\.$"))
+
+
+def _hover_toolbar_box(sandbox: Sandbox, message: Locator) -> dict[str, float]:
+    """Hover `message` on a visible spot; the toolbar's box, asserted below the header."""
+    page = sandbox.page
+    pane = page.locator("#messages").bounding_box()
+    box = message.bounding_box()
+    assert pane is not None and box is not None
+    top = max(box["y"], pane["y"]) + 20  # a point of the message that is on screen
+    page.mouse.move(box["x"] + box["width"] / 2, top)
+    toolbar = message.locator(".msg-hover")
+    expect(toolbar).to_be_visible()
+    bar = toolbar.bounding_box()
+    header = page.locator("#main-header").bounding_box()
+    assert bar is not None and header is not None
+    viewport = page.viewport_size
+    assert viewport is not None
+    assert bar["y"] >= header["y"] + header["height"], (bar, header)
+    assert bar["y"] >= pane["y"], (bar, pane)  # inside the scrolled pane, not clipped by it
+    assert bar["y"] + bar["height"] <= viewport["height"]
+    assert bar["x"] >= 0 and bar["x"] + bar["width"] <= viewport["width"]
+    return bar
+
+
+def test_the_hover_toolbar_is_not_clipped_under_the_channel_header(
+    sandbox: Sandbox, shot: Path
+) -> None:
+    page = sandbox.page
+    page.set_viewport_size({"width": 1100, "height": 560})
+    for n in range(4):
+        sandbox.start("refund", customer_id=f"cust-hover{n}", amount=f"3{n}")
+    expect(sandbox.card("Refund 33.00 to cust-hover3")).to_be_visible()
+    messages = page.locator("#messages")
+    with_toolbar = page.locator("#messages .msg:has(.msg-hover)")
+    messages.evaluate("el => { el.scrollTop = 0; }")
+    _hover_toolbar_box(sandbox, with_toolbar.first)
+    page.screenshot(path=str(shot.with_name(shot.stem + "-first.png")))
+    # Scrolled so that a card's top edge is 30 px above the pane's: hovered, it still shows.
+    second = with_toolbar.nth(1)
+    messages.evaluate(
+        "(el, m) => { el.scrollTop += m.getBoundingClientRect().top"
+        " - el.getBoundingClientRect().top + 30; }",
+        second.element_handle(),
+    )
+    pane = messages.bounding_box()
+    box = second.bounding_box()
+    assert pane is not None and box is not None and box["y"] < pane["y"]  # really scrolled past
+    _hover_toolbar_box(sandbox, second)
+    page.screenshot(path=str(shot.with_name(shot.stem + "-scrolled.png")))

@@ -70,6 +70,11 @@
     return /[.!?…]$/.test(capital) ? capital : capital + ".";
   }
 
+  // Plain text, its `backquoted` parts shown as code (a command to type), as in a Slack message.
+  function withCode(text) {
+    return T.escapeHtml(text).replace(/`([^`]+)`/g, "<code>$1</code>");
+  }
+
   function toast(text, kind) {
     const t = el("div", `toast ${kind || ""}`, T.escapeHtml(text));
     $("#toasts").append(t);
@@ -151,6 +156,9 @@
 
   // ---- messages -----------------------------------------------------------------------------
 
+  const HOVER_TOP = -10; // px: the hover bar over a message's top edge (app.css .msg-hover)
+  const HOVER_INSET = 4; // px: its least distance below the top of the scrolled pane
+
   function messageNode(m, opts) {
     const ephemeral = !!opts.ephemeral;
     const all = users();
@@ -215,6 +223,15 @@
       reply.addEventListener("click", () => openThread(m.channel, m.ts));
       hover.append(reply);
       node.append(hover);
+      // Slack floats the bar over the message's top edge. Where that edge is at or under the
+      // channel header (the first message, a message scrolled past), the pane would clip it:
+      // it drops to just inside the pane's top instead.
+      node.addEventListener("mouseenter", () => {
+        const pane = node.closest(".messages");
+        if (!pane) return;
+        const below = node.getBoundingClientRect().top - pane.getBoundingClientRect().top;
+        hover.style.top = `${Math.max(HOVER_TOP, HOVER_INSET - below)}px`;
+      });
     }
     return node;
   }
@@ -588,7 +605,7 @@
         render();
       } catch (e) {
         error.hidden = false;
-        error.textContent = "⚠ " + e.message;
+        error.innerHTML = "⚠ " + withCode(e.message);
         go.disabled = false;
         go.classList.remove("busy");
       }

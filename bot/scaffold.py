@@ -40,13 +40,18 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from bot.approvals.effects import services
+from bot.approvals.policy.schema import Field, Schema
 from bot.approvals.request import request_approval
 from graphs import END, START, StateGraph, once
 
-INPUTS = ("item", "amount")
-"""The run's inputs, in the order `/agent run` and the demo's form ask for them."""
-REQUIRED = ("item", "amount")
-"""The inputs a run cannot start without."""
+INPUTS = Schema(
+    {{
+        "item": Field("string", required=True, max_length=200),
+        "amount": Field("number", required=True, exclusive_minimum=0, format="money"),
+    }}
+)
+"""The run's inputs, in the order `/agent run` and the demo's form ask for them, checked at start
+(a bad value is refused field by field, nothing recorded)."""
 
 
 class State(TypedDict, total=False):
@@ -116,6 +121,11 @@ approvers = ["@finance"]
 required = 1
 editable = ["amount"]
 expire_after = "1d"
+
+# Its arguments: checked when asked for, on every edit and before any auto-approval rule.
+[actions.run_{name}.args]
+item = {{ type = "string", required = true, max_length = 200 }}
+amount = {{ type = "number", required = true, exclusive_minimum = 0, format = "money" }}
 """
 
 _TEST = '''\

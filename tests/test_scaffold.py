@@ -85,6 +85,8 @@ def test_the_demo_offers_the_policys_workflows(
     (form,) = demo_workflows(scaffolded / "expense.toml")
     assert (form["name"], form["starters"]) == ("expense", ["@support"])
     assert [field["name"] for field in form["inputs"]] == ["item", "amount"]
+    # Its INPUTS schema types the amount, so the demo's form sends a number (text is refused).
+    assert [field["type"] for field in form["inputs"]] == ["text", "number"]
 
 
 def test_nothing_is_overwritten_and_a_bad_name_is_refused(scaffolded: Path) -> None:

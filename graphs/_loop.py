@@ -104,6 +104,10 @@ class Run:
         self.saver: BaseCheckpointSaver | None = graph.checkpointer
         if parent is not None and graph.inherit:
             self.saver = parent.run.saver
+        self.store: Any = graph.store
+        """The store its nodes get (`compile(store=)`): a subgraph without one uses its parent's."""
+        if self.store is None and parent is not None:
+            self.store = parent.run.store
         self.config = config
         self.thread_id = thread_id
         self.ns = ns

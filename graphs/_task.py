@@ -90,7 +90,9 @@ class Task:
 
         run = self.run
         info = ExecutionInfo(run.head_id, run.ns, self.id, run.thread_id, self.attempt)
-        return Runtime(context=run.context, stream_writer=run.writer, execution_info=info)
+        return Runtime(
+            context=run.context, store=run.store, stream_writer=run.writer, execution_info=info
+        )
 
     @property
     def is_send(self) -> bool:
@@ -127,6 +129,9 @@ class Task:
         run = self.run
         values = run.values
         state = dict(values) if len(values) == run.width else run.view()
+        reads = self.spec.reads
+        if reads is not None:
+            return reads(state)
         coerce = run.graph.coerce
         return state if coerce is None else coerce(state)
 

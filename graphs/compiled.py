@@ -13,7 +13,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from ._context import Pause, _current
 from ._drive import Emit, drive_async, drive_sync
@@ -109,9 +109,14 @@ class CompiledGraph:
         self.input_keys = builder.input_keys if typed else None
         """The keys `invoke` accepts, when an `input_schema` narrows them."""
         typed = builder.output_schema is not builder.schema
-        self.output_keys = builder.output_keys if typed else None
-        """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them."""
+        private = not builder.output_keys.issuperset(channels)  # a node's own schema's keys
+        self.output_keys = builder.output_keys if typed or private else None
+        """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them
+        (or private channels, which only nodes see, are there)."""
         self.context_schema = builder.context_schema
+        self.store: Any = None
+        """`compile(store=...)`: the `BaseStore` its nodes share (a subgraph's: its parent's
+        when None)."""
         self.name = "LangGraph"
         """`compile(name=...)`: how LangGraph names the graph (in traces and as a tool)."""
 
@@ -227,6 +232,20 @@ class CompiledGraph:
             raise GraphInterrupt(result.interrupts, result.config)
         return result
 
+    @overload
+    def invoke(  # type: ignore[overload-overlap]  # "values" is also a str sequence
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
+        durability: Durability | None = None,
+        stream_mode: Literal["values"] = "values",
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> dict[str, Any]: ...
+
+    @overload
     def invoke(
         self,
         input: Input,
@@ -234,7 +253,23 @@ class CompiledGraph:
         *,
         context: Any = None,
         durability: Durability | None = None,
-    ) -> dict[str, Any]:
+        stream_mode: Literal["updates", "messages", "custom", "debug", "tasks", "checkpoints"]
+        | Sequence[StreamMode],
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> list[Any]: ...
+
+    def invoke(
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
+        durability: Durability | None = None,
+        stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> Any:
         """Run until the graph finishes or pauses; return the final state.
 
         `input` starts a run (a dict of state keys), answers a pause (`Command(resume=...)`),
@@ -249,8 +284,16 @@ class CompiledGraph:
         `context`: what nodes read as `runtime.context` (see `StateGraph(context_schema=)`).
         `durability`: LangGraph's `"sync"`, `"async"` or `"exit"`, accepted; graphs saves every
         step before the next starts, whichever is given.
+
+        `stream_mode`, `subgraphs`: as LangGraph, a mode other than `"values"` returns the list
+        of what `stream(input, config, stream_mode, subgraphs=...)` yields instead of the final
+        state. `debug`: accepted for LangGraph's signature (stream `"debug"` to see each step).
         """
         _check_durability(durability)
+        if stream_mode != "values":
+            return list(
+                self.stream(input, config, stream_mode, subgraphs=subgraphs, context=context)
+            )
         out: list[dict[str, Any]] = []
         for _ in self._stream(input, config, frozenset(), out, context=context):
             pass
@@ -270,6 +313,20 @@ class CompiledGraph:
             result = yield from drive_sync(run, run.execute(input))
         out.append(self._finish(run, result))
 
+    @overload
+    async def ainvoke(  # type: ignore[overload-overlap]
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
+        durability: Durability | None = None,
+        stream_mode: Literal["values"] = "values",
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> dict[str, Any]: ...
+
+    @overload
     async def ainvoke(
         self,
         input: Input,
@@ -277,9 +334,28 @@ class CompiledGraph:
         *,
         context: Any = None,
         durability: Durability | None = None,
-    ) -> dict[str, Any]:
+        stream_mode: Literal["updates", "messages", "custom", "debug", "tasks", "checkpoints"]
+        | Sequence[StreamMode],
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> list[Any]: ...
+
+    async def ainvoke(
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
+        durability: Durability | None = None,
+        stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> Any:
         """Async `invoke`: tasks of one superstep run concurrently."""
         _check_durability(durability)
+        if stream_mode != "values":
+            stream = self.astream(input, config, stream_mode, subgraphs=subgraphs, context=context)
+            return [chunk async for chunk in stream]
         out: list[dict[str, Any]] = []
         async for _ in self._astream(input, config, frozenset(), out, context=context):
             pass

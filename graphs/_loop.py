@@ -720,6 +720,8 @@ class Run:
             for t in todo:
                 if t.error is None and t.pause is None:
                     self.to_writes(t)  # may find the result invalid: an error
+                    if t.pushed:  # push_message() wrote before the node returned
+                        t.writes[:0] = t.pushed
                 failed = failed or t.error is not None or t.pause is not None
             if self.trace:
                 for t in todo:

@@ -49,6 +49,7 @@ class Task:
         "name",
         "once",
         "pause",
+        "pushed",
         "recorded",
         "result",
         "run",
@@ -83,6 +84,8 @@ class Task:
         self.error: BaseException | None = None
         self.subgraphs = 0
         """How many subgraph runs this attempt started (one may share the task's namespace)."""
+        self.pushed: list[tuple[str, Any]] | None = None
+        """Writes `push_message()` made as the node ran, before those of its return value."""
 
     def runtime(self) -> Any:
         """The `Runtime` handed to a node that declares a `runtime` parameter."""
@@ -107,6 +110,7 @@ class Task:
         self.pause = None
         self.error = None
         self.subgraphs = 0
+        self.pushed = None
 
     def run_sync(self) -> None:
         failures = 0

@@ -56,6 +56,8 @@ class NodeSpec:
     reads: Callable[[dict[str, Any]], Any] | None = None
     """Makes the node's input from the state, for a node with a schema of its own
     (`add_node(..., input_schema=)`, or `def node(state: Private)`); None: the state schema's."""
+    defer: bool = False
+    """Once triggered, it waits until no other node is to run (`add_node(defer=True)`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +354,7 @@ class StateGraph:
         destinations: Sequence[str] | None = None,
         retry_policy: RetryPolicy | None = None,
         input_schema: type | None = None,
+        defer: bool = False,
     ) -> StateGraph:
         """Add a node: `fn(state)`, `fn(state, config)` or `fn(state, *, config)`, sync or
         async, returning a dict update (or a `Command`). An object with `invoke(state, config)`
@@ -373,6 +376,9 @@ class StateGraph:
         does not have become private channels, which nodes may write and read. A function
         whose first parameter is annotated with such a class (`def node(state: Private)`)
         reads it without `input_schema=`, as in LangGraph.
+
+        `defer=True`: once an edge or a `Command` triggers it, the node waits until no other
+        node is to run, then runs once (an aggregator after branches of different lengths).
         """
         if fn is None:
             if not callable(name) and not _is_runnable(name):
@@ -426,7 +432,16 @@ class StateGraph:
                 run = _with_config_by_name(run)
         reads = self._node_reader(name, fn, input_schema)
         self.nodes[name] = NodeSpec(
-            name, run, takes_config, is_async, len(self.nodes), dests, afn, retry_policy, reads
+            name,
+            run,
+            takes_config,
+            is_async,
+            len(self.nodes),
+            dests,
+            afn,
+            retry_policy,
+            reads,
+            defer,
         )
         return self
 

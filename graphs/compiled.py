@@ -114,6 +114,8 @@ class CompiledGraph:
         """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them
         (or private channels, which only nodes see, are there)."""
         self.context_schema = builder.context_schema
+        self.deferred = frozenset(n for n, spec in nodes.items() if spec.defer)
+        """Nodes added with `defer=True`: they run once no other node is to run."""
         self.store: Any = None
         """`compile(store=...)`: the `BaseStore` its nodes share (a subgraph's: its parent's
         when None)."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 from ._context import Pause, _current
 from ._drive import Emit, drive_async, drive_sync
 from ._loop import Paused, Run, task_writes, waiting
+from ._runnable import RunnableMethods, merge_configs
 from ._schema import ROOT, Channel, is_typed_class
 from ._stream import MODES
 from .checkpoint.base import (
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
 __all__ = ["CompiledGraph", "SubgraphNode"]
 
 
-class CompiledGraph:
+class CompiledGraph(RunnableMethods):
     """A checked, runnable graph. Made by `StateGraph.compile()`; safe to share between threads."""
 
     def __init__(
@@ -132,6 +133,8 @@ class CompiledGraph:
         context: Any = None,
         nest: bool = True,
     ) -> Run:
+        if self.bound_config is not None:
+            config = merge_configs(self.bound_config, config)
         parent = _current.get() if nest else None
         if parent is not None and self.checkpointer is None:
             return self._subgraph_run(parent, config, modes, context)

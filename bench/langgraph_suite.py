@@ -193,14 +193,20 @@ def cache():
     return _Missing("langgraph.cache (a BaseCache for CachePolicy)")
 
 
+def _store():
+    from graphs.store.memory import InMemoryStore
+
+    return InMemoryStore()
+
+
 @pytest.fixture
 def sync_store():
-    return _Missing("langgraph.store (BaseStore)")
+    return _store()
 
 
 @pytest.fixture
 def async_store():
-    return _Missing("langgraph.store (BaseStore)")
+    return _store()
 
 
 try:

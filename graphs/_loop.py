@@ -110,6 +110,10 @@ class Run:
         """The store its nodes get (`compile(store=)`): a subgraph without one uses its parent's."""
         if self.store is None and parent is not None:
             self.store = parent.run.store
+        self.cache: Any = graph.cache
+        """Where nodes with a `cache_policy` keep results: a subgraph's, else its parent's."""
+        if self.cache is None and parent is not None:
+            self.cache = parent.run.cache
         self.config = config
         self.thread_id = thread_id
         self.ns = ns

@@ -146,6 +146,12 @@ class Task:
         try:
             spec, run = self.spec, self.run
             state = self.input()
+            key = None if spec.cache is None or run.cache is None else cache_key(spec, state)
+            if key is not None:
+                hit = run.cache.get([key])
+                if key in hit:
+                    self.result = hit[key]
+                    return
             if run.messages is not None:
                 lc_token = _models_report_to(run.messages.task_started(self, state))
             args = (state, run.config) if spec.takes_config else (state,)
@@ -154,6 +160,8 @@ class Task:
             else:
                 result = spec.fn(*args)
             self.result = result
+            if key is not None:
+                run.cache.set({key: (result, spec.cache.ttl)})  # type: ignore[union-attr]
             if run.messages is not None:
                 run.messages.task_finished(self)
         except Pause as p:
@@ -192,6 +200,12 @@ class Task:
         try:
             run, spec = self.run, self.spec
             state = self.input()
+            key = None if spec.cache is None or run.cache is None else cache_key(spec, state)
+            if key is not None:
+                hit = await run.cache.aget([key])
+                if key in hit:
+                    self.result = hit[key]
+                    return
             if run.messages is not None:
                 lc_token = _models_report_to(run.messages.task_started(self, state))
             if spec.afn is not None:
@@ -199,6 +213,8 @@ class Task:
             else:
                 coro = spec.fn(state, run.config) if spec.takes_config else spec.fn(state)
             self.result = await coro
+            if key is not None:
+                await run.cache.aset({key: (self.result, spec.cache.ttl)})  # type: ignore[union-attr]
             if run.messages is not None:
                 run.messages.task_finished(self)
         except Pause as p:
@@ -239,6 +255,13 @@ class Task:
         if found is not None:
             saver, config, writes = found
             await saver.aput_writes(config, writes, self.id)
+
+
+def cache_key(spec: NodeSpec, state: Any) -> tuple[tuple[str, ...], str]:
+    """Where a cached node's result for this input is kept: `((node,), key)`."""
+    assert spec.cache is not None
+    key = spec.cache.key_func(state)
+    return (spec.name,), key.hex() if isinstance(key, bytes) else str(key)
 
 
 def _models_report_to(config: Any) -> Token[Any]:

@@ -23,6 +23,7 @@ from .errors import GraphSetupError
 from .types import END, START, Command, RetryPolicy
 
 if TYPE_CHECKING:
+    from .cache import BaseCache, CachePolicy
     from .checkpoint.base import BaseCheckpointSaver
     from .compiled import CompiledGraph
     from .store import BaseStore
@@ -58,6 +59,8 @@ class NodeSpec:
     (`add_node(..., input_schema=)`, or `def node(state: Private)`); None: the state schema's."""
     defer: bool = False
     """Once triggered, it waits until no other node is to run (`add_node(defer=True)`)."""
+    cache: CachePolicy | None = None
+    """How its results are cached (`add_node(cache_policy=)`, with `compile(cache=)`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +358,7 @@ class StateGraph:
         retry_policy: RetryPolicy | None = None,
         input_schema: type | None = None,
         defer: bool = False,
+        cache_policy: CachePolicy | None = None,
     ) -> StateGraph:
         """Add a node: `fn(state)`, `fn(state, config)` or `fn(state, *, config)`, sync or
         async, returning a dict update (or a `Command`). An object with `invoke(state, config)`
@@ -379,6 +383,10 @@ class StateGraph:
 
         `defer=True`: once an edge or a `Command` triggers it, the node waits until no other
         node is to run, then runs once (an aggregator after branches of different lengths).
+
+        `cache_policy`: in a graph compiled with `cache=`, the node runs once per distinct
+        input (per `CachePolicy.key_func`, for `ttl` seconds); a later task with the same input
+        takes the stored return value without running it. For pure nodes only.
         """
         if fn is None:
             if not callable(name) and not _is_runnable(name):
@@ -402,6 +410,13 @@ class StateGraph:
             )
         if isinstance(destinations, str):
             destinations = [destinations]
+        if cache_policy is not None:
+            from .cache import CachePolicy
+
+            if not isinstance(cache_policy, CachePolicy):
+                raise GraphSetupError(
+                    f"node {name!r}: cache_policy must be a CachePolicy, got {cache_policy!r}"
+                )
         afn: Callable[..., Any] | None = None
         run: Callable[..., Any]
         from .compiled import CompiledGraph, SubgraphNode
@@ -442,6 +457,7 @@ class StateGraph:
             retry_policy,
             reads,
             defer,
+            cache_policy,
         )
         return self
 
@@ -542,6 +558,7 @@ class StateGraph:
         name: str | None = None,
         debug: bool = False,
         store: BaseStore | None = None,
+        cache: BaseCache | None = None,
     ) -> CompiledGraph:
         """Check the graph and make it runnable.
 
@@ -563,6 +580,8 @@ class StateGraph:
             store: a `graphs.store.BaseStore` (such as `InMemoryStore()`) nodes share across
                 threads: handed to a `store` parameter, `get_store()` and `Runtime.store`.
                 A subgraph without one uses its parent's.
+            cache: a `graphs.cache.BaseCache` (such as `InMemoryCache()`) for the results of
+                nodes added with `cache_policy=`; a subgraph without one uses its parent's.
 
         Raises:
             GraphSetupError: an edge names an unknown node, a node cannot be reached, the graph
@@ -667,6 +686,7 @@ class StateGraph:
             interrupt_mode=interrupt_mode,
         )
         graph.store = store
+        graph.cache = cache
         if name is not None:
             graph.name = name
         return graph

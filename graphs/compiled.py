@@ -117,6 +117,8 @@ class CompiledGraph(RunnableMethods):
         self.context_schema = builder.context_schema
         self.deferred = frozenset(n for n, spec in nodes.items() if spec.defer)
         """Nodes added with `defer=True`: they run once no other node is to run."""
+        self.cache: Any = None
+        """`compile(cache=...)`: where nodes with a `cache_policy` keep their results."""
         self.store: Any = None
         """`compile(store=...)`: the `BaseStore` its nodes share (a subgraph's: its parent's
         when None)."""
@@ -452,6 +454,15 @@ class CompiledGraph(RunnableMethods):
         async with contextlib.aclosing(chunks):
             async for mode, chunk, ns in chunks:
                 yield _item(mode, chunk, ns, tagged, subgraphs)
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Drop the cached results of `nodes` (default: every node) from `compile(cache=)`."""
+        if self.cache is not None:
+            self.cache.clear([(n,) for n in (nodes if nodes is not None else self.nodes)])
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        if self.cache is not None:
+            await self.cache.aclear([(n,) for n in (nodes if nodes is not None else self.nodes)])
 
     def get_graph(self, config: RunConfig | None = None, *, xray: bool | int = False) -> Graph:
         """The graph's shape as a langchain_core `Graph`: `get_graph().draw_mermaid()` gives

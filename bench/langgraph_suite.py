@@ -190,7 +190,9 @@ async def async_checkpointer(request, tmp_path):
 
 @pytest.fixture
 def cache():
-    return _Missing("langgraph.cache (a BaseCache for CachePolicy)")
+    from graphs.cache.memory import InMemoryCache
+
+    return InMemoryCache()
 
 
 def _store():

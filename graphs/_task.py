@@ -110,7 +110,6 @@ class Task:
         self.pause = None
         self.error = None
         self.subgraphs = 0
-        self.pushed = None
 
     def run_sync(self) -> None:
         failures = 0
@@ -123,6 +122,7 @@ class Task:
                 return
             failures += 1
             self.attempt = failures + 1
+            self.pushed = None  # what a failed attempt pushed is not written
             sleep(policy.delay(failures))
 
     def input(self) -> Any:
@@ -191,6 +191,7 @@ class Task:
                 return
             failures += 1
             self.attempt = failures + 1
+            self.pushed = None  # what a failed attempt pushed is not written
             await asleep(policy.delay(failures))
 
     async def _attempt_async(self) -> None:

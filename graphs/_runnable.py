@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy as _copy
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from .types import RunConfig
 
@@ -19,14 +19,16 @@ def merge_configs(bound: RunConfig | None, given: RunConfig | None) -> RunConfig
     if not bound:
         return given
     if not given:
-        return {**bound, "configurable": dict(bound.get("configurable") or {})}
-    out: dict[str, Any] = {**bound, **given}
+        return _own_copy(bound)
+    b: dict[str, Any] = dict(bound)
+    g: dict[str, Any] = dict(given)
+    out: dict[str, Any] = {**b, **g}
     for key in ("configurable", "metadata"):
-        if key in bound or key in given:
-            out[key] = {**(bound.get(key) or {}), **(given.get(key) or {})}  # type: ignore[misc]
-    if "tags" in bound and "tags" in given:
-        out["tags"] = [*bound["tags"], *(t for t in given["tags"] if t not in bound["tags"])]  # type: ignore[typeddict-item]
-    return out  # type: ignore[return-value]
+        if key in b or key in g:
+            out[key] = {**(b.get(key) or {}), **(g.get(key) or {})}
+    if "tags" in b and "tags" in g:
+        out["tags"] = [*b["tags"], *(t for t in g["tags"] if t not in b["tags"])]
+    return cast(RunConfig, out)
 
 
 class RunnableMethods:
@@ -34,12 +36,6 @@ class RunnableMethods:
 
     bound_config: RunConfig | None = None
     """What `with_config` bound: the base of every run's config."""
-
-    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
-        raise NotImplementedError
 
     def with_config(self, config: RunConfig | None = None, **kwargs: Any) -> Self:
         """A copy of this graph whose runs start from `config` (and `kwargs`, such as
@@ -75,7 +71,7 @@ class RunnableMethods:
         out: list[Any] = []
         for input, cfg in zip(inputs, _configs(config, len(inputs)), strict=True):
             try:
-                out.append(self.invoke(input, cfg, **kwargs))
+                out.append(cast(Any, self).invoke(input, cfg, **kwargs))
             except Exception as e:
                 if not return_exceptions:
                     raise
@@ -92,7 +88,7 @@ class RunnableMethods:
     ) -> list[Any]:
         """`ainvoke` the inputs concurrently; results in the order of the inputs."""
         runs = [
-            self.ainvoke(input, cfg, **kwargs)
+            cast(Any, self).ainvoke(input, cfg, **kwargs)
             for input, cfg in zip(inputs, _configs(config, len(inputs)), strict=True)
         ]
         return list(await asyncio.gather(*runs, return_exceptions=return_exceptions))
@@ -113,4 +109,4 @@ def _configs(config: RunConfig | Sequence[RunConfig] | None, n: int) -> list[Run
 def _own_copy(config: RunConfig | None) -> RunConfig | None:
     if config is None:
         return None
-    return {**config, "configurable": dict(config.get("configurable") or {})}
+    return cast(RunConfig, {**config, "configurable": dict(config.get("configurable") or {})})

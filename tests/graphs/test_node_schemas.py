@@ -117,7 +117,9 @@ def test_a_node_schema_with_another_reducer_for_a_state_key_is_refused() -> None
         log: Annotated[list[str], lambda a, b: b]
 
     g = StateGraph(State)
-    with pytest.raises(GraphSetupError, match="'log' has a different reducer in .*Clash than in State"):
+    with pytest.raises(
+        GraphSetupError, match="'log' has a different reducer in .*Clash than in State"
+    ):
         g.add_node("n", lambda s: {}, input_schema=Clash)
 
 

@@ -206,17 +206,25 @@ async def async_checkpointer(request, tmp_path):
 
 @pytest.fixture
 def cache():
-    return _Missing("langgraph.cache (a BaseCache for CachePolicy)")
+    from graphs.cache.memory import InMemoryCache
+
+    return InMemoryCache()
+
+
+def _store():
+    from graphs.store.memory import InMemoryStore
+
+    return InMemoryStore()
 
 
 @pytest.fixture
 def sync_store():
-    return _Missing("langgraph.store (BaseStore)")
+    return _store()
 
 
 @pytest.fixture
 def async_store():
-    return _Missing("langgraph.store (BaseStore)")
+    return _store()
 
 
 try:

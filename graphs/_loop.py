@@ -59,6 +59,8 @@ if TYPE_CHECKING:
     from .compiled import CompiledGraph
 
 ONCE_CHANNEL = "__once__"
+DEFER_CHANNEL = "__deferred__"
+"""The `defer=True` nodes triggered that wait until no other node is to run."""
 SENDS_CHANNEL = "__sends__"
 """`{task_id: arg}` of the frontier's `Send` tasks: what each runs on instead of the state."""
 _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
@@ -104,6 +106,14 @@ class Run:
         self.saver: BaseCheckpointSaver | None = graph.checkpointer
         if parent is not None and graph.inherit:
             self.saver = parent.run.saver
+        self.store: Any = graph.store
+        """The store its nodes get (`compile(store=)`): a subgraph without one uses its parent's."""
+        if self.store is None and parent is not None:
+            self.store = parent.run.store
+        self.cache: Any = graph.cache
+        """Where nodes with a `cache_policy` keep results: a subgraph's, else its parent's."""
+        if self.cache is None and parent is not None:
+            self.cache = parent.run.cache
         self.config = config
         self.thread_id = thread_id
         self.ns = ns
@@ -508,6 +518,8 @@ class Run:
                     else:
                         triggered.add(dest)
         triggered.discard(END)
+        if g.deferred:
+            self.hold_deferred(triggered, bool(sends), new_versions)
         if sends:
             return [*sorted(triggered, key=lambda n: g.nodes[n].index), *sends]
         if len(triggered) == 1:
@@ -571,6 +583,22 @@ class Run:
         else:  # no Send (they come last): the hot path
             self.frontier = [(n, self.task_id(checkpoint_id, n)) for n in names]  # type: ignore[misc, arg-type]
         return self._checkpoint(checkpoint_id, paused, appended)
+
+    def hold_deferred(self, triggered: set[str], sends: bool, new_versions: dict[str, int]) -> None:
+        """Keep back the triggered `defer=True` nodes while other nodes (or `Send`s) are to
+        run; let them all run once nothing else is (changing `triggered` in place)."""
+        held = self.internal.get(DEFER_CHANNEL) or []
+        waiting = {n for n in (*triggered, *held) if n in self.graph.deferred}
+        triggered.update(waiting)
+        if waiting and (sends or len(waiting) < len(triggered)):
+            triggered.difference_update(waiting)
+        else:
+            waiting = set()
+        now = sorted(waiting)
+        if now != held:
+            self.internal[DEFER_CHANNEL] = now
+            version = self.versions.get(DEFER_CHANNEL, 0) + 1
+            self.versions[DEFER_CHANNEL] = new_versions[DEFER_CHANNEL] = version
 
     def set_frontier(
         self, names: Sequence[str | Send], checkpoint_id: str | None, new_versions: dict[str, int]
@@ -737,6 +765,8 @@ class Run:
             for t in todo:
                 if t.error is None and t.pause is None:
                     self.to_writes(t)  # may find the result invalid: an error
+                    if t.pushed:  # push_message() wrote before the node returned
+                        t.writes[:0] = t.pushed
                 failed = failed or t.error is not None or t.pause is not None
             if self.trace:
                 for t in todo:

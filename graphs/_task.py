@@ -49,6 +49,7 @@ class Task:
         "name",
         "once",
         "pause",
+        "pushed",
         "recorded",
         "result",
         "run",
@@ -87,6 +88,8 @@ class Task:
         self.error: BaseException | None = None
         self.subgraphs = 0
         """How many subgraph runs this attempt started (one may share the task's namespace)."""
+        self.pushed: list[tuple[str, Any]] | None = None
+        """Writes `push_message()` made as the node ran, before those of its return value."""
 
     def runtime(self) -> Any:
         """The `Runtime` handed to a node that declares a `runtime` parameter."""
@@ -94,7 +97,9 @@ class Task:
 
         run = self.run
         info = ExecutionInfo(run.head_id, run.ns, self.id, run.thread_id, self.attempt)
-        return Runtime(context=run.context, stream_writer=run.writer, execution_info=info)
+        return Runtime(
+            context=run.context, store=run.store, stream_writer=run.writer, execution_info=info
+        )
 
     @property
     def is_send(self) -> bool:
@@ -121,6 +126,7 @@ class Task:
                 return
             failures += 1
             self.attempt = failures + 1
+            self.pushed = None  # what a failed attempt pushed is not written
             sleep(policy.delay(failures))
 
     def input(self) -> Any:
@@ -131,6 +137,9 @@ class Task:
         run = self.run
         values = run.values
         state = dict(values) if len(values) == run.width else run.view()
+        reads = self.spec.reads
+        if reads is not None:
+            return reads(state)
         coerce = run.graph.coerce
         return state if coerce is None else coerce(state)
 
@@ -141,6 +150,12 @@ class Task:
         try:
             spec, run = self.spec, self.run
             state = self.input()
+            key = None if spec.cache is None or run.cache is None else cache_key(spec, state)
+            if key is not None:
+                hit = run.cache.get([key])
+                if key in hit:
+                    self.result = hit[key]
+                    return
             if run.messages is not None:
                 lc_token = _models_report_to(run.messages.task_started(self, state))
             args = (state, run.config) if spec.takes_config else (state,)
@@ -149,6 +164,8 @@ class Task:
             else:
                 result = spec.fn(*args)
             self.result = result
+            if key is not None:
+                run.cache.set({key: (result, spec.cache.ttl)})  # type: ignore[union-attr]
             if run.messages is not None:
                 run.messages.task_finished(self)
         except Pause as p:
@@ -178,6 +195,7 @@ class Task:
                 return
             failures += 1
             self.attempt = failures + 1
+            self.pushed = None  # what a failed attempt pushed is not written
             await asleep(policy.delay(failures))
 
     async def _attempt_async(self) -> None:
@@ -187,6 +205,12 @@ class Task:
         try:
             run, spec = self.run, self.spec
             state = self.input()
+            key = None if spec.cache is None or run.cache is None else cache_key(spec, state)
+            if key is not None:
+                hit = await run.cache.aget([key])
+                if key in hit:
+                    self.result = hit[key]
+                    return
             if run.messages is not None:
                 lc_token = _models_report_to(run.messages.task_started(self, state))
             if spec.afn is not None:
@@ -194,6 +218,8 @@ class Task:
             else:
                 coro = spec.fn(state, run.config) if spec.takes_config else spec.fn(state)
             self.result = await coro
+            if key is not None:
+                await run.cache.aset({key: (self.result, spec.cache.ttl)})  # type: ignore[union-attr]
             if run.messages is not None:
                 run.messages.task_finished(self)
         except Pause as p:
@@ -234,6 +260,13 @@ class Task:
         if found is not None:
             saver, config, writes = found
             await saver.aput_writes(config, writes, self.id)
+
+
+def cache_key(spec: NodeSpec, state: Any) -> tuple[tuple[str, ...], str]:
+    """Where a cached node's result for this input is kept: `((node,), key)`."""
+    assert spec.cache is not None
+    key = spec.cache.key_func(state)
+    return (spec.name,), key.hex() if isinstance(key, bytes) else str(key)
 
 
 def _models_report_to(config: Any) -> Token[Any]:

@@ -23,8 +23,10 @@ from .errors import GraphSetupError
 from .types import END, START, Command, RetryPolicy
 
 if TYPE_CHECKING:
+    from .cache import BaseCache, CachePolicy
     from .checkpoint.base import BaseCheckpointSaver
     from .compiled import CompiledGraph
+    from .store import BaseStore
 
 __all__ = ["StateGraph"]
 
@@ -52,6 +54,13 @@ class NodeSpec:
     Runnable's `ainvoke`."""
     retry: RetryPolicy | None = None
     """How a failed attempt is retried within the step (`add_node(retry_policy=...)`)."""
+    reads: Callable[[dict[str, Any]], Any] | None = None
+    """Makes the node's input from the state, for a node with a schema of its own
+    (`add_node(..., input_schema=)`, or `def node(state: Private)`); None: the state schema's."""
+    defer: bool = False
+    """Once triggered, it waits until no other node is to run (`add_node(defer=True)`)."""
+    cache: CachePolicy | None = None
+    """How its results are cached (`add_node(cache_policy=)`, with `compile(cache=)`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +115,9 @@ def _goto_annotation(fn: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
-INJECTED = ("writer", "runtime")
-"""Parameters a node may declare by name to be handed the run's `StreamWriter` and `Runtime`."""
+INJECTED = ("writer", "runtime", "store")
+"""Parameters a node may declare by name to be handed the run's `StreamWriter`, `Runtime` and
+store (`compile(store=)`)."""
 
 
 def _injected(fn: Callable[..., Any]) -> tuple[str, ...]:
@@ -136,6 +146,8 @@ def _with_injected(
             out["writer"] = task.run.writer
         if "runtime" in names:
             out["runtime"] = task.runtime()
+        if "store" in names:
+            out["store"] = task.run.store
         if config == "kw":
             out["config"] = cfg
         return out
@@ -178,6 +190,21 @@ def _takes_config(fn: Callable[..., Any], what: str) -> bool:
             f"{what} takes {len(positional)} arguments; it must take (state) or (state, config)"
         )
     return False
+
+
+def _first_param_schema(fn: Any) -> type | None:
+    """The schema class `fn`'s first parameter is annotated with (`def node(state: Private)`),
+    if it is one: a TypedDict, a dataclass or a pydantic model."""
+    if not inspect.isroutine(fn):
+        return None
+    try:
+        params = list(inspect.signature(fn).parameters)
+        hint = typing.get_type_hints(fn).get(params[0]) if params else None
+    except Exception:  # noqa: BLE001 -- an annotation that does not resolve declares nothing
+        return None
+    if not isinstance(hint, type) or is_root_schema(hint):
+        return None
+    return hint
 
 
 def _is_runnable(obj: object) -> bool:
@@ -259,15 +286,8 @@ class StateGraph:
         self.output_schema = output_schema or state_schema
         self.channels: dict[str, Channel] = channels_from_schema(state_schema)
         for extra in (input_schema, output_schema):
-            if extra is None or extra is state_schema:
-                continue
-            for key, channel in channels_from_schema(extra).items():
-                known = self.channels.setdefault(key, channel)
-                if known.reducer is not channel.reducer and channel.reducer is not None:
-                    raise GraphSetupError(
-                        f"state key {key!r} has a different reducer in "
-                        f"{extra.__qualname__} than in {state_schema.__qualname__}; give it one"
-                    )
+            if extra is not None and extra is not state_schema:
+                self._add_channels(extra)
         self.coerce = coercer(state_schema)
         """Makes a node's state dict an instance of a dataclass/pydantic schema (else None)."""
         self.input_keys = frozenset(schema_keys(self.input_schema))
@@ -276,6 +296,43 @@ class StateGraph:
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[tuple[str, ...], str]] = []
         self.branches: list[Branch] = []
+
+    def _add_channels(self, extra: type) -> None:
+        """Add the keys of another schema (an input, output or node schema) as channels: keys
+        the state does not have are private channels."""
+        for key, channel in channels_from_schema(extra).items():
+            known = self.channels.setdefault(key, channel)
+            if known.reducer is not channel.reducer and channel.reducer is not None:
+                raise GraphSetupError(
+                    f"state key {key!r} has a different reducer in "
+                    f"{extra.__qualname__} than in {self.schema.__qualname__}; give it one"
+                )
+
+    def _node_reader(
+        self, name: str, fn: Any, input_schema: type | None
+    ) -> Callable[[dict[str, Any]], Any] | None:
+        """How node `name` reads the state, when it has a schema of its own: `input_schema=`,
+        else its first parameter's annotation if that is a schema class (`state: Private`)."""
+        if input_schema is None:
+            input_schema = _first_param_schema(fn)
+            if input_schema is None:
+                return None
+        elif self.root:
+            raise GraphSetupError(
+                f"node {name!r}: a root-channel graph's nodes read its one value; they take no "
+                "input_schema"
+            )
+        if input_schema is self.schema or self.root:
+            return None
+        self._add_channels(input_schema)  # raises for what is not a schema class
+        keys = tuple(schema_keys(input_schema))
+        coerce = coercer(input_schema)
+
+        def read(state: dict[str, Any]) -> Any:
+            own = {k: state[k] for k in keys if k in state}
+            return own if coerce is None else coerce(own)
+
+        return read
 
     def _init_root(self, state_schema: Any, context_schema: type | None) -> None:
         self.schema = self.input_schema = self.output_schema = state_schema
@@ -299,6 +356,9 @@ class StateGraph:
         *,
         destinations: Sequence[str] | None = None,
         retry_policy: RetryPolicy | None = None,
+        input_schema: type | None = None,
+        defer: bool = False,
+        cache_policy: CachePolicy | None = None,
     ) -> StateGraph:
         """Add a node: `fn(state)`, `fn(state, config)` or `fn(state, *, config)`, sync or
         async, returning a dict update (or a `Command`). An object with `invoke(state, config)`
@@ -314,6 +374,19 @@ class StateGraph:
 
         `retry_policy`: retry a failed attempt within the step (`RetryPolicy()` for
         LangGraph's defaults: 3 attempts, backoff from 0.5 s, not on programming errors).
+
+        `input_schema`: a TypedDict, dataclass or pydantic class the node reads the state as
+        (only its keys; an instance for a dataclass or pydantic one). Keys the state schema
+        does not have become private channels, which nodes may write and read. A function
+        whose first parameter is annotated with such a class (`def node(state: Private)`)
+        reads it without `input_schema=`, as in LangGraph.
+
+        `defer=True`: once an edge or a `Command` triggers it, the node waits until no other
+        node is to run, then runs once (an aggregator after branches of different lengths).
+
+        `cache_policy`: in a graph compiled with `cache=`, the node runs once per distinct
+        input (per `CachePolicy.key_func`, for `ttl` seconds); a later task with the same input
+        takes the stored return value without running it. For pure nodes only.
         """
         if fn is None:
             if not callable(name) and not _is_runnable(name):
@@ -337,6 +410,13 @@ class StateGraph:
             )
         if isinstance(destinations, str):
             destinations = [destinations]
+        if cache_policy is not None:
+            from .cache import CachePolicy
+
+            if not isinstance(cache_policy, CachePolicy):
+                raise GraphSetupError(
+                    f"node {name!r}: cache_policy must be a CachePolicy, got {cache_policy!r}"
+                )
         afn: Callable[..., Any] | None = None
         run: Callable[..., Any]
         from .compiled import CompiledGraph, SubgraphNode
@@ -365,8 +445,19 @@ class StateGraph:
                 run, takes_config = _with_injected(run, injected, how, is_async), True
             elif takes_config and _config_by_name(run):
                 run = _with_config_by_name(run)
+        reads = self._node_reader(name, fn, input_schema)
         self.nodes[name] = NodeSpec(
-            name, run, takes_config, is_async, len(self.nodes), dests, afn, retry_policy
+            name,
+            run,
+            takes_config,
+            is_async,
+            len(self.nodes),
+            dests,
+            afn,
+            retry_policy,
+            reads,
+            defer,
+            cache_policy,
         )
         return self
 
@@ -466,6 +557,8 @@ class StateGraph:
         interrupt_mode: Literal["raise", "return"] = "raise",
         name: str | None = None,
         debug: bool = False,
+        store: BaseStore | None = None,
+        cache: BaseCache | None = None,
     ) -> CompiledGraph:
         """Check the graph and make it runnable.
 
@@ -485,6 +578,11 @@ class StateGraph:
                 alone for an `interrupt_before`/`interrupt_after` pause, as LangGraph).
             name: the compiled graph's `name` (LangGraph's; default `"LangGraph"`).
             debug: accepted for LangGraph's signature; stream `"debug"` to see each step.
+            store: a `graphs.store.BaseStore` (such as `InMemoryStore()`) nodes share across
+                threads: handed to a `store` parameter, `get_store()` and `Runtime.store`.
+                A subgraph without one uses its parent's.
+            cache: a `graphs.cache.BaseCache` (such as `InMemoryCache()`) for the results of
+                nodes added with `cache_policy=`; a subgraph without one uses its parent's.
 
         Raises:
             GraphSetupError: an edge names an unknown node, a node cannot be reached, the graph
@@ -588,6 +686,8 @@ class StateGraph:
             recursion_limit=recursion_limit,
             interrupt_mode=interrupt_mode,
         )
+        graph.store = store
+        graph.cache = cache
         if name is not None:
             graph.name = name
         return graph

@@ -13,11 +13,12 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from ._context import Pause, _current
 from ._drive import Emit, drive_async, drive_sync
 from ._loop import Paused, Run, task_writes, waiting
+from ._runnable import RunnableMethods, merge_configs
 from ._schema import ROOT, Channel, is_typed_class
 from ._stream import MODES
 from .checkpoint.base import (
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
 __all__ = ["CompiledGraph", "SubgraphNode"]
 
 
-class CompiledGraph:
+class CompiledGraph(RunnableMethods):
     """A checked, runnable graph. Made by `StateGraph.compile()`; safe to share between threads."""
 
     def __init__(
@@ -109,9 +110,18 @@ class CompiledGraph:
         self.input_keys = builder.input_keys if typed else None
         """The keys `invoke` accepts, when an `input_schema` narrows them."""
         typed = builder.output_schema is not builder.schema
-        self.output_keys = builder.output_keys if typed else None
-        """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them."""
+        private = not builder.output_keys.issuperset(channels)  # a node's own schema's keys
+        self.output_keys = builder.output_keys if typed or private else None
+        """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them
+        (or private channels, which only nodes see, are there)."""
         self.context_schema = builder.context_schema
+        self.deferred = frozenset(n for n, spec in nodes.items() if spec.defer)
+        """Nodes added with `defer=True`: they run once no other node is to run."""
+        self.cache: Any = None
+        """`compile(cache=...)`: where nodes with a `cache_policy` keep their results."""
+        self.store: Any = None
+        """`compile(store=...)`: the `BaseStore` its nodes share (a subgraph's: its parent's
+        when None)."""
         self.name = "LangGraph"
         """`compile(name=...)`: how LangGraph names the graph (in traces and as a tool)."""
 
@@ -125,6 +135,8 @@ class CompiledGraph:
         context: Any = None,
         nest: bool = True,
     ) -> Run:
+        if self.bound_config is not None:
+            config = merge_configs(self.bound_config, config)
         parent = _current.get() if nest else None
         if parent is not None and self.checkpointer is None:
             return self._subgraph_run(parent, config, modes, context)
@@ -229,6 +241,20 @@ class CompiledGraph:
             raise GraphInterrupt(result.interrupts, result.config)
         return result
 
+    @overload
+    def invoke(  # type: ignore[overload-overlap]  # "values" is also a str sequence
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
+        durability: Durability | None = None,
+        stream_mode: Literal["values"] = "values",
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> dict[str, Any]: ...
+
+    @overload
     def invoke(
         self,
         input: Input,
@@ -236,7 +262,23 @@ class CompiledGraph:
         *,
         context: Any = None,
         durability: Durability | None = None,
-    ) -> dict[str, Any]:
+        stream_mode: Literal["updates", "messages", "custom", "debug", "tasks", "checkpoints"]
+        | Sequence[StreamMode],
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> list[Any]: ...
+
+    def invoke(
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
+        durability: Durability | None = None,
+        stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> Any:
         """Run until the graph finishes or pauses; return the final state.
 
         `input` starts a run (a dict of state keys), answers a pause (`Command(resume=...)`),
@@ -251,8 +293,16 @@ class CompiledGraph:
         `context`: what nodes read as `runtime.context` (see `StateGraph(context_schema=)`).
         `durability`: LangGraph's `"sync"`, `"async"` or `"exit"`, accepted; graphs saves every
         step before the next starts, whichever is given.
+
+        `stream_mode`, `subgraphs`: as LangGraph, a mode other than `"values"` returns the list
+        of what `stream(input, config, stream_mode, subgraphs=...)` yields instead of the final
+        state. `debug`: accepted for LangGraph's signature (stream `"debug"` to see each step).
         """
         _check_durability(durability)
+        if stream_mode != "values":
+            return list(
+                self.stream(input, config, stream_mode, subgraphs=subgraphs, context=context)
+            )
         out: list[dict[str, Any]] = []
         for _ in self._stream(input, config, frozenset(), out, context=context):
             pass
@@ -272,6 +322,20 @@ class CompiledGraph:
             result = yield from drive_sync(run, run.execute(input))
         out.append(self._finish(run, result))
 
+    @overload
+    async def ainvoke(  # type: ignore[overload-overlap]
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
+        durability: Durability | None = None,
+        stream_mode: Literal["values"] = "values",
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> dict[str, Any]: ...
+
+    @overload
     async def ainvoke(
         self,
         input: Input,
@@ -279,9 +343,28 @@ class CompiledGraph:
         *,
         context: Any = None,
         durability: Durability | None = None,
-    ) -> dict[str, Any]:
+        stream_mode: Literal["updates", "messages", "custom", "debug", "tasks", "checkpoints"]
+        | Sequence[StreamMode],
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> list[Any]: ...
+
+    async def ainvoke(
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        context: Any = None,
+        durability: Durability | None = None,
+        stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        subgraphs: bool = False,
+        debug: bool = False,
+    ) -> Any:
         """Async `invoke`: tasks of one superstep run concurrently."""
         _check_durability(durability)
+        if stream_mode != "values":
+            stream = self.astream(input, config, stream_mode, subgraphs=subgraphs, context=context)
+            return [chunk async for chunk in stream]
         out: list[dict[str, Any]] = []
         async for _ in self._astream(input, config, frozenset(), out, context=context):
             pass
@@ -374,6 +457,15 @@ class CompiledGraph:
         async with contextlib.aclosing(chunks):
             async for mode, chunk, ns in chunks:
                 yield _item(mode, chunk, ns, tagged, subgraphs)
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Drop the cached results of `nodes` (default: every node) from `compile(cache=)`."""
+        if self.cache is not None:
+            self.cache.clear([(n,) for n in (nodes if nodes is not None else self.nodes)])
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        if self.cache is not None:
+            await self.cache.aclear([(n,) for n in (nodes if nodes is not None else self.nodes)])
 
     def get_graph(self, config: RunConfig | None = None, *, xray: bool | int = False) -> Graph:
         """The graph's shape as a langchain_core `Graph`: `get_graph().draw_mermaid()` gives

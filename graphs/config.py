@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._context import _task
 from .types import RunConfig, StreamWriter
 
-__all__ = ["get_config", "get_stream_writer"]
+if TYPE_CHECKING:
+    from .store import BaseStore
+
+__all__ = ["get_config", "get_store", "get_stream_writer"]
 
 
 def get_config() -> RunConfig:
@@ -16,6 +21,15 @@ def get_config() -> RunConfig:
         RuntimeError: called outside a running node.
     """
     return _task("get_config").run.config
+
+
+def get_store() -> BaseStore | None:
+    """The running graph's store (`compile(store=)`), or None if it was given none.
+
+    Raises:
+        RuntimeError: called outside a running node.
+    """
+    return _task("get_store").run.store  # type: ignore[no-any-return]
 
 
 def get_stream_writer() -> StreamWriter:

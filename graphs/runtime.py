@@ -11,6 +11,8 @@ from .types import StreamWriter
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
+
+    from .store import BaseStore
 else:
     from typing import TypeVar
 
@@ -50,8 +52,8 @@ class Runtime(Generic[ContextT]):
     context: ContextT = field(default=None)  # type: ignore[assignment]
     """What `invoke(..., context=...)` was given (made into the `context_schema` when a dict
     was given for a dataclass or pydantic schema); None if nothing was."""
-    store: None = None
-    """LangGraph's `BaseStore`: graphs has none yet, so always None."""
+    store: BaseStore | None = None
+    """The graph's store (`compile(store=)`), or None if it was given none."""
     stream_writer: StreamWriter = _no_writer
     """Writes to the `custom` stream mode (does nothing when it is not streamed)."""
     previous: Any = None

@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, TypedDict
 
+from .cache import CachePolicy
+
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
 
@@ -17,6 +19,7 @@ else:
 __all__ = [
     "END",
     "START",
+    "CachePolicy",
     "Command",
     "Durability",
     "Interrupt",

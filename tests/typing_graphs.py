@@ -77,7 +77,7 @@ bad_config: RunConfig = {"configurable": {"thread": "t"}}  # type: ignore[typedd
 assert_type(app.invoke({"messages": []}, config), dict[str, Any])
 assert_type(app.invoke(None, config), dict[str, Any])
 assert_type(app.invoke(Command(resume={"approved": True}), config), dict[str, Any])
-app.invoke(42, config)  # type: ignore[arg-type]
+app.invoke(42, config)  # type: ignore[call-overload]
 assert_type(app.stream(None, config, stream_mode="updates"), Iterator[Any])
 app.stream(None, config, stream_mode="tokens")  # type: ignore[arg-type]
 assert_type(app.stream(None, config, stream_mode=["messages", "custom", "debug"]), Iterator[Any])

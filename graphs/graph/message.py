@@ -35,9 +35,18 @@ from langchain_core.messages import (
     message_chunk_to_message,
 )
 
+from .._context import _task
 from .._schema import APPENDS_ATTR
+from .._stream import task_metadata
 
-__all__ = ["REMOVE_ALL_MESSAGES", "AnyMessage", "Messages", "MessagesState", "add_messages"]
+__all__ = [
+    "REMOVE_ALL_MESSAGES",
+    "AnyMessage",
+    "Messages",
+    "MessagesState",
+    "add_messages",
+    "push_message",
+]
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
 """`RemoveMessage(id=REMOVE_ALL_MESSAGES)` in an update drops every message before it."""
@@ -135,3 +144,42 @@ class MessagesState(TypedDict):
 
     messages: Annotated[list[AnyMessage], add_messages]
     """The conversation, oldest first; every message has an id."""
+
+
+def push_message(
+    message: MessageLikeRepresentation | BaseMessageChunk, *, state_key: str | None = "messages"
+) -> AnyMessage:
+    """Send a message to the `messages` stream now, as the node runs, and (unless `state_key`
+    is None) write it to that state key, as if the node had returned it.
+
+    For a message the node makes itself (not through a chat model, whose tokens stream on
+    their own): `push_message(AIMessage("done", id="m1"))`. The message needs an id; the
+    stream does not send it again when the node's return holds it too.
+
+    Raises:
+        ValueError: the message has no id.
+        InvalidUpdateError: `state_key` is not a key of the state.
+        RuntimeError: called outside a running node.
+    """
+    task = _task("push_message")
+    found = convert_to_messages([message])[0]
+    if found.id is None:
+        raise ValueError(
+            "push_message() needs a message with an id, so that the stream and the state can "
+            "tell it apart from others: AIMessage(..., id=str(uuid.uuid4()))"
+        )
+    run = task.run
+    if run.messages is not None:
+        run.messages.emit(found, task_metadata(task, run.step + 1), dedupe=False)
+    if state_key:
+        if state_key not in run.graph.channels:
+            from ..errors import InvalidUpdateError
+
+            raise InvalidUpdateError(
+                f"push_message(state_key={state_key!r}): the state has no such key; its keys "
+                f"are {sorted(run.graph.channels)} (state_key=None only streams the message)"
+            )
+        if task.pushed is None:
+            task.pushed = []
+        task.pushed.append((state_key, found))
+    return cast(AnyMessage, found)

@@ -1,0 +1,101 @@
+"""Node caching (LangGraph's `CachePolicy` and `langgraph.cache`): a node added with
+`cache_policy=CachePolicy(...)` in a graph compiled with `cache=InMemoryCache()` runs once per
+distinct input; later tasks with the same input take the stored return value instead.
+
+Cache only pure nodes: a cached node's side effects, `interrupt()` and `once()` calls do not
+happen on a hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["BaseCache", "CachePolicy", "InMemoryCache", "default_cache_key"]
+
+Namespace = tuple[str, ...]
+FullKey = tuple[Namespace, str]
+
+
+def default_cache_key(*args: Any, **kwargs: Any) -> str:
+    """A hash of the node's input (pickled; its `repr` if it cannot be pickled)."""
+    try:
+        raw = pickle.dumps((args, kwargs), protocol=5)
+    except Exception:  # noqa: BLE001 -- an unpicklable input is keyed by its repr
+        raw = repr((args, kwargs)).encode()
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CachePolicy:
+    """How a node's results are cached (`add_node(..., cache_policy=CachePolicy(ttl=60))`)."""
+
+    key_func: Callable[..., str | bytes] = default_cache_key
+    """Makes the cache key from the node's input (default: a hash of it)."""
+    ttl: int | None = None
+    """Seconds an entry lives; None: until the cache is cleared."""
+
+
+class BaseCache:
+    """What a cache offers the graph (LangGraph's `BaseCache` methods)."""
+
+    def get(self, keys: Sequence[FullKey]) -> dict[FullKey, Any]:
+        raise NotImplementedError
+
+    def set(self, pairs: Mapping[FullKey, tuple[Any, int | None]]) -> None:
+        raise NotImplementedError
+
+    def clear(self, namespaces: Sequence[Namespace] | None = None) -> None:
+        raise NotImplementedError
+
+    async def aget(self, keys: Sequence[FullKey]) -> dict[FullKey, Any]:
+        return self.get(keys)
+
+    async def aset(self, pairs: Mapping[FullKey, tuple[Any, int | None]]) -> None:
+        self.set(pairs)
+
+    async def aclear(self, namespaces: Sequence[Namespace] | None = None) -> None:
+        self.clear(namespaces)
+
+
+class InMemoryCache(BaseCache):
+    """A cache in this process's memory; safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._entries: dict[FullKey, tuple[Any, float | None]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, keys: Sequence[FullKey]) -> dict[FullKey, Any]:
+        now = time.monotonic()
+        out: dict[FullKey, Any] = {}
+        with self._lock:
+            for key in keys:
+                found = self._entries.get(key)
+                if found is None:
+                    continue
+                value, expires = found
+                if expires is not None and expires <= now:
+                    del self._entries[key]
+                else:
+                    out[key] = value
+        return out
+
+    def set(self, pairs: Mapping[FullKey, tuple[Any, int | None]]) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for key, (value, ttl) in pairs.items():
+                self._entries[key] = (value, None if ttl is None else now + ttl)
+
+    def clear(self, namespaces: Sequence[Namespace] | None = None) -> None:
+        with self._lock:
+            if namespaces is None:
+                self._entries.clear()
+                return
+            drop = set(namespaces)
+            for key in [k for k in self._entries if k[0] in drop]:
+                del self._entries[key]

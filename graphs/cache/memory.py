@@ -1,0 +1,5 @@
+"""`InMemoryCache` under LangGraph's module path (`langgraph.cache.memory`)."""
+
+from . import InMemoryCache
+
+__all__ = ["InMemoryCache"]

@@ -1,0 +1,253 @@
+"""Long-term memory shared across threads (LangGraph's `langgraph.store`): `BaseStore`, the
+`Item` it holds, and `InMemoryStore`.
+
+A store keeps JSON-like dicts under a namespace (a tuple of strings, such as `("users", id)`)
+and a key. A graph compiled with `compile(store=...)` hands it to nodes that declare a `store`
+parameter (`def node(state, *, store: BaseStore)`), to `get_store()` and to `Runtime.store`;
+subgraphs use their parent's. Unlike checkpoints, what a node puts there is not undone when the
+node is replayed: write it after an `interrupt()`, or through `once()`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["BaseStore", "InMemoryStore", "Item", "SearchItem"]
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One stored value, with where it is and when it was written."""
+
+    value: dict[str, Any]
+    key: str
+    namespace: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+
+    def dict(self) -> dict[str, Any]:
+        """As LangGraph's `Item.dict()`: the fields, with ISO timestamps."""
+        return {
+            "namespace": list(self.namespace),
+            "key": self.key,
+            "value": self.value,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchItem(Item):
+    """An `Item` found by `search`; `score` is for a semantic query, which graphs has not."""
+
+    score: float | None = None
+
+    def dict(self) -> dict[str, Any]:
+        return {**Item.dict(self), "score": self.score}
+
+
+def _check_namespace(namespace: Any, what: str) -> tuple[str, ...]:
+    if not isinstance(namespace, tuple) or not all(
+        isinstance(p, str) and p and "." not in p for p in namespace
+    ):
+        raise ValueError(
+            f"{what}: a namespace is a tuple of non-empty strings without '.', such as "
+            f"('users', 'u1'), got {namespace!r}"
+        )
+    return namespace
+
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "$eq": lambda a, b: a == b,
+    "$ne": lambda a, b: a != b,
+    "$gt": lambda a, b: a is not None and a > b,
+    "$gte": lambda a, b: a is not None and a >= b,
+    "$lt": lambda a, b: a is not None and a < b,
+    "$lte": lambda a, b: a is not None and a <= b,
+}
+
+
+def _matches(value: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:
+    """`filter` holds for `value`: each key equals, or passes its `{"$gt": 3, ...}` operators."""
+    for key, want in filter.items():
+        have = value.get(key)
+        if isinstance(want, Mapping) and want and all(k in _OPS for k in want):
+            if not all(_OPS[op](have, arg) for op, arg in want.items()):
+                return False
+        elif isinstance(want, Mapping) and isinstance(have, Mapping):
+            if not _matches(have, want):
+                return False
+        elif have != want:
+            return False
+    return True
+
+
+class BaseStore:
+    """What a store offers nodes (LangGraph's `BaseStore` methods, sync and async).
+
+    A subclass implements the sync methods; the async ones call them (override them for a
+    store whose I/O is async).
+    """
+
+    def get(self, namespace: tuple[str, ...], key: str, **_: Any) -> Item | None:
+        raise NotImplementedError
+
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Any = None,
+        **_: Any,
+    ) -> None:
+        raise NotImplementedError
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        raise NotImplementedError
+
+    def search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        **_: Any,
+    ) -> list[SearchItem]:
+        raise NotImplementedError
+
+    def list_namespaces(
+        self,
+        *,
+        prefix: tuple[str, ...] | None = None,
+        suffix: tuple[str, ...] | None = None,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        raise NotImplementedError
+
+    async def aget(self, namespace: tuple[str, ...], key: str, **kw: Any) -> Item | None:
+        return self.get(namespace, key, **kw)
+
+    async def aput(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Any = None,
+        **kw: Any,
+    ) -> None:
+        self.put(namespace, key, value, index, **kw)
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
+        self.delete(namespace, key)
+
+    async def asearch(self, namespace_prefix: tuple[str, ...], /, **kw: Any) -> list[SearchItem]:
+        return self.search(namespace_prefix, **kw)
+
+    async def alist_namespaces(self, **kw: Any) -> list[tuple[str, ...]]:
+        return self.list_namespaces(**kw)
+
+
+class InMemoryStore(BaseStore):
+    """A store in this process's memory (tests, and state that may be lost on a restart).
+
+    Safe to share between threads. `search` filters by namespace prefix and by `filter` on the
+    value's keys, in the order items were first put; a semantic `query=` (LangGraph's `index=`
+    embeddings) is refused.
+    """
+
+    def __init__(self) -> None:
+        self._items: dict[tuple[tuple[str, ...], str], Item] = {}
+        self._lock = threading.Lock()
+
+    def get(self, namespace: tuple[str, ...], key: str, **_: Any) -> Item | None:
+        return self._items.get((tuple(namespace), key))
+
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any] | None,
+        index: Any = None,
+        **_: Any,
+    ) -> None:
+        """Store `value` (a dict) under `namespace` and `key`; `value=None` deletes it."""
+        _check_namespace(namespace, "put")
+        if value is None:
+            self.delete(namespace, key)
+            return
+        if not isinstance(value, Mapping):
+            raise TypeError(f"put({namespace!r}, {key!r}): the value must be a dict, got {value!r}")
+        now = datetime.now(UTC)
+        with self._lock:
+            old = self._items.get((namespace, key))
+            created = now if old is None else old.created_at
+            self._items[(namespace, key)] = Item(dict(value), key, namespace, created, now)
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        with self._lock:
+            self._items.pop((tuple(namespace), key), None)
+
+    def search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        **_: Any,
+    ) -> list[SearchItem]:
+        """The items under `namespace_prefix` whose value matches `filter`, `limit` of them
+        from `offset`."""
+        if query is not None:
+            raise NotImplementedError(
+                "InMemoryStore has no semantic search (LangGraph's index= embeddings): search "
+                "with filter= and the namespace prefix instead"
+            )
+        n = len(namespace_prefix)
+        with self._lock:
+            items = list(self._items.values())
+        found = [
+            SearchItem(i.value, i.key, i.namespace, i.created_at, i.updated_at)
+            for i in items
+            if i.namespace[:n] == tuple(namespace_prefix) and _matches(i.value, filter or {})
+        ]
+        return found[offset : offset + limit]
+
+    def list_namespaces(
+        self,
+        *,
+        prefix: tuple[str, ...] | None = None,
+        suffix: tuple[str, ...] | None = None,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        """The namespaces that hold items (cut to `max_depth` parts), sorted; `"*"` in
+        `prefix` or `suffix` matches any one part."""
+
+        def fits(ns: tuple[str, ...], part: tuple[str, ...], at_end: bool) -> bool:
+            if len(part) > len(ns):
+                return False
+            seen = ns[len(ns) - len(part) :] if at_end else ns[: len(part)]
+            return all(p in ("*", s) for p, s in zip(part, seen, strict=True))
+
+        with self._lock:
+            spaces = {ns for ns, _ in self._items}
+        out = {
+            ns[:max_depth] if max_depth is not None else ns
+            for ns in spaces
+            if (prefix is None or fits(ns, prefix, False))
+            and (suffix is None or fits(ns, suffix, True))
+        }
+        return sorted(out)[offset : offset + limit]

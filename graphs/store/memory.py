@@ -1,0 +1,5 @@
+"""`InMemoryStore` under LangGraph's module path (`langgraph.store.memory`)."""
+
+from . import InMemoryStore
+
+__all__ = ["InMemoryStore"]

@@ -150,7 +150,8 @@ def already(a: Approval) -> AlreadyDecidedError | ApprovalExpiredError:
 def stale(a: Approval, revision: int) -> StaleRevisionError:
     """The refusal for a vote on revision `revision` of `a`, which an edit has changed since."""
     changed = "; ".join(
-        f"{k}: {_short(before)} → {_short(after)} (edited by {who})"
+        f"{k}: {a.shown(k, before) or _short(before)} → {a.shown(k, after) or _short(after)} "
+        f"(edited by {who})"
         for k, before, after, who in a.changes
     )
     return StaleRevisionError(

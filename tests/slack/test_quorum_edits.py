@@ -40,7 +40,7 @@ expire_after = "24h"
 [actions.send_refund.args]
 customer_id = { type = "string", required = true }
 order_id = { type = "string" }
-amount = { type = "number", required = true, exclusive_minimum = 0, maximum = 10000 }
+amount = { type = "number", required = true, exclusive_minimum = 0, maximum = 10000, format = "money" }
 reason = { type = "string", max_length = 500 }
 """
 
@@ -77,14 +77,15 @@ async def test_a_vote_on_the_values_before_an_edit_is_refused_and_never_counted(
     # The card shows the values that run: headline, field, and what changed.
     shown = text_of(bot.card(edited).blocks)
     assert "Refund 40.00 to C-quorum" in shown and "42.50" not in shown.split("→")[0][:60]
-    assert "*amount*\n40.0" in shown and "revision 1" in shown
-    assert '"amount": 40.0' in text_of(modals.payload_modal(edited)["blocks"])
+    assert "*amount*\n40.00" in shown and "revision 1" in shown
+    assert '"amount": 40.00' in text_of(modals.payload_modal(edited)["blocks"])
 
     # Bob clicks Approve on the card as it was: refused, nothing recorded.
     answer = await bot.send(stale_click)
     assert answer.status == 200
     [refusal] = await bot.slack.wait_for(lambda s: s.workspace.ephemerals.get(BOB))
-    assert "request changed" in refusal.text and "40" in refusal.text
+    # ... saying what changed, each value as the policy shows it everywhere else.
+    assert "request changed" in refusal.text and "amount: 42.50 → 40.00" in refusal.text
     unchanged = await bot.signoff.get(approval.id)
     assert (unchanged.status, [v.user_id for v in unchanged.votes]) == ("pending", [ALICE])
     await bot.settle()

@@ -395,7 +395,7 @@ async def _serve(
                 else ""
             )
             + f"  a local Slack with the demo people (policy {policy.name}); "
-            "pick who you are, start a refund, approve it.\n"
+            f"pick who you are, start {_what_to_start(policy)}, approve it.\n"
             + (
                 f"  From any agent (README): export SIGNOFF_URL={bot_url} "
                 f"SIGNOFF_TOKEN={agent_token}\n"
@@ -427,3 +427,11 @@ async def _serve(
         await runner.cleanup()
         print("signoff demo stopped", flush=True)
     return status
+
+
+def _what_to_start(policy: Path) -> str:
+    """What the start-up line suggests starting: the bundled policy's refund, or one of the
+    workflows of the policy given with --policy (the page lists them)."""
+    from .sandbox.people import DEMO_POLICY
+
+    return "a refund" if policy == DEMO_POLICY.absolute() else "one of its workflows"

@@ -20,6 +20,17 @@ card shows its decision. It prints, per transport:
 - lost: cards never posted plus decided cards never updated; doubled: approvals with more than
   one card (goal 0 for both).
 
+And it states the issue's goals against what it measured:
+
+- time / minimum (goal <= 1.10): the time until every card was posted, plus the time from the
+  first click until the last message or update went out (the bot's queue drained), over the
+  least Slack's limits allow for the calls the bot made: a channel's posts at the stand-in's
+  pace (`POST_MESSAGE_BURST` in any `POST_MESSAGE_INTERVAL` x burst seconds), each other
+  method at its tier (so many a minute), all in parallel (they are limited separately);
+- 429s against the unavoidable ones (goal: no more): one per limited key (a channel's posts, a
+  method) whose calls went past its limit; Slack says where its limit is only by answering one;
+- ack p99 against 100 ms (the machine's load, from /proc/loadavg, is printed with it).
+
 JSON lines go to bench/results/slack_scale-<UTC time>.jsonl. All traffic is on 127.0.0.1.
 """
 
@@ -43,6 +54,7 @@ import aiohttp
 
 from bench.load import POLICY, create_runs, index_cards, machine, pct, texts
 from bot.sandbox.client import SandboxClient
+from bot.sandbox.limits import METHOD_TIERS, POST_MESSAGE_BURST, POST_MESSAGE_INTERVAL, TIER_3
 from bot.sandbox.processes import CHANNEL, BotProcess, FakeSlackProcess, sqlite_url, write_policy
 from bot.slack.payloads import APPROVE
 
@@ -50,6 +62,71 @@ BOB = "U0BOB"
 """The approver who clicks (of `@approvers`)."""
 APP_TOKEN = "xapp-1-bench"
 CLICKS_IN_FLIGHT = 16
+QUIET = 15.0
+"""Seconds without a new message or update after which the bot's queue is taken as drained."""
+ACK_GOAL_S = 0.100
+RATIO_GOAL = 1.10
+
+
+def window_floor(calls: int, limit: int, period: float) -> float:
+    """Seconds from the first to the last of `calls` calls when at most `limit` are accepted in
+    any `period` seconds (the stand-in's sliding window): the first `limit` at once, then
+    `limit` more each `period`."""
+    return ((calls - 1) // limit) * period if calls > 0 else 0.0
+
+
+def least_time(posts_by_channel: dict[str, int], others: dict[str, int]) -> float:
+    """The least time Slack's limits allow for these successful calls, limited separately and so
+    made in parallel: a channel's posts at its pace, each other method at its tier."""
+    floors = [
+        window_floor(n, POST_MESSAGE_BURST, POST_MESSAGE_BURST * POST_MESSAGE_INTERVAL)
+        for n in posts_by_channel.values()
+    ]
+    floors += [window_floor(n, METHOD_TIERS.get(m, TIER_3), 60.0) for m, n in others.items()]
+    return max(floors, default=0.0)
+
+
+def over_limit(posts_by_channel: dict[str, int], others: dict[str, int]) -> int:
+    """How many limited keys got more calls than their window holds: one 429 each is the
+    least a client that learns the limit from Slack's answer can get."""
+    over = sum(1 for n in posts_by_channel.values() if n > POST_MESSAGE_BURST)
+    return over + sum(1 for m, n in others.items() if n > METHOD_TIERS.get(m, TIER_3))
+
+
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+async def drained(slack: SandboxClient, deadline: float) -> None:
+    """Wait until no message is posted or updated for `QUIET` seconds (or the deadline)."""
+    last: tuple[int, int] | None = None
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline:
+        counts = await slack.call_counts()
+        now = (
+            counts.get("chat.postMessage", {}).get(200, 0),
+            counts.get("chat.update", {}).get(200, 0),
+        )
+        if now != last:
+            last, quiet_since = now, time.monotonic()
+        elif time.monotonic() - quiet_since >= QUIET:
+            return
+        await asyncio.sleep(1.0)
+
+
+def phase_calls(
+    calls: list[dict[str, Any]], since: float, until: float | None = None
+) -> dict[str, int]:
+    """Successful calls made from `since` (to `until`), counted by channel."""
+    out: collections.Counter[str] = collections.Counter()
+    for c in calls:
+        ok = c["status"] == 200 and c["response"].get("ok")
+        if ok and since <= c["time"] and (until is None or c["time"] <= until):
+            out[str(c["params"].get("channel"))] += 1
+    return dict(out)
 
 
 def ms(seconds: float | None) -> str:
@@ -86,6 +163,7 @@ def card_counts(state: dict[str, Any], wanted: set[str]) -> collections.Counter[
 
 
 async def one_transport(transport: str, n: int, wait: float, directory: Path) -> dict[str, Any]:
+    load_before = load_average()
     fake = FakeSlackProcess(directory)
     bot: BotProcess | None = None
     try:
@@ -102,7 +180,7 @@ async def one_transport(transport: str, n: int, wait: float, directory: Path) ->
                 await fake.connect(slack, bot.events_url)
             deadline = time.monotonic() + wait
 
-            t0 = time.monotonic()
+            t0, t0_wall = time.monotonic(), time.time()
             runs = await create_runs(http, [bot], n, transport)
             requested = time.monotonic() - t0
             wanted = {r["approval_id"] for r in runs}
@@ -111,6 +189,8 @@ async def one_transport(transport: str, n: int, wait: float, directory: Path) ->
             posts_before_clicks = sum(
                 (await slack.call_counts()).get("chat.postMessage", {}).values()
             )
+            counts_before_clicks = await slack.call_counts()
+            first_click = time.time()
 
             sem = asyncio.Semaphore(CLICKS_IN_FLIGHT)
             acks: list[float] = []
@@ -129,6 +209,7 @@ async def one_transport(transport: str, n: int, wait: float, directory: Path) ->
 
             await asyncio.gather(*(click(a, c) for a, c in cards.items()))
             decided = await wait_cards(slack, wanted, decided=True, deadline=deadline)
+            await drained(slack, deadline)
 
             # the log holds tens of thousands of calls: counted by the stand-in, and only the
             # card updates read (in pages)
@@ -144,8 +225,33 @@ async def one_transport(transport: str, n: int, wait: float, directory: Path) ->
             rate_limited = {m: by[429] for m, by in counts.items() if by.get(429)}
             posts = counts.get("chat.postMessage", {}).get(200, 0)
             per_card = card_counts(await slack.state(), wanted)
+
+            # the goals: measured time over the least Slack's limits allow for the same calls
+            post_calls = await slack.calls("chat.postMessage")
+            update_calls = await slack.calls("chat.update")
+            delivered = [
+                c["time"]
+                for c in post_calls + update_calls
+                if c["status"] == 200 and c["response"].get("ok")
+            ]
+            card_phase_posts = phase_calls(post_calls, t0_wall, first_click)
+            decision_posts = phase_calls(post_calls, first_click)
+            decision_others = {
+                m: by.get(200, 0) - counts_before_clicks.get(m, {}).get(200, 0)
+                for m, by in counts.items()
+                if m != "chat.postMessage" and m in METHOD_TIERS
+            }
+            decision_others = {m: n for m, n in decision_others.items() if n > 0}
+            cards_min = least_time(card_phase_posts, {})
+            decisions_min = least_time(decision_posts, decision_others)
+            decisions_s = max(delivered, default=first_click) - first_click
+            floor = cards_min + decisions_min
+            all_posts = phase_calls(post_calls, t0_wall)
+            all_others = {m: by.get(200, 0) for m, by in counts.items() if m in METHOD_TIERS}
+            unavoidable = over_limit(all_posts, all_others)
             return {
                 "transport": transport,
+                "load_before": load_before,
                 "approvals": n,
                 "requested_s": round(requested, 2),
                 "cards_posted": len(cards),
@@ -161,6 +267,13 @@ async def one_transport(transport: str, n: int, wait: float, directory: Path) ->
                 "update_p95_s": round(pct(lag, 0.95) or 0, 2) if lag else None,
                 "posts_total": posts,
                 "rate_limited": rate_limited,
+                "decisions_s": round(decisions_s, 1),
+                "posts_per_approval_in_channel": round(all_posts.get(CHANNEL, 0) / n, 2),
+                "least_s": round(floor, 1),
+                "time_over_least": round((cards_s + decisions_s) / floor, 3) if floor else None,
+                "rate_limited_total": sum(rate_limited.values()),
+                "rate_limited_unavoidable": unavoidable,
+                "load_after": load_average(),
                 "lost": (n - len(cards)) + (len(cards) - len(decided)),
                 "doubled": sum(1 for v in per_card.values() if v > 1),
             }
@@ -195,6 +308,15 @@ async def main() -> int:
             f"| {row['ack_p50_ms']}/{row['ack_p99_ms']} "
             f"| {row['update_p50_s']}/{row['update_p95_s']} | {row['rate_limited'] or 0} "
             f"| {row['lost']} | {row['doubled']} |",
+            flush=True,
+        )
+        print(
+            f"  goals ({row['transport']}): time {row['cards_s'] + row['decisions_s']:.0f} s / "
+            f"least {row['least_s']:.0f} s = {row['time_over_least']} (goal <= {RATIO_GOAL}; "
+            f"{row['posts_per_approval_in_channel']} posts per approval in the channel); "
+            f"429s {row['rate_limited_total']} (unavoidable {row['rate_limited_unavoidable']}); "
+            f"ack p99 {row['ack_p99_ms']} ms (goal < {ACK_GOAL_S * 1000:.0f}; load "
+            f"{row['load_before']} before, {row['load_after']} after)",
             flush=True,
         )
     print(f"results: {out.relative_to(ROOT)}")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .policy import GroupResolver
 
 __all__ = [
+    "CARD_UPDATES",
     "Event",
     "EventKind",
     "EventSink",
@@ -41,6 +42,11 @@ EventKind = Literal[
 ]
 
 
+CARD_UPDATES: tuple[EventKind, ...] = ("vote_recorded", "decided", "expired")
+"""The events whose delivery always updates their approval's card (`escalated` does only while
+the approval is pending), so one of them queued makes an earlier card update redundant."""
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     id: int
@@ -52,6 +58,10 @@ class Event:
     attempt: int = 1
     """1 on the first delivery; more when an earlier one failed or its process died mid-way (so
     some of its messages may be in Slack already)."""
+    card_superseded: bool = False
+    """A later event of the same approval that updates its card (`CARD_UPDATES`) is queued
+    already: this one's card update can be left to it, which renders the approval as it
+    stands then (updates still queued for one card coalesce into one)."""
 
 
 class RetryLater(Exception):

@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import Select, exists, func, select, update
+from sqlalchemy import Select, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.dml import Update
 
 from . import store
 from . import tables as t
 from ._service_threads import service_of
-from .events import Event, EventKind, EventSink, RetryLater, Undeliverable
+from .events import CARD_UPDATES, Event, EventKind, EventSink, RetryLater, Undeliverable
 
 if TYPE_CHECKING:
     from .db import Database
@@ -303,6 +303,7 @@ class JobQueue:
             job.approval_id,
             job.payload["data"],
             attempt=job.attempts + 1,
+            card_superseded=await self._card_update_queued(job),
         )
         try:
             await sink.deliver(event)
@@ -316,6 +317,35 @@ class JobQueue:
             await self.finish(job.id, error=f"{type(e).__name__}: {e}", retry_in=delay)
         else:
             await self.finish(job.id)
+
+    async def _card_update_queued(self, job: Job) -> bool:
+        """Whether a later event of `job`'s approval that updates its card is queued (not done):
+        the thread's events go out in order, so it is delivered after `job`, from the
+        approval's state then, and `job`'s own card update would be overwritten unseen. Read
+        from the queue itself, so a restart in between loses nothing: the later job is there."""
+        if job.approval_id is None or job.payload.get("kind") not in CARD_UPDATES + ("escalated",):
+            return False
+        j = t.jobs.c
+        later = (
+            select(j.id)
+            .where(
+                j.kind == "event",
+                j.thread_id == job.thread_id
+                if job.thread_id is not None
+                else j.thread_id.is_(None),
+                j.id > job.id,
+                j.done_at.is_(None),
+                or_(
+                    *(
+                        j.key.startswith(f"event:{kind}:{job.approval_id}:", autoescape=True)
+                        for kind in CARD_UPDATES
+                    )
+                ),
+            )
+            .limit(1)
+        )
+        async with self.db.read() as conn:
+            return (await conn.scalar(later)) is not None
 
     # ---- looking after the queue ---------------------------------------------------------
 

@@ -80,11 +80,11 @@ class Team:
     bot_id: str = "B0SIGNOFF"
     bot_user_id: str = BOT_USER.id
     scopes: tuple[str, ...] = (
-        "chat:write", "chat:write.public", "commands", "usergroups:read", "channels:history",
-        "groups:history", "im:write", "im:history",
+        "chat:write", "commands", "usergroups:read", "channels:history", "groups:history",
+        "im:write", "im:history",
     )  # fmt: skip
-    """The bot token's scopes, as `manifest.yml` requests them; `chat:write.public` lets the bot
-    post in public channels it is not a member of."""
+    """The bot token's scopes, as `manifest.yml` requests them; with `chat:write.public` (which
+    signoff does not request) the bot could post in public channels it is not a member of."""
 
 
 @dataclass

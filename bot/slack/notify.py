@@ -15,6 +15,11 @@ run's later messages go out; a card that is gone (deleted, or its channel archiv
 posted afresh (in the default channel when its own is gone). A refused bot token (`token_revoked`)
 degrades `/healthz`, is said once in the log, and stops every call to Slack (`TokenGuard`): the
 messages wait in the queue (`TOKEN_HELD`) until a restart with a new token sends them.
+
+Updates still queued for one card coalesce: an event whose card update a later queued event
+will redo (`Event.card_superseded`: a vote, then the decision, while Slack was slow or rate
+limited) leaves the card alone and does only its other steps; the last one renders the card
+from the approval's current state, once.
 """
 
 from __future__ import annotations
@@ -311,6 +316,11 @@ class SlackSink:
     async def _update_card(self, a: Approval, event: Event) -> Approval:
         if not a.message_ts or not a.channel:  # a posted card has both (`mark_posted`)
             return await self._post_card(a, event)
+        if event.card_superseded:
+            # a later update of this card is queued: it renders the approval as it stands then,
+            # so this one would spend Slack's Tier 3 budget on a state nobody gets to see
+            log.debug("card of %s: update of event %s left to a later one", a.id, event.id)
+            return a
         mode = self._notify_mode(a)
         mentions = await self._mentions(a) if mode != "dm" else None
         body = cards.card(a, now=time.time(), mentions=mentions)

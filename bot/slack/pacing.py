@@ -4,8 +4,8 @@ Slack limits `chat.postMessage` to about one message a second per channel, and e
 method to so many calls a minute (its tier). A 429 says so, with `Retry-After`. Retrying every
 refused job as soon as that passes has all of them ask at once, and all but one refused again:
 under a burst, most calls are 429s. So once a key (`post:C123`, `chat.update`) was limited, the
-calls to it take turns in this process, one every `interval` seconds, for `memory` seconds
-after the last 429; a turn further away than `longest_wait` is a `RetryLater` instead (the job
+calls to it take turns in this process, one every `interval` seconds, until `memory` seconds
+pass without a 429 or a call (under a sustained burst the limit stays where it was); a turn further away than `longest_wait` is a `RetryLater` instead (the job
 goes back to the queue rather than hold a worker). Keys never limited are not paced at all.
 """
 
@@ -35,7 +35,7 @@ class Pace:
         """Key to the earliest moment its next call may go."""
         self._interval: dict[str, float] = {}
         self._until: dict[str, float] = {}
-        """Key to the moment its pacing ends (`memory` after its last 429)."""
+        """Key to the moment its pacing ends (`memory` after its last 429 or turn)."""
         self._locks: dict[str, asyncio.Lock] = {}
 
     def limited(self, key: str, retry_after: float, interval: float) -> None:
@@ -67,3 +67,6 @@ class Pace:
             if wait > 0:
                 await asyncio.sleep(wait)
             self._next[key] = self.clock() + self._interval.get(key, 1.0)
+            # still in use: still paced. Pacing that ended a fixed time after the 429 while the
+            # burst went on had every waiting worker ask at once, and a 429 again, each minute
+            self._until[key] = max(self._until.get(key, 0.0), self.clock() + self.memory)

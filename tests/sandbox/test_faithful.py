@@ -39,9 +39,9 @@ async def test_channels_the_bot_is_not_in(slack: FakeSlack) -> None:
     assert await error_of(c.conversations_history(channel="C0PUBLIC")) == "not_in_channel"
     info = await c.conversations_info(channel="C0PUBLIC")
     assert info["channel"]["is_member"] is False
-    assert (await c.chat_postMessage(channel="C0PUBLIC", text="hi"))["ok"]  # chat:write.public
-    ws.team.scopes = tuple(s for s in ws.team.scopes if s != "chat:write.public")
     assert await error_of(c.chat_postMessage(channel="C0PUBLIC", text="hi")) == "not_in_channel"
+    ws.team.scopes = (*ws.team.scopes, "chat:write.public")
+    assert (await c.chat_postMessage(channel="C0PUBLIC", text="hi"))["ok"]
 
 
 async def test_archived_channel(slack: FakeSlack) -> None:

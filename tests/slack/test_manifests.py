@@ -13,6 +13,8 @@ import yaml
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7
 
+from bot.sandbox.models import Team
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT.parent / "shared" / "slack"
 SCHEMA = SCHEMAS / "manifest.schema.json"
@@ -65,3 +67,11 @@ def test_both_manifests_request_the_same_scopes_and_not_the_unused_ones() -> Non
     assert not {"users:read", "channels:read"} & set(
         scopes[0]
     )  # nothing calls users.* or conversations.info
+
+
+def test_the_bot_posts_only_where_it_can_read_and_the_stand_in_has_the_manifest_s_scopes() -> None:
+    scopes = manifest("manifest.yml")["oauth_config"]["scopes"]["bot"]
+    # a redelivery reads the channel for what an earlier attempt posted: Slack allows that only
+    # where the bot is a member, so it is not given a scope to post anywhere else
+    assert "chat:write.public" not in scopes
+    assert set(Team().scopes) == set(scopes), "the stand-in's token has other scopes than the app"

@@ -84,3 +84,19 @@ async def test_the_requester_s_dm_is_opened_once_for_all_their_outcomes(bot: Sce
     dm = bot.slack.workspace.im("U0CAROL")
     told = [m.text for m in dm.messages.values() if "C-dm-" in m.text]
     assert len(told) == 2, told
+
+
+async def test_a_key_in_use_stays_paced_past_its_memory_and_ends_once_idle() -> None:
+    """Under a sustained burst the limit is still there a minute after the 429: pacing that
+    ended then had every waiting worker ask at once and be refused again, once a minute."""
+    now = [100.0]
+    pace = Pace(memory=60.0, longest_wait=5.0, clock=lambda: now[0])
+    pace.limited("chat.update", retry_after=0.0, interval=30.0)
+    for at in (100.0, 150.0, 200.0):  # a call every 50 s: past 160, a minute after the 429
+        now[0] = at
+        await pace.turn("chat.update")
+    with pytest.raises(RetryLater):
+        await pace.turn("chat.update")  # still paced: the next turn is 30 s away
+    now[0] += 61.0  # a minute idle: the pacing ends
+    await pace.turn("chat.update")
+    await pace.turn("chat.update")

@@ -125,3 +125,30 @@ async def test_a_card_given_up_in_an_archived_channel_is_listed_and_redelivered_
     status, landed = await signoff(bot, tmp_path, "redeliver", report.thread_id)
     assert status == 0, landed
     assert cards(bot, approval_id) == 1
+
+
+async def test_a_card_for_a_public_channel_the_bot_is_not_in_waits_for_the_invite(
+    bot: Scenario, tmp_path: Path
+) -> None:
+    """Without `chat:write.public` the bot posts only where it can also read back what it
+    posted: the card is listed as not delivered (`not_in_channel`) and, once the bot is
+    invited, `signoff redeliver` posts it once."""
+    bot.slack.workspace.add_channel("C0ELSEWHERE", "elsewhere", member=False)
+    report = await bot.signoff.start(
+        "refund",
+        {"customer_id": "C-uninvited", "order_id": "o-1", "amount": 3, "reason": "damaged"},
+        requester=CAROL,
+        channel="C0ELSEWHERE",
+    )
+    await bot.settle()
+    elsewhere = bot.slack.workspace.channels["C0ELSEWHERE"]
+    assert not elsewhere.messages, "the bot posted in a channel it was not invited to"
+    _, listed = await signoff(bot, tmp_path, "pending")
+    assert "not_in_channel" in listed and "C0ELSEWHERE" in listed, listed
+
+    elsewhere.is_member = True  # /invite @signoff
+    status, redelivered = await signoff(bot, tmp_path, "redeliver", report.thread_id)
+    assert status == 0, redelivered
+    (approval_id,) = report.approvals
+    posted = [m for m in elsewhere.messages.values() if f"`{approval_id}`" in json.dumps(m.blocks)]
+    assert len(posted) == 1

@@ -17,7 +17,7 @@ from graphs import (
     StateGraph,
     interrupt,
 )
-from tests.graphs.checkpoint.test_contract import SAVER_FACTORIES, SAVER_MARKS
+from tests.graphs.checkpoint.test_contract import saver_fixture
 
 
 class S(TypedDict, total=False):
@@ -78,11 +78,7 @@ def test_a_deferred_node_reached_by_command_waits_for_a_send_too() -> None:
     assert out["log"] == ["work", "more", "summary of 2"]
 
 
-@pytest.fixture(
-    params=[pytest.param(n, marks=SAVER_MARKS.get(n, [])) for n in ("memory", "sqlite")]
-)
-def saver(request: pytest.FixtureRequest) -> BaseCheckpointSaver:
-    return SAVER_FACTORIES[request.param](request)
+saver = saver_fixture("memory", "sqlite")
 
 
 def test_a_waiting_deferred_node_is_kept_across_a_pause(saver: BaseCheckpointSaver) -> None:

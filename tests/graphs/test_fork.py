@@ -26,14 +26,9 @@ from graphs import (
     StateGraph,
     interrupt,
 )
-from tests.graphs.checkpoint.test_contract import SAVER_FACTORIES, SAVER_MARKS
+from tests.graphs.checkpoint.test_contract import saver_fixture
 
-SAVERS = ["memory", "user_dict_saver", "sqlite", "postgres"]
-
-
-@pytest.fixture(params=[pytest.param(n, marks=SAVER_MARKS.get(n, [])) for n in SAVERS])
-def saver(request: pytest.FixtureRequest) -> BaseCheckpointSaver:
-    return SAVER_FACTORIES[request.param](request)
+saver = saver_fixture("memory", "user_dict_saver", "sqlite", "postgres")
 
 
 class S(TypedDict, total=False):

@@ -25,7 +25,7 @@ from graphs import (
     StateGraph,
     interrupt,
 )
-from tests.graphs.checkpoint.test_contract import SAVER_FACTORIES, SAVER_MARKS
+from tests.graphs.checkpoint.test_contract import saver_fixture
 
 
 class State(TypedDict, total=False):
@@ -123,11 +123,7 @@ def test_a_node_schema_with_another_reducer_for_a_state_key_is_refused() -> None
         g.add_node("n", lambda s: {}, input_schema=Clash)
 
 
-@pytest.fixture(
-    params=[pytest.param(n, marks=SAVER_MARKS.get(n, [])) for n in ("memory", "sqlite")]
-)
-def saver(request: pytest.FixtureRequest) -> BaseCheckpointSaver:
-    return SAVER_FACTORIES[request.param](request)
+saver = saver_fixture("memory", "sqlite")
 
 
 def test_a_private_key_survives_a_pause_and_is_read_after_the_resume(

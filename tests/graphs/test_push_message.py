@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 from graphs import END, START, BaseCheckpointSaver, GraphInterrupt, InvalidUpdateError, interrupt
 from graphs.graph import MessagesState, StateGraph
 from graphs.graph.message import push_message
-from tests.graphs.checkpoint.test_contract import SAVER_FACTORIES, SAVER_MARKS
+from tests.graphs.checkpoint.test_contract import saver_fixture
 
 
 def _graph(*nodes: Any) -> StateGraph:
@@ -70,11 +70,7 @@ def test_a_message_without_an_id_or_a_bad_key_is_refused() -> None:
         push_message(AIMessage("x", id="x2"))
 
 
-@pytest.fixture(
-    params=[pytest.param(n, marks=SAVER_MARKS.get(n, [])) for n in ("memory", "sqlite")]
-)
-def saver(request: pytest.FixtureRequest) -> BaseCheckpointSaver:
-    return SAVER_FACTORIES[request.param](request)
+saver = saver_fixture("memory", "sqlite")
 
 
 def test_a_pushed_message_is_in_the_checkpoint_at_a_later_pause(saver: BaseCheckpointSaver) -> None:

@@ -17,7 +17,7 @@ from graphs import END, START, BaseCheckpointSaver, Command, GraphInterrupt, Sta
 from graphs.config import get_store
 from graphs.runtime import Runtime
 from graphs.store import BaseStore, InMemoryStore
-from tests.graphs.checkpoint.test_contract import SAVER_FACTORIES, SAVER_MARKS
+from tests.graphs.checkpoint.test_contract import saver_fixture
 
 
 class State(TypedDict, total=False):
@@ -80,11 +80,7 @@ def test_a_subgraph_without_a_store_uses_its_parents() -> None:
     assert out["log"] == ["remembered", {"value": "fr"}]
 
 
-@pytest.fixture(
-    params=[pytest.param(n, marks=SAVER_MARKS.get(n, [])) for n in ("memory", "sqlite")]
-)
-def saver(request: pytest.FixtureRequest) -> BaseCheckpointSaver:
-    return SAVER_FACTORIES[request.param](request)
+saver = saver_fixture("memory", "sqlite")
 
 
 def test_what_one_thread_stores_another_reads_after_a_pause(saver: BaseCheckpointSaver) -> None:

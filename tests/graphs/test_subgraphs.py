@@ -28,14 +28,9 @@ from graphs import (
     StateSnapshot,
     interrupt,
 )
-from tests.graphs.checkpoint.test_contract import SAVER_FACTORIES, SAVER_MARKS
+from tests.graphs.checkpoint.test_contract import saver_fixture
 
-SAVERS = ["memory", "user_dict_saver", "sqlite", "postgres"]
-
-
-@pytest.fixture(params=[pytest.param(n, marks=SAVER_MARKS.get(n, [])) for n in SAVERS])
-def saver(request: pytest.FixtureRequest) -> BaseCheckpointSaver:
-    return SAVER_FACTORIES[request.param](request)
+saver = saver_fixture("memory", "user_dict_saver", "sqlite", "postgres")
 
 
 class Inner(TypedDict, total=False):
@@ -456,9 +451,7 @@ def test_node_names_cannot_hold_the_namespace_separators() -> None:
 # ---- what is paused (SQLSaver's indexed query) -------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def sql_saver(request: pytest.FixtureRequest) -> Any:
-    return SAVER_FACTORIES[request.param](request)
+sql_saver = saver_fixture("sqlite", "postgres", name="sql_saver")
 
 
 def test_a_pause_in_a_subgraph_is_listed_once_under_the_parent_thread(sql_saver: Any) -> None:

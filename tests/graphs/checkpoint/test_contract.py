@@ -148,11 +148,21 @@ SAVER_FACTORIES: dict[str, SaverFactory] = {
 SAVER_MARKS: dict[str, list[pytest.MarkDecorator]] = {"postgres": [pytest.mark.postgres]}
 
 
-@pytest.fixture(
-    params=[pytest.param(name, marks=SAVER_MARKS.get(name, [])) for name in SAVER_FACTORIES]
-)
-def saver(request: pytest.FixtureRequest) -> BaseCheckpointSaver:
-    return SAVER_FACTORIES[request.param](request)
+def saver_fixture(*names: str, name: str = "saver") -> Any:
+    """A fixture `name` over the named savers (all of them when none is named), each with its
+    marks: a test module says `saver = saver_fixture("memory", "sqlite")`."""
+
+    @pytest.fixture(
+        name=name,
+        params=[pytest.param(n, marks=SAVER_MARKS.get(n, [])) for n in names or SAVER_FACTORIES],
+    )
+    def saver(request: pytest.FixtureRequest) -> BaseCheckpointSaver:
+        return SAVER_FACTORIES[request.param](request)
+
+    return saver
+
+
+saver = saver_fixture()
 
 
 # ---- the saver API directly ------------------------------------------------------------------

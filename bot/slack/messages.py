@@ -362,7 +362,7 @@ def run_retried_line(by: str) -> str:
 
 def run_cancelled_line(by: str) -> str:
     """Put in place of a failure message's buttons once someone cancelled the run from them."""
-    return f"➖ Cancelled by {mention(by)}."
+    return f"{STATUS_EMOJI['cancelled']} Cancelled by {mention(by)}."
 
 
 def run_retried(workflow: str, thread_id: str, by: str) -> str:

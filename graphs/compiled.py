@@ -138,7 +138,9 @@ class CompiledGraph(RunnableMethods):
         if self.bound_config is not None:
             config = merge_configs(self.bound_config, config)
         parent = _current.get() if nest else None
-        if parent is not None and self.checkpointer is None:
+        if parent is not None and (
+            self.checkpointer is None or self._shares_thread(parent.run, config)
+        ):
             return self._subgraph_run(parent, config, modes, context)
         if self.checkpointer is None and (self.interrupt_before or self.interrupt_after):
             raise CheckpointerRequiredError(
@@ -179,6 +181,15 @@ class CompiledGraph(RunnableMethods):
         )
         run.requested_id = config_checkpoint_id(config)
         return run
+
+    def _shares_thread(self, up: Run, config: RunConfig | None) -> bool:
+        """Compiled with the very saver of the graph whose node runs it, and given that
+        graph's thread (or none): it runs as a subgraph, as LangGraph's does. (Run by itself on
+        that thread it would only find the thread held by its parent: `ThreadBusyError`.)"""
+        if self.checkpointer is not up.saver:
+            return False
+        thread_id = config_thread_id(config)
+        return thread_id is None or thread_id == up.thread_id
 
     def _subgraph_run(
         self, parent: Task, config: RunConfig | None, modes: frozenset[str], context: Any

@@ -46,6 +46,7 @@ class Task:
         "goto",
         "id",
         "interrupt_count",
+        "kept_ns",
         "name",
         "once",
         "pause",
@@ -87,7 +88,9 @@ class Task:
         """The pauses it stopped at on its last attempt (usually one)."""
         self.error: BaseException | None = None
         self.subgraphs = 0
-        """How many subgraph runs this attempt started (one may share the task's namespace)."""
+        """How many subgraph runs this attempt started (the n-th gets namespace suffix `|n`)."""
+        self.kept_ns = False
+        """This attempt ran a `checkpointer=True` subgraph (its namespace is the node's name)."""
         self.pushed: list[tuple[str, Any]] | None = None
         """Writes `push_message()` made as the node ran, before those of its return value."""
 
@@ -114,6 +117,7 @@ class Task:
         self.pause = None
         self.error = None
         self.subgraphs = 0
+        self.kept_ns = False
 
     def run_sync(self) -> None:
         failures = 0

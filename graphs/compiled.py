@@ -9,6 +9,7 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
     Collection,
+    Generator,
     Iterator,
     Mapping,
     Sequence,
@@ -195,13 +196,10 @@ class CompiledGraph(RunnableMethods):
         self, parent: Task, config: RunConfig | None, modes: frozenset[str], context: Any
     ) -> Run:
         """This graph runs as a subgraph of the node `parent` runs: on the parent's thread and
-        checkpointer, under the namespace `node:task_id` (after the parent's own)."""
-        if parent.subgraphs:
-            raise MultipleSubgraphsError(
-                f"node {parent.name!r} ran a second subgraph in one task; a subgraph's "
-                "checkpoints are kept under its node's task, so each task can run one: run "
-                "each subgraph in a node of its own"
-            )
+        checkpointer, under the namespace `node:task_id` (after the parent's own), and the
+        task's later subgraph runs under `node:task_id|1`, `|2`, ... in the order it runs them
+        (LangGraph's numbering), so a resumed task finds each where it stopped."""
+        index = parent.subgraphs
         parent.subgraphs += 1
         up = parent.run
         if up.saver is None and (self.interrupt_before or self.interrupt_after):
@@ -210,8 +208,23 @@ class CompiledGraph(RunnableMethods):
                 f"to save the pause, and the graph running node {parent.name!r} has none: "
                 "compile it with checkpointer=InMemorySaver() or SQLSaver(url)"
             )
-        # A persistent subgraph's namespace is the same in every step and invocation.
-        segment = parent.name if self.persistent else f"{parent.name}:{parent.id}"
+        parts: tuple[str, ...]
+        if self.persistent:
+            # A persistent subgraph's namespace is the same in every step and invocation.
+            if parent.kept_ns:
+                raise MultipleSubgraphsError(
+                    f"node {parent.name!r} ran a second checkpointer=True subgraph in one task; "
+                    "such a subgraph keeps its state under its node's name, so a task can run "
+                    "one: run the other in a node of its own, or compile it without "
+                    "checkpointer=True"
+                )
+            parent.kept_ns = True
+            parts = (parent.name,)
+        elif index:
+            parts = (f"{parent.name}:{parent.id}", str(index))
+        else:
+            parts = (f"{parent.name}:{parent.id}",)
+        segment = "|".join(parts)
         ns = f"{up.ns}|{segment}" if up.ns else segment
         run_config: RunConfig = {**(config or {})}
         given = dict(run_config.get("configurable") or {})
@@ -225,7 +238,7 @@ class CompiledGraph(RunnableMethods):
             ns,
             modes=modes,
             parent=parent,
-            path=(*up.path, segment),
+            path=(*up.path, *parts),
             forward=up.modes if up.top.subgraphs else frozenset(),
             context=self._context(context) if context is not None else up.context,
         )
@@ -511,10 +524,15 @@ class CompiledGraph(RunnableMethods):
         tup = saver.get_tuple(config)
         children: dict[str, StateSnapshot] = {}
         if subgraphs and tup is not None:
-            for task_id, child_config in _child_configs(tup, self.nodes):
-                child = self._read(saver, child_config, True, own=False)
-                if child.created_at is not None:
-                    children[task_id] = child
+            for name, task_id in tup.checkpoint["next_tasks"]:
+                probe = self._child_probe(tup, name, task_id, own)
+                try:
+                    child_config = next(probe)
+                    while True:
+                        child_config = probe.send(self._read(saver, child_config, True, False))
+                except StopIteration as stop:
+                    if stop.value is not None:
+                        children[task_id] = stop.value
         return self._snapshot(config, tup, children, own)
 
     async def aget_state(self, config: RunConfig, *, subgraphs: bool = False) -> StateSnapshot:
@@ -526,11 +544,50 @@ class CompiledGraph(RunnableMethods):
         tup = await saver.aget_tuple(config)
         children: dict[str, StateSnapshot] = {}
         if subgraphs and tup is not None:
-            for task_id, child_config in _child_configs(tup, self.nodes):
-                child = await self._aread(saver, child_config, True, own=False)
-                if child.created_at is not None:
-                    children[task_id] = child
+            for name, task_id in tup.checkpoint["next_tasks"]:
+                probe = self._child_probe(tup, name, task_id, own)
+                try:
+                    child_config = next(probe)
+                    while True:
+                        child = await self._aread(saver, child_config, True, False)
+                        child_config = probe.send(child)
+                except StopIteration as stop:
+                    if stop.value is not None:
+                        children[task_id] = stop.value
         return self._snapshot(config, tup, children, own)
+
+    def _child_probe(
+        self, tup: CheckpointTuple, name: str, task_id: str, own: bool
+    ) -> Generator[RunConfig, StateSnapshot, StateSnapshot | None]:
+        """Find the subgraph state a pending task of `tup` has, if any: yields the configs to
+        read (each read's snapshot is sent back) and returns the one to show.
+
+        A task's subgraph runs are kept under `node:task_id`, `node:task_id|1`, ... (in the
+        order the task ran them), a `checkpointer=True` one's under `node` (its checkpoints
+        noting the task). The one shown is the run the task stopped in (not finished), else
+        its last. `own`: the node is one of this graph's, so a compiled graph as a node (one
+        run, its namespace known) is read directly.
+        """
+        sub = _subgraph_of(self.nodes.get(name)) if own else None
+        if sub is not None and sub.graph.persistent:
+            child = yield _child_config(tup.config, name)
+            return child if child.created_at is not None else None
+        found: list[StateSnapshot] = []
+        child_config = _child_config(tup.config, f"{name}:{task_id}")
+        child = yield child_config
+        while child.created_at is not None:
+            found.append(child)
+            if sub is not None:
+                break  # a compiled graph as a node runs once per task
+            child = yield _child_config(child_config, str(len(found)))
+        if sub is None:
+            kept = yield _child_config(tup.config, name)
+            if kept.created_at is not None and kept.metadata.get("task") == task_id:
+                found.append(kept)
+        for child in found:
+            if child.next:
+                return child
+        return found[-1] if found else None
 
     def get_state_history(
         self, config: RunConfig, *, limit: int | None = None, before: RunConfig | None = None
@@ -798,25 +855,20 @@ def _child_config(config: RunConfig, segment: str) -> RunConfig:
 def _segment(nodes: Mapping[str, NodeSpec], name: str, task_id: str) -> str:
     """The namespace segment of the subgraph the task `task_id` of node `name` runs:
     `name:task_id`, or `name` for a node that is a `compile(checkpointer=True)` graph."""
-    spec = nodes.get(name)
-    sub = getattr(spec.fn, "__self__", None) if spec is not None else None
-    if isinstance(sub, SubgraphNode) and sub.graph.persistent:
+    sub = _subgraph_of(nodes.get(name))
+    if sub is not None and sub.graph.persistent:
         return name
     return f"{name}:{task_id}"
 
 
-def _child_configs(
-    tup: CheckpointTuple, nodes: Mapping[str, NodeSpec]
-) -> list[tuple[str, RunConfig]]:
-    """The config of each pending task's subgraph, if it runs one."""
-    return [
-        (task_id, _child_config(tup.config, _segment(nodes, name, task_id)))
-        for name, task_id in tup.checkpoint["next_tasks"]
-    ]
+def _subgraph_of(spec: NodeSpec | None) -> SubgraphNode | None:
+    """The compiled graph a node is (added with `add_node(name, graph)`), else None."""
+    sub = getattr(spec.fn, "__self__", None) if spec is not None else None
+    return sub if isinstance(sub, SubgraphNode) else None
 
 
 def _is_subgraph(spec: NodeSpec | None) -> bool:
-    return spec is not None and isinstance(getattr(spec.fn, "__self__", None), SubgraphNode)
+    return _subgraph_of(spec) is not None
 
 
 def _item(mode: str, chunk: Any, ns: tuple[str, ...], tagged: bool, subgraphs: bool) -> Any:

@@ -4,7 +4,7 @@
 GraphError                        root of everything below
 ├── GraphSetupError               the graph was built wrong (compile-time), also a ValueError
 ├── InvalidUpdateError            a node or caller wrote a key or value the state cannot take
-│   └── MultipleSubgraphsError    one node ran two subgraphs that share the parent's checkpoints
+│   └── MultipleSubgraphsError    one task ran two checkpointer=True subgraphs (one namespace)
 ├── GraphRecursionError           more supersteps than `recursion_limit`, also a RecursionError
 ├── GraphInterrupt                the run paused; carries `.interrupts` and `.config`
 │   └── NodeInterrupt             raised by node code to pause with a value
@@ -68,11 +68,12 @@ class InvalidUpdateError(GraphError, ValueError):
 
 
 class MultipleSubgraphsError(InvalidUpdateError):
-    """A node ran a second subgraph (or the same one twice) with the parent's checkpointer.
+    """A node ran a second `compile(checkpointer=True)` subgraph in one task.
 
-    A subgraph's checkpoints are kept under the namespace of the node's task, so that a resumed
-    node finds where its subgraph stopped; two subgraph runs in one task would share it. Run
-    each subgraph in a node of its own (or compile the extra one with a checkpointer of its own).
+    Such a subgraph keeps its state under its node's name (no task id), so two in one task
+    would share it. (Default subgraphs may run several times in one task: each run has a
+    namespace of its own, numbered in call order.) Run the other in a node of its own, or
+    compile it without `checkpointer=True`.
     """
 
 

@@ -22,7 +22,6 @@ from graphs import (
     GraphInterrupt,
     GraphSetupError,
     InvalidUpdateError,
-    MultipleSubgraphsError,
     ResumeError,
     StateGraph,
     StateSnapshot,
@@ -261,19 +260,6 @@ def test_a_finished_subgraph_is_not_run_again_when_its_node_pauses_after_it(
     assert (task.state is None) == (own is False)  # nothing stored under the task's namespace
     assert graph.invoke(Command(resume="kept"), config())["verdict"] == "kept"
     assert calls["work"] == runs
-
-
-def test_two_subgraphs_in_one_task_are_refused(saver: BaseCheckpointSaver) -> None:
-    child = chain(Inner, work=lambda state: {"steps": ["work"]}).compile()
-
-    def node(state: Outer) -> Outer:
-        child.invoke({"topic": "a"})
-        child.invoke({"topic": "b"})
-        return {}
-
-    graph = chain(Outer, node=node).compile(checkpointer=saver)
-    with pytest.raises(MultipleSubgraphsError, match="ran a second subgraph in one task"):
-        graph.invoke({"topic": "x"}, config())
 
 
 # ---- two levels deep --------------------------------------------------------------------------

@@ -374,10 +374,14 @@ class Run:
                 "a command can name is Command.PARENT"
             )
         elif self.parent is None:
-            task.error = InvalidUpdateError(
+            # As LangGraph: the caller gets it (a node that invoked this graph applies it).
+            error = ParentCommand(Command(update=command.update, goto=command.goto))
+            error.add_note(
                 f"node {task.name!r} returned Command(graph=Command.PARENT), but its graph is "
-                "not running as a subgraph, so there is no parent graph to send it to"
+                "not running as a subgraph, so no parent graph applies it: the caller gets "
+                "it as ParentCommand (.command)"
             )
+            task.error = error
         else:
             raise ParentCommand(Command(update=command.update, goto=command.goto))
 

@@ -236,7 +236,8 @@ class ParentCommand(GraphError):
 
     Raised out of the subgraph's run and caught by the parent's task that runs the subgraph,
     which then returns the command (without `graph`) as its own result. Node code that calls a
-    subgraph should let it pass.
+    subgraph should let it pass. From a graph that is not running as a subgraph it reaches
+    the caller of `invoke` (as in LangGraph), after the step is saved as failed.
 
     Attributes:
         command: the command, for the parent graph.

@@ -1,5 +1,5 @@
-"""Several subgraph runs in one task, and subgraphs compiled with the parent's own saver, on
-each saver.
+"""Several subgraph runs in one task, subgraphs compiled with the parent's own saver, and
+`Command(graph=Command.PARENT)` from a graph that is not a subgraph, on each saver.
 
 A task's first subgraph run keeps its checkpoints under `node:task_id`, its later ones under
 `node:task_id|1`, `|2`, ... in the order it runs them, so a task resumed after a pause in any of
@@ -14,13 +14,18 @@ from typing import Any
 import pytest
 
 from graphs import (
+    END,
+    START,
     BaseCheckpointSaver,
     Command,
     GraphInterrupt,
+    InMemorySaver,
     MultipleSubgraphsError,
+    StateGraph,
     StateSnapshot,
     interrupt,
 )
+from graphs.errors import ParentCommand
 from tests.graphs.checkpoint.test_contract import saver_fixture
 from tests.graphs.test_subgraphs import Inner, Outer, chain, config
 
@@ -253,3 +258,41 @@ def test_a_graph_with_the_parent_s_saver_given_another_thread_runs_on_that_threa
     graph = chain(Outer, node=node).compile(checkpointer=saver)
     assert graph.invoke({"topic": "x"}, config())["steps"] == ["other:o"]
     assert own.get_state(config("other")).values["steps"] == ["other:o"]
+
+
+# ---- Command(graph=Command.PARENT) without a parent ---------------------------------------------
+
+
+def test_command_parent_from_a_graph_run_by_itself_reaches_the_caller() -> None:
+    def node(state: Inner) -> Command[Any]:
+        return Command(graph=Command.PARENT, goto="elsewhere", update={"topic": "t2"})
+
+    graph = chain(Inner, node=node).compile(checkpointer=InMemorySaver())
+    with pytest.raises(ParentCommand) as raised:
+        graph.invoke({"topic": "t"}, config())
+    assert raised.value.command.goto == "elsewhere"
+    assert raised.value.command.update == {"topic": "t2"}
+    assert "not running as a subgraph" in "\n".join(raised.value.__notes__)
+
+
+def test_command_parent_from_a_graph_on_its_own_thread_applies_in_the_calling_node_s_graph(
+    saver: BaseCheckpointSaver,
+) -> None:
+    def escalate(state: Inner) -> Command[Any]:
+        return Command(graph=Command.PARENT, goto="manager", update={"verdict": "escalated"})
+
+    team = chain(Inner, escalate=escalate).compile(checkpointer=InMemorySaver())
+
+    def call_team(state: Outer) -> Outer:
+        return team.invoke({"topic": state["topic"]}, config("team"))
+
+    def manager(state: Outer) -> Outer:
+        return {"steps": [f"manager saw {state['verdict']}"]}
+
+    b = StateGraph(Outer)
+    b.add_node("call_team", call_team, destinations=["manager"])
+    b.add_node("manager", manager)
+    b.add_edge(START, "call_team")
+    b.add_edge("manager", END)
+    out = b.compile(checkpointer=saver).invoke({"topic": "t"}, config())
+    assert out == {"topic": "t", "verdict": "escalated", "steps": ["manager saw escalated"]}

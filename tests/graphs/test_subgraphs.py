@@ -376,14 +376,6 @@ def test_command_parent_routes_in_the_parent_graph(saver: BaseCheckpointSaver) -
     assert out == {"topic": "t", "verdict": "escalated", "steps": ["manager saw escalated"]}
 
 
-def test_command_parent_without_a_parent_is_an_error() -> None:
-    def node(state: Inner) -> Command[Any]:
-        return Command(graph=Command.PARENT, goto="x")
-
-    with pytest.raises(InvalidUpdateError, match="not running as a subgraph"):
-        chain(Inner, node=node).compile().invoke({"topic": "t"})
-
-
 # ---- failures, async, names -------------------------------------------------------------------
 
 

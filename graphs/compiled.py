@@ -488,7 +488,7 @@ class CompiledGraph(RunnableMethods):
     def get_state(self, config: RunConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's latest checkpoint (or the one `checkpoint_id` names) as a snapshot.
 
-        An unknown thread gives an empty snapshot (`values={}`, `next=[]`). A pending task that
+        An unknown thread gives an empty snapshot (`values={}`, `next=()`). A pending task that
         runs a subgraph has the config of the subgraph's checkpoints in its `state`; with
         `subgraphs=True`, the subgraph's own snapshot (and so on, level by level).
         """
@@ -546,7 +546,7 @@ class CompiledGraph(RunnableMethods):
         """The snapshot of a checkpoint of this graph (`own`) or of one of its subgraphs."""
         if tup is None:
             return StateSnapshot(
-                values={}, next=[], config=config, metadata={}, created_at=None, parent_config=None
+                values={}, next=(), config=config, metadata={}, created_at=None, parent_config=None
             )
         cp = tup.checkpoint
         tasks: list[StateTask] = []
@@ -567,7 +567,7 @@ class CompiledGraph(RunnableMethods):
             values = cp["channel_values"].get(ROOT)
         return StateSnapshot(
             values=values,
-            next=[t.name for t in tasks if not t.done],
+            next=tuple(t.name for t in tasks if not t.done),
             config=tup.config,
             metadata=dict(tup.metadata),
             created_at=cp["ts"],

@@ -277,8 +277,9 @@ class StateSnapshot:
 
     values: dict[str, Any]
     """The state, without internal channels (names starting with `__`)."""
-    next: list[str]
-    """The nodes that run when the thread is resumed; empty when the run finished.
+    next: tuple[str, ...]
+    """The nodes that run when the thread is resumed (a tuple, as LangGraph's); empty when the
+    run finished.
 
     A node that finished in a step that did not complete is not listed: it will not run again
     (its task is in `tasks`, with `done=True`)."""

@@ -67,7 +67,7 @@ def test_next_does_not_list_nodes_that_finished_in_a_partly_completed_step() -> 
     with pytest.raises(RuntimeError):
         app.invoke({"items": []}, config)
     snap = app.get_state(config)
-    assert snap.next == ["fails"]
+    assert snap.next == ("fails",)
     assert [(t.name, t.done) for t in snap.tasks] == [("ok", True), ("fails", False)]
 
 

@@ -57,7 +57,7 @@ def test_snapshot_of_a_paused_thread() -> None:
 
     assert isinstance(snap, StateSnapshot)
     assert snap.values == {"messages": ["hi", "plan"]}
-    assert snap.next == ["act"]
+    assert snap.next == ("act",)
     assert snap.metadata == {"source": "loop", "step": 1}
     assert snap.config["configurable"]["thread_id"] == "t"
     assert snap.config["configurable"]["checkpoint_id"]
@@ -78,7 +78,7 @@ def test_snapshot_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         snap.values = {}  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        snap.next = ["plan"]  # type: ignore[misc]
+        snap.next = ("plan",)  # type: ignore[misc]
 
 
 def test_internal_channels_are_filtered_out_of_values() -> None:
@@ -105,7 +105,7 @@ def test_internal_channels_are_filtered_out_of_values() -> None:
 def test_unknown_thread_gives_an_empty_snapshot() -> None:
     app = build().compile(checkpointer=InMemorySaver())
     snap = app.get_state({"configurable": {"thread_id": "nobody"}})
-    assert (snap.values, snap.next, snap.tasks, snap.interrupts) == ({}, [], (), ())
+    assert (snap.values, snap.next, snap.tasks, snap.interrupts) == ({}, (), (), ())
     assert list(app.get_state_history({"configurable": {"thread_id": "nobody"}})) == []
 
 
@@ -125,9 +125,9 @@ def test_history_is_newest_first_and_old_checkpoints_stay_readable() -> None:
     app.invoke({"messages": ["hi"]}, CONFIG)
     history = list(app.get_state_history(CONFIG))
     assert [(s.metadata["step"], s.metadata["source"], s.next) for s in history] == [
-        (2, "loop", []),
-        (1, "loop", ["act"]),
-        (0, "input", ["plan"]),
+        (2, "loop", ()),
+        (1, "loop", ("act",)),
+        (0, "input", ("plan",)),
     ]
     assert history[0].values == app.get_state(CONFIG).values
     assert app.get_state(history[-1].config).values == {"messages": ["hi"]}
@@ -161,7 +161,7 @@ def test_update_state_replaces_each_key_without_the_reducer() -> None:
     assert snap.values == {"messages": ["use metric units"], "approved": True}
     assert snap.metadata == {"source": "update", "step": 2}
     assert snap.parent_config == before.config
-    assert snap.next == ["act"]  # still paused where it was
+    assert snap.next == ("act",)  # still paused where it was
     assert app.invoke(None, CONFIG) == {
         "messages": ["use metric units", "act approved=True"],
         "approved": True,
@@ -186,7 +186,7 @@ def test_update_state_on_a_new_thread() -> None:
     app = build().compile(checkpointer=InMemorySaver())
     config = app.update_state({"configurable": {"thread_id": "fresh"}}, {"approved": True})
     snap = app.get_state({"configurable": {"thread_id": "fresh"}})
-    assert (snap.values, snap.next, snap.config) == ({"approved": True}, [], config)
+    assert (snap.values, snap.next, snap.config) == ({"approved": True}, (), config)
     assert app.invoke({"messages": []}, {"configurable": {"thread_id": "fresh"}}) == {
         "messages": ["plan", "act approved=True"],
         "approved": True,
@@ -198,13 +198,13 @@ def test_update_state_as_node_applies_reducers_and_moves_the_frontier() -> None:
     app = build(calls).compile(checkpointer=InMemorySaver(), interrupt_before=["plan"])
     with pytest.raises(GraphInterrupt):
         app.invoke({"messages": ["hi"]}, CONFIG)
-    assert app.get_state(CONFIG).next == ["plan"]
+    assert app.get_state(CONFIG).next == ("plan",)
 
     app.update_state(CONFIG, {"messages": ["hand-written plan"]}, as_node="plan")
 
     snap = app.get_state(CONFIG)
     assert snap.values == {"messages": ["hi", "hand-written plan"]}
-    assert snap.next == ["act"]
+    assert snap.next == ("act",)
     assert snap.metadata["source"] == "update"
     assert app.invoke(None, CONFIG)["messages"] == ["hi", "hand-written plan", "act approved=None"]
     assert calls == Counter(act=1)  # plan never ran

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
-from ._drive import LIVE_MODES, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
+from ._drive import LIVE_MODES, Await, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
 from ._schema import ROOT, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
@@ -480,11 +480,41 @@ class Run:
             new_versions[channel] = version
         return new_versions, appended
 
-    def route(
+    def await_routers(self, ran: list[str]) -> Loop[dict[int, Any]]:
+        """Run the async routers after `ran` (awaited by the async driver; the sync one
+        refuses them): what each returned, by `id` of its branch, for `route`."""
+        g = self.graph
+        out: dict[int, Any] = {}
+        state: Any = None
+        for name in dict.fromkeys(ran):
+            for br in g.branches.get(name, ()):
+                if not br.is_async:
+                    continue
+                if state is None:
+                    state = self.view() if g.coerce is None else g.coerce(self.view())
+                coro = br.router(state, self.config) if br.takes_config else br.router(state)
+                name = getattr(br.router, "__name__", type(br.router).__name__)
+                what = f"router {name!r} of the conditional edges from {br.source!r}"
+                note = f"while routing after node {br.source!r} on thread {self.thread_id!r}"
+                out[id(br)] = yield Await(coro, what, note)
+        return out
+
+    def next_frontier(
         self, ran: list[str], gotos: list[str | Send], new_versions: dict[str, int]
+    ) -> Loop[Sequence[str | Send]]:
+        """`route`, after awaiting the async routers it needs, if the graph has any."""
+        awaited = (yield from self.await_routers(ran)) if self.graph.async_routers else None
+        return self.route(ran, gotos, new_versions, awaited)
+
+    def route(
+        self,
+        ran: list[str],
+        gotos: list[str | Send],
+        new_versions: dict[str, int],
+        awaited: dict[int, Any] | None = None,
     ) -> Sequence[str | Send]:
         """The next frontier after `ran` finished: nodes in the order they were added, then
-        the `Send`s in the order they were made."""
+        the `Send`s in the order they were made. `awaited`: what the async routers returned."""
         g = self.graph
         sends: list[str | Send] = []
         triggered: set[str] = set()
@@ -512,7 +542,7 @@ class Run:
                     state = self.view()
                     if g.coerce is not None:
                         state = g.coerce(state)
-                for dest in self.resolve(br, state):
+                for dest in self.resolve(br, state, awaited):
                     if isinstance(dest, Send):
                         sends.append(dest)
                     else:
@@ -527,12 +557,17 @@ class Run:
         names: list[str] = sorted(triggered, key=lambda n: g.nodes[n].index)
         return names
 
-    def resolve(self, br: Any, state: dict[str, Any]) -> list[str | Send]:
-        try:
-            out = br.router(state, self.config) if br.takes_config else br.router(state)
-        except Exception as e:
-            e.add_note(f"while routing after node {br.source!r} on thread {self.thread_id!r}")
-            raise
+    def resolve(
+        self, br: Any, state: dict[str, Any], awaited: dict[int, Any] | None = None
+    ) -> list[str | Send]:
+        if awaited is not None and br.is_async:
+            out = awaited[id(br)]
+        else:
+            try:
+                out = br.router(state, self.config) if br.takes_config else br.router(state)
+            except Exception as e:
+                e.add_note(f"while routing after node {br.source!r} on thread {self.thread_id!r}")
+                raise
         results = out if isinstance(out, (list, tuple)) else [out]
         dests: list[str | Send] = []
         for r in results:
@@ -728,7 +763,7 @@ class Run:
             new_versions, appended = self.apply(
                 [(START, self.check_input(update, "the input", keys))]
             )
-            names = self.route([START], [], new_versions)
+            names = yield from self.next_frontier([START], [], new_versions)
             paused = self.static_pause(names, [])
             yield from self.save("input", names, new_versions, appended, paused)
             if "values" in self.modes and new_versions:  # as LangGraph: an empty input shows none
@@ -795,7 +830,7 @@ class Run:
                 self.versions[ONCE_CHANNEL] = new_versions[ONCE_CHANNEL] = (
                     self.versions.get(ONCE_CHANNEL, 0) + 1
                 )
-            names = self.route(ran, gotos, new_versions)
+            names = yield from self.next_frontier(ran, gotos, new_versions)
             paused = self.static_pause(names, ran)
             yield from self.save("loop", names, new_versions, appended, paused)
             if "updates" in self.modes:
@@ -1032,7 +1067,7 @@ class Run:
                 step.append((node, writes))
                 ran.append(node)
             new_versions, appended = self.apply(step)
-            names = self.route(ran, [], new_versions)
+            names = yield from self.next_frontier(ran, [], new_versions)
             # As if those nodes had run: the next checkpoint pauses where a real step would.
             paused = self.static_pause(names, ran)
             yield from self.save("update", names, new_versions, appended, paused)

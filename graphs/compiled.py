@@ -115,6 +115,8 @@ class CompiledGraph(RunnableMethods):
         """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them
         (or private channels, which only nodes see, are there)."""
         self.context_schema = builder.context_schema
+        self.async_routers = any(br.is_async for brs in branches.values() for br in brs)
+        """Some router is async: the loop awaits it through its driver (`ainvoke` only)."""
         self.deferred = frozenset(n for n, spec in nodes.items() if spec.defer)
         """Nodes added with `defer=True`: they run once no other node is to run."""
         self.cache: Any = None

@@ -64,6 +64,8 @@ DEFER_CHANNEL = "__deferred__"
 SENDS_CHANNEL = "__sends__"
 """`{task_id: arg}` of the frontier's `Send` tasks: what each runs on instead of the state."""
 _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
+INPUT = "__input__"
+"""`update_state(as_node="__input__")`: the values are written as a run's input is."""
 
 
 class Paused:
@@ -1049,30 +1051,72 @@ class Run:
             )
         (values, as_node), *_ = updates
         # `values=None` writes nothing: with `as_node`, it records that node as having run.
-        if as_node is None:
+        if INPUT in (node for _, node in updates):
+            if len(updates) > 1:
+                raise InvalidUpdateError(
+                    "bulk_update_state: an update as_node='__input__' is written as a run's "
+                    "input, alone in its step: give it a step (an inner list) of its own"
+                )
+            yield from self.write_input(values)
+        elif as_node is None:
             writes = [] if values is None else self.check_input(values, "update_state values")
             new_versions, appended = self.apply([("update_state", writes)], reducers=False)
             yield from self.carry_over("update", new_versions, {})
         else:
             ran: list[str] = []
+            gotos: list[str | Send] = []
             step: list[tuple[str, list[tuple[str, Any]]]] = []
             for values, node in updates:
                 assert node is not None
-                if node not in self.graph.nodes:
+                if node not in self.graph.nodes and node != START:
                     raise InvalidUpdateError(
                         f"update_state(as_node={node!r}): no such node; nodes are: "
-                        f"{sorted(self.graph.nodes)}"
+                        f"{sorted(self.graph.nodes)} (or START, '__start__', as if the input had "
+                        "just been read, and '__input__', written as a run's input)"
                     )
+                if isinstance(values, Command):  # as if the node had returned it
+                    gotos += self.update_gotos(node, values.goto)
+                    values = values.update
                 writes = [] if values is None else self.check_input(values, "update_state values")
                 step.append((node, writes))
                 ran.append(node)
             new_versions, appended = self.apply(step)
-            names = yield from self.next_frontier(ran, [], new_versions)
+            names = yield from self.next_frontier(ran, gotos, new_versions)
             # As if those nodes had run: the next checkpoint pauses where a real step would.
             paused = self.static_pause(names, ran)
             yield from self.save("update", names, new_versions, appended, paused)
         assert self.head_config is not None
         return self.head_config
+
+    def update_gotos(self, node: str, goto: Any) -> list[str | Send]:
+        """The `goto` of a `Command` given to `update_state(as_node=node)`, checked."""
+        names: list[str | Send] = [goto] if isinstance(goto, (str, Send)) else list(goto)
+        nodes = self.graph.nodes
+        bad = [n for n in names if (n.node if isinstance(n, Send) else n) not in (*nodes, END)]
+        if bad:
+            raise InvalidUpdateError(
+                f"update_state(as_node={node!r}): Command(goto={bad}) names unknown node(s); "
+                f"nodes are: {sorted(self.graph.nodes)}"
+            )
+        return [n for n in names if n != END]
+
+    def write_input(self, values: Any) -> Loop[None]:
+        """`update_state(as_node="__input__")`: write `values` as `invoke(values)` would,
+        without running anything: on a thread with nothing to run, through the reducers and
+        START's edges into a checkpoint with `source="input"`; on a paused or failed one, as
+        input given on resume is (the frontier and its pending writes kept)."""
+        if values is None:
+            raise InvalidUpdateError(
+                "update_state(as_node='__input__') needs values: the input to write (a dict of "
+                "state keys)"
+            )
+        writes = self.check_input(values, "update_state values", self.graph.input_keys)
+        new_versions, appended = self.apply([(START, writes)])
+        if self.frontier:
+            yield from self.carry_over("input", new_versions, appended)
+            return
+        names = yield from self.next_frontier([START], [], new_versions)
+        yield from self.save("input", names, new_versions, appended, self.static_pause(names, []))
 
     # ---- fork -----------------------------------------------------------------------
 

@@ -583,8 +583,12 @@ class CompiledGraph(RunnableMethods):
 
         Without `as_node`, each key is replaced as given (reducers are not applied: pass the whole
         intended value of an `operator.add` list), and the frontier and pending pauses are kept.
-        With `as_node="x"`, the values go through the reducers as if node `x` had returned them,
-        and the frontier becomes what follows `x`.
+        With `as_node="x"`, the values go through the reducers as if node `x` had returned them
+        (a `Command(update=, goto=)` too), and the frontier becomes what follows `x`; `START`
+        (`"__start__"`) is the input just read: what follows is START's edges.
+        `as_node="__input__"` writes the values as `invoke(values)` does, without running
+        anything: a checkpoint with `source="input"` at START's edges, or, on a paused or failed
+        thread, input given on resume (the frontier kept, a static pause lifted).
 
         An update goes on the thread's latest checkpoint: a config whose `checkpoint_id` names
         an earlier one is refused with `InvalidUpdateError` (history never branches); `fork`

@@ -17,6 +17,7 @@ from graphs import (
     InMemorySaver,
     InvalidUpdateError,
     ResumeError,
+    Send,
     StateGraph,
     StateSnapshot,
     interrupt,
@@ -222,7 +223,9 @@ def test_update_state_errors() -> None:
     with pytest.raises(InvalidUpdateError) as info:
         app.update_state(CONFIG, {"approved": True}, as_node="ghost")
     assert str(info.value) == (
-        "update_state(as_node='ghost'): no such node; nodes are: ['act', 'plan']"
+        "update_state(as_node='ghost'): no such node; nodes are: ['act', 'plan'] (or START, "
+        "'__start__', as if the input had just been read, and '__input__', written as a run's "
+        "input)"
     )
     with pytest.raises(ValueError) as value_error:
         app.update_state({"configurable": {}}, {"approved": True})
@@ -247,3 +250,86 @@ def test_a_run_cannot_continue_from_an_old_checkpoint() -> None:
     )
     assert len(list(app.get_state_history(CONFIG))) == len(history)
     assert app.invoke({"messages": ["again"]}, head)["messages"][-1] == "act approved=None"
+
+
+def history(app: Any, config: Any) -> list[tuple[Any, ...]]:
+    return [
+        (s.values, s.next, s.metadata["step"], s.metadata["source"])
+        for s in app.get_state_history(config)
+    ]
+
+
+def test_update_state_as_input_writes_what_invoke_would_without_running_it() -> None:
+    calls: Counter = Counter()
+    app = build(calls).compile(checkpointer=InMemorySaver())
+    app.update_state(CONFIG, {"messages": ["hi"]}, as_node="__input__")
+    assert history(app, CONFIG) == [({"messages": ["hi"]}, ("plan",), 0, "input")]
+    assert calls == Counter()  # nothing ran
+    assert app.invoke(None, CONFIG)["messages"] == ["hi", "plan", "act approved=None"]
+
+    # A finished thread: a second turn's input, through the reducer, at START's edges again.
+    app.update_state(CONFIG, {"messages": ["again"]}, as_node="__input__")
+    snap = app.get_state(CONFIG)
+    assert (snap.next, snap.metadata["source"]) == (("plan",), "input")
+    assert snap.values["messages"][-2:] == ["act approved=None", "again"]
+
+
+def test_update_state_as_input_on_a_paused_thread_is_input_given_on_resume() -> None:
+    app = build().compile(checkpointer=InMemorySaver(), interrupt_before=["act"])
+    with pytest.raises(GraphInterrupt):
+        app.invoke({"messages": ["hi"]}, CONFIG)
+    app.update_state(CONFIG, {"approved": True}, as_node="__input__")
+    snap = app.get_state(CONFIG)
+    assert (snap.next, snap.metadata["source"]) == (("act",), "input")
+    # As input on resume, it lifts the static pause: the run goes on into "act".
+    assert app.invoke(None, CONFIG)["messages"][-1] == "act approved=True"
+
+
+def test_update_state_as_input_takes_the_input_schema_and_is_alone_in_a_bulk_step() -> None:
+    app = build().compile(checkpointer=InMemorySaver())
+    with pytest.raises(InvalidUpdateError, match="needs values"):
+        app.update_state(CONFIG, None, as_node="__input__")
+    with pytest.raises(InvalidUpdateError, match="alone in its step"):
+        app.bulk_update_state(CONFIG, [[({"approved": True}, "__input__"), ({}, "plan")]])
+    assert app.get_state(CONFIG).created_at is None  # nothing was written
+
+
+def test_update_state_as_start_is_as_if_the_input_had_just_been_read() -> None:
+    calls: Counter = Counter()
+    app = build(calls).compile(checkpointer=InMemorySaver())
+    app.invoke({"messages": ["hi"]}, CONFIG)
+    app.update_state(CONFIG, {"messages": ["more"]}, as_node=START)
+    snap = app.get_state(CONFIG)
+    assert (snap.next, snap.metadata["source"]) == (("plan",), "update")
+    assert snap.values["messages"] == ["hi", "plan", "act approved=None", "more"]
+    assert app.invoke(None, CONFIG)["messages"][-2:] == ["plan", "act approved=None"]
+    assert calls == Counter(plan=2, act=2)
+
+
+def test_bulk_update_state_replays_a_run_with_a_command_as_a_nodes_return() -> None:
+    class Fan(TypedDict):
+        done: Annotated[list, operator.add]
+
+    def fan(state: Fan) -> Command:
+        return Command(goto=[Send("work", {"i": i}) for i in (1, 2)], update={"done": ["fan"]})
+
+    def work(arg: dict) -> dict[str, Any]:
+        return {"done": [arg["i"]]}
+
+    g = StateGraph(Fan).add_node("fan", fan).add_node("work", work).add_edge(START, "fan")
+    app = g.compile(checkpointer=InMemorySaver())
+    ran, copy = {"configurable": {"thread_id": "ran"}}, {"configurable": {"thread_id": "copy"}}
+    app.invoke({"done": []}, ran)
+    sends = [Send("work", {"i": i}) for i in (1, 2)]
+    app.bulk_update_state(
+        copy,
+        [
+            [({"done": []}, "__input__")],
+            [(Command(goto=sends, update={"done": ["fan"]}), "fan")],
+            [({"done": [1]}, "work"), ({"done": [2]}, "work")],
+        ],
+    )
+    replayed = [(v, n, step) for v, n, step, _ in history(app, copy)]
+    assert replayed == [(v, n, step) for v, n, step, _ in history(app, ran)]
+    with pytest.raises(InvalidUpdateError, match=r"Command\(goto=\['ghost'\]\) names unknown"):
+        app.update_state(copy, Command(goto="ghost"), as_node="fan")

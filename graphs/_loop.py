@@ -751,11 +751,18 @@ class Run:
             yield from self.inherit_answers(self.parent.answers)
             input = None
         is_command = isinstance(input, Command)
+        goto: list[str | Send] = []
         if is_command and input.goto:
-            raise InvalidUpdateError("Command(goto=...) can only be returned by a node")
+            if tup is None:
+                raise InvalidUpdateError(
+                    f"Command(goto=...) as input goes on a thread's saved state, and thread "
+                    f"{self.thread_id!r} has none (or the graph has no checkpointer): start it "
+                    "with an input"
+                )
+            goto = self.update_gotos("the input", input.goto)
         update = input.update if is_command else input
 
-        if not self.frontier:
+        if not self.frontier and not goto:
             if input is None or (is_command and input.has_resume):
                 raise self.nothing_to_resume(tup)
             if update is None:
@@ -782,7 +789,13 @@ class Run:
                 new_versions, appended = self.apply(
                     [(START, self.check_input(update, "the input", keys))]
                 )
+                if goto:
+                    self.add_to_frontier(goto, new_versions)
                 yield from self.carry_over("input", new_versions, appended)
+            elif goto:
+                new_versions = {}
+                self.add_to_frontier(goto, new_versions)
+                yield from self.carry_over("input", new_versions, {})
             if "values" in self.modes:  # as LangGraph: a resumed run shows the state it resumes
                 yield Emit("values", self.output())
 
@@ -1075,7 +1088,7 @@ class Run:
                         "just been read, and '__input__', written as a run's input)"
                     )
                 if isinstance(values, Command):  # as if the node had returned it
-                    gotos += self.update_gotos(node, values.goto)
+                    gotos += self.update_gotos(f"update_state(as_node={node!r})", values.goto)
                     values = values.update
                 writes = [] if values is None else self.check_input(values, "update_state values")
                 step.append((node, writes))
@@ -1088,17 +1101,43 @@ class Run:
         assert self.head_config is not None
         return self.head_config
 
-    def update_gotos(self, node: str, goto: Any) -> list[str | Send]:
-        """The `goto` of a `Command` given to `update_state(as_node=node)`, checked."""
+    def update_gotos(self, what: str, goto: Any) -> list[str | Send]:
+        """The `goto` of a `Command` given as input or to `update_state` (`what`), checked."""
         names: list[str | Send] = [goto] if isinstance(goto, (str, Send)) else list(goto)
         nodes = self.graph.nodes
         bad = [n for n in names if (n.node if isinstance(n, Send) else n) not in (*nodes, END)]
         if bad:
             raise InvalidUpdateError(
-                f"update_state(as_node={node!r}): Command(goto={bad}) names unknown node(s); "
+                f"{what}: Command(goto={bad}) names unknown node(s); "
                 f"nodes are: {sorted(self.graph.nodes)}"
             )
         return [n for n in names if n != END]
+
+    def add_to_frontier(self, goto: list[str | Send], new_versions: dict[str, int]) -> None:
+        """`invoke(Command(goto=...))`: those nodes run in the step about to run, beside the
+        frontier's tasks (which keep their ids and pending writes), in the order nodes were
+        added, `Send`s last."""
+        assert self.head_id is not None
+        nodes = self.graph.nodes
+        plain = [(n, t) for n, t in self.frontier if t not in (self.internal.get(SENDS_CHANNEL) or {})]
+        sent = [(n, t) for n, t in self.frontier if (n, t) not in plain]
+        have = {n for n, _ in plain}
+        for n in goto:
+            if isinstance(n, str) and n not in have:
+                plain.append((n, self.task_id(self.head_id, n)))
+                have.add(n)
+        plain.sort(key=lambda pair: nodes[pair[0]].index)
+        sends = dict(self.internal.get(SENDS_CHANNEL) or {})
+        for i, n in enumerate(g for g in goto if isinstance(g, Send)):
+            task_id = self.task_id(self.head_id, f"{n.node}\x00input-send\x00{i}")
+            sent.append((n.node, task_id))
+            sends[task_id] = n.arg
+        if len(sends) != len(self.internal.get(SENDS_CHANNEL) or {}):
+            self.internal[SENDS_CHANNEL] = sends
+            self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
+                self.versions.get(SENDS_CHANNEL, 0) + 1
+            )
+        self.frontier = plain + sent
 
     def write_input(self, values: Any) -> Loop[None]:
         """`update_state(as_node="__input__")`: write `values` as `invoke(values)` would,

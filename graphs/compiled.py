@@ -562,7 +562,12 @@ class CompiledGraph(RunnableMethods):
             if state is None and own and _is_subgraph(self.nodes.get(name)):
                 state = _child_config(tup.config, _segment(self.nodes, name, task_id))
             error = errors[-1] if errors and not done else None
-            tasks.append(StateTask(task_id, name, pending, error, done, state))
+            result: Any = None
+            if done:  # what it wrote, by state key (LangGraph's `PregelTask.result`)
+                result = {c: v for c, v in writes if c in self.channels}
+                if self.root:
+                    result = result.get(ROOT)
+            tasks.append(StateTask(task_id, name, pending, error, done, state, result))
             interrupts.extend(pending)
         values: Any = {k: v for k, v in cp["channel_values"].items() if not k.startswith("__")}
         if self.root:

@@ -333,3 +333,50 @@ def test_bulk_update_state_replays_a_run_with_a_command_as_a_nodes_return() -> N
     assert replayed == [(v, n, step) for v, n, step, _ in history(app, ran)]
     with pytest.raises(InvalidUpdateError, match=r"Command\(goto=\['ghost'\]\) names unknown"):
         app.update_state(copy, Command(goto="ghost"), as_node="fan")
+
+
+def test_a_task_that_finished_in_an_incomplete_step_shows_what_it_wrote() -> None:
+    class Two(TypedDict):
+        messages: Annotated[list, operator.add]
+        approved: bool
+
+    def ask(state: Two) -> dict[str, Any]:
+        return {"approved": interrupt("ok?")}
+
+    g = StateGraph(Two).add_node("note", lambda s: {"messages": ["noted"], "approved": False})
+    g.add_node("ask", ask).add_edge(START, "note").add_edge(START, "ask")
+    app = g.compile(checkpointer=InMemorySaver())
+    with pytest.raises(GraphInterrupt):
+        app.invoke({"messages": []}, CONFIG)
+    by_name = {t.name: t for t in app.get_state(CONFIG).tasks}
+    assert by_name["note"].done and by_name["note"].result == {
+        "messages": ["noted"],
+        "approved": False,
+    }
+    assert (by_name["ask"].done, by_name["ask"].result) == (False, None)
+    from graphs.types import PregelTask
+
+    assert isinstance(by_name["ask"], PregelTask)  # LangGraph's name for it
+
+
+def test_command_goto_as_input_adds_nodes_to_the_step_about_to_run() -> None:
+    calls: Counter = Counter()
+    app = build(calls).compile(checkpointer=InMemorySaver(), interrupt_before=["plan"])
+    with pytest.raises(GraphInterrupt):
+        app.invoke({"messages": ["hi"]}, CONFIG)
+    # Past the static pause before "plan": "act" runs beside it, then again after it.
+    out = app.invoke(Command(goto="act", update={"approved": True}), CONFIG)
+    assert out["messages"] == ["hi", "plan", "act approved=True", "act approved=True"]
+    assert calls == Counter(plan=1, act=2)
+    # On a finished thread it says what runs next.
+    assert app.invoke(Command(goto=["act"]), CONFIG)["messages"][-1] == "act approved=True"
+    assert calls == Counter(plan=1, act=3)
+
+
+def test_command_goto_as_input_needs_a_thread_and_known_nodes() -> None:
+    app = build().compile(checkpointer=InMemorySaver())
+    with pytest.raises(InvalidUpdateError, match="thread 't' has none"):
+        app.invoke(Command(goto="act"), CONFIG)
+    app.invoke({"messages": []}, CONFIG)
+    with pytest.raises(InvalidUpdateError, match=r"the input: Command\(goto=\['ghost'\]\)"):
+        app.invoke(Command(goto="ghost"), CONFIG)

@@ -1119,20 +1119,21 @@ class Run:
         added, `Send`s last."""
         assert self.head_id is not None
         nodes = self.graph.nodes
-        plain = [(n, t) for n, t in self.frontier if t not in (self.internal.get(SENDS_CHANNEL) or {})]
-        sent = [(n, t) for n, t in self.frontier if (n, t) not in plain]
+        sends = dict(self.internal.get(SENDS_CHANNEL) or {})
+        plain = [(n, t) for n, t in self.frontier if t not in sends]
+        sent = [(n, t) for n, t in self.frontier if t in sends]
         have = {n for n, _ in plain}
         for n in goto:
             if isinstance(n, str) and n not in have:
                 plain.append((n, self.task_id(self.head_id, n)))
                 have.add(n)
         plain.sort(key=lambda pair: nodes[pair[0]].index)
-        sends = dict(self.internal.get(SENDS_CHANNEL) or {})
+        had = len(sends)
         for i, n in enumerate(g for g in goto if isinstance(g, Send)):
             task_id = self.task_id(self.head_id, f"{n.node}\x00input-send\x00{i}")
             sent.append((n.node, task_id))
             sends[task_id] = n.arg
-        if len(sends) != len(self.internal.get(SENDS_CHANNEL) or {}):
+        if len(sends) != had:
             self.internal[SENDS_CHANNEL] = sends
             self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
                 self.versions.get(SENDS_CHANNEL, 0) + 1

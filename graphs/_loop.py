@@ -845,7 +845,10 @@ class Run:
                 self.versions[ONCE_CHANNEL] = new_versions[ONCE_CHANNEL] = (
                     self.versions.get(ONCE_CHANNEL, 0) + 1
                 )
-            names = yield from self.next_frontier(ran, gotos, new_versions)
+            if self.graph.async_routers:
+                names = yield from self.next_frontier(ran, gotos, new_versions)
+            else:  # the hot path
+                names = self.route(ran, gotos, new_versions)
             paused = self.static_pause(names, ran)
             yield from self.save("loop", names, new_versions, appended, paused)
             if "updates" in self.modes:

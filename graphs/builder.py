@@ -527,7 +527,8 @@ class StateGraph:
         """After `source`, run `path(state)` (or `path(state, config)`) to choose what runs next.
 
         It returns a node name, `END`, or a list of them; with `path_map`, a key of the map (a
-        list `path_map` names the allowed nodes).
+        list `path_map` names the allowed nodes). An async `path` is awaited under
+        `ainvoke`/`astream`; `invoke` and `stream` raise `TypeError` when they reach it.
         """
         if source == END:
             raise GraphSetupError("END cannot be the source of conditional edges")

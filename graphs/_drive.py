@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._task import Task
 
 __all__ = [
+    "Await",
     "Emit",
     "GetHead",
     "Loop",
@@ -74,6 +75,16 @@ class RunTasks(NamedTuple):
     tasks: list[Task]
 
 
+class Await(NamedTuple):
+    """Await an async router's coroutine (only `drive_async` can). Reply: what it returned."""
+
+    coro: Any
+    what: str
+    """Which router it is, for the error `drive_sync` raises."""
+    note: str
+    """Added to an error the router raises."""
+
+
 class Emit(NamedTuple):
     """Hand a stream chunk to the caller. Reply: None."""
 
@@ -84,7 +95,7 @@ class Emit(NamedTuple):
     """Where it comes from: `()` for the graph itself, `("node:task_id", ...)` for a subgraph."""
 
 
-Request = GetHead | PutCheckpoint | PutWrites | RunTasks | Emit
+Request = GetHead | PutCheckpoint | PutWrites | RunTasks | Await | Emit
 """What the loop can ask of its driver."""
 
 Loop = Generator[Request, Any, R]
@@ -119,6 +130,13 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
             assert saver is not None
             result = saver.get_tuple(
                 {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
+            )
+        elif isinstance(request, Await):
+            request.coro.close()
+            raise TypeError(
+                f"the {request.what} is async, so it can only run under the async API: use "
+                "`await graph.ainvoke(...)` or `graph.astream(...)` (or make the router a plain "
+                "function)"
             )
         elif _emitted(run, request):
             yield request
@@ -169,6 +187,12 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
             result = await saver.aget_tuple(
                 {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
             )
+        elif isinstance(request, Await):
+            try:
+                result = await request.coro
+            except Exception as e:
+                e.add_note(request.note)
+                raise
         elif _emitted(run, request):
             yield request
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
-from ._drive import LIVE_MODES, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
+from ._drive import LIVE_MODES, Await, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
 from ._schema import ROOT, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
@@ -64,6 +64,8 @@ DEFER_CHANNEL = "__deferred__"
 SENDS_CHANNEL = "__sends__"
 """`{task_id: arg}` of the frontier's `Send` tasks: what each runs on instead of the state."""
 _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
+INPUT = "__input__"
+"""`update_state(as_node="__input__")`: the values are written as a run's input is."""
 
 
 class Paused:
@@ -484,11 +486,41 @@ class Run:
             new_versions[channel] = version
         return new_versions, appended
 
-    def route(
+    def await_routers(self, ran: list[str]) -> Loop[dict[int, Any]]:
+        """Run the async routers after `ran` (awaited by the async driver; the sync one
+        refuses them): what each returned, by `id` of its branch, for `route`."""
+        g = self.graph
+        out: dict[int, Any] = {}
+        state: Any = None
+        for name in dict.fromkeys(ran):
+            for br in g.branches.get(name, ()):
+                if not br.is_async:
+                    continue
+                if state is None:
+                    state = self.view() if g.coerce is None else g.coerce(self.view())
+                coro = br.router(state, self.config) if br.takes_config else br.router(state)
+                name = getattr(br.router, "__name__", type(br.router).__name__)
+                what = f"router {name!r} of the conditional edges from {br.source!r}"
+                note = f"while routing after node {br.source!r} on thread {self.thread_id!r}"
+                out[id(br)] = yield Await(coro, what, note)
+        return out
+
+    def next_frontier(
         self, ran: list[str], gotos: list[str | Send], new_versions: dict[str, int]
+    ) -> Loop[Sequence[str | Send]]:
+        """`route`, after awaiting the async routers it needs, if the graph has any."""
+        awaited = (yield from self.await_routers(ran)) if self.graph.async_routers else None
+        return self.route(ran, gotos, new_versions, awaited)
+
+    def route(
+        self,
+        ran: list[str],
+        gotos: list[str | Send],
+        new_versions: dict[str, int],
+        awaited: dict[int, Any] | None = None,
     ) -> Sequence[str | Send]:
         """The next frontier after `ran` finished: nodes in the order they were added, then
-        the `Send`s in the order they were made."""
+        the `Send`s in the order they were made. `awaited`: what the async routers returned."""
         g = self.graph
         sends: list[str | Send] = []
         triggered: set[str] = set()
@@ -516,7 +548,7 @@ class Run:
                     state = self.view()
                     if g.coerce is not None:
                         state = g.coerce(state)
-                for dest in self.resolve(br, state):
+                for dest in self.resolve(br, state, awaited):
                     if isinstance(dest, Send):
                         sends.append(dest)
                     else:
@@ -531,12 +563,17 @@ class Run:
         names: list[str] = sorted(triggered, key=lambda n: g.nodes[n].index)
         return names
 
-    def resolve(self, br: Any, state: dict[str, Any]) -> list[str | Send]:
-        try:
-            out = br.router(state, self.config) if br.takes_config else br.router(state)
-        except Exception as e:
-            e.add_note(f"while routing after node {br.source!r} on thread {self.thread_id!r}")
-            raise
+    def resolve(
+        self, br: Any, state: dict[str, Any], awaited: dict[int, Any] | None = None
+    ) -> list[str | Send]:
+        if awaited is not None and br.is_async:
+            out = awaited[id(br)]
+        else:
+            try:
+                out = br.router(state, self.config) if br.takes_config else br.router(state)
+            except Exception as e:
+                e.add_note(f"while routing after node {br.source!r} on thread {self.thread_id!r}")
+                raise
         results = out if isinstance(out, (list, tuple)) else [out]
         dests: list[str | Send] = []
         for r in results:
@@ -718,11 +755,18 @@ class Run:
             yield from self.inherit_answers(self.parent.answers)
             input = None
         is_command = isinstance(input, Command)
+        goto: list[str | Send] = []
         if is_command and input.goto:
-            raise InvalidUpdateError("Command(goto=...) can only be returned by a node")
+            if tup is None:
+                raise InvalidUpdateError(
+                    f"Command(goto=...) as input goes on a thread's saved state, and thread "
+                    f"{self.thread_id!r} has none (or the graph has no checkpointer): start it "
+                    "with an input"
+                )
+            goto = self.update_gotos("the input", input.goto)
         update = input.update if is_command else input
 
-        if not self.frontier:
+        if not self.frontier and not goto:
             if input is None or (is_command and input.has_resume):
                 raise self.nothing_to_resume(tup)
             if update is None:
@@ -732,7 +776,7 @@ class Run:
             new_versions, appended = self.apply(
                 [(START, self.check_input(update, "the input", keys))]
             )
-            names = self.route([START], [], new_versions)
+            names = yield from self.next_frontier([START], [], new_versions)
             paused = self.static_pause(names, [])
             yield from self.save("input", names, new_versions, appended, paused)
             if "values" in self.modes and new_versions:  # as LangGraph: an empty input shows none
@@ -749,7 +793,13 @@ class Run:
                 new_versions, appended = self.apply(
                     [(START, self.check_input(update, "the input", keys))]
                 )
+                if goto:
+                    self.add_to_frontier(goto, new_versions)
                 yield from self.carry_over("input", new_versions, appended)
+            elif goto:
+                new_versions = {}
+                self.add_to_frontier(goto, new_versions)
+                yield from self.carry_over("input", new_versions, {})
             if "values" in self.modes:  # as LangGraph: a resumed run shows the state it resumes
                 yield Emit("values", self.output())
 
@@ -799,7 +849,10 @@ class Run:
                 self.versions[ONCE_CHANNEL] = new_versions[ONCE_CHANNEL] = (
                     self.versions.get(ONCE_CHANNEL, 0) + 1
                 )
-            names = self.route(ran, gotos, new_versions)
+            if self.graph.async_routers:
+                names = yield from self.next_frontier(ran, gotos, new_versions)
+            else:  # the hot path
+                names = self.route(ran, gotos, new_versions)
             paused = self.static_pause(names, ran)
             yield from self.save("loop", names, new_versions, appended, paused)
             if "updates" in self.modes:
@@ -1018,30 +1071,99 @@ class Run:
             )
         (values, as_node), *_ = updates
         # `values=None` writes nothing: with `as_node`, it records that node as having run.
-        if as_node is None:
+        if INPUT in (node for _, node in updates):
+            if len(updates) > 1:
+                raise InvalidUpdateError(
+                    "bulk_update_state: an update as_node='__input__' is written as a run's "
+                    "input, alone in its step: give it a step (an inner list) of its own"
+                )
+            yield from self.write_input(values)
+        elif as_node is None:
             writes = [] if values is None else self.check_input(values, "update_state values")
             new_versions, appended = self.apply([("update_state", writes)], reducers=False)
             yield from self.carry_over("update", new_versions, {})
         else:
             ran: list[str] = []
+            gotos: list[str | Send] = []
             step: list[tuple[str, list[tuple[str, Any]]]] = []
             for values, node in updates:
                 assert node is not None
-                if node not in self.graph.nodes:
+                if node not in self.graph.nodes and node != START:
                     raise InvalidUpdateError(
                         f"update_state(as_node={node!r}): no such node; nodes are: "
-                        f"{sorted(self.graph.nodes)}"
+                        f"{sorted(self.graph.nodes)} (or START, '__start__', as if the input had "
+                        "just been read, and '__input__', written as a run's input)"
                     )
+                if isinstance(values, Command):  # as if the node had returned it
+                    gotos += self.update_gotos(f"update_state(as_node={node!r})", values.goto)
+                    values = values.update
                 writes = [] if values is None else self.check_input(values, "update_state values")
                 step.append((node, writes))
                 ran.append(node)
             new_versions, appended = self.apply(step)
-            names = self.route(ran, [], new_versions)
+            names = yield from self.next_frontier(ran, gotos, new_versions)
             # As if those nodes had run: the next checkpoint pauses where a real step would.
             paused = self.static_pause(names, ran)
             yield from self.save("update", names, new_versions, appended, paused)
         assert self.head_config is not None
         return self.head_config
+
+    def update_gotos(self, what: str, goto: Any) -> list[str | Send]:
+        """The `goto` of a `Command` given as input or to `update_state` (`what`), checked."""
+        names: list[str | Send] = [goto] if isinstance(goto, (str, Send)) else list(goto)
+        nodes = self.graph.nodes
+        bad = [n for n in names if (n.node if isinstance(n, Send) else n) not in (*nodes, END)]
+        if bad:
+            raise InvalidUpdateError(
+                f"{what}: Command(goto={bad}) names unknown node(s); "
+                f"nodes are: {sorted(self.graph.nodes)}"
+            )
+        return [n for n in names if n != END]
+
+    def add_to_frontier(self, goto: list[str | Send], new_versions: dict[str, int]) -> None:
+        """`invoke(Command(goto=...))`: those nodes run in the step about to run, beside the
+        frontier's tasks (which keep their ids and pending writes), in the order nodes were
+        added, `Send`s last."""
+        assert self.head_id is not None
+        nodes = self.graph.nodes
+        sends = dict(self.internal.get(SENDS_CHANNEL) or {})
+        plain = [(n, t) for n, t in self.frontier if t not in sends]
+        sent = [(n, t) for n, t in self.frontier if t in sends]
+        have = {n for n, _ in plain}
+        for n in goto:
+            if isinstance(n, str) and n not in have:
+                plain.append((n, self.task_id(self.head_id, n)))
+                have.add(n)
+        plain.sort(key=lambda pair: nodes[pair[0]].index)
+        had = len(sends)
+        for i, n in enumerate(g for g in goto if isinstance(g, Send)):
+            task_id = self.task_id(self.head_id, f"{n.node}\x00input-send\x00{i}")
+            sent.append((n.node, task_id))
+            sends[task_id] = n.arg
+        if len(sends) != had:
+            self.internal[SENDS_CHANNEL] = sends
+            self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
+                self.versions.get(SENDS_CHANNEL, 0) + 1
+            )
+        self.frontier = plain + sent
+
+    def write_input(self, values: Any) -> Loop[None]:
+        """`update_state(as_node="__input__")`: write `values` as `invoke(values)` would,
+        without running anything: on a thread with nothing to run, through the reducers and
+        START's edges into a checkpoint with `source="input"`; on a paused or failed one, as
+        input given on resume is (the frontier and its pending writes kept)."""
+        if values is None:
+            raise InvalidUpdateError(
+                "update_state(as_node='__input__') needs values: the input to write (a dict of "
+                "state keys)"
+            )
+        writes = self.check_input(values, "update_state values", self.graph.input_keys)
+        new_versions, appended = self.apply([(START, writes)])
+        if self.frontier:
+            yield from self.carry_over("input", new_versions, appended)
+            return
+        names = yield from self.next_frontier([START], [], new_versions)
+        yield from self.save("input", names, new_versions, appended, self.static_pause(names, []))
 
     # ---- fork -----------------------------------------------------------------------
 

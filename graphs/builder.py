@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 import warnings
 from collections.abc import Callable, Hashable, Sequence
@@ -20,7 +21,7 @@ from ._schema import (
     schema_keys,
 )
 from .errors import GraphSetupError
-from .types import END, START, Command, RetryPolicy
+from .types import END, START, Command, RetryPolicy, Send
 
 if TYPE_CHECKING:
     from .cache import BaseCache, CachePolicy
@@ -61,6 +62,9 @@ class NodeSpec:
     """Once triggered, it waits until no other node is to run (`add_node(defer=True)`)."""
     cache: CachePolicy | None = None
     """How its results are cached (`add_node(cache_policy=)`, with `compile(cache=)`)."""
+    routes: bool = True
+    """It may return a `Command(goto=...)` (or `Send`) to a node it did not declare: it has no
+    `destinations`, and no return annotation that rules a `Command` out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,10 @@ class Branch:
     router: Callable[..., Any]
     takes_config: bool
     path_map: dict[Hashable, str] | None
+    is_async: bool = False
+    """An async router: awaited under `ainvoke`/`astream`; `invoke` refuses it."""
+    sends: bool = True
+    """It may return a `Send` (which bypasses a `path_map`): no return annotation rules it out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +121,32 @@ def _goto_annotation(fn: Callable[..., Any]) -> tuple[str, ...]:
         elif origin is not None:  # a union, Optional[...], ...
             todo.extend(get_args(hint))
     return tuple(found)
+
+
+def _may_return(fn: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether `fn` may return one of `kinds` (or a list of them), as far as its return
+    annotation tells: yes without one, or with one that does not resolve or says `Any`."""
+    if not inspect.isroutine(fn) and callable(fn):
+        fn = fn.__call__  # an object with __call__: its method's annotation
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 -- an annotation that does not resolve rules nothing out
+        return True
+    if "return" not in hints:
+        return True
+    todo = [hints["return"]]
+    while todo:
+        hint = todo.pop()
+        if hint is Any or hint is object or (isinstance(hint, type) and issubclass(hint, kinds)):
+            return True
+        origin = get_origin(hint)
+        if isinstance(origin, type) and issubclass(origin, kinds):
+            return True
+        if origin in (typing.Union, types.UnionType, list, tuple, Sequence):
+            todo.extend(a for a in get_args(hint) if a is not Ellipsis)  # `X | None`, `list[X]`
+        elif origin is typing.Annotated:
+            todo.append(get_args(hint)[0])
+    return False
 
 
 INJECTED = ("writer", "runtime", "store")
@@ -368,9 +402,10 @@ class StateGraph:
         lists and dicts with the run: read it, and return what changes (`{"log": [entry]}`);
         never mutate it in place, or the run goes on with values no checkpoint holds.
 
-        `destinations`: the nodes its `Command(goto=...)` may go to, for a node reached only
-        that way (`compile` checks that every node can be reached). A return annotation
-        `-> Command[Literal["a", "b"]]` says the same.
+        `destinations`: the nodes its `Command(goto=...)` may go to. A return annotation
+        `-> Command[Literal["a", "b"]]` says the same. `compile` refuses a node no run can
+        reach; a node that may go where it did not declare (no `destinations`, and no return
+        annotation such as `-> dict` that rules a `Command` out) may reach any node.
 
         `retry_policy`: retry a failed attempt within the step (`RetryPolicy()` for
         LangGraph's defaults: 3 attempts, backoff from 0.5 s, not on programming errors).
@@ -428,6 +463,7 @@ class StateGraph:
             run, afn = runnable.invoke, getattr(runnable, "ainvoke", None)
             is_async, takes_config = False, True
             dests = tuple(destinations) if destinations is not None else ()
+            routes = destinations is None
         elif not callable(fn):
             raise GraphSetupError(
                 f"node {name!r}: {fn!r} is neither callable nor an object with invoke()"
@@ -435,6 +471,7 @@ class StateGraph:
         else:
             run = fn
             dests = tuple(destinations) if destinations is not None else _goto_annotation(run)
+            routes = not dests and _may_return(run, (Command, Send))
             is_async = _is_async(run)
             takes_config = _takes_config(run, f"node {name!r}")
             injected = _injected(run)
@@ -458,6 +495,7 @@ class StateGraph:
             reads,
             defer,
             cache_policy,
+            routes,
         )
         return self
 
@@ -489,17 +527,15 @@ class StateGraph:
         """After `source`, run `path(state)` (or `path(state, config)`) to choose what runs next.
 
         It returns a node name, `END`, or a list of them; with `path_map`, a key of the map (a
-        list `path_map` names the allowed nodes).
+        list `path_map` names the allowed nodes). An async `path` is awaited under
+        `ainvoke`/`astream`; `invoke` and `stream` raise `TypeError` when they reach it.
         """
         if source == END:
             raise GraphSetupError("END cannot be the source of conditional edges")
         if not callable(path):
             raise GraphSetupError(f"conditional edges from {source!r}: {path!r} is not callable")
-        if _is_async(path):
-            raise GraphSetupError(
-                f"conditional edges from {source!r}: the router must be a plain function; "
-                "do async work in a node and route on its result"
-            )
+        is_async = _is_async(path)
+        sends = _may_return(path, (Send,))
         takes_config = _takes_config(path, f"router of {source!r}")
         if takes_config and _config_by_name(path):
             path = _with_config_by_name(path)
@@ -510,7 +546,7 @@ class StateGraph:
             mapping = dict(path_map)
         else:
             mapping = {name: name for name in path_map}
-        self.branches.append(Branch(source, path, takes_config, mapping))
+        self.branches.append(Branch(source, path, takes_config, mapping, is_async, sends))
         return self
 
     def set_entry_point(self, name: str) -> StateGraph:
@@ -636,8 +672,9 @@ class StateGraph:
         unreachable = known - self._reachable()
         if unreachable:
             raise GraphSetupError(
-                f"node(s) {sorted(unreachable)} cannot be reached from START: add an edge to "
-                "them, or remove them"
+                f"node(s) {sorted(unreachable)} cannot be reached from START: no edge, "
+                "path_map or destinations= leads to them, and no node or router on the way may "
+                "route anywhere else: add an edge to them, or remove them"
             )
 
         before = self._interrupt_nodes(interrupt_before, "interrupt_before")
@@ -705,6 +742,11 @@ class StateGraph:
         return frozenset(names)
 
     def _reachable(self) -> set[str]:
+        """The nodes a run may reach from START. Once it reaches a node or a router that may
+        route where it did not declare (a `Command` without `destinations`, a router without
+        a `path_map`, a `Send`), every node counts as reachable, as LangGraph allows."""
+        anywhere = {spec.name for spec in self.nodes.values() if spec.routes}
+        anywhere.update(br.source for br in self.branches if br.path_map is None or br.sends)
         out: dict[str, set[str]] = {}
         for a, b in self.edges:
             out.setdefault(a, set()).add(b)
@@ -712,15 +754,15 @@ class StateGraph:
             for s in sources:
                 out.setdefault(s, set()).add(target)
         for br in self.branches:
-            # A router without a path map may go anywhere: every node counts as reachable.
-            dests = set(br.path_map.values()) if br.path_map is not None else set(self.nodes)
-            out.setdefault(br.source, set()).update(dests)
+            out.setdefault(br.source, set()).update((br.path_map or {}).values())
         for spec in self.nodes.values():
             out.setdefault(spec.name, set()).update(spec.destinations)
         seen: set[str] = set()
         todo = [START]
         while todo:
             node = todo.pop()
+            if node in anywhere:
+                return set(self.nodes)
             for nxt in out.get(node, ()):
                 if nxt not in seen and nxt != END:
                     seen.add(nxt)

@@ -116,6 +116,8 @@ class CompiledGraph(RunnableMethods):
         """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them
         (or private channels, which only nodes see, are there)."""
         self.context_schema = builder.context_schema
+        self.async_routers = any(br.is_async for brs in branches.values() for br in brs)
+        """Some router is async: the loop awaits it through its driver (`ainvoke` only)."""
         self.deferred = frozenset(n for n, spec in nodes.items() if spec.defer)
         """Nodes added with `defer=True`: they run once no other node is to run."""
         self.cache: Any = None
@@ -512,7 +514,7 @@ class CompiledGraph(RunnableMethods):
     def get_state(self, config: RunConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's latest checkpoint (or the one `checkpoint_id` names) as a snapshot.
 
-        An unknown thread gives an empty snapshot (`values={}`, `next=[]`). A pending task that
+        An unknown thread gives an empty snapshot (`values={}`, `next=()`). A pending task that
         runs a subgraph has the config of the subgraph's checkpoints in its `state`; with
         `subgraphs=True`, the subgraph's own snapshot (and so on, level by level).
         """
@@ -614,7 +616,7 @@ class CompiledGraph(RunnableMethods):
         """The snapshot of a checkpoint of this graph (`own`) or of one of its subgraphs."""
         if tup is None:
             return StateSnapshot(
-                values={}, next=[], config=config, metadata={}, created_at=None, parent_config=None
+                values={}, next=(), config=config, metadata={}, created_at=None, parent_config=None
             )
         cp = tup.checkpoint
         tasks: list[StateTask] = []
@@ -628,14 +630,19 @@ class CompiledGraph(RunnableMethods):
             if state is None and own and _is_subgraph(self.nodes.get(name)):
                 state = _child_config(tup.config, _segment(self.nodes, name, task_id))
             error = errors[-1] if errors and not done else None
-            tasks.append(StateTask(task_id, name, pending, error, done, state))
+            result: Any = None
+            if done:  # what it wrote, by state key (LangGraph's `PregelTask.result`)
+                result = {c: v for c, v in writes if c in self.channels}
+                if self.root:
+                    result = result.get(ROOT)
+            tasks.append(StateTask(task_id, name, pending, error, done, state, result))
             interrupts.extend(pending)
         values: Any = {k: v for k, v in cp["channel_values"].items() if not k.startswith("__")}
         if self.root:
             values = cp["channel_values"].get(ROOT)
         return StateSnapshot(
             values=values,
-            next=[t.name for t in tasks if not t.done],
+            next=tuple(t.name for t in tasks if not t.done),
             config=tup.config,
             metadata=dict(tup.metadata),
             created_at=cp["ts"],
@@ -649,8 +656,12 @@ class CompiledGraph(RunnableMethods):
 
         Without `as_node`, each key is replaced as given (reducers are not applied: pass the whole
         intended value of an `operator.add` list), and the frontier and pending pauses are kept.
-        With `as_node="x"`, the values go through the reducers as if node `x` had returned them,
-        and the frontier becomes what follows `x`.
+        With `as_node="x"`, the values go through the reducers as if node `x` had returned them
+        (a `Command(update=, goto=)` too), and the frontier becomes what follows `x`; `START`
+        (`"__start__"`) is the input just read: what follows is START's edges.
+        `as_node="__input__"` writes the values as `invoke(values)` does, without running
+        anything: a checkpoint with `source="input"` at START's edges, or, on a paused or failed
+        thread, input given on resume (the frontier kept, a static pause lifted).
 
         An update goes on the thread's latest checkpoint: a config whose `checkpoint_id` names
         an earlier one is refused with `InvalidUpdateError` (history never branches); `fork`

@@ -24,6 +24,7 @@ __all__ = [
     "Durability",
     "Interrupt",
     "Overwrite",
+    "PregelTask",
     "RetryPolicy",
     "RunConfig",
     "Send",
@@ -269,6 +270,14 @@ class StateTask:
     state: RunConfig | StateSnapshot | None = None
     """For a task that runs a subgraph: the config of the subgraph's checkpoints (its
     `checkpoint_ns`), or, from `get_state(config, subgraphs=True)`, the subgraph's own snapshot."""
+    result: Any = None
+    """For a task that finished in a step that did not complete (`done`): what it wrote, by
+    state key (the value itself in a root-channel graph). None for the others: graphs keeps a
+    completed step's writes in the next checkpoint's state, not task by task."""
+
+
+PregelTask = StateTask
+"""LangGraph's name for a task of `StateSnapshot.tasks`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,8 +286,9 @@ class StateSnapshot:
 
     values: dict[str, Any]
     """The state, without internal channels (names starting with `__`)."""
-    next: list[str]
-    """The nodes that run when the thread is resumed; empty when the run finished.
+    next: tuple[str, ...]
+    """The nodes that run when the thread is resumed (a tuple, as LangGraph's); empty when the
+    run finished.
 
     A node that finished in a step that did not complete is not listed: it will not run again
     (its task is in `tasks`, with `done=True`)."""

@@ -86,7 +86,7 @@ assert_type(app.astream(None, config), AsyncIterator[Any])
 
 snapshot = app.get_state(config)
 assert_type(snapshot, StateSnapshot)
-assert_type(snapshot.next, list[str])
+assert_type(snapshot.next, tuple[str, ...])
 assert_type(snapshot.values, dict[str, Any])
 assert_type(snapshot.interrupts, tuple[Interrupt, ...])
 assert_type(app.get_state_history(config, limit=3), Iterator[StateSnapshot])

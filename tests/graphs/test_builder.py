@@ -1,11 +1,21 @@
 """`StateGraph` building and `compile()` validation: every message names the problem."""
 
+import asyncio
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
-from graphs import END, START, CheckpointerRequiredError, GraphSetupError, InMemorySaver, StateGraph
+from graphs import (
+    END,
+    START,
+    CheckpointerRequiredError,
+    Command,
+    GraphSetupError,
+    InMemorySaver,
+    Send,
+    StateGraph,
+)
 
 
 class State(TypedDict):
@@ -72,9 +82,61 @@ def test_unreachable_node() -> None:
     g = one_node().add_edge(START, "a").add_edge("a", END)
     g.add_node("island", noop).add_node("atoll", noop).add_edge("island", "atoll")
     assert setup_error(g.compile) == (
-        "node(s) ['atoll', 'island'] cannot be reached from START: add an edge to them, or "
-        "remove them"
+        "node(s) ['atoll', 'island'] cannot be reached from START: no edge, path_map or "
+        "destinations= leads to them, and no node or router on the way may route anywhere "
+        "else: add an edge to them, or remove them"
     )
+
+
+def unannotated(state):  # type: ignore[no-untyped-def]  # may return a Command to anywhere
+    return Command(goto="island")
+
+
+def test_a_node_that_may_return_an_undeclared_command_may_reach_any_node() -> None:
+    g = StateGraph(State).add_node("a", unannotated).add_node("island", lambda s: {"x": 2})
+    app = g.add_edge(START, "a").compile()  # "island" is reached by a's Command
+    assert app.invoke({"x": 1}) == {"x": 2}
+
+
+def test_so_may_one_annotated_to_return_a_bare_command_or_a_send() -> None:
+    def bare(state: State) -> Command:
+        return Command(goto="island")
+
+    def sends(state: State) -> Command[Any] | None:
+        return Command(goto=[Send("island", state)])
+
+    for fn in (bare, sends):
+        g = StateGraph(State).add_node("a", fn).add_node("island", lambda s: {"x": 2})
+        assert g.add_edge(START, "a").compile().invoke({"x": 1}) == {"x": 2}
+
+
+def test_a_node_whose_annotation_rules_out_a_command_reaches_only_its_edges() -> None:
+    def typed(state: State) -> dict[str, Any] | None:
+        return None
+
+    g = StateGraph(State).add_node("a", typed).add_node("island", unannotated)
+    g.add_edge(START, "a")
+    assert "['island'] cannot be reached from START" in setup_error(g.compile)
+
+
+def test_a_dynamic_node_no_run_reaches_reaches_nothing() -> None:
+    # "island" may go anywhere, but nothing reaches it; the typed "a" only has its edge to END.
+    g = one_node().add_edge(START, "a").add_edge("a", END)
+    g.add_node("island", unannotated).add_node("atoll", noop).add_edge("island", "atoll")
+    assert "['atoll', 'island'] cannot be reached from START" in setup_error(g.compile)
+
+
+def test_a_router_with_a_path_map_that_may_send_may_reach_any_node() -> None:
+    g = one_node().add_node("b", lambda s: {"x": 3}).add_edge(START, "a")
+    g.add_conditional_edges("a", lambda s: Send("b", s), {"a": "a"})  # a Send skips the map
+    assert g.compile().invoke({"x": 1}) == {"x": 3}
+
+    def route(state: State) -> Literal["a"]:
+        return "a"
+
+    g = one_node().add_node("b", noop).add_edge(START, "a")
+    g.add_conditional_edges("a", route, {"a": END})
+    assert "['b'] cannot be reached from START" in setup_error(g.compile)
 
 
 def test_nodes_reachable_only_through_a_path_map_or_a_join_are_reachable() -> None:
@@ -153,14 +215,59 @@ def test_edges_into_start_or_out_of_end_are_refused() -> None:
     )
 
 
-def test_async_router_is_refused() -> None:
-    async def router(state: State) -> str:
-        return END
+def async_routed(saver: InMemorySaver | None = None) -> Any:
+    seen: list[Any] = []
 
-    assert setup_error(lambda: one_node().add_conditional_edges("a", router)) == (
-        "conditional edges from 'a': the router must be a plain function; do async work in a "
-        "node and route on its result"
+    async def router(state: State, config: Any) -> str:
+        await asyncio.sleep(0)
+        seen.append((state["x"], config["configurable"]["thread_id"]))
+        return "big" if state["x"] > 1 else END
+
+    class Route:  # a callable object whose __call__ is async
+        async def __call__(self, state: State) -> str:
+            return END
+
+    g = StateGraph(State).add_node("a", lambda s: {"x": s["x"] + 1})
+    g.add_node("big", lambda s: {"x": s["x"] * 10}).add_edge(START, "a")
+    g.add_conditional_edges("a", router).add_conditional_edges("big", Route())
+    return g.compile(checkpointer=saver), seen
+
+
+def test_an_async_router_is_awaited_under_ainvoke_and_astream() -> None:
+    app, seen = async_routed()
+    assert asyncio.run(app.ainvoke({"x": 0})) == {"x": 1}
+    assert asyncio.run(app.ainvoke({"x": 1}, {"configurable": {"thread_id": "t"}})) == {"x": 20}
+
+    async def updates() -> list[Any]:
+        return [c async for c in app.astream({"x": 5}, stream_mode="updates")]
+
+    assert asyncio.run(updates()) == [{"a": {"x": 6}}, {"big": {"x": 60}}]
+    assert [s[0] for s in seen] == [1, 2, 6] and seen[1][1] == "t"
+
+
+def test_invoke_refuses_an_async_router_by_name_and_keeps_the_last_checkpoint() -> None:
+    saver = InMemorySaver()
+    app, _ = async_routed(saver)
+    config = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(TypeError) as info:
+        app.invoke({"x": 1}, config)
+    assert str(info.value) == (
+        "the router 'router' of the conditional edges from 'a' is async, so it can only run "
+        "under the async API: use `await graph.ainvoke(...)` or `graph.astream(...)` (or make "
+        "the router a plain function)"
     )
+    assert app.get_state(config).next == ("a",)  # the step that needed it is not saved
+    assert asyncio.run(app.ainvoke(None, config)) == {"x": 20}  # it goes on under ainvoke
+
+
+def test_an_async_routers_error_names_where_it_routed() -> None:
+    async def router(state: State) -> str:
+        raise KeyError("nope")
+
+    app = one_node().add_edge(START, "a").add_conditional_edges("a", router).compile()
+    with pytest.raises(KeyError) as info:
+        asyncio.run(app.ainvoke({"x": 1}))
+    assert any("while routing after node 'a'" in n for n in info.value.__notes__)
 
 
 def test_interrupt_before_unknown_node() -> None:

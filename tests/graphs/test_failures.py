@@ -80,7 +80,7 @@ def test_the_last_good_checkpoint_stays_and_shows_the_failure() -> None:
         app.invoke({"log": []}, CONFIG)
     snap = app.get_state(CONFIG)
     assert snap.values == {"log": ["first"]}
-    assert snap.next == ["flaky"]  # "ok" finished: it will not run again (LangGraph agrees)
+    assert snap.next == ("flaky",)  # "ok" finished: it will not run again (LangGraph agrees)
     assert [(t.name, t.done, t.error) for t in snap.tasks] == [
         ("ok", True, None),
         ("flaky", False, "PaymentDown: gateway timeout"),
@@ -145,7 +145,7 @@ def test_a_failing_router_names_the_node_it_routes_from() -> None:
     with pytest.raises(KeyError) as info:
         app.invoke({"log": []}, CONFIG)
     assert info.value.__notes__ == ["while routing after node 'a' on thread 't'"]
-    assert app.get_state(CONFIG).next == ["a"]
+    assert app.get_state(CONFIG).next == ("a",)
 
 
 def test_a_pause_in_one_branch_keeps_the_finished_branches() -> None:

@@ -62,7 +62,7 @@ def abc(saver: BaseCheckpointSaver, calls: Counter[str]) -> Any:
 
 def checkpoint_before(graph: Any, thread: str, node: str) -> Any:
     """The snapshot of `thread`'s history whose next node is `node`."""
-    (snap,) = [s for s in graph.get_state_history(config(thread)) if s.next == [node]]
+    (snap,) = [s for s in graph.get_state_history(config(thread)) if s.next == (node,)]
     return snap
 
 
@@ -82,7 +82,7 @@ def test_a_fork_replays_from_a_past_checkpoint_in_a_new_thread(saver: BaseCheckp
     forked = graph.fork(past.config, "copy")
     assert forked["configurable"]["thread_id"] == "copy"
     start = graph.get_state(forked)
-    assert start.values == {"steps": ["a"]} and start.next == ["b"]
+    assert start.values == {"steps": ["a"]} and start.next == ("b",)
     assert start.parent_config is None  # the new thread's first checkpoint
     assert start.metadata["source"] == "fork"
     assert start.metadata["forked_from"] == {
@@ -114,7 +114,7 @@ def test_a_fork_can_change_the_copy_first(saver: BaseCheckpointSaver) -> None:
     # As node b: through the reducer, and on to what follows b.
     calls.clear()
     as_b = graph.fork(past.config, "as-b", values={"steps": ["B"]}, as_node="b")
-    assert graph.get_state(as_b).next == ["c"]
+    assert graph.get_state(as_b).next == ("c",)
     assert graph.invoke(None, as_b) == {"steps": ["a", "B", "c"]}
     assert calls == Counter(c=1)
     assert graph.get_state(config("t")).values == {"steps": ["a", "b", "c"]}
@@ -126,7 +126,7 @@ def test_without_a_checkpoint_id_the_head_is_forked(saver: BaseCheckpointSaver) 
     forked = graph.fork(config("t"))
     assert forked["configurable"]["thread_id"] != "t"
     assert graph.get_state(forked).values == {"steps": ["a", "b", "c"]}
-    assert graph.get_state(forked).next == []
+    assert graph.get_state(forked).next == ()
 
 
 def test_update_state_given_a_past_checkpoint_is_refused_and_writes_nothing(
@@ -229,7 +229,7 @@ def test_a_fork_of_a_fan_out_runs_each_send_with_its_own_arg(saver: BaseCheckpoi
     b.add_edge("work", END)
     graph = b.compile(checkpointer=saver)
     graph.invoke({"steps": []}, config("t"))
-    (past,) = [s for s in graph.get_state_history(config("t")) if s.next == ["work", "work"]]
+    (past,) = [s for s in graph.get_state_history(config("t")) if s.next == ("work", "work")]
     forked = graph.fork(past.config, "copy")
     assert graph.invoke(None, forked) == {"steps": ["work:x", "work:y"]}
 
@@ -241,7 +241,7 @@ def test_afork_replays_in_a_new_thread(saver: BaseCheckpointSaver) -> None:
     async def main() -> Any:
         await graph.ainvoke({"steps": []}, config("t"))
         history = [s async for s in graph.aget_state_history(config("t"))]
-        (past,) = [s for s in history if s.next == ["c"]]
+        (past,) = [s for s in history if s.next == ("c",)]
         forked = await graph.afork(past.config, "copy", values={"note": "async"})
         calls.clear()
         return await graph.ainvoke(None, forked)

@@ -76,7 +76,7 @@ def test_interrupt_before_pauses_and_resumes_without_firing_again() -> None:
     assert str(info.value) == "thread 't' paused at a static interrupt point"
     assert info.value.config == app.get_state(CONFIG).config
     assert calls == Counter(one=1)
-    assert app.get_state(CONFIG).next == ["two"]
+    assert app.get_state(CONFIG).next == ("two",)
 
     assert app.invoke(None, CONFIG) == {"log": ["one", "two", "three"]}
     assert calls == Counter(one=1, two=1, three=1)
@@ -88,7 +88,7 @@ def test_interrupt_after_pauses_once_the_node_ran() -> None:
     with pytest.raises(GraphInterrupt):
         app.invoke({"log": []}, CONFIG)
     snap = app.get_state(CONFIG)
-    assert (snap.values, snap.next) == ({"log": ["one"]}, ["two"])
+    assert (snap.values, snap.next) == ({"log": ["one"]}, ("two",))
     assert app.invoke(None, CONFIG) == {"log": ["one", "two", "three"]}
     assert calls == Counter(one=1, two=1, three=1)
 
@@ -101,7 +101,7 @@ def test_every_node_with_a_star() -> None:
         with pytest.raises(GraphInterrupt):
             app.invoke(None if paused_before else {"log": []}, CONFIG)
         paused_before.append(app.get_state(CONFIG).next)
-    assert paused_before == [["one"], ["two"], ["three"]]
+    assert paused_before == [("one",), ("two",), ("three",)]
     assert app.invoke(None, CONFIG) == {"log": ["one", "two", "three"]}
 
 
@@ -168,7 +168,7 @@ def test_node_interrupt_checkpoints_and_surfaces_its_value() -> None:
         False,
     )
     snap = app.get_state(CONFIG)
-    assert (snap.next, snap.interrupts) == (["review"], (pause,))
+    assert (snap.next, snap.interrupts) == (("review",), (pause,))
     assert issubclass(NodeInterrupt, GraphInterrupt)
 
 
@@ -331,7 +331,7 @@ def test_an_answer_is_kept_when_the_node_fails_after_receiving_it() -> None:
     with pytest.raises(ConnectionError):
         app.invoke(Command(resume="approved"), CONFIG)
     snap = app.get_state(CONFIG)
-    assert (snap.next, snap.interrupts) == (["ask"], ())  # answered, not pending any more
+    assert (snap.next, snap.interrupts) == (("ask",), ())  # answered, not pending any more
     with pytest.raises(ResumeError):  # a second click cannot change the recorded answer
         app.invoke(Command(resume="rejected"), CONFIG)
     broken[0] = False
@@ -420,7 +420,7 @@ def test_interrupt_mode_return_for_static_and_node_interrupts() -> None:
     )
     # An interrupt_before pause asks nothing: the state alone, as LangGraph returns it.
     assert app.invoke({"amount": 20_000}, CONFIG) == {"amount": 20_000}
-    assert app.get_state(CONFIG).next == ["review"]
+    assert app.get_state(CONFIG).next == ("review",)
     result = app.invoke(None, CONFIG)
     assert [i.value for i in result["__interrupt__"]] == [
         {"reason": "amount exceeds auto-approve limit"}

@@ -205,7 +205,7 @@ def test_leaving_a_stream_early_releases_the_thread_and_keeps_the_progress() -> 
     for chunk in app.stream({"log": []}, thread("t"), stream_mode="updates"):
         assert chunk == {"a": {"log": ["a"]}}
         break
-    assert app.get_state(thread("t")).next == ["b", "c"]
+    assert app.get_state(thread("t")).next == ("b", "c")
     assert app.invoke(None, thread("t")) == {"log": ["a"], "x": 2}
 
 

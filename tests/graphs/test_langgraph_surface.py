@@ -173,9 +173,9 @@ def test_update_state_with_no_values_as_a_node_moves_the_thread_past_it() -> Non
     config = {"configurable": {"thread_id": 1}}
     with pytest.raises(Exception, match="paused"):
         graph.invoke({"log": ""}, config)
-    assert graph.get_state(config).next == ["ask"]
+    assert graph.get_state(config).next == ("ask",)
     graph.update_state(config, None, as_node="ask")
-    assert graph.get_state(config).next == ["act"]
+    assert graph.get_state(config).next == ("act",)
     assert graph.invoke(None, config) == {"log": "+acted"}
 
 
@@ -258,7 +258,7 @@ def test_bulk_update_state_writes_one_checkpoint_per_step_as_its_nodes(tmp_path:
     )
     state = graph.get_state(config)
     assert state.values == {"foo": "y", "baz": "z"}
-    assert state.next == ["b", "c"]  # what follows a and b
+    assert state.next == ("b", "c")  # what follows a and b
     assert len(list(graph.get_state_history(config))) == 2
     with pytest.raises(InvalidUpdateError, match="needs as_node on each"):
         graph.bulk_update_state(config, [[StateUpdate({"foo": "1"}), StateUpdate({"baz": "2"})]])
@@ -271,5 +271,5 @@ async def test_abulk_update_state_matches_the_sync_one() -> None:
     await graph.abulk_update_state(config, [[StateUpdate({"foo": "x"}, "a")]])
     await graph.abulk_update_state(config, [[({"baz": "q"}, "b")]])  # a plain tuple works too
     state = graph.get_state(config)
-    assert state.values == {"foo": "x", "baz": "q"} and state.next == ["c"]
+    assert state.values == {"foo": "x", "baz": "q"} and state.next == ("c",)
     assert await graph.ainvoke(None, config) == {"foo": "x+c", "baz": "q"}

@@ -190,7 +190,7 @@ def test_react_agent_takes_a_plain_function_as_model_and_interrupt_before() -> N
     )
     with pytest.raises(GraphInterrupt):  # graphs raises where LangGraph returns
         agent.invoke({"messages": [HumanMessage("hi")]}, _config())
-    assert agent.get_state(_config()).next == ["tools"] and log == []
+    assert agent.get_state(_config()).next == ("tools",) and log == []
     out = agent.invoke(None, _config())
     assert out["messages"][-1].content == "ok" and log == ["lookup A1"]
 

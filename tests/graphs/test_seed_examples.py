@@ -98,12 +98,12 @@ def test_inspect_state_with_get_state() -> None:
     snapshot = app.get_state(config)
 
     assert snapshot.values == {"messages": [HumanMessage("hello"), AIMessage("you said: hello")]}
-    assert snapshot.next == []
+    assert snapshot.next == ()
     assert snapshot.metadata["step"] == 1
     with pytest.raises(AttributeError):  # frozen
         snapshot.values = {}  # type: ignore[misc]
     empty = app.get_state({"configurable": {"thread_id": "no-such-thread"}})
-    assert (empty.values, empty.next) == ({}, [])
+    assert (empty.values, empty.next) == ({}, ())
 
 
 def test_update_state_replaces_instead_of_appending() -> None:
@@ -148,7 +148,7 @@ def test_pause_before_a_node() -> None:
     except GraphInterrupt:
         snapshot = app.get_state(config)
         printed.append(("paused before:", snapshot.next))
-    assert printed == [("paused before:", ["tools"])]
+    assert printed == [("paused before:", ("tools",))]
     assert tool_calls == []
 
 
@@ -203,7 +203,7 @@ async def test_the_async_api_restores_and_persists_identically() -> None:
     assert tool_calls == ["you said: hi"]
     saved = await app.aget_state(config)
     assert saved.values["messages"][-1] == AIMessage("done, approved=None")
-    assert saved.next == []
+    assert saved.next == ()
 
 
 def looping_graph() -> StateGraph:
@@ -302,7 +302,7 @@ def test_resuming_with_command() -> None:
     )
     assert result["__interrupt__"]
     # A dashboard can show what the thread waits on.
-    assert graph.get_state(config).next == ["request_approval"]
+    assert graph.get_state(config).next == ("request_approval",)
 
     # Second call: resumes and completes
     final = graph.invoke(Command(resume={"approved": True}), config)

@@ -63,7 +63,7 @@ def test_the_same_fan_out_on_a_checkpointer_and_async() -> None:
     config: Any = {"configurable": {"thread_id": "t"}}
     out = asyncio.run(app.ainvoke({"subjects": ["a", "bb"]}, config))
     assert out["jokes"] == ["a", "bb"] and out["best"] == "bb"
-    assert app.get_state(config).next == []
+    assert app.get_state(config).next == ()
 
 
 def test_a_send_that_paused_resumes_with_its_own_arg_and_the_others_do_not_rerun() -> None:
@@ -81,7 +81,7 @@ def test_a_send_that_paused_resumes_with_its_own_arg_and_the_others_do_not_rerun
     paused = app.invoke({"subjects": ["dogs", "cats", "owls"]}, config)
     assert [i.value for i in paused["__interrupt__"]] == ["ok to joke about cats?"]
     snap = app.get_state(config)
-    assert snap.next == ["joke"]  # the cats task; the two that finished are not listed
+    assert snap.next == ("joke",)  # the cats task; the two that finished are not listed
     assert [(t.name, t.done) for t in snap.tasks] == [
         ("joke", True),
         ("joke", False),

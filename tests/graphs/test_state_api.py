@@ -17,6 +17,7 @@ from graphs import (
     InMemorySaver,
     InvalidUpdateError,
     ResumeError,
+    Send,
     StateGraph,
     StateSnapshot,
     interrupt,
@@ -57,7 +58,7 @@ def test_snapshot_of_a_paused_thread() -> None:
 
     assert isinstance(snap, StateSnapshot)
     assert snap.values == {"messages": ["hi", "plan"]}
-    assert snap.next == ["act"]
+    assert snap.next == ("act",)
     assert snap.metadata == {"source": "loop", "step": 1}
     assert snap.config["configurable"]["thread_id"] == "t"
     assert snap.config["configurable"]["checkpoint_id"]
@@ -78,7 +79,7 @@ def test_snapshot_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         snap.values = {}  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        snap.next = ["plan"]  # type: ignore[misc]
+        snap.next = ("plan",)  # type: ignore[misc]
 
 
 def test_internal_channels_are_filtered_out_of_values() -> None:
@@ -105,7 +106,7 @@ def test_internal_channels_are_filtered_out_of_values() -> None:
 def test_unknown_thread_gives_an_empty_snapshot() -> None:
     app = build().compile(checkpointer=InMemorySaver())
     snap = app.get_state({"configurable": {"thread_id": "nobody"}})
-    assert (snap.values, snap.next, snap.tasks, snap.interrupts) == ({}, [], (), ())
+    assert (snap.values, snap.next, snap.tasks, snap.interrupts) == ({}, (), (), ())
     assert list(app.get_state_history({"configurable": {"thread_id": "nobody"}})) == []
 
 
@@ -125,9 +126,9 @@ def test_history_is_newest_first_and_old_checkpoints_stay_readable() -> None:
     app.invoke({"messages": ["hi"]}, CONFIG)
     history = list(app.get_state_history(CONFIG))
     assert [(s.metadata["step"], s.metadata["source"], s.next) for s in history] == [
-        (2, "loop", []),
-        (1, "loop", ["act"]),
-        (0, "input", ["plan"]),
+        (2, "loop", ()),
+        (1, "loop", ("act",)),
+        (0, "input", ("plan",)),
     ]
     assert history[0].values == app.get_state(CONFIG).values
     assert app.get_state(history[-1].config).values == {"messages": ["hi"]}
@@ -161,7 +162,7 @@ def test_update_state_replaces_each_key_without_the_reducer() -> None:
     assert snap.values == {"messages": ["use metric units"], "approved": True}
     assert snap.metadata == {"source": "update", "step": 2}
     assert snap.parent_config == before.config
-    assert snap.next == ["act"]  # still paused where it was
+    assert snap.next == ("act",)  # still paused where it was
     assert app.invoke(None, CONFIG) == {
         "messages": ["use metric units", "act approved=True"],
         "approved": True,
@@ -186,7 +187,7 @@ def test_update_state_on_a_new_thread() -> None:
     app = build().compile(checkpointer=InMemorySaver())
     config = app.update_state({"configurable": {"thread_id": "fresh"}}, {"approved": True})
     snap = app.get_state({"configurable": {"thread_id": "fresh"}})
-    assert (snap.values, snap.next, snap.config) == ({"approved": True}, [], config)
+    assert (snap.values, snap.next, snap.config) == ({"approved": True}, (), config)
     assert app.invoke({"messages": []}, {"configurable": {"thread_id": "fresh"}}) == {
         "messages": ["plan", "act approved=True"],
         "approved": True,
@@ -198,13 +199,13 @@ def test_update_state_as_node_applies_reducers_and_moves_the_frontier() -> None:
     app = build(calls).compile(checkpointer=InMemorySaver(), interrupt_before=["plan"])
     with pytest.raises(GraphInterrupt):
         app.invoke({"messages": ["hi"]}, CONFIG)
-    assert app.get_state(CONFIG).next == ["plan"]
+    assert app.get_state(CONFIG).next == ("plan",)
 
     app.update_state(CONFIG, {"messages": ["hand-written plan"]}, as_node="plan")
 
     snap = app.get_state(CONFIG)
     assert snap.values == {"messages": ["hi", "hand-written plan"]}
-    assert snap.next == ["act"]
+    assert snap.next == ("act",)
     assert snap.metadata["source"] == "update"
     assert app.invoke(None, CONFIG)["messages"] == ["hi", "hand-written plan", "act approved=None"]
     assert calls == Counter(act=1)  # plan never ran
@@ -222,7 +223,9 @@ def test_update_state_errors() -> None:
     with pytest.raises(InvalidUpdateError) as info:
         app.update_state(CONFIG, {"approved": True}, as_node="ghost")
     assert str(info.value) == (
-        "update_state(as_node='ghost'): no such node; nodes are: ['act', 'plan']"
+        "update_state(as_node='ghost'): no such node; nodes are: ['act', 'plan'] (or START, "
+        "'__start__', as if the input had just been read, and '__input__', written as a run's "
+        "input)"
     )
     with pytest.raises(ValueError) as value_error:
         app.update_state({"configurable": {}}, {"approved": True})
@@ -247,3 +250,133 @@ def test_a_run_cannot_continue_from_an_old_checkpoint() -> None:
     )
     assert len(list(app.get_state_history(CONFIG))) == len(history)
     assert app.invoke({"messages": ["again"]}, head)["messages"][-1] == "act approved=None"
+
+
+def history(app: Any, config: Any) -> list[tuple[Any, ...]]:
+    return [
+        (s.values, s.next, s.metadata["step"], s.metadata["source"])
+        for s in app.get_state_history(config)
+    ]
+
+
+def test_update_state_as_input_writes_what_invoke_would_without_running_it() -> None:
+    calls: Counter = Counter()
+    app = build(calls).compile(checkpointer=InMemorySaver())
+    app.update_state(CONFIG, {"messages": ["hi"]}, as_node="__input__")
+    assert history(app, CONFIG) == [({"messages": ["hi"]}, ("plan",), 0, "input")]
+    assert calls == Counter()  # nothing ran
+    assert app.invoke(None, CONFIG)["messages"] == ["hi", "plan", "act approved=None"]
+
+    # A finished thread: a second turn's input, through the reducer, at START's edges again.
+    app.update_state(CONFIG, {"messages": ["again"]}, as_node="__input__")
+    snap = app.get_state(CONFIG)
+    assert (snap.next, snap.metadata["source"]) == (("plan",), "input")
+    assert snap.values["messages"][-2:] == ["act approved=None", "again"]
+
+
+def test_update_state_as_input_on_a_paused_thread_is_input_given_on_resume() -> None:
+    app = build().compile(checkpointer=InMemorySaver(), interrupt_before=["act"])
+    with pytest.raises(GraphInterrupt):
+        app.invoke({"messages": ["hi"]}, CONFIG)
+    app.update_state(CONFIG, {"approved": True}, as_node="__input__")
+    snap = app.get_state(CONFIG)
+    assert (snap.next, snap.metadata["source"]) == (("act",), "input")
+    # As input on resume, it lifts the static pause: the run goes on into "act".
+    assert app.invoke(None, CONFIG)["messages"][-1] == "act approved=True"
+
+
+def test_update_state_as_input_takes_the_input_schema_and_is_alone_in_a_bulk_step() -> None:
+    app = build().compile(checkpointer=InMemorySaver())
+    with pytest.raises(InvalidUpdateError, match="needs values"):
+        app.update_state(CONFIG, None, as_node="__input__")
+    with pytest.raises(InvalidUpdateError, match="alone in its step"):
+        app.bulk_update_state(CONFIG, [[({"approved": True}, "__input__"), ({}, "plan")]])
+    assert app.get_state(CONFIG).created_at is None  # nothing was written
+
+
+def test_update_state_as_start_is_as_if_the_input_had_just_been_read() -> None:
+    calls: Counter = Counter()
+    app = build(calls).compile(checkpointer=InMemorySaver())
+    app.invoke({"messages": ["hi"]}, CONFIG)
+    app.update_state(CONFIG, {"messages": ["more"]}, as_node=START)
+    snap = app.get_state(CONFIG)
+    assert (snap.next, snap.metadata["source"]) == (("plan",), "update")
+    assert snap.values["messages"] == ["hi", "plan", "act approved=None", "more"]
+    assert app.invoke(None, CONFIG)["messages"][-2:] == ["plan", "act approved=None"]
+    assert calls == Counter(plan=2, act=2)
+
+
+def test_bulk_update_state_replays_a_run_with_a_command_as_a_nodes_return() -> None:
+    class Fan(TypedDict):
+        done: Annotated[list, operator.add]
+
+    def fan(state: Fan) -> Command:
+        return Command(goto=[Send("work", {"i": i}) for i in (1, 2)], update={"done": ["fan"]})
+
+    def work(arg: dict) -> dict[str, Any]:
+        return {"done": [arg["i"]]}
+
+    g = StateGraph(Fan).add_node("fan", fan).add_node("work", work).add_edge(START, "fan")
+    app = g.compile(checkpointer=InMemorySaver())
+    ran, copy = {"configurable": {"thread_id": "ran"}}, {"configurable": {"thread_id": "copy"}}
+    app.invoke({"done": []}, ran)
+    sends = [Send("work", {"i": i}) for i in (1, 2)]
+    app.bulk_update_state(
+        copy,
+        [
+            [({"done": []}, "__input__")],
+            [(Command(goto=sends, update={"done": ["fan"]}), "fan")],
+            [({"done": [1]}, "work"), ({"done": [2]}, "work")],
+        ],
+    )
+    replayed = [(v, n, step) for v, n, step, _ in history(app, copy)]
+    assert replayed == [(v, n, step) for v, n, step, _ in history(app, ran)]
+    with pytest.raises(InvalidUpdateError, match=r"Command\(goto=\['ghost'\]\) names unknown"):
+        app.update_state(copy, Command(goto="ghost"), as_node="fan")
+
+
+def test_a_task_that_finished_in_an_incomplete_step_shows_what_it_wrote() -> None:
+    class Two(TypedDict):
+        messages: Annotated[list, operator.add]
+        approved: bool
+
+    def ask(state: Two) -> dict[str, Any]:
+        return {"approved": interrupt("ok?")}
+
+    g = StateGraph(Two).add_node("note", lambda s: {"messages": ["noted"], "approved": False})
+    g.add_node("ask", ask).add_edge(START, "note").add_edge(START, "ask")
+    app = g.compile(checkpointer=InMemorySaver())
+    with pytest.raises(GraphInterrupt):
+        app.invoke({"messages": []}, CONFIG)
+    by_name = {t.name: t for t in app.get_state(CONFIG).tasks}
+    assert by_name["note"].done and by_name["note"].result == {
+        "messages": ["noted"],
+        "approved": False,
+    }
+    assert (by_name["ask"].done, by_name["ask"].result) == (False, None)
+    from graphs.types import PregelTask
+
+    assert isinstance(by_name["ask"], PregelTask)  # LangGraph's name for it
+
+
+def test_command_goto_as_input_adds_nodes_to_the_step_about_to_run() -> None:
+    calls: Counter = Counter()
+    app = build(calls).compile(checkpointer=InMemorySaver(), interrupt_before=["plan"])
+    with pytest.raises(GraphInterrupt):
+        app.invoke({"messages": ["hi"]}, CONFIG)
+    # Past the static pause before "plan": "act" runs beside it, then again after it.
+    out = app.invoke(Command(goto="act", update={"approved": True}), CONFIG)
+    assert out["messages"] == ["hi", "plan", "act approved=True", "act approved=True"]
+    assert calls == Counter(plan=1, act=2)
+    # On a finished thread it says what runs next.
+    assert app.invoke(Command(goto=["act"]), CONFIG)["messages"][-1] == "act approved=True"
+    assert calls == Counter(plan=1, act=3)
+
+
+def test_command_goto_as_input_needs_a_thread_and_known_nodes() -> None:
+    app = build().compile(checkpointer=InMemorySaver())
+    with pytest.raises(InvalidUpdateError, match="thread 't' has none"):
+        app.invoke(Command(goto="act"), CONFIG)
+    app.invoke({"messages": []}, CONFIG)
+    with pytest.raises(InvalidUpdateError, match=r"the input: Command\(goto=\['ghost'\]\)"):
+        app.invoke(Command(goto="ghost"), CONFIG)

@@ -120,7 +120,7 @@ def test_a_pause_in_a_checkpointer_true_subgraph_resumes_it_and_the_next_run_goe
     (asked,) = info.value.interrupts
     state = graph.get_state(config(), subgraphs=True)
     (task,) = state.tasks
-    assert task.state is not None and task.state.next == ["confirm"]  # type: ignore[union-attr]
+    assert task.state is not None and task.state.next == ("confirm",)  # type: ignore[union-attr]
     assert graph.invoke(Command(resume={asked.id: "yes"}), config())["reply"] == "one:yes"
     assert calls == Counter(remember=1, confirm=2)  # resumed where it stopped
 
@@ -157,10 +157,10 @@ def test_a_finished_checkpointer_true_subgraph_is_not_run_again_when_its_node_pa
 
 
 @pytest.mark.parametrize(
-    ("option", "waiting"), [("interrupt_before", ["answer"]), ("interrupt_after", ["answer"])]
+    ("option", "waiting"), [("interrupt_before", ("answer",)), ("interrupt_after", ("answer",))]
 )
 def test_a_static_pause_inside_a_subgraph_pauses_the_parent(
-    saver: BaseCheckpointSaver, option: str, waiting: list[str]
+    saver: BaseCheckpointSaver, option: str, waiting: tuple[str, ...]
 ) -> None:
     calls: Counter[str] = Counter()
     node = "answer" if option == "interrupt_before" else "remember"
@@ -171,7 +171,7 @@ def test_a_static_pause_inside_a_subgraph_pauses_the_parent(
     assert info.value.interrupts == ()
     assert chunks == [{"__interrupt__": ()}]  # the pause shows in the parent's stream
     state = graph.get_state(config(), subgraphs=True)
-    assert state.next == ["chat"]
+    assert state.next == ("chat",)
     (task,) = state.tasks
     assert task.state is not None and task.state.next == waiting  # type: ignore[union-attr]
     assert calls == Counter(remember=1)

@@ -101,7 +101,7 @@ def test_a_pause_in_a_subgraph_pauses_the_parent_and_resumes_where_it_stopped(
     assert intr.value == {"question": "publish pricing?"} and intr.node == "ask"
 
     state = graph.get_state(config())
-    assert state.next == ["review"] and state.interrupts == (intr,)
+    assert state.next == ("review",) and state.interrupts == (intr,)
     (task,) = state.tasks
     # The subgraph's checkpoints: the same thread, under the namespace "review:<task id>".
     assert task.state == {"configurable": {"thread_id": "t", "checkpoint_ns": f"review:{task.id}"}}
@@ -118,7 +118,7 @@ def test_a_pause_in_a_subgraph_pauses_the_parent_and_resumes_where_it_stopped(
     }  # the subgraph's private key stays in the subgraph
     # draft ran once: the subgraph's finished work is not run again; ask ran again to return.
     assert calls == Counter(draft=1, ask=2, publish=1, decide=1)
-    assert graph.get_state(config()).next == []
+    assert graph.get_state(config()).next == ()
 
 
 def test_a_subgraph_s_namespace_is_read_only_from_outside(saver: BaseCheckpointSaver) -> None:
@@ -148,7 +148,7 @@ def test_get_state_with_subgraphs_shows_the_subgraph_s_own_snapshot(
     inner = task.state
     assert isinstance(inner, StateSnapshot)
     assert inner.values == {"topic": "pricing", "steps": ["draft"], "private": "notes"}
-    assert inner.next == ["ask"]
+    assert inner.next == ("ask",)
     assert inner.config["configurable"]["checkpoint_ns"] == f"review:{task.id}"
     assert [i.value for i in inner.interrupts] == [{"question": "publish pricing?"}]
 
@@ -227,7 +227,7 @@ def test_a_subgraph_called_in_a_node_inherits_the_checkpointer_and_resumes(
     (intr,) = paused.value.interrupts
     assert intr.value == {"question": "publish PRICING?"}
     (task,) = graph.get_state(config(), subgraphs=True).tasks
-    assert isinstance(task.state, StateSnapshot) and task.state.next == ["ask"]
+    assert isinstance(task.state, StateSnapshot) and task.state.next == ("ask",)
 
     out = graph.invoke(Command(resume="ok"), config())  # one pending pause: no id needed
     assert out["steps"] == ["draft", "ask:ok", "publish"]
@@ -291,14 +291,14 @@ def test_a_pause_two_levels_deep_resumes_through_the_top(saver: BaseCheckpointSa
     top = graph.get_state(config(), subgraphs=True)
     (mid_task,) = top.tasks
     middle = mid_task.state
-    assert isinstance(middle, StateSnapshot) and middle.next == ["inner"]
+    assert isinstance(middle, StateSnapshot) and middle.next == ("inner",)
     (inner_task,) = middle.tasks
     inner = inner_task.state
     assert isinstance(inner, StateSnapshot)
     assert inner.config["configurable"]["checkpoint_ns"] == (
         f"middle:{mid_task.id}|inner:{inner_task.id}"
     )
-    assert inner.next == ["ask"] and inner.interrupts == (intr,)
+    assert inner.next == ("ask",) and inner.interrupts == (intr,)
     assert top.interrupts == (intr,) and middle.interrupts == (intr,)
 
     out = graph.invoke(Command(resume={intr.id: "deep yes"}), config())
@@ -411,7 +411,7 @@ def test_async_subgraph_pause_and_resume(saver: BaseCheckpointSaver) -> None:
             await graph.ainvoke({"topic": "a"}, config())
         (intr,) = paused.value.interrupts
         (task,) = (await graph.aget_state(config(), subgraphs=True)).tasks
-        assert isinstance(task.state, StateSnapshot) and task.state.next == ["ask"]
+        assert isinstance(task.state, StateSnapshot) and task.state.next == ("ask",)
         return await graph.ainvoke(Command(resume={intr.id: "async"}), config())
 
     out = asyncio.run(go())

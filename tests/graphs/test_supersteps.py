@@ -49,11 +49,11 @@ def test_parallel_branches_run_in_one_step_and_a_join_waits_for_both() -> None:
     assert calls == Counter(fan=1, left=1, right=1, right2=1, join=1)
     history = list(app.get_state_history(config))[::-1]
     assert [(s.metadata["step"], s.next) for s in history] == [
-        (0, ["fan"]),
-        (1, ["left", "right"]),
-        (2, ["right2"]),  # left finished, but the join still waits for right2
-        (3, ["join"]),
-        (4, []),
+        (0, ("fan",)),
+        (1, ("left", "right")),
+        (2, ("right2",)),  # left finished, but the join still waits for right2
+        (3, ("join",)),
+        (4, ()),
     ]
 
 
@@ -131,7 +131,7 @@ def test_two_writes_to_a_plain_key_in_one_step_are_refused() -> None:
     )
     # Nothing of the step was applied: the thread still waits to run a and b.
     state = app.get_state(config)
-    assert (state.values, state.next) == ({"status": "new"}, ["a", "b"])
+    assert (state.values, state.next) == ({"status": "new"}, ("a", "b"))
 
 
 def test_one_checkpoint_per_step_with_values_frontier_and_metadata() -> None:

@@ -770,7 +770,7 @@ def test_thread_status_from_a_state_snapshot() -> None:
 
     snapshot = StateSnapshot(
         values={},
-        next=["request_approval"],
+        next=("request_approval",),
         config={"configurable": {"thread_id": "t"}},
         metadata={"step": 3, "source": "loop"},
         created_at=None,

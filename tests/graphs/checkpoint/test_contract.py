@@ -417,7 +417,7 @@ def test_static_interrupt_update_state_and_as_node(saver: BaseCheckpointSaver) -
         app.invoke({"log": ["in"], "status": "new"}, CONFIG)
     assert paused_at() == ["plan"]
     app.update_state(CONFIG, {"log": ["my plan"]}, as_node="plan")
-    assert app.get_state(CONFIG).next == ["act"]
+    assert app.get_state(CONFIG).next == ("act",)
     assert paused_at() == ["act"]  # as if plan had run: now paused before act
     new_config = app.update_state(CONFIG, {"status": "approved"})
     assert app.get_state(CONFIG).config == new_config

@@ -161,7 +161,7 @@ def test_two_processes_resuming_one_paused_thread_race_and_exactly_one_wins(db_u
             assert_linear(tuples)
             state = graph.get_state(worker.config(thread_id))
             assert state.values["log"] == ["draft", "approve", "act"]
-            assert state.next == []
+            assert state.next == ()
         assert saver.list_paused() == []
     assert sum(outcomes.values()) == races
     print("race outcomes", dict(outcomes))

@@ -112,15 +112,24 @@ class Message:
     metadata: JSON | None = None
     reactions: dict[str, list[str]] = field(default_factory=dict)
     """Emoji name -> who reacted with it, in order (reactions.add)."""
+    subtype: str | None = None
+    """`thread_broadcast` for a reply also sent to the channel (`reply_broadcast`), else None."""
 
     @property
     def is_reply(self) -> bool:
         """True for a message inside a thread (not its parent)."""
         return self.thread_ts is not None and self.thread_ts != self.ts
 
+    @property
+    def in_channel(self) -> bool:
+        """True for what the channel shows: a top-level message, or a reply broadcast to it."""
+        return not self.is_reply or self.subtype == "thread_broadcast"
+
     def to_api(self) -> JSON:
         """The message object of conversations.history / conversations.replies."""
         out: JSON = {"type": "message", "ts": self.ts, "user": self.user, "text": self.text}
+        if self.subtype:
+            out["subtype"] = self.subtype
         if self.blocks:
             out["blocks"] = self.blocks
         if self.bot_id:

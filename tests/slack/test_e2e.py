@@ -45,6 +45,7 @@ from tests.kit.e2e import (
     FakeSlackProcess,
     action_ids,
     card_of,
+    in_channel,
     messages_of,
     sqlite_url,
     text_of,
@@ -134,10 +135,11 @@ async def test_a_click_approves_updates_the_card_in_place_runs_the_refund_once_a
         run.card, lambda r: done in r, "the completion in the card's thread"
     )
     assert replies == [messages.run_approved("Refund 42.50 to cust-approve", [BOB]), done]
-    await over.wait(
-        lambda s: done in [m["text"] for m in messages_of(s) if "thread_ts" not in m],
-        "the channel's notice",
-    )
+    # the channel's notice is that reply, broadcast: one message, in the thread and the channel
+    state = await over.slack.state()
+    (notice,) = [m for m in in_channel(state) if m["text"] == done]
+    assert (notice["subtype"], notice["thread_ts"]) == ("thread_broadcast", run.card["ts"])
+    assert [m["text"] for m in messages_of(state)].count(done) == 1
 
     refunds = over.db.effects(run.thread_id)
     assert [(e["kind"], e["data"]["amount"], e["data"]["customer_id"]) for e in refunds] == [

@@ -148,7 +148,8 @@ def conversations_open(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     users = _required(params, "users", "users_list_not_supplied").split(",")
     if len(users) != 1:
         raise SlackApiFailure("not_implemented", ["[ERROR] the stand-in opens one-to-one DMs only"])
-    ctx.workspace.user(users[0].strip())
+    if ctx.workspace.user(users[0].strip()).deleted:
+        raise SlackApiFailure("user_disabled")
     return {"channel": {"id": ctx.workspace.im(users[0].strip()).id}}
 
 

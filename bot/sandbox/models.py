@@ -37,6 +37,8 @@ class User:
     """True for the app's bot user."""
     tz: str = "UTC"
     """IANA time zone."""
+    deleted: bool = False
+    """Deactivated: no DM can be opened with them (`conversations.open`: `user_disabled`)."""
 
     def to_api(self, team_id: str) -> JSON:
         """The `user` object of users.info."""
@@ -46,7 +48,7 @@ class User:
             "team_id": team_id,
             "name": self.name,
             "real_name": real,
-            "deleted": False,
+            "deleted": self.deleted,
             "is_bot": self.is_bot,
             "is_admin": False,
             "tz": self.tz,

@@ -379,20 +379,30 @@ class SlackSink:
         with the card (`post`), then updated in place like the channel card."""
         members = await resolve_members(a.approvers, self.signoff.groups)
         body = cards.card(a, now=time.time())
-        tag = {"card": a.id}
         for user in sorted(u for u in members if u != a.requester and SLACK_USER_ID.fullmatch(u)):
-            where = self._dm_cards.get((a.id, user))
-            if where is None:
-                dm = await self._dm_channel(user)
-                if post:  # `_post` finds the copy an earlier attempt sent
-                    self._dm_cards[(a.id, user)] = await self._post(event, tag, dm, **body)
-                    continue
-                found = await self._find_tagged(event, tag, dm)
-                if found is None:
-                    continue  # never sent (the policy said "channel" then): nothing to update
-                where = self._dm_cards[(a.id, user)] = (dm, str(found["ts"]))
-            if not post:
-                await self.client.chat_update(channel=where[0], ts=where[1], **body)
+            try:
+                await self._dm_copy(a, event, user, body, post=post)
+            except SlackApiError as e:  # one approver's DM (deactivated) holds back no other
+                if verdict(e) != "permanent":
+                    raise
+                self._gave_up(event, e, f"the DM copy for {user} of ")
+
+    async def _dm_copy(
+        self, a: Approval, event: Event, user: str, body: dict[str, Any], *, post: bool
+    ) -> None:
+        tag = {"card": a.id}
+        where = self._dm_cards.get((a.id, user))
+        if where is None:
+            dm = await self._dm_channel(user)
+            if post:  # `_post` finds the copy an earlier attempt sent
+                self._dm_cards[(a.id, user)] = await self._post(event, tag, dm, **body)
+                return
+            found = await self._find_tagged(event, tag, dm)
+            if found is None:
+                return  # never sent (the policy said "channel" then): nothing to update
+            where = self._dm_cards[(a.id, user)] = (dm, str(found["ts"]))
+        if not post:
+            await self.client.chat_update(channel=where[0], ts=where[1], **body)
 
     async def _reply(self, a: Approval, text: str, event: Event, **message: Any) -> None:
         if a.message_ts and a.channel:

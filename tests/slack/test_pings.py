@@ -110,3 +110,16 @@ async def test_a_deactivated_approver_s_dm_is_given_up_and_holds_back_no_one_els
         assert await bot.signoff.jobs.pending_of({u.job_id for u in given_up}) == set()
         assert sum(1 for m in bot.slack.workspace.channels[card.channel].messages.values()
                    if not m.is_reply) == 1  # fmt: skip
+
+
+async def test_notify_dm_pings_each_approver_in_a_dm_and_not_the_channel(tmp_path: Path) -> None:
+    """`notify = "dm"`: the channel card names the approvers without mentioning them (no one is
+    pinged there twice), and each approver gets the card in a DM, with its buttons."""
+    policy = POLICY.replace('expire_after = "24h"', 'expire_after = "24h"\nnotify = "dm"')
+    async with running_scenario(tmp_path, policy) as bot:
+        _, card = await bot.refund("C-dm-only")
+        assert "<!subteam^" not in card.text and "<!subteam^" not in text_of(card.blocks)
+        assert "@approvers" in text_of(card.blocks)
+        for user in (ALICE, BOB):
+            (dm_card,) = bot.slack.workspace.im(user).messages.values()
+            assert APPROVE in action_ids({"blocks": dm_card.blocks})

@@ -196,6 +196,16 @@ async def test_reject_asks_for_a_reason_in_a_modal_and_the_rejection_is_told(ove
         outcome,
     ]
     assert [e["kind"] for e in over.db.effects(run.thread_id)] == ["email"]  # no refund
+    await over.wait(  # a thread reply does not notify the requester: a DM does, with the card
+        lambda s: any(
+            m["text"].startswith(
+                messages.run_rejected("Refund 42.50 to cust-reject", [ALICE], reason)
+            )
+            and "|See the card>" in m["text"]
+            for m in messages_of(s, "D0CAROL")
+        ),
+        "the requester's DM",
+    )
 
 
 async def test_edit_then_approve_runs_the_edited_values(over: E2E) -> None:
@@ -434,6 +444,10 @@ async def test_the_sweep_expires_a_card_and_removes_its_buttons(e2e: E2E) -> Non
     assert messages.expired_line(approval["decided_at"], False) in text_of(card)
     told = messages.run_expired("Invoice inv-1 from vendor-expiry", False)
     await e2e.replies(run.card, lambda r: told in r, "the expiry in the card's thread")
+    await e2e.wait(
+        lambda s: any(m["text"].startswith(told) for m in messages_of(s, "D0CAROL")),
+        "the requester's DM",
+    )
 
 
 async def test_a_429_from_slack_is_retried_after_retry_after_and_the_card_still_arrives(

@@ -491,6 +491,26 @@ async def test_healthz_answers_and_metrics_count_approvals_by_status(e2e: E2E) -
     assert "signoff_decision_latency_seconds_bucket" in text
 
 
+async def test_a_card_slack_refuses_for_good_is_counted_in_metrics_by_its_error(e2e: E2E) -> None:
+    def given_up(text: str) -> int:
+        found = re.search(
+            r'^signoff_slack_undeliverable_total\{error="channel_not_found"\} (\S+)$',
+            text,
+            re.MULTILINE,
+        )
+        return int(float(found.group(1))) if found else 0
+
+    before = given_up((await e2e.api("GET", "/metrics", token=None))[1])
+    await e2e.idle()  # nothing else in flight could take the fault
+    await e2e.slack.fail_next("chat.postMessage", error="channel_not_found")
+    refund = {"customer_id": "cust-given-up", "amount": 3.5, "reason": "damaged"}
+    run = await e2e.start("refund", refund, card=False)
+    await e2e.idle()
+    assert e2e.db.approval(run.approval_id)["message_ts"] is None
+    assert not e2e.db.jobs(thread_id=run.thread_id, undone=True)  # given up, not retried
+    assert given_up((await e2e.api("GET", "/metrics", token=None))[1]) == before + 1
+
+
 async def test_starting_a_run_over_http_needs_the_bearer_token(e2e: E2E) -> None:
     before = e2e.db.runs_count()
     body = {

@@ -227,7 +227,7 @@ def _edit_block(payload: Mapping[str, Any], approval: Approval, name: Any) -> di
 
 def _json_bytes(value: Any) -> int:
     """The bytes `value` takes in a view's JSON, as Slack counts them (UTF-8)."""
-    return len(json.dumps(value, ensure_ascii=False).encode())
+    return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 def _chunks(text: str, size: int) -> Iterable[tuple[str, int]]:

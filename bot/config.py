@@ -52,7 +52,9 @@ class Settings:
     default_channel: str | None = None
     """`SIGNOFF_DEFAULT_CHANNEL`: where cards go when a run names no channel."""
     notify_channel: bool = True
-    """`SIGNOFF_NOTIFY_CHANNEL` (default true): also tell the channel, not only the card's thread."""
+    """`SIGNOFF_NOTIFY_CHANNEL` (default true): also tell the channel how a run ended, not only the
+    card's thread: the thread reply is broadcast to the channel (`reply_broadcast`), or, where the
+    card is in another channel, the run's channel gets a message linking to it."""
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL
     """`SIGNOFF_SWEEP_INTERVAL` (seconds, default 30): how often the bot reminds, escalates and
     expires what is due. A due approval waits up to this long past its deadline."""

@@ -197,8 +197,16 @@ def _print_undelivered(items: list[Undelivered]) -> None:
 async def cmd_pending(app: Signoff, args: argparse.Namespace) -> int:
     items = await app.pending()
     undelivered = await app.undelivered()
-    if args.json:  # the list of approvals, as before; `show --json` has a run's undelivered
-        print(json.dumps([_approval_json(a) for a in items], indent=2))
+    if args.json:  # what the tables list, with the keys of `show --json`
+        print(
+            json.dumps(
+                {
+                    "approvals": [_approval_json(a) for a in items],
+                    "undelivered": [_undelivered_json(u) for u in undelivered],
+                },
+                indent=2,
+            )
+        )
         return 0
     if not items:
         print("nothing is waiting for approval")

@@ -209,7 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
         "archived channel, a private one the bot is not in): what, where, which error, when. "
         "`signoff redeliver THREAD` sends them again once the cause is fixed.",
     )
-    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    s.add_argument(
+        "--json",
+        action="store_true",
+        help='print JSON instead of the tables: {"approvals": [...], "undelivered": [...]}',
+    )
     s.set_defaults(fn=cmd_pending, read_only=True)
 
     s = sub.add_parser(

@@ -87,6 +87,14 @@ def _postable(ctx: ApiContext, params: dict[str, Any]) -> Channel:
     return channel
 
 
+def _flag(params: dict[str, Any], name: str) -> bool:
+    """A boolean argument: JSON `true`, or `true` / `1` in a form or a query, as Slack reads it."""
+    value = params.get(name)
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1")
+    return bool(value)
+
+
 def _blocks(params: dict[str, Any]) -> list[JSON] | None:
     blocks = params.get("blocks")
     return blocks if isinstance(blocks, list) else None
@@ -140,7 +148,8 @@ def conversations_open(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     users = _required(params, "users", "users_list_not_supplied").split(",")
     if len(users) != 1:
         raise SlackApiFailure("not_implemented", ["[ERROR] the stand-in opens one-to-one DMs only"])
-    ctx.workspace.user(users[0].strip())
+    if ctx.workspace.user(users[0].strip()).deleted:
+        raise SlackApiFailure("user_disabled")
     return {"channel": {"id": ctx.workspace.im(users[0].strip()).id}}
 
 
@@ -151,8 +160,17 @@ def conversations_list(ctx: ApiContext, params: dict[str, Any]) -> JSON:
 
 def conversations_history(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     channel = _conversation(ctx, params, reading=True)
-    top = [m.to_api() for m in reversed(channel.messages.values()) if not m.is_reply]
+    top = [_in_history(channel, m) for m in reversed(channel.messages.values()) if m.in_channel]
     return {"messages": top, "has_more": False, "response_metadata": {"next_cursor": ""}}
+
+
+def _in_history(channel: Channel, msg: Message) -> JSON:
+    """A message as the channel's history lists it: a broadcast reply with its thread's parent
+    (`root`), as Slack sends it for clients to render."""
+    out = msg.to_api()
+    if msg.is_reply and msg.thread_ts in channel.messages:
+        out["root"] = channel.messages[msg.thread_ts].to_api()
+    return out
 
 
 def conversations_replies(ctx: ApiContext, params: dict[str, Any]) -> JSON:
@@ -178,6 +196,7 @@ def chat_post_message(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     msg = ws.post(
         channel, ws.team.bot_user_id, text, blocks or [],
         thread_ts=params.get("thread_ts") or None, metadata=params.get("metadata"),
+        broadcast=_flag(params, "reply_broadcast"),
     )  # fmt: skip
     return {"channel": channel.id, "ts": msg.ts, "message": msg.to_api()}
 

@@ -37,6 +37,8 @@ class User:
     """True for the app's bot user."""
     tz: str = "UTC"
     """IANA time zone."""
+    deleted: bool = False
+    """Deactivated: no DM can be opened with them (`conversations.open`: `user_disabled`)."""
 
     def to_api(self, team_id: str) -> JSON:
         """The `user` object of users.info."""
@@ -46,7 +48,7 @@ class User:
             "team_id": team_id,
             "name": self.name,
             "real_name": real,
-            "deleted": False,
+            "deleted": self.deleted,
             "is_bot": self.is_bot,
             "is_admin": False,
             "tz": self.tz,
@@ -112,15 +114,24 @@ class Message:
     metadata: JSON | None = None
     reactions: dict[str, list[str]] = field(default_factory=dict)
     """Emoji name -> who reacted with it, in order (reactions.add)."""
+    subtype: str | None = None
+    """`thread_broadcast` for a reply also sent to the channel (`reply_broadcast`), else None."""
 
     @property
     def is_reply(self) -> bool:
         """True for a message inside a thread (not its parent)."""
         return self.thread_ts is not None and self.thread_ts != self.ts
 
+    @property
+    def in_channel(self) -> bool:
+        """True for what the channel shows: a top-level message, or a reply broadcast to it."""
+        return not self.is_reply or self.subtype == "thread_broadcast"
+
     def to_api(self) -> JSON:
         """The message object of conversations.history / conversations.replies."""
         out: JSON = {"type": "message", "ts": self.ts, "user": self.user, "text": self.text}
+        if self.subtype:
+            out["subtype"] = self.subtype
         if self.blocks:
             out["blocks"] = self.blocks
         if self.bot_id:

@@ -226,8 +226,14 @@ class Workspace:
         *,
         thread_ts: str | None = None,
         metadata: JSON | None = None,
+        broadcast: bool = False,
     ) -> Message:
         """Add a message (a reply when `thread_ts` names a message in the channel).
+
+        Args:
+            broadcast: A reply also shown in the channel (`reply_broadcast`): Slack stores it
+                once, in the thread, with subtype `thread_broadcast`, and lists it in the
+                channel's history too. Without `thread_ts` it means nothing, as in Slack.
 
         Raises:
             SlackApiFailure: `thread_not_found` when `thread_ts` names no message there.
@@ -243,6 +249,7 @@ class Workspace:
         msg = Message(
             ts=self.next_ts(), channel=channel.id, user=user, text=text, blocks=self.stamp_ids(blocks),
             thread_ts=parent.ts if parent else None, bot_id=bot_id, metadata=metadata,
+            subtype="thread_broadcast" if broadcast and parent else None,
         )  # fmt: skip
         if parent:
             parent.thread_ts = parent.ts

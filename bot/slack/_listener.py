@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from ..approvals.models import Approval
 from ..approvals.service import Signoff
 
 log = logging.getLogger("signoff.slack")
@@ -42,6 +44,12 @@ def click_wait(context: Mapping[str, Any] | None) -> float:
 STATUS_LIMIT = 50
 """How many approvals of each list (yours, others') `/agent status` and Home load; a message
 holds at most 50 blocks anyway, and the totals are counted by the database."""
+PERMALINKS = 20
+"""How many card links `/agent status` and Home ask Slack for at a time (the first listed)."""
+PERMALINK_WAIT = 1.0
+"""Seconds Slack may take to give a card's link before the list goes without it."""
+_LINKS_KEPT = 5000
+"""Card links remembered (a card's link never changes: each is asked for once)."""
 
 
 class Listener:
@@ -62,6 +70,36 @@ class Listener:
         """Wakes the job runner when a click or command queued work."""
         self.default_channel = default_channel
         self._background: set[asyncio.Task[None]] = set()
+        self._links: OrderedDict[tuple[str, str], str] = OrderedDict()
+        """(channel, ts) of a card to its permalink, as Slack gave it (`_card_links`)."""
+
+    async def _card_links(self, approvals: Sequence[Approval]) -> dict[str, str]:
+        """Links to the approvals' cards, by approval id: the first PERMALINKS posted, asked of
+        Slack together (`chat.getPermalink`) and remembered; one Slack does not give within
+        PERMALINK_WAIT is left out, so the list is never held up by it."""
+        posted = [(a.id, a.channel, a.message_ts) for a in approvals if a.message_ts and a.channel]
+
+        async def one(channel: str, ts: str) -> str | None:
+            known = self._links.get((channel, ts))
+            if known is not None:
+                return known
+            try:
+                resp = await asyncio.wait_for(
+                    self.client.chat_getPermalink(channel=channel, message_ts=ts), PERMALINK_WAIT
+                )
+            except Exception:  # noqa: BLE001 - a missing link is fine
+                return None
+            link = resp.get("permalink")
+            if not isinstance(link, str):
+                return None
+            self._links[(channel, ts)] = link
+            while len(self._links) > _LINKS_KEPT:
+                self._links.popitem(last=False)
+            return link
+
+        shown = posted[:PERMALINKS]
+        found = await asyncio.gather(*(one(channel, ts) for _, channel, ts in shown))
+        return {approval_id: url for (approval_id, _, _), url in zip(shown, found) if url}
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run `coro` in the background, keeping a reference until it is done."""

@@ -28,7 +28,6 @@ from ..approvals.errors import (
     StartRefused,
     UnknownWorkflowError,
 )
-from ..approvals.models import Approval
 from . import messages, payloads, replies, status
 from ._listener import STATUS_LIMIT, Listener
 from .errors import CHANNEL_GONE, error_code
@@ -39,8 +38,6 @@ log = logging.getLogger("signoff.slack")
 
 HISTORY_STEPS = 10
 """How many checkpoints `/agent status THREAD_ID` summarises."""
-PERMALINKS = 20
-"""How many card links `/agent status` fetches."""
 STATUS_TRIES = 20
 """How many times `/agent status` asks again (a second apart) while Slack is slow to say who is
 in the groups: it has answered already, so it can wait where a click cannot."""
@@ -130,29 +127,10 @@ class Commands(Listener):
             user,
             time.time(),
             decidable={a.id for a in view.mine},
-            permalinks=await self._permalinks(shown),
+            permalinks=await self._card_links(shown),
             totals=(view.mine_total, view.others_total),
         )
         await self._respond(response_url, channel, user, answer["text"], answer.get("blocks"))
-
-    async def _permalinks(self, approvals: list[Approval]) -> dict[str, str]:
-        """Links to the cards (at most PERMALINKS of them, fetched together; a failure just
-        leaves that one out: the list must answer within Slack's 3 seconds)."""
-        posted = [(a.id, a.channel, a.message_ts) for a in approvals if a.message_ts and a.channel][
-            :PERMALINKS
-        ]
-
-        async def one(approval_id: str, channel: str, ts: str) -> tuple[str, str | None]:
-            try:
-                resp = await asyncio.wait_for(
-                    self.client.chat_getPermalink(channel=channel, message_ts=ts), 1.0
-                )
-                return approval_id, resp.get("permalink")
-            except Exception:  # noqa: BLE001 - a missing link is fine
-                return approval_id, None
-
-        found = await asyncio.gather(*(one(*p) for p in posted))
-        return {approval_id: url for approval_id, url in found if url}
 
     async def _thread_status(self, thread_id: str) -> dict[str, Any]:
         run = await self.signoff.run_info(thread_id)

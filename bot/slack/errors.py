@@ -51,6 +51,7 @@ PERMANENT = (
             "invalid_metadata_format",
             "user_not_found",
             "user_not_visible",
+            "user_disabled",
             "cannot_dm_bot",
             "team_access_not_granted",
         }

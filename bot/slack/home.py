@@ -88,6 +88,11 @@ class Home(Listener):
             )
         else:
             view = status.home_view(
-                pending.mine, recent, user=user, now=time.time(), pending_total=pending.mine_total
+                pending.mine,
+                recent,
+                user=user,
+                now=time.time(),
+                permalinks=await self._card_links(pending.mine),
+                pending_total=pending.mine_total,
             )
         await self.client.views_publish(user_id=user, view=view)

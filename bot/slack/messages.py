@@ -332,6 +332,14 @@ def run_completed(
     return text
 
 
+CARD_LINK = "See the card"
+
+
+def card_link(permalink: str) -> str:
+    """A link to an approval's card (a Slack permalink, which needs no escaping)."""
+    return f"<{permalink}|{CARD_LINK}>"
+
+
 def run_failed(workflow: str, thread_id: str, error: str) -> str:
     return (
         f"{RUN_STATUS_EMOJI['failed']} Run {code(thread_id)} of *{escape(workflow)}* failed: "

@@ -179,32 +179,17 @@ def edit_modal(approval: Approval, editable_fields: Iterable[str] | None = None)
     payload = payload_of(approval)
     blocks: list[dict[str, Any]] = [section(m.edit_intro(title_of(approval)))]
     room = VIEW_BLOCKS_MAX - 3  # the intro, the note, the "more" line
+    # Slack counts a view's JSON in bytes: many long values (3,000 characters each, three bytes
+    # a character in most scripts) would pass 250 kB well before 100 blocks
+    budget, used = VIEW_BYTES_MAX - _VIEW_MARGIN, 0
     for i, name in enumerate(names):
-        if len(blocks) - 1 >= room:
+        block = _edit_block(payload, approval, name)
+        size = _json_bytes(block)
+        if len(blocks) - 1 >= room or used + size > budget:
             blocks.append(context(m.edits_omitted(len(names) - i)))
             break
-        original = payload.get(name)
-        label = one_line(shorten(name, INPUT_LABEL_MAX)) or m.UNNAMED_FIELD
-        if is_redacted(original):
-            blocks.append(context(m.edit_not_editable(shorten(name, 200))))
-            continue
-        initial = _edit_initial(original, approval.shown(str(name), original))
-        if slack_len(initial) > INPUT_VALUE_MAX or clean(initial) != initial:
-            blocks.append(context(m.edit_too_long(shorten(name, 200), len(initial))))
-            continue
-        multiline = isinstance(original, (list, dict)) or (
-            isinstance(original, str) and ("\n" in original or len(original) > 80)
-        )
-        blocks.append(
-            _text_input(
-                edit_block_id(name),
-                label,
-                hint=m.edit_hint(original),
-                initial=initial,
-                multiline=multiline,
-                optional=original is None or isinstance(original, str),
-            )
-        )
+        used += size
+        blocks.append(block)
     blocks.append(
         _text_input(NOTE_BLOCK, m.NOTE_LABEL, hint=m.NOTE_HINT, multiline=True, optional=True)
     )
@@ -216,6 +201,33 @@ def edit_modal(approval: Approval, editable_fields: Iterable[str] | None = None)
         submit=m.EDIT_MODAL_SUBMIT,
         close=m.CANCEL,
     )
+
+
+def _edit_block(payload: Mapping[str, Any], approval: Approval, name: Any) -> dict[str, Any]:
+    """The edit modal's block for one field: its input, or why it cannot be edited here."""
+    original = payload.get(name)
+    label = one_line(shorten(name, INPUT_LABEL_MAX)) or m.UNNAMED_FIELD
+    if is_redacted(original):
+        return context(m.edit_not_editable(shorten(name, 200)))
+    initial = _edit_initial(original, approval.shown(str(name), original))
+    if slack_len(initial) > INPUT_VALUE_MAX or clean(initial) != initial:
+        return context(m.edit_too_long(shorten(name, 200), len(initial)))
+    multiline = isinstance(original, (list, dict)) or (
+        isinstance(original, str) and ("\n" in original or len(original) > 80)
+    )
+    return _text_input(
+        edit_block_id(name),
+        label,
+        hint=m.edit_hint(original),
+        initial=initial,
+        multiline=multiline,
+        optional=original is None or isinstance(original, str),
+    )
+
+
+def _json_bytes(value: Any) -> int:
+    """The bytes `value` takes in a view's JSON, as Slack counts them (UTF-8)."""
+    return len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 def _chunks(text: str, size: int) -> Iterable[tuple[str, int]]:
@@ -234,8 +246,9 @@ def _chunks(text: str, size: int) -> Iterable[tuple[str, int]]:
 
 
 _VIEW_MARGIN = 16_000
-"""Bytes of a payload modal's JSON besides its sections' text: at most 100 blocks' structure
-(about 80 bytes each), the intro (3,000 characters), `private_metadata` (3,000) and the title."""
+"""Bytes of a modal's JSON besides the blocks counted one by one (the payload's sections, the
+edit form's fields): at most 100 blocks' structure (about 80 bytes each), the intro (3,000
+characters), `private_metadata` (3,000), the title and the note input."""
 
 
 def _payload_json(approval: Approval, shown: Mapping[str, Any]) -> str:
@@ -274,7 +287,7 @@ def payload_modal(approval: Approval) -> dict[str, Any]:
     budget = VIEW_BYTES_MAX - _VIEW_MARGIN
     used = 0
     for chunk, end in _chunks(text, PAYLOAD_CHUNK_MAX):
-        size = len(json.dumps(chunk, ensure_ascii=False).encode())
+        size = _json_bytes(chunk)
         if len(blocks) - 1 >= room or used + size > budget:
             blocks.append(context(m.payload_truncated(len(text) - (end - len(chunk)))))
             break

@@ -39,7 +39,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from ..approvals.events import Event, RetryLater, SinkView, Undeliverable
 from ..approvals.models import Approval
 from ..approvals.policy import Policy, resolve_members
-from . import cards, replies
+from . import cards, messages, replies
 from .errors import CARD_GONE, CHANNEL_GONE, error_code, verdict
 from .health import SlackHealth
 from .mentions import GroupIds, approver_mentions
@@ -379,20 +379,30 @@ class SlackSink:
         with the card (`post`), then updated in place like the channel card."""
         members = await resolve_members(a.approvers, self.signoff.groups)
         body = cards.card(a, now=time.time())
-        tag = {"card": a.id}
         for user in sorted(u for u in members if u != a.requester and SLACK_USER_ID.fullmatch(u)):
-            where = self._dm_cards.get((a.id, user))
-            if where is None:
-                dm = await self._dm_channel(user)
-                if post:  # `_post` finds the copy an earlier attempt sent
-                    self._dm_cards[(a.id, user)] = await self._post(event, tag, dm, **body)
-                    continue
-                found = await self._find_tagged(event, tag, dm)
-                if found is None:
-                    continue  # never sent (the policy said "channel" then): nothing to update
-                where = self._dm_cards[(a.id, user)] = (dm, str(found["ts"]))
-            if not post:
-                await self.client.chat_update(channel=where[0], ts=where[1], **body)
+            try:
+                await self._dm_copy(a, event, user, body, post=post)
+            except SlackApiError as e:  # one approver's DM (deactivated) holds back no other
+                if verdict(e) != "permanent":
+                    raise
+                self._gave_up(event, e, f"the DM copy for {user} of ")
+
+    async def _dm_copy(
+        self, a: Approval, event: Event, user: str, body: dict[str, Any], *, post: bool
+    ) -> None:
+        tag = {"card": a.id}
+        where = self._dm_cards.get((a.id, user))
+        if where is None:
+            dm = await self._dm_channel(user)
+            if post:  # `_post` finds the copy an earlier attempt sent
+                self._dm_cards[(a.id, user)] = await self._post(event, tag, dm, **body)
+                return
+            found = await self._find_tagged(event, tag, dm)
+            if found is None:
+                return  # never sent (the policy said "channel" then): nothing to update
+            where = self._dm_cards[(a.id, user)] = (dm, str(found["ts"]))
+        if not post:
+            await self.client.chat_update(channel=where[0], ts=where[1], **body)
 
     async def _reply(self, a: Approval, text: str, event: Event, **message: Any) -> None:
         if a.message_ts and a.channel:
@@ -456,17 +466,23 @@ class SlackSink:
         if not SLACK_USER_ID.fullmatch(a.requester):
             return
         text = replies.thread_reply_decided(a)
-        if a.channel and a.message_ts:
-            try:
-                link = await self.client.chat_getPermalink(
-                    channel=a.channel, message_ts=a.message_ts
-                )
-                text += f" <{link['permalink']}|See the card>"
-            except SlackApiError as e:
-                if verdict(e) != "permanent":
-                    raise
+        link = await self._permalink(a)
+        if link is not None:
+            text += " " + messages.card_link(link)
         dm = await self._dm_channel(a.requester)
         await self._post(event, {"event": event.id, "step": "requester"}, dm, text=text)
+
+    async def _permalink(self, a: Approval) -> str | None:
+        """The link to the approval's card; None when it has none (never posted, or gone)."""
+        if not (a.channel and a.message_ts):
+            return None
+        try:
+            link = await self.client.chat_getPermalink(channel=a.channel, message_ts=a.message_ts)
+        except SlackApiError as e:
+            if verdict(e) != "permanent":
+                raise
+            return None
+        return str(link["permalink"])
 
     async def _dm_channel(self, user: str) -> str:
         """The id of the bot's direct message with `user`, opened once per process (it never
@@ -488,25 +504,41 @@ class SlackSink:
 
     async def _run_message(self, event: Event, text: str, **message: Any) -> None:
         """Tell the run's card thread (its latest card), and the channel when configured;
-        `message` holds its blocks, when it has any."""
+        `message` holds its blocks, when it has any.
+
+        Where the card is in the run's channel, that is one message: the thread reply,
+        broadcast to the channel (`reply_broadcast`), so the channel sees the outcome beside
+        the card it settles and the thread keeps the whole story. Where it is elsewhere (its
+        own channel gone, it was posted afresh in the default one), the channel gets a message
+        of its own that links to the card. With no card to reply to, the channel message alone.
+        """
         if event.thread_id is None:
             return
         approvals = await self.signoff.thread_approvals(event.thread_id)
         posted = [a for a in approvals if a.message_ts]
-        if posted:
+        card = posted[-1] if posted else None
+        run = await self.signoff.run_info(event.thread_id)
+        channel = (run["channel"] if run else None) or self.default_channel
+        if card is not None:
+            broadcast = self.notify_channel and card.channel == channel
             try:
-                await self._reply(posted[-1], text, event, **message)
+                await self._reply(
+                    card, text, event, **message, **({"reply_broadcast": True} if broadcast else {})
+                )
             except SlackApiError as e:  # the card is gone: the channel message still goes out
                 if verdict(e) != "permanent":
                     raise
                 self._gave_up(event, e, "the thread reply of ")
-                posted = []
-        run = await self.signoff.run_info(event.thread_id)
-        channel = (run["channel"] if run else None) or self.default_channel
-        if channel and (self.notify_channel or not posted):
-            await self._post(
-                event, {"event": event.id, "step": "channel"}, channel, text=text, **message
-            )
+                card = None
+            else:
+                if broadcast:
+                    return
+        if channel and (self.notify_channel or card is None):
+            notice: dict[str, Any] = {"text": text, **message}
+            link = await self._permalink(card) if card is not None else None
+            if link is not None:
+                notice = replies.with_card_link(notice, link)
+            await self._post(event, {"event": event.id, "step": "channel"}, channel, **notice)
 
     async def _on_run_completed(self, event: Event) -> None:
         values = event.data.get("values") or {}

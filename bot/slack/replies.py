@@ -25,8 +25,8 @@ from ._blocks import (
     section,
     title_of,
 )
-from .limits import BUTTON_VALUE_MAX, ERROR_MAX
-from .mrkdwn import shorten
+from .limits import BUTTON_VALUE_MAX, ERROR_MAX, TEXT_MAX
+from .mrkdwn import cut_mrkdwn, shorten, slack_len
 from .payloads import RUN_CANCEL, RUN_RETRY
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "thread_reply_failed",
     "thread_reply_outcome_unknown",
     "thread_reply_retried",
+    "with_card_link",
 ]
 
 
@@ -203,3 +204,15 @@ def escalation_text(approval: Approval, *, now: float, added: Sequence[str] | No
 def text_blocks(text: str) -> dict[str, Any]:
     """A one-section message of mrkdwn `text` (a `messages` string), fitted to the limits."""
     return message(text, [section(text)])
+
+
+def with_card_link(reply: dict[str, Any], permalink: str) -> dict[str, Any]:
+    """A run's channel message (`text`, maybe `blocks`) with a link to the card whose thread
+    has the rest, for a channel the card is not in; the link is kept whole, the text cut."""
+    link = m.card_link(permalink)
+    text = cut_mrkdwn(str(reply.get("text") or ""), TEXT_MAX - slack_len(link) - 1)
+    text = f"{text}\n{link}" if text else link
+    blocks = reply.get("blocks")
+    if not blocks:
+        return {**reply, "text": text}
+    return {**reply, **message(text, [blocks[0], context(link), *blocks[1:]])}

@@ -56,7 +56,7 @@ async def test_refund_end_to_end_in_separate_processes(kit: Kit) -> None:
 
     listed = await asyncio.to_thread(kit.cli, "pending", "--json")
     assert listed.returncode == 0, listed.stderr
-    pending = {p["id"]: p for p in json.loads(listed.stdout)}
+    pending = {p["id"]: p for p in json.loads(listed.stdout)["approvals"]}
     assert set(pending) == {approval_a, approval_b}
     assert pending[approval_a]["args"] == REFUND_A
     assert (pending[approval_a]["status"], pending[approval_a]["approvers"]) == (
@@ -137,7 +137,8 @@ async def test_listing_commands_print_a_table_or_json(kit: Kit, cli: CLI) -> Non
     code, out, _ = await cli("db", "upgrade")
     assert code == 0 and out.startswith("database ") and out.rstrip().endswith("is up to date")
     assert await cli("pending") == (0, "nothing is waiting for approval\n", "")
-    assert await cli("pending", "--json") == (0, "[]\n", "")
+    code, out, err = await cli("pending", "--json")
+    assert (code, json.loads(out), err) == (0, {"approvals": [], "undelivered": []}, "")
 
     report = await kit.start("refund", REFUND_A)
     (approval_id,) = report.approvals

@@ -105,6 +105,9 @@ def test_an_approver_approves_and_the_thread_hears_the_refund_ran(sandbox: Sandb
     expect(card.locator(".block.header")).to_contain_text("✅")
     expect(card).to_contain_text("Approved by @Alice")
     expect(card.locator(".actions")).to_have_count(0)
+    # the outcome is a thread reply also sent to the channel: shown there, marked as a reply
+    notice = sandbox.page.locator("#messages .msg", has_text="refunded 42.50 to cust-approve")
+    expect(notice.locator(".broadcast-of")).to_have_text("replied to a thread")
     thread = sandbox.open_thread(card)
     expect(thread).to_contain_text("completed")
     expect(thread).to_contain_text("refunded 42.50 to cust-approve")

@@ -53,7 +53,7 @@ from tests.kit.pg import url_on as pg_url
 __all__ = [
     "ALICE", "API_TOKEN", "BOB", "CAROL", "CHANNEL", "DAVE", "E2E", "JSON", "SECRET", "WAIT",
     "BotDatabase", "BotProcess", "FakeSlackProcess", "Run", "TcpProxy", "action_ids", "card_of",
-    "ephemerals_of", "free_port", "messages_of", "pg_address", "pg_admin", "pg_schema",
+    "ephemerals_of", "free_port", "in_channel", "messages_of", "pg_address", "pg_admin", "pg_schema",
     "pg_server", "pg_url", "replies_of", "sqlite_url", "text_of", "write_policy",
 ]  # fmt: skip
 
@@ -127,6 +127,16 @@ def messages_of(state: JSON, channel: str = CHANNEL) -> list[JSON]:
         if ch["id"] == channel:
             return list(ch["messages"])
     return []
+
+
+def in_channel(state: JSON, channel: str = CHANNEL) -> list[JSON]:
+    """What the channel itself shows: its top-level messages and the replies broadcast to it
+    (`reply_broadcast`, subtype `thread_broadcast`), not the rest of its threads."""
+    return [
+        m
+        for m in messages_of(state, channel)
+        if m.get("thread_ts") in (None, m["ts"]) or m.get("subtype") == "thread_broadcast"
+    ]
 
 
 def card_of(state: JSON, approval_id: str, channel: str = CHANNEL) -> JSON | None:

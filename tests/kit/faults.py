@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from bot.approvals import tables as t
 from bot.slack import messages, replies
-from tests.kit.e2e import E2E, WAIT, BotDatabase, BotProcess, Run, card_of, messages_of, replies_of
+from tests.kit.e2e import E2E, WAIT, BotDatabase, BotProcess, Run, card_of, in_channel, replies_of
 
 QUICK = os.environ.get("SIGNOFF_TEST_QUICK", "") not in ("", "0")
 """`SIGNOFF_TEST_QUICK=1` shortens the loops (CI), never skips them."""
@@ -92,7 +92,7 @@ async def settled(
         raise AssertionError(
             f"threads not told their approval and outcome once each: {wrong}"
         ) from None
-    top = [m for m in messages_of(state) if m.get("thread_ts") in (None, m["ts"])]
+    top = in_channel(state)
     for customer, run in runs.items():
         assert db.approval(run.approval_id)["status"] == "approved", customer
         assert [

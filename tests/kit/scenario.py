@@ -122,7 +122,11 @@ class Scenario:
 
 @contextlib.asynccontextmanager
 async def running_scenario(
-    directory: Path, policy: str = POLICY, *, transport: TransportName = "http"
+    directory: Path,
+    policy: str = POLICY,
+    *,
+    transport: TransportName = "http",
+    default_channel: str | None = CHANNEL,
 ) -> AsyncIterator[Scenario]:
     """A fake Slack and the bot's Bolt app on a fresh SQLite file in `directory`, serving while
     the block runs; on the way out the app's background work (a Home refresh) is let finish.
@@ -130,7 +134,7 @@ async def running_scenario(
     `transport`: how the fake's people reach the app: signed HTTP to its request URL, or
     Socket Mode envelopes through the real `AsyncSocketModeHandler` (an `xapp-` token, the app
     unsigned, as `signoff run` serves it then). `Scenario.send` (hand-made signed requests)
-    is HTTP's alone."""
+    is HTTP's alone. `default_channel`: `SIGNOFF_DEFAULT_CHANNEL` (None: unset)."""
     async with FakeSlack.running() as slack:
         settings = Settings(
             database_url=sqlite_url(directory),
@@ -138,7 +142,7 @@ async def running_scenario(
             slack_bot_token="xoxb-scenario",
             slack_signing_secret=SIGNING_SECRET,
             slack_api_url=slack.url,
-            default_channel=CHANNEL,
+            default_channel=default_channel,
         )
         signoff, client = build_runtime(settings)
         await signoff.db.upgrade()
@@ -148,7 +152,7 @@ async def running_scenario(
             client,
             scenario.kick,
             signing_secret=SIGNING_SECRET if transport == "http" else None,
-            default_channel=CHANNEL,
+            default_channel=default_channel,
         )
         before = asyncio.all_tasks()
         runner = web.AppRunner(scenario.app.web_app(path="/slack/events"), access_log=None)

@@ -80,6 +80,48 @@ async def test_thread_replies_and_conversations_replies(slack: FakeSlack) -> Non
     assert body["error"] == "thread_not_found"
 
 
+async def test_a_reply_broadcast_is_in_the_thread_and_in_the_channel_once(
+    slack: FakeSlack,
+) -> None:
+    client = aclient(slack)
+    parent = await client.chat_postMessage(channel="C0APPROVALS", text="card")
+    quiet = await client.chat_postMessage(
+        channel="C0APPROVALS", text="quiet", thread_ts=parent["ts"]
+    )
+    loud = await client.chat_postMessage(
+        channel="C0APPROVALS", text="loud", thread_ts=parent["ts"], reply_broadcast=True
+    )
+    assert loud["message"]["subtype"] == "thread_broadcast"
+    assert loud["message"]["thread_ts"] == parent["ts"]
+
+    history = await client.conversations_history(channel="C0APPROVALS")
+    assert [(m["text"], m.get("subtype")) for m in history["messages"]] == [
+        ("loud", "thread_broadcast"), ("card", None)
+    ]  # fmt: skip
+    root = history["messages"][0]["root"]
+    assert (root["ts"], root["reply_count"]) == (parent["ts"], 2)
+    replies = await client.conversations_replies(channel="C0APPROVALS", ts=parent["ts"])
+    assert [m["ts"] for m in replies["messages"]] == [parent["ts"], quiet["ts"], loud["ts"]]
+
+    # form-encoded, as Slack reads a boolean there; without thread_ts it is a plain message
+    sync = WebClient(token=TOKEN, base_url=slack.url)
+    form = await asyncio.to_thread(
+        sync.api_call, "chat.postMessage",
+        data={"channel": "C0APPROVALS", "text": "form", "thread_ts": parent["ts"],
+              "reply_broadcast": "true"},
+    )  # fmt: skip
+    alone = await client.chat_postMessage(channel="C0APPROVALS", text="alone", reply_broadcast=True)
+    off = await asyncio.to_thread(
+        sync.api_call, "chat.postMessage",
+        data={"channel": "C0APPROVALS", "text": "off", "thread_ts": parent["ts"],
+              "reply_broadcast": "false"},
+    )  # fmt: skip
+    messages = slack.workspace.channels["C0APPROVALS"].messages
+    assert messages[form["ts"]].subtype == "thread_broadcast"
+    assert messages[alone["ts"]].subtype is None and messages[alone["ts"]].thread_ts is None
+    assert messages[off["ts"]].subtype is None and not messages[off["ts"]].in_channel
+
+
 async def test_sync_webclient_json_and_form_encoded(slack: FakeSlack) -> None:
     client = WebClient(token=TOKEN, base_url=slack.url)
     res = await asyncio.to_thread(client.chat_postMessage, channel="general", text="json body")

@@ -244,6 +244,8 @@ async def test_the_failure_message_retries_once_from_its_button_for_an_approver(
     thread_id, card_ts, marker = await failed_flaky(bot, tmp_path)
     failed = failure_message(bot, card_ts)
     assert buttons_of(failed) == [RUN_RETRY, RUN_CANCEL]
+    # broadcast: the channel shows this very message, so its buttons work from there too
+    assert getattr(failed, "subtype", None) == "thread_broadcast"
 
     # Dave neither approves refunds nor starts this workflow: refused, audited, nothing moves.
     answer = await bot.slack.click("dave", CHANNEL, failed.ts, RUN_RETRY)

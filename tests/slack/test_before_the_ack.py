@@ -65,7 +65,7 @@ async def test_a_click_whose_groups_slack_is_slow_to_give_is_answered_in_time_an
     answer = await bot.slack.click("alice", CHANNEL, card.ts, APPROVE)
 
     assert answer.status == 200 and not answer.late
-    [told] = bot.slack.workspace.ephemerals[ALICE]
+    [told] = await bot.slack.wait_for(lambda s: s.workspace.ephemerals.get(ALICE))  # after the ack
     assert "Slack is slow to say who is in @approvers, so nothing was recorded" in told.text
     still = await bot.signoff.get(approval.id)
     assert still.status == "pending" and still.votes == ()
@@ -91,7 +91,7 @@ async def test_reject_with_slow_groups_answers_in_time_and_opens_no_modal_on_a_g
 
     assert answer.status == 200 and not answer.late
     assert not bot.slack.workspace.views.get(ALICE)
-    [told] = bot.slack.workspace.ephemerals[ALICE]
+    [told] = await bot.slack.wait_for(lambda s: s.workspace.ephemerals.get(ALICE))  # after the ack
     assert "nothing was recorded" in told.text
 
 

@@ -596,6 +596,20 @@ def test_edit_modal_with_more_fields_than_fit() -> None:
     assert "53 more editable fields cannot fit in this form" in texts(view)
 
 
+def test_edit_modal_of_many_long_wide_values_fits_slack_in_bytes() -> None:
+    """Each value at Slack's input limit (3,000 characters), three bytes a character: the form
+    stops before Slack's 250 kB and says how many fields it left out."""
+    names = [f"理由{i}" for i in range(90)]
+    a = make_approval(payload={n: "語" * 2_900 for n in names}, editable=tuple(names))
+    view = modals.edit_modal(a)
+    assert check_limits(view) == []  # the stand-in's checks, view_too_large (250 kB) among them
+    assert len(json.dumps(view, ensure_ascii=False).encode()) <= limits.VIEW_BYTES_MAX
+    inputs = [b for b in view["blocks"] if b["type"] == "input" and b["block_id"] != NOTE_BLOCK]
+    assert 20 < len(inputs) < 90
+    assert inputs[0]["element"]["initial_value"] == "語" * 2_900
+    assert f"{90 - len(inputs)} more editable fields cannot fit in this form" in texts(view)
+
+
 def test_payload_modal_shows_everything_exactly() -> None:
     payload = {
         "reason": "<!channel> *bold*\nline two",

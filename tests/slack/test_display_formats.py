@@ -26,7 +26,7 @@ from tests.kit.e2e import (
     E2E,
     BotProcess,
     FakeSlackProcess,
-    messages_of,
+    in_channel,
     sqlite_url,
     text_of,
     write_policy,
@@ -128,10 +128,10 @@ async def test_an_amount_reads_the_same_on_every_surface(e2e: E2E) -> None:
     seen["thread"] = "\n".join(replies)
     assert messages.run_approved("Refund 40.00 to cust-formats", [BOB]) in replies
     state = await e2e.wait(
-        lambda s: outcome in [m["text"] for m in messages_of(s) if "thread_ts" not in m],
+        lambda s: outcome in [m["text"] for m in in_channel(s)],
         "the channel's notice",
     )
-    seen["channel"] = "\n".join(m["text"] for m in messages_of(state) if "thread_ts" not in m)
+    seen["channel"] = "\n".join(m["text"] for m in in_channel(state))
     seen["signoff show, done"] = await asyncio.to_thread(show, e2e.bot, run.thread_id)
     assert "    amount: 42.50 → 40.00 (edited by U0BOB)" in seen["signoff show, done"]
 

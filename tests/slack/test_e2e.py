@@ -45,6 +45,7 @@ from tests.kit.e2e import (
     FakeSlackProcess,
     action_ids,
     card_of,
+    in_channel,
     messages_of,
     sqlite_url,
     text_of,
@@ -134,10 +135,11 @@ async def test_a_click_approves_updates_the_card_in_place_runs_the_refund_once_a
         run.card, lambda r: done in r, "the completion in the card's thread"
     )
     assert replies == [messages.run_approved("Refund 42.50 to cust-approve", [BOB]), done]
-    await over.wait(
-        lambda s: done in [m["text"] for m in messages_of(s) if "thread_ts" not in m],
-        "the channel's notice",
-    )
+    # the channel's notice is that reply, broadcast: one message, in the thread and the channel
+    state = await over.slack.state()
+    (notice,) = [m for m in in_channel(state) if m["text"] == done]
+    assert (notice["subtype"], notice["thread_ts"]) == ("thread_broadcast", run.card["ts"])
+    assert [m["text"] for m in messages_of(state)].count(done) == 1
 
     refunds = over.db.effects(run.thread_id)
     assert [(e["kind"], e["data"]["amount"], e["data"]["customer_id"]) for e in refunds] == [
@@ -150,10 +152,13 @@ async def test_the_full_payload_button_opens_a_modal_for_anyone(e2e: E2E) -> Non
     run = await e2e.refund("cust-payload")
     answer = await e2e.slack.click(DAVE, CHANNEL, run.card["ts"], PAYLOAD)
     assert answer["status"] == 200
-    state = await e2e.wait(lambda s: s["views"].get(DAVE), "the payload modal")
+    # this run's modal: one an earlier module opened for Dave may still be open in the fake
+    state = await e2e.wait(
+        lambda s: '"customer_id": "cust-payload"' in text_of(s["views"].get(DAVE, [])[-1:]),
+        "the payload modal",
+    )
     modal = state["views"][DAVE][-1]
     assert modal["callback_id"] == PAYLOAD_CALLBACK
-    assert '"customer_id": "cust-payload"' in text_of(modal)
     assert e2e.db.approval(run.approval_id)["status"] == "pending"
 
 
@@ -194,6 +199,16 @@ async def test_reject_asks_for_a_reason_in_a_modal_and_the_rejection_is_told(ove
         outcome,
     ]
     assert [e["kind"] for e in over.db.effects(run.thread_id)] == ["email"]  # no refund
+    await over.wait(  # a thread reply does not notify the requester: a DM does, with the card
+        lambda s: any(
+            m["text"].startswith(
+                messages.run_rejected("Refund 42.50 to cust-reject", [ALICE], reason)
+            )
+            and "|See the card>" in m["text"]
+            for m in messages_of(s, "D0CAROL")
+        ),
+        "the requester's DM",
+    )
 
 
 async def test_edit_then_approve_runs_the_edited_values(over: E2E) -> None:
@@ -432,6 +447,10 @@ async def test_the_sweep_expires_a_card_and_removes_its_buttons(e2e: E2E) -> Non
     assert messages.expired_line(approval["decided_at"], False) in text_of(card)
     told = messages.run_expired("Invoice inv-1 from vendor-expiry", False)
     await e2e.replies(run.card, lambda r: told in r, "the expiry in the card's thread")
+    await e2e.wait(
+        lambda s: any(m["text"].startswith(told) for m in messages_of(s, "D0CAROL")),
+        "the requester's DM",
+    )
 
 
 async def test_a_429_from_slack_is_retried_after_retry_after_and_the_card_still_arrives(
@@ -473,6 +492,26 @@ async def test_healthz_answers_and_metrics_count_approvals_by_status(e2e: E2E) -
     assert shown["pending"] >= 1
     assert re.search(r'^signoff_slack_requests_total\{status="200"\} [1-9]', text, re.MULTILINE)
     assert "signoff_decision_latency_seconds_bucket" in text
+
+
+async def test_a_card_slack_refuses_for_good_is_counted_in_metrics_by_its_error(e2e: E2E) -> None:
+    def given_up(text: str) -> int:
+        found = re.search(
+            r'^signoff_slack_undeliverable_total\{error="channel_not_found"\} (\S+)$',
+            text,
+            re.MULTILINE,
+        )
+        return int(float(found.group(1))) if found else 0
+
+    before = given_up((await e2e.api("GET", "/metrics", token=None))[1])
+    await e2e.idle()  # nothing else in flight could take the fault
+    await e2e.slack.fail_next("chat.postMessage", error="channel_not_found")
+    refund = {"customer_id": "cust-given-up", "amount": 3.5, "reason": "damaged"}
+    run = await e2e.start("refund", refund, card=False)
+    await e2e.idle()
+    assert e2e.db.approval(run.approval_id)["message_ts"] is None
+    assert not e2e.db.jobs(thread_id=run.thread_id, undone=True)  # given up, not retried
+    assert given_up((await e2e.api("GET", "/metrics", token=None))[1]) == before + 1
 
 
 async def test_starting_a_run_over_http_needs_the_bearer_token(e2e: E2E) -> None:

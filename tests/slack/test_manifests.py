@@ -4,6 +4,7 @@ project as `../shared/slack/`, as CI does), and request only the scopes the code
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +76,14 @@ def test_the_bot_posts_only_where_it_can_read_and_the_stand_in_has_the_manifest_
     # where the bot is a member, so it is not given a scope to post anywhere else
     assert "chat:write.public" not in scopes
     assert set(Team().scopes) == set(scopes), "the stand-in's token has other scopes than the app"
+
+
+@pytest.mark.parametrize("name", ["manifest.yml", "manifest-http.yml"])
+def test_the_manifest_subscribes_to_every_event_the_app_listens_for(name: str) -> None:
+    """Slack sends an event only to an app subscribed to it: a listener without the
+    subscription never runs (`tokens_revoked`, `app_uninstalled` were not subscribed)."""
+    sources = "\n".join(p.read_text() for p in (ROOT / "bot" / "slack").glob("*.py"))
+    listened = set(re.findall(r'\.event\("(\w+)"\)', sources))
+    assert {"app_home_opened", "tokens_revoked", "app_uninstalled"} <= listened
+    subscribed = manifest(name)["settings"]["event_subscriptions"]["bot_events"]
+    assert set(subscribed) == listened

@@ -77,3 +77,49 @@ def test_the_policy_refuses_an_unknown_notify_mode(tmp_path: Path) -> None:
     assert str(e.value).endswith(
         "actions.send_refund.notify: must be one of channel, dm, both, got 'sms'"
     )
+
+
+async def test_a_deactivated_approver_s_dm_is_given_up_and_holds_back_no_one_else(
+    tmp_path: Path,
+) -> None:
+    """Slack refuses a DM with a deactivated person (`user_disabled`) for good: their copy is
+    recorded as not delivered, and the other approvers' copies, the decision's reply and the
+    requester's DM go out all the same, each once; nothing is left to retry."""
+    policy = POLICY.replace('expire_after = "24h"', 'expire_after = "24h"\nnotify = "both"')
+    async with running_scenario(tmp_path, policy) as bot:
+        bot.slack.workspace.users[ALICE].deleted = True  # sorted first: tried before Bob
+        approval, card = await bot.refund("C-gone")
+        assert bot.slack.calls_to("conversations.open")[0].response["error"] == "user_disabled"
+        (bob_copy,) = bot.slack.workspace.im(BOB).messages.values()
+        assert APPROVE in action_ids({"blocks": bob_copy.blocks})
+
+        answer = await bot.slack.click("bob", bob_copy.channel, bob_copy.ts, APPROVE)
+        assert answer.ok
+        await bot.settle()
+        (bob_copy,) = bot.slack.workspace.im(BOB).messages.values()
+        assert action_ids({"blocks": bob_copy.blocks}) == []  # updated in place
+        assert bot.card(approval).replies, "the decision's reply went out"
+        (told,) = bot.slack.workspace.im(CAROL).messages.values()
+        assert "approved" in told.text.lower()
+
+        given_up = await bot.signoff.undelivered(approval.thread_id)
+        assert {(u.event, u.error, u.method) for u in given_up} == {
+            ("approval_requested", "user_disabled", "conversations.open"),
+            ("decided", "user_disabled", "conversations.open"),
+        }
+        assert await bot.signoff.jobs.pending_of({u.job_id for u in given_up}) == set()
+        assert sum(1 for m in bot.slack.workspace.channels[card.channel].messages.values()
+                   if not m.is_reply) == 1  # fmt: skip
+
+
+async def test_notify_dm_pings_each_approver_in_a_dm_and_not_the_channel(tmp_path: Path) -> None:
+    """`notify = "dm"`: the channel card names the approvers without mentioning them (no one is
+    pinged there twice), and each approver gets the card in a DM, with its buttons."""
+    policy = POLICY.replace('expire_after = "24h"', 'expire_after = "24h"\nnotify = "dm"')
+    async with running_scenario(tmp_path, policy) as bot:
+        _, card = await bot.refund("C-dm-only")
+        assert "<!subteam^" not in card.text and "<!subteam^" not in text_of(card.blocks)
+        assert "@approvers" in text_of(card.blocks)
+        for user in (ALICE, BOB):
+            (dm_card,) = bot.slack.workspace.im(user).messages.values()
+            assert APPROVE in action_ids({"blocks": dm_card.blocks})

@@ -86,6 +86,17 @@ async def test_a_card_given_up_in_an_archived_channel_is_listed_and_redelivered_
     assert (entry["error"], entry["channel"], entry["approval_id"]) == (
         "is_archived", CHANNEL, approval_id
     )  # fmt: skip
+    # `pending --json` lists it as its table does, beside the approval that waits
+    status, pending_json = await signoff(bot, tmp_path, "pending", "--json")
+    assert status == 0, pending_json
+    listed_json = json.loads(pending_json)
+    assert [a["id"] for a in listed_json["approvals"]] == [approval_id]
+    (given_up,) = listed_json["undelivered"]
+    assert given_up == entry
+    assert str(given_up["job_id"]) == row.split()[0]
+    assert (given_up["thread_id"], given_up["event"], given_up["method"]) == (
+        report.thread_id, "approval_requested", "chat.postMessage"
+    )  # fmt: skip
 
     # still archived: Slack refuses again, and the command says so (a job id works as well)
     status, again = await signoff(bot, tmp_path, "redeliver", row.split()[0])
@@ -99,6 +110,8 @@ async def test_a_card_given_up_in_an_archived_channel_is_listed_and_redelivered_
     assert (await bot.signoff.get(approval_id)).message_ts is not None
     _, listed = await signoff(bot, tmp_path, "pending")
     assert "not delivered" not in listed
+    _, pending_json = await signoff(bot, tmp_path, "pending", "--json")
+    assert json.loads(pending_json)["undelivered"] == []
 
     async with bot.signoff.db.read() as conn:
         audited = [

@@ -110,7 +110,8 @@
   }
 
   function isTop(m) {
-    return !m.thread_ts || m.thread_ts === m.ts;
+    // a reply sent to the channel too (`reply_broadcast`) shows in both, as in Slack
+    return !m.thread_ts || m.thread_ts === m.ts || m.subtype === "thread_broadcast";
   }
 
   function myEphemerals() {
@@ -176,6 +177,14 @@
     meta.append(el("span", "time", T.escapeHtml(clock(m.ts))));
     if (m.edited) meta.append(el("span", "edited", "(edited)"));
     body.append(meta);
+    if (m.subtype === "thread_broadcast" && !opts.inThread) {
+      const link = el("button", "link-btn", "replied to a thread");
+      link.type = "button";
+      link.addEventListener("click", () => openThread(m.channel, m.thread_ts));
+      const row = el("div", "broadcast-of");
+      row.append(link);
+      body.append(row);
+    }
     if (ephemeral) {
       const only = el("div", "only-you", "👁 Only visible to you ");
       const dismiss = el("button", "link-btn", "Dismiss");

@@ -31,6 +31,7 @@ from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
 from ._task import Task
 from .checkpoint.base import (
+    CALL,
     DONE,
     ERROR,
     GOTO,
@@ -239,6 +240,10 @@ class Run:
                 task.done = True
             elif channel == GOTO:
                 task.goto.extend(value)
+            elif channel == CALL:
+                if task.call_results is None:
+                    task.call_results = {}
+                task.call_results[value[0]] = value[1]
             elif channel != ERROR:
                 task.writes.append((channel, value))
         if not task.done:

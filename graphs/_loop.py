@@ -736,7 +736,13 @@ class Run:
             names = self.route([START], [], new_versions)
             paused = self.static_pause(names, [])
             yield from self.save("input", names, new_versions, appended, paused)
-            if "values" in self.modes and new_versions:  # as LangGraph: an empty input shows none
+            # As LangGraph: an empty input shows no state; nor does an entrypoint's input (it
+            # writes a channel of its own, not the root channel of return values).
+            if (
+                "values" in self.modes
+                and new_versions
+                and (not self.graph.root or ROOT in new_versions)
+            ):
                 yield Emit("values", self.output())
             if paused:
                 return (yield from self.static_stop())

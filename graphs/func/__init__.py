@@ -132,6 +132,12 @@ class entrypoint(Generic[ContextT]):  # LangGraph's name, a class in lower case
         retry_policy: RetryPolicy | None = None,
         interrupt_mode: str | None = None,
     ) -> None:
+        if callable(checkpointer) and not hasattr(checkpointer, "put_writes"):
+            raise GraphSetupError(
+                f"@entrypoint was given the function {getattr(checkpointer, '__name__', '')!r} "
+                "as its checkpointer: write @entrypoint() (or @entrypoint(checkpointer=...)), "
+                "with parentheses"
+            )
         self.checkpointer = checkpointer
         self.store = store
         self.cache = cache

@@ -21,6 +21,7 @@ from graphs import (
     START,
     Command,
     GraphInterrupt,
+    GraphSetupError,
     InMemorySaver,
     RetryPolicy,
     StateGraph,
@@ -336,6 +337,14 @@ def test_a_task_called_outside_a_running_graph_says_where_to_call_it() -> None:
         lonely(1)
 
 
+def test_entrypoint_without_parentheses_says_to_add_them() -> None:
+    with pytest.raises(GraphSetupError, match=r"write @entrypoint\(\)"):
+
+        @entrypoint  # type: ignore[arg-type]
+        def forgot(x: int) -> int:
+            return x
+
+
 def test_a_task_s_retry_policy_retries_its_failures(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_call, "sleep", lambda _s: None)
     attempts = Ran()
@@ -385,13 +394,17 @@ def test_a_cached_task_is_not_called_again_for_the_same_arguments() -> None:
 
 
 def test_an_entrypoint_without_a_checkpointer_runs_as_a_subgraph_inside_a_node() -> None:
+    ran = Ran()
+
     @task
     def times(a: int, b: int) -> int:
+        ran.hit("times")
         return a * b
 
     @entrypoint()
     def multiply(pair: list[int]) -> int:
-        return times(*pair).result()
+        product = times(*pair).result()
+        return product if interrupt(f"{product}?") else 0
 
     class State(TypedDict):
         a: int
@@ -405,7 +418,11 @@ def test_an_entrypoint_without_a_checkpointer_runs_as_a_subgraph_inside_a_node()
     g.add_node("node", node)
     g.add_edge(START, "node")
     app = g.compile(checkpointer=InMemorySaver())
-    assert app.invoke({"a": 6, "b": 7}, cfg("sub")) == {"a": 6, "b": 7, "product": 42}
+    with pytest.raises(GraphInterrupt) as paused:  # the pause inside pauses the parent
+        app.invoke({"a": 6, "b": 7}, cfg("sub"))
+    assert paused.value.interrupts[0].value == "42?"
+    assert app.invoke(Command(resume=True), cfg("sub")) == {"a": 6, "b": 7, "product": 42}
+    assert ran == {"times": 1}  # saved in the subgraph's namespace, reused on resume
 
 
 # ---- a real restart ---------------------------------------------------------------------------

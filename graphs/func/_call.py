@@ -149,7 +149,9 @@ class TaskFunction(Generic[T]):
         prefix = f"{caller.key}/" if isinstance(caller, CallTask) else ""
         key = f"{prefix}{next(calls.counter)}:{self.name}"
         saved = owner.call_results
-        if saved is not None and key in saved:
+        if saved is None:
+            saved = owner.call_results = {}  # here, before any call's thread writes to it
+        elif key in saved:
             return TaskFuture.of(saved[key])
         child = CallTask(owner, key, self.name)
         context = contextvars.copy_context()
@@ -265,10 +267,9 @@ class TaskFunction(Generic[T]):
         return None
 
     def _remember(self, child: CallTask, result: Any) -> None:
-        owner = child.owner
-        if owner.call_results is None:
-            owner.call_results = {}
-        owner.call_results[child.key] = result
+        results = child.owner.call_results
+        assert results is not None  # made by the call
+        results[child.key] = result
 
     def _saved(self, child: CallTask, result: Any) -> None:
         """Keep a finished call's result: durably (before its future resolves), and for a

@@ -31,6 +31,7 @@ from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
 from ._task import Task
 from .checkpoint.base import (
+    CALL,
     DONE,
     ERROR,
     GOTO,
@@ -241,6 +242,10 @@ class Run:
                 task.done = True
             elif channel == GOTO:
                 task.goto.extend(value)
+            elif channel == CALL:
+                if task.call_results is None:
+                    task.call_results = {}
+                task.call_results[value[0]] = value[1]
             elif channel != ERROR:
                 task.writes.append((channel, value))
         if not task.done:
@@ -779,7 +784,13 @@ class Run:
             names = yield from self.next_frontier([START], [], new_versions)
             paused = self.static_pause(names, [])
             yield from self.save("input", names, new_versions, appended, paused)
-            if "values" in self.modes and new_versions:  # as LangGraph: an empty input shows none
+            # As LangGraph: an empty input shows no state; nor does an entrypoint's input (it
+            # writes a channel of its own, not the root channel of return values).
+            if (
+                "values" in self.modes
+                and new_versions
+                and (not self.graph.root or ROOT in new_versions)
+            ):
                 yield Emit("values", self.output())
             if paused:
                 return (yield from self.static_stop())

@@ -41,6 +41,8 @@ class Task:
         "answers",
         "arg",
         "attempt",
+        "call_results",
+        "calls",
         "done",
         "error",
         "goto",
@@ -93,6 +95,10 @@ class Task:
         """This attempt ran a `checkpointer=True` subgraph (its namespace is the node's name)."""
         self.pushed: list[tuple[str, Any]] | None = None
         """Writes `push_message()` made as the node ran, before those of its return value."""
+        self.calls: Any = None
+        """This attempt's `@task` calls (`graphs.func`), made on its first call."""
+        self.call_results: dict[str, Any] | None = None
+        """Results of `@task` calls that finished, by call key (saved, or of an earlier attempt)."""
 
     def runtime(self) -> Any:
         """The `Runtime` handed to a node that declares a `runtime` parameter."""
@@ -118,6 +124,7 @@ class Task:
         self.error = None
         self.subgraphs = 0
         self.kept_ns = False
+        self.calls = None
 
     def run_sync(self) -> None:
         failures = 0

@@ -67,6 +67,9 @@ __all__ = ["CompiledGraph", "SubgraphNode"]
 class CompiledGraph(RunnableMethods):
     """A checked, runnable graph. Made by `StateGraph.compile()`; safe to share between threads."""
 
+    run_class: type[Run] = Run
+    """What one invocation of it is (a `graphs.func` entrypoint's runs are a kind of their own)."""
+
     def __init__(
         self,
         *,
@@ -173,7 +176,7 @@ class CompiledGraph(RunnableMethods):
                 "through the parent thread; pass the parent's config (without checkpoint_ns)"
             )
         run_config: RunConfig = {**config, "configurable": {**configurable, "thread_id": thread_id}}
-        run = Run(
+        run = self.run_class(
             self,
             run_config,
             thread_id,
@@ -233,7 +236,7 @@ class CompiledGraph(RunnableMethods):
         given.pop("checkpoint_id", None)
         given.update(thread_id=up.thread_id, checkpoint_ns=ns)
         run_config["configurable"] = given  # type: ignore[typeddict-item]
-        return Run(
+        return self.run_class(
             self,
             run_config,
             up.thread_id,
@@ -263,7 +266,11 @@ class CompiledGraph(RunnableMethods):
             if self.interrupt_mode == "return":
                 if not result.interrupts:  # interrupt_before/after: the state, as LangGraph
                     return result.values
-                return {**result.values, "__interrupt__": list(result.interrupts)}
+                found = list(result.interrupts)
+                values = result.values
+                if not isinstance(values, dict):  # a root channel's value: as LangGraph
+                    return {"__interrupt__": found}
+                return {**values, "__interrupt__": found}
             raise GraphInterrupt(result.interrupts, result.config)
         return result
 

@@ -57,7 +57,8 @@ class Runtime(Generic[ContextT]):
     stream_writer: StreamWriter = _no_writer
     """Writes to the `custom` stream mode (does nothing when it is not streamed)."""
     previous: Any = None
-    """LangGraph's functional-API return of the previous run: always None here."""
+    """In an `@entrypoint` function (`graphs.func`): what the last finished run on the thread
+    returned or saved; None in a `StateGraph` node."""
     execution_info: ExecutionInfo | None = None
     """The thread, task and checkpoint the node runs in."""
 

@@ -148,6 +148,7 @@ LANGGRAPH_PATHS = {
         "ParentCommand", "MultipleSubgraphsError",
     ],
     "graphs.checkpoint.memory": ["InMemorySaver", "MemorySaver"],
+    "graphs.func": ["entrypoint", "task"],
 }  # fmt: skip
 
 
@@ -171,7 +172,7 @@ def test_langgraph_s_module_paths_have_their_names() -> None:
 
 def test_importing_graphs_or_graphs_graph_pulls_in_no_langchain_core() -> None:
     code = (
-        "import sys, graphs, graphs.graph, graphs.types, graphs.config, graphs.runtime\n"
+        "import sys, graphs, graphs.graph, graphs.types, graphs.config, graphs.runtime, graphs.func\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('langchain_core', 'pydantic')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -67,6 +67,9 @@ ONCE = "__once__"
 """`[key, "started"|"done", result]`: progress of a `once()` side effect."""
 GOTO = "__goto__"
 """A list of node names the task asked to run next (`Command(goto=...)`)."""
+CALL = "__call__"
+"""`[key, result]`: a finished call of a `graphs.func` `@task` the node made (kept so that a
+replay of the node returns it instead of calling the task again)."""
 
 
 CHECKPOINT_VERSION = 1

@@ -100,7 +100,7 @@ def test_a_pause_in_a_task_s_second_subgraph_resumes_it_without_running_the_firs
     # get_state shows the subgraph the task stopped in, not the one that finished before it.
     (task,) = graph.get_state(config(), subgraphs=True).tasks
     assert isinstance(task.state, StateSnapshot)
-    assert task.state.next == ["ask"]
+    assert task.state.next == ("ask",)
     assert task.state.config["configurable"]["checkpoint_ns"] == f"both:{task.id}|1"
 
     out = graph.invoke(Command(resume="yes"), config())
@@ -206,7 +206,7 @@ def test_get_state_shows_a_paused_checkpointer_true_subgraph_called_in_a_node(
         graph.invoke({"topic": "x"}, config())
     (task,) = graph.get_state(config(), subgraphs=True).tasks
     assert isinstance(task.state, StateSnapshot)
-    assert task.state.values == {"topic": "x"} and task.state.next == ["ask"]
+    assert task.state.values == {"topic": "x"} and task.state.next == ("ask",)
     assert task.state.config["configurable"]["checkpoint_ns"] == "node"
     assert graph.invoke(Command(resume="this"), config())["steps"] == ["this"]
 

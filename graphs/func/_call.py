@@ -1,0 +1,306 @@
+"""`@task`: a function whose calls, made inside a running node, are durable.
+
+A call runs the function in the background (a thread, or the event loop for an async function
+called from async code) and returns a `TaskFuture`. Its result is saved at once as a pending
+write (`CALL`) of the node's task, under a key made from the call's position: the how-manieth
+call of the node (or of the task that made it, for a task called inside a task) and the task's
+name. When the node runs again (a resume after `interrupt()`, or after a crash or an error),
+a call whose key has a saved result returns it without running the function again; calls that
+had not finished run again. So, as with `interrupt()`, make the calls in the same order on
+every run of the node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import hashlib
+import itertools
+import threading
+import time
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .._context import _current
+from .._task import Task
+from ..checkpoint.base import CALL
+from ..types import RetryPolicy
+
+if TYPE_CHECKING:
+    from ..cache import CachePolicy
+
+T = TypeVar("T")
+
+sleep = time.sleep
+"""How a sync task waits between retries (tests replace it)."""
+asleep = asyncio.sleep
+"""How an async task waits between retries (tests replace it)."""
+
+
+class Calls:
+    """The `@task` calls one attempt of a node (or one running task) makes."""
+
+    __slots__ = ("counter", "futures")
+
+    def __init__(self) -> None:
+        self.counter = itertools.count()
+        self.futures: list[TaskFuture[Any]] = []
+
+
+class CallTask(Task):
+    """What `interrupt()`, `get_config()` and nested calls see while a task call runs: its
+    node's task, with ids of its own (its pauses and its subgraph's namespace are the call's)."""
+
+    __slots__ = ("key", "owner")
+
+    def __init__(self, owner: Task, key: str, name: str) -> None:
+        for slot in Task.__slots__:
+            setattr(self, slot, getattr(owner, slot))
+        self.owner = owner
+        """The node's task: where the call's result and its `once()` records are saved."""
+        self.key = key
+        self.name = name
+        raw = f"{owner.id}\x00{key}".encode()
+        self.id = hashlib.blake2b(raw, digest_size=8).hexdigest()
+        self.scope_id = f"{owner.id}/{key}"
+        self.interrupt_count = 0
+        self.subgraphs = 0
+        self.calls = Calls()
+
+    def record_once(self, key: str, state: Any, result: Any = None) -> None:
+        self.owner.record_once(key, state, result)
+
+    async def arecord_once(self, key: str, state: Any, result: Any = None) -> None:
+        await self.owner.arecord_once(key, state, result)
+
+
+class TaskFuture(Generic[T]):
+    """The result of a `@task` call, to come: `.result()` waits for it (in sync code), `await`
+    it in async code. Raises what the task raised."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: concurrent.futures.Future[T] | asyncio.Future[T]) -> None:
+        self._future = future
+
+    @classmethod
+    def of(cls, value: T) -> TaskFuture[T]:
+        """A future that already holds `value` (a saved result)."""
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        future.set_result(value)
+        return cls(future)
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def result(self, timeout: float | None = None) -> T:
+        future = self._future
+        if isinstance(future, asyncio.Future):
+            if not future.done():
+                raise RuntimeError(
+                    "this @task call runs on the event loop and has not finished: `await` it "
+                    "instead of calling .result()"
+                )
+            return future.result()
+        return future.result(timeout)
+
+    def __await__(self) -> Generator[Any, None, T]:
+        future = self._future
+        if isinstance(future, asyncio.Future):
+            return future.__await__()
+        return asyncio.wrap_future(future).__await__()
+
+
+class TaskFunction(Generic[T]):
+    """A function decorated with `@task`: call it inside a running entrypoint, node or task."""
+
+    def __init__(
+        self,
+        func: Callable[..., T] | Callable[..., Awaitable[T]],
+        *,
+        name: str | None,
+        retry_policy: Sequence[RetryPolicy],
+        cache_policy: CachePolicy | None,
+    ) -> None:
+        self.func = func
+        self.name: str = name or str(getattr(func, "__name__", type(func).__name__))
+        self.retry_policy = tuple(retry_policy)
+        self.cache_policy = cache_policy
+        self.is_async = asyncio.iscoroutinefunction(func)
+        functools.update_wrapper(self, func)
+        self.__name__ = self.name
+
+    def __repr__(self) -> str:
+        return f"<task {self.name}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> TaskFuture[T]:
+        caller = _current.get()
+        if caller is None:
+            raise RuntimeError(
+                f"@task {self.name!r} was called outside a running graph: call it inside an "
+                "@entrypoint function, a StateGraph node, or another task"
+            )
+        owner = caller.owner if isinstance(caller, CallTask) else caller
+        calls: Calls | None = caller.calls
+        if calls is None:
+            calls = caller.calls = Calls()
+        prefix = f"{caller.key}/" if isinstance(caller, CallTask) else ""
+        key = f"{prefix}{next(calls.counter)}:{self.name}"
+        saved = owner.call_results
+        if saved is None:
+            saved = owner.call_results = {}  # here, before any call's thread writes to it
+        elif key in saved:
+            return TaskFuture.of(saved[key])
+        child = CallTask(owner, key, self.name)
+        context = contextvars.copy_context()
+        context.run(_current.set, child)
+        future: TaskFuture[T]
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if self.is_async and loop is not None:
+            coro = self._arun(child, args, kwargs)
+            future = TaskFuture(loop.create_task(coro, context=context))
+        else:
+            done: concurrent.futures.Future[T] = concurrent.futures.Future()
+            thread = threading.Thread(
+                target=context.run,
+                args=(self._run_in_thread, child, args, kwargs, done),
+                name=f"graphs-task-{self.name}",
+                daemon=True,
+            )
+            thread.start()
+            future = TaskFuture(done)
+        calls.futures.append(future)
+        return future
+
+    # ---- running one call -------------------------------------------------------------
+
+    def _cache_key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        policy = self.cache_policy
+        assert policy is not None
+        key = policy.key_func(*args, **kwargs)
+        return (f"task:{self.name}",), key.hex() if isinstance(key, bytes) else str(key)
+
+    def _run_in_thread(
+        self,
+        child: CallTask,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        done: concurrent.futures.Future[T],
+    ) -> None:
+        try:
+            if self.is_async:
+                result = asyncio.run(self._acall(child, args, kwargs))
+            else:
+                result = self._call(child, args, kwargs)
+            self._saved(child, result)
+        except BaseException as e:  # noqa: BLE001 - a pause or an error goes to the caller
+            done.set_exception(e)
+        else:
+            done.set_result(result)
+
+    def _call(self, child: CallTask, args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+        cache = child.run.cache if self.cache_policy is not None else None
+        key = None
+        if cache is not None:
+            key = self._cache_key(args, kwargs)
+            hit = cache.get([key])
+            if key in hit:
+                return hit[key]  # type: ignore[no-any-return]
+        failures = 0
+        while True:
+            try:
+                result: T = self.func(*args, **kwargs)  # type: ignore[assignment]
+                break
+            except Exception as e:
+                policy = self._retrying(e, failures)
+                if policy is None:
+                    raise
+                failures += 1
+                sleep(policy.delay(failures))
+        if cache is not None:
+            cache.set({key: (result, self.cache_policy.ttl)})  # type: ignore[union-attr]
+        return result
+
+    async def _acall(self, child: CallTask, args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+        cache = child.run.cache if self.cache_policy is not None else None
+        key = None
+        if cache is not None:
+            key = self._cache_key(args, kwargs)
+            hit = await cache.aget([key])
+            if key in hit:
+                return hit[key]  # type: ignore[no-any-return]
+        failures = 0
+        while True:
+            try:
+                result: T = await self.func(*args, **kwargs)  # type: ignore[misc]
+                break
+            except Exception as e:
+                policy = self._retrying(e, failures)
+                if policy is None:
+                    raise
+                failures += 1
+                await asleep(policy.delay(failures))
+        if cache is not None:
+            await cache.aset({key: (result, self.cache_policy.ttl)})  # type: ignore[union-attr]
+        return result
+
+    async def _arun(self, child: CallTask, args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+        result = await self._acall(child, args, kwargs)
+        owner = child.owner
+        self._remember(child, result)
+        run = owner.run
+        if run.saver is not None and run.head_config is not None:
+            await run.saver.aput_writes(run.head_config, [(CALL, [child.key, result])], owner.id)
+        self._show(child, result)
+        return result
+
+    def _retrying(self, error: Exception, failures: int) -> RetryPolicy | None:
+        """The retry policy that retries `error` after `failures` failed retries, if any."""
+        for policy in self.retry_policy:
+            if policy.retries(error):
+                return policy if failures + 1 < policy.max_attempts else None
+        return None
+
+    def _remember(self, child: CallTask, result: Any) -> None:
+        results = child.owner.call_results
+        assert results is not None  # made by the call
+        results[child.key] = result
+
+    def _saved(self, child: CallTask, result: Any) -> None:
+        """Keep a finished call's result: durably (before its future resolves), and for a
+        later attempt of the node in this run."""
+        self._remember(child, result)
+        run = child.owner.run
+        if run.saver is not None and run.head_config is not None:
+            run.saver.put_writes(run.head_config, [(CALL, [child.key, result])], child.owner.id)
+        self._show(child, result)
+
+    def _show(self, child: CallTask, result: Any) -> None:
+        """`{task: result}` in the `updates` stream, as LangGraph shows a task."""
+        child.owner.run.send("updates", {self.name: result})
+
+
+def wait_for(calls: Calls | None) -> None:
+    """Let the calls a node made and did not wait for finish (their results are saved)."""
+    if calls is None:
+        return
+    for future in calls.futures:
+        inner = future._future
+        if isinstance(inner, concurrent.futures.Future):
+            concurrent.futures.wait([inner])
+
+
+async def await_for(calls: Calls | None) -> None:
+    """Async form of `wait_for`."""
+    if calls is None:
+        return
+    pending = [f._future for f in calls.futures if not f.done()]
+    for inner in pending:
+        await asyncio.wait(
+            [inner if isinstance(inner, asyncio.Future) else asyncio.wrap_future(inner)]
+        )

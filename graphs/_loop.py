@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -848,6 +849,7 @@ class Run:
             elif t.error is not None:
                 writes = [(ERROR, f"{type(t.error).__name__}: {t.error}")]
             else:
+                _name_messages(self.graph.channels, t.writes)
                 writes = [*t.writes, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
             for pause in t.pause or ():
                 if all(i.id != pause.id for i in t.recorded):
@@ -1170,6 +1172,19 @@ def waiting(writes: Sequence[tuple[str, Any]]) -> tuple[Interrupt, ...]:
 
 def task_writes(writes: Sequence[PendingWrite], task_id: str) -> list[tuple[str, Any]]:
     return [(c, v) for t, c, v in writes if t == task_id]
+
+
+def _name_messages(channels: Mapping[str, Any], writes: list[tuple[str, Any]]) -> None:
+    """Give each message without an id, written to a key whose reducer names messages
+    (`add_messages`), its id now, before the writes are saved as pending writes: the state a
+    pause shows, `get_state` and the completed step then hold the same ids."""
+    for channel, value in writes:
+        spec = channels.get(channel)
+        if spec is None or not spec.maybe_appends:
+            continue
+        for message in value if type(value) is list else (value,):
+            if getattr(message, "id", "") is None and hasattr(message, "content"):
+                message.id = str(uuid.uuid4())
 
 
 def _extends(new: Any, old: list[Any]) -> bool:

@@ -288,3 +288,25 @@ def test_a_new_process_sees_the_finished_writes_and_applies_them_once(
             "log": ["count", "ask: yes"],
         }
     assert counted.read_text().split() == ["count"]  # ran in the first process only
+
+
+def test_a_message_without_an_id_keeps_the_id_the_pause_showed(saver: BaseCheckpointSaver) -> None:
+    from langchain_core.messages import AIMessage
+
+    from graphs.graph import MessagesState
+
+    def talk(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage("hello")]}  # no id: add_messages gives it one
+
+    def ask(state: MessagesState) -> None:
+        interrupt("go on?")
+
+    g = StateGraph(MessagesState).add_node("talk", talk).add_node("ask", ask)
+    g.add_edge(START, "talk").add_edge(START, "ask")
+    app = g.compile(checkpointer=saver, interrupt_mode="return")
+    (shown,) = app.invoke({"messages": []}, CONFIG)["messages"]
+    assert shown.id is not None
+    assert [m.id for m in app.get_state(CONFIG).values["messages"]] == [shown.id]
+    assert [m.id for m in app.get_state(CONFIG).values["messages"]] == [shown.id]
+    final = app.invoke(Command(resume="yes"), CONFIG)["messages"]
+    assert [(m.id, m.content) for m in final] == [(shown.id, "hello")]

@@ -10,7 +10,8 @@ A superstep:
 1. every task of the frontier runs (concurrently under `ainvoke`); a task that finished in an
    earlier, incomplete attempt of this step is not run again: its saved writes are reused;
 2. if any task paused or failed, the finished tasks' writes are saved as pending writes of the
-   current checkpoint and the run stops (the step is incomplete; no new checkpoint);
+   current checkpoint and the run stops (the step is incomplete; no new checkpoint); what they
+   wrote is then shown (streamed, returned, in `get_state`) applied to a copy of the state;
 3. otherwise all writes are applied in frontier order (the order nodes were added), edges and
    routers choose the next frontier, and one checkpoint is saved.
 """

@@ -10,7 +10,8 @@ A superstep:
 1. every task of the frontier runs (concurrently under `ainvoke`); a task that finished in an
    earlier, incomplete attempt of this step is not run again: its saved writes are reused;
 2. if any task paused or failed, the finished tasks' writes are saved as pending writes of the
-   current checkpoint and the run stops (the step is incomplete; no new checkpoint);
+   current checkpoint and the run stops (the step is incomplete; no new checkpoint); what they
+   wrote is then shown (streamed, returned, in `get_state`) applied to a copy of the state;
 3. otherwise all writes are applied in frontier order (the order nodes were added), edges and
    routers choose the next frontier, and one checkpoint is saved.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -820,6 +822,13 @@ class Run:
                 raise GraphRecursionError(self.limit, steps, self.thread_id)
             tasks = [self.make_task(name, task_id) for name, task_id in self.frontier]
             todo = [t for t in tasks if not t.done]
+            if len(todo) < len(tasks) and "updates" in self.modes:
+                # As LangGraph: what the tasks that finished in an earlier attempt of this step
+                # wrote shows again, marked as not run now.
+                for t in tasks:
+                    if t.done:
+                        update = {t.name: self.update_of(t), "__metadata__": {"cached": True}}
+                        yield Emit("updates", update)
             if self.trace:
                 for t in todo:
                     payload = trace_start(t, t.input())
@@ -868,7 +877,8 @@ class Run:
             yield from self.save("loop", names, new_versions, appended, paused)
             if "updates" in self.modes:
                 for t in tasks:
-                    yield Emit("updates", {t.name: self.update_of(t)})
+                    if not t.done:  # (a done task's update was shown before the step ran)
+                        yield Emit("updates", {t.name: self.update_of(t)})
             if "values" in self.modes:
                 yield Emit("values", self.output())
             if paused:
@@ -883,16 +893,24 @@ class Run:
 
     def static_stop(self) -> Loop[Paused]:
         """Stop at an `interrupt_before`/`interrupt_after` pause; `updates` shows it as
-        `{"__interrupt__": ()}` (no answer is asked for), so a consumer can tell it from the end."""
-        if "updates" in self.modes:
+        `{"__interrupt__": ()}` (no answer is asked for), so a consumer can tell it from the end.
+        A subgraph's pause shows so in its parent's stream only (as in LangGraph)."""
+        if "updates" in self.modes and self.parent is None:
             yield Emit("updates", {"__interrupt__": ()})
         return Paused((), self.head_config, self.output())
 
     def stop(self, tasks: list[Task], ran: list[Task], stuck: list[Task]) -> Loop[Paused]:
-        """A step that did not complete: keep finished work, record pauses and errors. A pause
-        ends `updates` with `{"__interrupt__": (...)}` and `values` with the state and that key."""
+        """A step that did not complete: keep finished work, record pauses and errors.
+
+        The step's writes are saved first, as pending writes of the head checkpoint (which
+        keeps the state from before the step); only then is anything shown. As in LangGraph,
+        what the finished tasks wrote shows in the `updates` stream (one chunk per task, in
+        frontier order, each pause's `{"__interrupt__": (...)}` among them), in the last
+        `values` chunk and in the state a pause returns; the step's writes are applied to
+        the saved state once, when it completes.
+        """
         saver = self.saver
-        interrupts: list[Interrupt] = []
+        asked: dict[str, tuple[Interrupt, ...]] = {}
         for t in ran:
             writes: list[tuple[str, Any]]
             if t.pause is not None or isinstance(t.error, NodeInterrupt):
@@ -900,11 +918,13 @@ class Run:
             elif t.error is not None:
                 writes = [(ERROR, f"{type(t.error).__name__}: {t.error}")]
             else:
+                _name_messages(self.graph.channels, t.writes)
                 writes = [*t.writes, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
             for pause in t.pause or ():
                 if all(i.id != pause.id for i in t.recorded):
                     writes.append((INTERRUPT, pause))
-                interrupts.append(pause)
+            if t.pause:
+                asked[t.id] = tuple(t.pause)
             if saver is not None and writes:
                 yield PutWrites(self._head(), writes, t.id)
         errors = [
@@ -912,6 +932,8 @@ class Run:
         ]
         node_interrupts = [t for t in stuck if isinstance(t.error, NodeInterrupt)]
         if errors:
+            if "updates" in self.modes:
+                yield from self.finished_updates(ran, {})
             err = errors[0].error
             assert err is not None
             note = f"while running node {errors[0].name!r} on thread {self.thread_id!r}"
@@ -935,13 +957,56 @@ class Run:
             )
             if all(i.id != intr.id for i in t.recorded):
                 yield PutWrites(self._head(), [(INTERRUPT, intr)], t.id)
-            interrupts.append(intr)
-        found = tuple(interrupts)
+            asked[t.id] = (intr,)
+        found = tuple(i for t in ran if t.id in asked for i in asked[t.id])
+        before = self.output()
+        after = self.finished_output(tasks)
         if "updates" in self.modes:
-            yield Emit("updates", {"__interrupt__": found})
-        if "values" in self.modes:  # LangGraph's last `values` chunk of a pause
-            yield Emit("values", {**self.output(), "__interrupt__": found})
-        return Paused(found, self.head_config, self.output())
+            yield from self.finished_updates(ran, asked)
+            if not found:  # a subgraph's interrupt_before/after pause
+                yield Emit("updates", {"__interrupt__": ()})
+        if "values" in self.modes:
+            # LangGraph's last `values` chunks of a pause: the state with each task's pause,
+            # then the state with the finished tasks' writes, if they changed it.
+            for t in ran:
+                if t.id in asked:
+                    shown = asked[t.id]
+                    base = before if type(before) is dict else {}
+                    yield Emit("values", {**base, "__interrupt__": shown})
+            if after is not None:
+                yield Emit("values", after)
+        return Paused(found, self.head_config, before if after is None else after)
+
+    def finished_updates(
+        self, ran: list[Task], asked: dict[str, tuple[Interrupt, ...]]
+    ) -> Loop[None]:
+        """The `updates` chunks of an incomplete step's tasks that ran in this attempt: each
+        finished task's update and each pause's interrupts, in frontier order."""
+        for t in ran:
+            if t.id in asked:
+                yield Emit("updates", {"__interrupt__": asked[t.id]})
+            elif t.error is None and t.pause is None:
+                yield Emit("updates", {t.name: self.update_of(t)})
+
+    def finished_output(self, tasks: list[Task]) -> Any:
+        """The run's output with the writes of the step's finished tasks applied, on a copy
+        (the saved state stays the one from before the step); None if they wrote no output
+        key, or if their writes cannot be merged (the step reports that when it completes)."""
+        step = [
+            (t.name, t.writes) for t in tasks if t.writes and t.error is None and t.pause is None
+        ]
+        keys = self.graph.output_keys
+        if not step or (keys is not None and not any(c in keys for _, w in step for c, _ in w)):
+            return None
+        values, versions = self.values, self.versions
+        self.values, self.versions = dict(values), dict(versions)
+        try:
+            self.apply(step)
+            return self.output()
+        except InvalidUpdateError:
+            return None
+        finally:
+            self.values, self.versions = values, versions
 
     def answer(self, resume: Any) -> Loop[None]:
         """Record `Command(resume=...)` answers durably, before anything runs."""
@@ -1205,6 +1270,30 @@ class Run:
         return self.head_config
 
 
+def finished_values(graph: CompiledGraph, tup: CheckpointTuple) -> dict[str, Any] | None:
+    """The state keys of checkpoint `tup` with the writes of its step's finished tasks (its
+    pending writes marked done) applied, as `get_state` shows a thread's head; None if no
+    finished task wrote anything, or if those writes cannot be merged."""
+    pending = tup.pending_writes
+    if not pending or all(channel != DONE for _, channel, _ in pending):
+        return None
+    conf = tup.config["configurable"]
+    run = Run(graph, tup.config, str(conf["thread_id"]), conf.get("checkpoint_ns") or "")
+    try:
+        run.restore(tup)
+    except ResumeError:  # its frontier names a node the graph no longer has
+        return None
+    tasks = [run.make_task(name, task_id) for name, task_id in run.frontier]
+    step = [(t.name, t.writes) for t in tasks if t.done and t.writes]
+    if not step:
+        return None
+    try:
+        run.apply(step)
+    except InvalidUpdateError:
+        return None
+    return run.values
+
+
 def waiting(writes: Sequence[tuple[str, Any]]) -> tuple[Interrupt, ...]:
     """The unanswered interrupts among one task's pending writes (none once it is done)."""
     asked: dict[str, Interrupt] = {}
@@ -1221,6 +1310,19 @@ def waiting(writes: Sequence[tuple[str, Any]]) -> tuple[Interrupt, ...]:
 
 def task_writes(writes: Sequence[PendingWrite], task_id: str) -> list[tuple[str, Any]]:
     return [(c, v) for t, c, v in writes if t == task_id]
+
+
+def _name_messages(channels: Mapping[str, Any], writes: list[tuple[str, Any]]) -> None:
+    """Give each message without an id, written to a key whose reducer names messages
+    (`add_messages`), its id now, before the writes are saved as pending writes: the state a
+    pause shows, `get_state` and the completed step then hold the same ids."""
+    for channel, value in writes:
+        spec = channels.get(channel)
+        if spec is None or not spec.maybe_appends:
+            continue
+        for message in value if type(value) is list else (value,):
+            if getattr(message, "id", "") is None and hasattr(message, "content"):
+                message.id = str(uuid.uuid4())
 
 
 def _extends(new: Any, old: list[Any]) -> bool:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from ._context import Pause, _current
 from ._drive import Emit, drive_async, drive_sync
-from ._loop import Paused, Run, task_writes, waiting
+from ._loop import Paused, Run, finished_values, task_writes, waiting
 from ._runnable import RunnableMethods, merge_configs
 from ._schema import ROOT, Channel, is_typed_class
 from ._stream import MODES
@@ -542,7 +542,9 @@ class CompiledGraph(RunnableMethods):
                 except StopIteration as stop:
                     if stop.value is not None:
                         children[task_id] = stop.value
-        return self._snapshot(config, tup, children, own)
+        return self._snapshot(
+            config, tup, children, own, latest=config_checkpoint_id(config) is None
+        )
 
     async def aget_state(self, config: RunConfig, *, subgraphs: bool = False) -> StateSnapshot:
         return await self._aread(self._saver("aget_state"), config, subgraphs, own=True)
@@ -563,7 +565,9 @@ class CompiledGraph(RunnableMethods):
                 except StopIteration as stop:
                     if stop.value is not None:
                         children[task_id] = stop.value
-        return self._snapshot(config, tup, children, own)
+        return self._snapshot(
+            config, tup, children, own, latest=config_checkpoint_id(config) is None
+        )
 
     def _child_probe(
         self, tup: CheckpointTuple, name: str, task_id: str, own: bool
@@ -619,8 +623,10 @@ class CompiledGraph(RunnableMethods):
         tup: CheckpointTuple | None,
         children: dict[str, StateSnapshot] | None = None,
         own: bool = True,
+        latest: bool = False,
     ) -> StateSnapshot:
-        """The snapshot of a checkpoint of this graph (`own`) or of one of its subgraphs."""
+        """The snapshot of a checkpoint of this graph (`own`) or of one of its subgraphs;
+        `latest`: asked for as the thread's head (no `checkpoint_id` in the config)."""
         if tup is None:
             return StateSnapshot(
                 values={}, next=(), config=config, metadata={}, created_at=None, parent_config=None
@@ -644,9 +650,16 @@ class CompiledGraph(RunnableMethods):
                     result = result.get(ROOT)
             tasks.append(StateTask(task_id, name, pending, error, done, state, result))
             interrupts.extend(pending)
-        values: Any = {k: v for k, v in cp["channel_values"].items() if not k.startswith("__")}
+        channel_values = cp["channel_values"]
+        if latest and own and tup.pending_writes:
+            # The head of an incomplete step shows what its finished tasks wrote, as in
+            # LangGraph; the checkpoint itself (its id, its history) keeps the state before.
+            applied = finished_values(self, tup)
+            if applied is not None:
+                channel_values = {**channel_values, **applied}
+        values: Any = {k: v for k, v in channel_values.items() if not k.startswith("__")}
         if self.root:
-            values = cp["channel_values"].get(ROOT)
+            values = channel_values.get(ROOT)
         return StateSnapshot(
             values=values,
             next=tuple(t.name for t in tasks if not t.done),

@@ -178,6 +178,8 @@ class CompiledGraph(RunnableMethods):
             context=self._context(context),
         )
         run.requested_id = config_checkpoint_id(config)
+        if run.messages is not None and self.checkpointer is None:
+            run.messages.anonymous = configurable.get("thread_id") is None
         return run
 
     def _subgraph_run(
@@ -492,7 +494,21 @@ class CompiledGraph(RunnableMethods):
         runs a subgraph has the config of the subgraph's checkpoints in its `state`; with
         `subgraphs=True`, the subgraph's own snapshot (and so on, level by level).
         """
-        return self._read(self._saver("get_state"), config, subgraphs, own=True)
+        saver = self._saver("get_state")
+        return self._at(config)._read(saver, config, subgraphs, own=True)
+
+    def _at(self, config: RunConfig) -> CompiledGraph:
+        """The graph whose checkpoints the config's namespace holds: this one, or the subgraph
+        a node runs (`"node:task_id|..."`, one segment per level), so that a subgraph's
+        snapshots name its own subgraph tasks."""
+        graph = self
+        for segment in filter(None, config_ns(config).split("|")):
+            spec = graph.nodes.get(segment.split(":", 1)[0])
+            sub = getattr(spec.fn, "__self__", None) if spec is not None else None
+            if not isinstance(sub, SubgraphNode):
+                return self
+            graph = sub.graph
+        return graph
 
     def _read(
         self, saver: BaseCheckpointSaver, config: RunConfig, subgraphs: bool, own: bool
@@ -507,7 +523,8 @@ class CompiledGraph(RunnableMethods):
         return self._snapshot(config, tup, children, own)
 
     async def aget_state(self, config: RunConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        return await self._aread(self._saver("aget_state"), config, subgraphs, own=True)
+        saver = self._saver("aget_state")
+        return await self._at(config)._aread(saver, config, subgraphs, own=True)
 
     async def _aread(
         self, saver: BaseCheckpointSaver, config: RunConfig, subgraphs: bool, own: bool
@@ -525,16 +542,18 @@ class CompiledGraph(RunnableMethods):
         self, config: RunConfig, *, limit: int | None = None, before: RunConfig | None = None
     ) -> Iterator[StateSnapshot]:
         """Every checkpoint of the thread, newest first."""
+        graph = self._at(config)
         for tup in self._saver("get_state_history").list(config, limit=limit, before=before):
-            yield self._snapshot(config, tup)
+            yield graph._snapshot(config, tup)
 
     async def aget_state_history(
         self, config: RunConfig, *, limit: int | None = None, before: RunConfig | None = None
     ) -> AsyncIterator[StateSnapshot]:
+        graph = self._at(config)
         async for tup in self._saver("aget_state_history").alist(
             config, limit=limit, before=before
         ):
-            yield self._snapshot(config, tup)
+            yield graph._snapshot(config, tup)
 
     def _snapshot(
         self,

@@ -163,6 +163,8 @@ class Run:
         """`tasks`, `checkpoints` or `debug` is streamed."""
         self.noted = noted_metadata(config)
         """What the config adds to each checkpoint's metadata (`noted_metadata`)."""
+        self.chain: Any = None
+        """Its langchain_core chain run, when it reports to callbacks (`_events.py`)."""
 
     def write_custom(self, chunk: Any) -> None:
         self.send("custom", chunk)

@@ -219,11 +219,11 @@ class MessagesStream:
         self.run.send("messages", (message, metadata))
 
     def task_started(self, task: Task, state: Any) -> Any:
-        """Note the messages the node reads; return the callbacks config for its models."""
+        """Note the messages the node reads; return the callback handler for its models."""
         for m in _messages_in(state):
             if m.id is not None:
                 self.seen.add(m.id)
-        return {"callbacks": [_handler(self, task_metadata(task, self.run.step + 1))]}
+        return _handler(self, task_metadata(task, self.run.step + 1))
 
     def task_finished(self, task: Task) -> None:
         """Send the messages of the node's update that it did not read (or stream) already."""

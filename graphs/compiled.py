@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from ._context import Pause, _current
 from ._drive import Emit, drive_async, drive_sync
+from ._events import astream_events, start_async, start_sync, traced
 from ._loop import Paused, Run, task_writes, waiting
 from ._runnable import RunnableMethods, merge_configs
 from ._schema import ROOT, Channel, is_typed_class
@@ -320,9 +321,24 @@ class CompiledGraph(RunnableMethods):
         context: Any = None,
     ) -> Iterator[Emit]:
         run = self._run(config, modes, subgraphs, context)
+        if traced(run):
+            yield from self._traced_sync(run, input, out)
+            return
         with self._lock(run):
             result = yield from drive_sync(run, run.execute(input))
         out.append(self._finish(run, result))
+
+    def _traced_sync(self, run: Run, input: Any, out: list[dict[str, Any]]) -> Iterator[Emit]:
+        """The run, reported to the config's langchain_core callbacks (`_events.py`)."""
+        run.chain = start_sync(run, input)
+        try:
+            with self._lock(run):
+                result = yield from drive_sync(run, run.execute(input))
+            out.append(self._finish(run, result))
+        except BaseException as e:
+            run.chain.on_chain_error(e)
+            raise
+        run.chain.on_chain_end(out[-1])
 
     @overload
     async def ainvoke(  # type: ignore[overload-overlap]
@@ -388,10 +404,19 @@ class CompiledGraph(RunnableMethods):
             if self.checkpointer is not None and run.parent is None
             else contextlib.nullcontext()
         )
-        async with lock:
-            async for chunk in drive_async(run, run.execute(input), got):
-                yield chunk
-        out.append(self._finish(run, got[0]))
+        if traced(run):  # reported to langchain_core callbacks (`_events.py`)
+            run.chain = await start_async(run, input)
+        try:
+            async with lock:
+                async for chunk in drive_async(run, run.execute(input), got):
+                    yield chunk
+            out.append(self._finish(run, got[0]))
+        except BaseException as e:
+            if run.chain is not None:
+                await run.chain.on_chain_error(e)
+            raise
+        if run.chain is not None:
+            await run.chain.on_chain_end(out[-1])
 
     def stream(
         self,
@@ -459,6 +484,43 @@ class CompiledGraph(RunnableMethods):
         async with contextlib.aclosing(chunks):
             async for mode, chunk, ns in chunks:
                 yield _item(mode, chunk, ns, tagged, subgraphs)
+
+    def astream_events(
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        version: Literal["v2"] = "v2",
+        include_names: Sequence[str] | None = None,
+        include_types: Sequence[str] | None = None,
+        include_tags: Sequence[str] | None = None,
+        exclude_names: Sequence[str] | None = None,
+        exclude_types: Sequence[str] | None = None,
+        exclude_tags: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """langchain_core's event stream of a run (`Runnable.astream_events`, version "v2").
+
+        Events, each `{"event", "name", "run_id", "parent_ids", "tags", "metadata", "data"}`:
+        `on_chain_start`/`on_chain_stream`/`on_chain_end` for the graph (named
+        `compile(name=)`, `"LangGraph"` by default; a `run_id` in `config` is its run id; its
+        stream chunks are what `astream` yields, its end's `output` the final state), an
+        `on_chain_start`/`on_chain_end` pair for each task (named after its node, tagged
+        `graph:step:N`, with `langgraph_*` metadata), and under a task, what langchain_core
+        runnables and chat models report (`on_chat_model_stream` for each token). A subgraph's
+        run nests under the task that runs it. `kwargs` go to `astream` (`stream_mode`,
+        `subgraphs`, `context`, ...); the `include_*`/`exclude_*` filters are langchain_core's.
+        Needs langchain_core.
+        """
+        filters = {
+            "include_names": include_names,
+            "include_types": include_types,
+            "include_tags": include_tags,
+            "exclude_names": exclude_names,
+            "exclude_types": exclude_types,
+            "exclude_tags": exclude_tags,
+        }
+        return astream_events(self, input, config, version, filters, kwargs)
 
     def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
         """Drop the cached results of `nodes` (default: every node) from `compile(cache=)`."""

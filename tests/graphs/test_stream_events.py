@@ -230,3 +230,24 @@ def test_closing_the_event_stream_cancels_the_running_step() -> None:
 
     asyncio.run(go())
     assert cancelled.is_set()
+
+
+def test_a_graph_composes_with_langchain_runnables() -> None:
+    from langchain_core.runnables import RunnablePassthrough
+
+    graph = _counting()
+    chain = graph | RunnablePassthrough()
+    assert chain.invoke({"n": 1}) == {"n": 12}
+    assert list(chain.stream({"n": 1})) == [{"one": {"n": 2}}, {"two": {"n": 12}}]
+    before = (lambda x: {"n": x}) | graph
+    assert before.invoke(5) == {"n": 16}
+    events = _events(chain, {"n": 1}, {"run_id": UUID(int=3)})
+    root = [e for e in events if e["run_id"] == str(UUID(int=3))]
+    assert root[-1]["event"] == "on_chain_end"
+    assert root[-1]["data"]["output"] == {"two": {"n": 12}}  # the last chunk, as LangGraph's
+    (graph_start,) = [
+        e for e in events if e["event"] == "on_chain_start" and e["name"] == "counter"
+    ]
+    assert graph_start["parent_ids"] == [str(UUID(int=3))]
+    one = next(e for e in events if e["name"] == "one")
+    assert one["parent_ids"] == [str(UUID(int=3)), graph_start["run_id"]]

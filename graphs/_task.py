@@ -13,7 +13,7 @@ from contextvars import Token
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._context import Pause, _current
-from ._events import node_config
+from ._events import node_config, task_async, task_sync
 from .checkpoint.base import ONCE
 from .errors import ParentCommand
 from .types import Interrupt, RunConfig, Send
@@ -121,8 +121,6 @@ class Task:
 
     def run_sync(self) -> None:
         if self.run.chain is not None:
-            from ._events import task_sync
-
             task_sync(self, self._retry_sync)
         else:
             self._retry_sync()
@@ -194,8 +192,6 @@ class Task:
 
     async def run_async(self) -> None:
         if self.run.chain is not None:
-            from ._events import task_async
-
             await task_async(self, self._retry_async)
         else:
             await self._retry_async()

@@ -46,6 +46,7 @@ from .checkpoint.base import (
     checkpoint_seq,
     new_checkpoint,
     new_checkpoint_id,
+    noted_metadata,
 )
 from .errors import (
     CheckpointerRequiredError,
@@ -165,6 +166,10 @@ class Run:
         """What `get_stream_writer()` returns to node code of this run."""
         self.trace = not modes.isdisjoint(TRACE_MODES)
         """`tasks`, `checkpoints` or `debug` is streamed."""
+        self.noted = noted_metadata(config)
+        """What the config adds to each checkpoint's metadata (`noted_metadata`)."""
+        self.chain: Any = None
+        """Its langchain_core chain run, when it reports to callbacks (`_events.py`)."""
 
     def write_custom(self, chunk: Any) -> None:
         self.send("custom", chunk)
@@ -725,6 +730,8 @@ class Run:
             metadata["forked_from"] = forked_from
         if self.task_mark is not None:
             metadata["task"] = self.task_mark
+        if self.noted:
+            metadata.update(self.noted)  # type: ignore[typeddict-item]
         self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
         if self.trace:
@@ -1087,6 +1094,8 @@ class Run:
         metadata: CheckpointMetadata = {"source": source, "step": self.step}
         if self.task_mark is not None:
             metadata["task"] = self.task_mark
+        if self.noted:
+            metadata.update(self.noted)  # type: ignore[typeddict-item]
         head: RunConfig = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_config = head
         self.head_id = cp["id"]

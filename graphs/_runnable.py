@@ -1,11 +1,12 @@
 """LangChain Runnable methods of a compiled graph that LangGraph users call: `batch`,
-`abatch`, `with_config` and `copy`."""
+`abatch`, `with_config`, `copy`, and composing with `|`."""
 
 from __future__ import annotations
 
 import asyncio
 import copy as _copy
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from functools import cache
 from typing import Any, Self, cast
 
 from .types import RunConfig
@@ -56,6 +57,22 @@ class RunnableMethods:
                 raise AttributeError(f"copy(update=...): a compiled graph has no {key!r}")
             setattr(out, key, value)
         return out
+
+    def __or__(self, other: Any) -> Any:
+        """`graph | runnable`: a langchain_core `RunnableSequence` whose first step runs this
+        graph (`invoke`, `stream` and `astream_events` as the graph's; its stream is the
+        graph's default `updates`). Needs langchain_core."""
+        from langchain_core.runnables.base import RunnableSequence, coerce_to_runnable
+
+        return RunnableSequence(as_runnable(self), coerce_to_runnable(other))
+
+    def __ror__(self, other: Any) -> Any:
+        """`{...} | graph` or `function | graph` (a langchain_core `Runnable` on the left
+        cannot take a graph: write `step | (graph | RunnablePassthrough())`, or
+        `RunnableSequence(step, as_runnable(graph))`)."""
+        from langchain_core.runnables.base import RunnableSequence, coerce_to_runnable
+
+        return RunnableSequence(coerce_to_runnable(other), as_runnable(self))
 
     def batch(
         self,
@@ -110,3 +127,37 @@ def _own_copy(config: RunConfig | None) -> RunConfig | None:
     if config is None:
         return None
     return cast(RunConfig, {**config, "configurable": dict(config.get("configurable") or {})})
+
+
+def as_runnable(graph: Any) -> Any:
+    """The graph as a langchain_core `Runnable` (for composing it with `|`): its `invoke`,
+    `ainvoke`, `stream` and `astream` are the graph's, given the step's config (so the
+    graph's run reports to the sequence's callbacks, under its step)."""
+    return _runnable_class()(graph)
+
+
+@cache
+def _runnable_class() -> type:
+    from langchain_core.runnables import Runnable
+
+    class GraphRunnable(Runnable[Any, Any]):
+        def __init__(self, graph: Any) -> None:
+            self.graph = graph
+            self.name = graph.name
+
+        def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+            return self.graph.invoke(input, config, **kwargs)
+
+        async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+            return await self.graph.ainvoke(input, config, **kwargs)
+
+        def stream(self, input: Any, config: Any = None, **kwargs: Any) -> Iterator[Any]:
+            yield from self.graph.stream(input, config, **kwargs)
+
+        async def astream(
+            self, input: Any, config: Any = None, **kwargs: Any
+        ) -> AsyncIterator[Any]:
+            async for chunk in self.graph.astream(input, config, **kwargs):
+                yield chunk
+
+    return GraphRunnable

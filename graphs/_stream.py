@@ -48,16 +48,46 @@ def triggers(task: Task) -> tuple[str, ...]:
     return ("__pregel_push",) if task.is_send else (f"branch:to:{task.name}",)
 
 
+PROPAGATED = (
+    "thread_id",
+    "checkpoint_id",
+    "checkpoint_ns",
+    "task_id",
+    "run_id",
+    "assistant_id",
+    "graph_id",
+)
+"""The `configurable` keys LangGraph copies into the metadata of what a run streams."""
+
+
+def run_metadata(run: Run) -> dict[str, Any]:
+    """The metadata every `messages` chunk of a run starts from, as LangGraph's: the config's
+    `metadata`, the `PROPAGATED` keys of its `configurable` (a thread id only when the caller
+    gave one, or the graph saves the thread), and `ls_integration`."""
+    config = run.config
+    meta = dict(config.get("metadata") or {})
+    configurable: Mapping[str, Any] = config.get("configurable") or {}
+    anonymous = run.top.messages is not None and run.top.messages.anonymous
+    for key in PROPAGATED:
+        value = configurable.get(key)
+        if value and key not in meta and not (key == "thread_id" and anonymous):
+            meta[key] = value
+    meta.setdefault("ls_integration", "langgraph")
+    return meta
+
+
 def task_metadata(task: Task, step: int) -> dict[str, Any]:
     """The metadata of a `messages` chunk from this task (LangGraph's `langgraph_*` keys)."""
+    run = task.run
+    base = run.messages.base if run.messages is not None else run_metadata(run)
     return {
-        "thread_id": task.run.thread_id,
+        **base,
         "langgraph_step": step,
         "langgraph_node": task.name,
         "langgraph_triggers": triggers(task),
         "langgraph_path": ("__pregel_push" if task.is_send else "__pregel_pull", task.name),
-        "langgraph_checkpoint_ns": f"{task.run.ns}|{task.name}:{task.id}"
-        if task.run.ns
+        "langgraph_checkpoint_ns": f"{run.ns}|{task.name}:{task.id}"
+        if run.ns
         else f"{task.name}:{task.id}",
     }
 
@@ -104,14 +134,28 @@ def task_result(task: Task) -> dict[str, Any]:
 
 
 def checkpoint_payload(run: Run, parent: Any, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A saved checkpoint as `get_state` shows it; a task that runs a subgraph has the config of
+    the subgraph's checkpoints as its `state`."""
+    from .compiled import _child_config, _is_subgraph, _segment
+
+    nodes = run.graph.nodes
+    config = run.head_config
+    assert config is not None
     return {
-        "config": run.head_config,
+        "config": config,
         "parent_config": parent if parent and parent["configurable"].get("checkpoint_id") else None,
         "values": run.output(),
         "metadata": dict(metadata),
         "next": [name for name, _ in run.frontier],
         "tasks": [
-            {"id": task_id, "name": name, "interrupts": (), "state": None}
+            {
+                "id": task_id,
+                "name": name,
+                "interrupts": (),
+                "state": _child_config(config, _segment(nodes, name, task_id))
+                if _is_subgraph(nodes.get(name))
+                else None,
+            }
             for name, task_id in run.frontier
         ],
     }
@@ -154,6 +198,16 @@ class MessagesStream:
         # A subgraph's messages streamed into the top's stream are not sent again when the
         # parent's node returns them.
         self.seen: set[str] = top.seen if top is not None and "messages" in run.forward else set()
+        self.anonymous = False
+        """The run's thread id was made up for a run without a saver: not in the metadata."""
+        self._base: dict[str, Any] | None = None
+
+    @property
+    def base(self) -> dict[str, Any]:
+        """`run_metadata` of the run, made when its first chunk is."""
+        if self._base is None:
+            self._base = run_metadata(self.run)
+        return self._base
 
     def emit(self, message: Any, metadata: dict[str, Any], *, dedupe: bool) -> None:
         if dedupe and message.id in self.seen:
@@ -165,24 +219,37 @@ class MessagesStream:
         self.run.send("messages", (message, metadata))
 
     def task_started(self, task: Task, state: Any) -> Any:
-        """Note the messages the node reads; return the callbacks config for its models."""
+        """Note the messages the node reads; return the callback handler for its models."""
         for m in _messages_in(state):
             if m.id is not None:
                 self.seen.add(m.id)
-        return {"callbacks": [_handler(self, task_metadata(task, self.run.step + 1))]}
+        return _handler(self, task_metadata(task, self.run.step + 1))
 
     def task_finished(self, task: Task) -> None:
         """Send the messages of the node's update that it did not read (or stream) already."""
         from .types import Command
 
         result = task.result
-        if isinstance(result, Command):
-            result = result.update
         if result is None:
             return
+        # A list holding a Command is several returns (LangGraph's mixed returns).
+        parts = (
+            result
+            if type(result) in (list, tuple) and any(isinstance(r, Command) for r in result)
+            else [result]
+        )
         metadata = task_metadata(task, self.run.step + 1)
-        for m in _messages_in(result):
-            self.emit(m, metadata, dedupe=True)
+        for part in parts:
+            if isinstance(part, Command):
+                part = part.update
+            if part is not None:
+                for m in _messages_in(part):
+                    self.emit(m, metadata, dedupe=True)
+
+
+def _user_tags(tags: Sequence[str]) -> list[str]:
+    """The tags a chunk shows: each once, without langchain_core's `seq:step:N` bookkeeping."""
+    return [t for t in dict.fromkeys(tags) if not t.startswith("seq:step")]
 
 
 def _handler(stream: MessagesStream, metadata: dict[str, Any]) -> Any:
@@ -224,7 +291,14 @@ def _handler(stream: MessagesStream, metadata: dict[str, Any]) -> Any:
                 # A model in a subgraph this run's handler was inherited by: its tokens are
                 # the subgraph's (streamed by its own handler, or not at all).
                 return
-            self.models[run_id] = {**(metadata or {}), **stream_metadata}
+            # As LangGraph's: the task's metadata under the model's own (`ls_provider`, ...),
+            # the task's namespace as `checkpoint_ns`, and the tags it was called with.
+            meta = {**stream_metadata, **(metadata or {})}
+            meta["checkpoint_ns"] = stream_metadata["langgraph_checkpoint_ns"]
+            shown = _user_tags([*(stream.run.config.get("tags") or ()), *(tags or ())])
+            if shown:
+                meta["tags"] = shown
+            self.models[run_id] = meta
 
         def on_llm_new_token(
             self, token: Any, *, chunk: Any = None, run_id: uuid.UUID, **kwargs: Any

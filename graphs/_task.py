@@ -13,6 +13,7 @@ from contextvars import Token
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._context import Pause, _current
+from ._events import node_config, task_async, task_sync
 from .checkpoint.base import ONCE
 from .errors import ParentCommand
 from .types import Interrupt, RunConfig, Send
@@ -60,6 +61,7 @@ class Task:
         "spec",
         "split",
         "subgraphs",
+        "traced",
         "writes",
     )
 
@@ -99,6 +101,8 @@ class Task:
         """This attempt's `@task` calls (`graphs.func`), made on its first call."""
         self.call_results: dict[str, Any] | None = None
         """Results of `@task` calls that finished, by call key (saved, or of an earlier attempt)."""
+        self.traced: Any = None
+        """Its langchain_core chain run, when the run reports to callbacks (`_events.py`)."""
 
     def runtime(self) -> Any:
         """The `Runtime` handed to a node that declares a `runtime` parameter."""
@@ -127,6 +131,12 @@ class Task:
         self.calls = None
 
     def run_sync(self) -> None:
+        if self.run.chain is not None:
+            task_sync(self, self._retry_sync)
+        else:
+            self._retry_sync()
+
+    def _retry_sync(self) -> None:
         failures = 0
         while True:
             self._attempt_sync()
@@ -167,9 +177,10 @@ class Task:
                 if key in hit:
                     self.result = hit[key]
                     return
-            if run.messages is not None:
-                lc_token = _models_report_to(run.messages.task_started(self, state))
-            args = (state, run.config) if spec.takes_config else (state,)
+            if run.messages is not None or self.traced is not None:
+                lc_token = _models_report_to(self, state)
+            config = run.config if self.traced is None else node_config(self)
+            args = (state, config) if spec.takes_config else (state,)
             if spec.is_async:
                 result = _run_coroutine_sync(spec.fn(*args), spec.name)
             else:
@@ -191,10 +202,16 @@ class Task:
                 lc_token.var.reset(lc_token)
 
     async def run_async(self) -> None:
+        if self.run.chain is not None:
+            await task_async(self, self._retry_async)
+        else:
+            await self._retry_async()
+
+    async def _retry_async(self) -> None:
         spec = self.spec
         if not spec.is_async and spec.afn is None:
             # Blocking node code must not stall the event loop (and the other tasks).
-            await asyncio.to_thread(self.run_sync)
+            await asyncio.to_thread(self._retry_sync)
             return
         failures = 0
         while True:
@@ -222,12 +239,13 @@ class Task:
                 if key in hit:
                     self.result = hit[key]
                     return
-            if run.messages is not None:
-                lc_token = _models_report_to(run.messages.task_started(self, state))
+            if run.messages is not None or self.traced is not None:
+                lc_token = _models_report_to(self, state)
+            config = run.config if self.traced is None else node_config(self)
             if spec.afn is not None:
-                coro = spec.afn(state, run.config)
+                coro = spec.afn(state, config)
             else:
-                coro = spec.fn(state, run.config) if spec.takes_config else spec.fn(state)
+                coro = spec.fn(state, config) if spec.takes_config else spec.fn(state)
             self.result = await coro
             if key is not None:
                 await run.cache.aset({key: (self.result, spec.cache.ttl)})  # type: ignore[union-attr]
@@ -280,21 +298,24 @@ def cache_key(spec: NodeSpec, state: Any) -> tuple[tuple[str, ...], str]:
     return (spec.name,), key.hex() if isinstance(key, bytes) else str(key)
 
 
-def _models_report_to(config: Any) -> Token[Any]:
-    """Make langchain_core models called in this node report to the `messages` stream: the
-    config they inherit when called without one (langchain_core's context variable)."""
+def _models_report_to(task: Task, state: Any) -> Token[Any]:
+    """Make langchain_core models called in this node report to the `messages` stream and to
+    the task's chain run (when traced): the config they inherit when called without one
+    (langchain_core's context variable)."""
     from langchain_core.runnables.config import var_child_runnable_config
 
+    messages = task.run.messages
+    handler = messages.task_started(task, state) if messages is not None else None
     outer = var_child_runnable_config.get() or {}
-    callbacks = outer.get("callbacks")
-    handler = config["callbacks"][0]
+    callbacks = outer.get("callbacks") if task.traced is None else task.traced.get_child()
     if callbacks is None:
         merged: Any = [handler]
     elif isinstance(callbacks, list):
-        merged = [*callbacks, handler]
+        merged = [*callbacks, handler] if handler is not None else callbacks
     else:  # a callback manager: its copy, with the stream's handler too
         merged = callbacks.copy()
-        merged.add_handler(handler, inherit=True)
+        if handler is not None:
+            merged.add_handler(handler, inherit=True)
     return var_child_runnable_config.set({**outer, "callbacks": merged})
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from ._context import Pause, _current
 from ._drive import Emit, drive_async, drive_sync
+from ._events import astream_events, start_async, start_sync, traced
 from ._loop import Paused, Run, finished_values, task_writes, waiting
 from ._runnable import RunnableMethods, merge_configs
 from ._schema import ROOT, Channel, is_typed_class
@@ -186,6 +187,8 @@ class CompiledGraph(RunnableMethods):
             context=self._context(context),
         )
         run.requested_id = config_checkpoint_id(config)
+        if run.messages is not None and self.checkpointer is None:
+            run.messages.anonymous = configurable.get("thread_id") is None
         return run
 
     def _shares_thread(self, up: Run, config: RunConfig | None) -> bool:
@@ -351,9 +354,24 @@ class CompiledGraph(RunnableMethods):
         context: Any = None,
     ) -> Iterator[Emit]:
         run = self._run(config, modes, subgraphs, context)
+        if traced(run):
+            yield from self._traced_sync(run, input, out)
+            return
         with self._lock(run):
             result = yield from drive_sync(run, run.execute(input))
         out.append(self._finish(run, result))
+
+    def _traced_sync(self, run: Run, input: Any, out: list[dict[str, Any]]) -> Iterator[Emit]:
+        """The run, reported to the config's langchain_core callbacks (`_events.py`)."""
+        run.chain = start_sync(run, input)
+        try:
+            with self._lock(run):
+                result = yield from drive_sync(run, run.execute(input))
+            out.append(self._finish(run, result))
+        except BaseException as e:
+            run.chain.on_chain_error(e)
+            raise
+        run.chain.on_chain_end(out[-1])
 
     @overload
     async def ainvoke(  # type: ignore[overload-overlap]
@@ -419,10 +437,19 @@ class CompiledGraph(RunnableMethods):
             if self.checkpointer is not None and run.parent is None
             else contextlib.nullcontext()
         )
-        async with lock:
-            async for chunk in drive_async(run, run.execute(input), got):
-                yield chunk
-        out.append(self._finish(run, got[0]))
+        if traced(run):  # reported to langchain_core callbacks (`_events.py`)
+            run.chain = await start_async(run, input)
+        try:
+            async with lock:
+                async for chunk in drive_async(run, run.execute(input), got):
+                    yield chunk
+            out.append(self._finish(run, got[0]))
+        except BaseException as e:
+            if run.chain is not None:
+                await run.chain.on_chain_error(e)
+            raise
+        if run.chain is not None:
+            await run.chain.on_chain_end(out[-1])
 
     def stream(
         self,
@@ -491,6 +518,43 @@ class CompiledGraph(RunnableMethods):
             async for mode, chunk, ns in chunks:
                 yield _item(mode, chunk, ns, tagged, subgraphs)
 
+    def astream_events(
+        self,
+        input: Input,
+        config: RunConfig | None = None,
+        *,
+        version: Literal["v2"] = "v2",
+        include_names: Sequence[str] | None = None,
+        include_types: Sequence[str] | None = None,
+        include_tags: Sequence[str] | None = None,
+        exclude_names: Sequence[str] | None = None,
+        exclude_types: Sequence[str] | None = None,
+        exclude_tags: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """langchain_core's event stream of a run (`Runnable.astream_events`, version "v2").
+
+        Events, each `{"event", "name", "run_id", "parent_ids", "tags", "metadata", "data"}`:
+        `on_chain_start`/`on_chain_stream`/`on_chain_end` for the graph (named
+        `compile(name=)`, `"LangGraph"` by default; a `run_id` in `config` is its run id; its
+        stream chunks are what `astream` yields, its end's `output` the final state), an
+        `on_chain_start`/`on_chain_end` pair for each task (named after its node, tagged
+        `graph:step:N`, with `langgraph_*` metadata), and under a task, what langchain_core
+        runnables and chat models report (`on_chat_model_stream` for each token). A subgraph's
+        run nests under the task that runs it. `kwargs` go to `astream` (`stream_mode`,
+        `subgraphs`, `context`, ...); the `include_*`/`exclude_*` filters are langchain_core's.
+        Needs langchain_core.
+        """
+        filters = {
+            "include_names": include_names,
+            "include_types": include_types,
+            "include_tags": include_tags,
+            "exclude_names": exclude_names,
+            "exclude_types": exclude_types,
+            "exclude_tags": exclude_tags,
+        }
+        return astream_events(self, input, config, version, filters, kwargs)
+
     def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
         """Drop the cached results of `nodes` (default: every node) from `compile(cache=)`."""
         if self.cache is not None:
@@ -525,7 +589,21 @@ class CompiledGraph(RunnableMethods):
         runs a subgraph has the config of the subgraph's checkpoints in its `state`; with
         `subgraphs=True`, the subgraph's own snapshot (and so on, level by level).
         """
-        return self._read(self._saver("get_state"), config, subgraphs, own=True)
+        saver = self._saver("get_state")
+        return self._at(config)._read(saver, config, subgraphs, own=True)
+
+    def _at(self, config: RunConfig) -> CompiledGraph:
+        """The graph whose checkpoints the config's namespace holds: this one, or the subgraph
+        a node runs (`"node:task_id|..."`, one segment per level), so that a subgraph's
+        snapshots name its own subgraph tasks."""
+        graph = self
+        for segment in filter(None, config_ns(config).split("|")):
+            spec = graph.nodes.get(segment.split(":", 1)[0])
+            sub = getattr(spec.fn, "__self__", None) if spec is not None else None
+            if not isinstance(sub, SubgraphNode):
+                return self
+            graph = sub.graph
+        return graph
 
     def _read(
         self, saver: BaseCheckpointSaver, config: RunConfig, subgraphs: bool, own: bool
@@ -547,7 +625,8 @@ class CompiledGraph(RunnableMethods):
         )
 
     async def aget_state(self, config: RunConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        return await self._aread(self._saver("aget_state"), config, subgraphs, own=True)
+        saver = self._saver("aget_state")
+        return await self._at(config)._aread(saver, config, subgraphs, own=True)
 
     async def _aread(
         self, saver: BaseCheckpointSaver, config: RunConfig, subgraphs: bool, own: bool
@@ -606,16 +685,18 @@ class CompiledGraph(RunnableMethods):
         self, config: RunConfig, *, limit: int | None = None, before: RunConfig | None = None
     ) -> Iterator[StateSnapshot]:
         """Every checkpoint of the thread, newest first."""
+        graph = self._at(config)
         for tup in self._saver("get_state_history").list(config, limit=limit, before=before):
-            yield self._snapshot(config, tup)
+            yield graph._snapshot(config, tup)
 
     async def aget_state_history(
         self, config: RunConfig, *, limit: int | None = None, before: RunConfig | None = None
     ) -> AsyncIterator[StateSnapshot]:
+        graph = self._at(config)
         async for tup in self._saver("aget_state_history").alist(
             config, limit=limit, before=before
         ):
-            yield self._snapshot(config, tup)
+            yield graph._snapshot(config, tup)
 
     def _snapshot(
         self,

@@ -99,6 +99,10 @@ class RunConfig(TypedDict, total=False):
     configurable: Configurable
     recursion_limit: int
     """The most supersteps one invocation may run (default: the compiled graph's, 25)."""
+    metadata: dict[str, Any]
+    """Noted in each checkpoint's metadata and in `messages` chunks' metadata, as LangGraph."""
+    tags: list[str]
+    """Shown in `messages` chunks of chat models (with the model's own tags), as LangGraph."""
 
 
 @dataclass(frozen=True, slots=True)

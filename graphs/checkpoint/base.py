@@ -172,6 +172,40 @@ class CheckpointMetadata(TypedDict, total=False):
     """On a checkpoint of a `compile(checkpointer=True)` subgraph: the parent's task that ran it."""
 
 
+_NOT_NOTED = frozenset(
+    {
+        "thread_id",
+        "checkpoint_id",
+        "checkpoint_ns",
+        "checkpoint_map",
+        *CheckpointMetadata.__annotations__,
+    }
+)
+_SECRET_LIKE = ("key", "token", "secret", "password", "auth")
+
+
+def noted_metadata(config: RunConfig) -> dict[str, Any]:
+    """What a run's config adds to the metadata of each checkpoint it saves, as LangGraph's
+    savers do: the `metadata` and `configurable` entries whose values are strings, numbers or
+    booleans (`{"configurable": {"user_id": "u1"}}` notes `user_id`, so `list(filter=...)`
+    finds the thread's checkpoints by it). Not noted: the checkpoint's own coordinates, keys
+    starting with `__`, and keys that look like credentials (`api_key`, `token`, `password`,
+    ...): unlike LangGraph, graphs does not write those into the database."""
+    noted: dict[str, Any] = {}
+    for source in (config.get("metadata"), config.get("configurable")):
+        if not source:
+            continue
+        for key, value in source.items():
+            if key in noted or key in _NOT_NOTED or key.startswith("__"):
+                continue
+            if type(value) not in (str, int, float, bool):
+                continue
+            if any(s in key.casefold() for s in _SECRET_LIKE):
+                continue
+            noted[key] = value.replace("\x00", "") if type(value) is str else value
+    return noted
+
+
 class PendingWrite(NamedTuple):
     task_id: str
     channel: str

@@ -593,14 +593,15 @@ class CompiledGraph(RunnableMethods):
         self, config: RunConfig, *, limit: int | None = None, before: RunConfig | None = None
     ) -> Iterator[StateSnapshot]:
         """Every checkpoint of the thread, newest first."""
-        for tup in self._saver("get_state_history").list(config, limit=limit, before=before):
+        saver = self._saver("get_state_history")
+        for tup in saver.list(_own_ns(config), limit=limit, before=before):
             yield self._snapshot(config, tup)
 
     async def aget_state_history(
         self, config: RunConfig, *, limit: int | None = None, before: RunConfig | None = None
     ) -> AsyncIterator[StateSnapshot]:
         async for tup in self._saver("aget_state_history").alist(
-            config, limit=limit, before=before
+            _own_ns(config), limit=limit, before=before
         ):
             yield self._snapshot(config, tup)
 
@@ -896,3 +897,12 @@ def _modes(stream_mode: StreamMode | Sequence[StreamMode] | None) -> tuple[froze
     if unknown:
         raise ValueError(f"unknown stream_mode {sorted(unknown)}; use any of {sorted(MODES)}")
     return modes, tagged
+
+
+def _own_ns(config: RunConfig) -> RunConfig:
+    """`config` naming its namespace (`""` when it names none): the history of a graph is its
+    own namespace's, where a saver's `list` without one lists the subgraphs' too."""
+    conf = config.get("configurable") or {}
+    if conf.get("checkpoint_ns") is not None:
+        return config
+    return {**config, "configurable": {**conf, "checkpoint_ns": ""}}

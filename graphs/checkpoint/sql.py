@@ -82,6 +82,7 @@ from .base import (
     CheckpointTuple,
     checkpoint_config,
     config_checkpoint_id,
+    config_list_ns,
     config_ns,
     config_thread_id,
 )
@@ -408,6 +409,13 @@ class SQLSaver(BaseCheckpointSaver):
             raise ValueError('config needs {"configurable": {"thread_id": ...}}')
         return thread_id, config_ns(config)
 
+    def _list_key(self, config: RunConfig | None) -> tuple[str, str | None] | None:
+        """What `list` lists: every thread (None), or a thread's namespace (None: every one)."""
+        if config is None:
+            return None
+        thread_id, ns = self._key(config)
+        return thread_id, (None if config_list_ns(config) is None else ns)
+
     def get_tuple(self, config: RunConfig) -> CheckpointTuple | None:
         thread_id, ns = self._key(config)
         if self._d.pg:
@@ -429,8 +437,7 @@ class SQLSaver(BaseCheckpointSaver):
         before: RunConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        key = None if config is None else self._key(config)
-        yield from self._run(_list_tx, self._d, key, before, limit, read=True)
+        yield from self._run(_list_tx, self._d, self._list_key(config), before, limit, read=True)
 
     async def alist(
         self,
@@ -439,7 +446,7 @@ class SQLSaver(BaseCheckpointSaver):
         before: RunConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        key = None if config is None else self._key(config)
+        key = self._list_key(config)
         for item in await self._arun(_list_tx, self._d, key, before, limit, read=True):
             yield item
 

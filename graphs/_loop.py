@@ -135,6 +135,12 @@ class Run:
         """The stream modes a subgraph's run hands to its parent's stream."""
         self.task_mark = parent.id if parent is not None and graph.persistent else None
         """For a persistent subgraph: the parent's task, noted in each checkpoint's metadata."""
+        self.parents: dict[str, str] | None = None
+        """For a subgraph's run: the checkpoint each enclosing graph runs it from, by namespace
+        (metadata `parents`, as LangGraph's `{parent_ns: checkpoint_id}`); None for a graph run
+        itself, whose checkpoints have none (LangGraph's have `{}`)."""
+        if parent is not None and parent.run.head_id is not None:
+            self.parents = {**(parent.run.parents or {}), parent.run.ns: parent.run.head_id}
         modes = modes | forward
         self.modes = modes
         own = modes if parent is None else self.asked
@@ -732,6 +738,8 @@ class Run:
             metadata["task"] = self.task_mark
         if self.noted:
             metadata.update(self.noted)  # type: ignore[typeddict-item]
+        if self.parents is not None:
+            metadata["parents"] = self.parents
         self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
         if self.trace:
@@ -1096,6 +1104,8 @@ class Run:
             metadata["task"] = self.task_mark
         if self.noted:
             metadata.update(self.noted)  # type: ignore[typeddict-item]
+        if self.parents is not None:
+            metadata["parents"] = self.parents
         head: RunConfig = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_config = head
         self.head_id = cp["id"]

@@ -686,7 +686,8 @@ class CompiledGraph(RunnableMethods):
     ) -> Iterator[StateSnapshot]:
         """Every checkpoint of the thread, newest first."""
         graph = self._at(config)
-        for tup in self._saver("get_state_history").list(config, limit=limit, before=before):
+        saver = self._saver("get_state_history")
+        for tup in saver.list(_own_ns(config), limit=limit, before=before):
             yield graph._snapshot(config, tup)
 
     async def aget_state_history(
@@ -694,7 +695,7 @@ class CompiledGraph(RunnableMethods):
     ) -> AsyncIterator[StateSnapshot]:
         graph = self._at(config)
         async for tup in self._saver("aget_state_history").alist(
-            config, limit=limit, before=before
+            _own_ns(config), limit=limit, before=before
         ):
             yield graph._snapshot(config, tup)
 
@@ -1008,3 +1009,12 @@ def _modes(stream_mode: StreamMode | Sequence[StreamMode] | None) -> tuple[froze
     if unknown:
         raise ValueError(f"unknown stream_mode {sorted(unknown)}; use any of {sorted(MODES)}")
     return modes, tagged
+
+
+def _own_ns(config: RunConfig) -> RunConfig:
+    """`config` naming its namespace (`""` when it names none): the history of a graph is its
+    own namespace's, where a saver's `list` without one lists the subgraphs' too."""
+    conf = config.get("configurable") or {}
+    if conf.get("checkpoint_ns") is not None:
+        return config
+    return {**config, "configurable": {**conf, "checkpoint_ns": ""}}

@@ -170,6 +170,9 @@ class CheckpointMetadata(TypedDict, total=False):
     and `checkpoint_id` it is a copy of."""
     task: str
     """On a checkpoint of a `compile(checkpointer=True)` subgraph: the parent's task that ran it."""
+    parents: dict[str, str]
+    """On a checkpoint of a subgraph's run: the checkpoint id each enclosing graph ran it from,
+    by that graph's namespace (`""` for the graph invoked itself), as in LangGraph."""
 
 
 _NOT_NOTED = frozenset(
@@ -235,6 +238,13 @@ def config_ns(config: RunConfig | None) -> str:
     return ((config or {}).get("configurable") or {}).get("checkpoint_ns") or ""
 
 
+def config_list_ns(config: RunConfig | None) -> str | None:
+    """The namespace `list(config)` lists: the config's `checkpoint_ns` (`""`: the graph's
+    own), or None when it names none: every namespace of the thread, subgraphs' too."""
+    ns = ((config or {}).get("configurable") or {}).get("checkpoint_ns")
+    return None if ns is None else str(ns)
+
+
 def config_checkpoint_id(config: RunConfig | None) -> str | None:
     return ((config or {}).get("configurable") or {}).get("checkpoint_id")
 
@@ -290,7 +300,11 @@ class BaseCheckpointSaver:
         before: RunConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        """The thread's checkpoints, newest first (`config=None`: every thread's)."""
+        """The thread's checkpoints, newest first (`config=None`: every thread's).
+
+        With a `checkpoint_ns` in `config`, those of that namespace (`""`: the graph's own);
+        without one, as in LangGraph, those of every namespace of the thread (its subgraphs'
+        runs too), namespace by namespace (the graph's own first), each newest first."""
         raise NotImplementedError
 
     def put(

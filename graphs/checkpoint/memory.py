@@ -30,6 +30,7 @@ from .base import (
     checkpoint_from_record,
     checkpoint_record,
     config_checkpoint_id,
+    config_list_ns,
     config_ns,
     config_thread_id,
 )
@@ -179,6 +180,9 @@ class InMemorySaver(BaseCheckpointSaver):
         with self._lock:
             if config is None:
                 keys = list(self._checkpoints)
+            elif config_list_ns(config) is None:  # every namespace of the thread
+                thread_id = self._key(config)[0]
+                keys = sorted(k for k in self._checkpoints if k[0] == thread_id)
             else:
                 key = self._key(config)
                 keys = [key] if key in self._checkpoints else []

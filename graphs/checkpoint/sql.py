@@ -82,6 +82,7 @@ from .base import (
     CheckpointTuple,
     checkpoint_config,
     config_checkpoint_id,
+    config_list_ns,
     config_ns,
     config_thread_id,
 )
@@ -248,22 +249,33 @@ class SQLSaver(BaseCheckpointSaver):
     # brings the idle ping, the SQLite pragmas and invalidation); SQLAlchemy's execution layer
     # would cost more than the database does for these few fixed statements.
 
-    def _run(self, fn: Callable[..., _T], *args: Any, read: bool = False, retry: bool = True) -> _T:
+    def _run(
+        self,
+        fn: Callable[..., _T],
+        *args: Any,
+        read: bool = False,
+        retry: bool = True,
+        schema: bool = True,
+    ) -> _T:
+        """Run `fn(tx, *args)` in one transaction; `schema=False` skips the check of the
+        checkpoint tables (for tables of another set on these engines, such as `SQLStore`'s)."""
         if self._memory:
             with self._memory_guard:
-                return self._run_once(fn, args, read)
+                return self._run_once(fn, args, read, schema)
         try:
-            return self._run_once(fn, args, read)
+            return self._run_once(fn, args, read, schema)
         except _Dropped as dropped:
             if not retry:
                 raise dropped.error from None
         try:
-            return self._run_once(fn, args, read)  # the connection dropped: once more, anew
+            return self._run_once(fn, args, read, schema)  # the connection dropped: once more
         except _Dropped as dropped:
             raise dropped.error from None
 
-    def _run_once(self, fn: Callable[..., _T], args: tuple[Any, ...], read: bool) -> _T:
-        if not self._schema_ok:
+    def _run_once(
+        self, fn: Callable[..., _T], args: tuple[Any, ...], read: bool, schema: bool = True
+    ) -> _T:
+        if schema and not self._schema_ok:
             self._check_schema()
         with self._gate.hold() if self._gate is not None and not read else contextlib.nullcontext():
             raw = self._sync_engine().raw_connection()
@@ -273,22 +285,31 @@ class SQLSaver(BaseCheckpointSaver):
                 raw.close()
 
     async def _arun(
-        self, fn: Callable[..., _T], *args: Any, read: bool = False, retry: bool = True
+        self,
+        fn: Callable[..., _T],
+        *args: Any,
+        read: bool = False,
+        retry: bool = True,
+        schema: bool = True,
     ) -> _T:
         if self._memory:  # one in-memory database, reached through the sync engine only
-            return await asyncio.to_thread(self._run, fn, *args, read=read, retry=retry)
+            return await asyncio.to_thread(
+                self._run, fn, *args, read=read, retry=retry, schema=schema
+            )
         try:
-            return await self._arun_once(fn, args, read)
+            return await self._arun_once(fn, args, read, schema)
         except _Dropped as dropped:
             if not retry:
                 raise dropped.error from None
         try:
-            return await self._arun_once(fn, args, read)
+            return await self._arun_once(fn, args, read, schema)
         except _Dropped as dropped:
             raise dropped.error from None
 
-    async def _arun_once(self, fn: Callable[..., _T], args: tuple[Any, ...], read: bool) -> _T:
-        if not self._schema_ok:
+    async def _arun_once(
+        self, fn: Callable[..., _T], args: tuple[Any, ...], read: bool, schema: bool = True
+    ) -> _T:
+        if schema and not self._schema_ok:
             async with self._async_engine(read=True).connect() as conn:
                 revision = await conn.run_sync(_schema_revision)
             self._accept_revision(revision)
@@ -388,6 +409,13 @@ class SQLSaver(BaseCheckpointSaver):
             raise ValueError('config needs {"configurable": {"thread_id": ...}}')
         return thread_id, config_ns(config)
 
+    def _list_key(self, config: RunConfig | None) -> tuple[str, str | None] | None:
+        """What `list` lists: every thread (None), or a thread's namespace (None: every one)."""
+        if config is None:
+            return None
+        thread_id, ns = self._key(config)
+        return thread_id, (None if config_list_ns(config) is None else ns)
+
     def get_tuple(self, config: RunConfig) -> CheckpointTuple | None:
         thread_id, ns = self._key(config)
         if self._d.pg:
@@ -409,8 +437,7 @@ class SQLSaver(BaseCheckpointSaver):
         before: RunConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        key = None if config is None else self._key(config)
-        yield from self._run(_list_tx, self._d, key, before, limit, read=True)
+        yield from self._run(_list_tx, self._d, self._list_key(config), before, limit, read=True)
 
     async def alist(
         self,
@@ -419,7 +446,7 @@ class SQLSaver(BaseCheckpointSaver):
         before: RunConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        key = None if config is None else self._key(config)
+        key = self._list_key(config)
         for item in await self._arun(_list_tx, self._d, key, before, limit, read=True):
             yield item
 

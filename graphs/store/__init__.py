@@ -1,5 +1,6 @@
 """Long-term memory shared across threads (LangGraph's `langgraph.store`): `BaseStore`, the
-`Item` it holds, and `InMemoryStore`.
+`Item` it holds, and `InMemoryStore`; `graphs.store.sql.SQLStore` keeps the same in SQLite or
+PostgreSQL (it needs SQLAlchemy, so this module does not import it).
 
 A store keeps JSON-like dicts under a namespace (a tuple of strings, such as `("users", id)`)
 and a key. A graph compiled with `compile(store=...)` hands it to nodes that declare a `store`
@@ -11,7 +12,7 @@ node is replayed: write it after an `interrupt()`, or through `once()`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -152,8 +153,18 @@ class BaseStore:
     async def asearch(self, namespace_prefix: tuple[str, ...], /, **kw: Any) -> list[SearchItem]:
         return self.search(namespace_prefix, **kw)
 
-    async def alist_namespaces(self, **kw: Any) -> list[tuple[str, ...]]:
-        return self.list_namespaces(**kw)
+    async def alist_namespaces(
+        self,
+        *,
+        prefix: tuple[str, ...] | None = None,
+        suffix: tuple[str, ...] | None = None,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        return self.list_namespaces(
+            prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit, offset=offset
+        )
 
 
 class InMemoryStore(BaseStore):
@@ -235,19 +246,31 @@ class InMemoryStore(BaseStore):
     ) -> list[tuple[str, ...]]:
         """The namespaces that hold items (cut to `max_depth` parts), sorted; `"*"` in
         `prefix` or `suffix` matches any one part."""
-
-        def fits(ns: tuple[str, ...], part: tuple[str, ...], at_end: bool) -> bool:
-            if len(part) > len(ns):
-                return False
-            seen = ns[len(ns) - len(part) :] if at_end else ns[: len(part)]
-            return all(p in ("*", s) for p, s in zip(part, seen, strict=True))
-
         with self._lock:
             spaces = {ns for ns, _ in self._items}
-        out = {
-            ns[:max_depth] if max_depth is not None else ns
-            for ns in spaces
-            if (prefix is None or fits(ns, prefix, False))
-            and (suffix is None or fits(ns, suffix, True))
-        }
-        return sorted(out)[offset : offset + limit]
+        return _pick_namespaces(spaces, prefix, suffix, max_depth, limit, offset)
+
+
+def _pick_namespaces(
+    spaces: Iterable[tuple[str, ...]],
+    prefix: tuple[str, ...] | None,
+    suffix: tuple[str, ...] | None,
+    max_depth: int | None,
+    limit: int,
+    offset: int,
+) -> list[tuple[str, ...]]:
+    """`list_namespaces` of a store holding items under `spaces`."""
+
+    def fits(ns: tuple[str, ...], part: tuple[str, ...], at_end: bool) -> bool:
+        if len(part) > len(ns):
+            return False
+        seen = ns[len(ns) - len(part) :] if at_end else ns[: len(part)]
+        return all(p in ("*", s) for p, s in zip(part, seen, strict=True))
+
+    out = {
+        ns[:max_depth] if max_depth is not None else ns
+        for ns in spaces
+        if (prefix is None or fits(ns, prefix, False))
+        and (suffix is None or fits(ns, suffix, True))
+    }
+    return sorted(out)[offset : offset + limit]

@@ -13,14 +13,15 @@ import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import MetaData
 from sqlalchemy.engine import Connection
 
 if TYPE_CHECKING:
     from alembic.script import ScriptDirectory
 
-__all__ = ["AlembicSchema"]
+__all__ = ["AlembicSchema", "run_env"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +81,48 @@ def _script(location: str) -> ScriptDirectory:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory(location)
+
+
+def run_env(context: Any, metadata: MetaData, version_table: str, what: str) -> None:
+    """The body of a migrations folder's `env.py` (`context` is `alembic.context`).
+
+    Run by `AlembicSchema.upgrade`, the migrations go on the connection it passes in
+    `config.attributes["connection"]`, inside its transaction. From the command line
+    (`alembic -c <folder>/alembic.ini upgrade head`) the URL comes from `-x url=...` or the
+    `SIGNOFF_DATABASE_URL` environment variable. `what` names the tables in messages.
+    """
+    import os
+
+    from sqlalchemy import create_engine
+
+    def configure(connection: Connection) -> None:
+        context.configure(
+            connection=connection,
+            target_metadata=metadata,
+            version_table=version_table,
+            # SQLite runs DDL inside transactions too (the engines emit their own BEGIN), so
+            # both databases get all-or-nothing upgrades.
+            transactional_ddl=True,
+            render_as_batch=connection.dialect.name == "sqlite",
+        )
+
+    if context.is_offline_mode():
+        raise SystemExit(f"offline (--sql) mode is not supported for {what}")
+    connection = context.config.attributes.get("connection")
+    if connection is not None:
+        configure(connection)
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    url = context.get_x_argument(as_dictionary=True).get("url") or os.environ.get(
+        "SIGNOFF_DATABASE_URL"
+    )
+    if not url:
+        raise SystemExit("give the database URL with -x url=... or SIGNOFF_DATABASE_URL")
+    from .engine import sync_url
+
+    engine = create_engine(sync_url(url))
+    with engine.begin() as connection:
+        configure(connection)
+        with context.begin_transaction():
+            context.run_migrations()

@@ -33,7 +33,7 @@ def _get_tx(
 def _list_tx(
     tx: _Tx,
     dialect: _Dialect,
-    key: tuple[str, str] | None,
+    key: tuple[str, str | None] | None,
     before: RunConfig | None,
     limit: int | None,
 ) -> list[CheckpointTuple]:
@@ -46,6 +46,9 @@ def _list_tx(
         params["before"], suffix = before_id, "_before"
     if key is None:
         rows = tx.all(dialect.sql["list_all" + suffix], params)
+    elif key[1] is None:  # every namespace of the thread
+        params.update(t=key[0])
+        rows = tx.all(dialect.sql["list_thread_all_ns" + suffix], params)
     else:
         params.update(t=key[0], ns=key[1])
         rows = tx.all(dialect.sql["list_thread" + suffix], params)

@@ -87,6 +87,10 @@ _SQL = {
         SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, record, metadata
         FROM checkpoints WHERE thread_id = :t AND checkpoint_ns = :ns {before}
         ORDER BY checkpoint_id DESC LIMIT :limit""",
+    "list_thread_all_ns": """
+        SELECT thread_id, checkpoint_ns, checkpoint_id, parent_id, record, metadata
+        FROM checkpoints WHERE thread_id = :t {before}
+        ORDER BY checkpoint_ns, checkpoint_id DESC LIMIT :limit""",
     "list_all": """
         SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_id, c.record, c.metadata
         FROM checkpoints c JOIN checkpoint_threads t

@@ -125,7 +125,7 @@ class _SlowEveryFourthPost(dict[str, float]):
 
 async def test_posts_keep_inside_the_channel_s_window_when_some_arrive_late(bot: Scenario) -> None:
     """Ten cards for one channel, two workers, Slack's limit on (3 posts in any 3 s), and every
-    fourth post slow on the way: after the one 429 that shows where the limit is, no other."""
+    fourth post slow on the way: after the 429 that shows where the limit is, no other."""
     bot.slack.rate_limits = True
     bot.slack.latency = _SlowEveryFourthPost(0.3)
     ids = await _refunds(bot, [f"w{n}" for n in range(10)])
@@ -136,7 +136,11 @@ async def test_posts_keep_inside_the_channel_s_window_when_some_arrive_late(bot:
             break
         await asyncio.sleep(0.05)
     posts = [c for c in bot.slack.calls if c.method == "chat.postMessage"]
-    assert [c.status for c in posts].count(429) == 1, [(c.status, round(c.time, 3)) for c in posts]
+    limited = [c.time for c in posts if c.status == 429]
+    # the first 429 shows where the limit is; the other worker's post may be on its way then
+    # (refused too, at the same moment). After that, none: the posts keep inside the window
+    assert 1 <= len(limited) <= 2, [(c.status, round(c.time, 3)) for c in posts]
+    assert limited[-1] - limited[0] < 0.5, [(c.status, round(c.time, 3)) for c in posts]
     channel = bot.slack.workspace.channels[CHANNEL]
     assert len(channel.messages) == 10, "every card, once"
 

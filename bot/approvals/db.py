@@ -154,10 +154,9 @@ class Database:
             deadline = time.monotonic() + wait
         async with contextlib.AsyncExitStack() as stack:
             gate_wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            gate = self.saver.write_gate(urgent=urgent, timeout=gate_wait)
             try:
-                await stack.enter_async_context(
-                    self.saver.write_gate(urgent=urgent, timeout=gate_wait)
-                )
+                await gate.__aenter__()
             except sqlite3.OperationalError as e:
                 if gate_wait is None:
                     raise
@@ -166,17 +165,33 @@ class Database:
                     "nothing was written",
                     self.display_url,
                 ) from e
+            released = False
+
+            async def let_go() -> None:
+                nonlocal released
+                if not released:
+                    released = True
+                    await gate.__aexit__(None, None, None)
+
+            # The gate passes to the next writer once this transaction has committed or rolled
+            # back: the busy timeout set back and the connection returned to the pool (a
+            # round trip each to SQLite's thread) do not hold it up. Under a burst of clicks
+            # the gate is what every vote waits for.
+            stack.push_async_callback(let_go)  # if the connection could not even be had
             conn = await stack.enter_async_context(self._connection(self.saver._async_engine()))
             if deadline is not None and self.dialect == "sqlite":
                 await self._sqlite_busy_timeout(conn, self._left_ms(deadline))
                 stack.push_async_callback(self._sqlite_busy_timeout_back, conn)
-            async with self._translated(), self._busy_past(deadline), conn.begin():
-                if deadline is not None and self.dialect == "postgresql":
-                    left = str(self._left_ms(deadline))
-                    await conn.execute(_PG_TIMEOUTS, {"ms": left})
-                yield conn
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise self._busy("it took too long to be committed in time")
+            try:
+                async with self._translated(), self._busy_past(deadline), conn.begin():
+                    if deadline is not None and self.dialect == "postgresql":
+                        left = str(self._left_ms(deadline))
+                        await conn.execute(_PG_TIMEOUTS, {"ms": left})
+                    yield conn
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise self._busy("it took too long to be committed in time")
+            finally:
+                await let_go()
 
     def _left_ms(self, deadline: float) -> int:
         """Milliseconds left until `deadline`; `DatabaseBusy` when none are."""

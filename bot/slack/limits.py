@@ -99,3 +99,33 @@ HISTORY_LINES_MAX: Final = 10
 """Checkpoints listed by `/agent status THREAD_ID`."""
 PAYLOAD_CHUNK_MAX: Final = 2900
 """Characters of one section of the Full payload modal."""
+
+# ---- Slack's rate limits: https://api.slack.com/apis/rate-limits ------------------------------
+
+POST_MESSAGE_WINDOW: Final = (3, 3.0)
+"""`chat.postMessage` to one channel: "1 message per second per channel", with a short burst;
+read strictly, at most 3 in any 3 s."""
+TIER_2: Final = 20
+TIER_3: Final = 50
+TIER_4: Final = 100
+METHOD_TIERS: Final = {
+    "chat.getPermalink": TIER_4,  # a "special" method; counted as Tier 4
+    "chat.update": TIER_3,
+    "conversations.history": TIER_3,
+    "conversations.open": TIER_3,
+    "conversations.replies": TIER_3,
+    "usergroups.list": TIER_2,
+    "usergroups.users.list": TIER_2,
+    "views.open": TIER_4,
+    "views.publish": TIER_4,
+}
+"""Calls a minute each method the bot calls in bulk allows (its tier's floor, from the
+method's reference page); a method not named is taken as Tier 3."""
+
+
+def rate_window(key: str) -> tuple[int, float]:
+    """`(calls, seconds)` Slack allows for a pacing key: `post:CHANNEL` (a channel's posts) or
+    a method's name (its tier, per minute)."""
+    if key.startswith("post:"):
+        return POST_MESSAGE_WINDOW
+    return METHOD_TIERS.get(key, TIER_3), 60.0

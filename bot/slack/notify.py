@@ -29,8 +29,8 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
@@ -42,6 +42,7 @@ from ..approvals.policy import Policy, resolve_members
 from . import cards, messages, replies
 from .errors import CARD_GONE, CHANNEL_GONE, error_code, verdict
 from .health import SlackHealth
+from .limits import rate_window
 from .mentions import GroupIds, approver_mentions
 from .mrkdwn import SLACK_USER_ID
 from .pacing import Pace
@@ -61,10 +62,7 @@ _META = "signoff_message"
 _UNSEEN: Any = object()
 _REFUSED_POSTS_KEPT = 10_000
 """How many refused posts `SlackSink` remembers (their retries skip the lookup)."""
-POST_INTERVAL = 1.0
-"""Seconds between posts to a channel Slack rate-limited (about one a second per channel)."""
-UPDATE_INTERVAL = 1.2
-"""Seconds between `chat.update` calls once Slack rate-limited them (Tier 3: 50 a minute)."""
+_T = TypeVar("_T")
 
 
 def _retry_after(e: SlackApiError) -> float:
@@ -144,8 +142,8 @@ class SlackSink:
         """Event id to what Slack refused for good while delivering it (see `deliver`)."""
         self._dms: dict[str, str] = {}
         """User id to the id of the bot's DM with them (`_dm_channel`)."""
-        self.pace = Pace()
-        """Takes turns for what Slack rate-limited (a channel's posts, `chat.update`)."""
+        self.pace = Pace(rate_window)
+        """Takes turns for what Slack rate-limited (a channel's posts, each method)."""
         self._updated: OrderedDict[tuple[int, str], None] = OrderedDict()
         """(event id, approval id) of card updates done: a retry of the event (a later step
         was rate limited) does not update the card again, spending Slack's budget for nothing."""
@@ -228,12 +226,21 @@ class SlackSink:
         """The message the sink posted tagged `tag` in `channel` (or the thread), if any."""
         try:
             if thread_ts:
-                resp = await self.client.conversations_replies(
-                    channel=channel, ts=thread_ts, include_all_metadata=True, limit=200
+                resp = await self._paced(
+                    "conversations.replies",
+                    self.client.conversations_replies,
+                    channel=channel,
+                    ts=thread_ts,
+                    include_all_metadata=True,
+                    limit=200,
                 )
             else:
-                resp = await self.client.conversations_history(
-                    channel=channel, include_all_metadata=True, limit=200
+                resp = await self._paced(
+                    "conversations.history",
+                    self.client.conversations_history,
+                    channel=channel,
+                    include_all_metadata=True,
+                    limit=200,
                 )
         except SlackApiError as e:
             if e.response is not None and (
@@ -269,9 +276,10 @@ class SlackSink:
             found = await self._posted_before(event, tag, channel, thread_ts)
             if found is not None:
                 return channel, str(found["ts"])
-        await self.pace.turn(f"post:{channel}")
         try:
-            resp = await self._poster.chat_postMessage(
+            resp = await self._paced(
+                f"post:{channel}",
+                self._poster.chat_postMessage,
                 channel=channel,
                 thread_ts=thread_ts,
                 metadata={"event_type": _META, "event_payload": tag},
@@ -281,17 +289,34 @@ class SlackSink:
                 unfurl_media=False,
                 **message,
             )
+        except RetryLater:
+            # its turn is far off: not sent, so the retry posts without looking for it first
+            self._refused(key)
+            raise
         except SlackApiError as e:
-            if _rate_limited(e):
-                self.pace.limited(f"post:{channel}", _retry_after(e), POST_INTERVAL)
             if e.response is not None and e.response.status_code < 500:
                 # Slack answered and refused (a 429, `ok: false`): nothing was posted. A 5xx
                 # or a lost answer may have posted it: the retry looks first.
-                self._refused_posts[key] = None
-                while len(self._refused_posts) > _REFUSED_POSTS_KEPT:
-                    self._refused_posts.popitem(last=False)
+                self._refused(key)
             raise
         return str(resp["channel"]), str(resp["ts"])
+
+    def _refused(self, key: tuple[int, str]) -> None:
+        """Remember that the post `key` certainly did not go out (see `_refused_posts`)."""
+        self._refused_posts[key] = None
+        while len(self._refused_posts) > _REFUSED_POSTS_KEPT:
+            self._refused_posts.popitem(last=False)
+
+    async def _paced(self, key: str, method: Callable[..., Awaitable[_T]], **args: Any) -> _T:
+        """`method(**args)` (a Web API call) in its turn of `key` (`Pace`): a 429 makes the
+        key's later calls wait."""
+        async with self.pace.turn(key) as turn:
+            try:
+                return await method(**args)
+            except SlackApiError as e:
+                if _rate_limited(e):
+                    turn.refused(_retry_after(e))
+                raise
 
     async def _post_card(self, a: Approval, event: Event) -> Approval:
         """Post the approval's card once; return the approval with where it is."""
@@ -326,12 +351,15 @@ class SlackSink:
         body = cards.card(a, now=time.time(), mentions=mentions)
         done = (event.id, a.id)
         if done not in self._updated:
-            await self.pace.turn("chat.update")
             try:
-                await self.client.chat_update(channel=a.channel, ts=a.message_ts, **body)
+                await self._paced(
+                    "chat.update",
+                    self.client.chat_update,
+                    channel=a.channel,
+                    ts=a.message_ts,
+                    **body,
+                )
             except SlackApiError as e:
-                if _rate_limited(e):
-                    self.pace.limited("chat.update", _retry_after(e), UPDATE_INTERVAL)
                 a = await self._repost_card(a, event, e, body)
             self._updated[done] = None
             while len(self._updated) > _REFUSED_POSTS_KEPT:
@@ -402,7 +430,9 @@ class SlackSink:
                 return  # never sent (the policy said "channel" then): nothing to update
             where = self._dm_cards[(a.id, user)] = (dm, str(found["ts"]))
         if not post:
-            await self.client.chat_update(channel=where[0], ts=where[1], **body)
+            await self._paced(
+                "chat.update", self.client.chat_update, channel=where[0], ts=where[1], **body
+            )
 
     async def _reply(self, a: Approval, text: str, event: Event, **message: Any) -> None:
         if a.message_ts and a.channel:
@@ -477,7 +507,12 @@ class SlackSink:
         if not (a.channel and a.message_ts):
             return None
         try:
-            link = await self.client.chat_getPermalink(channel=a.channel, message_ts=a.message_ts)
+            link = await self._paced(
+                "chat.getPermalink",
+                self.client.chat_getPermalink,
+                channel=a.channel,
+                message_ts=a.message_ts,
+            )
         except SlackApiError as e:
             if verdict(e) != "permanent":
                 raise
@@ -490,7 +525,9 @@ class SlackSink:
         `conversations.open` on the same answer."""
         dm = self._dms.get(user)
         if dm is None:
-            opened = await self.client.conversations_open(users=user)
+            opened = await self._paced(
+                "conversations.open", self.client.conversations_open, users=user
+            )
             dm = self._dms[user] = str(opened["channel"]["id"])
         return dm
 

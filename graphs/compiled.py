@@ -166,10 +166,12 @@ class CompiledGraph(RunnableMethods):
             if self.checkpointer is not None:
                 # Written back so the caller can learn the thread it must resume.
                 configurable["thread_id"] = thread_id
-        elif type(thread_id) is int:
-            thread_id = str(thread_id)  # LangGraph takes ints; savers key threads by the string
+        elif type(thread_id) is int or isinstance(thread_id, uuid.UUID):
+            thread_id = str(thread_id)  # as LangGraph; savers key threads by the string
         elif not isinstance(thread_id, str) or not thread_id:
-            raise ValueError(f"thread_id must be a non-empty string or an int, got {thread_id!r}")
+            raise ValueError(
+                f"thread_id must be a non-empty string, an int or a UUID, got {thread_id!r}"
+            )
         ns = configurable.get("checkpoint_ns") or ""
         if ":" in ns:
             raise InvalidUpdateError(

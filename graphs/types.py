@@ -246,10 +246,14 @@ class Command(Generic[N]):
         update: Mapping[str, Any] | None = None,
         goto: str | Send | Sequence[str | Send] = (),
         graph: str | None = None,
+        _has_resume: bool | None = None,
     ) -> None:
+        # `_has_resume` is given only by `dataclasses.replace`, which passes every field.
+        if _has_resume is None:
+            _has_resume = resume is not ...
         object.__setattr__(self, "resume", None if resume is ... else resume)
         object.__setattr__(self, "graph", graph)
-        object.__setattr__(self, "_has_resume", resume is not ...)
+        object.__setattr__(self, "_has_resume", _has_resume)
         object.__setattr__(self, "update", update)
         object.__setattr__(self, "goto", goto)
 

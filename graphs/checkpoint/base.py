@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import secrets
 import threading
+import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypedDict
@@ -227,9 +228,10 @@ class CheckpointTuple:
 
 
 def config_thread_id(config: RunConfig | None) -> str | None:
-    """The config's thread id; an int one (LangGraph takes `thread_id=1`) as its string."""
+    """The config's thread id; an int or UUID one (LangGraph takes `thread_id=1`) as its
+    string."""
     thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-    if isinstance(thread_id, int):
+    if isinstance(thread_id, (int, uuid.UUID)):
         return str(thread_id)
     return thread_id
 

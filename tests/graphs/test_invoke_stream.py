@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import operator
+import uuid
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -161,11 +162,19 @@ def test_a_pause_without_a_config_names_the_generated_thread() -> None:
     assert app.invoke(Command(resume=1), info.value.config) == {"log": [], "x": 1}
 
 
-def test_thread_id_must_be_a_non_empty_string_or_an_int() -> None:
+def test_thread_id_must_be_a_non_empty_string_an_int_or_a_uuid() -> None:
     app = fan_graph().compile(checkpointer=InMemorySaver())
     with pytest.raises(ValueError) as info:
         app.invoke({"log": []}, {"configurable": {"thread_id": ""}})
-    assert str(info.value) == "thread_id must be a non-empty string or an int, got ''"
+    assert str(info.value) == "thread_id must be a non-empty string, an int or a UUID, got ''"
+    # A UUID thread id (`uuid4()`, as LangGraph takes) is the thread of its string.
+    thread = uuid.uuid4()
+    app.invoke({"log": []}, {"configurable": {"thread_id": thread}})
+    assert app.get_state({"configurable": {"thread_id": str(thread)}}).values != {}
+    assert (
+        app.get_state({"configurable": {"thread_id": thread}}).values
+        == app.get_state({"configurable": {"thread_id": str(thread)}}).values
+    )
     # An int thread id (LangGraph takes one) is the thread of its string, for every reader.
     app.invoke({"log": []}, {"configurable": {"thread_id": 7}})
     assert (

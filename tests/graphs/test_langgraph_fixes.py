@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -135,3 +136,11 @@ def test_or_by_a_command_literal_return_annotation() -> None:
 
     out = _goto_graph(fn=first).compile().invoke({"items": []})
     assert out == {"items": [1]}
+
+
+def test_a_command_copied_with_dataclasses_replace_keeps_whether_it_resumes() -> None:
+    # `dataclasses.replace` passes every field to `__init__`; it raised TypeError on `_has_resume`.
+    goto = dataclasses.replace(Command(goto="a"), update={"note": "x"})
+    assert goto == Command(goto="a", update={"note": "x"}) and not goto.has_resume
+    answer = dataclasses.replace(Command(resume=None), goto="b")
+    assert answer.has_resume and answer.resume is None and answer.goto == "b"

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import CheckpointFormatError, SerializationError
-from ..types import Interrupt, Send
+from ..types import Command, Interrupt, Send
 
 __all__ = [
     "FORMAT_VERSION",
@@ -92,6 +92,21 @@ register_type(
     lambda d: Interrupt(d[0], d[1], d[2], d[3], d[4]),
 )
 register_type(Send, "send", lambda v: [v.node, v.arg], lambda d: Send(d[0], d[1]))
+
+
+def _decode_command(d: list[Any]) -> Command:
+    has_resume, resume, update, goto, graph = d
+    if has_resume:
+        return Command(resume=resume, update=update, goto=goto, graph=graph)
+    return Command(update=update, goto=goto, graph=graph)
+
+
+register_type(
+    Command,
+    "command",
+    lambda v: [v.has_resume, v.resume, v.update, v.goto, v.graph],
+    _decode_command,
+)
 
 
 _MESSAGES_LOADED = False

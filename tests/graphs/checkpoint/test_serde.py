@@ -28,6 +28,7 @@ from graphs import (
     InMemorySaver,
     Interrupt,
     SerializationError,
+    Send,
     StateGraph,
     interrupt,
     once,
@@ -72,6 +73,16 @@ def test_every_allowed_type_round_trips_with_its_type(name: str) -> None:
     back = serde.loads(serde.dumps(value))
     assert back == value
     assert type(back) is type(value)
+
+
+def test_a_command_keeps_whether_it_resumes() -> None:
+    # A Command in state (a Send's arg, a node's list of them) reads back as the same order:
+    # an answer of None still answers; a goto alone answers nothing.
+    answer = serde.loads(serde.dumps(Command(resume=None, graph=Command.PARENT)))
+    assert answer.has_resume and answer.resume is None and answer.graph == Command.PARENT
+    goto = Command(update={"k": [1]}, goto=("a", Send("b", {"n": 2})))
+    back = serde.loads(serde.dumps(goto))
+    assert back == goto and type(back.goto) is tuple and not back.has_resume
 
 
 def test_nan_round_trips() -> None:

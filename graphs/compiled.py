@@ -468,13 +468,23 @@ class CompiledGraph(RunnableMethods):
             await self.cache.aclear([(n,) for n in (nodes if nodes is not None else self.nodes)])
 
     def get_graph(self, config: RunConfig | None = None, *, xray: bool | int = False) -> Graph:
-        """The graph's shape as a langchain_core `Graph`: `get_graph().draw_mermaid()` gives
-        LangGraph's mermaid text (START and END, conditional edges dashed); the object's other
-        drawings (`draw_ascii()`, `draw_mermaid_png()`) need their own extra packages, as in
-        LangGraph. `config` and `xray` are accepted for LangGraph's signature and change nothing."""
+        """The graph's shape as a langchain_core `Graph`, with the nodes and edges LangGraph
+        draws for it: `get_graph().draw_mermaid()` gives LangGraph's mermaid text (START and
+        END, conditional edges dashed and labelled); the object's other drawings
+        (`draw_ascii()`, `draw_mermaid_png()`) need their own extra packages, as in LangGraph.
+
+        `xray=True` draws each subgraph (a compiled graph added as a node, or one a node's
+        function calls) inside its node, and theirs inside theirs; `xray=n` goes n levels deep.
+        `config` is accepted for LangGraph's signature and changes nothing."""
         from ._draw import draw
 
-        return draw(self)
+        return draw(self, xray)
+
+    async def aget_graph(
+        self, config: RunConfig | None = None, *, xray: bool | int = False
+    ) -> Graph:
+        """`get_graph`, for async code (drawing does no I/O)."""
+        return self.get_graph(config, xray=xray)
 
     # ---- state -----------------------------------------------------------------------
 

@@ -480,6 +480,43 @@ class CompiledGraph(RunnableMethods):
 
         return draw(self, xray)
 
+    def get_input_jsonschema(self, config: RunConfig | None = None) -> dict[str, Any]:
+        """The JSON schema of what `invoke` takes (the `input_schema`, else the state's), as
+        LangGraph gives it. `config` is accepted for LangGraph's signature."""
+        from ._jsonschema import state_jsonschema
+
+        builder = self.builder
+        return state_jsonschema(builder, builder.input_schema, self.get_name("Input"))
+
+    def get_output_jsonschema(self, config: RunConfig | None = None) -> dict[str, Any]:
+        """The JSON schema of what `invoke` returns (the `output_schema`, else the state's)."""
+        from ._jsonschema import state_jsonschema
+
+        builder = self.builder
+        return state_jsonschema(builder, builder.output_schema, self.get_name("Output"))
+
+    def get_context_jsonschema(self) -> dict[str, Any] | None:
+        """The JSON schema of the `context_schema` (None without one)."""
+        from ._jsonschema import context_jsonschema
+
+        return context_jsonschema(self.context_schema)
+
+    @property
+    def input_schema(self) -> type:
+        """A pydantic model of the input, as LangGraph's: a pydantic `input_schema` itself,
+        else a root model (`LangGraphInput`) of it."""
+        from ._jsonschema import input_model
+
+        return input_model(self.builder, self.get_name("Input"))
+
+    @property
+    def output_schema(self) -> type:
+        """A pydantic model of the output, as LangGraph's: `LangGraphOutput`, each output key
+        typed and defaulting to None."""
+        from ._jsonschema import output_model
+
+        return output_model(self.builder, self.get_name("Output"))
+
     async def aget_graph(
         self, config: RunConfig | None = None, *, xray: bool | int = False
     ) -> Graph:

@@ -12,7 +12,8 @@ graphs' own description of the graph:
 - what a node or router only *may* do is declared once, the first time it runs in the dry run:
   a router's `path_map` (or the `Literal[...]` its return annotation names) and a node's
   `Command(goto=...)` destinations (`destinations=`, `-> Command[Literal[...]]`). Those edges
-  are dashed ("conditional"), labelled with the path_map key when it is not the target's name;
+  are dashed ("conditional"), labelled with the path_map key when it is not the target's name
+  (or the label `destinations={"node": "label"}` gives);
   a router that declares nothing is not drawn;
 - a node triggered in a step where no edge into it was written gets dashed edges from every node
   of the step before;
@@ -138,7 +139,10 @@ class _DryRun:
         self.declared: dict[str, list[list[tuple[str, str | None]]]] = {n: [] for n in self.order}
         for name, spec in nodes.items():
             if spec.destinations:
-                self.declared[name].append([(_channel(d), None) for d in spec.destinations])
+                labels = spec.labels or {}
+                self.declared[name].append(
+                    [(_channel(d), labels.get(d)) for d in spec.destinations]
+                )
         for source, branches in graph.branches.items():
             for br in branches:
                 ends = br.path_map if br.path_map is not None else _router_ends(br.router)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import typing
 import warnings
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, get_origin
 
@@ -61,6 +61,8 @@ class NodeSpec:
     """Once triggered, it waits until no other node is to run (`add_node(defer=True)`)."""
     cache: CachePolicy | None = None
     """How its results are cached (`add_node(cache_policy=)`, with `compile(cache=)`)."""
+    labels: Mapping[str, str] | None = None
+    """The drawing's label of each destination (`destinations={"node": "label"}`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,7 +356,7 @@ class StateGraph:
         name: str | Callable[..., Any] | SupportsInvoke,
         fn: Callable[..., Any] | SupportsInvoke | None = None,
         *,
-        destinations: Sequence[str] | None = None,
+        destinations: Sequence[str] | Mapping[str, str] | None = None,
         retry_policy: RetryPolicy | None = None,
         input_schema: type | None = None,
         defer: bool = False,
@@ -370,7 +372,8 @@ class StateGraph:
 
         `destinations`: the nodes its `Command(goto=...)` may go to, for a node reached only
         that way (`compile` checks that every node can be reached). A return annotation
-        `-> Command[Literal["a", "b"]]` says the same.
+        `-> Command[Literal["a", "b"]]` says the same. A dict (`{"a": "approve"}`) also labels
+        each edge in `get_graph()`.
 
         `retry_policy`: retry a failed attempt within the step (`RetryPolicy()` for
         LangGraph's defaults: 3 attempts, backoff from 0.5 s, not on programming errors).
@@ -410,6 +413,7 @@ class StateGraph:
             )
         if isinstance(destinations, str):
             destinations = [destinations]
+        labels = dict(destinations) if isinstance(destinations, Mapping) else None
         if cache_policy is not None:
             from .cache import CachePolicy
 
@@ -458,6 +462,7 @@ class StateGraph:
             reads,
             defer,
             cache_policy,
+            labels,
         )
         return self
 

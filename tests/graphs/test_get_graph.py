@@ -91,6 +91,7 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
         "joins": joins,
         "routers": routers,
         "gotos": gotos,
+        "goto_labels": draw(st.booleans()),  # destinations={"node": "label"}
         "defer": draw(st.sets(later, max_size=2)),
         "before": sorted(draw(st.sets(later, max_size=2))),
         "after": sorted(draw(st.sets(later, max_size=2))),
@@ -110,8 +111,12 @@ def router(name: str) -> Any:
 def build(lib: SimpleNamespace, spec: dict[str, Any]) -> Any:
     g = lib.StateGraph(State)
     for name in spec["names"]:
-        dests = spec["gotos"].get(name)
-        g.add_node(name, noop, defer=name in spec["defer"], destinations=dests and tuple(dests))
+        dests: Any = spec["gotos"].get(name)
+        if dests and spec["goto_labels"]:
+            dests = {d: f"to {d}" for d in dests}
+        elif dests:
+            dests = tuple(dests)
+        g.add_node(name, noop, defer=name in spec["defer"], destinations=dests)
     for a, b in spec["edges"]:
         g.add_edge(a, b)
     for sources, target in spec["joins"]:

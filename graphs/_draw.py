@@ -54,7 +54,7 @@ LIMIT = 250
 def _router_ends(router: Any) -> dict[Any, str] | None:
     """The names a router's `-> Literal["a", "b"]` return annotation declares, if any."""
     try:
-        hint = typing.get_type_hints(router).get("return")
+        hint = typing.get_type_hints(inspect.unwrap(router)).get("return")
     except Exception:  # noqa: BLE001 -- an annotation that does not resolve declares nothing
         return None
     if get_origin(hint) is Literal:

@@ -94,6 +94,7 @@ def _with_config_by_name(fn: Callable[..., Any]) -> Callable[..., Any]:
     def call(state: Any, config: Any) -> Any:
         return fn(state, config=config)
 
+    call.__wrapped__ = fn  # type: ignore[attr-defined]  # what get_graph() reads
     return call
 
 
@@ -161,6 +162,7 @@ def _with_injected(
                 return await fn(state, cfg, **kwargs(cfg))
             return await fn(state, **kwargs(cfg))
 
+        acall.__wrapped__ = fn  # type: ignore[attr-defined]  # what get_graph() reads
         return acall
 
     def call(state: Any, cfg: Any) -> Any:
@@ -168,6 +170,7 @@ def _with_injected(
             return fn(state, cfg, **kwargs(cfg))
         return fn(state, **kwargs(cfg))
 
+    call.__wrapped__ = fn  # type: ignore[attr-defined]
     return call
 
 

@@ -9,13 +9,14 @@ nodes are not Runnables and carry none.
 
 import operator
 from types import SimpleNamespace
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import langgraph.checkpoint.memory
 import langgraph.graph
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from langchain_core.runnables import RunnableConfig
 
 import graphs
 
@@ -220,3 +221,30 @@ async def test_aget_graph_draws_the_same() -> None:
     app = nested(GRAPHS, in_function=False)
     drawn = await app.aget_graph(xray=True)
     assert shape(drawn) == shape(app.get_graph(xray=True))
+
+
+def test_functions_taking_config_or_injected_arguments_are_read_as_declared() -> None:
+    """A router taking `config` by keyword keeps its `Literal` return type, and a node taking
+    `writer` keeps the subgraph it calls, as in LangGraph."""
+
+    def build_with(lib: SimpleNamespace) -> Any:
+        child = lib.StateGraph(State)
+        child.add_node("x", noop).add_node("y", noop)
+        child.add_edge(lib.START, "x").add_edge("x", "y")
+        sub = child.compile()
+
+        def route(state: State, *, config: RunnableConfig) -> Literal["call", "__end__"]:
+            return "call"
+
+        def call(state: State, writer: Any) -> Any:
+            return sub.invoke(state)
+
+        g = lib.StateGraph(State)
+        g.add_node("first", noop).add_node("call", call)
+        g.add_edge(lib.START, "first").add_conditional_edges("first", route)
+        return g.compile()
+
+    ours = shape(build_with(GRAPHS).get_graph(xray=True))
+    assert ours == shape(build_with(LANGGRAPH).get_graph(xray=True))
+    assert "call:y" in [n["id"] for n in ours["nodes"]]
+    assert {"source": "first", "target": "__end__", "conditional": True} in ours["edges"]

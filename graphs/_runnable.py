@@ -1,5 +1,5 @@
 """LangChain Runnable methods of a compiled graph that LangGraph users call: `batch`,
-`abatch`, `with_config`, `copy`, and composing with `|`."""
+`abatch`, `with_config`, `copy`, `get_name`, and composing with `|`."""
 
 from __future__ import annotations
 
@@ -37,6 +37,14 @@ class RunnableMethods:
 
     bound_config: RunConfig | None = None
     """What `with_config` bound: the base of every run's config."""
+
+    def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
+        """The graph's `name` (or `name`), with `suffix` as LangChain adds it: `LangGraphInput`,
+        or `agent_input` for a name in lower case (the titles of its JSON schemas)."""
+        out: str = name or cast(Any, self).name
+        if not suffix:
+            return out
+        return out + suffix.title() if out[:1].isupper() else f"{out}_{suffix.lower()}"
 
     def with_config(self, config: RunConfig | None = None, **kwargs: Any) -> Self:
         """A copy of this graph whose runs start from `config` (and `kwargs`, such as

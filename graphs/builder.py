@@ -6,7 +6,7 @@ import inspect
 import types
 import typing
 import warnings
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, get_origin
 
@@ -65,6 +65,8 @@ class NodeSpec:
     routes: bool = True
     """It may return a `Command(goto=...)` (or `Send`) to a node it did not declare: it has no
     `destinations`, and no return annotation that rules a `Command` out."""
+    labels: Mapping[str, str] | None = None
+    """The drawing's label of each destination (`destinations={"node": "label"}`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,7 @@ def _with_config_by_name(fn: Callable[..., Any]) -> Callable[..., Any]:
     def call(state: Any, config: Any) -> Any:
         return fn(state, config=config)
 
+    call.__wrapped__ = fn  # type: ignore[attr-defined]  # what get_graph() reads
     return call
 
 
@@ -193,6 +196,7 @@ def _with_injected(
                 return await fn(state, cfg, **kwargs(cfg))
             return await fn(state, **kwargs(cfg))
 
+        acall.__wrapped__ = fn  # type: ignore[attr-defined]  # what get_graph() reads
         return acall
 
     def call(state: Any, cfg: Any) -> Any:
@@ -200,6 +204,7 @@ def _with_injected(
             return fn(state, cfg, **kwargs(cfg))
         return fn(state, **kwargs(cfg))
 
+    call.__wrapped__ = fn  # type: ignore[attr-defined]
     return call
 
 
@@ -388,7 +393,7 @@ class StateGraph:
         name: str | Callable[..., Any] | SupportsInvoke,
         fn: Callable[..., Any] | SupportsInvoke | None = None,
         *,
-        destinations: Sequence[str] | None = None,
+        destinations: Sequence[str] | Mapping[str, str] | None = None,
         retry_policy: RetryPolicy | None = None,
         input_schema: type | None = None,
         defer: bool = False,
@@ -406,6 +411,7 @@ class StateGraph:
         `-> Command[Literal["a", "b"]]` says the same. `compile` refuses a node no run can
         reach; a node that may go where it did not declare (no `destinations`, and no return
         annotation such as `-> dict` that rules a `Command` out) may reach any node.
+        A dict (`{"a": "approve"}`) also labels each edge in `get_graph()`.
 
         `retry_policy`: retry a failed attempt within the step (`RetryPolicy()` for
         LangGraph's defaults: 3 attempts, backoff from 0.5 s, not on programming errors).
@@ -445,6 +451,7 @@ class StateGraph:
             )
         if isinstance(destinations, str):
             destinations = [destinations]
+        labels = dict(destinations) if isinstance(destinations, Mapping) else None
         if cache_policy is not None:
             from .cache import CachePolicy
 
@@ -496,6 +503,7 @@ class StateGraph:
             defer,
             cache_policy,
             routes,
+            labels,
         )
         return self
 

@@ -567,13 +567,60 @@ class CompiledGraph(RunnableMethods):
             await self.cache.aclear([(n,) for n in (nodes if nodes is not None else self.nodes)])
 
     def get_graph(self, config: RunConfig | None = None, *, xray: bool | int = False) -> Graph:
-        """The graph's shape as a langchain_core `Graph`: `get_graph().draw_mermaid()` gives
-        LangGraph's mermaid text (START and END, conditional edges dashed); the object's other
-        drawings (`draw_ascii()`, `draw_mermaid_png()`) need their own extra packages, as in
-        LangGraph. `config` and `xray` are accepted for LangGraph's signature and change nothing."""
+        """The graph's shape as a langchain_core `Graph`, with the nodes and edges LangGraph
+        draws for it: `get_graph().draw_mermaid()` gives LangGraph's mermaid text (START and
+        END, conditional edges dashed and labelled); the object's other drawings
+        (`draw_ascii()`, `draw_mermaid_png()`) need their own extra packages, as in LangGraph.
+
+        `xray=True` draws each subgraph (a compiled graph added as a node, or one a node's
+        function calls) inside its node, and theirs inside theirs; `xray=n` goes n levels deep.
+        `config` is accepted for LangGraph's signature and changes nothing."""
         from ._draw import draw
 
-        return draw(self)
+        return draw(self, xray)
+
+    def get_input_jsonschema(self, config: RunConfig | None = None) -> dict[str, Any]:
+        """The JSON schema of what `invoke` takes (the `input_schema`, else the state's), as
+        LangGraph gives it. `config` is accepted for LangGraph's signature."""
+        from ._jsonschema import state_jsonschema
+
+        builder = self.builder
+        return state_jsonschema(builder, builder.input_schema, self.get_name("Input"))
+
+    def get_output_jsonschema(self, config: RunConfig | None = None) -> dict[str, Any]:
+        """The JSON schema of what `invoke` returns (the `output_schema`, else the state's)."""
+        from ._jsonschema import state_jsonschema
+
+        builder = self.builder
+        return state_jsonschema(builder, builder.output_schema, self.get_name("Output"))
+
+    def get_context_jsonschema(self) -> dict[str, Any] | None:
+        """The JSON schema of the `context_schema` (None without one)."""
+        from ._jsonschema import context_jsonschema
+
+        return context_jsonschema(self.context_schema)
+
+    @property
+    def input_schema(self) -> type:
+        """A pydantic model of the input, as LangGraph's: a pydantic `input_schema` itself,
+        else a root model (`LangGraphInput`) of it."""
+        from ._jsonschema import input_model
+
+        return input_model(self.builder, self.get_name("Input"))
+
+    @property
+    def output_schema(self) -> type:
+        """A pydantic model of the output, as LangGraph's: `LangGraphOutput`, each output key
+        typed and defaulting to None."""
+        from ._jsonschema import output_model
+
+        return output_model(self.builder, self.get_name("Output"))
+
+    async def aget_graph(
+        self, config: RunConfig | None = None, *, xray: bool | int = False
+    ) -> Graph:
+        """`get_graph`, for async code (drawing does no I/O)."""
+        return self.get_graph(config, xray=xray)
 
     # ---- state -----------------------------------------------------------------------
 

@@ -226,7 +226,7 @@ class SlackSink:
         """The message the sink posted tagged `tag` in `channel` (or the thread), if any."""
         try:
             if thread_ts:
-                resp = await self._paced(
+                resp = await self.paced(
                     "conversations.replies",
                     self.client.conversations_replies,
                     channel=channel,
@@ -235,7 +235,7 @@ class SlackSink:
                     limit=200,
                 )
             else:
-                resp = await self._paced(
+                resp = await self.paced(
                     "conversations.history",
                     self.client.conversations_history,
                     channel=channel,
@@ -277,7 +277,7 @@ class SlackSink:
             if found is not None:
                 return channel, str(found["ts"])
         try:
-            resp = await self._paced(
+            resp = await self.paced(
                 f"post:{channel}",
                 self._poster.chat_postMessage,
                 channel=channel,
@@ -307,9 +307,11 @@ class SlackSink:
         while len(self._refused_posts) > _REFUSED_POSTS_KEPT:
             self._refused_posts.popitem(last=False)
 
-    async def _paced(self, key: str, method: Callable[..., Awaitable[_T]], **args: Any) -> _T:
+    async def paced(self, key: str, method: Callable[..., Awaitable[_T]], **args: Any) -> _T:
         """`method(**args)` (a Web API call) in its turn of `key` (`Pace`): a 429 makes the
-        key's later calls wait."""
+        key's later calls wait. The listeners' own calls to a limited method (Home's and
+        `/agent status`'s card links) take their turns here too, so that Slack's one budget
+        is kept by the one process that spends it."""
         async with self.pace.turn(key) as turn:
             try:
                 return await method(**args)
@@ -352,7 +354,7 @@ class SlackSink:
         done = (event.id, a.id)
         if done not in self._updated:
             try:
-                await self._paced(
+                await self.paced(
                     "chat.update",
                     self.client.chat_update,
                     channel=a.channel,
@@ -430,7 +432,7 @@ class SlackSink:
                 return  # never sent (the policy said "channel" then): nothing to update
             where = self._dm_cards[(a.id, user)] = (dm, str(found["ts"]))
         if not post:
-            await self._paced(
+            await self.paced(
                 "chat.update", self.client.chat_update, channel=where[0], ts=where[1], **body
             )
 
@@ -507,7 +509,7 @@ class SlackSink:
         if not (a.channel and a.message_ts):
             return None
         try:
-            link = await self._paced(
+            link = await self.paced(
                 "chat.getPermalink",
                 self.client.chat_getPermalink,
                 channel=a.channel,
@@ -525,7 +527,7 @@ class SlackSink:
         `conversations.open` on the same answer."""
         dm = self._dms.get(user)
         if dm is None:
-            opened = await self._paced(
+            opened = await self.paced(
                 "conversations.open", self.client.conversations_open, users=user
             )
             dm = self._dms[user] = str(opened["channel"]["id"])

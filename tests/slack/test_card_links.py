@@ -88,3 +88,19 @@ async def test_agent_status_links_each_card(bot: Scenario) -> None:
         lambda s: [e for e in s.workspace.ephemerals.get(BOB, []) if e.source == "response_url"]
     )
     assert f"{link_to(card.ts)}Refund 42.50 to C-status>" in text_of(answer[-1].blocks)
+
+
+async def test_home_s_links_wait_their_turn_after_slack_limits_them(bot: Scenario) -> None:
+    # Slack answers one chat.getPermalink 429 with Retry-After 30 s: the bot's later calls to it
+    # (Home's links as the sink's) wait out that time instead of each drawing a 429 of its own.
+    _, first = await bot.refund("C-limit-1")
+    bot.slack.fail_next("chat.getPermalink", retry_after=30)
+
+    shown = await home_of(bot, BOB)
+    assert "Refund 42.50 to C-limit-1" in shown and link_to(first.ts) not in shown
+    assert len(bot.slack.calls_to("chat.getPermalink")) == 1  # the one Slack refused
+
+    _, second = await bot.refund("C-limit-2")
+    shown = await home_of(bot, BOB)  # within the 30 s: listed, unlinked, Slack not asked
+    assert "Refund 42.50 to C-limit-2" in shown and link_to(second.ts) not in shown
+    assert len(bot.slack.calls_to("chat.getPermalink")) == 1

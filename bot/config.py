@@ -54,7 +54,9 @@ class Settings:
     notify_channel: bool = True
     """`SIGNOFF_NOTIFY_CHANNEL` (default true): also tell the channel how a run ended, not only the
     card's thread: the thread reply is broadcast to the channel (`reply_broadcast`), or, where the
-    card is in another channel, the run's channel gets a message linking to it."""
+    card is in another channel, the run's channel gets a message linking to it. A failure's reply
+    has Retry and Cancel buttons, which Slack refuses in a broadcast: the channel gets a message
+    of its own, without them, linking to that reply."""
     sweep_interval: float = DEFAULT_SWEEP_INTERVAL
     """`SIGNOFF_SWEEP_INTERVAL` (seconds, default 30): how often the bot reminds, escalates and
     expires what is due. A due approval waits up to this long past its deadline."""

@@ -14,7 +14,7 @@ from typing import Any
 from bot.sandbox import limits
 from bot.sandbox.errors import SlackApiFailure
 from bot.sandbox.handles import TriggerIds
-from bot.sandbox.validation import check_message, check_view
+from bot.sandbox.validation import check_broadcast, check_message, check_view
 from bot.sandbox.workspace import JSON, Channel, Message, View, Workspace
 
 __all__ = ["METHODS", "ApiContext", "decode_json_fields"]
@@ -193,10 +193,13 @@ def chat_post_message(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     channel = _postable(ctx, params)
     text, blocks = params.get("text") or "", _blocks(params)
     check_message(text, params.get("blocks"))
+    thread_ts = params.get("thread_ts") or None
+    broadcast = _flag(params, "reply_broadcast")
+    if broadcast and thread_ts:
+        check_broadcast(params.get("blocks"), params.get("attachments"))
     msg = ws.post(
         channel, ws.team.bot_user_id, text, blocks or [],
-        thread_ts=params.get("thread_ts") or None, metadata=params.get("metadata"),
-        broadcast=_flag(params, "reply_broadcast"),
+        thread_ts=thread_ts, metadata=params.get("metadata"), broadcast=broadcast,
     )  # fmt: skip
     return {"channel": channel.id, "ts": msg.ts, "message": msg.to_api()}
 
@@ -213,6 +216,8 @@ def chat_update(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     check_message(
         text if text is not None else msg.text, blocks if blocks is not None else msg.blocks
     )
+    if msg.subtype == "thread_broadcast":  # an edit cannot add buttons to a broadcast either
+        check_broadcast(blocks, params.get("attachments"))
     ws.edit(msg, text, blocks)
     return {"channel": channel.id, "ts": msg.ts, "text": msg.text, "message": msg.to_api()}
 

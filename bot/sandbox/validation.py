@@ -15,7 +15,7 @@ from typing import Any
 from bot.sandbox import limits
 from bot.sandbox.errors import SlackApiFailure
 
-__all__ = ["check_message", "check_view", "slack_length"]
+__all__ = ["check_broadcast", "check_message", "check_view", "slack_length"]
 
 JSON = dict[str, Any]
 
@@ -83,6 +83,42 @@ def check_message(text: Any, blocks: Any) -> None:
     _check_blocks(p, "/blocks", blocks, limits.MAX_MESSAGE_BLOCKS, surface="message")
     if p.lines:
         raise SlackApiFailure("invalid_blocks", p.lines)
+
+
+def check_broadcast(blocks: Any, attachments: Any) -> None:
+    """Refuse a thread reply also sent to the channel (`reply_broadcast`) that carries
+    attachments or interactive elements (buttons, menus, inputs).
+
+    Slack documents the rule on the `thread_broadcast` message it makes of such a reply: "a
+    pointer or reference to the actual thread", which "cannot contain attachments or message
+    buttons". It names no error of its own for it; the stand-in answers as Slack answers blocks
+    it will not take, `invalid_blocks` (`invalid_attachments` for attachments), with lines
+    saying which element.
+
+    Raises:
+        SlackApiFailure: as above.
+    """
+    p = _Problems()
+    if attachments:
+        p.add("/attachments", "a reply broadcast to the channel cannot contain attachments")
+        raise SlackApiFailure("invalid_attachments", p.lines)
+    for i, block in enumerate(blocks if isinstance(blocks, list) else []):
+        for where in _interactive(f"/blocks/{i}", block):
+            p.add(where, "a reply broadcast to the channel cannot contain message buttons")
+    if p.lines:
+        raise SlackApiFailure("invalid_blocks", p.lines)
+
+
+def _interactive(at: str, block: Any) -> list[str]:
+    """Where `block` holds an element a person can act on (an image accessory is not one)."""
+    if not isinstance(block, dict):
+        return []
+    if block.get("type") in ("actions", "input"):
+        return [at]
+    accessory = block.get("accessory")
+    if isinstance(accessory, dict) and accessory.get("type") != "image":
+        return [f"{at}/accessory"]
+    return []
 
 
 def check_view(view: Any, *, home: bool = False) -> None:

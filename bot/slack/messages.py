@@ -340,6 +340,15 @@ def card_link(permalink: str) -> str:
     return f"<{permalink}|{CARD_LINK}>"
 
 
+RUN_CONTROLS_LINK = "Retry or cancel it in the card's thread"
+
+
+def run_controls_link(permalink: str) -> str:
+    """A link to a failed run's message with its Retry and Cancel buttons, from the channel
+    notice that has none (a Slack permalink, which needs no escaping)."""
+    return f"<{permalink}|{RUN_CONTROLS_LINK}>"
+
+
 def run_failed(workflow: str, thread_id: str, error: str) -> str:
     return (
         f"{RUN_STATUS_EMOJI['failed']} Run {code(thread_id)} of *{escape(workflow)}* failed: "

@@ -436,16 +436,21 @@ class SlackSink:
                 "chat.update", self.client.chat_update, channel=where[0], ts=where[1], **body
             )
 
-    async def _reply(self, a: Approval, text: str, event: Event, **message: Any) -> None:
-        if a.message_ts and a.channel:
-            await self._post(
-                event,
-                {"event": event.id, "step": "reply"},
-                a.channel,
-                thread_ts=a.message_ts,
-                text=text,
-                **message,
-            )
+    async def _reply(
+        self, a: Approval, text: str, event: Event, **message: Any
+    ) -> tuple[str, str] | None:
+        """Reply in the card's thread once per event: (channel, ts) of the reply; None when
+        the card was never posted."""
+        if not (a.message_ts and a.channel):
+            return None
+        return await self._post(
+            event,
+            {"event": event.id, "step": "reply"},
+            a.channel,
+            thread_ts=a.message_ts,
+            text=text,
+            **message,
+        )
 
     async def _on_approval_requested(self, event: Event) -> None:
         a = await self._approval(event)
@@ -508,12 +513,13 @@ class SlackSink:
         """The link to the approval's card; None when it has none (never posted, or gone)."""
         if not (a.channel and a.message_ts):
             return None
+        return await self._link(a.channel, a.message_ts)
+
+    async def _link(self, channel: str, ts: str) -> str | None:
+        """The link to a message; None when it is gone."""
         try:
             link = await self.paced(
-                "chat.getPermalink",
-                self.client.chat_getPermalink,
-                channel=a.channel,
-                message_ts=a.message_ts,
+                "chat.getPermalink", self.client.chat_getPermalink, channel=channel, message_ts=ts
             )
         except SlackApiError as e:
             if verdict(e) != "permanent":
@@ -550,6 +556,10 @@ class SlackSink:
         the card it settles and the thread keeps the whole story. Where it is elsewhere (its
         own channel gone, it was posted afresh in the default one), the channel gets a message
         of its own that links to the card. With no card to reply to, the channel message alone.
+
+        A message with buttons (a failure's Retry and Cancel) is never broadcast: Slack takes
+        no buttons in a broadcast reply. The thread reply has them, and the channel gets a
+        message of its own without them, linking to that reply.
         """
         if event.thread_id is None:
             return
@@ -558,10 +568,12 @@ class SlackSink:
         card = posted[-1] if posted else None
         run = await self.signoff.run_info(event.thread_id)
         channel = (run["channel"] if run else None) or self.default_channel
+        buttons = replies.has_buttons(message)
+        reply: tuple[str, str] | None = None
         if card is not None:
-            broadcast = self.notify_channel and card.channel == channel
+            broadcast = self.notify_channel and card.channel == channel and not buttons
             try:
-                await self._reply(
+                reply = await self._reply(
                     card, text, event, **message, **({"reply_broadcast": True} if broadcast else {})
                 )
             except SlackApiError as e:  # the card is gone: the channel message still goes out
@@ -574,9 +586,14 @@ class SlackSink:
                     return
         if channel and (self.notify_channel or card is None):
             notice: dict[str, Any] = {"text": text, **message}
-            link = await self._permalink(card) if card is not None else None
-            if link is not None:
-                notice = replies.with_card_link(notice, link)
+            if card is not None and buttons and reply is not None:
+                link = await self._link(*reply)
+                if link is not None:
+                    notice = replies.with_controls_link(notice, link)
+            elif card is not None:
+                link = await self._permalink(card)
+                if link is not None:
+                    notice = replies.with_card_link(notice, link)
             await self._post(event, {"event": event.id, "step": "channel"}, channel, **notice)
 
     async def _on_run_completed(self, event: Event) -> None:

@@ -32,6 +32,7 @@ from .payloads import RUN_CANCEL, RUN_RETRY
 __all__ = [
     "escalation_text",
     "failed_message",
+    "has_buttons",
     "reminder_text",
     "run_control_done",
     "text_blocks",
@@ -42,6 +43,7 @@ __all__ = [
     "thread_reply_outcome_unknown",
     "thread_reply_retried",
     "with_card_link",
+    "with_controls_link",
 ]
 
 
@@ -206,10 +208,33 @@ def text_blocks(text: str) -> dict[str, Any]:
     return message(text, [section(text)])
 
 
+def has_buttons(reply: dict[str, Any]) -> bool:
+    """Whether a message (`text`, maybe `blocks`) has buttons: then Slack will not take it as a
+    thread reply broadcast to the channel ("cannot contain attachments or message buttons")."""
+    return any(
+        isinstance(b, dict)
+        and (
+            b.get("type") == "actions" or (b.get("accessory") or {}).get("type", "image") != "image"
+        )
+        for b in reply.get("blocks") or ()
+    )
+
+
 def with_card_link(reply: dict[str, Any], permalink: str) -> dict[str, Any]:
     """A run's channel message (`text`, maybe `blocks`) with a link to the card whose thread
     has the rest, for a channel the card is not in; the link is kept whole, the text cut."""
-    link = m.card_link(permalink)
+    return _with_link(reply, m.card_link(permalink))
+
+
+def with_controls_link(reply: dict[str, Any], permalink: str) -> dict[str, Any]:
+    """A failed run's channel message without its buttons, linking to the thread reply that has
+    them: one set of buttons, which says who used it once used (`run_control_done`)."""
+    blocks = [b for b in reply.get("blocks") or () if b.get("type") != "actions"]
+    return _with_link({**reply, "blocks": blocks} if blocks else {"text": reply.get("text")},
+                      m.run_controls_link(permalink))  # fmt: skip
+
+
+def _with_link(reply: dict[str, Any], link: str) -> dict[str, Any]:
     text = cut_mrkdwn(str(reply.get("text") or ""), TEXT_MAX - slack_len(link) - 1)
     text = f"{text}\n{link}" if text else link
     blocks = reply.get("blocks")

@@ -122,6 +122,59 @@ async def test_a_reply_broadcast_is_in_the_thread_and_in_the_channel_once(
     assert messages[off["ts"]].subtype is None and not messages[off["ts"]].in_channel
 
 
+async def test_a_reply_broadcast_cannot_carry_buttons_or_attachments(slack: FakeSlack) -> None:
+    """Slack: a broadcast reply "cannot contain attachments or message buttons"."""
+    client = aclient(slack)
+    parent = await client.chat_postMessage(channel="C0APPROVALS", text="card")
+    actions = {"type": "actions", "elements": [button("retry", "t-1")]}
+    body = await error_of(
+        client.chat_postMessage(
+            channel="C0APPROVALS", text="failed", thread_ts=parent["ts"], reply_broadcast=True,
+            blocks=[section("failed"), actions, section("or", accessory=button("b", "v"))],
+        )
+    )  # fmt: skip
+    assert body["error"] == "invalid_blocks"
+    refused = "[ERROR] a reply broadcast to the channel cannot contain message buttons"
+    assert body["response_metadata"]["messages"] == [
+        f"{refused} [json-pointer:/blocks/1]",
+        f"{refused} [json-pointer:/blocks/2/accessory]",
+    ]
+    attached = await error_of(
+        client.chat_postMessage(
+            channel="C0APPROVALS", text="failed", thread_ts=parent["ts"], reply_broadcast=True,
+            attachments=[{"fallback": "x", "text": "x"}],
+        )
+    )  # fmt: skip
+    assert attached["error"] == "invalid_attachments"
+    messages = slack.workspace.channels["C0APPROVALS"].messages
+    assert list(messages) == [parent["ts"]]  # nothing was posted
+
+    # the same buttons in a reply not broadcast, or at the top of the channel, are fine
+    quiet = await client.chat_postMessage(
+        channel="C0APPROVALS", text="failed", thread_ts=parent["ts"], blocks=[actions]
+    )
+    top = await client.chat_postMessage(
+        channel="C0APPROVALS", text="failed", blocks=[actions], reply_broadcast=True
+    )
+    # so is a broadcast of text blocks only; an edit cannot add the buttons to it afterwards
+    image = {"type": "image", "image_url": "https://example.com/a.png", "alt_text": "a"}
+    loud = await client.chat_postMessage(
+        channel="C0APPROVALS", text="failed", thread_ts=parent["ts"], reply_broadcast=True,
+        blocks=[section("failed", accessory=image)],
+    )  # fmt: skip
+    assert [messages[m["ts"]].subtype for m in (quiet, top, loud)] == [
+        None, None, "thread_broadcast"
+    ]  # fmt: skip
+    edit = await error_of(
+        client.chat_update(channel="C0APPROVALS", ts=loud["ts"], text="failed", blocks=[actions])
+    )
+    assert edit["error"] == "invalid_blocks"
+    await client.chat_update(
+        channel="C0APPROVALS", ts=loud["ts"], text="retried", blocks=[section("retried")]
+    )
+    assert messages[loud["ts"]].text == "retried"
+
+
 async def test_sync_webclient_json_and_form_encoded(slack: FakeSlack) -> None:
     client = WebClient(token=TOKEN, base_url=slack.url)
     res = await asyncio.to_thread(client.chat_postMessage, channel="general", text="json body")

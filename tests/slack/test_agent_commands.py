@@ -244,8 +244,15 @@ async def test_the_failure_message_retries_once_from_its_button_for_an_approver(
     thread_id, card_ts, marker = await failed_flaky(bot, tmp_path)
     failed = failure_message(bot, card_ts)
     assert buttons_of(failed) == [RUN_RETRY, RUN_CANCEL]
-    # broadcast: the channel shows this very message, so its buttons work from there too
-    assert getattr(failed, "subtype", None) == "thread_broadcast"
+    # Slack takes no buttons in a reply broadcast to the channel: the reply stays in the thread,
+    # and the channel hears of it from a message without buttons that links to it
+    assert getattr(failed, "subtype", None) is None
+    channel = bot.slack.workspace.channels[CHANNEL]
+    (notice,) = [m for m in channel.messages.values() if m.in_channel and "failed:" in m.text]
+    assert notice.thread_ts is None and buttons_of(notice) == []
+    link = f"/archives/{CHANNEL}/p{failed.ts.replace('.', '')}?thread_ts={card_ts}&cid={CHANNEL}"
+    assert notice.text.endswith(f"{link}|Retry or cancel it in the card's thread>")
+    assert f"Run `{thread_id}` of *flaky* failed:" in text_of(notice.blocks)
 
     # Dave neither approves refunds nor starts this workflow: refused, audited, nothing moves.
     answer = await bot.slack.click("dave", CHANNEL, failed.ts, RUN_RETRY)

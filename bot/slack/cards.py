@@ -121,7 +121,8 @@ def approval_card(
 
     Args:
         approval: the approval, its payload already redacted (`Approval.payload`).
-        now: epoch seconds, for "expires in 2d 3h".
+        now: epoch seconds, for whether it has expired ("Expires: now"); the time it expires
+            is a Slack date token.
         progress_users: who has approved so far, for "1 of 2 approvals: @alice". Default: the
             approving votes on `approval`.
         mentions: the approvers as Slack mentions (`mentions.approver_mentions`), which notify

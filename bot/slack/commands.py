@@ -145,7 +145,7 @@ class Commands(Listener):
         state = await graph.aget_state(config)
         approvals = await self.signoff.thread_approvals(thread_id)
         summary = {"next": state.next, "history": list(reversed(history))}
-        return status.thread_status_blocks(dict(run), summary, approvals, now=time.time())
+        return status.thread_status_blocks(dict(run), summary, approvals)
 
     async def _run(
         self,

@@ -76,13 +76,6 @@ def duration(seconds: float) -> str:
     return " ".join(parts)
 
 
-def ago(seconds: float) -> str:
-    """`3h ago`, `just now`."""
-    if not math.isfinite(seconds) or seconds < 60:
-        return "just now"
-    return f"{duration(seconds)} ago"
-
-
 def plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n} {word if n == 1 else (words or word + 's')}"
 
@@ -188,15 +181,6 @@ def fallback_deciders(approvers: str, expire_at: float | None) -> str:
 
 def card_summary(requester: str, action: str) -> str:
     return f"{mention(requester)} asks to run {code(action)}. Decide below."
-
-
-def expires_in(seconds: float | None) -> str:
-    """`expires in 2d 3h`, `never expires`, `expires now`."""
-    if seconds is None:
-        return "never expires"
-    if seconds <= 0:
-        return "expires now"
-    return f"expires in {duration(seconds)}"
 
 
 def expiry(seconds: float | None, at: float | None) -> str:
@@ -761,10 +745,15 @@ def waits_on(approved: int, required: int, approvers: Sequence[str], *, voted: b
     return text
 
 
-def status_item_meta(action: str, waiting: float, waits: str, expires: float | None) -> str:
-    text = f"{code(action)} · waiting {duration(waiting)} · {waits}"
-    if expires is not None:
-        text += f" · {expires_in(expires)}"
+def status_item_meta(
+    action: str, since: float, waits: str, expire_at: float | None, *, now: float
+) -> str:
+    """`/agent status`'s and Home's line under a pending approval: its action, since when it
+    waits, on whom, until when. Times are Slack date tokens, as on the card (`expiry`): the
+    message and the tab stay on screen, where "waiting 2h" or "expires in 3h" would go stale."""
+    text = f"{code(action)} · waiting since {date(since)} · {waits}"
+    if expire_at is not None:
+        text += f" · expires {expiry(expire_at - now, expire_at)}"
     return text
 
 

@@ -80,7 +80,6 @@ def _pending_item(
     title = title_of(approval)[:LIST_TITLE_MAX]
     url = _permalink((permalinks or {}).get(approval.id))
     shown = f"<{url}|{link_label(title)}>" if url else escape(title)
-    expires = None if approval.expire_at is None else approval.expire_at - now
     waits = m.waits_on(
         approval.approvals_count,
         approval.required,
@@ -90,7 +89,7 @@ def _pending_item(
     lines = [
         f"{m.tier_emoji(approval.risk_tier)} *{shown}*",
         m.status_item_meta(
-            shorten(approval.action, 200), now - approval.created_at, waits, expires
+            shorten(approval.action, 200), approval.created_at, waits, approval.expire_at, now=now
         ),
         f"requested by {mention(shorten(approval.requester, 200))}",
     ]
@@ -207,10 +206,9 @@ def thread_status_blocks(
     run: Mapping[str, Any],
     state_summary: Mapping[str, Any] | object | None,
     approvals: Sequence[Approval],
-    *,
-    now: float | None = None,
 ) -> dict[str, Any]:
     """The `/agent status THREAD_ID` reply: the run, where it is paused, on what, its history.
+    Its times are Slack date tokens (the reply stays on screen; no "2h ago" to go stale).
 
     Args:
         run: the run record (`Signoff.run_info`): thread_id, workflow, requester, channel,
@@ -219,9 +217,7 @@ def thread_status_blocks(
             optional: `next` (node names it is paused at), `step` (supersteps so far) and
             `history` (short lines, oldest first).
         approvals: the thread's approvals (`Signoff.thread_approvals`).
-        now: epoch seconds; default the current time.
     """
-    now = time.time() if now is None else now
     thread_id = str(run.get("thread_id") or "?")
     status = str(run.get("status") or "unknown")
     fields = [
@@ -237,7 +233,7 @@ def thread_status_blocks(
     for label, key in ((m.FIELD_STARTED, "created_at"), (m.FIELD_UPDATED, "updated_at")):
         ts = run.get(key)
         if isinstance(ts, (int, float)) and math.isfinite(ts):
-            fields.append(field(label, f"{date(ts)} ({m.ago(now - ts)})"))
+            fields.append(field(label, date(ts)))
     blocks: list[dict[str, Any]] = [
         header(m.thread_heading_plain(shorten(thread_id, 200))),
         *field_sections(fields),

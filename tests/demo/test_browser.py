@@ -214,6 +214,11 @@ def test_agent_status_typed_in_the_message_box_lists_the_pending_approval(sandbo
     answer = sandbox.page.locator("#messages .msg.ephemeral", has_text="Waiting on you")
     expect(answer).to_be_visible()
     expect(answer).to_contain_text("Refund 42.50 to cust-status")
+    # since when it waits, as a Slack date token: its fallback shown, the reader's time on hover
+    since = answer.locator(".date").first
+    expect(since).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d UTC$"))
+    expect(since).to_have_attribute("title", re.compile(r"\d"))
+    expect(answer).not_to_contain_text("<!date")
 
 
 def test_two_of_ops_delete_a_row_after_a_confirm_dialog(sandbox: Sandbox) -> None:
@@ -251,6 +256,9 @@ def test_the_home_tab_lists_what_waits_on_you(sandbox: Sandbox) -> None:
     home = sandbox.page.locator("#messages .home")
     expect(home).to_contain_text("Waiting on you")
     expect(home).to_contain_text("Refund 42.50 to cust-home")
+    expect(home).to_contain_text("waiting since")
+    expect(home.locator(".date").first).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d UTC$"))
+    expect(home).not_to_contain_text("<!date")
 
 
 def test_readme_screenshot_a_pending_card_and_a_decided_one(sandbox: Sandbox, shot: Path) -> None:

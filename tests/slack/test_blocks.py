@@ -666,11 +666,16 @@ def test_status_lists_mine_first_with_age_waits_and_link() -> None:
     assert sections[0] == "*Waiting on you* (1)"
     assert sections[1] == (
         "🟠 *<https://x.slack.com/archives/C1/p1|Refund 12.00 to C1>*\n"
-        "`send_refund` · waiting 2h · needs 2 more approvals from <@U_ALICE> · expires in 2d 3h\n"
+        "`send_refund` · waiting since <!date^1699992800^{date_short_pretty} at {time}|2023-11-14 "
+        "20:13 UTC> · needs 2 more approvals from <@U_ALICE> · expires <!date^1700183659^"
+        "{date_short_pretty} at {time}|2023-11-17 01:14 UTC>\n"
         "requested by <@U_CAROL>"
-    )
+    )  # times as Slack date tokens, never "waiting 2h" or "expires in 2d 3h", which go stale
     assert sections[2] == "*Waiting on others* (2)"
-    assert "`send_refund` · waiting 10m · needs 1 more approval from <@U_BOB>" in sections[3]
+    assert (
+        "`send_refund` · waiting since <!date^1699999400^{date_short_pretty} at {time}|2023-11-14 "
+        "22:03 UTC> · needs 1 more approval from <@U_BOB>"
+    ) in sections[3]
     assert "you approved; needs 1 more approval" in sections[4]
     assert reply["text"] == "1 waiting on you, 2 waiting on others"
 
@@ -737,7 +742,7 @@ def test_thread_status() -> None:
         ),
         make_approval(),
     ]
-    reply = status.thread_status_blocks(run, summary, approvals, now=NOW)
+    reply = status.thread_status_blocks(run, summary, approvals)
     assert check_limits(reply) == []
     assert reply["blocks"][0]["text"]["text"] == "Thread refund-1"
     body = texts(reply)
@@ -746,7 +751,8 @@ def test_thread_status() -> None:
         "*Status*\n⚠️ failed",
         "*Requested by*\n<@U_CAROL>",
         "*Channel*\n<#C_REFUNDS>",
-        "(2h ago)",
+        "*Started*\n<!date^1699992800^{date_short_pretty} at {time}|2023-11-14 20:13 UTC>",
+        "*Updated*\n<!date^1699999940^{date_short_pretty} at {time}|2023-11-14 22:12 UTC>",
         "*Error:* KeyError: &lt;!channel&gt;",
         "*Paused at:* `request_approval`",
         "*History* (last 10 of 15 steps):\n• step 5",
@@ -798,7 +804,7 @@ def test_thread_status_from_a_state_snapshot() -> None:
         "created_at": NOW,
         "updated_at": NOW,
     }
-    reply = status.thread_status_blocks(run, snapshot, [make_approval()], now=NOW)
+    reply = status.thread_status_blocks(run, snapshot, [make_approval()])
     assert check_limits(reply) == []
     assert "*Paused at:* `request_approval` (after step 3)" in texts(reply)
 
@@ -820,6 +826,15 @@ def test_home_view() -> None:
     body = texts(view)
     assert "*Waiting on you* (80)" in body and "*Recent decisions* (80)" in body
     assert "✅ Refund 12.00 to C1 — approved by <@U_ALICE>" in body
+    # the tab stays open: its times are Slack date tokens, not "waiting 3h", "expires in 2d 3h"
+    assert (
+        "`send_refund` · waiting since <!date^1699989200^{date_short_pretty} at {time}|2023-11-14 "
+        "19:13 UTC> · needs 1 more approval from <@U_ALICE> · expires <!date^1700183659^"
+        "{date_short_pretty} at {time}|2023-11-17 01:14 UTC>"
+    ) in body
+    assert " ago" not in body and "expires in" not in body
+    overdue = status.home_view([make_approval(expire_at=NOW - 1)], [], now=NOW)
+    assert "· expires now\n" in texts(overdue)  # the sweep has not expired it yet
     empty = status.home_view([], [], now=NOW)
     assert "🎉 Nothing is waiting on you." in texts(empty) and "No decisions yet." in texts(empty)
     down = status.home_unavailable_view()
@@ -1077,7 +1092,7 @@ def test_status_blocks_and_home_never_break_limits_or_inject(
         "updated_at": NOW,
     }
     summary = {"next": [a.action for a in approvals[:3]], "history": [a.title for a in approvals]}
-    assert_safe(status.thread_status_blocks(run, summary, approvals, now=NOW))
+    assert_safe(status.thread_status_blocks(run, summary, approvals))
 
 
 ESCAPE_TOKEN_RE = re.compile(r"<!date\^00000000\^\{_\}\|([^>]*)>")

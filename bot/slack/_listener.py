@@ -18,7 +18,6 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from ..approvals.models import Approval
 from ..approvals.service import Signoff
-from .notify import SlackSink
 
 log = logging.getLogger("signoff.slack")
 
@@ -84,16 +83,8 @@ class Listener:
             known = self._links.get((channel, ts))
             if known is not None:
                 return known
-            sink = self.signoff.sink
-            if isinstance(sink, SlackSink):  # in the sink's turns: no 429s of our own making
-                call = sink.paced(
-                    "chat.getPermalink",
-                    self.client.chat_getPermalink,
-                    channel=channel,
-                    message_ts=ts,
-                )
-            else:
-                call = self.client.chat_getPermalink(channel=channel, message_ts=ts)
+            # the client's turns (`TokenGuard.pace`), the sink's too: no 429s of our own making
+            call = self.client.chat_getPermalink(channel=channel, message_ts=ts)
             try:
                 resp = await asyncio.wait_for(call, PERMALINK_WAIT)
             except Exception:  # noqa: BLE001 - a missing link is fine (a turn far off, too)

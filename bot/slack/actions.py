@@ -18,6 +18,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ..approvals.errors import ApprovalError, DecisionRefused
+from ..approvals.events import RetryLater
 from ..approvals.models import Approval
 from ..approvals.service import Signoff
 from . import messages, modals, payloads, replies
@@ -106,7 +107,12 @@ class Actions(Listener):
             await self.client.chat_update(
                 channel=channel, ts=ts, **replies.run_control_done(text, line)
             )
-        except (SlackApiError, aiohttp.ClientError, TimeoutError) as e:  # done; only the look
+        except (
+            SlackApiError,
+            RetryLater,
+            aiohttp.ClientError,
+            TimeoutError,
+        ) as e:  # done; only the look
             log.warning("could not update the failure message of %s: %s", thread_id, e)
 
     async def _open(self, body: dict[str, Any], view: dict[str, Any], form: str) -> None:
@@ -114,8 +120,15 @@ class Actions(Listener):
         a view it refuses, no answer), tell the person so and to click again."""
         try:
             await self.client.views_open(trigger_id=body["trigger_id"], view=view)
-        except (SlackApiError, aiohttp.ClientError, TimeoutError) as e:
-            why = error_code(e) if isinstance(e, SlackApiError) else type(e).__name__
+        except (SlackApiError, RetryLater, aiohttp.ClientError, TimeoutError) as e:
+            # RetryLater: Slack rate-limited views.open and the client's next turn is far off
+            why = (
+                error_code(e)
+                if isinstance(e, SlackApiError)
+                else "ratelimited"
+                if isinstance(e, RetryLater)
+                else type(e).__name__
+            )
             log.warning("could not open the %s modal: %s", form, why or e)
             await self._ephemeral(body, messages.modal_not_opened(form, why or "no_answer"))
 

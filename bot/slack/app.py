@@ -19,6 +19,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from ..approvals.errors import GroupsUnavailable
+from ..approvals.events import RetryLater
 from ..approvals.service import Signoff
 from . import payloads
 from ._listener import RECEIVED_AT
@@ -83,7 +84,7 @@ class SlackGroups:
         there is none or Slack cannot say now (the caller writes the handle as text)."""
         try:
             return await self._group_id(handle)
-        except (SlackApiError, aiohttp.ClientError, TimeoutError):
+        except (SlackApiError, RetryLater, aiohttp.ClientError, TimeoutError):
             return None
 
     def _fresh(self, group: str, within: float) -> frozenset[str] | None:
@@ -100,7 +101,7 @@ class SlackGroups:
             if group_id is not None:
                 resp = await self.client.usergroups_users_list(usergroup=group_id)
                 users = frozenset(resp.get("users", []))
-        except (SlackApiError, aiohttp.ClientError, TimeoutError) as e:
+        except (SlackApiError, RetryLater, aiohttp.ClientError, TimeoutError) as e:
             raise GroupsUnavailable(
                 f"could not look up the members of @{group} in Slack ({type(e).__name__}: {e}); "
                 "nothing was changed: try again in a minute"

@@ -28,6 +28,7 @@ from ..approvals.errors import (
     StartRefused,
     UnknownWorkflowError,
 )
+from ..approvals.events import RetryLater
 from . import messages, payloads, replies, status
 from ._listener import STATUS_LIMIT, Listener
 from .errors import CHANNEL_GONE, error_code
@@ -213,6 +214,6 @@ class Commands(Listener):
             if error_code(e) in CHANNEL_GONE:  # a DM or private channel signoff is not in
                 return self.default_channel
             return channel  # Slack cannot say now: the card's delivery handles what follows
-        except (aiohttp.ClientError, TimeoutError):
+        except (aiohttp.ClientError, TimeoutError, RetryLater):
             return channel
         return channel

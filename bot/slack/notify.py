@@ -29,8 +29,8 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
@@ -41,11 +41,10 @@ from ..approvals.models import Approval
 from ..approvals.policy import Policy, resolve_members
 from . import cards, messages, replies
 from .errors import CARD_GONE, CHANNEL_GONE, error_code, verdict
+from .guard import rate_limited, retry_after
 from .health import SlackHealth
-from .limits import rate_window
 from .mentions import GroupIds, approver_mentions
 from .mrkdwn import SLACK_USER_ID
-from .pacing import Pace
 
 __all__ = ["SlackSink"]
 
@@ -62,21 +61,6 @@ _META = "signoff_message"
 _UNSEEN: Any = object()
 _REFUSED_POSTS_KEPT = 10_000
 """How many refused posts `SlackSink` remembers (their retries skip the lookup)."""
-_T = TypeVar("_T")
-
-
-def _retry_after(e: SlackApiError) -> float:
-    """Slack's `Retry-After` (seconds), 1 when it sent none."""
-    try:
-        return float(e.response.headers.get("Retry-After", 1)) if e.response is not None else 1.0
-    except (TypeError, ValueError):
-        return 1.0
-
-
-def _rate_limited(e: SlackApiError) -> bool:
-    return e.response is not None and (
-        e.response.status_code == 429 or e.response.get("error") == "ratelimited"
-    )
 
 
 def _without_resend(client: AsyncWebClient) -> AsyncWebClient:
@@ -109,7 +93,12 @@ def _refusal(e: SlackApiError) -> dict[str, str]:
 
 
 class SlackSink:
-    """Delivers events to Slack through `client` (whose base URL may point at the sandbox)."""
+    """Delivers events to Slack through `client` (whose base URL may point at the sandbox).
+
+    The client paces its calls (`TokenGuard.pace`, shared with the listeners, which use the
+    same client): once Slack rate-limited a channel's posts or a method, the sink's calls take
+    their turns with everyone else's, and a turn too far off raises `RetryLater`, which sends
+    the event back to the queue."""
 
     def __init__(
         self,
@@ -142,8 +131,6 @@ class SlackSink:
         """Event id to what Slack refused for good while delivering it (see `deliver`)."""
         self._dms: dict[str, str] = {}
         """User id to the id of the bot's DM with them (`_dm_channel`)."""
-        self.pace = Pace(rate_window)
-        """Takes turns for what Slack rate-limited (a channel's posts, each method)."""
         self._updated: OrderedDict[tuple[int, str], None] = OrderedDict()
         """(event id, approval id) of card updates done: a retry of the event (a later step
         was rate limited) does not update the card again, spending Slack's budget for nothing."""
@@ -181,8 +168,8 @@ class SlackSink:
             if kind == "permanent":
                 self._gave_up(event, e)
                 return
-            if _rate_limited(e):
-                raise RetryLater(_retry_after(e), f"Slack rate limit on {event.kind}") from e
+            if rate_limited(e):
+                raise RetryLater(retry_after(e), f"Slack rate limit on {event.kind}") from e
             raise
 
     def _gave_up(self, event: Event, e: SlackApiError, what: str = "") -> None:
@@ -226,18 +213,14 @@ class SlackSink:
         """The message the sink posted tagged `tag` in `channel` (or the thread), if any."""
         try:
             if thread_ts:
-                resp = await self.paced(
-                    "conversations.replies",
-                    self.client.conversations_replies,
+                resp = await self.client.conversations_replies(
                     channel=channel,
                     ts=thread_ts,
                     include_all_metadata=True,
                     limit=200,
                 )
             else:
-                resp = await self.paced(
-                    "conversations.history",
-                    self.client.conversations_history,
+                resp = await self.client.conversations_history(
                     channel=channel,
                     include_all_metadata=True,
                     limit=200,
@@ -277,9 +260,7 @@ class SlackSink:
             if found is not None:
                 return channel, str(found["ts"])
         try:
-            resp = await self.paced(
-                f"post:{channel}",
-                self._poster.chat_postMessage,
+            resp = await self._poster.chat_postMessage(
                 channel=channel,
                 thread_ts=thread_ts,
                 metadata={"event_type": _META, "event_payload": tag},
@@ -306,19 +287,6 @@ class SlackSink:
         self._refused_posts[key] = None
         while len(self._refused_posts) > _REFUSED_POSTS_KEPT:
             self._refused_posts.popitem(last=False)
-
-    async def paced(self, key: str, method: Callable[..., Awaitable[_T]], **args: Any) -> _T:
-        """`method(**args)` (a Web API call) in its turn of `key` (`Pace`): a 429 makes the
-        key's later calls wait. The listeners' own calls to a limited method (Home's and
-        `/agent status`'s card links) take their turns here too, so that Slack's one budget
-        is kept by the one process that spends it."""
-        async with self.pace.turn(key) as turn:
-            try:
-                return await method(**args)
-            except SlackApiError as e:
-                if _rate_limited(e):
-                    turn.refused(_retry_after(e))
-                raise
 
     async def _post_card(self, a: Approval, event: Event) -> Approval:
         """Post the approval's card once; return the approval with where it is."""
@@ -354,9 +322,7 @@ class SlackSink:
         done = (event.id, a.id)
         if done not in self._updated:
             try:
-                await self.paced(
-                    "chat.update",
-                    self.client.chat_update,
+                await self.client.chat_update(
                     channel=a.channel,
                     ts=a.message_ts,
                     **body,
@@ -432,9 +398,7 @@ class SlackSink:
                 return  # never sent (the policy said "channel" then): nothing to update
             where = self._dm_cards[(a.id, user)] = (dm, str(found["ts"]))
         if not post:
-            await self.paced(
-                "chat.update", self.client.chat_update, channel=where[0], ts=where[1], **body
-            )
+            await self.client.chat_update(channel=where[0], ts=where[1], **body)
 
     async def _reply(
         self, a: Approval, text: str, event: Event, **message: Any
@@ -518,9 +482,7 @@ class SlackSink:
     async def _link(self, channel: str, ts: str) -> str | None:
         """The link to a message; None when it is gone."""
         try:
-            link = await self.paced(
-                "chat.getPermalink", self.client.chat_getPermalink, channel=channel, message_ts=ts
-            )
+            link = await self.client.chat_getPermalink(channel=channel, message_ts=ts)
         except SlackApiError as e:
             if verdict(e) != "permanent":
                 raise
@@ -533,9 +495,7 @@ class SlackSink:
         `conversations.open` on the same answer."""
         dm = self._dms.get(user)
         if dm is None:
-            opened = await self.paced(
-                "conversations.open", self.client.conversations_open, users=user
-            )
+            opened = await self.client.conversations_open(users=user)
             dm = self._dms[user] = str(opened["channel"]["id"])
         return dm
 

@@ -177,3 +177,20 @@ async def test_a_key_in_use_stays_paced_past_its_memory_and_ends_once_idle() -> 
     for _ in range(2):
         async with pace.turn("chat.update"):
             pass
+
+
+async def test_a_listener_s_call_waits_out_the_retry_after_slack_gave_another(
+    bot: Scenario,
+) -> None:
+    """Slack rate-limited a Home publish: the next one (another person opening Home) waits
+    out `Retry-After` rather than asking at once, to be refused again. Every call to Slack, the
+    listeners' as the sink's, takes its turn of the one pacer the client owns."""
+    bot.slack.fail_next("views.publish", status=429, retry_after=1)
+    assert (await bot.slack.open_home(ALICE)).ok
+    await bot.slack.wait_for(lambda s: s.calls_to("views.publish"))
+    assert (await bot.slack.open_home("U0BOB")).ok
+    await bot.slack.wait_for(lambda s: s.workspace.home.get("U0BOB"), timeout=10)
+    refused, published = bot.slack.calls_to("views.publish")
+    assert (refused.status, refused.params["user_id"]) == (429, ALICE)
+    assert (published.status, published.params["user_id"]) == (200, "U0BOB")
+    assert published.time - refused.time >= 1.0, "asked again before Slack's Retry-After"

@@ -298,3 +298,35 @@ async def test_the_failure_message_cancels_from_its_button_for_a_starter(
     updated = failure_message(bot, card_ts)
     assert buttons_of(updated) == []
     assert text_of(updated.blocks).endswith(f"➖ Cancelled by <@{CAROL}>.")
+
+
+async def test_a_failure_whose_card_is_elsewhere_is_told_without_a_second_set_of_buttons(
+    bot: Scenario, tmp_path: Path
+) -> None:
+    """The card was posted afresh in the default channel (the bot was out of the run's private
+    channel). The run's channel hears of the failure from a message without buttons that links
+    to the one in the card's thread that has them: one set of buttons, which says who used it."""
+    workspace = bot.slack.workspace
+    private = workspace.add_channel("C0PRIVATE", "refunds-private", private=True)
+    marker = tmp_path / "payments-down"
+    marker.touch()
+    report = await bot.signoff.start(
+        "flaky", {"marker": str(marker), "amount": 40.0}, requester=CAROL, channel="C0PRIVATE"
+    )
+    await bot.settle()
+    (approval_id,) = report.approvals
+    private.is_member = False  # /remove @signoff
+    await bot.signoff.vote(approval_id, ALICE, True)
+    await bot.signoff.run_jobs(("event",))  # the decision: the card is posted afresh
+    moved = await bot.signoff.get(approval_id)
+    assert moved.channel == CHANNEL and moved.message_ts is not None
+    private.is_member = True  # /invite @signoff
+    await settled(bot)
+    assert (await bot.signoff.run_info(report.thread_id) or {})["status"] == "failed"
+
+    failed = failure_message(bot, moved.message_ts)
+    assert buttons_of(failed) == [RUN_RETRY, RUN_CANCEL]
+    (notice,) = [m for m in private.messages.values() if "failed:" in m.text]
+    assert notice.thread_ts is None and buttons_of(notice) == []
+    link = f"/archives/{CHANNEL}/p{failed.ts.replace('.', '')}?thread_ts={moved.message_ts}"
+    assert f"{link}&cid={CHANNEL}|Retry or cancel it in the card's thread>" in notice.text

@@ -30,6 +30,10 @@ __all__ = ["Actions"]
 
 log = logging.getLogger("signoff.slack")
 
+_NOT_DONE = (SlackApiError, RetryLater, aiohttp.ClientError, TimeoutError)
+"""What a call to Slack after the ack may end in: Slack refused it, the client's turn for it is
+far off (`RetryLater`: Slack rate-limited the method), or no answer came."""
+
 
 class Actions(Listener):
     """`block_actions` on signoff's buttons (`payloads.ACTION_IDS`)."""
@@ -107,12 +111,7 @@ class Actions(Listener):
             await self.client.chat_update(
                 channel=channel, ts=ts, **replies.run_control_done(text, line)
             )
-        except (
-            SlackApiError,
-            RetryLater,
-            aiohttp.ClientError,
-            TimeoutError,
-        ) as e:  # done; only the look
+        except _NOT_DONE as e:  # done; only the look
             log.warning("could not update the failure message of %s: %s", thread_id, e)
 
     async def _open(self, body: dict[str, Any], view: dict[str, Any], form: str) -> None:
@@ -120,15 +119,10 @@ class Actions(Listener):
         a view it refuses, no answer), tell the person so and to click again."""
         try:
             await self.client.views_open(trigger_id=body["trigger_id"], view=view)
-        except (SlackApiError, RetryLater, aiohttp.ClientError, TimeoutError) as e:
-            # RetryLater: Slack rate-limited views.open and the client's next turn is far off
-            why = (
-                error_code(e)
-                if isinstance(e, SlackApiError)
-                else "ratelimited"
-                if isinstance(e, RetryLater)
-                else type(e).__name__
-            )
+        except _NOT_DONE as e:
+            why = error_code(e) if isinstance(e, SlackApiError) else type(e).__name__
+            if isinstance(e, RetryLater):  # rate-limited: the client's next turn is far off
+                why = "ratelimited"
             log.warning("could not open the %s modal: %s", form, why or e)
             await self._ephemeral(body, messages.modal_not_opened(form, why or "no_answer"))
 

@@ -865,6 +865,8 @@ def modal_not_opened(form: str, error: str) -> str:
     Slack would not open (`error`: its code, `expired_trigger_id` when signoff was too slow)."""
     if error == "expired_trigger_id":
         why = "Slack only lets a form open within 3 seconds of the click, and that passed"
+    elif error == "ratelimited":
+        why = "Slack asked signoff to wait before it opens more forms"
     else:
         why = f"Slack answered {code(error)}"
     return f"⚠️ The {form} form could not open ({why}). {NOTHING_CHANGED} Click {form} again."

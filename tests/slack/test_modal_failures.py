@@ -60,3 +60,28 @@ async def test_a_modal_slack_refuses_tells_the_person_what_slack_answered(
         f"⚠️ The {form} form could not open (Slack answered `view_too_large`). "
         f"Nothing was changed. Click {form} again."
     )
+
+
+async def test_after_slack_rate_limited_a_modal_the_next_click_is_told_without_asking_again(
+    bot: Scenario,
+) -> None:
+    """Slack refused a `views.open` for its rate limit, with a Retry-After longer than a click
+    can wait: the next click is told so at once, and Slack is not asked again before then."""
+    _, card = await bot.refund("C-limited-modal")
+    bot.slack.fail_next("views.open", status=429, retry_after=30)
+    told = (
+        "⚠️ The Reject form could not open (Slack asked signoff to wait before it opens more "
+        "forms). Nothing was changed. Click Reject again."
+    )
+
+    first = await bot.slack.click("alice", CHANNEL, card.ts, REJECT)
+    assert first.status == 200 and not first.late
+    [alice_told] = await bot.slack.wait_for(lambda s: s.workspace.ephemerals.get(ALICE), timeout=30)
+    assert alice_told.text == told
+
+    second = await bot.slack.click("bob", CHANNEL, card.ts, REJECT)
+    assert second.status == 200 and not second.late
+    [bob_told] = await bot.slack.wait_for(lambda s: s.workspace.ephemerals.get("U0BOB"), timeout=30)
+    assert bob_told.text == told
+    assert [c.status for c in bot.slack.calls_to("views.open")] == [429]
+    assert not bot.slack.workspace.views.get("U0BOB")

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
+from .channels import BinaryOperatorAggregate, ChannelMarker, LastValue
 from .errors import GraphSetupError
 
 __all__ = [
@@ -46,6 +47,9 @@ class Channel:
     """The reducer is `operator.add`: list values grow by concatenation (stored as deltas)."""
     maybe_appends: bool = False
     """The reducer declares `APPENDS_ATTR`: a result is a delta if its prefix is the old list."""
+    kind: str | None = None
+    """A `graphs.channels` marker whose writes are not those of a plain or reducer key (None
+    for every other key)."""
 
 
 def is_model(schema: Any) -> bool:
@@ -125,6 +129,9 @@ def _channel(schema: Any, key: str, hint: Any) -> Channel:
     if get_origin(hint) is not typing.Annotated:
         return Channel(key, None)
     base, *meta = get_args(hint)
+    markers = [m for m in meta if _is_marker(m)]
+    if markers:
+        return _marked(schema, key, base, markers, meta)
     reducers = [m for m in meta if callable(m)]
     if not reducers:
         return Channel(key, None)
@@ -140,6 +147,44 @@ def _channel(schema: Any, key: str, hint: Any) -> Channel:
         appends=reducer is operator.add,
         maybe_appends=getattr(reducer, APPENDS_ATTR, False) is True,
     )
+
+
+def _is_marker(meta: Any) -> bool:
+    return isinstance(meta, ChannelMarker) or (
+        isinstance(meta, type) and issubclass(meta, ChannelMarker)
+    )
+
+
+def _marked(schema: Any, key: str, base: Any, markers: list[Any], meta: list[Any]) -> Channel:
+    """The channel of a key annotated with a `graphs.channels` marker."""
+    where = f"state key {key!r} in {getattr(schema, '__qualname__', schema)!r}"
+    if len(markers) > 1 or any(callable(m) and not _is_marker(m) for m in meta):
+        raise GraphSetupError(
+            f"{where} has {len(meta)} annotations, among them the channel {markers[0]!r}; give "
+            "it one: a channel or a reducer"
+        )
+    marker = markers[0]
+    if isinstance(marker, type):
+        try:
+            marker = marker()
+        except TypeError as e:
+            raise GraphSetupError(
+                f"{where}: the channel {marker.__name__} needs arguments ({e}): "
+                f"Annotated[T, {marker.__name__}(...)]"
+            ) from e
+    typ = base if marker.typ is None else marker.typ
+    if isinstance(marker, BinaryOperatorAggregate):
+        op = marker.operator
+        return Channel(
+            key,
+            op,
+            _initial(typ),
+            appends=op is operator.add,
+            maybe_appends=getattr(op, APPENDS_ATTR, False) is True,
+        )
+    if isinstance(marker, LastValue):
+        return Channel(key, None)
+    raise GraphSetupError(f"{where}: graphs does not know the channel {marker!r}")
 
 
 def _initial(base: Any) -> Callable[[], Any] | None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
 from ._drive import LIVE_MODES, Await, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
-from ._schema import ROOT, updates_of
+from ._schema import DELTA, ROOT, Channel, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
@@ -454,7 +454,9 @@ class Run:
         values, versions, channels = self.values, self.versions, self.graph.channels
         for channel, items in grouped.items():
             spec = channels[channel]
-            if spec.reducer is None or not reducers:
+            if spec.kind is not None and reducers:
+                self.apply_marked(spec, items, appended)
+            elif spec.reducer is None or not reducers:
                 if len(items) > 1:
                     nodes = [n for n, _ in items]
                     raise InvalidUpdateError(
@@ -503,6 +505,44 @@ class Run:
             versions[channel] = version
             new_versions[channel] = version
         return new_versions, appended
+
+    def apply_marked(
+        self, spec: Channel, items: list[tuple[str, Any]], appended: dict[str, int]
+    ) -> None:
+        """Apply one step's writes `(node, value)` to a key of a `graphs.channels` marker."""
+        channel, values = spec.name, self.values
+        assert spec.kind == DELTA and spec.reducer is not None
+        had = channel in values
+        current: Any = values[channel] if had else (spec.initial() if spec.initial else None)
+        batch: list[Any] = []
+        replaced = False
+        for node, value in items:
+            if type(value) is Overwrite or (
+                type(value) is dict and len(value) == 1 and OVERWRITE_KEY in value
+            ):
+                if replaced:
+                    raise InvalidUpdateError(
+                        f"state key {channel!r} got two Overwrite values in one step (the "
+                        f"second from {node!r}); only one writer may replace it"
+                    )
+                current, replaced = _overwritten(value), True
+                if current is None and spec.initial is not None:
+                    current = spec.initial()
+            elif not replaced:
+                batch.append(value)
+        if batch and not replaced:  # as in LangGraph: an Overwrite drops the step's other writes
+            try:
+                current = spec.reducer(current, batch)
+            except Exception as e:
+                nodes = sorted({n for n, _ in items})
+                raise InvalidUpdateError(
+                    f"the reducer of state key {channel!r} (a DeltaChannel) failed on the "
+                    f"writes from {nodes}: {type(e).__name__}: {e}"
+                ) from e
+        old = values.get(channel)
+        if had and not replaced and type(old) is list and _extends(current, old):
+            appended[channel] = len(current) - len(old)
+        values[channel] = current
 
     def await_routers(self, ran: list[str]) -> Loop[dict[int, Any]]:
         """Run the async routers after `ran` (awaited by the async driver; the sync one

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import operator
 import typing
@@ -9,11 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
-from .channels import BinaryOperatorAggregate, ChannelMarker, LastValue
+from .channels import BinaryOperatorAggregate, ChannelMarker, DeltaChannel, LastValue
 from .errors import GraphSetupError
 
 __all__ = [
     "APPENDS_ATTR",
+    "DELTA",
     "ROOT",
     "Channel",
     "channels_from_schema",
@@ -28,6 +30,9 @@ APPENDS_ATTR = "__graphs_appends__"
 very objects of the previous value is then stored as a delta, like an `operator.add` list."""
 
 _MISSING: Any = object()
+
+DELTA = "delta"
+"""`Channel.kind` of a `DeltaChannel` key: its reducer takes the step's writes as one list."""
 
 ROOT = "__root__"
 """The one channel of a root-channel graph (`StateGraph(Annotated[list, operator.add])`), whose
@@ -184,11 +189,26 @@ def _marked(schema: Any, key: str, base: Any, markers: list[Any], meta: list[Any
         )
     if isinstance(marker, LastValue):
         return Channel(key, None)
+    if isinstance(marker, DeltaChannel):
+        # A result that begins with the previous list's very items is stored as its new items.
+        return Channel(key, marker.reducer, _initial(typ), maybe_appends=True, kind=DELTA)
     raise GraphSetupError(f"{where}: graphs does not know the channel {marker!r}")
+
+
+_ABSTRACT = {
+    collections.abc.Sequence: list,
+    collections.abc.MutableSequence: list,
+    collections.abc.Set: set,
+    collections.abc.MutableSet: set,
+    collections.abc.Mapping: dict,
+    collections.abc.MutableMapping: dict,
+}
+"""The concrete type whose `()` is the empty value of a key typed by an abstract collection."""
 
 
 def _initial(base: Any) -> Callable[[], Any] | None:
     origin = get_origin(base) or base
+    origin = _ABSTRACT.get(origin, origin)
     if isinstance(origin, type):
         try:
             origin()

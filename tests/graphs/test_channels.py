@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 
 from graphs import END, START, GraphSetupError, InvalidUpdateError, StateGraph
-from graphs.channels import BinaryOperatorAggregate, LastValue
+from graphs.channels import BinaryOperatorAggregate, DeltaChannel, LastValue
 from graphs.checkpoint.sql import SQLSaver
+from graphs.graph.message import _messages_delta_reducer
+from graphs.types import Overwrite
 
 
 def sqlite(tmp_path: Path) -> SQLSaver:
@@ -79,3 +82,121 @@ def test_a_channel_beside_a_reducer_or_a_channel_that_needs_arguments_is_refused
 
     with pytest.raises(GraphSetupError, match=r"BinaryOperatorAggregate needs arguments"):
         StateGraph(Bare)
+
+
+# ---- DeltaChannel ----------------------------------------------------------------------------
+
+batches: list[tuple[list[str], list[Any]]] = []
+
+
+def merge_batch(state: list[str], writes: list[Any]) -> list[str]:
+    """A batch reducer that notes each call: the value it got and the writes, as one list."""
+    batches.append((list(state), list(writes)))
+    out = list(state)
+    for w in writes:
+        out.extend(w if isinstance(w, list) else [w])
+    return out
+
+
+class Log(TypedDict):
+    log: Annotated[list[str], DeltaChannel(merge_batch)]
+    status: str
+
+
+def test_delta_channel_reducer_gets_a_steps_writes_in_one_call(tmp_path: Path) -> None:
+    batches.clear()
+    app = fan_out(Log, {"a": {"log": ["a1", "a2"]}, "b": {"log": "b"}}, sqlite(tmp_path))
+    config = {"configurable": {"thread_id": "t"}}
+    assert app.invoke({"log": ["in"]}, config) == {"log": ["in", "a1", "a2", "b"]}
+    # The input from the empty list, then both nodes' writes of the step in one call.
+    assert batches == [([], [["in"]]), (["in"], [["a1", "a2"], "b"])]
+    batches.clear()
+    # A new invoke reads the stored value back and goes on from it.
+    assert app.invoke({"log": ["again"]}, config)["log"] == [
+        *["in", "a1", "a2", "b", "again", "a1", "a2", "b"]
+    ]
+    assert batches[0] == (["in", "a1", "a2", "b"], [["again"]])
+    assert app.get_state(config).values["log"][-4:] == ["again", "a1", "a2", "b"]
+
+
+def test_delta_channel_history_shows_each_checkpoints_value(tmp_path: Path) -> None:
+    g = StateGraph(Log)
+    g.add_node("one", lambda s: {"log": ["one"]})
+    g.add_node("two", lambda s: {"log": ["two"], "status": "done"})
+    g.add_edge(START, "one")
+    g.add_edge("one", "two")
+    app = g.compile(checkpointer=sqlite(tmp_path))
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"log": ["in"]}, config)
+    logs = [s.values.get("log") for s in app.get_state_history(config)]
+    assert logs == [["in", "one", "two"], ["in", "one"], ["in"]]
+    # Running again from the middle one does not see what came after it.
+    before_two = next(s for s in app.get_state_history(config) if s.next == ("two",))
+    fork = app.fork(before_two.config, "fork")
+    assert app.invoke(None, fork)["log"] == ["in", "one", "two"]
+
+
+def test_delta_channel_overwrite_replaces_and_drops_the_steps_other_writes() -> None:
+    batches.clear()
+    app = fan_out(Log, {"a": {"log": Overwrite(["new"])}, "b": {"log": ["dropped"]}})
+    assert app.invoke({"log": ["old"]}) == {"log": ["new"]}
+    assert batches == [([], [["old"]])]  # the reducer was not called for the step
+    app = fan_out(Log, {"a": {"log": Overwrite(["a"])}, "b": {"log": Overwrite(["b"])}})
+    with pytest.raises(InvalidUpdateError, match="state key 'log' got two Overwrite values"):
+        app.invoke({"log": []})
+
+
+def bad(state: list[Any], writes: list[Any]) -> list[Any]:
+    raise KeyError("nope")
+
+
+class Bad(TypedDict):
+    log: Annotated[list, DeltaChannel(bad)]
+
+
+def test_delta_channel_a_failing_reducer_names_the_key_and_the_nodes() -> None:
+    app = fan_out(Bad, {"a": {"log": [1]}, "b": {"log": [2]}})
+    with pytest.raises(InvalidUpdateError) as e:
+        app.invoke({})
+    assert str(e.value) == (
+        "the reducer of state key 'log' (a DeltaChannel) failed on the writes from ['a', 'b']: "
+        "KeyError: 'nope'"
+    )
+
+
+def test_delta_channel_snapshot_frequency_must_be_positive() -> None:
+    assert DeltaChannel(merge_batch, snapshot_frequency=5).snapshot_frequency == 5
+    with pytest.raises(ValueError, match="must be a positive int, got 0"):
+        DeltaChannel(merge_batch, snapshot_frequency=0)
+
+
+class Chat(TypedDict):
+    messages: Annotated[list, DeltaChannel(_messages_delta_reducer)]
+
+
+def test_delta_channel_of_messages_updates_and_removes_by_id_across_turns(
+    tmp_path: Path,
+) -> None:
+    def reply(state: Chat) -> dict[str, Any]:
+        n = len(state["messages"])
+        return {"messages": [AIMessage(f"reply to {n}", id=f"ai-{n}")]}
+
+    g = StateGraph(Chat)
+    g.add_node("reply", reply)
+    g.add_edge(START, "reply")
+    app = g.compile(checkpointer=sqlite(tmp_path))
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"messages": [HumanMessage("hi", id="h1")]}, config)
+    app.invoke({"messages": [HumanMessage("hi again", id="h1"), ("user", "more")]}, config)
+    msgs = app.get_state(config).values["messages"]
+    assert [(m.id, m.content) for m in msgs[:3]] == [
+        ("h1", "hi again"),
+        ("ai-1", "reply to 1"),
+        (msgs[2].id, "more"),
+    ]
+    assert msgs[2].id and len(msgs) == 4 and msgs[3].id == "ai-3"
+    app.update_state(config, {"messages": [RemoveMessage(id="ai-1")]}, as_node="reply")
+    again = g.compile(checkpointer=sqlite(tmp_path))  # another graph on the same file
+    assert [m.id for m in again.get_state(config).values["messages"]] == [
+        *["h1", msgs[2].id, "ai-3"]
+    ]

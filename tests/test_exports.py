@@ -149,6 +149,10 @@ LANGGRAPH_PATHS = {
     ],
     "graphs.checkpoint.memory": ["InMemorySaver", "MemorySaver"],
     "graphs.func": ["entrypoint", "task"],
+    "graphs.channels": ["LastValue", "BinaryOperatorAggregate", "DeltaChannel"],
+    "graphs.channels.last_value": ["LastValue"],
+    "graphs.channels.binop": ["BinaryOperatorAggregate"],
+    "graphs.channels.delta": ["DeltaChannel"],
 }  # fmt: skip
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
 from ._drive import LIVE_MODES, Await, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
-from ._schema import DELTA, ROOT, Channel, updates_of
+from ._schema import DELTA, ROOT, UNTRACKED, Channel, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
@@ -454,8 +454,9 @@ class Run:
         values, versions, channels = self.values, self.versions, self.graph.channels
         for channel, items in grouped.items():
             spec = channels[channel]
-            if spec.kind is not None and reducers:
-                self.apply_marked(spec, items, appended)
+            if spec.kind is not None and (reducers or spec.kind == UNTRACKED):
+                if not self.apply_marked(spec, items, appended):
+                    continue  # no version: nothing of it is stored
             elif spec.reducer is None or not reducers:
                 if len(items) > 1:
                     nodes = [n for n, _ in items]
@@ -508,9 +509,21 @@ class Run:
 
     def apply_marked(
         self, spec: Channel, items: list[tuple[str, Any]], appended: dict[str, int]
-    ) -> None:
-        """Apply one step's writes `(node, value)` to a key of a `graphs.channels` marker."""
+    ) -> bool:
+        """Apply one step's writes `(node, value)` to a key of a `graphs.channels` marker.
+        Returns whether the key gets a new version (an `UntrackedValue` key has none)."""
         channel, values = spec.name, self.values
+        if spec.kind == UNTRACKED:
+            if len(items) > 1 and spec.guard:
+                nodes = [n for n, _ in items]
+                raise InvalidUpdateError(
+                    f"state key {channel!r} got {len(items)} values in one step (from {nodes}) "
+                    "but is an UntrackedValue, which takes one: UntrackedValue(guard=False) "
+                    "keeps the last"
+                )
+            value = items[-1][1]
+            values[channel] = value.value if type(value) is Overwrite else value
+            return False
         assert spec.kind == DELTA and spec.reducer is not None
         had = channel in values
         current: Any = values[channel] if had else (spec.initial() if spec.initial else None)
@@ -543,6 +556,7 @@ class Run:
         if had and not replaced and type(old) is list and _extends(current, old):
             appended[channel] = len(current) - len(old)
         values[channel] = current
+        return True
 
     def await_routers(self, ran: list[str]) -> Loop[dict[int, Any]]:
         """Run the async routers after `ran` (awaited by the async driver; the sync one
@@ -738,15 +752,33 @@ class Run:
         self, checkpoint_id: str, paused: list[str], appended: dict[str, int]
     ) -> Checkpoint:
         """The run as it stands (values, versions, frontier) as a checkpoint."""
+        values = {**self.values, **self.internal}
+        if self.graph.untracked:
+            self.leave_untracked(values)
         return new_checkpoint(
             checkpoint_id,
             _now(),
-            {**self.values, **self.internal},
+            values,
             dict(self.versions),
             [[n, t] for n, t in self.frontier],
             paused,
             appended,
         )
+
+    def leave_untracked(self, values: dict[str, Any]) -> None:
+        """Take the `UntrackedValue` keys out of a checkpoint's `values`, and out of the dict
+        arguments of the `Send`s it saves (the tasks of this run have them as they were)."""
+        untracked = self.graph.untracked
+        for key in untracked:
+            values.pop(key, None)
+        sends = values.get(SENDS_CHANNEL)
+        if sends:
+            values[SENDS_CHANNEL] = {
+                task_id: {k: v for k, v in arg.items() if k not in untracked}
+                if type(arg) is dict
+                else arg
+                for task_id, arg in sends.items()
+            }
 
     def save(
         self,
@@ -974,7 +1006,10 @@ class Run:
                 writes = [(ERROR, f"{type(t.error).__name__}: {t.error}")]
             else:
                 _name_messages(self.graph.channels, t.writes)
-                writes = [*t.writes, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
+                kept = t.writes
+                if self.graph.untracked:  # never stored, so a resumed run does not have them
+                    kept = [(c, v) for c, v in kept if c not in self.graph.untracked]
+                writes = [*kept, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
             for pause in t.pause or ():
                 if all(i.id != pause.id for i in t.recorded):
                     writes.append((INTERRUPT, pause))

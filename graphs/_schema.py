@@ -10,13 +10,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
-from .channels import BinaryOperatorAggregate, ChannelMarker, DeltaChannel, LastValue
+from .channels import (
+    BinaryOperatorAggregate,
+    ChannelMarker,
+    DeltaChannel,
+    LastValue,
+    UntrackedValue,
+)
 from .errors import GraphSetupError
 
 __all__ = [
     "APPENDS_ATTR",
     "DELTA",
     "ROOT",
+    "UNTRACKED",
     "Channel",
     "channels_from_schema",
     "coercer",
@@ -33,6 +40,8 @@ _MISSING: Any = object()
 
 DELTA = "delta"
 """`Channel.kind` of a `DeltaChannel` key: its reducer takes the step's writes as one list."""
+UNTRACKED = "untracked"
+"""`Channel.kind` of an `UntrackedValue` key: kept by the run, left out of checkpoints."""
 
 ROOT = "__root__"
 """The one channel of a root-channel graph (`StateGraph(Annotated[list, operator.add])`), whose
@@ -55,6 +64,8 @@ class Channel:
     kind: str | None = None
     """A `graphs.channels` marker whose writes are not those of a plain or reducer key (None
     for every other key)."""
+    guard: bool = True
+    """For an `UntrackedValue` key: one write per step (else the last one is kept)."""
 
 
 def is_model(schema: Any) -> bool:
@@ -192,6 +203,8 @@ def _marked(schema: Any, key: str, base: Any, markers: list[Any], meta: list[Any
     if isinstance(marker, DeltaChannel):
         # A result that begins with the previous list's very items is stored as its new items.
         return Channel(key, marker.reducer, _initial(typ), maybe_appends=True, kind=DELTA)
+    if isinstance(marker, UntrackedValue):
+        return Channel(key, None, kind=UNTRACKED, guard=marker.guard)
     raise GraphSetupError(f"{where}: graphs does not know the channel {marker!r}")
 
 

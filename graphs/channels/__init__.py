@@ -6,12 +6,13 @@ that key the behaviour LangGraph's channel of the same name has:
 
 ```python
 class State(TypedDict):
+    session: Annotated[Client, UntrackedValue]               # never written to a checkpoint
     messages: Annotated[list, DeltaChannel(merge_batch)]     # reducer(state, [w1, w2, ...])
     total: Annotated[int, BinaryOperatorAggregate(int, operator.add)]  # = Annotated[int, add]
     name: Annotated[str, LastValue(str)]                     # a plain key
 ```
 
-A marker may be given as its class where LangGraph allows it (`Annotated[str, LastValue]`):
+A marker may be given as its class where LangGraph allows it (`Annotated[Client, UntrackedValue]`):
 it then takes the key's type. None of them holds a value; a graph's state lives in its runs and
 checkpoints, as for any other key.
 
@@ -22,10 +23,12 @@ from .base import ChannelMarker
 from .binop import BinaryOperatorAggregate
 from .delta import DeltaChannel
 from .last_value import LastValue
+from .untracked_value import UntrackedValue
 
 __all__ = [
     "BinaryOperatorAggregate",
     "ChannelMarker",
     "DeltaChannel",
     "LastValue",
+    "UntrackedValue",
 ]

@@ -4,14 +4,24 @@ LangGraph's behaviour, on a real SQLite file where a checkpoint is involved."""
 from __future__ import annotations
 
 import operator
+import threading
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 
-from graphs import END, START, GraphSetupError, InvalidUpdateError, StateGraph
-from graphs.channels import BinaryOperatorAggregate, DeltaChannel, LastValue
+from graphs import (
+    END,
+    START,
+    Command,
+    GraphSetupError,
+    InvalidUpdateError,
+    Send,
+    StateGraph,
+    interrupt,
+)
+from graphs.channels import BinaryOperatorAggregate, DeltaChannel, LastValue, UntrackedValue
 from graphs.checkpoint.sql import SQLSaver
 from graphs.graph.message import _messages_delta_reducer
 from graphs.types import Overwrite
@@ -200,3 +210,105 @@ def test_delta_channel_of_messages_updates_and_removes_by_id_across_turns(
     assert [m.id for m in again.get_state(config).values["messages"]] == [
         *["h1", msgs[2].id, "ai-3"]
     ]
+
+
+# ---- UntrackedValue --------------------------------------------------------------------------
+
+
+class Session:
+    """What no checkpoint can hold: a lock."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lock = threading.Lock()
+
+
+class Work(TypedDict):
+    log: Annotated[list[str], operator.add]
+    session: Annotated[Session, UntrackedValue]
+
+
+def test_untracked_value_is_read_within_the_run_and_never_checkpointed(tmp_path: Path) -> None:
+    seen: list[Any] = []
+
+    def open_session(state: Work) -> dict[str, Any]:
+        seen.append(state.get("session"))
+        return {"session": Session("s1"), "log": ["opened"]}
+
+    def use(state: Work) -> dict[str, Any]:
+        return {"log": [f"used {state['session'].name}"]}
+
+    g = StateGraph(Work)
+    g.add_node("open", open_session)
+    g.add_node("use", use)
+    g.add_edge(START, "open")
+    g.add_edge("open", "use")
+    app = g.compile(checkpointer=sqlite(tmp_path))
+    config = {"configurable": {"thread_id": "t"}}
+    out = app.invoke({"log": []}, config)
+    assert out["log"] == ["opened", "used s1"] and out["session"].name == "s1"
+    assert seen == [None]
+    assert app.get_state(config).values == {"log": ["opened", "used s1"]}
+    assert all("session" not in s.values for s in app.get_state_history(config))
+    # A new invoke on the thread starts without it.
+    app.invoke({"log": []}, config)
+    assert seen == [None, None]
+
+
+def test_untracked_value_in_a_sends_argument_reaches_its_task_and_is_not_stored(
+    tmp_path: Path,
+) -> None:
+    def fan(state: Work) -> list[Send]:
+        return [Send("tool", {**state, "log": ["to tool"]})]
+
+    def tool(state: Work) -> dict[str, Any]:
+        return {"log": [f"tool had {state['session'].name}"], "session": Session("s2")}
+
+    g = StateGraph(Work)
+    g.add_node("setup", lambda s: {"session": Session("s1")})
+    g.add_node("tool", tool)
+    g.add_edge(START, "setup")
+    g.add_conditional_edges("setup", fan)
+    app = g.compile(checkpointer=sqlite(tmp_path))
+    config = {"configurable": {"thread_id": "t"}}
+    out = app.invoke({"log": []}, config)
+    assert out["log"] == ["tool had s1"] and out["session"].name == "s2"
+    assert "session" not in app.get_state(config).values
+
+
+def test_untracked_value_written_beside_a_pause_is_gone_after_the_resume(
+    tmp_path: Path,
+) -> None:
+    seen: list[Any] = []
+
+    def ask(state: Work) -> dict[str, Any]:
+        return {"log": [interrupt("ok?")]}
+
+    def after(state: Work) -> None:
+        seen.append(state.get("session"))
+
+    g = StateGraph(Work)
+    g.add_node("open", lambda s: {"session": Session("s1"), "log": ["opened"]})
+    g.add_node("ask", ask)
+    g.add_node("after", after)
+    g.add_edge(START, "open")
+    g.add_edge(START, "ask")
+    g.add_edge(["open", "ask"], "after")
+    app = g.compile(checkpointer=sqlite(tmp_path), interrupt_mode="return")
+    config = {"configurable": {"thread_id": "t"}}
+    paused = app.invoke({"log": []}, config)
+    assert "__interrupt__" in paused
+    assert app.invoke(Command(resume="yes"), config)["log"] == ["opened", "yes"]
+    assert seen == [None]  # "open" is not run again, and what it kept only lived in its run
+
+
+def test_untracked_value_takes_one_write_per_step_unless_unguarded() -> None:
+    app = fan_out(Work, {"a": {"session": Session("a")}, "b": {"session": Session("b")}})
+    with pytest.raises(InvalidUpdateError, match="is an UntrackedValue, which takes one"):
+        app.invoke({"log": []})
+    app = fan_out(Loose, {"a": {"note": "a"}, "b": {"note": "b"}})
+    assert app.invoke({})["note"] == "b"
+
+
+class Loose(TypedDict):
+    note: Annotated[str, UntrackedValue(str, guard=False)]

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
 from ._drive import LIVE_MODES, Await, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
-from ._schema import DELTA, ROOT, UNTRACKED, Channel, updates_of
+from ._schema import DELTA, EPHEMERAL, ROOT, UNTRACKED, Channel, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
@@ -512,18 +512,18 @@ class Run:
     ) -> bool:
         """Apply one step's writes `(node, value)` to a key of a `graphs.channels` marker.
         Returns whether the key gets a new version (an `UntrackedValue` key has none)."""
-        channel, values = spec.name, self.values
-        if spec.kind == UNTRACKED:
+        channel, values, kind = spec.name, self.values, spec.kind
+        if kind == UNTRACKED or kind == EPHEMERAL:
             if len(items) > 1 and spec.guard:
                 nodes = [n for n, _ in items]
+                cls = "UntrackedValue" if kind == UNTRACKED else "EphemeralValue"
                 raise InvalidUpdateError(
                     f"state key {channel!r} got {len(items)} values in one step (from {nodes}) "
-                    "but is an UntrackedValue, which takes one: UntrackedValue(guard=False) "
-                    "keeps the last"
+                    f"but is an {cls}, which takes one: {cls}(guard=False) keeps the last"
                 )
             value = items[-1][1]
             values[channel] = value.value if type(value) is Overwrite else value
-            return False
+            return kind == EPHEMERAL
         assert spec.kind == DELTA and spec.reducer is not None
         had = channel in values
         current: Any = values[channel] if had else (spec.initial() if spec.initial else None)
@@ -557,6 +557,15 @@ class Run:
             appended[channel] = len(current) - len(old)
         values[channel] = current
         return True
+
+    def expire(self, new_versions: dict[str, int]) -> None:
+        """At the end of a step (not an input): empty the keys that last one step
+        (`EphemeralValue`) that it did not write, giving each a new version."""
+        values, versions = self.values, self.versions
+        for key in self.graph.fleeting:
+            if key in values and key not in new_versions:
+                del values[key]
+                versions[key] = new_versions[key] = versions.get(key, 0) + 1
 
     def await_routers(self, ran: list[str]) -> Loop[dict[int, Any]]:
         """Run the async routers after `ran` (awaited by the async driver; the sync one
@@ -950,6 +959,8 @@ class Run:
                 if t.once:
                     once.update((k, r) for k, (s, r) in t.once.items() if s == "done")
             new_versions, appended = self.apply(writes)
+            if self.graph.fleeting:
+                self.expire(new_versions)
             if once:
                 merged = {**self.once_results, **once}
                 self.internal[ONCE_CHANNEL] = merged
@@ -1271,6 +1282,8 @@ class Run:
                 step.append((node, writes))
                 ran.append(node)
             new_versions, appended = self.apply(step)
+            if self.graph.fleeting:  # as if those nodes had run a step
+                self.expire(new_versions)
             names = yield from self.next_frontier(ran, gotos, new_versions)
             # As if those nodes had run: the next checkpoint pauses where a real step would.
             paused = self.static_pause(names, ran)

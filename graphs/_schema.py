@@ -14,6 +14,7 @@ from .channels import (
     BinaryOperatorAggregate,
     ChannelMarker,
     DeltaChannel,
+    EphemeralValue,
     LastValue,
     UntrackedValue,
 )
@@ -22,6 +23,7 @@ from .errors import GraphSetupError
 __all__ = [
     "APPENDS_ATTR",
     "DELTA",
+    "EPHEMERAL",
     "ROOT",
     "UNTRACKED",
     "Channel",
@@ -40,6 +42,8 @@ _MISSING: Any = object()
 
 DELTA = "delta"
 """`Channel.kind` of a `DeltaChannel` key: its reducer takes the step's writes as one list."""
+EPHEMERAL = "ephemeral"
+"""`Channel.kind` of an `EphemeralValue` key: emptied by a step that does not write it."""
 UNTRACKED = "untracked"
 """`Channel.kind` of an `UntrackedValue` key: kept by the run, left out of checkpoints."""
 
@@ -65,7 +69,8 @@ class Channel:
     """A `graphs.channels` marker whose writes are not those of a plain or reducer key (None
     for every other key)."""
     guard: bool = True
-    """For an `UntrackedValue` key: one write per step (else the last one is kept)."""
+    """For an `UntrackedValue` or `EphemeralValue` key: one write per step (else the last one
+    is kept)."""
 
 
 def is_model(schema: Any) -> bool:
@@ -205,6 +210,8 @@ def _marked(schema: Any, key: str, base: Any, markers: list[Any], meta: list[Any
         return Channel(key, marker.reducer, _initial(typ), maybe_appends=True, kind=DELTA)
     if isinstance(marker, UntrackedValue):
         return Channel(key, None, kind=UNTRACKED, guard=marker.guard)
+    if isinstance(marker, EphemeralValue):
+        return Channel(key, None, kind=EPHEMERAL, guard=marker.guard)
     raise GraphSetupError(f"{where}: graphs does not know the channel {marker!r}")
 
 

@@ -149,8 +149,12 @@ LANGGRAPH_PATHS = {
     ],
     "graphs.checkpoint.memory": ["InMemorySaver", "MemorySaver"],
     "graphs.func": ["entrypoint", "task"],
-    "graphs.channels": ["LastValue", "BinaryOperatorAggregate", "DeltaChannel", "UntrackedValue"],
+    "graphs.channels": [
+        "LastValue", "BinaryOperatorAggregate", "DeltaChannel", "UntrackedValue",
+        "EphemeralValue",
+    ],
     "graphs.channels.untracked_value": ["UntrackedValue"],
+    "graphs.channels.ephemeral_value": ["EphemeralValue"],
     "graphs.channels.last_value": ["LastValue"],
     "graphs.channels.binop": ["BinaryOperatorAggregate"],
     "graphs.channels.delta": ["DeltaChannel"],

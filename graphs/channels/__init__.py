@@ -7,6 +7,7 @@ that key the behaviour LangGraph's channel of the same name has:
 ```python
 class State(TypedDict):
     session: Annotated[Client, UntrackedValue]               # never written to a checkpoint
+    hint: Annotated[str, EphemeralValue(str)]                # seen by the next step only
     messages: Annotated[list, DeltaChannel(merge_batch)]     # reducer(state, [w1, w2, ...])
     total: Annotated[int, BinaryOperatorAggregate(int, operator.add)]  # = Annotated[int, add]
     name: Annotated[str, LastValue(str)]                     # a plain key
@@ -22,6 +23,7 @@ Each class sits in the module of LangGraph's name for it (`graphs.channels.delta
 from .base import ChannelMarker
 from .binop import BinaryOperatorAggregate
 from .delta import DeltaChannel
+from .ephemeral_value import EphemeralValue
 from .last_value import LastValue
 from .untracked_value import UntrackedValue
 
@@ -29,6 +31,7 @@ __all__ = [
     "BinaryOperatorAggregate",
     "ChannelMarker",
     "DeltaChannel",
+    "EphemeralValue",
     "LastValue",
     "UntrackedValue",
 ]

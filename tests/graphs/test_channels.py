@@ -21,7 +21,13 @@ from graphs import (
     StateGraph,
     interrupt,
 )
-from graphs.channels import BinaryOperatorAggregate, DeltaChannel, LastValue, UntrackedValue
+from graphs.channels import (
+    BinaryOperatorAggregate,
+    DeltaChannel,
+    EphemeralValue,
+    LastValue,
+    UntrackedValue,
+)
 from graphs.checkpoint.sql import SQLSaver
 from graphs.graph.message import _messages_delta_reducer
 from graphs.types import Overwrite
@@ -312,3 +318,67 @@ def test_untracked_value_takes_one_write_per_step_unless_unguarded() -> None:
 
 class Loose(TypedDict):
     note: Annotated[str, UntrackedValue(str, guard=False)]
+
+
+# ---- EphemeralValue --------------------------------------------------------------------------
+
+
+class Relay(TypedDict):
+    seen: Annotated[list[str], operator.add]
+    hint: Annotated[str, EphemeralValue(str)]
+
+
+def relay(*writes: dict[str, Any], checkpointer: Any = None) -> Any:
+    """n0 -> n1 -> ...: each notes the hint it sees (or "-") and writes `writes[i]`."""
+    g = StateGraph(Relay)
+    names = [f"n{i}" for i in range(len(writes))]
+    for i, name in enumerate(names):
+
+        def node(state: Relay, i: int = i) -> dict[str, Any]:
+            return {"seen": [state.get("hint", "-")], **writes[i]}
+
+        g.add_node(name, node)
+    for a, b in zip([START, *names], [*names, END]):
+        g.add_edge(a, b)
+    return g.compile(checkpointer=checkpointer)
+
+
+def test_ephemeral_value_is_seen_by_the_next_step_only(tmp_path: Path) -> None:
+    app = relay({"hint": "from n0"}, {}, {"hint": "from n2"}, {"hint": "n3"}, {})
+    assert app.invoke({"seen": []}) == {"seen": ["-", "from n0", "-", "from n2", "n3"]}
+    # An input is not a step: the first step sees it, the second does not.
+    app = relay({}, {}, checkpointer=sqlite(tmp_path))
+    config = {"configurable": {"thread_id": "t"}}
+    assert app.invoke({"seen": [], "hint": "input"}, config) == {"seen": ["input", "-"]}
+    hints = [s.values.get("hint") for s in app.get_state_history(config)]
+    assert hints == [None, None, "input"]  # newest first: stored while it lasts
+
+
+def test_ephemeral_value_outlives_a_pause_in_the_step_that_reads_it(tmp_path: Path) -> None:
+    def ask(state: Relay) -> dict[str, Any]:
+        return {"seen": [f"{state.get('hint')}: {interrupt('ok?')}"]}
+
+    g = StateGraph(Relay)
+    g.add_node("tell", lambda s: {"hint": "careful"})
+    g.add_node("ask", ask)
+    g.add_node("last", lambda s: {"seen": [s.get("hint", "-")]})
+    g.add_edge(START, "tell")
+    g.add_edge("tell", "ask")
+    g.add_edge("ask", "last")
+    saver = sqlite(tmp_path)
+    config = {"configurable": {"thread_id": "t"}}
+    g.compile(checkpointer=saver, interrupt_mode="return").invoke({"seen": []}, config)
+    assert g.compile(checkpointer=saver).get_state(config).values["hint"] == "careful"
+    again = g.compile(checkpointer=sqlite(tmp_path))  # as another process would
+    assert again.invoke(Command(resume="yes"), config) == {"seen": ["careful: yes", "-"]}
+
+
+def test_ephemeral_value_takes_one_write_per_step_unless_unguarded() -> None:
+    app = fan_out(Relay, {"a": {"hint": "a"}, "b": {"hint": "b"}})
+    with pytest.raises(InvalidUpdateError, match="is an EphemeralValue, which takes one"):
+        app.invoke({"seen": []})
+
+    class LooseHint(TypedDict):
+        hint: Annotated[str, EphemeralValue(str, guard=False)]
+
+    assert fan_out(LooseHint, {"a": {"hint": "a"}, "b": {"hint": "b"}}).invoke({}) == {"hint": "b"}

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
 from ._drive import LIVE_MODES, Await, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
-from ._schema import DELTA, EPHEMERAL, ROOT, UNTRACKED, Channel, updates_of
+from ._schema import DELTA, EPHEMERAL, ROOT, TOPIC, UNTRACKED, Channel, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
@@ -524,6 +524,18 @@ class Run:
             value = items[-1][1]
             values[channel] = value.value if type(value) is Overwrite else value
             return kind == EPHEMERAL
+        if kind == TOPIC:
+            items_of = [x for _, v in items for x in (v if type(v) is list else (v,))]
+            old = values.get(channel)
+            if spec.accumulate and old is not None:
+                if items_of:
+                    values[channel] = [*old, *items_of]
+                    appended[channel] = len(items_of)
+            elif items_of:
+                values[channel] = items_of
+            else:
+                values.pop(channel, None)  # written only empty lists: an empty topic
+            return True
         assert spec.kind == DELTA and spec.reducer is not None
         had = channel in values
         current: Any = values[channel] if had else (spec.initial() if spec.initial else None)
@@ -560,7 +572,8 @@ class Run:
 
     def expire(self, new_versions: dict[str, int]) -> None:
         """At the end of a step (not an input): empty the keys that last one step
-        (`EphemeralValue`) that it did not write, giving each a new version."""
+        (`EphemeralValue`, `Topic` without `accumulate`) that it did not write, giving each a
+        new version."""
         values, versions = self.values, self.versions
         for key in self.graph.fleeting:
             if key in values and key not in new_versions:

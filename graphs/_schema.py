@@ -16,6 +16,7 @@ from .channels import (
     DeltaChannel,
     EphemeralValue,
     LastValue,
+    Topic,
     UntrackedValue,
 )
 from .errors import GraphSetupError
@@ -25,6 +26,7 @@ __all__ = [
     "DELTA",
     "EPHEMERAL",
     "ROOT",
+    "TOPIC",
     "UNTRACKED",
     "Channel",
     "channels_from_schema",
@@ -44,6 +46,8 @@ DELTA = "delta"
 """`Channel.kind` of a `DeltaChannel` key: its reducer takes the step's writes as one list."""
 EPHEMERAL = "ephemeral"
 """`Channel.kind` of an `EphemeralValue` key: emptied by a step that does not write it."""
+TOPIC = "topic"
+"""`Channel.kind` of a `Topic` key: every write's items, in a list."""
 UNTRACKED = "untracked"
 """`Channel.kind` of an `UntrackedValue` key: kept by the run, left out of checkpoints."""
 
@@ -68,6 +72,8 @@ class Channel:
     kind: str | None = None
     """A `graphs.channels` marker whose writes are not those of a plain or reducer key (None
     for every other key)."""
+    accumulate: bool = False
+    """For a `Topic` key: keep the items of earlier steps."""
     guard: bool = True
     """For an `UntrackedValue` or `EphemeralValue` key: one write per step (else the last one
     is kept)."""
@@ -212,6 +218,8 @@ def _marked(schema: Any, key: str, base: Any, markers: list[Any], meta: list[Any
         return Channel(key, None, kind=UNTRACKED, guard=marker.guard)
     if isinstance(marker, EphemeralValue):
         return Channel(key, None, kind=EPHEMERAL, guard=marker.guard)
+    if isinstance(marker, Topic):  # no empty value: an empty topic is an absent key
+        return Channel(key, None, kind=TOPIC, accumulate=marker.accumulate)
     raise GraphSetupError(f"{where}: graphs does not know the channel {marker!r}")
 
 

@@ -8,6 +8,7 @@ that key the behaviour LangGraph's channel of the same name has:
 class State(TypedDict):
     session: Annotated[Client, UntrackedValue]               # never written to a checkpoint
     hint: Annotated[str, EphemeralValue(str)]                # seen by the next step only
+    events: Annotated[list[str], Topic(str, accumulate=True)]  # every write, in a list
     messages: Annotated[list, DeltaChannel(merge_batch)]     # reducer(state, [w1, w2, ...])
     total: Annotated[int, BinaryOperatorAggregate(int, operator.add)]  # = Annotated[int, add]
     name: Annotated[str, LastValue(str)]                     # a plain key
@@ -25,6 +26,7 @@ from .binop import BinaryOperatorAggregate
 from .delta import DeltaChannel
 from .ephemeral_value import EphemeralValue
 from .last_value import LastValue
+from .topic import Topic
 from .untracked_value import UntrackedValue
 
 __all__ = [
@@ -33,5 +35,6 @@ __all__ = [
     "DeltaChannel",
     "EphemeralValue",
     "LastValue",
+    "Topic",
     "UntrackedValue",
 ]

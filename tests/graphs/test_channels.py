@@ -26,6 +26,7 @@ from graphs.channels import (
     DeltaChannel,
     EphemeralValue,
     LastValue,
+    Topic,
     UntrackedValue,
 )
 from graphs.checkpoint.sql import SQLSaver
@@ -382,3 +383,61 @@ def test_ephemeral_value_takes_one_write_per_step_unless_unguarded() -> None:
         hint: Annotated[str, EphemeralValue(str, guard=False)]
 
     assert fan_out(LooseHint, {"a": {"hint": "a"}, "b": {"hint": "b"}}).invoke({}) == {"hint": "b"}
+
+
+# ---- Topic -----------------------------------------------------------------------------------
+
+
+class Board(TypedDict):
+    seen: Annotated[list[Any], operator.add]
+    news: Annotated[list[str], Topic(str)]
+    archive: Annotated[list[str], Topic(str, accumulate=True)]
+
+
+def board(checkpointer: Any = None) -> Any:
+    """a and b post in one step; c reads and posts; d reads."""
+
+    def read(state: Board) -> list[Any]:
+        return [state.get("news"), state.get("archive")]
+
+    g = StateGraph(Board)
+    g.add_node("a", lambda s: {"news": "a", "archive": "a"})
+    g.add_node("b", lambda s: {"news": ["b1", "b2"], "archive": ["b1", "b2"]})
+    g.add_node("c", lambda s: {"seen": [read(s)], "archive": "c"})
+    g.add_node("d", lambda s: {"seen": [read(s)]})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    g.add_edge(["a", "b"], "c")
+    g.add_edge("c", "d")
+    return g.compile(checkpointer=checkpointer)
+
+
+def test_topic_collects_a_steps_writes_and_is_emptied_by_the_next() -> None:
+    out = board().invoke({"seen": []})
+    assert out["seen"] == [
+        [["a", "b1", "b2"], ["a", "b1", "b2"]],  # c: both nodes' writes, items of lists flat
+        [None, ["a", "b1", "b2", "c"]],  # d: c did not post news, so it was emptied
+    ]
+    assert "news" not in out and out["archive"] == ["a", "b1", "b2", "c"]
+
+
+def test_topic_with_accumulate_keeps_every_steps_items_across_runs(tmp_path: Path) -> None:
+    app = board(sqlite(tmp_path))
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"seen": [], "archive": ["in"]}, config)
+    assert app.get_state(config).values["archive"] == ["in", "a", "b1", "b2", "c"]
+    again = board(sqlite(tmp_path))  # read back from the file
+    out = again.invoke({"seen": [], "news": "input news"}, config)
+    assert out["archive"] == ["in", "a", "b1", "b2", "c", "a", "b1", "b2", "c"]
+    news = [s.values.get("news") for s in again.get_state_history(config)]
+    # Newest first, each run's checkpoints: after d, after c, after a and b, the input.
+    assert news == [
+        None,
+        None,
+        ["a", "b1", "b2"],
+        ["input news"],
+        None,
+        None,
+        ["a", "b1", "b2"],
+        None,
+    ]

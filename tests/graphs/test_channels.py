@@ -4,6 +4,7 @@ LangGraph's behaviour, on a real SQLite file where a checkpoint is involved."""
 from __future__ import annotations
 
 import operator
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -29,6 +30,7 @@ from graphs.channels import (
     Topic,
     UntrackedValue,
 )
+from graphs.checkpoint import serde
 from graphs.checkpoint.sql import SQLSaver
 from graphs.graph.message import _messages_delta_reducer
 from graphs.types import Overwrite
@@ -217,6 +219,44 @@ def test_delta_channel_of_messages_updates_and_removes_by_id_across_turns(
     assert [m.id for m in again.get_state(config).values["messages"]] == [
         *["h1", msgs[2].id, "ai-3"]
     ]
+
+
+class Agent(TypedDict):
+    messages: Annotated[list, DeltaChannel(_messages_delta_reducer)]
+    turn: int
+
+
+def test_delta_channel_of_messages_stores_each_steps_change_not_the_list(
+    tmp_path: Path,
+) -> None:
+    """200 turns, each revising a message by id and appending one: the file holds about the
+    final conversation (stored whole at each step it would be about 100 times that)."""
+    text = "lorem ipsum " * 16
+
+    def node(state: Agent) -> dict[str, Any]:
+        turn, ai = state["turn"], [m for m in state["messages"] if isinstance(m, AIMessage)]
+        out: list[Any] = [AIMessage(f"{turn}: {text}", id=f"ai-{turn}")]
+        if ai:
+            out.insert(0, AIMessage(f"revised at {turn}: {text}", id=ai[len(ai) // 2].id))
+        return {"messages": out, "turn": turn + 1}
+
+    g = StateGraph(Agent)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    g.add_conditional_edges("node", lambda s: END if s["turn"] >= 200 else "node")
+    saver = sqlite(tmp_path)
+    app = g.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 1000}
+    final = app.invoke({"messages": [HumanMessage("hello", id="h0")], "turn": 0}, config)
+    assert len(final["messages"]) == 201
+    with sqlite3.connect(tmp_path / "channels.db") as conn:
+        blobs = conn.execute("SELECT sum(length(value)) FROM checkpoint_blobs").fetchone()[0]
+        cps = conn.execute(
+            "SELECT sum(length(record) + length(metadata)) FROM checkpoints"
+        ).fetchone()[0]
+    ratio = (blobs + cps) / len(serde.dumps(final["messages"]))
+    assert ratio <= 3, ratio
+    assert g.compile(checkpointer=sqlite(tmp_path)).get_state(config).values == final
 
 
 # ---- UntrackedValue --------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
 from ._drive import LIVE_MODES, Await, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
-from ._schema import ROOT, updates_of
+from ._schema import DELTA, EPHEMERAL, ROOT, TOPIC, UNTRACKED, Channel, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
@@ -454,7 +454,10 @@ class Run:
         values, versions, channels = self.values, self.versions, self.graph.channels
         for channel, items in grouped.items():
             spec = channels[channel]
-            if spec.reducer is None or not reducers:
+            if spec.kind is not None and (reducers or spec.kind == UNTRACKED):
+                if not self.apply_marked(spec, items, appended):
+                    continue  # no version: nothing of it is stored
+            elif spec.reducer is None or not reducers:
                 if len(items) > 1:
                     nodes = [n for n, _ in items]
                     raise InvalidUpdateError(
@@ -503,6 +506,79 @@ class Run:
             versions[channel] = version
             new_versions[channel] = version
         return new_versions, appended
+
+    def apply_marked(
+        self, spec: Channel, items: list[tuple[str, Any]], appended: dict[str, int]
+    ) -> bool:
+        """Apply one step's writes `(node, value)` to a key of a `graphs.channels` marker.
+        Returns whether the key gets a new version (an `UntrackedValue` key has none)."""
+        channel, values, kind = spec.name, self.values, spec.kind
+        if kind == UNTRACKED or kind == EPHEMERAL:
+            if len(items) > 1 and spec.guard:
+                nodes = [n for n, _ in items]
+                cls = "UntrackedValue" if kind == UNTRACKED else "EphemeralValue"
+                raise InvalidUpdateError(
+                    f"state key {channel!r} got {len(items)} values in one step (from {nodes}) "
+                    f"but is an {cls}, which takes one: {cls}(guard=False) keeps the last"
+                )
+            value = items[-1][1]
+            values[channel] = value.value if type(value) is Overwrite else value
+            return kind == EPHEMERAL
+        if kind == TOPIC:
+            items_of = [x for _, v in items for x in (v if type(v) is list else (v,))]
+            old = values.get(channel)
+            if spec.accumulate and old is not None:
+                if items_of:
+                    values[channel] = [*old, *items_of]
+                    appended[channel] = len(items_of)
+            elif items_of:
+                values[channel] = items_of
+            else:
+                values.pop(channel, None)  # written only empty lists: an empty topic
+            return True
+        assert spec.kind == DELTA and spec.reducer is not None
+        had = channel in values
+        current: Any = values[channel] if had else (spec.initial() if spec.initial else None)
+        batch: list[Any] = []
+        replaced = False
+        for node, value in items:
+            if type(value) is Overwrite or (
+                type(value) is dict and len(value) == 1 and OVERWRITE_KEY in value
+            ):
+                if replaced:
+                    raise InvalidUpdateError(
+                        f"state key {channel!r} got two Overwrite values in one step (the "
+                        f"second from {node!r}); only one writer may replace it"
+                    )
+                current, replaced = _overwritten(value), True
+                if current is None and spec.initial is not None:
+                    current = spec.initial()
+            elif not replaced:
+                batch.append(value)
+        if batch and not replaced:  # as in LangGraph: an Overwrite drops the step's other writes
+            try:
+                current = spec.reducer(current, batch)
+            except Exception as e:
+                nodes = sorted({n for n, _ in items})
+                raise InvalidUpdateError(
+                    f"the reducer of state key {channel!r} (a DeltaChannel) failed on the "
+                    f"writes from {nodes}: {type(e).__name__}: {e}"
+                ) from e
+        old = values.get(channel)
+        if had and not replaced and type(old) is list and _extends(current, old):
+            appended[channel] = len(current) - len(old)
+        values[channel] = current
+        return True
+
+    def expire(self, new_versions: dict[str, int]) -> None:
+        """At the end of a step (not an input): empty the keys that last one step
+        (`EphemeralValue`, `Topic` without `accumulate`) that it did not write, giving each a
+        new version."""
+        values, versions = self.values, self.versions
+        for key in self.graph.fleeting:
+            if key in values and key not in new_versions:
+                del values[key]
+                versions[key] = new_versions[key] = versions.get(key, 0) + 1
 
     def await_routers(self, ran: list[str]) -> Loop[dict[int, Any]]:
         """Run the async routers after `ran` (awaited by the async driver; the sync one
@@ -698,15 +774,33 @@ class Run:
         self, checkpoint_id: str, paused: list[str], appended: dict[str, int]
     ) -> Checkpoint:
         """The run as it stands (values, versions, frontier) as a checkpoint."""
+        values = {**self.values, **self.internal}
+        if self.graph.untracked:
+            self.leave_untracked(values)
         return new_checkpoint(
             checkpoint_id,
             _now(),
-            {**self.values, **self.internal},
+            values,
             dict(self.versions),
             [[n, t] for n, t in self.frontier],
             paused,
             appended,
         )
+
+    def leave_untracked(self, values: dict[str, Any]) -> None:
+        """Take the `UntrackedValue` keys out of a checkpoint's `values`, and out of the dict
+        arguments of the `Send`s it saves (the tasks of this run have them as they were)."""
+        untracked = self.graph.untracked
+        for key in untracked:
+            values.pop(key, None)
+        sends = values.get(SENDS_CHANNEL)
+        if sends:
+            values[SENDS_CHANNEL] = {
+                task_id: {k: v for k, v in arg.items() if k not in untracked}
+                if type(arg) is dict
+                else arg
+                for task_id, arg in sends.items()
+            }
 
     def save(
         self,
@@ -878,6 +972,8 @@ class Run:
                 if t.once:
                     once.update((k, r) for k, (s, r) in t.once.items() if s == "done")
             new_versions, appended = self.apply(writes)
+            if self.graph.fleeting:
+                self.expire(new_versions)
             if once:
                 merged = {**self.once_results, **once}
                 self.internal[ONCE_CHANNEL] = merged
@@ -934,7 +1030,10 @@ class Run:
                 writes = [(ERROR, f"{type(t.error).__name__}: {t.error}")]
             else:
                 _name_messages(self.graph.channels, t.writes)
-                writes = [*t.writes, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
+                kept = t.writes
+                if self.graph.untracked:  # never stored, so a resumed run does not have them
+                    kept = [(c, v) for c, v in kept if c not in self.graph.untracked]
+                writes = [*kept, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
             for pause in t.pause or ():
                 if all(i.id != pause.id for i in t.recorded):
                     writes.append((INTERRUPT, pause))
@@ -1196,6 +1295,8 @@ class Run:
                 step.append((node, writes))
                 ran.append(node)
             new_versions, appended = self.apply(step)
+            if self.graph.fleeting:  # as if those nodes had run a step
+                self.expire(new_versions)
             names = yield from self.next_frontier(ran, gotos, new_versions)
             # As if those nodes had run: the next checkpoint pauses where a real step would.
             paused = self.static_pause(names, ran)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import operator
 import typing
@@ -9,11 +10,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
+from .channels import (
+    BinaryOperatorAggregate,
+    ChannelMarker,
+    DeltaChannel,
+    EphemeralValue,
+    LastValue,
+    Topic,
+    UntrackedValue,
+)
 from .errors import GraphSetupError
 
 __all__ = [
     "APPENDS_ATTR",
+    "DELTA",
+    "EPHEMERAL",
     "ROOT",
+    "TOPIC",
+    "UNTRACKED",
     "Channel",
     "channels_from_schema",
     "coercer",
@@ -27,6 +41,15 @@ APPENDS_ATTR = "__graphs_appends__"
 very objects of the previous value is then stored as a delta, like an `operator.add` list."""
 
 _MISSING: Any = object()
+
+DELTA = "delta"
+"""`Channel.kind` of a `DeltaChannel` key: its reducer takes the step's writes as one list."""
+EPHEMERAL = "ephemeral"
+"""`Channel.kind` of an `EphemeralValue` key: emptied by a step that does not write it."""
+TOPIC = "topic"
+"""`Channel.kind` of a `Topic` key: every write's items, in a list."""
+UNTRACKED = "untracked"
+"""`Channel.kind` of an `UntrackedValue` key: kept by the run, left out of checkpoints."""
 
 ROOT = "__root__"
 """The one channel of a root-channel graph (`StateGraph(Annotated[list, operator.add])`), whose
@@ -46,6 +69,14 @@ class Channel:
     """The reducer is `operator.add`: list values grow by concatenation (stored as deltas)."""
     maybe_appends: bool = False
     """The reducer declares `APPENDS_ATTR`: a result is a delta if its prefix is the old list."""
+    kind: str | None = None
+    """A `graphs.channels` marker whose writes are not those of a plain or reducer key (None
+    for every other key)."""
+    accumulate: bool = False
+    """For a `Topic` key: keep the items of earlier steps."""
+    guard: bool = True
+    """For an `UntrackedValue` or `EphemeralValue` key: one write per step (else the last one
+    is kept)."""
 
 
 def is_model(schema: Any) -> bool:
@@ -125,6 +156,9 @@ def _channel(schema: Any, key: str, hint: Any) -> Channel:
     if get_origin(hint) is not typing.Annotated:
         return Channel(key, None)
     base, *meta = get_args(hint)
+    markers = [m for m in meta if _is_marker(m)]
+    if markers:
+        return _marked(schema, key, base, markers, meta)
     reducers = [m for m in meta if callable(m)]
     if not reducers:
         return Channel(key, None)
@@ -142,8 +176,67 @@ def _channel(schema: Any, key: str, hint: Any) -> Channel:
     )
 
 
+def _is_marker(meta: Any) -> bool:
+    return isinstance(meta, ChannelMarker) or (
+        isinstance(meta, type) and issubclass(meta, ChannelMarker)
+    )
+
+
+def _marked(schema: Any, key: str, base: Any, markers: list[Any], meta: list[Any]) -> Channel:
+    """The channel of a key annotated with a `graphs.channels` marker."""
+    where = f"state key {key!r} in {getattr(schema, '__qualname__', schema)!r}"
+    if len(markers) > 1 or any(callable(m) and not _is_marker(m) for m in meta):
+        raise GraphSetupError(
+            f"{where} has {len(meta)} annotations, among them the channel {markers[0]!r}; give "
+            "it one: a channel or a reducer"
+        )
+    marker = markers[0]
+    if isinstance(marker, type):
+        try:
+            marker = marker()
+        except TypeError as e:
+            raise GraphSetupError(
+                f"{where}: the channel {marker.__name__} needs arguments ({e}): "
+                f"Annotated[T, {marker.__name__}(...)]"
+            ) from e
+    typ = base if marker.typ is None else marker.typ
+    if isinstance(marker, BinaryOperatorAggregate):
+        op = marker.operator
+        return Channel(
+            key,
+            op,
+            _initial(typ),
+            appends=op is operator.add,
+            maybe_appends=getattr(op, APPENDS_ATTR, False) is True,
+        )
+    if isinstance(marker, LastValue):
+        return Channel(key, None)
+    if isinstance(marker, DeltaChannel):
+        # A result that begins with the previous list's very items is stored as its new items.
+        return Channel(key, marker.reducer, _initial(typ), maybe_appends=True, kind=DELTA)
+    if isinstance(marker, UntrackedValue):
+        return Channel(key, None, kind=UNTRACKED, guard=marker.guard)
+    if isinstance(marker, EphemeralValue):
+        return Channel(key, None, kind=EPHEMERAL, guard=marker.guard)
+    if isinstance(marker, Topic):  # no empty value: an empty topic is an absent key
+        return Channel(key, None, kind=TOPIC, accumulate=marker.accumulate)
+    raise GraphSetupError(f"{where}: graphs does not know the channel {marker!r}")
+
+
+_ABSTRACT = {
+    collections.abc.Sequence: list,
+    collections.abc.MutableSequence: list,
+    collections.abc.Set: set,
+    collections.abc.MutableSet: set,
+    collections.abc.Mapping: dict,
+    collections.abc.MutableMapping: dict,
+}
+"""The concrete type whose `()` is the empty value of a key typed by an abstract collection."""
+
+
 def _initial(base: Any) -> Callable[[], Any] | None:
     origin = get_origin(base) or base
+    origin = _ABSTRACT.get(origin, origin)
     if isinstance(origin, type):
         try:
             origin()

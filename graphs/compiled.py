@@ -21,7 +21,7 @@ from ._drive import Emit, drive_async, drive_sync
 from ._events import astream_events, start_async, start_sync, traced
 from ._loop import Paused, Run, finished_values, task_writes, waiting
 from ._runnable import RunnableMethods, merge_configs
-from ._schema import ROOT, Channel, is_typed_class
+from ._schema import EPHEMERAL, ROOT, TOPIC, UNTRACKED, Channel, is_typed_class
 from ._stream import MODES
 from .checkpoint.base import (
     DONE,
@@ -92,6 +92,14 @@ class CompiledGraph(RunnableMethods):
         self.channels = channels
         self.empty = {k: c.initial for k, c in channels.items() if c.initial is not None}
         """How to make the empty value of each reducer key (what a node reads before a write)."""
+        self.untracked = frozenset(k for k, c in channels.items() if c.kind == UNTRACKED)
+        """`UntrackedValue` keys: what a checkpoint, its pending writes and `Send`s leave out."""
+        self.fleeting = frozenset(
+            k
+            for k, c in channels.items()
+            if c.kind == EPHEMERAL or (c.kind == TOPIC and not c.accumulate)
+        )
+        """Keys a step that does not write them empties (`EphemeralValue`, `Topic`)."""
         self.nodes = nodes
         self.edges = edges
         self.joins = joins

@@ -149,6 +149,16 @@ LANGGRAPH_PATHS = {
     ],
     "graphs.checkpoint.memory": ["InMemorySaver", "MemorySaver"],
     "graphs.func": ["entrypoint", "task"],
+    "graphs.channels": [
+        "LastValue", "BinaryOperatorAggregate", "DeltaChannel", "UntrackedValue",
+        "EphemeralValue", "Topic",
+    ],
+    "graphs.channels.untracked_value": ["UntrackedValue"],
+    "graphs.channels.ephemeral_value": ["EphemeralValue"],
+    "graphs.channels.topic": ["Topic"],
+    "graphs.channels.last_value": ["LastValue"],
+    "graphs.channels.binop": ["BinaryOperatorAggregate"],
+    "graphs.channels.delta": ["DeltaChannel"],
 }  # fmt: skip
 
 

@@ -139,6 +139,28 @@ def add_messages(left: Messages, right: Messages) -> list[BaseMessage]:
 setattr(add_messages, APPENDS_ATTR, True)
 
 
+def _messages_delta_reducer(state: Messages, writes: list[Messages]) -> list[BaseMessage]:
+    """`add_messages` for a `DeltaChannel` key: `state` merged with a step's writes, in order.
+
+    `Annotated[list, DeltaChannel(_messages_delta_reducer)]` (LangGraph's name, private there
+    as here). Each write is a message-like value or a list of them; the result is what
+    `add_messages` gives for all of them at once (ids given, updates by id, `RemoveMessage`,
+    `REMOVE_ALL_MESSAGES`), which is also what applying the writes one batch after another
+    gives. Unlike LangGraph's, a `RemoveMessage` whose id no message has is an error, as it is
+    for `add_messages`.
+
+    Raises:
+        ValueError: a `RemoveMessage` names an id that no message has.
+    """
+    flat: list[MessageLikeRepresentation] = []
+    for write in writes:
+        if isinstance(write, list):
+            flat.extend(write)
+        else:
+            flat.append(cast("MessageLikeRepresentation", write))
+    return add_messages(state, flat)
+
+
 class MessagesState(TypedDict):
     """A state with a conversation: `messages` merged by `add_messages`. Subclass it to add keys."""
 

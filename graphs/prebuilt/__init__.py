@@ -9,9 +9,12 @@ from .tool_node import (
     TOOL_CALL_ERROR_TEMPLATE,
     BeforeCall,
     Edited,
+    InjectedState,
+    InjectedStore,
     Rejected,
     ToolInvocationError,
     ToolNode,
+    ToolRuntime,
     tools_condition,
 )
 
@@ -21,9 +24,12 @@ __all__ = [
     "AgentState",
     "BeforeCall",
     "Edited",
+    "InjectedState",
+    "InjectedStore",
     "Rejected",
     "ToolInvocationError",
     "ToolNode",
+    "ToolRuntime",
     "create_react_agent",
     "tools_condition",
 ]

@@ -14,6 +14,7 @@ from ..builder import StateGraph
 from ..checkpoint.base import BaseCheckpointSaver
 from ..compiled import CompiledGraph
 from ..graph.message import MessagesState
+from ..store import BaseStore
 from ..types import END, START, RunConfig
 from .tool_node import BeforeCall, ToolNode, tools_condition
 
@@ -99,7 +100,9 @@ def create_react_agent(
     *,
     prompt: Prompt | None = None,
     state_schema: type[Any] | None = None,
+    context_schema: type[Any] | None = None,
     checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
     interrupt_before: Sequence[Literal["agent", "tools"]] | None = None,
     interrupt_after: Sequence[Literal["agent", "tools"]] | None = None,
     before_call: BeforeCall | None = None,
@@ -118,7 +121,9 @@ def create_react_agent(
         prompt: a system prompt before the messages, or a function (or Runnable) of the
             state returning the messages to send.
         state_schema: the state (a TypedDict with `messages`); default `AgentState`.
+        context_schema: what `context=` holds (see `StateGraph`).
         checkpointer: where the thread is saved (needed to pause and resume).
+        store: the graph's store (what `InjectedStore` tools and `runtime.store` get).
         interrupt_before, interrupt_after: `"agent"` and/or `"tools"`, to pause there.
         before_call: the `ToolNode`'s pause before a call (ignored when `tools` is a ToolNode,
             which has its own).
@@ -130,7 +135,7 @@ def create_react_agent(
     else:
         tool_node = ToolNode(tools, before_call=before_call)
     tool_list = list(tool_node.tools_by_name.values())
-    graph = StateGraph(state_schema or AgentState)
+    graph = StateGraph(state_schema or AgentState, context_schema)
     graph.add_node("agent", _ModelNode(model, tool_list, prompt))
     graph.add_edge(START, "agent")
     if not tool_list:
@@ -139,6 +144,7 @@ def create_react_agent(
             checkpointer,
             interrupt_before=interrupt_before or (),
             interrupt_after=interrupt_after or (),
+            store=store,
         )
     graph.add_node("tools", tool_node)
     graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
@@ -160,4 +166,5 @@ def create_react_agent(
         checkpointer,
         interrupt_before=interrupt_before or (),
         interrupt_after=interrupt_after or (),
+        store=store,
     )

@@ -19,6 +19,17 @@ put a note before the tool's result so that the model knows what ran), a `ToolMe
 - a call the hook let through runs inside `once()` keyed by its `tool_call_id`: at most once per
   thread, across replays, crashes and restarts. Tool call ids must therefore be unique within a
   thread (models make them so); a repeated id gets the stored result.
+
+What a tool is handed besides the model's arguments
+---------------------------------------------------
+A tool parameter annotated `Annotated[dict, InjectedState]` gets the node's state,
+`Annotated[T, InjectedState("key")]` one key of it, `Annotated[BaseStore, InjectedStore()]` the
+graph's store, `Annotated[str, InjectedToolCallId]` (langchain_core's) the call's id, and a
+parameter `runtime: ToolRuntime` all of these at once (with the config, the run's context and
+stream writer). langchain_core leaves these parameters out of the schema the model is shown;
+the node fills them when the call runs, after the hook has seen the call (the hook, and an
+approval card, see only what the model asked for), and drops any value the model put under
+those names.
 """
 
 from __future__ import annotations
@@ -28,26 +39,38 @@ import inspect
 import json
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
-from langchain_core.tools import BaseTool
+from langchain_core.messages.tool import ToolOutputMixin
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, InjectedToolArg, InjectedToolCallId, StructuredTool
 from langchain_core.tools import tool as as_tool
+from langchain_core.tools.base import (
+    _DirectlyInjectedToolArg,
+    _is_injected_arg_type,
+    get_all_basemodel_annotations,
+)
 from pydantic import ValidationError
 
 from .._context import Pause, _current, aonce, once, scope
 from ..errors import GraphInterrupt
-from ..types import Command, Interrupt, RunConfig
+from ..runtime import ExecutionInfo
+from ..store import BaseStore
+from ..types import Command, Interrupt, RunConfig, StreamWriter
 
 __all__ = [
     "INVALID_TOOL_NAME_ERROR_TEMPLATE",
     "TOOL_CALL_ERROR_TEMPLATE",
     "BeforeCall",
     "Edited",
+    "InjectedState",
+    "InjectedStore",
     "Rejected",
     "ToolInvocationError",
     "ToolNode",
+    "ToolRuntime",
     "tools_condition",
 ]
 
@@ -98,6 +121,154 @@ class Edited:
     """Put before the tool's result (a text content), for the model to read."""
 
 
+class InjectedState(InjectedToolArg):
+    """Marks a tool parameter the node fills with its state (`Annotated[dict, InjectedState]`),
+    or with one key of it (`Annotated[list, InjectedState("messages")]`); the model does not
+    see the parameter."""
+
+    def __init__(self, field: str | None = None) -> None:
+        self.field = field
+        """The state key to hand the tool; None: the whole state."""
+
+
+class InjectedStore(InjectedToolArg):
+    """Marks a tool parameter the node fills with the graph's store (`compile(store=)`):
+    `Annotated[BaseStore, InjectedStore()]`; the model does not see the parameter."""
+
+
+ContextT = TypeVar("ContextT")
+StateT = TypeVar("StateT")
+
+
+@dataclass
+class ToolRuntime(_DirectlyInjectedToolArg, Generic[ContextT, StateT]):
+    """What a tool parameter `runtime: ToolRuntime` is handed (the model does not see it)."""
+
+    state: StateT
+    """The state the node runs on (a dict of keys, or the message list of a list input)."""
+    context: ContextT
+    """The run's `context=` (None if it was given none, or outside a graph)."""
+    config: RunnableConfig
+    """The node's config (langchain_core's type, so that pydantic can read the tool's
+    signature)."""
+    stream_writer: StreamWriter
+    """Writes to the `custom` stream mode (does nothing when it is not streamed)."""
+    tool_call_id: str | None
+    """The id of the call being run."""
+    store: BaseStore | None
+    """The graph's store, or None."""
+    tools: list[BaseTool] = field(default_factory=list)
+    """Every tool of the node."""
+    execution_info: ExecutionInfo | None = None
+    """The thread, task and checkpoint the node runs in (None outside a graph)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Injections:
+    """What one tool is handed besides the model's arguments, read once from its signature."""
+
+    state: dict[str, str | None]
+    """Parameter -> the state key it gets (None: the whole state)."""
+    optional: frozenset[str]
+    """Those of `state` with a default: a missing key leaves them to it."""
+    store: str | None
+    runtime: str | None
+    call_id: bool
+    """It takes an `InjectedToolCallId` (langchain_core fills it from the call)."""
+    hidden: frozenset[str]
+    """Every injected parameter: what the model put under these names is dropped."""
+
+
+class _Returned(ToolOutputMixin):
+    """A tool's `Command`, carried through langchain_core as it is: a tool invoked with its
+    call (as one taking an `InjectedToolCallId` must be) has any other return value made into
+    a `ToolMessage`, and graphs' `Command` is not langchain_core's (`import graphs` does not
+    load langchain_core)."""
+
+    __slots__ = ("command",)
+
+    def __init__(self, command: Command[Any]) -> None:
+        self.command = command
+
+
+def _passing_commands(tool: BaseTool) -> BaseTool:
+    """A copy of a function tool whose `Command` returns reach the node (see `_Returned`)."""
+    if not isinstance(tool, StructuredTool):
+        return tool
+    func, coroutine = tool.func, tool.coroutine
+    update: dict[str, Any] = {}
+    if func is not None:
+
+        def passing(*args: Any, **kwargs: Any) -> Any:
+            out = func(*args, **kwargs)
+            return _Returned(out) if isinstance(out, Command) else out
+
+        update["func"] = passing
+    if coroutine is not None:
+
+        async def apassing(*args: Any, **kwargs: Any) -> Any:
+            out = await coroutine(*args, **kwargs)
+            return _Returned(out) if isinstance(out, Command) else out
+
+        update["coroutine"] = apassing
+    return tool.model_copy(update=update)
+
+
+def _marker(hint: Any, kind: type) -> Any:
+    """The `kind` marker of an annotation (an instance, or the class itself), or None."""
+    if isinstance(hint, kind) or (isinstance(hint, type) and issubclass(hint, kind)):
+        return hint
+    origin = typing.get_origin(hint)
+    if isinstance(origin, type) and issubclass(origin, kind):
+        return origin
+    if origin is typing.Annotated or origin is typing.Union:
+        for arg in typing.get_args(hint):
+            found = _marker(arg, kind)
+            if found is not None:
+                return found
+    return None
+
+
+def _injections(tool: BaseTool) -> _Injections | None:
+    schema = tool.get_input_schema()
+    hints: dict[str, Any] = {}
+    fn = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
+    if fn is not None:
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except Exception:  # noqa: BLE001 -- an unresolvable hint: the schema's are enough
+            hints = {}
+    hints = {**hints, **get_all_basemodel_annotations(schema)}
+    state: dict[str, str | None] = {}
+    optional: set[str] = set()
+    store = runtime = None
+    call_id = False
+    hidden: set[str] = set()
+    fields = getattr(schema, "model_fields", {})
+    for name, hint in hints.items():
+        if name == "return":
+            continue
+        if _is_injected_arg_type(hint):
+            hidden.add(name)
+        found = _marker(hint, InjectedState)
+        if found is not None:
+            key = found.field if isinstance(found, InjectedState) else None
+            state[name] = key
+            if key and name in fields and not fields[name].is_required():
+                optional.add(name)
+        if _marker(hint, InjectedStore) is not None:
+            store = name
+        if _marker(hint, ToolRuntime) is not None:
+            runtime = name
+        if _marker(hint, InjectedToolCallId) is not None:
+            call_id = True
+    if not (state or store or runtime or call_id):
+        return None
+    hidden.update(state)
+    hidden.update(n for n in (store, runtime) if n)
+    return _Injections(state, frozenset(optional), store, runtime, call_id, frozenset(hidden))
+
+
 BeforeCall: TypeAlias = Callable[[ToolCall, Any, RunConfig], Any]
 """`hook(call, state, config)` returning `None`, a replacement `ToolCall`, an `Edited`, a
 `ToolMessage` or a `Rejected` (or an awaitable of one, under `ainvoke`)."""
@@ -105,6 +276,10 @@ BeforeCall: TypeAlias = Callable[[ToolCall, Any, RunConfig], Any]
 ErrorHandling: TypeAlias = (
     bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
 )
+
+
+def _no_writer(chunk: Any) -> None:
+    """Writes nowhere: a tool run outside a graph streams nothing."""
 
 
 def _default_errors(e: Exception) -> str:
@@ -257,6 +432,10 @@ class ToolNode:
             if not isinstance(made, BaseTool):
                 raise TypeError(f"ToolNode: cannot make a tool of {t!r}")
             self.tools_by_name[made.name] = made
+        self._injected = {n: _injections(t) for n, t in self.tools_by_name.items()}
+        for tool_name, found in self._injected.items():
+            if found is not None and found.call_id:
+                self.tools_by_name[tool_name] = _passing_commands(self.tools_by_name[tool_name])
         self._handled = _handled_types(handle_tool_errors)
 
     # ---- the node -----------------------------------------------------------------
@@ -267,7 +446,7 @@ class ToolNode:
         config = config or {}
         calls = self._calls(input)
         plan = self._decide(calls, input, config)
-        outputs = [self._run_planned(call, verdict, config) for call, verdict in plan]
+        outputs = [self._run_planned(call, verdict, input, config) for call, verdict in plan]
         return self._combine(input, outputs)
 
     async def ainvoke(self, input: Any, config: RunConfig | None = None) -> Any:
@@ -276,7 +455,7 @@ class ToolNode:
         calls = self._calls(input)
         plan = await self._adecide(calls, input, config)
         outputs = await asyncio.gather(
-            *(self._arun_planned(call, verdict, config) for call, verdict in plan)
+            *(self._arun_planned(call, verdict, input, config) for call, verdict in plan)
         )
         return self._combine(input, list(outputs))
 
@@ -368,27 +547,29 @@ class ToolNode:
             raise Pause(tuple(pauses))
         return plan
 
-    def _run_planned(self, call: ToolCall, verdict: _Verdict, config: RunConfig) -> Any:
+    def _run_planned(self, call: ToolCall, verdict: _Verdict, state: Any, config: RunConfig) -> Any:
         if isinstance(verdict, ToolMessage):
             return verdict
         if verdict is not False and _current.get() is not None:
             key = f"tool_call:{call['id']}"
-            out = _load(once(key, lambda: _store(self._run_one(call, config))))
+            out = _load(once(key, lambda: _store(self._run_one(call, state, config))))
         else:
-            out = self._run_one(call, config)
+            out = self._run_one(call, state, config)
         return _noted(out, verdict) if isinstance(verdict, str) else out
 
-    async def _arun_planned(self, call: ToolCall, verdict: _Verdict, config: RunConfig) -> Any:
+    async def _arun_planned(
+        self, call: ToolCall, verdict: _Verdict, state: Any, config: RunConfig
+    ) -> Any:
         if isinstance(verdict, ToolMessage):
             return verdict
         if verdict is not False and _current.get() is not None:
 
             async def run() -> Any:
-                return _store(await self._arun_one(call, config))
+                return _store(await self._arun_one(call, state, config))
 
             out = _load(await aonce(f"tool_call:{call['id']}", run))
         else:
-            out = await self._arun_one(call, config)
+            out = await self._arun_one(call, state, config)
         return _noted(out, verdict) if isinstance(verdict, str) else out
 
     def _unknown(self, call: ToolCall) -> ToolMessage | None:
@@ -399,14 +580,15 @@ class ToolNode:
         )
         return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
 
-    def _run_one(self, call: ToolCall, config: RunConfig) -> Any:
+    def _run_one(self, call: ToolCall, state: Any, config: RunConfig) -> Any:
         unknown = self._unknown(call)
         if unknown is not None:
             return unknown
         tool = self.tools_by_name[call["name"]]
+        tool_input = self._tool_input(tool, call, state, config)
         try:
             try:
-                output = tool.invoke(self._tool_input(tool, call), typing.cast(Any, config))
+                output = tool.invoke(tool_input, typing.cast(Any, config))
             except ValidationError as e:
                 raise ToolInvocationError(call["name"], e, call["args"]) from e
         except GraphInterrupt:
@@ -415,14 +597,15 @@ class ToolNode:
             return self._on_error(call, e)
         return self._message(call, output)
 
-    async def _arun_one(self, call: ToolCall, config: RunConfig) -> Any:
+    async def _arun_one(self, call: ToolCall, state: Any, config: RunConfig) -> Any:
         unknown = self._unknown(call)
         if unknown is not None:
             return unknown
         tool = self.tools_by_name[call["name"]]
+        tool_input = self._tool_input(tool, call, state, config)
         try:
             try:
-                output = await tool.ainvoke(self._tool_input(tool, call), typing.cast(Any, config))
+                output = await tool.ainvoke(tool_input, typing.cast(Any, config))
             except ValidationError as e:
                 raise ToolInvocationError(call["name"], e, call["args"]) from e
         except GraphInterrupt:
@@ -431,12 +614,64 @@ class ToolNode:
             return self._on_error(call, e)
         return self._message(call, output)
 
-    @staticmethod
-    def _tool_input(tool: BaseTool, call: ToolCall) -> Any:
-        # A content-and-artifact tool keeps its artifact only when invoked with the call.
-        if tool.response_format == "content_and_artifact":
-            return {**call, "type": "tool_call"}
-        return call["args"]
+    def _tool_input(self, tool: BaseTool, call: ToolCall, state: Any, config: RunConfig) -> Any:
+        """What the tool is invoked with: the model's arguments, or the whole call (with the
+        injected arguments added) when the tool takes injections or keeps an artifact."""
+        injected = self._injected.get(tool.name)
+        if injected is None:
+            # A content-and-artifact tool keeps its artifact only when invoked with the call.
+            if tool.response_format == "content_and_artifact":
+                return {**call, "type": "tool_call"}
+            return call["args"]
+        args = {k: v for k, v in (call["args"] or {}).items() if k not in injected.hidden}
+        if injected.state or injected.runtime:
+            state = self._state_of(state)
+        for param, key in injected.state.items():
+            if key is None:
+                args[param] = state
+            elif isinstance(state, Mapping) and key in state:
+                args[param] = state[key]
+            elif not isinstance(state, Mapping) and hasattr(state, key):
+                args[param] = getattr(state, key)
+            elif param not in injected.optional:
+                keys = sorted(state) if isinstance(state, Mapping) else type(state).__name__
+                raise ValueError(
+                    f"ToolNode: tool {tool.name!r} takes state key {key!r} (parameter "
+                    f"{param!r}, InjectedState), and the state has none; it has: {keys}"
+                )
+        task = _current.get()
+        runtime = task.runtime() if task is not None else None
+        store = runtime.store if runtime is not None else None
+        if injected.store:
+            if store is None:
+                raise ValueError(
+                    f"ToolNode: tool {tool.name!r} takes the store (parameter "
+                    f"{injected.store!r}, InjectedStore), and the graph has none: compile it "
+                    "with one, graph.compile(store=InMemoryStore())"
+                )
+            args[injected.store] = store
+        if injected.runtime:
+            args[injected.runtime] = ToolRuntime(
+                state=state,
+                context=runtime.context if runtime is not None else None,
+                config=typing.cast(RunnableConfig, config),
+                stream_writer=runtime.stream_writer if runtime is not None else _no_writer,
+                tool_call_id=call["id"],
+                store=store,
+                tools=list(self.tools_by_name.values()),
+                execution_info=runtime.execution_info if runtime is not None else None,
+            )
+        return {**call, "args": args, "type": "tool_call"}
+
+    def _state_of(self, state: Any) -> Any:
+        """The state a tool is handed: a message list as `{messages_key: list}`; for a list of
+        tool calls, the state of the graph the node runs in (empty outside one)."""
+        if isinstance(state, list):
+            if state and isinstance(state[-1], dict) and "args" in state[-1]:
+                task = _current.get()
+                return task.run.view() if task is not None else {}
+            return {self.messages_key: state}
+        return state
 
     def _on_error(self, call: ToolCall, e: Exception) -> ToolMessage:
         if not self.handle_tool_errors or not isinstance(e, self._handled):
@@ -446,6 +681,8 @@ class ToolNode:
 
     @staticmethod
     def _message(call: ToolCall, output: Any) -> ToolMessage | Command[Any]:
+        if isinstance(output, _Returned):
+            return output.command
         if isinstance(output, (ToolMessage, Command)):
             return output
         return ToolMessage(_content(output), name=call["name"], tool_call_id=call["id"])

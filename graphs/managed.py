@@ -7,10 +7,11 @@ class State(TypedDict):
     remaining_steps: RemainingSteps
 ```
 
-A node reading `state["remaining_steps"]` gets how many supersteps this invocation may still
-run, counting the node's own (the `recursion_limit` less the steps already run), so that it
-can stop in good order before `GraphRecursionError`. What a node returns under such a key is
-dropped.
+A node reading `state["remaining_steps"]` gets how many more supersteps this invocation may
+run after the node's own (the `recursion_limit` less the steps run, this one included: 0 in
+the last step allowed), so that it can stop in good order before `GraphRecursionError`; the
+numbers are LangGraph's, whose count includes the step that takes the input. What a node
+returns under such a key is dropped.
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ class ManagedValue:
 
     @staticmethod
     def get(remaining: int) -> object:
-        """The key's value for a node of a step with `remaining` steps left, its own included."""
+        """The key's value for a node of a step after which `remaining` more may run."""
         raise NotImplementedError
 
 
 class RemainingStepsManager(ManagedValue):
-    """`RemainingSteps`: the steps this invocation may still run, the node's own included."""
+    """`RemainingSteps`: how many more steps this invocation may run after this one."""
 
     @staticmethod
     def get(remaining: int) -> int:
@@ -39,7 +40,8 @@ class RemainingStepsManager(ManagedValue):
 
 
 class IsLastStepManager(ManagedValue):
-    """`IsLastStep`: True in the last step the recursion limit allows."""
+    """`IsLastStep`: True when one more step is allowed after this one (LangGraph's meaning:
+    a node that would need two more, say the tools and the model again, should stop)."""
 
     @staticmethod
     def get(remaining: int) -> bool:

@@ -25,7 +25,7 @@ def _looping_graph() -> Any:
         return {"seen": [(state["remaining_steps"], state["is_last_step"])], "remaining_steps": 99}
 
     def again(state: State) -> str:
-        return END if state["seen"][-1][0] <= 2 else "work"
+        return END if state["seen"][-1][0] <= 1 else "work"
 
     g = StateGraph(State)
     g.add_node("work", work)
@@ -38,7 +38,8 @@ def test_a_node_reads_the_steps_its_invocation_has_left() -> None:
     graph = _looping_graph()
     config: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 5}
     out = graph.invoke({"seen": []}, config)
-    assert out == {"seen": [(5, False), (4, False), (3, False), (2, False)]}
+    # LangGraph's numbers: the steps allowed after this one (its count has the input's step)
+    assert out == {"seen": [(4, False), (3, False), (2, False), (1, True)]}
     saved = graph.get_state(config)
     assert "remaining_steps" not in saved.values
     assert (
@@ -47,22 +48,22 @@ def test_a_node_reads_the_steps_its_invocation_has_left() -> None:
 
     # a new invocation on the thread has the whole limit again
     out = graph.invoke({"seen": []}, {**config, "recursion_limit": 3})
-    assert out["seen"][4:] == [(3, False), (2, False)]
+    assert out["seen"][4:] == [(2, False), (1, True)]
 
 
-def test_is_last_step_is_true_in_the_last_step_allowed() -> None:
+def test_the_last_step_allowed_has_no_steps_left() -> None:
     def work(state: State) -> dict[str, Any]:
         return {"seen": [(state["remaining_steps"], state["is_last_step"])]}
 
     def again(state: State) -> str:
-        return END if state["seen"][-1][1] else "work"
+        return END if state["seen"][-1][0] == 0 else "work"
 
     g = StateGraph(State)
     g.add_node("work", work)
     g.add_edge(START, "work")
     g.add_conditional_edges("work", again)
     out = g.compile().invoke({"seen": []}, {"recursion_limit": 3})
-    assert out == {"seen": [(3, False), (2, False), (1, True)]}
+    assert out == {"seen": [(2, False), (1, True), (0, False)]}  # and no GraphRecursionError
 
 
 class Model(BaseModel):
@@ -81,4 +82,4 @@ def test_a_pydantic_state_gets_the_computed_value_not_its_default() -> None:
     g.add_node("work", work)
     g.add_edge(START, "work")
     out = g.compile().invoke({"count": 0}, {"recursion_limit": 7})
-    assert got == [7] and out == {"count": 1}
+    assert got == [6] and out == {"count": 1}

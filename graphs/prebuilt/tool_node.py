@@ -278,6 +278,16 @@ ErrorHandling: TypeAlias = (
 )
 
 
+def _is_calls(input: Any) -> bool:
+    """A list of tool calls (`[{"name": ..., "args": ..., "id": ...}]`), not of messages."""
+    return (
+        isinstance(input, list)
+        and bool(input)
+        and isinstance(input[-1], dict)
+        and "args" in input[-1]
+    )
+
+
 def _no_writer(chunk: Any) -> None:
     """Writes nowhere: a tool run outside a graph streams nothing."""
 
@@ -445,7 +455,8 @@ class ToolNode:
         for a list input, a `Command` when a tool returned one)."""
         config = config or {}
         calls = self._calls(input)
-        plan = self._decide(calls, input, config)
+        state = self._state_of(input) if _is_calls(input) else input
+        plan = self._decide(calls, state, config)
         outputs = [self._run_planned(call, verdict, input, config) for call, verdict in plan]
         return self._combine(input, outputs)
 
@@ -453,7 +464,8 @@ class ToolNode:
         """`invoke`, with the calls run concurrently."""
         config = config or {}
         calls = self._calls(input)
-        plan = await self._adecide(calls, input, config)
+        state = self._state_of(input) if _is_calls(input) else input
+        plan = await self._adecide(calls, state, config)
         outputs = await asyncio.gather(
             *(self._arun_planned(call, verdict, input, config) for call, verdict in plan)
         )
@@ -462,7 +474,7 @@ class ToolNode:
     # ---- the pieces -----------------------------------------------------------------
 
     def _calls(self, input: Any) -> list[ToolCall]:
-        if isinstance(input, list) and input and isinstance(input[-1], dict):
+        if isinstance(input, list) and _is_calls(input):
             return typing.cast(list[ToolCall], input)  # a list of tool calls
         messages = _messages(input, self.messages_key, "ToolNode")
         for message in reversed(messages):
@@ -667,7 +679,7 @@ class ToolNode:
         """The state a tool is handed: a message list as `{messages_key: list}`; for a list of
         tool calls, the state of the graph the node runs in (empty outside one)."""
         if isinstance(state, list):
-            if state and isinstance(state[-1], dict) and "args" in state[-1]:
+            if _is_calls(state):
                 task = _current.get()
                 return task.run.view() if task is not None else {}
             return {self.messages_key: state}
@@ -691,7 +703,11 @@ class ToolNode:
         messages = [o for o in outputs if isinstance(o, ToolMessage)]
         commands = [o for o in outputs if isinstance(o, Command)]
         if not commands:
-            return messages if isinstance(input, list) else {self.messages_key: messages}
+            # a message list in, a list out; a state, or a list of tool calls (a `Send`'s),
+            # in: an update of the state's messages, as LangGraph
+            if isinstance(input, list) and not _is_calls(input):
+                return messages
+            return {self.messages_key: messages}
         # One Command for the node: the tool messages, then each Command's update and gotos.
         update: dict[str, Any] = {self.messages_key: messages}
         goto: list[Any] = []

@@ -3,15 +3,18 @@
 Importing it loads langchain_core (tools and messages); `import graphs` does not.
 """
 
-from .chat_agent_executor import AgentState, create_react_agent
+from .chat_agent_executor import AgentState, AgentStateWithStructuredResponse, create_react_agent
 from .tool_node import (
     INVALID_TOOL_NAME_ERROR_TEMPLATE,
     TOOL_CALL_ERROR_TEMPLATE,
+    AsyncToolCallWrapper,
     BeforeCall,
     Edited,
     InjectedState,
     InjectedStore,
     Rejected,
+    ToolCallRequest,
+    ToolCallWrapper,
     ToolInvocationError,
     ToolNode,
     ToolRuntime,
@@ -22,11 +25,15 @@ __all__ = [
     "INVALID_TOOL_NAME_ERROR_TEMPLATE",
     "TOOL_CALL_ERROR_TEMPLATE",
     "AgentState",
+    "AgentStateWithStructuredResponse",
+    "AsyncToolCallWrapper",
     "BeforeCall",
     "Edited",
     "InjectedState",
     "InjectedStore",
     "Rejected",
+    "ToolCallRequest",
+    "ToolCallWrapper",
     "ToolInvocationError",
     "ToolNode",
     "ToolRuntime",

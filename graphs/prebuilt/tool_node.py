@@ -18,7 +18,9 @@ put a note before the tool's result so that the model knows what ran), a `ToolMe
   not run twice either;
 - a call the hook let through runs inside `once()` keyed by its `tool_call_id`: at most once per
   thread, across replays, crashes and restarts. Tool call ids must therefore be unique within a
-  thread (models make them so); a repeated id gets the stored result.
+  thread (models make them so); a repeated id gets the stored result;
+- a `wrap_tool_call` wrapper (LangGraph's: retries, caching, changed arguments) runs inside that
+  `once()`, after the hook: a call let through is run, wrapper and all, at most once per thread.
 
 What a tool is handed besides the model's arguments
 ---------------------------------------------------
@@ -38,8 +40,8 @@ import asyncio
 import inspect
 import json
 import typing
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
@@ -63,11 +65,14 @@ from ..types import Command, Interrupt, RunConfig, StreamWriter
 __all__ = [
     "INVALID_TOOL_NAME_ERROR_TEMPLATE",
     "TOOL_CALL_ERROR_TEMPLATE",
+    "AsyncToolCallWrapper",
     "BeforeCall",
     "Edited",
     "InjectedState",
     "InjectedStore",
     "Rejected",
+    "ToolCallRequest",
+    "ToolCallWrapper",
     "ToolInvocationError",
     "ToolNode",
     "ToolRuntime",
@@ -161,6 +166,40 @@ class ToolRuntime(_DirectlyInjectedToolArg, Generic[ContextT, StateT]):
     """Every tool of the node."""
     execution_info: ExecutionInfo | None = None
     """The thread, task and checkpoint the node runs in (None outside a graph)."""
+
+
+@dataclass
+class ToolCallRequest:
+    """What a `wrap_tool_call` wrapper is handed for one call."""
+
+    tool_call: ToolCall
+    """The call (the model's, or the one a `before_call` hook put in its place)."""
+    tool: BaseTool | None
+    """The tool it names; None if the node has no such tool (`execute` then answers with
+    `INVALID_TOOL_NAME_ERROR_TEMPLATE`)."""
+    state: Any
+    """The state the node runs on."""
+    runtime: ToolRuntime[Any, Any]
+    """What a `runtime: ToolRuntime` parameter gets."""
+
+    def override(self, **changes: Any) -> ToolCallRequest:
+        """A copy with `tool_call`, `tool` or `state` replaced (this one is left as it is)."""
+        return replace(self, **changes)
+
+
+ToolCallWrapper: TypeAlias = Callable[
+    [ToolCallRequest, Callable[[ToolCallRequest], "ToolMessage | Command[Any]"]],
+    "ToolMessage | Command[Any]",
+]
+"""`wrapper(request, execute)`: runs the call by `execute(request)` (any number of times, with
+changed requests: retries, edits) or answers it itself, and returns the `ToolMessage` or
+`Command`."""
+
+AsyncToolCallWrapper: TypeAlias = Callable[
+    [ToolCallRequest, Callable[[ToolCallRequest], Awaitable["ToolMessage | Command[Any]"]]],
+    Awaitable["ToolMessage | Command[Any]"],
+]
+"""The async form of `ToolCallWrapper` (`ainvoke`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,6 +458,14 @@ class ToolNode:
             answered with `INVALID_TOOL_NAME_ERROR_TEMPLATE`.
         messages_key: the state key of the message list (and of the returned messages).
         before_call: the pause before a call (see the module's documentation).
+        wrap_tool_call: `wrapper(request, execute)` around each call's run (a
+            `ToolCallWrapper`): retries, caching, changed arguments, or an answer without
+            running the tool. An error it raises is handled as `handle_tool_errors` says (any
+            error, when that is set at all). It runs after `before_call` settled the call,
+            inside the call's `once()`: a call the hook let through is still run (wrapper and
+            all) at most once per thread.
+        awrap_tool_call: its async form, for `ainvoke` (without it, `ainvoke` runs
+            `wrap_tool_call` with a sync `execute`).
     """
 
     def __init__(
@@ -430,8 +477,12 @@ class ToolNode:
         handle_tool_errors: ErrorHandling = _default_errors,
         messages_key: str = "messages",
         before_call: BeforeCall | None = None,
+        wrap_tool_call: ToolCallWrapper | None = None,
+        awrap_tool_call: AsyncToolCallWrapper | None = None,
     ) -> None:
         self.name = name
+        self.wrap_tool_call = wrap_tool_call
+        self.awrap_tool_call = awrap_tool_call
         self.tags = tags
         self.handle_tool_errors = handle_tool_errors
         self.messages_key = messages_key
@@ -564,9 +615,9 @@ class ToolNode:
             return verdict
         if verdict is not False and _current.get() is not None:
             key = f"tool_call:{call['id']}"
-            out = _load(once(key, lambda: _store(self._run_one(call, state, config))))
+            out = _load(once(key, lambda: _store(self._run_wrapped(call, state, config))))
         else:
-            out = self._run_one(call, state, config)
+            out = self._run_wrapped(call, state, config)
         return _noted(out, verdict) if isinstance(verdict, str) else out
 
     async def _arun_planned(
@@ -577,12 +628,66 @@ class ToolNode:
         if verdict is not False and _current.get() is not None:
 
             async def run() -> Any:
-                return _store(await self._arun_one(call, state, config))
+                return _store(await self._arun_wrapped(call, state, config))
 
             out = _load(await aonce(f"tool_call:{call['id']}", run))
         else:
-            out = await self._arun_one(call, state, config)
+            out = await self._arun_wrapped(call, state, config)
         return _noted(out, verdict) if isinstance(verdict, str) else out
+
+    def _request(self, call: ToolCall, state: Any, config: RunConfig) -> ToolCallRequest:
+        return ToolCallRequest(
+            tool_call=call,
+            tool=self.tools_by_name.get(call["name"]),
+            state=state,
+            runtime=self._runtime(call, self._state_of(state), config),
+        )
+
+    def _wrapper_failed(self, call: ToolCall, e: Exception) -> ToolMessage:
+        if not self.handle_tool_errors:
+            raise e
+        content = _error_content(e, self.handle_tool_errors)
+        return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
+
+    def _run_wrapped(self, call: ToolCall, state: Any, config: RunConfig) -> Any:
+        wrap = self.wrap_tool_call
+        if wrap is None:
+            return self._run_one(call, state, config)
+
+        def execute(request: ToolCallRequest) -> Any:
+            return self._run_one(request.tool_call, request.state, config)
+
+        try:
+            return self._message(call, wrap(self._request(call, state, config), execute))
+        except GraphInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
+            return self._wrapper_failed(call, e)
+
+    async def _arun_wrapped(self, call: ToolCall, state: Any, config: RunConfig) -> Any:
+        awrap, wrap = self.awrap_tool_call, self.wrap_tool_call
+        if awrap is None and wrap is None:
+            return await self._arun_one(call, state, config)
+        request = self._request(call, state, config)
+        try:
+            if awrap is not None:
+
+                async def aexecute(request: ToolCallRequest) -> Any:
+                    return await self._arun_one(request.tool_call, request.state, config)
+
+                out = await awrap(request, aexecute)
+            else:
+                assert wrap is not None
+
+                def execute(request: ToolCallRequest) -> Any:
+                    return self._run_one(request.tool_call, request.state, config)
+
+                out = await asyncio.to_thread(wrap, request, execute)
+            return self._message(call, out)
+        except GraphInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
+            return self._wrapper_failed(call, e)
 
     def _unknown(self, call: ToolCall) -> ToolMessage | None:
         if call["name"] in self.tools_by_name:
@@ -651,9 +756,8 @@ class ToolNode:
                     f"ToolNode: tool {tool.name!r} takes state key {key!r} (parameter "
                     f"{param!r}, InjectedState), and the state has none; it has: {keys}"
                 )
-        task = _current.get()
-        runtime = task.runtime() if task is not None else None
-        store = runtime.store if runtime is not None else None
+        runtime = self._runtime(call, state, config)
+        store = runtime.store
         if injected.store:
             if store is None:
                 raise ValueError(
@@ -663,17 +767,22 @@ class ToolNode:
                 )
             args[injected.store] = store
         if injected.runtime:
-            args[injected.runtime] = ToolRuntime(
-                state=state,
-                context=runtime.context if runtime is not None else None,
-                config=typing.cast(RunnableConfig, config),
-                stream_writer=runtime.stream_writer if runtime is not None else _no_writer,
-                tool_call_id=call["id"],
-                store=store,
-                tools=list(self.tools_by_name.values()),
-                execution_info=runtime.execution_info if runtime is not None else None,
-            )
+            args[injected.runtime] = runtime
         return {**call, "args": args, "type": "tool_call"}
+
+    def _runtime(self, call: ToolCall, state: Any, config: RunConfig) -> ToolRuntime[Any, Any]:
+        task = _current.get()
+        run = task.runtime() if task is not None else None
+        return ToolRuntime(
+            state=state,
+            context=run.context if run is not None else None,
+            config=typing.cast(RunnableConfig, config),
+            stream_writer=run.stream_writer if run is not None else _no_writer,
+            tool_call_id=call["id"],
+            store=run.store if run is not None else None,
+            tools=list(self.tools_by_name.values()),
+            execution_info=run.execution_info if run is not None else None,
+        )
 
     def _state_of(self, state: Any) -> Any:
         """The state a tool is handed: a message list as `{messages_key: list}`; for a list of

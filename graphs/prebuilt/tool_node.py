@@ -94,14 +94,30 @@ TOOL_INVOCATION_ERROR_TEMPLATE = (
 
 
 class ToolInvocationError(Exception):
-    """A tool call's arguments did not match the tool's schema (the model's mistake)."""
+    """A tool call's arguments did not match the tool's schema (the model's mistake).
 
-    def __init__(self, tool_name: str, source: ValidationError, tool_kwargs: dict[str, Any]):
+    The message names only what the model sent, as LangGraph's: one `field: problem` line per
+    error, those about injected parameters (the state, the store, the runtime) left out, so
+    that no state reaches the model through an error.
+    """
+
+    def __init__(
+        self,
+        tool_name: str,
+        source: ValidationError,
+        tool_kwargs: dict[str, Any],
+        hidden: frozenset[str] = frozenset(),
+    ):
         self.tool_name = tool_name
         self.tool_kwargs = tool_kwargs
         self.source = source
+        lines = [
+            f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}"
+            for e in source.errors()
+            if not (e["loc"] and e["loc"][0] in hidden)
+        ]
         self.message = TOOL_INVOCATION_ERROR_TEMPLATE.format(
-            tool_name=tool_name, tool_kwargs=tool_kwargs, error=source
+            tool_name=tool_name, tool_kwargs=tool_kwargs, error="\n".join(lines)
         )
         super().__init__(self.message)
 
@@ -707,7 +723,7 @@ class ToolNode:
             try:
                 output = tool.invoke(tool_input, typing.cast(Any, config))
             except ValidationError as e:
-                raise ToolInvocationError(call["name"], e, call["args"]) from e
+                raise ToolInvocationError(call["name"], e, call["args"], self._hidden(tool)) from e
         except GraphInterrupt:
             raise
         except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
@@ -724,12 +740,16 @@ class ToolNode:
             try:
                 output = await tool.ainvoke(tool_input, typing.cast(Any, config))
             except ValidationError as e:
-                raise ToolInvocationError(call["name"], e, call["args"]) from e
+                raise ToolInvocationError(call["name"], e, call["args"], self._hidden(tool)) from e
         except GraphInterrupt:
             raise
         except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
             return self._on_error(call, e)
         return self._message(call, output)
+
+    def _hidden(self, tool: BaseTool) -> frozenset[str]:
+        injected = self._injected.get(tool.name)
+        return injected.hidden if injected is not None else frozenset()
 
     def _tool_input(self, tool: BaseTool, call: ToolCall, state: Any, config: RunConfig) -> Any:
         """What the tool is invoked with: the model's arguments, or the whole call (with the

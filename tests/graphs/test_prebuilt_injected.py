@@ -241,3 +241,19 @@ def test_a_gated_call_to_an_injected_tool_shows_only_the_models_arguments(tmp_pa
     assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == [
         "refunded 20 to ann"
     ]
+
+
+def test_an_argument_error_names_only_what_the_model_sent() -> None:
+    @tool
+    def charge(amount: int, state: Annotated[dict[str, Any], InjectedState]) -> str:
+        """Charge."""
+        return "charged"
+
+    ai = AIMessage("", tool_calls=[_call("charge", "c1", amount="lots")])
+    (msg,) = ToolNode([charge]).invoke({"messages": [ai], "secret": "s3cr3t"})["messages"]
+    assert msg.status == "error"
+    assert msg.content == (
+        "Error invoking tool 'charge' with kwargs {'amount': 'lots'} with error:\n"
+        " amount: Input should be a valid integer, unable to parse string as an integer\n"
+        " Please fix the error and try again."
+    )

@@ -4,6 +4,7 @@ a scripted langchain_core chat model and real tools; the pause before a call sti
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -266,3 +267,24 @@ def test_an_unknown_version_is_refused() -> None:
         _weather_model(), [search], version="v1", checkpointer=InMemorySaver()
     )
     assert set(agent.get_graph().nodes) >= {"agent", "tools"}
+
+
+def test_the_hooks_structured_response_and_step_count_under_ainvoke() -> None:
+    model = _weather_model()
+    sent: list[int] = []
+
+    async def pre(state: Any) -> dict[str, Any]:
+        sent.append(state["remaining_steps"])
+        return {"llm_input_messages": state["messages"]}
+
+    agent = create_react_agent(model, [search], response_format=Weather, pre_model_hook=pre)
+    out = asyncio.run(agent.ainvoke({"messages": [HumanMessage("weather in Oslo?")]}))
+    assert out["structured_response"] == Weather(city="Oslo", degrees=3)
+    assert sent == [24, 21]  # pre, agent, tools, pre: LangGraph's numbers for the limit of 25
+
+    out = asyncio.run(
+        create_react_agent(_always_searching(), [search]).ainvoke(
+            {"messages": [HumanMessage("go")]}, {"recursion_limit": 4}
+        )
+    )
+    assert out["messages"][-1].content == "Sorry, need more steps to process this request."

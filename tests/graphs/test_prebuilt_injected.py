@@ -5,6 +5,7 @@ call was paused for a person (a SQLite file, a new saver resuming it)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 import pytest
@@ -257,3 +258,23 @@ def test_an_argument_error_names_only_what_the_model_sent() -> None:
         " amount: Input should be a valid integer, unable to parse string as an integer\n"
         " Please fix the error and try again."
     )
+
+
+def test_injections_under_ainvoke() -> None:
+    @tool
+    async def where(
+        runtime: ToolRuntime, customer: Annotated[str, InjectedState("customer")]
+    ) -> str:
+        """Say where the call runs."""
+        thread = runtime.config["configurable"]["thread_id"]
+        return f"{customer} in call {runtime.tool_call_id} of thread {thread}"
+
+    model = ScriptedChatModel(
+        script=[AIMessage("", tool_calls=[_call("where", "w1")]), AIMessage("ok")]
+    )
+    agent = create_react_agent(model, [where], state_schema=State, checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t2"}}
+    out = asyncio.run(agent.ainvoke({"messages": [HumanMessage("go")], "customer": "bo"}, config))
+    (msg,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert msg.content == "bo in call w1 of thread t2"
+    assert model.schemas[0]["parameters"] == {"properties": {}, "type": "object"}

@@ -37,6 +37,7 @@ those names.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import typing
@@ -252,8 +253,10 @@ def _passing_commands(tool: BaseTool) -> BaseTool:
         return tool
     func, coroutine = tool.func, tool.coroutine
     update: dict[str, Any] = {}
+    # (`wraps`: langchain_core reads the function's signature for its injected parameters)
     if func is not None:
 
+        @functools.wraps(func)
         def passing(*args: Any, **kwargs: Any) -> Any:
             out = func(*args, **kwargs)
             return _Returned(out) if isinstance(out, Command) else out
@@ -261,6 +264,7 @@ def _passing_commands(tool: BaseTool) -> BaseTool:
         update["func"] = passing
     if coroutine is not None:
 
+        @functools.wraps(coroutine)
         async def apassing(*args: Any, **kwargs: Any) -> Any:
             out = await coroutine(*args, **kwargs)
             return _Returned(out) if isinstance(out, Command) else out

@@ -278,3 +278,26 @@ def test_injections_under_ainvoke() -> None:
     (msg,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert msg.content == "bo in call w1 of thread t2"
     assert model.schemas[0]["parameters"] == {"properties": {}, "type": "object"}
+
+
+def test_a_tool_with_the_call_id_and_the_runtime_returns_a_command() -> None:
+    @tool
+    def route(
+        team: str, tool_call_id: Annotated[str, InjectedToolCallId], runtime: ToolRuntime
+    ) -> Command:
+        """Route to a team."""
+        n = len(runtime.state["messages"])
+        done = ToolMessage(f"routed to {team} after {n}", tool_call_id=tool_call_id)
+        return Command(update={"messages": [done], "team": team})
+
+    model = ScriptedChatModel(
+        script=[AIMessage("", tool_calls=[_call("route", "r1", team="ops")]), AIMessage("ok")]
+    )
+    out = create_react_agent(model, [route], state_schema=Routed).invoke(
+        {"messages": [HumanMessage("help")]}
+    )
+    assert out["team"] == "ops"
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == [
+        "routed to ops after 2"
+    ]
+    assert model.schemas[0]["parameters"]["properties"] == {"team": {"type": "string"}}

@@ -45,7 +45,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    RemoveMessage,
+    ToolCall,
+    ToolMessage,
+    convert_to_messages,
+)
 from langchain_core.messages.tool import ToolOutputMixin
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg, InjectedToolCallId, StructuredTool
@@ -59,6 +66,7 @@ from pydantic import ValidationError
 
 from .._context import Pause, _current, aonce, once, scope
 from ..errors import GraphInterrupt
+from ..graph.message import REMOVE_ALL_MESSAGES
 from ..runtime import ExecutionInfo
 from ..store import BaseStore
 from ..types import Command, Interrupt, RunConfig, StreamWriter
@@ -728,11 +736,11 @@ class ToolNode:
                 output = tool.invoke(tool_input, typing.cast(Any, config))
             except ValidationError as e:
                 raise ToolInvocationError(call["name"], e, call["args"], self._hidden(tool)) from e
+            return self._answer(call, output)
         except GraphInterrupt:
             raise
         except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
             return self._on_error(call, e)
-        return self._message(call, output)
 
     async def _arun_one(self, call: ToolCall, state: Any, config: RunConfig) -> Any:
         unknown = self._unknown(call)
@@ -745,11 +753,11 @@ class ToolNode:
                 output = await tool.ainvoke(tool_input, typing.cast(Any, config))
             except ValidationError as e:
                 raise ToolInvocationError(call["name"], e, call["args"], self._hidden(tool)) from e
+            return self._answer(call, output)
         except GraphInterrupt:
             raise
         except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
             return self._on_error(call, e)
-        return self._message(call, output)
 
     def _hidden(self, tool: BaseTool) -> frozenset[str]:
         injected = self._injected.get(tool.name)
@@ -831,6 +839,34 @@ class ToolNode:
         if isinstance(output, (ToolMessage, Command)):
             return output
         return ToolMessage(_content(output), name=call["name"], tool_call_id=call["id"])
+
+    def _answer(self, call: ToolCall, output: Any) -> ToolMessage | Command[Any]:
+        """The tool's return as the call's answer. A `Command` for this graph must carry the
+        call's `ToolMessage` in its update (named after the tool, as LangGraph names it): the
+        model's provider refuses a conversation with an unanswered call."""
+        answer = self._message(call, output)
+        if not isinstance(answer, Command) or not isinstance(answer.update, Mapping):
+            return answer
+        messages = convert_to_messages(answer.update.get(self.messages_key) or [])
+        if any(isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in messages):
+            return answer
+        found = False
+        for i, m in enumerate(messages):
+            if isinstance(m, ToolMessage) and m.tool_call_id == call["id"]:
+                messages[i] = m.model_copy(update={"name": call["name"]})
+                found = True
+        if found:
+            update = {**answer.update, self.messages_key: messages}
+            return replace(answer, update=update)
+        if answer.graph is not None:
+            return answer  # for the parent graph, whose own calls it answers
+        raise ValueError(
+            f"ToolNode: tool {call['name']!r} returned a Command without a ToolMessage for its "
+            f"call {call['id']!r} in update[{self.messages_key!r}] (it has {messages!r}); every "
+            "tool call needs its ToolMessage: take the call's id with a parameter "
+            "`tool_call_id: Annotated[str, InjectedToolCallId]` and return Command(update="
+            f"{{{self.messages_key!r}: [ToolMessage('...', tool_call_id=tool_call_id)], ...}})"
+        )
 
     def _combine(self, input: Any, outputs: list[Any]) -> Any:
         messages = [o for o in outputs if isinstance(o, ToolMessage)]

@@ -161,6 +161,8 @@ class Run:
         self.head_config: RunConfig | None = None
         self.requested_id: str | None = None
         self.step = -1
+        self.steps = 0
+        """How many supersteps this invocation has run (what `RemainingSteps` counts from)."""
         self.paused: list[str] = []
         """The static pause (`interrupt_before/after` nodes) the head checkpoint is at."""
         self.context = context
@@ -363,6 +365,9 @@ class Run:
         elif not isinstance(update, Mapping):
             update = updates_of(update) or update
         channels = self.graph.channels
+        managed = self.graph.managed
+        if managed and any(key in managed for key in update):
+            update = _Pairs((k, v) for k, v in update.items() if k not in managed)
         for key in update:
             if key not in channels:
                 task.error = InvalidUpdateError(
@@ -925,10 +930,10 @@ class Run:
             if "values" in self.modes:  # as LangGraph: a resumed run shows the state it resumes
                 yield Emit("values", self.output())
 
-        steps = 0
+        self.steps = 0
         while self.frontier:
-            if steps >= self.limit:
-                raise GraphRecursionError(self.limit, steps, self.thread_id)
+            if self.steps >= self.limit:
+                raise GraphRecursionError(self.limit, self.steps, self.thread_id)
             tasks = [self.make_task(name, task_id) for name, task_id in self.frontier]
             todo = [t for t in tasks if not t.done]
             if len(todo) < len(tasks) and "updates" in self.modes:
@@ -955,7 +960,7 @@ class Run:
                 for t in todo:
                     for emit in trace(self, "tasks", trace_result(t), self.step + 1):
                         yield emit
-            steps += 1
+            self.steps += 1
             if failed:  # (a task finished in an earlier attempt of this step has neither)
                 stuck = [t for t in tasks if t.error is not None or t.pause is not None]
                 return (yield from self.stop(tasks, todo, stuck))

@@ -32,6 +32,7 @@ __all__ = [
     "channels_from_schema",
     "coercer",
     "is_typed_class",
+    "managed_from_schema",
     "schema_keys",
     "updates_of",
 ]
@@ -140,6 +141,8 @@ def channels_from_schema(schema: type) -> dict[str, Channel]:
         raise GraphSetupError(f"cannot read the annotations of {schema.__qualname__}: {e}") from e
     channels: dict[str, Channel] = {}
     for key, hint in hints.items():
+        if _managed(hint) is not None:
+            continue  # computed for each node run (`graphs.managed`), not a channel
         if key.startswith("__"):
             raise GraphSetupError(
                 f"state key {key!r} in {schema.__qualname__}: names starting with '__' are "
@@ -147,6 +150,34 @@ def channels_from_schema(schema: type) -> dict[str, Channel]:
             )
         channels[key] = _channel(schema, key, hint)
     return channels
+
+
+def managed_from_schema(schema: Any) -> dict[str, Any]:
+    """The managed keys of a schema (`remaining_steps: RemainingSteps`), each with its
+    `ManagedValue` class; empty for anything that is not a class of keys."""
+    if not isinstance(schema, type):
+        return {}
+    try:
+        hints = get_type_hints(schema, include_extras=True)
+    except Exception:  # noqa: BLE001 -- channels_from_schema reports unreadable annotations
+        return {}
+    found = {key: _managed(hint) for key, hint in hints.items()}
+    return {key: kind for key, kind in found.items() if kind is not None}
+
+
+def _managed(hint: Any) -> Any:
+    """The `ManagedValue` class an annotation names (`Annotated[int, RemainingStepsManager]`,
+    maybe under `NotRequired`), else None."""
+    from .managed import ManagedValue
+
+    while get_origin(hint) in (typing.Required, typing.NotRequired):
+        hint = get_args(hint)[0]
+    if get_origin(hint) is not typing.Annotated:
+        return None
+    for meta in get_args(hint)[1:]:
+        if isinstance(meta, type) and issubclass(meta, ManagedValue):
+            return meta
+    return None
 
 
 def _channel(schema: Any, key: str, hint: Any) -> Channel:

@@ -158,6 +158,11 @@ class Task:
         run = self.run
         values = run.values
         state = dict(values) if len(values) == run.width else run.view()
+        managed = run.graph.managed
+        if managed:
+            left = run.limit - run.steps - 1  # the steps allowed after this one
+            for key, kind in managed.items():
+                state[key] = kind.get(left)
         reads = self.spec.reads
         if reads is not None:
             return reads(state)

@@ -17,6 +17,7 @@ from ._schema import (
     channels_from_schema,
     coercer,
     is_root_schema,
+    managed_from_schema,
     root_channel,
     schema_keys,
 )
@@ -324,6 +325,8 @@ class StateGraph:
         self.input_schema = input_schema or state_schema
         self.output_schema = output_schema or state_schema
         self.channels: dict[str, Channel] = channels_from_schema(state_schema)
+        self.managed: dict[str, Any] = managed_from_schema(state_schema)
+        """Keys computed for each node run (`graphs.managed`), by their `ManagedValue`."""
         for extra in (input_schema, output_schema):
             if extra is not None and extra is not state_schema:
                 self._add_channels(extra)
@@ -339,6 +342,7 @@ class StateGraph:
     def _add_channels(self, extra: type) -> None:
         """Add the keys of another schema (an input, output or node schema) as channels: keys
         the state does not have are private channels."""
+        self.managed.update(managed_from_schema(extra))
         for key, channel in channels_from_schema(extra).items():
             known = self.channels.setdefault(key, channel)
             if known.reducer is not channel.reducer and channel.reducer is not None:
@@ -377,6 +381,7 @@ class StateGraph:
         self.schema = self.input_schema = self.output_schema = state_schema
         self.context_schema = context_schema
         self.channels = {ROOT: root_channel(state_schema)}
+        self.managed = {}
 
         def coerce(state: dict[str, Any]) -> Any:
             return state.get(ROOT)

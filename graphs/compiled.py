@@ -116,6 +116,8 @@ class CompiledGraph(RunnableMethods):
         self.recursion_limit = recursion_limit
         self.interrupt_mode = interrupt_mode
         self.coerce = builder.coerce
+        self.managed: dict[str, Any] = builder.managed
+        """Keys computed for each node run (`graphs.managed`), by their `ManagedValue`."""
         self.root = builder.root
         """A root-channel graph: its state is one value, not a dict of keys."""
         """Makes a node's state dict an instance of a dataclass/pydantic schema (else None)."""

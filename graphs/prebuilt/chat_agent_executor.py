@@ -1,40 +1,79 @@
 """`create_react_agent`: a model and its tools in a loop (LangGraph's
-`langgraph.prebuilt.chat_agent_executor`)."""
+`langgraph.prebuilt.chat_agent_executor`).
+
+The graph, as LangGraph draws it: `[pre_model_hook] -> agent -> [post_model_hook] -> tools ->
+(back to the first) ... -> [generate_structured_response] -> END`, the bracketed nodes there
+only when asked for.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, NotRequired, TypeAlias, get_type_hints
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
+from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 from ..builder import StateGraph
 from ..checkpoint.base import BaseCheckpointSaver
 from ..compiled import CompiledGraph
-from ..graph.message import MessagesState
-from ..types import END, START, RunConfig
+from ..graph.message import add_messages
+from ..managed import RemainingSteps
+from ..store import BaseStore
+from ..types import END, START, RunConfig, Send
 from .tool_node import BeforeCall, ToolNode, tools_condition
 
-__all__ = ["AgentState", "Prompt", "create_react_agent"]
+__all__ = [
+    "AgentState",
+    "AgentStateWithStructuredResponse",
+    "Prompt",
+    "create_react_agent",
+]
 
-AgentState = MessagesState
-"""The agent's state: `messages`, merged with `add_messages`."""
+NEED_MORE_STEPS = "Sorry, need more steps to process this request."
+"""The agent's last message when the recursion limit leaves no room for the tools it asked
+for (LangGraph's text)."""
+
+
+class AgentState(TypedDict):
+    """The agent's state: `messages`, merged with `add_messages`, and the steps left."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    remaining_steps: NotRequired[RemainingSteps]
+
+
+class AgentStateWithStructuredResponse(AgentState):
+    """`AgentState` with the `response_format` answer."""
+
+    structured_response: Any
+
 
 Prompt: TypeAlias = "str | SystemMessage | Callable[[Any], Sequence[BaseMessage]] | Any"
 """A system prompt (a string or a `SystemMessage`, put before the messages), a function of the
 state returning the messages to send, or a Runnable doing the same."""
 
+ResponseFormat: TypeAlias = "type[BaseModel] | dict[str, Any] | tuple[str, Any]"
+"""A pydantic class, a TypedDict, a JSON schema or an OpenAI tool schema (what a chat model's
+`with_structured_output` takes), or `(prompt, schema)`."""
+
+
+def _get(state: Any, key: str, default: Any = None) -> Any:
+    if isinstance(state, dict):
+        return state.get(key, default)
+    return getattr(state, key, default)
+
 
 def _prompt(prompt: Prompt | None) -> Callable[[Any, RunConfig], Any]:
     if prompt is None:
-        return lambda state, config: state["messages"]
+        return lambda state, config: _get(state, "messages")
     if isinstance(prompt, str):
         prompt = SystemMessage(prompt)
     if isinstance(prompt, SystemMessage):
         system = prompt
-        return lambda state, config: [system, *state["messages"]]
+        return lambda state, config: [system, *_get(state, "messages")]
     invoke = getattr(prompt, "invoke", None)
     if callable(invoke) and not callable(prompt):
         return lambda state, config: invoke(state, config)
@@ -48,9 +87,19 @@ def _prompt(prompt: Prompt | None) -> Callable[[Any, RunConfig], Any]:
 
 
 class _ModelNode:
-    """The agent node: the prompt's messages to the model, its reply appended."""
+    """The agent node: the prompt's messages to the model, its reply appended (named after the
+    agent; replaced by `NEED_MORE_STEPS` when the steps left cannot run the tools it asks
+    for)."""
 
-    def __init__(self, model: Any, tools: Sequence[BaseTool], prompt: Prompt | None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tools: Sequence[BaseTool],
+        prompt: Prompt | None,
+        *,
+        agent_name: str | None = None,
+        reads_llm_input: bool = False,
+    ) -> None:
         bind = getattr(model, "bind_tools", None)
         self.model = model
         if tools and callable(bind):
@@ -60,17 +109,53 @@ class _ModelNode:
                 pass
         self.prompt = _prompt(prompt)
         self.name = "agent"
+        self.agent_name = agent_name
+        self.reads_llm_input = reads_llm_input
+        self.direct = {t.name for t in tools if t.return_direct}
+
+    def _input(self, state: Any) -> Any:
+        """What the prompt reads: the state, its `messages` those a `pre_model_hook` gave as
+        `llm_input_messages` when it gave some."""
+        if not self.reads_llm_input:
+            return state
+        messages = _get(state, "llm_input_messages") or _get(state, "messages")
+        if isinstance(state, dict):
+            return {**state, "messages": messages}
+        if isinstance(state, BaseModel):
+            return state.model_copy(update={"messages": messages})
+        return state
+
+    def _reply(self, state: Any, reply: Any) -> dict[str, Any]:
+        reply = _checked(reply)
+        if reply.name != self.agent_name:
+            reply = reply.model_copy(update={"name": self.agent_name})
+        if self._needs_more_steps(state, reply):
+            reply = AIMessage(id=reply.id, content=NEED_MORE_STEPS)
+        return {"messages": [reply]}
+
+    def _needs_more_steps(self, state: Any, reply: BaseMessage) -> bool:
+        left = _get(state, "remaining_steps")
+        if left is None:
+            return False
+        if not isinstance(reply, AIMessage):
+            return False
+        calls = reply.tool_calls
+        # LangGraph's rule: no step left even for direct-return tools, or none for the tools
+        # and the model's next turn
+        if left < 1 and all(c["name"] in self.direct for c in calls):
+            return True
+        return bool(calls) and left < 2
 
     def invoke(self, state: Any, config: RunConfig | None = None) -> dict[str, Any]:
         config = config or {}
-        messages = self.prompt(state, config)
+        messages = self.prompt(self._input(state), config)
         invoke = getattr(self.model, "invoke", None)
         reply = invoke(messages, config) if callable(invoke) else self.model(messages)
-        return {"messages": [_checked(reply)]}
+        return self._reply(state, reply)
 
     async def ainvoke(self, state: Any, config: RunConfig | None = None) -> dict[str, Any]:
         config = config or {}
-        messages = self.prompt(state, config)
+        messages = self.prompt(self._input(state), config)
         ainvoke = getattr(self.model, "ainvoke", None)
         invoke = getattr(self.model, "invoke", None)
         if callable(ainvoke):
@@ -81,7 +166,37 @@ class _ModelNode:
             reply = self.model(messages)
             if hasattr(reply, "__await__"):
                 reply = await reply
-        return {"messages": [_checked(reply)]}
+        return self._reply(state, reply)
+
+
+class _StructuredNode:
+    """`generate_structured_response`: one more model call, for the answer in the
+    `response_format` schema, put under `structured_response`."""
+
+    def __init__(self, model: Any, response_format: ResponseFormat) -> None:
+        self.prompt: str | None = None
+        schema: Any = response_format
+        if isinstance(response_format, tuple):
+            self.prompt, schema = response_format
+        structured = getattr(model, "with_structured_output", None)
+        if not callable(structured):
+            raise TypeError(
+                f"create_react_agent: response_format needs a chat model with "
+                f"with_structured_output(); {type(model).__name__} has none"
+            )
+        self.model = structured(schema)
+        self.name = "generate_structured_response"
+
+    def _messages(self, state: Any) -> list[Any]:
+        messages = list(_get(state, "messages"))
+        return [SystemMessage(self.prompt), *messages] if self.prompt else messages
+
+    def invoke(self, state: Any, config: RunConfig | None = None) -> dict[str, Any]:
+        return {"structured_response": self.model.invoke(self._messages(state), config)}
+
+    async def ainvoke(self, state: Any, config: RunConfig | None = None) -> dict[str, Any]:
+        reply = await self.model.ainvoke(self._messages(state), config)
+        return {"structured_response": reply}
 
 
 def _checked(reply: Any) -> BaseMessage:
@@ -93,23 +208,65 @@ def _checked(reply: Any) -> BaseMessage:
     return reply
 
 
+def _llm_input_schema(state_schema: type[Any]) -> type[Any]:
+    """The agent node's input when a `pre_model_hook` may give `llm_input_messages`: the
+    state with that key too (a channel of its own, not in the graph's output)."""
+    if isinstance(state_schema, type) and issubclass(state_schema, BaseModel):
+        from pydantic import create_model
+
+        made: type[Any] = create_model(
+            "CallModelInputSchema",
+            llm_input_messages=(list[AnyMessage], []),
+            __base__=state_schema,
+        )
+        return made
+
+    class CallModelInputSchema(state_schema):  # type: ignore[misc]
+        llm_input_messages: list[AnyMessage]
+
+    return CallModelInputSchema
+
+
+def _check_state_schema(state_schema: type[Any], response_format: Any) -> None:
+    needed = {"messages"} | ({"structured_response"} if response_format is not None else set())
+    try:
+        keys = set(get_type_hints(state_schema))
+    except Exception:  # noqa: BLE001 -- StateGraph reports an unreadable schema
+        return
+    missing = sorted(needed - keys)
+    if missing:
+        raise ValueError(
+            f"create_react_agent: state_schema {state_schema.__qualname__} has no key(s) "
+            f"{missing}; the agent writes them"
+        )
+
+
 def create_react_agent(
     model: Any,
     tools: Sequence[BaseTool | Callable[..., Any]] | ToolNode,
     *,
     prompt: Prompt | None = None,
+    response_format: ResponseFormat | None = None,
+    pre_model_hook: Any = None,
+    post_model_hook: Any = None,
     state_schema: type[Any] | None = None,
+    context_schema: type[Any] | None = None,
     checkpointer: BaseCheckpointSaver | None = None,
-    interrupt_before: Sequence[Literal["agent", "tools"]] | None = None,
-    interrupt_after: Sequence[Literal["agent", "tools"]] | None = None,
+    store: BaseStore | None = None,
+    interrupt_before: Sequence[str] | None = None,
+    interrupt_after: Sequence[str] | None = None,
     before_call: BeforeCall | None = None,
+    version: Literal["v1", "v2"] = "v2",
     name: str | None = None,
 ) -> CompiledGraph:
     """A graph that calls `model` on the messages, runs the tools it asks for, and loops until
     it answers without tool calls.
 
-    Nodes: `"agent"` (the model) and `"tools"` (a `ToolNode`). The graph ends after a
-    tool marked `return_direct` ran.
+    Nodes: `"agent"` (the model) and `"tools"` (a `ToolNode`), and `"pre_model_hook"`,
+    `"post_model_hook"`, `"generate_structured_response"` when asked for. The graph ends after
+    a tool marked `return_direct` ran. When the state has `remaining_steps` (`AgentState` has)
+    and the recursion limit leaves too few steps to run the tools the model asked for, the
+    agent answers `NEED_MORE_STEPS` instead of failing with `GraphRecursionError`.
 
     Args:
         model: a langchain_core chat model (given the tools with `bind_tools`), or any
@@ -117,47 +274,116 @@ def create_react_agent(
         tools: the tools (see `ToolNode`), or a `ToolNode` of them.
         prompt: a system prompt before the messages, or a function (or Runnable) of the
             state returning the messages to send.
-        state_schema: the state (a TypedDict with `messages`); default `AgentState`.
+        response_format: a schema for a last answer: after the loop, the model is asked once
+            more (`with_structured_output(schema)`, with the prompt first for a `(prompt,
+            schema)` pair) and its answer is the state's `structured_response`.
+        pre_model_hook: a node (function or Runnable) run before every model call; it may
+            update `messages`, or return `llm_input_messages`: what the model is sent this
+            time, the state's messages unchanged.
+        post_model_hook: a node run after every model call (a guardrail, a review); then
+            the tool calls still unanswered run, else the loop goes back (after tools) or
+            ends.
+        state_schema: the state (a TypedDict or pydantic model with `messages`, and
+            `structured_response` with a `response_format`); default `AgentState` (or
+            `AgentStateWithStructuredResponse`).
+        context_schema: what `context=` holds (see `StateGraph`).
         checkpointer: where the thread is saved (needed to pause and resume).
-        interrupt_before, interrupt_after: `"agent"` and/or `"tools"`, to pause there.
+        store: the graph's store (what `InjectedStore` tools and `runtime.store` get).
+        interrupt_before, interrupt_after: node names, to pause there.
         before_call: the `ToolNode`'s pause before a call (ignored when `tools` is a ToolNode,
             which has its own).
-        name: accepted for LangGraph compatibility; graphs do not carry a name yet.
+        version: accepted for LangGraph compatibility; both build one `tools` task per model
+            turn (LangGraph's `"v1"` shape), which the pause before a call needs.
+        name: the graph's name, also given to each of the model's messages (so a supervisor
+            can tell its agents apart).
+
+    Raises:
+        ValueError: an unknown `version`, or a `state_schema` without the keys the agent
+            writes.
     """
-    del name
+    if version not in ("v1", "v2"):
+        raise ValueError(f"create_react_agent: version must be 'v1' or 'v2', got {version!r}")
+    if state_schema is not None:
+        _check_state_schema(state_schema, response_format)
+    else:
+        state_schema = AgentStateWithStructuredResponse if response_format else AgentState
     if isinstance(tools, ToolNode):
         tool_node = tools
     else:
         tool_node = ToolNode(tools, before_call=before_call)
     tool_list = list(tool_node.tools_by_name.values())
-    graph = StateGraph(state_schema or AgentState)
-    graph.add_node("agent", _ModelNode(model, tool_list, prompt))
-    graph.add_edge(START, "agent")
-    if not tool_list:
-        graph.add_edge("agent", END)
+    graph = StateGraph(state_schema, context_schema)
+    agent = _ModelNode(
+        model, tool_list, prompt, agent_name=name, reads_llm_input=pre_model_hook is not None
+    )
+    if pre_model_hook is not None:
+        graph.add_node("agent", agent, input_schema=_llm_input_schema(state_schema))
+        graph.add_node("pre_model_hook", pre_model_hook)
+        graph.add_edge(START, "pre_model_hook")
+        graph.add_edge("pre_model_hook", "agent")
+        entry = "pre_model_hook"
+    else:
+        graph.add_node("agent", agent)
+        graph.add_edge(START, "agent")
+        entry = "agent"
+    last = "agent"
+    if post_model_hook is not None:
+        graph.add_node("post_model_hook", post_model_hook)
+        graph.add_edge("agent", "post_model_hook")
+        last = "post_model_hook"
+    done = END
+    if response_format is not None:
+        graph.add_node("generate_structured_response", _StructuredNode(model, response_format))
+        graph.add_edge("generate_structured_response", END)
+        done = "generate_structured_response"
+
+    def compiled() -> CompiledGraph:
         return graph.compile(
             checkpointer,
             interrupt_before=interrupt_before or (),
             interrupt_after=interrupt_after or (),
+            store=store,
+            name=name,
         )
+
+    if not tool_list:
+        graph.add_edge(last, done)
+        return compiled()
     graph.add_node("tools", tool_node)
-    graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    if post_model_hook is None:
+
+        def after_agent(state: Any) -> str:
+            return "tools" if tools_condition(_get(state, "messages")) == "tools" else done
+
+        graph.add_conditional_edges("agent", after_agent, [n for n in ("tools", done)])
+    else:
+
+        def after_hook(state: Any) -> Any:
+            messages = _get(state, "messages")
+            answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+            ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+            calls = list(ai.tool_calls) if ai is not None else []
+            pending = [c for c in calls if c["id"] not in answered]
+            if pending:
+                # the calls the hook left unanswered (all of them: the usual case, one task)
+                return "tools" if len(pending) == len(calls) else [Send("tools", pending)]
+            if messages and isinstance(messages[-1], ToolMessage):
+                return entry
+            return done
+
+        graph.add_conditional_edges("post_model_hook", after_hook, ["tools", entry, done])
     direct = {t.name for t in tool_list if t.return_direct}
     if direct:
 
         def after_tools(state: Any) -> str:
-            for message in reversed(state["messages"]):
+            for message in reversed(_get(state, "messages")):
                 if isinstance(message, AIMessage):
                     break
                 if getattr(message, "name", None) in direct:
                     return END
-            return "agent"
+            return entry
 
-        graph.add_conditional_edges("tools", after_tools, {"agent": "agent", END: END})
+        graph.add_conditional_edges("tools", after_tools, [entry, END])
     else:
-        graph.add_edge("tools", "agent")
-    return graph.compile(
-        checkpointer,
-        interrupt_before=interrupt_before or (),
-        interrupt_after=interrupt_after or (),
-    )
+        graph.add_edge("tools", entry)
+    return compiled()

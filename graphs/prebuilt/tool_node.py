@@ -18,7 +18,20 @@ put a note before the tool's result so that the model knows what ran), a `ToolMe
   not run twice either;
 - a call the hook let through runs inside `once()` keyed by its `tool_call_id`: at most once per
   thread, across replays, crashes and restarts. Tool call ids must therefore be unique within a
-  thread (models make them so); a repeated id gets the stored result.
+  thread (models make them so); a repeated id gets the stored result;
+- a `wrap_tool_call` wrapper (LangGraph's: retries, caching, changed arguments) runs inside that
+  `once()`, after the hook: a call let through is run, wrapper and all, at most once per thread.
+
+What a tool is handed besides the model's arguments
+---------------------------------------------------
+A tool parameter annotated `Annotated[dict, InjectedState]` gets the node's state,
+`Annotated[T, InjectedState("key")]` one key of it, `Annotated[BaseStore, InjectedStore()]` the
+graph's store, `Annotated[str, InjectedToolCallId]` (langchain_core's) the call's id, and a
+parameter `runtime: ToolRuntime` all of these at once (with the config, the run's context and
+stream writer). langchain_core leaves these parameters out of the schema the model is shown;
+the node fills them when the call runs, after the hook has seen the call (the hook, and an
+approval card, see only what the model asked for), and drops any value the model put under
+those names.
 """
 
 from __future__ import annotations
@@ -27,27 +40,51 @@ import asyncio
 import inspect
 import json
 import typing
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
-from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    RemoveMessage,
+    ToolCall,
+    ToolMessage,
+    convert_to_messages,
+)
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from pydantic import ValidationError
 
 from .._context import Pause, _current, aonce, once, scope
 from ..errors import GraphInterrupt
+from ..graph.message import REMOVE_ALL_MESSAGES
 from ..types import Command, Interrupt, RunConfig
+from ._injection import (
+    InjectedState,
+    InjectedStore,
+    ToolRuntime,
+    _injections,
+    _no_writer,
+    _passing_commands,
+    _Returned,
+)
 
 __all__ = [
     "INVALID_TOOL_NAME_ERROR_TEMPLATE",
     "TOOL_CALL_ERROR_TEMPLATE",
+    "AsyncToolCallWrapper",
     "BeforeCall",
     "Edited",
+    "InjectedState",
+    "InjectedStore",
     "Rejected",
+    "ToolCallRequest",
+    "ToolCallWrapper",
     "ToolInvocationError",
     "ToolNode",
+    "ToolRuntime",
     "tools_condition",
 ]
 
@@ -66,14 +103,30 @@ TOOL_INVOCATION_ERROR_TEMPLATE = (
 
 
 class ToolInvocationError(Exception):
-    """A tool call's arguments did not match the tool's schema (the model's mistake)."""
+    """A tool call's arguments did not match the tool's schema (the model's mistake).
 
-    def __init__(self, tool_name: str, source: ValidationError, tool_kwargs: dict[str, Any]):
+    The message names only what the model sent, as LangGraph's: one `field: problem` line per
+    error, those about injected parameters (the state, the store, the runtime) left out, so
+    that no state reaches the model through an error.
+    """
+
+    def __init__(
+        self,
+        tool_name: str,
+        source: ValidationError,
+        tool_kwargs: dict[str, Any],
+        hidden: frozenset[str] = frozenset(),
+    ):
         self.tool_name = tool_name
         self.tool_kwargs = tool_kwargs
         self.source = source
+        lines = [
+            f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}"
+            for e in source.errors()
+            if not (e["loc"] and e["loc"][0] in hidden)
+        ]
         self.message = TOOL_INVOCATION_ERROR_TEMPLATE.format(
-            tool_name=tool_name, tool_kwargs=tool_kwargs, error=source
+            tool_name=tool_name, tool_kwargs=tool_kwargs, error="\n".join(lines)
         )
         super().__init__(self.message)
 
@@ -98,6 +151,40 @@ class Edited:
     """Put before the tool's result (a text content), for the model to read."""
 
 
+@dataclass
+class ToolCallRequest:
+    """What a `wrap_tool_call` wrapper is handed for one call."""
+
+    tool_call: ToolCall
+    """The call (the model's, or the one a `before_call` hook put in its place)."""
+    tool: BaseTool | None
+    """The tool it names; None if the node has no such tool (`execute` then answers with
+    `INVALID_TOOL_NAME_ERROR_TEMPLATE`)."""
+    state: Any
+    """The state the node runs on."""
+    runtime: ToolRuntime[Any, Any]
+    """What a `runtime: ToolRuntime` parameter gets."""
+
+    def override(self, **changes: Any) -> ToolCallRequest:
+        """A copy with `tool_call`, `tool` or `state` replaced (this one is left as it is)."""
+        return replace(self, **changes)
+
+
+ToolCallWrapper: TypeAlias = Callable[
+    [ToolCallRequest, Callable[[ToolCallRequest], "ToolMessage | Command[Any]"]],
+    "ToolMessage | Command[Any]",
+]
+"""`wrapper(request, execute)`: runs the call by `execute(request)` (any number of times, with
+changed requests: retries, edits) or answers it itself, and returns the `ToolMessage` or
+`Command`."""
+
+AsyncToolCallWrapper: TypeAlias = Callable[
+    [ToolCallRequest, Callable[[ToolCallRequest], Awaitable["ToolMessage | Command[Any]"]]],
+    Awaitable["ToolMessage | Command[Any]"],
+]
+"""The async form of `ToolCallWrapper` (`ainvoke`)."""
+
+
 BeforeCall: TypeAlias = Callable[[ToolCall, Any, RunConfig], Any]
 """`hook(call, state, config)` returning `None`, a replacement `ToolCall`, an `Edited`, a
 `ToolMessage` or a `Rejected` (or an awaitable of one, under `ainvoke`)."""
@@ -105,6 +192,16 @@ BeforeCall: TypeAlias = Callable[[ToolCall, Any, RunConfig], Any]
 ErrorHandling: TypeAlias = (
     bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
 )
+
+
+def _is_calls(input: Any) -> bool:
+    """A list of tool calls (`[{"name": ..., "args": ..., "id": ...}]`), not of messages."""
+    return (
+        isinstance(input, list)
+        and bool(input)
+        and isinstance(input[-1], dict)
+        and "args" in input[-1]
+    )
 
 
 def _default_errors(e: Exception) -> str:
@@ -234,6 +331,14 @@ class ToolNode:
             answered with `INVALID_TOOL_NAME_ERROR_TEMPLATE`.
         messages_key: the state key of the message list (and of the returned messages).
         before_call: the pause before a call (see the module's documentation).
+        wrap_tool_call: `wrapper(request, execute)` around each call's run (a
+            `ToolCallWrapper`): retries, caching, changed arguments, or an answer without
+            running the tool. An error it raises is handled as `handle_tool_errors` says (any
+            error, when that is set at all). It runs after `before_call` settled the call,
+            inside the call's `once()`: a call the hook let through is still run (wrapper and
+            all) at most once per thread.
+        awrap_tool_call: its async form, for `ainvoke` (without it, `ainvoke` runs
+            `wrap_tool_call` with a sync `execute`).
     """
 
     def __init__(
@@ -245,8 +350,12 @@ class ToolNode:
         handle_tool_errors: ErrorHandling = _default_errors,
         messages_key: str = "messages",
         before_call: BeforeCall | None = None,
+        wrap_tool_call: ToolCallWrapper | None = None,
+        awrap_tool_call: AsyncToolCallWrapper | None = None,
     ) -> None:
         self.name = name
+        self.wrap_tool_call = wrap_tool_call
+        self.awrap_tool_call = awrap_tool_call
         self.tags = tags
         self.handle_tool_errors = handle_tool_errors
         self.messages_key = messages_key
@@ -257,6 +366,10 @@ class ToolNode:
             if not isinstance(made, BaseTool):
                 raise TypeError(f"ToolNode: cannot make a tool of {t!r}")
             self.tools_by_name[made.name] = made
+        self._injected = {n: _injections(t) for n, t in self.tools_by_name.items()}
+        for tool_name, found in self._injected.items():
+            if found is not None and found.call_id:
+                self.tools_by_name[tool_name] = _passing_commands(self.tools_by_name[tool_name])
         self._handled = _handled_types(handle_tool_errors)
 
     # ---- the node -----------------------------------------------------------------
@@ -266,24 +379,26 @@ class ToolNode:
         for a list input, a `Command` when a tool returned one)."""
         config = config or {}
         calls = self._calls(input)
-        plan = self._decide(calls, input, config)
-        outputs = [self._run_planned(call, verdict, config) for call, verdict in plan]
+        state = self._state_of(input) if _is_calls(input) else input
+        plan = self._decide(calls, state, config)
+        outputs = [self._run_planned(call, verdict, input, config) for call, verdict in plan]
         return self._combine(input, outputs)
 
     async def ainvoke(self, input: Any, config: RunConfig | None = None) -> Any:
         """`invoke`, with the calls run concurrently."""
         config = config or {}
         calls = self._calls(input)
-        plan = await self._adecide(calls, input, config)
+        state = self._state_of(input) if _is_calls(input) else input
+        plan = await self._adecide(calls, state, config)
         outputs = await asyncio.gather(
-            *(self._arun_planned(call, verdict, config) for call, verdict in plan)
+            *(self._arun_planned(call, verdict, input, config) for call, verdict in plan)
         )
         return self._combine(input, list(outputs))
 
     # ---- the pieces -----------------------------------------------------------------
 
     def _calls(self, input: Any) -> list[ToolCall]:
-        if isinstance(input, list) and input and isinstance(input[-1], dict):
+        if isinstance(input, list) and _is_calls(input):
             return typing.cast(list[ToolCall], input)  # a list of tool calls
         messages = _messages(input, self.messages_key, "ToolNode")
         for message in reversed(messages):
@@ -368,28 +483,84 @@ class ToolNode:
             raise Pause(tuple(pauses))
         return plan
 
-    def _run_planned(self, call: ToolCall, verdict: _Verdict, config: RunConfig) -> Any:
+    def _run_planned(self, call: ToolCall, verdict: _Verdict, state: Any, config: RunConfig) -> Any:
         if isinstance(verdict, ToolMessage):
             return verdict
         if verdict is not False and _current.get() is not None:
             key = f"tool_call:{call['id']}"
-            out = _load(once(key, lambda: _store(self._run_one(call, config))))
+            out = _load(once(key, lambda: _store(self._run_wrapped(call, state, config))))
         else:
-            out = self._run_one(call, config)
+            out = self._run_wrapped(call, state, config)
         return _noted(out, verdict) if isinstance(verdict, str) else out
 
-    async def _arun_planned(self, call: ToolCall, verdict: _Verdict, config: RunConfig) -> Any:
+    async def _arun_planned(
+        self, call: ToolCall, verdict: _Verdict, state: Any, config: RunConfig
+    ) -> Any:
         if isinstance(verdict, ToolMessage):
             return verdict
         if verdict is not False and _current.get() is not None:
 
             async def run() -> Any:
-                return _store(await self._arun_one(call, config))
+                return _store(await self._arun_wrapped(call, state, config))
 
             out = _load(await aonce(f"tool_call:{call['id']}", run))
         else:
-            out = await self._arun_one(call, config)
+            out = await self._arun_wrapped(call, state, config)
         return _noted(out, verdict) if isinstance(verdict, str) else out
+
+    def _request(self, call: ToolCall, state: Any, config: RunConfig) -> ToolCallRequest:
+        return ToolCallRequest(
+            tool_call=call,
+            tool=self.tools_by_name.get(call["name"]),
+            state=state,
+            runtime=self._runtime(call, self._state_of(state), config),
+        )
+
+    def _wrapper_failed(self, call: ToolCall, e: Exception) -> ToolMessage:
+        if not self.handle_tool_errors:
+            raise e
+        content = _error_content(e, self.handle_tool_errors)
+        return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
+
+    def _run_wrapped(self, call: ToolCall, state: Any, config: RunConfig) -> Any:
+        wrap = self.wrap_tool_call
+        if wrap is None:
+            return self._run_one(call, state, config)
+
+        def execute(request: ToolCallRequest) -> Any:
+            return self._run_one(request.tool_call, request.state, config)
+
+        try:
+            return self._message(call, wrap(self._request(call, state, config), execute))
+        except GraphInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
+            return self._wrapper_failed(call, e)
+
+    async def _arun_wrapped(self, call: ToolCall, state: Any, config: RunConfig) -> Any:
+        awrap, wrap = self.awrap_tool_call, self.wrap_tool_call
+        if awrap is None and wrap is None:
+            return await self._arun_one(call, state, config)
+        request = self._request(call, state, config)
+        try:
+            if awrap is not None:
+
+                async def aexecute(request: ToolCallRequest) -> Any:
+                    return await self._arun_one(request.tool_call, request.state, config)
+
+                out = await awrap(request, aexecute)
+            else:
+                assert wrap is not None
+
+                def execute(request: ToolCallRequest) -> Any:
+                    return self._run_one(request.tool_call, request.state, config)
+
+                out = await asyncio.to_thread(wrap, request, execute)
+            return self._message(call, out)
+        except GraphInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
+            return self._wrapper_failed(call, e)
 
     def _unknown(self, call: ToolCall) -> ToolMessage | None:
         if call["name"] in self.tools_by_name:
@@ -399,44 +570,106 @@ class ToolNode:
         )
         return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
 
-    def _run_one(self, call: ToolCall, config: RunConfig) -> Any:
+    def _run_one(self, call: ToolCall, state: Any, config: RunConfig) -> Any:
         unknown = self._unknown(call)
         if unknown is not None:
             return unknown
         tool = self.tools_by_name[call["name"]]
+        tool_input = self._tool_input(tool, call, state, config)
         try:
             try:
-                output = tool.invoke(self._tool_input(tool, call), typing.cast(Any, config))
+                output = tool.invoke(tool_input, typing.cast(Any, config))
             except ValidationError as e:
-                raise ToolInvocationError(call["name"], e, call["args"]) from e
+                raise ToolInvocationError(call["name"], e, call["args"], self._hidden(tool)) from e
+            return self._answer(call, output)
         except GraphInterrupt:
             raise
         except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
             return self._on_error(call, e)
-        return self._message(call, output)
 
-    async def _arun_one(self, call: ToolCall, config: RunConfig) -> Any:
+    async def _arun_one(self, call: ToolCall, state: Any, config: RunConfig) -> Any:
         unknown = self._unknown(call)
         if unknown is not None:
             return unknown
         tool = self.tools_by_name[call["name"]]
+        tool_input = self._tool_input(tool, call, state, config)
         try:
             try:
-                output = await tool.ainvoke(self._tool_input(tool, call), typing.cast(Any, config))
+                output = await tool.ainvoke(tool_input, typing.cast(Any, config))
             except ValidationError as e:
-                raise ToolInvocationError(call["name"], e, call["args"]) from e
+                raise ToolInvocationError(call["name"], e, call["args"], self._hidden(tool)) from e
+            return self._answer(call, output)
         except GraphInterrupt:
             raise
         except Exception as e:  # noqa: BLE001 -- handle_tool_errors decides, or it re-raises
             return self._on_error(call, e)
-        return self._message(call, output)
 
-    @staticmethod
-    def _tool_input(tool: BaseTool, call: ToolCall) -> Any:
-        # A content-and-artifact tool keeps its artifact only when invoked with the call.
-        if tool.response_format == "content_and_artifact":
-            return {**call, "type": "tool_call"}
-        return call["args"]
+    def _hidden(self, tool: BaseTool) -> frozenset[str]:
+        injected = self._injected.get(tool.name)
+        return injected.hidden if injected is not None else frozenset()
+
+    def _tool_input(self, tool: BaseTool, call: ToolCall, state: Any, config: RunConfig) -> Any:
+        """What the tool is invoked with: the model's arguments, or the whole call (with the
+        injected arguments added) when the tool takes injections or keeps an artifact."""
+        injected = self._injected.get(tool.name)
+        if injected is None:
+            # A content-and-artifact tool keeps its artifact only when invoked with the call.
+            if tool.response_format == "content_and_artifact":
+                return {**call, "type": "tool_call"}
+            return call["args"]
+        args = {k: v for k, v in (call["args"] or {}).items() if k not in injected.hidden}
+        if injected.state or injected.runtime:
+            state = self._state_of(state)
+        for param, key in injected.state.items():
+            if key is None:
+                args[param] = state
+            elif isinstance(state, Mapping) and key in state:
+                args[param] = state[key]
+            elif not isinstance(state, Mapping) and hasattr(state, key):
+                args[param] = getattr(state, key)
+            elif param not in injected.optional:
+                keys = sorted(state) if isinstance(state, Mapping) else type(state).__name__
+                raise ValueError(
+                    f"ToolNode: tool {tool.name!r} takes state key {key!r} (parameter "
+                    f"{param!r}, InjectedState), and the state has none; it has: {keys}"
+                )
+        runtime = self._runtime(call, state, config)
+        store = runtime.store
+        if injected.store:
+            if store is None:
+                raise ValueError(
+                    f"ToolNode: tool {tool.name!r} takes the store (parameter "
+                    f"{injected.store!r}, InjectedStore), and the graph has none: compile it "
+                    "with one, graph.compile(store=InMemoryStore())"
+                )
+            args[injected.store] = store
+        if injected.runtime:
+            args[injected.runtime] = runtime
+        return {**call, "args": args, "type": "tool_call"}
+
+    def _runtime(self, call: ToolCall, state: Any, config: RunConfig) -> ToolRuntime[Any, Any]:
+        task = _current.get()
+        run = task.runtime() if task is not None else None
+        return ToolRuntime(
+            state=state,
+            context=run.context if run is not None else None,
+            config=typing.cast(RunnableConfig, config),
+            stream_writer=run.stream_writer if run is not None else _no_writer,
+            tool_call_id=call["id"],
+            store=run.store if run is not None else None,
+            tools=list(self.tools_by_name.values()),
+            execution_info=run.execution_info if run is not None else None,
+        )
+
+    def _state_of(self, state: Any) -> Any:
+        """The state a tool is handed: a message list as `{messages_key: list}`; for a list of
+        tool calls, the state of the graph the node runs in (empty outside one)."""
+        if isinstance(state, list):
+            if _is_calls(state):
+                task = _current.get()
+                return task.run.view() if task is not None else {}
+            return {self.messages_key: state}
+        return state
 
     def _on_error(self, call: ToolCall, e: Exception) -> ToolMessage:
         if not self.handle_tool_errors or not isinstance(e, self._handled):
@@ -446,15 +679,49 @@ class ToolNode:
 
     @staticmethod
     def _message(call: ToolCall, output: Any) -> ToolMessage | Command[Any]:
+        if isinstance(output, _Returned):
+            return output.command
         if isinstance(output, (ToolMessage, Command)):
             return output
         return ToolMessage(_content(output), name=call["name"], tool_call_id=call["id"])
+
+    def _answer(self, call: ToolCall, output: Any) -> ToolMessage | Command[Any]:
+        """The tool's return as the call's answer. A `Command` for this graph must carry the
+        call's `ToolMessage` in its update (named after the tool, as LangGraph names it): the
+        model's provider refuses a conversation with an unanswered call."""
+        answer = self._message(call, output)
+        if not isinstance(answer, Command) or not isinstance(answer.update, Mapping):
+            return answer
+        messages = convert_to_messages(answer.update.get(self.messages_key) or [])
+        if any(isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in messages):
+            return answer
+        found = False
+        for i, m in enumerate(messages):
+            if isinstance(m, ToolMessage) and m.tool_call_id == call["id"]:
+                messages[i] = m.model_copy(update={"name": call["name"]})
+                found = True
+        if found:
+            update = {**answer.update, self.messages_key: messages}
+            return replace(answer, update=update)
+        if answer.graph is not None:
+            return answer  # for the parent graph, whose own calls it answers
+        raise ValueError(
+            f"ToolNode: tool {call['name']!r} returned a Command without a ToolMessage for its "
+            f"call {call['id']!r} in update[{self.messages_key!r}] (it has {messages!r}); every "
+            "tool call needs its ToolMessage: take the call's id with a parameter "
+            "`tool_call_id: Annotated[str, InjectedToolCallId]` and return Command(update="
+            f"{{{self.messages_key!r}: [ToolMessage('...', tool_call_id=tool_call_id)], ...}})"
+        )
 
     def _combine(self, input: Any, outputs: list[Any]) -> Any:
         messages = [o for o in outputs if isinstance(o, ToolMessage)]
         commands = [o for o in outputs if isinstance(o, Command)]
         if not commands:
-            return messages if isinstance(input, list) else {self.messages_key: messages}
+            # a message list in, a list out; a state, or a list of tool calls (a `Send`'s),
+            # in: an update of the state's messages, as LangGraph
+            if isinstance(input, list) and not _is_calls(input):
+                return messages
+            return {self.messages_key: messages}
         # One Command for the node: the tool messages, then each Command's update and gotos.
         update: dict[str, Any] = {self.messages_key: messages}
         goto: list[Any] = []

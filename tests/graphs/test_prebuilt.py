@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import tool
+from langchain_core.tools import InjectedToolCallId, tool
 from pydantic import Field
 
 from graphs import END, START, Command, StateGraph, interrupt
@@ -113,16 +113,41 @@ def test_tool_node_errors_follow_langgraphs_defaults() -> None:
     assert msg.content == "no"
 
 
-def test_a_tool_may_return_a_command() -> None:
+def test_a_tool_may_return_a_command_answering_its_call() -> None:
+    @tool
+    def pick(choice: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Pick."""
+        done = {"role": "tool", "content": f"picked {choice}", "tool_call_id": tool_call_id}
+        return Command(update={"messages": [done], "choice": choice}, goto="after")
+
+    ai = AIMessage("", tool_calls=[_call("pick", "c1", choice="b")])
+    out = ToolNode([pick]).invoke({"messages": [ai]})
+    assert isinstance(out, Command) and out.goto == ["after"]
+    (msg,) = out.update["messages"]
+    assert (type(msg), msg.content, msg.tool_call_id, msg.name) == (
+        ToolMessage,
+        "picked b",
+        "c1",
+        "pick",  # named after the tool, as LangGraph names it
+    )
+    assert out.update["choice"] == "b"
+
+
+def test_a_command_without_the_calls_tool_message_is_refused() -> None:
     @tool
     def pick(choice: str) -> Command:
         """Pick."""
         return Command(update={"choice": choice}, goto="after")
 
     ai = AIMessage("", tool_calls=[_call("pick", "c1", choice="b")])
-    out = ToolNode([pick]).invoke({"messages": [ai]})
-    assert isinstance(out, Command)
-    assert out.update == {"messages": [], "choice": "b"} and out.goto == ["after"]
+    with pytest.raises(ValueError) as e:
+        ToolNode([pick]).invoke({"messages": [ai]})
+    assert str(e.value).startswith(
+        "ToolNode: tool 'pick' returned a Command without a ToolMessage for its call 'c1' in "
+        "update['messages'] (it has []); every tool call needs its ToolMessage"
+    )
+    (msg,) = ToolNode([pick], handle_tool_errors=True).invoke({"messages": [ai]})["messages"]
+    assert msg.status == "error" and msg.tool_call_id == "c1"
 
 
 def test_tools_condition_routes_on_the_last_messages_tool_calls() -> None:

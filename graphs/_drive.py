@@ -175,7 +175,7 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
             elif len(tasks) == 1:
                 await tasks[0].run_async()
             else:
-                await asyncio.gather(*(t.run_async() for t in tasks))
+                await run_step_async(run, tasks)
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
             result = await saver.aput(*request)
@@ -195,6 +195,21 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
                 raise
         elif _emitted(run, request):
             yield request
+
+
+async def run_step_async(run: Run, tasks: list[Task]) -> None:
+    """Run a step's tasks concurrently, at most `max_concurrency` (of the run's config) at once."""
+    limit = run.top.config.get("max_concurrency")
+    if limit is None or limit >= len(tasks):
+        await asyncio.gather(*(t.run_async() for t in tasks))
+        return
+    gate = asyncio.Semaphore(limit)
+
+    async def gated(task: Task) -> None:
+        async with gate:
+            await task.run_async()
+
+    await asyncio.gather(*(gated(t) for t in tasks))
 
 
 def _run_live_sync(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
@@ -239,7 +254,7 @@ async def _run_live_async(run: Run, tasks: list[Task]) -> AsyncGenerator[Emit, N
             loop.call_soon_threadsafe(chunks.put_nowait, emit)
 
     run.sink = sink
-    step = asyncio.ensure_future(asyncio.gather(*(t.run_async() for t in tasks)))
+    step = asyncio.ensure_future(run_step_async(run, tasks))
     # Scheduled after every chunk a task wrote before it finished.
     step.add_done_callback(lambda _: chunks.put_nowait(_DONE))
     try:

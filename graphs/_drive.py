@@ -172,7 +172,7 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
             if live:
                 async for chunk in _run_live_async(run, tasks):
                     yield chunk
-            elif len(tasks) == 1:
+            elif len(tasks) == 1 and run.graph.step_timeout is None:
                 await tasks[0].run_async()
             else:
                 await run_step_async(run, tasks)
@@ -198,18 +198,74 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
 
 
 async def run_step_async(run: Run, tasks: list[Task]) -> None:
-    """Run a step's tasks concurrently, at most `max_concurrency` (of the run's config) at once."""
+    """Run a step's tasks concurrently, at most `max_concurrency` (of the run's config) at once.
+
+    As in LangGraph, a task that fails (not one that pauses) cancels the step's other tasks at
+    once, and so does the graph's `step_timeout` running out (the step then fails with
+    `TimeoutError`, in `run.step_error`). A cancelled task has not finished: it keeps no writes
+    and runs again when the step is resumed. A sync node (run in a thread) cannot be stopped:
+    the step waits for it, and keeps what it wrote if it finished. A `once()` effect that had
+    begun is not cut short either: it ends and is recorded before the cancellation takes effect.
+    """
     limit = run.top.config.get("max_concurrency")
-    if limit is None or limit >= len(tasks):
-        await asyncio.gather(*(t.run_async() for t in tasks))
-        return
-    gate = asyncio.Semaphore(limit)
+    gate = asyncio.Semaphore(limit) if limit is not None and limit < len(tasks) else None
 
-    async def gated(task: Task) -> None:
-        async with gate:
+    async def one(task: Task) -> None:
+        if gate is None:
             await task.run_async()
+        else:
+            async with gate:
+                await task.run_async()
 
-    await asyncio.gather(*(gated(t) for t in tasks))
+    running: dict[asyncio.Future[None], Task] = {asyncio.ensure_future(one(t)): t for t in tasks}
+    timeout = run.graph.step_timeout
+    clock = asyncio.get_running_loop().time
+    deadline = None if timeout is None else clock() + timeout
+    try:
+        pending = set(running)
+        while pending:
+            left = None if deadline is None else max(0.0, deadline - clock())
+            done, pending = await asyncio.wait(
+                pending, timeout=left, return_when=asyncio.FIRST_COMPLETED
+            )
+            for fut in done:
+                if not fut.cancelled() and (exc := fut.exception()) is not None:
+                    raise exc  # not a node's error (those are recorded on the task): a bug
+            if not done:
+                late = [running[f].name for f in pending]
+                run.step_error = TimeoutError(
+                    f"step {run.step + 1} did not finish within the graph's step_timeout of "
+                    f"{timeout} s: node(s) {late} were still running, and were cancelled"
+                )
+                await _cancel(running, pending)
+                return
+            if any(running[f].failed for f in done):
+                await _cancel(running, pending)
+                return
+    except BaseException:  # this run itself was cancelled (a closed stream, a timeout)
+        for fut in running:
+            fut.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        raise
+
+
+async def _cancel(
+    running: dict[asyncio.Future[None], Task], pending: set[asyncio.Future[None]]
+) -> None:
+    """Cancel the step's unfinished async tasks and wait for them, and for its sync ones (which
+    cannot be stopped); a task that ended cancelled is marked so (it did not finish)."""
+    for fut in pending:
+        if running[fut].cancellable:
+            fut.cancel()
+    for fut in pending:
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if not fut.cancelled():
+                raise  # this run itself is being cancelled
+            task = running[fut]
+            task.cancelled = True
+            task.error = None  # (an earlier attempt's, when cancelled between retries)
 
 
 def _run_live_sync(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:

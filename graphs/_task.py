@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._context import Pause, _current
 from ._events import node_config, task_async, task_sync
 from .checkpoint.base import ONCE
-from .errors import ParentCommand
+from .errors import NodeInterrupt, ParentCommand
 from .types import Interrupt, RunConfig, Send
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ class Task:
         "attempt",
         "call_results",
         "calls",
+        "cancelled",
         "done",
         "error",
         "goto",
@@ -91,6 +92,9 @@ class Task:
         self.pause: tuple[Interrupt, ...] | None = None
         """The pauses it stopped at on its last attempt (usually one)."""
         self.error: BaseException | None = None
+        self.cancelled = False
+        """It was cancelled before it finished, because a sibling failed or the step timed out
+        (`_drive.run_step_async`): it keeps no writes and runs again when the step is resumed."""
         self.subgraphs = 0
         """How many subgraph runs this attempt started (the n-th gets namespace suffix `|n`)."""
         self.kept_ns = False
@@ -113,6 +117,17 @@ class Task:
         return Runtime(
             context=run.context, store=run.store, stream_writer=run.writer, execution_info=info
         )
+
+    @property
+    def failed(self) -> bool:
+        """It ended with an error (a `NodeInterrupt` is a pause, not a failure)."""
+        return self.error is not None and not isinstance(self.error, NodeInterrupt)
+
+    @property
+    def cancellable(self) -> bool:
+        """It runs async code under `ainvoke`, which a failing sibling can cancel (a sync
+        node runs in a thread, which nothing can stop)."""
+        return self.spec.is_async or self.spec.afn is not None
 
     @property
     def is_send(self) -> bool:

@@ -36,6 +36,7 @@ from .checkpoint.base import (
     CALL,
     DONE,
     ERROR,
+    FAILED,
     GOTO,
     INTERRUPT,
     ONCE,
@@ -52,8 +53,10 @@ from .errors import (
     CheckpointerRequiredError,
     GraphRecursionError,
     InvalidUpdateError,
+    NodeError,
     NodeInterrupt,
     ParentCommand,
+    RecordedNodeError,
     ResumeError,
 )
 from .types import END, OVERWRITE_KEY, START, Command, Interrupt, Overwrite, RunConfig, Send
@@ -261,6 +264,12 @@ class Run:
                 if task.call_results is None:
                     task.call_results = {}
                 task.call_results[value[0]] = value[1]
+            elif channel == FAILED:
+                handler = task.spec.handler
+                if handler is not None and task.failure is None:
+                    # It failed in an earlier attempt of this step: its handler runs instead.
+                    task.failure = NodeError(task.name, RecordedNodeError(*value))
+                    task.spec, task.name = handler, handler.name
             elif channel != ERROR:
                 task.writes.append((channel, value))
         if not task.done:

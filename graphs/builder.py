@@ -20,7 +20,7 @@ from ._schema import (
     root_channel,
     schema_keys,
 )
-from .errors import GraphSetupError
+from .errors import GraphSetupError, NodeError
 from .types import END, START, Command, RetryPolicy, Send
 
 if TYPE_CHECKING:
@@ -67,6 +67,9 @@ class NodeSpec:
     `destinations`, and no return annotation that rules a `Command` out."""
     labels: Mapping[str, str] | None = None
     """The drawing's label of each destination (`destinations={"node": "label"}`)."""
+    handler: NodeSpec | None = None
+    """What runs in its place, in the same step, once it failed (`add_node(error_handler=)`):
+    a spec named `__error_handler__<node>`, reading the state as the node does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +155,17 @@ def _may_return(fn: Any, kinds: tuple[type, ...]) -> bool:
     return False
 
 
-INJECTED = ("writer", "runtime", "store")
+INJECTED = ("writer", "runtime", "store", "error")
 """Parameters a node may declare by name to be handed the run's `StreamWriter`, `Runtime` and
-store (`compile(store=)`)."""
+store (`compile(store=)`), and, in an error handler, the `NodeError` (None elsewhere)."""
+
+
+def _is_injected(p: inspect.Parameter) -> bool:
+    """An `INJECTED` parameter; `error` only when annotated `NodeError`, as LangGraph's."""
+    if p.name != "error":
+        return p.name in INJECTED
+    note = p.annotation
+    return note is NodeError or (isinstance(note, str) and note.endswith("NodeError"))
 
 
 def _injected(fn: Callable[..., Any]) -> tuple[str, ...]:
@@ -164,7 +175,7 @@ def _injected(fn: Callable[..., Any]) -> tuple[str, ...]:
     except (TypeError, ValueError):
         return ()
     kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return tuple(p.name for p in params[1:] if p.name in INJECTED and p.kind in kinds)
+    return tuple(p.name for p in params[1:] if _is_injected(p) and p.kind in kinds)
 
 
 def _with_injected(
@@ -185,6 +196,8 @@ def _with_injected(
             out["runtime"] = task.runtime()
         if "store" in names:
             out["store"] = task.run.store
+        if "error" in names:
+            out["error"] = task.node_error
         if config == "kw":
             out["config"] = cfg
         return out
@@ -218,7 +231,7 @@ def _takes_config(fn: Callable[..., Any], what: str) -> bool:
         for p in params
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         and p.default is p.empty
-        and p.name not in INJECTED
+        and not _is_injected(p)
     ]
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return False
@@ -398,6 +411,7 @@ class StateGraph:
         input_schema: type | None = None,
         defer: bool = False,
         cache_policy: CachePolicy | None = None,
+        error_handler: Callable[..., Any] | SupportsInvoke | None = None,
     ) -> StateGraph:
         """Add a node: `fn(state)`, `fn(state, config)` or `fn(state, *, config)`, sync or
         async, returning a dict update (or a `Command`). An object with `invoke(state, config)`
@@ -428,6 +442,14 @@ class StateGraph:
         `cache_policy`: in a graph compiled with `cache=`, the node runs once per distinct
         input (per `CachePolicy.key_func`, for `ttl` seconds); a later task with the same input
         takes the stored return value without running it. For pure nodes only.
+
+        `error_handler`: runs, in the same step, on the node's input, when the node has failed
+        (after its `retry_policy`'s attempts; a pause is not a failure), as LangGraph's. It
+        declares `error` to be handed a `NodeError(node, error)`; what it returns is written
+        as the node's return would be, and only a `Command(goto=)` it returns routes on (the
+        node's own edges do not follow a failure). The failure is saved first: if the handler
+        fails or pauses, the resume runs the handler again, not the node. A failing handler
+        fails the run.
         """
         if fn is None:
             if not callable(name) and not _is_runnable(name):
@@ -459,6 +481,50 @@ class StateGraph:
                 raise GraphSetupError(
                     f"node {name!r}: cache_policy must be a CachePolicy, got {cache_policy!r}"
                 )
+        from .compiled import CompiledGraph, SubgraphNode
+
+        if isinstance(fn, CompiledGraph):
+            fn = SubgraphNode(fn, self.channels)
+        run, afn, is_async, takes_config, dests, routes = self._callable(name, fn, destinations)
+        handler: NodeSpec | None = None
+        if error_handler is not None:
+            h_name = f"__error_handler__{name}"
+            h_run, h_afn, h_async, h_config, h_dests, h_routes = self._callable(
+                h_name, error_handler, None
+            )
+            dests = (*dests, *(d for d in h_dests if d not in dests))
+            routes = routes or h_routes
+        reads = self._node_reader(name, fn, input_schema)
+        if error_handler is not None:
+            handler = NodeSpec(
+                h_name, h_run, h_config, h_async, len(self.nodes), h_dests, h_afn, reads=reads
+            )
+        self.nodes[name] = NodeSpec(
+            name,
+            run,
+            takes_config,
+            is_async,
+            len(self.nodes),
+            dests,
+            afn,
+            retry_policy,
+            reads,
+            defer,
+            cache_policy,
+            routes,
+            labels,
+            handler,
+        )
+        return self
+
+    def _callable(
+        self,
+        name: str,
+        fn: Any,
+        destinations: Sequence[str] | Mapping[str, str] | None,
+    ) -> tuple[Callable[..., Any], Callable[..., Any] | None, bool, bool, tuple[str, ...], bool]:
+        """How to call a node's function (or Runnable, or compiled graph): `(run, afn,
+        is_async, takes_config, destinations, routes)` as `NodeSpec` holds them."""
         afn: Callable[..., Any] | None = None
         run: Callable[..., Any]
         from .compiled import CompiledGraph, SubgraphNode
@@ -489,23 +555,7 @@ class StateGraph:
                 run, takes_config = _with_injected(run, injected, how, is_async), True
             elif takes_config and _config_by_name(run):
                 run = _with_config_by_name(run)
-        reads = self._node_reader(name, fn, input_schema)
-        self.nodes[name] = NodeSpec(
-            name,
-            run,
-            takes_config,
-            is_async,
-            len(self.nodes),
-            dests,
-            afn,
-            retry_policy,
-            reads,
-            defer,
-            cache_policy,
-            routes,
-            labels,
-        )
-        return self
+        return run, afn, is_async, takes_config, dests, routes
 
     def add_edge(self, start: str | Sequence[str], end: str) -> StateGraph:
         """`add_edge(a, b)`: b runs after a. `add_edge([a, b], c)`: c runs once both have run."""

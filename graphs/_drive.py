@@ -13,6 +13,7 @@ import asyncio
 import contextvars
 import queue
 import threading
+import time
 from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -118,8 +119,7 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
             if live:
                 yield from _run_live_sync(run, request.tasks)
             else:
-                for task in request.tasks:
-                    task.run_sync()
+                run_step_sync(run, request.tasks)
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
             result = saver.put(*request)
@@ -195,6 +195,31 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
                 raise
         elif _emitted(run, request):
             yield request
+
+
+def run_step_sync(run: Run, tasks: list[Task]) -> None:
+    """Run a step's tasks one after another. A running sync node cannot be stopped, so the
+    graph's `step_timeout` is checked between tasks: once it has run out, the tasks not yet
+    started are not run (they are cancelled, and run on resume) and the step fails with
+    `TimeoutError`; what the tasks that ran wrote is kept."""
+    timeout = run.graph.step_timeout
+    if timeout is None:
+        for task in tasks:
+            task.run_sync()
+        return
+    deadline = time.monotonic() + timeout
+    for i, task in enumerate(tasks):
+        task.run_sync()
+        if time.monotonic() > deadline:
+            late = tasks[i + 1 :]
+            for t in late:
+                t.cancelled = True
+            run.step_error = TimeoutError(
+                f"step {run.step + 1} did not finish within the graph's step_timeout of "
+                f"{timeout} s: node(s) {[t.name for t in late]} had not started, and were "
+                "not run (invoke runs a step's tasks one after another)"
+            )
+            return
 
 
 async def run_step_async(run: Run, tasks: list[Task]) -> None:
@@ -279,8 +304,7 @@ def _run_live_sync(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
 
     def work() -> None:
         try:
-            for task in tasks:
-                task.run_sync()
+            run_step_sync(run, tasks)
         finally:
             chunks.put(_DONE)
 

@@ -224,3 +224,28 @@ async def test_step_timeout_applies_to_a_step_of_one_task() -> None:
     with pytest.raises(asyncio.TimeoutError):
         await app.ainvoke({"log": []})
     assert nodes.events == ["slow started", "slow cancelled"]
+
+
+def test_under_invoke_step_timeout_stops_the_tasks_not_yet_started(
+    saver: BaseCheckpointSaver,
+) -> None:
+    ran: list[str] = []
+
+    def node(name: str, seconds: float) -> Any:
+        def run(state: Log) -> dict[str, Any]:
+            time.sleep(seconds)
+            ran.append(name)
+            return {"log": [name]}
+
+        return run
+
+    g = StateGraph(Log).add_node("slow", node("slow", 0.3)).add_node("after", node("after", 0))
+    app = g.add_edge(START, "slow").add_edge(START, "after").compile(checkpointer=saver)
+    app.step_timeout = 0.1
+    with pytest.raises(TimeoutError, match=r"node\(s\) \['after'\] had not started"):
+        app.invoke({"log": []}, CONFIG)
+    assert ran == ["slow"]  # a running sync node cannot be stopped; its writes are kept
+    assert (app.get_state(CONFIG)).values == {"log": ["slow"]}
+    app.step_timeout = None
+    assert app.invoke(None, CONFIG) == {"log": ["slow", "after"]}
+    assert ran == ["slow", "after"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import types
 import typing
@@ -346,6 +347,8 @@ class StateGraph:
         self.output_keys = frozenset(schema_keys(self.output_schema))
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: list[tuple[str, str]] = []
+        self.node_defaults: dict[str, Any] = {}
+        """`set_node_defaults(...)`: what `compile` gives the nodes that set none of their own."""
         self.joins: list[tuple[tuple[str, ...], str]] = []
         self.branches: list[Branch] = []
 
@@ -486,19 +489,14 @@ class StateGraph:
         if isinstance(fn, CompiledGraph):
             fn = SubgraphNode(fn, self.channels)
         run, afn, is_async, takes_config, dests, routes = self._callable(name, fn, destinations)
+        reads = self._node_reader(name, fn, input_schema)
         handler: NodeSpec | None = None
         if error_handler is not None:
-            h_name = f"__error_handler__{name}"
-            h_run, h_afn, h_async, h_config, h_dests, h_routes = self._callable(
-                h_name, error_handler, None
+            handler = self._handler(
+                f"__error_handler__{name}", error_handler, reads, len(self.nodes)
             )
-            dests = (*dests, *(d for d in h_dests if d not in dests))
-            routes = routes or h_routes
-        reads = self._node_reader(name, fn, input_schema)
-        if error_handler is not None:
-            handler = NodeSpec(
-                h_name, h_run, h_config, h_async, len(self.nodes), h_dests, h_afn, reads=reads
-            )
+            dests = (*dests, *(d for d in handler.destinations if d not in dests))
+            routes = routes or handler.routes
         self.nodes[name] = NodeSpec(
             name,
             run,
@@ -516,6 +514,74 @@ class StateGraph:
             handler,
         )
         return self
+
+    def _handler(
+        self, name: str, fn: Any, reads: Callable[[dict[str, Any]], Any] | None, index: int
+    ) -> NodeSpec:
+        """The spec of an error handler, reading the state as its node does."""
+        run, afn, is_async, takes_config, dests, routes = self._callable(name, fn, None)
+        return NodeSpec(
+            name, run, takes_config, is_async, index, dests, afn, reads=reads, routes=routes
+        )
+
+    def set_node_defaults(
+        self,
+        *,
+        retry_policy: RetryPolicy | None = None,
+        cache_policy: CachePolicy | None = None,
+        error_handler: Callable[..., Any] | SupportsInvoke | None = None,
+        timeout: Any = None,
+    ) -> StateGraph:
+        """Policies for every node that does not set its own in `add_node`, applied when the
+        graph is compiled (so before or after the nodes are added), as LangGraph's.
+
+        `error_handler` runs (as `__default_error_handler__`) for any node without one of its
+        own; a handler that fails is not handled again. Not inherited by subgraphs.
+        `timeout`: graphs has no per-node timeout (refused); a compiled graph's
+        `step_timeout` bounds each step.
+        """
+        if timeout is not None:
+            raise GraphSetupError(
+                "set_node_defaults(timeout=...): graphs has no per-node timeout; set the "
+                "compiled graph's step_timeout (seconds a step may run under ainvoke)"
+            )
+        if retry_policy is not None and not isinstance(retry_policy, RetryPolicy):
+            raise GraphSetupError(f"retry_policy must be a RetryPolicy, got {retry_policy!r}")
+        for key, value in (
+            ("retry_policy", retry_policy),
+            ("cache_policy", cache_policy),
+            ("error_handler", error_handler),
+        ):
+            if value is not None:
+                self.node_defaults[key] = value
+        return self
+
+    def _with_defaults(self) -> dict[str, NodeSpec]:
+        """The nodes, each given `set_node_defaults`' policies where it set none."""
+        defaults = self.node_defaults
+        if not defaults:
+            return dict(self.nodes)
+        retry, cache = defaults.get("retry_policy"), defaults.get("cache_policy")
+        fallback = defaults.get("error_handler")
+        nodes: dict[str, NodeSpec] = {}
+        for name, spec in self.nodes.items():
+            changes: dict[str, Any] = {}
+            if retry is not None and spec.retry is None:
+                changes["retry"] = retry
+            if cache is not None and spec.cache is None:
+                changes["cache"] = cache
+            if fallback is not None and spec.handler is None:
+                handler = self._handler(
+                    "__default_error_handler__", fallback, spec.reads, spec.index
+                )
+                changes["handler"] = handler
+                changes["destinations"] = (
+                    *spec.destinations,
+                    *(d for d in handler.destinations if d not in spec.destinations),
+                )
+                changes["routes"] = spec.routes or handler.routes
+            nodes[name] = dataclasses.replace(spec, **changes) if changes else spec
+        return nodes
 
     def _callable(
         self,
@@ -710,7 +776,8 @@ class StateGraph:
             for s in sources:
                 check(s, f"edge {list(sources)!r} -> {target!r}")
             check(target, f"edge {list(sources)!r} -> {target!r}")
-        for spec in self.nodes.values():
+        nodes = self._with_defaults()
+        for spec in nodes.values():
             for dest in spec.destinations:
                 check(dest, f"the destinations of node {spec.name!r}")
         for br in self.branches:
@@ -727,7 +794,7 @@ class StateGraph:
         if not self.nodes:
             raise GraphSetupError("the graph has no nodes: add_node('name', fn)")
 
-        unreachable = known - self._reachable()
+        unreachable = known - self._reachable(nodes)
         if unreachable:
             raise GraphSetupError(
                 f"node(s) {sorted(unreachable)} cannot be reached from START: no edge, "
@@ -769,7 +836,7 @@ class StateGraph:
         graph = CompiledGraph(
             builder=self,
             channels=dict(self.channels),
-            nodes=dict(self.nodes),
+            nodes=nodes,
             edges=edges,
             joins=joins,
             branches=branches,
@@ -799,11 +866,11 @@ class StateGraph:
             )
         return frozenset(names)
 
-    def _reachable(self) -> set[str]:
+    def _reachable(self, nodes: Mapping[str, NodeSpec]) -> set[str]:
         """The nodes a run may reach from START. Once it reaches a node or a router that may
         route where it did not declare (a `Command` without `destinations`, a router without
         a `path_map`, a `Send`), every node counts as reachable, as LangGraph allows."""
-        anywhere = {spec.name for spec in self.nodes.values() if spec.routes}
+        anywhere = {spec.name for spec in nodes.values() if spec.routes}
         anywhere.update(br.source for br in self.branches if br.path_map is None or br.sends)
         out: dict[str, set[str]] = {}
         for a, b in self.edges:
@@ -813,14 +880,14 @@ class StateGraph:
                 out.setdefault(s, set()).add(target)
         for br in self.branches:
             out.setdefault(br.source, set()).update((br.path_map or {}).values())
-        for spec in self.nodes.values():
+        for spec in nodes.values():
             out.setdefault(spec.name, set()).update(spec.destinations)
         seen: set[str] = set()
         todo = [START]
         while todo:
             node = todo.pop()
             if node in anywhere:
-                return set(self.nodes)
+                return set(nodes)
             for nxt in out.get(node, ()):
                 if nxt not in seen and nxt != END:
                     seen.add(nxt)

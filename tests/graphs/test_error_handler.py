@@ -10,7 +10,7 @@ import pytest
 from graphs import END, START, Command, StateGraph, interrupt
 from graphs import _task as task_module
 from graphs.checkpoint.base import BaseCheckpointSaver
-from graphs.errors import NodeError, RecordedNodeError
+from graphs.errors import GraphSetupError, NodeError, RecordedNodeError
 from graphs.types import RetryPolicy
 from tests.graphs.checkpoint.test_contract import saver_fixture
 
@@ -149,3 +149,47 @@ def test_a_parameter_named_error_without_the_annotation_is_not_injected() -> Non
     app = StateGraph(State).add_node("node", node).add_edge(START, "node").compile()
     app.invoke({"log": []}, {"configurable": {"thread_id": "c"}})
     assert got[0]["configurable"]["thread_id"] == "c"
+
+
+def test_set_node_defaults_gives_nodes_without_their_own_a_handler_and_a_retry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(task_module, "sleep", lambda _: None)
+    attempts: list[str] = []
+
+    def failing(name: str) -> Any:
+        def node(state: State) -> dict[str, Any]:
+            attempts.append(name)
+            raise Refused(f"{name} failed")
+
+        return node
+
+    def default(state: State, error: NodeError) -> dict[str, Any]:
+        return {"log": [f"default handled {error.node}"]}
+
+    def own(state: State, error: NodeError) -> dict[str, Any]:
+        return {"log": [f"own handled {error.node}"]}
+
+    g = StateGraph(State)
+    g.add_node("a", failing("a")).add_node("b", failing("b"), error_handler=own)
+    g.add_edge(START, "a").add_edge(START, "b")
+    g.set_node_defaults(  # after the nodes: applied when compiled
+        retry_policy=RetryPolicy(max_attempts=2, retry_on=Refused), error_handler=default
+    )
+    assert g.compile().invoke({"log": []}) == {"log": ["default handled a", "own handled b"]}
+    assert attempts == ["a", "a", "b", "b"]
+    with pytest.raises(GraphSetupError, match="no per-node timeout"):
+        g.set_node_defaults(timeout=5)
+
+
+def test_a_default_handler_that_fails_is_not_handled_again() -> None:
+    def node(state: State) -> dict[str, Any]:
+        raise Refused("node failed")
+
+    def broken(state: State) -> dict[str, Any]:
+        raise RuntimeError("the handler failed")
+
+    g = StateGraph(State).add_node("node", node).add_edge(START, "node")
+    app = g.set_node_defaults(error_handler=broken).compile()
+    with pytest.raises(RuntimeError, match="the handler failed"):
+        app.invoke({"log": []})

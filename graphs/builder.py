@@ -322,6 +322,8 @@ class StateGraph:
             )
         input_schema = input_schema or deprecated.get("input")
         output_schema = output_schema or deprecated.get("output")
+        self.node_defaults: dict[str, Any] = {}
+        """`set_node_defaults(...)`: what `compile` gives the nodes that set none of their own."""
         self.root = is_root_schema(state_schema)
         """A root-channel graph: the state is one value (`StateGraph(Annotated[list, add])`),
         which nodes receive and return as it is."""
@@ -347,8 +349,6 @@ class StateGraph:
         self.output_keys = frozenset(schema_keys(self.output_schema))
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: list[tuple[str, str]] = []
-        self.node_defaults: dict[str, Any] = {}
-        """`set_node_defaults(...)`: what `compile` gives the nodes that set none of their own."""
         self.joins: list[tuple[tuple[str, ...], str]] = []
         self.branches: list[Branch] = []
 

@@ -19,6 +19,7 @@ These functions work only inside a running node; elsewhere they raise `RuntimeEr
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -166,17 +167,39 @@ async def aonce(
     retry_unknown: bool = False,
     **kwargs: Any,
 ) -> T:
-    """`once()` for a coroutine function, in an async node: `await aonce("draft", make_draft)`."""
+    """`once()` for a coroutine function, in an async node: `await aonce("draft", make_draft)`.
+
+    Once begun, the effect is not cut short by the node being cancelled (a sibling task failed,
+    the step timed out): it runs to its end and its result is recorded, then the cancellation
+    goes on. So a cancelled node has either not begun the effect or recorded it.
+    """
     task = _task("aonce")
     found, stored = _once_lookup(task, key, retry_unknown)
     if found:
         # What `fn` returned on an earlier attempt, read back from the checkpoint.
         return cast(T, stored)
-    await task.arecord_once(key, "started")
+
+    async def effect() -> T:
+        await task.arecord_once(key, "started")
+        try:
+            result = await fn(*args, **kwargs)
+        except BaseException:
+            await task.arecord_once(key, "failed")
+            raise
+        await task.arecord_once(key, "done", result)
+        return result
+
+    running = asyncio.ensure_future(effect())
     try:
-        result = await fn(*args, **kwargs)
-    except BaseException:
-        await task.arecord_once(key, "failed")
+        return await asyncio.shield(running)
+    except asyncio.CancelledError:
+        if running.cancelled():
+            raise
+        while not running.done():  # the node was cancelled: let the effect end first
+            try:
+                await asyncio.shield(running)
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # noqa: BLE001 - recorded as failed; the cancellation wins
+                break
         raise
-    await task.arecord_once(key, "done", result)
-    return result

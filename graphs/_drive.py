@@ -13,6 +13,7 @@ import asyncio
 import contextvars
 import queue
 import threading
+import time
 from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -118,8 +119,7 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
             if live:
                 yield from _run_live_sync(run, request.tasks)
             else:
-                for task in request.tasks:
-                    task.run_sync()
+                run_step_sync(run, request.tasks)
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
             result = saver.put(*request)
@@ -172,10 +172,10 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
             if live:
                 async for chunk in _run_live_async(run, tasks):
                     yield chunk
-            elif len(tasks) == 1:
+            elif len(tasks) == 1 and run.graph.step_timeout is None:
                 await tasks[0].run_async()
             else:
-                await asyncio.gather(*(t.run_async() for t in tasks))
+                await run_step_async(run, tasks)
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
             result = await saver.aput(*request)
@@ -197,6 +197,102 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
             yield request
 
 
+def run_step_sync(run: Run, tasks: list[Task]) -> None:
+    """Run a step's tasks one after another. A running sync node cannot be stopped, so the
+    graph's `step_timeout` is checked between tasks: once it has run out, the tasks not yet
+    started are not run (they are cancelled, and run on resume) and the step fails with
+    `TimeoutError`; what the tasks that ran wrote is kept."""
+    timeout = run.graph.step_timeout
+    if timeout is None:
+        for task in tasks:
+            task.run_sync()
+        return
+    deadline = time.monotonic() + timeout
+    for i, task in enumerate(tasks):
+        task.run_sync()
+        if time.monotonic() > deadline:
+            late = tasks[i + 1 :]
+            for t in late:
+                t.cancelled = True
+            run.step_error = TimeoutError(
+                f"step {run.step + 1} did not finish within the graph's step_timeout of "
+                f"{timeout} s: node(s) {[t.name for t in late]} had not started, and were "
+                "not run (invoke runs a step's tasks one after another)"
+            )
+            return
+
+
+async def run_step_async(run: Run, tasks: list[Task]) -> None:
+    """Run a step's tasks concurrently, at most `max_concurrency` (of the run's config) at once.
+
+    As in LangGraph, a task that fails (not one that pauses) cancels the step's other tasks at
+    once, and so does the graph's `step_timeout` running out (the step then fails with
+    `TimeoutError`, in `run.step_error`). A cancelled task has not finished: it keeps no writes
+    and runs again when the step is resumed. A sync node (run in a thread) cannot be stopped:
+    the step waits for it, and keeps what it wrote if it finished. A `once()` effect that had
+    begun is not cut short either: it ends and is recorded before the cancellation takes effect.
+    """
+    limit = run.top.config.get("max_concurrency")
+    gate = asyncio.Semaphore(limit) if limit is not None and limit < len(tasks) else None
+
+    async def one(task: Task) -> None:
+        if gate is None:
+            await task.run_async()
+        else:
+            async with gate:
+                await task.run_async()
+
+    running: dict[asyncio.Future[None], Task] = {asyncio.ensure_future(one(t)): t for t in tasks}
+    timeout = run.graph.step_timeout
+    clock = asyncio.get_running_loop().time
+    deadline = None if timeout is None else clock() + timeout
+    try:
+        pending = set(running)
+        while pending:
+            left = None if deadline is None else max(0.0, deadline - clock())
+            done, pending = await asyncio.wait(
+                pending, timeout=left, return_when=asyncio.FIRST_COMPLETED
+            )
+            for fut in done:
+                if not fut.cancelled() and (exc := fut.exception()) is not None:
+                    raise exc  # not a node's error (those are recorded on the task): a bug
+            if not done:
+                late = [running[f].name for f in pending]
+                run.step_error = TimeoutError(
+                    f"step {run.step + 1} did not finish within the graph's step_timeout of "
+                    f"{timeout} s: node(s) {late} were still running, and were cancelled"
+                )
+                await _cancel(running, pending)
+                return
+            if any(running[f].failed for f in done):
+                await _cancel(running, pending)
+                return
+    except BaseException:  # this run itself was cancelled (a closed stream, a timeout)
+        for fut in running:
+            fut.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        raise
+
+
+async def _cancel(
+    running: dict[asyncio.Future[None], Task], pending: set[asyncio.Future[None]]
+) -> None:
+    """Cancel the step's unfinished async tasks and wait for them, and for its sync ones (which
+    cannot be stopped); a task that ended cancelled is marked so (it did not finish)."""
+    for fut in pending:
+        if running[fut].cancellable:
+            fut.cancel()
+    for fut in pending:
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if not fut.cancelled():
+                raise  # this run itself is being cancelled
+            task = running[fut]
+            task.cancelled = True
+            task.error = None  # (an earlier attempt's, when cancelled between retries)
+
+
 def _run_live_sync(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
     """Run the step's tasks (one after another, as `drive_sync` does) in a worker thread, and
     yield what they write to the stream as it comes.
@@ -208,8 +304,7 @@ def _run_live_sync(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
 
     def work() -> None:
         try:
-            for task in tasks:
-                task.run_sync()
+            run_step_sync(run, tasks)
         finally:
             chunks.put(_DONE)
 
@@ -239,7 +334,7 @@ async def _run_live_async(run: Run, tasks: list[Task]) -> AsyncGenerator[Emit, N
             loop.call_soon_threadsafe(chunks.put_nowait, emit)
 
     run.sink = sink
-    step = asyncio.ensure_future(asyncio.gather(*(t.run_async() for t in tasks)))
+    step = asyncio.ensure_future(run_step_async(run, tasks))
     # Scheduled after every chunk a task wrote before it finished.
     step.add_done_callback(lambda _: chunks.put_nowait(_DONE))
     try:

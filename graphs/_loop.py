@@ -36,6 +36,7 @@ from .checkpoint.base import (
     CALL,
     DONE,
     ERROR,
+    FAILED,
     GOTO,
     INTERRUPT,
     ONCE,
@@ -52,8 +53,10 @@ from .errors import (
     CheckpointerRequiredError,
     GraphRecursionError,
     InvalidUpdateError,
+    NodeError,
     NodeInterrupt,
     ParentCommand,
+    RecordedNodeError,
     ResumeError,
 )
 from .types import END, OVERWRITE_KEY, START, Command, Interrupt, Overwrite, RunConfig, Send
@@ -178,6 +181,8 @@ class Run:
         """What the config adds to each checkpoint's metadata (`noted_metadata`)."""
         self.chain: Any = None
         """Its langchain_core chain run, when it reports to callbacks (`_events.py`)."""
+        self.step_error: BaseException | None = None
+        """Why the step stopped besides its tasks' own errors: the graph's `step_timeout`."""
 
     def write_custom(self, chunk: Any) -> None:
         self.send("custom", chunk)
@@ -261,6 +266,12 @@ class Run:
                 if task.call_results is None:
                     task.call_results = {}
                 task.call_results[value[0]] = value[1]
+            elif channel == FAILED:
+                handler = task.spec.handler
+                if handler is not None and task.failure is None:
+                    # It failed in an earlier attempt of this step: its handler runs instead.
+                    task.failure = NodeError(task.name, RecordedNodeError(*value))
+                    task.spec, task.name = handler, handler.name
             elif channel != ERROR:
                 task.writes.append((channel, value))
         if not task.done:
@@ -949,9 +960,11 @@ class Run:
                     for emit in trace(self, "tasks", payload, self.step + 1):
                         yield emit
             yield RunTasks(todo)
-            failed = False
+            failed = self.step_error is not None
             for t in todo:
-                if t.error is None and t.pause is None:
+                if t.cancelled:  # a sibling failed, or the step timed out, before it finished
+                    failed = True
+                elif t.error is None and t.pause is None:
                     self.to_writes(t)  # may find the result invalid: an error
                     if t.pushed:  # push_message() wrote before the node returned
                         t.writes[:0] = t.pushed
@@ -1031,6 +1044,8 @@ class Run:
             writes: list[tuple[str, Any]]
             if t.pause is not None or isinstance(t.error, NodeInterrupt):
                 writes = []
+            elif t.cancelled:
+                writes = []  # it did not finish: it runs again when the step is resumed
             elif t.error is not None:
                 writes = [(ERROR, f"{type(t.error).__name__}: {t.error}")]
             else:
@@ -1050,12 +1065,14 @@ class Run:
             t for t in stuck if t.error is not None and not isinstance(t.error, NodeInterrupt)
         ]
         node_interrupts = [t for t in stuck if isinstance(t.error, NodeInterrupt)]
-        if errors:
+        if errors or self.step_error is not None:
             if "updates" in self.modes:
                 yield from self.finished_updates(ran, {})
-            err = errors[0].error
+            err = errors[0].error if errors else self.step_error
             assert err is not None
-            note = f"while running node {errors[0].name!r} on thread {self.thread_id!r}"
+            note = f"on thread {self.thread_id!r}"
+            if errors:
+                note = f"while running node {errors[0].name!r} {note}"
             if saver is not None:
                 note += (
                     "; the last checkpoint is kept: fix the cause, then resume with "
@@ -1104,7 +1121,7 @@ class Run:
         for t in ran:
             if t.id in asked:
                 yield Emit("updates", {"__interrupt__": asked[t.id]})
-            elif t.error is None and t.pause is None:
+            elif t.error is None and t.pause is None and not t.cancelled:
                 yield Emit("updates", {t.name: self.update_of(t)})
 
     def finished_output(self, tasks: list[Task]) -> Any:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._context import Pause, _current
 from ._events import node_config, task_async, task_sync
-from .checkpoint.base import ONCE
-from .errors import ParentCommand
+from .checkpoint.base import FAILED, ONCE
+from .errors import NodeError, NodeInterrupt, ParentCommand
 from .types import Interrupt, RunConfig, Send
 
 if TYPE_CHECKING:
@@ -44,13 +44,16 @@ class Task:
         "attempt",
         "call_results",
         "calls",
+        "cancelled",
         "done",
         "error",
+        "failure",
         "goto",
         "id",
         "interrupt_count",
         "kept_ns",
         "name",
+        "node_error",
         "once",
         "pause",
         "pushed",
@@ -91,6 +94,14 @@ class Task:
         self.pause: tuple[Interrupt, ...] | None = None
         """The pauses it stopped at on its last attempt (usually one)."""
         self.error: BaseException | None = None
+        self.failure: NodeError | None = None
+        """The node failed (in this attempt of the step, or one saved earlier) and its error
+        handler runs in its place: then `spec` and `name` are the handler's."""
+        self.node_error: NodeError | None = None
+        """What an error handler running now is handed as its `error` parameter."""
+        self.cancelled = False
+        """It was cancelled before it finished, because a sibling failed or the step timed out
+        (`_drive.run_step_async`): it keeps no writes and runs again when the step is resumed."""
         self.subgraphs = 0
         """How many subgraph runs this attempt started (the n-th gets namespace suffix `|n`)."""
         self.kept_ns = False
@@ -115,6 +126,17 @@ class Task:
         )
 
     @property
+    def failed(self) -> bool:
+        """It ended with an error (a `NodeInterrupt` is a pause, not a failure)."""
+        return self.error is not None and not isinstance(self.error, NodeInterrupt)
+
+    @property
+    def cancellable(self) -> bool:
+        """It runs async code under `ainvoke`, which a failing sibling can cancel (a sync
+        node runs in a thread, which nothing can stop)."""
+        return self.spec.is_async or self.spec.afn is not None
+
+    @property
     def is_send(self) -> bool:
         """It runs on a `Send`'s arg, not on the state."""
         return self.arg is not STATE
@@ -137,6 +159,46 @@ class Task:
             self._retry_sync()
 
     def _retry_sync(self) -> None:
+        if self.failure is None:
+            self._attempts_sync()
+            if not self._fails_over():
+                return
+            self._record_failure_sync()
+        self.node_error = self.failure
+        self._attempt_sync()  # the error handler, once (its failure fails the run)
+
+    def _fails_over(self) -> bool:
+        """The node failed and has an error handler: the handler takes its place."""
+        handler = self.spec.handler
+        if handler is None or not self.failed:
+            return False
+        assert self.error is not None
+        self.failure = NodeError(self.name, self.error)
+        self.spec, self.name = handler, handler.name
+        return True
+
+    def _failure_write(self) -> tuple[BaseCheckpointSaver, RunConfig, list[tuple[str, Any]]] | None:
+        run, failure = self.run, self.failure
+        if run.saver is None or failure is None:
+            return None
+        assert run.head_config is not None
+        error = failure.error
+        return run.saver, run.head_config, [(FAILED, [type(error).__name__, str(error)])]
+
+    def _record_failure_sync(self) -> None:
+        """Save the failure before the handler runs: a resume then runs the handler again."""
+        found = self._failure_write()
+        if found is not None:
+            saver, config, writes = found
+            saver.put_writes(config, writes, self.id)
+
+    async def _record_failure_async(self) -> None:
+        found = self._failure_write()
+        if found is not None:
+            saver, config, writes = found
+            await saver.aput_writes(config, writes, self.id)
+
+    def _attempts_sync(self) -> None:
         failures = 0
         while True:
             self._attempt_sync()
@@ -218,6 +280,20 @@ class Task:
             # Blocking node code must not stall the event loop (and the other tasks).
             await asyncio.to_thread(self._retry_sync)
             return
+        if self.failure is None:
+            await self._attempts_async()
+            if not self._fails_over():
+                return
+            await self._record_failure_async()
+        self.node_error = self.failure
+        spec = self.spec
+        if not spec.is_async and spec.afn is None:
+            await asyncio.to_thread(self._attempt_sync)
+        else:
+            await self._attempt_async()
+
+    async def _attempts_async(self) -> None:
+        spec = self.spec
         failures = 0
         while True:
             await self._attempt_async()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import types
 import typing
@@ -21,7 +22,7 @@ from ._schema import (
     root_channel,
     schema_keys,
 )
-from .errors import GraphSetupError
+from .errors import GraphSetupError, NodeError
 from .types import END, START, Command, RetryPolicy, Send
 
 if TYPE_CHECKING:
@@ -68,6 +69,9 @@ class NodeSpec:
     `destinations`, and no return annotation that rules a `Command` out."""
     labels: Mapping[str, str] | None = None
     """The drawing's label of each destination (`destinations={"node": "label"}`)."""
+    handler: NodeSpec | None = None
+    """What runs in its place, in the same step, once it failed (`add_node(error_handler=)`):
+    a spec named `__error_handler__<node>`, reading the state as the node does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,9 +157,17 @@ def _may_return(fn: Any, kinds: tuple[type, ...]) -> bool:
     return False
 
 
-INJECTED = ("writer", "runtime", "store")
+INJECTED = ("writer", "runtime", "store", "error")
 """Parameters a node may declare by name to be handed the run's `StreamWriter`, `Runtime` and
-store (`compile(store=)`)."""
+store (`compile(store=)`), and, in an error handler, the `NodeError` (None elsewhere)."""
+
+
+def _is_injected(p: inspect.Parameter) -> bool:
+    """An `INJECTED` parameter; `error` only when annotated `NodeError`, as LangGraph's."""
+    if p.name != "error":
+        return p.name in INJECTED
+    note = p.annotation
+    return note is NodeError or (isinstance(note, str) and note.endswith("NodeError"))
 
 
 def _injected(fn: Callable[..., Any]) -> tuple[str, ...]:
@@ -165,7 +177,7 @@ def _injected(fn: Callable[..., Any]) -> tuple[str, ...]:
     except (TypeError, ValueError):
         return ()
     kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return tuple(p.name for p in params[1:] if p.name in INJECTED and p.kind in kinds)
+    return tuple(p.name for p in params[1:] if _is_injected(p) and p.kind in kinds)
 
 
 def _with_injected(
@@ -186,6 +198,8 @@ def _with_injected(
             out["runtime"] = task.runtime()
         if "store" in names:
             out["store"] = task.run.store
+        if "error" in names:
+            out["error"] = task.node_error
         if config == "kw":
             out["config"] = cfg
         return out
@@ -219,7 +233,7 @@ def _takes_config(fn: Callable[..., Any], what: str) -> bool:
         for p in params
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         and p.default is p.empty
-        and p.name not in INJECTED
+        and not _is_injected(p)
     ]
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return False
@@ -309,6 +323,8 @@ class StateGraph:
             )
         input_schema = input_schema or deprecated.get("input")
         output_schema = output_schema or deprecated.get("output")
+        self.node_defaults: dict[str, Any] = {}
+        """`set_node_defaults(...)`: what `compile` gives the nodes that set none of their own."""
         self.root = is_root_schema(state_schema)
         """A root-channel graph: the state is one value (`StateGraph(Annotated[list, add])`),
         which nodes receive and return as it is."""
@@ -403,6 +419,7 @@ class StateGraph:
         input_schema: type | None = None,
         defer: bool = False,
         cache_policy: CachePolicy | None = None,
+        error_handler: Callable[..., Any] | SupportsInvoke | None = None,
     ) -> StateGraph:
         """Add a node: `fn(state)`, `fn(state, config)` or `fn(state, *, config)`, sync or
         async, returning a dict update (or a `Command`). An object with `invoke(state, config)`
@@ -433,6 +450,14 @@ class StateGraph:
         `cache_policy`: in a graph compiled with `cache=`, the node runs once per distinct
         input (per `CachePolicy.key_func`, for `ttl` seconds); a later task with the same input
         takes the stored return value without running it. For pure nodes only.
+
+        `error_handler`: runs, in the same step, on the node's input, when the node has failed
+        (after its `retry_policy`'s attempts; a pause is not a failure), as LangGraph's. It
+        declares `error` to be handed a `NodeError(node, error)`; what it returns is written
+        as the node's return would be, and only a `Command(goto=)` it returns routes on (the
+        node's own edges do not follow a failure). The failure is saved first: if the handler
+        fails or pauses, the resume runs the handler again, not the node. A failing handler
+        fails the run.
         """
         if fn is None:
             if not callable(name) and not _is_runnable(name):
@@ -464,6 +489,113 @@ class StateGraph:
                 raise GraphSetupError(
                     f"node {name!r}: cache_policy must be a CachePolicy, got {cache_policy!r}"
                 )
+        from .compiled import CompiledGraph, SubgraphNode
+
+        if isinstance(fn, CompiledGraph):
+            fn = SubgraphNode(fn, self.channels)
+        run, afn, is_async, takes_config, dests, routes = self._callable(name, fn, destinations)
+        reads = self._node_reader(name, fn, input_schema)
+        handler: NodeSpec | None = None
+        if error_handler is not None:
+            handler = self._handler(
+                f"__error_handler__{name}", error_handler, reads, len(self.nodes)
+            )
+            dests = (*dests, *(d for d in handler.destinations if d not in dests))
+            routes = routes or handler.routes
+        self.nodes[name] = NodeSpec(
+            name,
+            run,
+            takes_config,
+            is_async,
+            len(self.nodes),
+            dests,
+            afn,
+            retry_policy,
+            reads,
+            defer,
+            cache_policy,
+            routes,
+            labels,
+            handler,
+        )
+        return self
+
+    def _handler(
+        self, name: str, fn: Any, reads: Callable[[dict[str, Any]], Any] | None, index: int
+    ) -> NodeSpec:
+        """The spec of an error handler, reading the state as its node does."""
+        run, afn, is_async, takes_config, dests, routes = self._callable(name, fn, None)
+        return NodeSpec(
+            name, run, takes_config, is_async, index, dests, afn, reads=reads, routes=routes
+        )
+
+    def set_node_defaults(
+        self,
+        *,
+        retry_policy: RetryPolicy | None = None,
+        cache_policy: CachePolicy | None = None,
+        error_handler: Callable[..., Any] | SupportsInvoke | None = None,
+        timeout: Any = None,
+    ) -> StateGraph:
+        """Policies for every node that does not set its own in `add_node`, applied when the
+        graph is compiled (so before or after the nodes are added), as LangGraph's.
+
+        `error_handler` runs (as `__default_error_handler__`) for any node without one of its
+        own; a handler that fails is not handled again. Not inherited by subgraphs.
+        `timeout`: graphs has no per-node timeout (refused); a compiled graph's
+        `step_timeout` bounds each step.
+        """
+        if timeout is not None:
+            raise GraphSetupError(
+                "set_node_defaults(timeout=...): graphs has no per-node timeout; set the "
+                "compiled graph's step_timeout (seconds a step may run under ainvoke)"
+            )
+        if retry_policy is not None and not isinstance(retry_policy, RetryPolicy):
+            raise GraphSetupError(f"retry_policy must be a RetryPolicy, got {retry_policy!r}")
+        for key, value in (
+            ("retry_policy", retry_policy),
+            ("cache_policy", cache_policy),
+            ("error_handler", error_handler),
+        ):
+            if value is not None:
+                self.node_defaults[key] = value
+        return self
+
+    def _with_defaults(self) -> dict[str, NodeSpec]:
+        """The nodes, each given `set_node_defaults`' policies where it set none."""
+        defaults = self.node_defaults
+        if not defaults:
+            return dict(self.nodes)
+        retry, cache = defaults.get("retry_policy"), defaults.get("cache_policy")
+        fallback = defaults.get("error_handler")
+        nodes: dict[str, NodeSpec] = {}
+        for name, spec in self.nodes.items():
+            changes: dict[str, Any] = {}
+            if retry is not None and spec.retry is None:
+                changes["retry"] = retry
+            if cache is not None and spec.cache is None:
+                changes["cache"] = cache
+            if fallback is not None and spec.handler is None:
+                handler = self._handler(
+                    "__default_error_handler__", fallback, spec.reads, spec.index
+                )
+                changes["handler"] = handler
+                changes["destinations"] = (
+                    *spec.destinations,
+                    *(d for d in handler.destinations if d not in spec.destinations),
+                )
+                changes["routes"] = spec.routes or handler.routes
+            nodes[name] = dataclasses.replace(spec, **changes) if changes else spec
+        return nodes
+
+    def _callable(
+        self,
+        name: str,
+        fn: Any,
+        destinations: Sequence[str] | Mapping[str, str] | None,
+    ) -> tuple[Callable[..., Any], Callable[..., Any] | None, bool, bool, tuple[str, ...], bool]:
+        """How to call a node's function (or Runnable, or compiled graph): `(run, afn,
+        is_async, takes_config, destinations, routes)` as `NodeSpec` holds them."""
         afn: Callable[..., Any] | None = None
         run: Callable[..., Any]
         from .compiled import CompiledGraph, SubgraphNode
@@ -494,23 +626,7 @@ class StateGraph:
                 run, takes_config = _with_injected(run, injected, how, is_async), True
             elif takes_config and _config_by_name(run):
                 run = _with_config_by_name(run)
-        reads = self._node_reader(name, fn, input_schema)
-        self.nodes[name] = NodeSpec(
-            name,
-            run,
-            takes_config,
-            is_async,
-            len(self.nodes),
-            dests,
-            afn,
-            retry_policy,
-            reads,
-            defer,
-            cache_policy,
-            routes,
-            labels,
-        )
-        return self
+        return run, afn, is_async, takes_config, dests, routes
 
     def add_edge(self, start: str | Sequence[str], end: str) -> StateGraph:
         """`add_edge(a, b)`: b runs after a. `add_edge([a, b], c)`: c runs once both have run."""
@@ -665,7 +781,8 @@ class StateGraph:
             for s in sources:
                 check(s, f"edge {list(sources)!r} -> {target!r}")
             check(target, f"edge {list(sources)!r} -> {target!r}")
-        for spec in self.nodes.values():
+        nodes = self._with_defaults()
+        for spec in nodes.values():
             for dest in spec.destinations:
                 check(dest, f"the destinations of node {spec.name!r}")
         for br in self.branches:
@@ -682,7 +799,7 @@ class StateGraph:
         if not self.nodes:
             raise GraphSetupError("the graph has no nodes: add_node('name', fn)")
 
-        unreachable = known - self._reachable()
+        unreachable = known - self._reachable(nodes)
         if unreachable:
             raise GraphSetupError(
                 f"node(s) {sorted(unreachable)} cannot be reached from START: no edge, "
@@ -724,7 +841,7 @@ class StateGraph:
         graph = CompiledGraph(
             builder=self,
             channels=dict(self.channels),
-            nodes=dict(self.nodes),
+            nodes=nodes,
             edges=edges,
             joins=joins,
             branches=branches,
@@ -754,11 +871,11 @@ class StateGraph:
             )
         return frozenset(names)
 
-    def _reachable(self) -> set[str]:
+    def _reachable(self, nodes: Mapping[str, NodeSpec]) -> set[str]:
         """The nodes a run may reach from START. Once it reaches a node or a router that may
         route where it did not declare (a `Command` without `destinations`, a router without
         a `path_map`, a `Send`), every node counts as reachable, as LangGraph allows."""
-        anywhere = {spec.name for spec in self.nodes.values() if spec.routes}
+        anywhere = {spec.name for spec in nodes.values() if spec.routes}
         anywhere.update(br.source for br in self.branches if br.path_map is None or br.sends)
         out: dict[str, set[str]] = {}
         for a, b in self.edges:
@@ -768,14 +885,14 @@ class StateGraph:
                 out.setdefault(s, set()).add(target)
         for br in self.branches:
             out.setdefault(br.source, set()).update((br.path_map or {}).values())
-        for spec in self.nodes.values():
+        for spec in nodes.values():
             out.setdefault(spec.name, set()).update(spec.destinations)
         seen: set[str] = set()
         todo = [START]
         while todo:
             node = todo.pop()
             if node in anywhere:
-                return set(self.nodes)
+                return set(nodes)
             for nxt in out.get(node, ()):
                 if nxt not in seen and nxt != END:
                     seen.add(nxt)

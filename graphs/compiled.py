@@ -141,6 +141,10 @@ class CompiledGraph(RunnableMethods):
         when None)."""
         self.name = "LangGraph"
         """`compile(name=...)`: how LangGraph names the graph (in traces and as a tool)."""
+        self.step_timeout: float | None = None
+        """Seconds a step's tasks may run under `ainvoke`/`astream` before those still running
+        are cancelled and the run fails with `TimeoutError` (LangGraph's attribute of the same
+        name; None: no limit). Set it on the compiled graph: `graph.step_timeout = 30`."""
 
     # ---- running ---------------------------------------------------------------------
 

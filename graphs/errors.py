@@ -16,6 +16,7 @@ GraphError                        root of everything below
 │   └── SchemaVersionError        the database's checkpoint schema is not the one this code knows
 ├── SerializationError            a value the checkpoint format cannot store
 ├── SideEffectUnknownError        a `once()` effect started but its outcome was never recorded
+├── RecordedNodeError             a node's error read back from a checkpoint (for an error handler)
 └── ParentCommand                 carries a subgraph's `Command(graph=Command.PARENT)` to its parent
 ```
 
@@ -26,6 +27,7 @@ naming the node and the thread is attached (`BaseException.add_note`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ __all__ = [
     "MultipleSubgraphsError",
     "NodeInterrupt",
     "ParentCommand",
+    "RecordedNodeError",
     "ResumeError",
     "SchemaVersionError",
     "SerializationError",
@@ -246,3 +249,30 @@ class ParentCommand(GraphError):
     def __init__(self, command: Command[Any]) -> None:
         super().__init__(command)
         self.command = command
+
+
+class RecordedNodeError(GraphError):
+    """A node's error as a checkpoint recorded it: its type's name and its message.
+
+    An `add_node(..., error_handler=)` handler that runs again on resume (it failed, or paused,
+    the first time) gets this in `NodeError.error`, since the original exception is not
+    stored (nothing is pickled). `str(err)` is the original message."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(message)
+        self.type_name = type_name
+        """The original exception's class name (`"ValueError"`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeError:  # not an exception, so not in __all__ (which lists the error tree)
+    """What an error handler is told of the failure (`add_node(..., error_handler=)`).
+
+    A handler declares a parameter named `error` to be handed it, as LangGraph's:
+    `def handler(state, error: NodeError) -> dict | Command`."""
+
+    node: str
+    """The node that failed."""
+    error: BaseException
+    """What it raised (after its `RetryPolicy`'s attempts); a `RecordedNodeError` when the
+    handler runs again on a resume, read back from the checkpoint."""

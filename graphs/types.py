@@ -103,6 +103,9 @@ class RunConfig(TypedDict, total=False):
     """Noted in each checkpoint's metadata and in `messages` chunks' metadata, as LangGraph."""
     tags: list[str]
     """Shown in `messages` chunks of chat models (with the model's own tags), as LangGraph."""
+    max_concurrency: int
+    """Under `ainvoke`/`astream`, at most this many of a step's tasks run at once (default: all
+    of them). `invoke` runs a step's tasks one after another anyway."""
 
 
 @dataclass(frozen=True, slots=True)

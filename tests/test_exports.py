@@ -29,6 +29,7 @@ GRAPHS_API = [
     "MultipleSubgraphsError",
     "NodeInterrupt",
     "ParentCommand",
+    "RecordedNodeError",
     "ResumeError",
     "RetryPolicy",
     "RunConfig",

@@ -287,6 +287,11 @@ class AuditLog:
             )
         )
 
+    def stamped(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        """`data` as every entry of this log writes it (`append`, `append_many`): as given.
+        A log that marks where its entries came from overrides it (`"via": "cli"`)."""
+        return data
+
     async def append_many(
         self,
         conn: AsyncConnection,
@@ -304,7 +309,13 @@ class AuditLog:
             ValueError, TypeError: as `append`; then none of them is written.
         """
         rows = [
-            _inbox_row(kind, approval_id=approval_id, thread_id=thread_id, actor=actor, data=data)
+            _inbox_row(
+                kind,
+                approval_id=approval_id,
+                thread_id=thread_id,
+                actor=actor,
+                data=self.stamped(data),
+            )
             for kind, data in entries
         ]
         if rows:

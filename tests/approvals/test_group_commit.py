@@ -126,16 +126,25 @@ async def test_a_vote_past_its_deadline_in_a_group_is_busy_and_nothing_of_it_is_
 
 async def behind_the_gate(kit: Kit, calls: list[Any]) -> list[Any]:
     """Start `calls` (coroutines) one after another while another thread holds the SQLite
-    file's write gate, so that they queue for it in that order; then let it go. Their results,
-    or the exceptions they raised, in order."""
+    file's write gate, each once the one before it waits for its turn to write (so they queue in
+    that order); then let the gate go. Their results, or the exceptions they raised, in order."""
     gate = kit.db.saver._gate
     assert gate is not None
     await asyncio.to_thread(gate.acquire)  # a long write of another thread
     tasks = []
     try:
-        for call in calls:
+        for n, call in enumerate(calls, 1):
             tasks.append(asyncio.ensure_future(call))
-            await asyncio.sleep(0.05)  # this one is queued before the next starts
+            async with asyncio.timeout(30):
+                while writers_waiting(kit) < n:
+                    await asyncio.sleep(0.005)
     finally:
         gate.release()
     return list(await asyncio.gather(*tasks, return_exceptions=True))
+
+
+def writers_waiting(kit: Kit) -> int:
+    """Writers of this process waiting for their turn: at the gate, or in a group's queue."""
+    gate = kit.db.saver._gate
+    assert gate is not None
+    return len(gate._queue) + sum(len(b.queue) for b in kit.db._batches.values())

@@ -281,7 +281,7 @@ class AuditLog:
                     approval_id=approval_id,
                     thread_id=thread_id,
                     actor=actor,
-                    data=data,
+                    data=self.stamped(data),
                     at=at,
                 )
             )

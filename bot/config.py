@@ -9,9 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from .approvals.audit import AuditKind, AuditLog
+from .approvals.audit import AuditLog
 from .approvals.db import Database
 from .approvals.events import EventSink
 from .approvals.policy import GroupResolver, Policy, load_policy
@@ -179,26 +177,8 @@ class _SourcedAuditLog(AuditLog):
         self.via = via
         """What every event's `data["via"]` says."""
 
-    async def append(
-        self,
-        conn: AsyncConnection,
-        kind: AuditKind,
-        *,
-        approval_id: str | None = None,
-        thread_id: str | None = None,
-        actor: str | None = None,
-        data: Mapping[str, Any],
-        at: float | None = None,
-    ) -> None:
-        await super().append(
-            conn,
-            kind,
-            approval_id=approval_id,
-            thread_id=thread_id,
-            actor=actor,
-            data={**data, "via": self.via},
-            at=at,
-        )
+    def stamped(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        return {**data, "via": self.via}
 
 
 def build_signoff(

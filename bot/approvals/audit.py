@@ -177,6 +177,36 @@ class AuditReport:
     """Entries committed but still in the inbox, not covered by the chain yet (`link` them)."""
 
 
+def _inbox_row(
+    kind: AuditKind,
+    *,
+    approval_id: str | None,
+    thread_id: str | None,
+    actor: str | None,
+    data: Mapping[str, Any],
+    at: float | None = None,
+) -> dict[str, Any]:
+    """The `audit_inbox` row of one event (`AuditLog.append`), checked."""
+    if kind not in EVENT_KINDS:
+        raise ValueError(
+            f"unknown audit event kind {kind!r}; expected one of {sorted(EVENT_KINDS)}"
+        )
+    when = time.time() if at is None else float(at)
+    if not math.isfinite(when):
+        raise ValueError(f"audit event time must be a finite number, not {at!r}")
+    what = f"data of audit event {kind!r}"
+    service = service_of(thread_id)
+    if service is not None:  # a run an outside service asked for: the entry names it
+        data = {**data, "service": service}
+    # Through JSON and back, so what is hashed is exactly what `verify` will read back
+    # (e.g. integer keys become strings before they are sorted).
+    data_json = _canonical(json.loads(_canonical(dict(data), what=what)), what=what)
+    return {
+        "at": when, "kind": kind, "approval_id": approval_id, "thread_id": thread_id,
+        "actor": actor, "data": data_json,
+    }  # fmt: skip
+
+
 class AuditLog:
     """Appends to, verifies and exports the hash-chained `audit_events` table.
 
@@ -244,26 +274,52 @@ class AuditLog:
             ValueError: `kind` is not an `AuditKind`, or `data` holds NaN or infinity.
             TypeError: `data` holds something JSON cannot represent.
         """
-        if kind not in EVENT_KINDS:
-            raise ValueError(
-                f"unknown audit event kind {kind!r}; expected one of {sorted(EVENT_KINDS)}"
-            )
-        when = time.time() if at is None else float(at)
-        if not math.isfinite(when):
-            raise ValueError(f"audit event time must be a finite number, not {at!r}")
-        what = f"data of audit event {kind!r}"
-        service = service_of(thread_id)
-        if service is not None:  # a run an outside service asked for: the entry names it
-            data = {**data, "service": service}
-        # Through JSON and back, so what is hashed is exactly what `verify` will read back
-        # (e.g. integer keys become strings before they are sorted).
-        data_json = _canonical(json.loads(_canonical(dict(data), what=what)), what=what)
         await conn.execute(
             audit_inbox.insert().values(
-                at=when, kind=kind, approval_id=approval_id, thread_id=thread_id, actor=actor,
-                data=data_json,
+                **_inbox_row(
+                    kind,
+                    approval_id=approval_id,
+                    thread_id=thread_id,
+                    actor=actor,
+                    data=self.stamped(data),
+                    at=at,
+                )
             )
-        )  # fmt: skip
+        )
+
+    def stamped(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        """`data` as every entry of this log writes it (`append`, `append_many`): as given.
+        A log that marks where its entries came from overrides it (`"via": "cli"`)."""
+        return data
+
+    async def append_many(
+        self,
+        conn: AsyncConnection,
+        entries: list[tuple[AuditKind, Mapping[str, Any]]],
+        *,
+        approval_id: str | None = None,
+        thread_id: str | None = None,
+        actor: str | None = None,
+    ) -> None:
+        """`append` for several events about one approval, in order, in one statement (a vote's
+        entry and the decision it made: one round trip to the database fewer while the vote
+        holds SQLite's write lock).
+
+        Raises:
+            ValueError, TypeError: as `append`; then none of them is written.
+        """
+        rows = [
+            _inbox_row(
+                kind,
+                approval_id=approval_id,
+                thread_id=thread_id,
+                actor=actor,
+                data=self.stamped(data),
+            )
+            for kind, data in entries
+        ]
+        if rows:
+            await conn.execute(audit_inbox.insert(), rows)
 
     async def link(self, conn: AsyncConnection, *, limit: int = LINK_BATCH) -> int:
         """Move up to `limit` committed inbox entries, oldest first, into the chain; return how

@@ -37,9 +37,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from graphs.checkpoint._sql.gate import WriteGate
 from graphs.checkpoint.sql import AlembicSchema, SQLSaver
 from graphs.errors import SchemaVersionError
 
+from ._group_commit import Batch, Member
 from .errors import DatabaseBusy, DatabaseUnavailable
 from .tables import SCHEMA_REVISION, VERSION_TABLE
 
@@ -65,6 +67,9 @@ class Database:
     Args:
         url: `sqlite:///path/to/file.db` or `postgresql://user@host/db` (the driver is chosen
             for you: aiosqlite or psycopg for async, pysqlite or psycopg for sync).
+        group_commit: on SQLite, urgent transactions (votes) that queue while another holds the
+            write gate join its transaction, each in a savepoint, and commit with it
+            (`_group_commit.py`). On by default; False gives each its own commit.
         **options: passed to `SQLSaver` (`busy_timeout`, `sqlite_synchronous`, `pool_size`,
             `max_overflow`, and engine options).
 
@@ -73,7 +78,7 @@ class Database:
             (the bot needs one database that every connection and process sees).
     """
 
-    def __init__(self, url: str | URL, **options: Any) -> None:
+    def __init__(self, url: str | URL, *, group_commit: bool = True, **options: Any) -> None:
         self.saver = SQLSaver(url, **options)
         """The checkpointer on this database; compile graphs with it to share the pool."""
         if self.saver._memory:
@@ -83,6 +88,9 @@ class Database:
             )
         self.url: URL = self.saver.url
         """The URL as given, normalized (no driver name)."""
+        self.group_commit = group_commit
+        """Whether urgent SQLite transactions are committed in groups (see `transaction`)."""
+        self._batches: dict[asyncio.AbstractEventLoop, Batch] = {}
 
     def __repr__(self) -> str:
         return f"Database({self.display_url!r})"
@@ -146,12 +154,25 @@ class Database:
         is checked again right before the commit: a transaction that would commit after it
         rolls back instead. Either way `DatabaseBusy`, and nothing was written.
 
+        Group commit (SQLite, `urgent`, unless `group_commit=False`): urgent transactions that
+        queue while another urgent one holds the gate run inside its transaction, one after
+        another, each in a savepoint of its own, and are committed with it: one commit and one
+        fsync for the group. Each caller's block still runs whole or not at all: an exception
+        in it rolls back its savepoint only (the others go on) and reaches that caller alone;
+        one past its deadline before the commit is rolled back and answered `DatabaseBusy`;
+        and nobody returns before the commit. Its block sees what the earlier ones in the
+        group wrote, as it would have once they had committed.
+
         Raises:
             DatabaseUnavailable: the database cannot be reached or the connection dropped.
             DatabaseBusy: it could not be done by the deadline; nothing was written.
         """
         if deadline is None and wait is not None:
             deadline = time.monotonic() + wait
+        if urgent and self.group_commit and self.saver._gate is not None:
+            async with self._grouped(self.saver._gate, deadline, wait) as conn:
+                yield conn
+            return
         async with contextlib.AsyncExitStack() as stack:
             gate_wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             gate = self.saver.write_gate(urgent=urgent, timeout=gate_wait)
@@ -192,6 +213,196 @@ class Database:
                         raise self._busy("it took too long to be committed in time")
             finally:
                 await let_go()
+
+    # ---- group commit (SQLite; `_group_commit.py`) -----------------------------------------
+
+    @asynccontextmanager
+    async def _grouped(
+        self, gate: WriteGate, deadline: float | None, wait: float | None
+    ) -> AsyncIterator[AsyncConnection]:
+        """An urgent transaction: the leader of a group, or one of its members."""
+        loop = asyncio.get_running_loop()
+        me = Member(loop, deadline)
+        batch = self._batches.get(loop)
+        if batch is None:
+            batch = self._batches[loop] = Batch(loop)
+            role = "acquire"
+        else:
+            batch.queue.append(me)
+            role = await self._turn(me, batch, gate, wait)
+        if role == "run":
+            async with self._member(me, batch) as conn:
+                yield conn
+            return
+        if role == "acquire":
+            try:
+                await self._take_gate(gate, deadline, wait)
+            except BaseException:
+                self._pass_on(batch, "acquire", gate=None)
+                raise
+        async with self._lead(me, batch, gate) as conn:
+            yield conn
+
+    async def _take_gate(self, gate: WriteGate, deadline: float | None, wait: float | None) -> None:
+        gate_wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        try:
+            await gate.aacquire(urgent=True, timeout=gate_wait)
+        except sqlite3.OperationalError as e:
+            if gate_wait is None:
+                raise
+            raise self._no_turn(wait or gate_wait) from e
+
+    def _no_turn(self, wait: float) -> DatabaseBusy:
+        return DatabaseBusy(
+            f"{self.display_url} is busy: no turn to write within {wait:.2g}s; nothing was written",
+            self.display_url,
+        )
+
+    async def _turn(self, me: Member, batch: Batch, gate: WriteGate, wait: float | None) -> str:
+        """Wait in `batch`'s queue for `me`'s turn (until its deadline, or the busy timeout)."""
+        timeout = gate.timeout if me.deadline is None else max(me.deadline - time.monotonic(), 0)
+        try:
+            return await asyncio.wait_for(asyncio.shield(me.turn), timeout)
+        except (TimeoutError, asyncio.CancelledError) as e:
+            if not me.turn.done():
+                me.turn.cancel()  # given up: the leader passes over it
+            elif me.turn.result() == "run":
+                me.finished.set_result(False)  # the turn came as we gave up: nothing done
+            else:
+                self._pass_on(batch, me.turn.result(), gate=gate)
+            if isinstance(e, asyncio.CancelledError):
+                raise
+            if me.deadline is None:
+                raise gate._locked() from None
+            raise self._no_turn(wait or timeout) from None
+
+    def _pass_on(self, batch: Batch, role: str, *, gate: WriteGate | None) -> None:
+        """Hand what this writer had (`lead`: the gate; `acquire`: the task of taking it) to the
+        first writer still waiting; with nobody waiting, the batch ends (and the gate is free)."""
+        nxt = batch.next_up()
+        if nxt is not None:
+            nxt.turn.set_result(role)  # type: ignore[arg-type]
+            return
+        if self._batches.get(batch.loop) is batch:
+            del self._batches[batch.loop]
+        if role == "lead" and gate is not None:
+            gate.release()
+
+    @asynccontextmanager
+    async def _member(self, me: Member, batch: Batch) -> AsyncIterator[AsyncConnection]:
+        """`me`'s work inside the leader's transaction, in a savepoint; answered after the
+        group's commit."""
+        conn = batch.conn
+        assert conn is not None  # the leader gives turns only while its transaction is open
+        try:
+            async with self._translated():
+                await conn.exec_driver_sql(f"SAVEPOINT {me.savepoint}")
+        except BaseException as e:
+            me.finished.set_exception(e)
+            raise
+        try:
+            async with self._translated(), self._busy_past(me.deadline):
+                yield conn
+                if me.deadline is not None and time.monotonic() >= me.deadline:
+                    raise self._busy("it took too long to be committed in time")
+        except BaseException:
+            try:
+                async with self._translated():
+                    await conn.exec_driver_sql(f"ROLLBACK TO {me.savepoint}")
+            except BaseException as e:
+                me.finished.set_exception(e)
+                raise
+            me.finished.set_result(False)
+            raise
+        me.finished.set_result(True)
+        await me.committed
+
+    @asynccontextmanager
+    async def _lead(
+        self, me: Member, batch: Batch, gate: WriteGate
+    ) -> AsyncIterator[AsyncConnection]:
+        """Hold the gate: open the transaction, run `me`'s work, then the queued writers' (each
+        in a savepoint), commit them together, and hand the gate on."""
+        deadline = me.deadline
+        handed = False
+
+        def hand_on() -> None:
+            nonlocal handed
+            if not handed:
+                handed = True
+                self._pass_on(batch, "lead", gate=gate)
+
+        kept: list[Member] = []
+        own: BaseException | None = None
+        async with contextlib.AsyncExitStack() as stack:
+            stack.callback(hand_on)  # if the connection or the transaction could not be had
+            conn = await stack.enter_async_context(self._connection(self.saver._async_engine()))
+            if deadline is not None:
+                await self._sqlite_busy_timeout(conn, self._left_ms(deadline))
+                stack.push_async_callback(self._sqlite_busy_timeout_back, conn)
+            async with self._translated(), self._busy_past(deadline):
+                tx = await conn.begin()
+            try:
+                started = time.monotonic()
+                async with self._translated():
+                    await conn.exec_driver_sql(f"SAVEPOINT {me.savepoint}")
+                batch.conn = conn
+                try:
+                    async with self._translated(), self._busy_past(deadline):
+                        yield conn
+                        if deadline is not None and time.monotonic() >= deadline:
+                            raise self._busy("it took too long to be committed in time")
+                except BaseException as e:  # noqa: BLE001 - its caller hears it after the commit
+                    own = e
+                    async with self._translated():
+                        await conn.exec_driver_sql(f"ROLLBACK TO {me.savepoint}")
+                else:
+                    kept.append(me)
+                while batch.take_more(kept, started):
+                    member = batch.next_up()
+                    if member is None:
+                        break
+                    member.turn.set_result("run")
+                    if await _finished(member):
+                        kept.append(member)
+                batch.conn = None  # no more writers join this transaction
+                now = time.monotonic()
+                late = next(
+                    (i for i, m in enumerate(kept) if m.deadline is not None and now >= m.deadline),
+                    None,
+                )
+                if late is not None:  # rolled back before the commit, with those after it
+                    async with self._translated():
+                        await conn.exec_driver_sql(f"ROLLBACK TO {kept[late].savepoint}")
+                    for m in kept[late:]:
+                        _answer(m, self._busy("it took too long to be committed in time"))
+                    kept = kept[:late]
+                async with self._translated():
+                    if kept:
+                        await tx.commit()
+                    else:
+                        await tx.rollback()
+            except BaseException as e:
+                batch.conn = None
+                with contextlib.suppress(Exception):
+                    await tx.rollback()
+                hand_on()
+                for m in kept:
+                    _answer(m, self._grouped_failed(e))
+                raise
+            hand_on()
+            for m in kept:
+                _answer(m, None)
+        if own is not None:
+            raise own
+        if me not in kept:
+            raise self._busy("it took too long to be committed in time")
+
+    def _grouped_failed(self, error: BaseException) -> BaseException:
+        """What a member hears when the transaction of its group failed: nothing was written."""
+        if isinstance(error, DatabaseUnavailable | DatabaseBusy):
+            return type(error)(str(error), self.display_url)
+        return self._busy(f"the write it was committed with failed ({error!r})")
 
     def _left_ms(self, deadline: float) -> int:
         """Milliseconds left until `deadline`; `DatabaseBusy` when none are."""
@@ -413,6 +624,26 @@ def _timed_out(error: BaseException | None) -> bool:
     if isinstance(error, sqlite3.OperationalError):
         return "locked" in str(error) or "busy" in str(error)
     return getattr(error, "sqlstate", None) in _PG_TIMED_OUT
+
+
+async def _finished(member: Member) -> bool:
+    """Wait for a member's work to end (even when the leader is cancelled meanwhile: the member
+    is using the leader's connection); True when it is kept for the commit."""
+    try:
+        return await asyncio.shield(member.finished)
+    except asyncio.CancelledError:
+        await asyncio.wait([member.finished])
+        raise
+
+
+def _answer(member: Member, error: BaseException | None) -> None:
+    """Tell a member how its group's transaction ended (`error` None: committed)."""
+    if member.committed.done():
+        return
+    if error is None:
+        member.committed.set_result(None)
+    else:
+        member.committed.set_exception(error)
 
 
 def database_down(error: BaseException) -> bool:

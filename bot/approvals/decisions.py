@@ -55,6 +55,22 @@ class DecideResult:
     """True when this vote decided the approval (quorum reached, or a rejection)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A vote judged on one version of its approval, before anything is written."""
+
+    approval: Approval
+    approve: bool
+    clean: dict[str, Any]
+    """The edits, validated ({} for none)."""
+    decision: Decision | None
+    """The decision this vote makes (quorum reached, or a rejection); None when it does not."""
+
+    @property
+    def settles(self) -> bool:
+        return self.decision is not None
+
+
 def idempotency_key(approval_id: str, fingerprint: str) -> str:
     """Stable for one approved proposal: what downstream APIs de-duplicate a retry by."""
     return hashlib.sha256(f"{approval_id}:{fingerprint}".encode()).hexdigest()[:32]
@@ -244,9 +260,11 @@ class Decisions:
         self, approval_id: str, user: str, approve: bool, refusal: Exception
     ) -> None:
         """The `vote_refused` entry, in a transaction of its own (the vote's rolled back). If
-        the database cannot take it, the person still hears the refusal; the log says why."""
+        the database cannot take it, the person still hears the refusal; the log says why.
+        Urgent, as the vote was: the person hears the refusal once it is recorded (on SQLite it
+        commits with the votes queued at the write gate)."""
         try:
-            async with self.db.transaction() as conn:
+            async with self.db.transaction(urgent=True) as conn:
                 a = await store.get_approval(conn, approval_id)
                 data = {
                     "decision": "approve" if approve else "reject",
@@ -293,67 +311,111 @@ class Decisions:
         note = visible_text(note)
         groups = await self._groups_for(approval_id, deadline, seen)
         async with self.db.transaction(urgent=True, deadline=deadline) as conn:
-            a = await store.get_approval(conn, approval_id, for_update=True)
-            if a is None:
-                raise UnknownApprovalError(approval_id)
-            rule = await self._check(a, user, now, groups, approve=approve)
-            if revision is not None and revision != a.revision:
-                raise stale(a, revision)
-            if not approve and not note:
-                raise InvalidEditError("a rejection needs a reason: pass a note", a.id)
-            clean: dict[str, Any] = {}
-            if approve and edits:
-                if a.approvals_count:
-                    raise InvalidEditError(
-                        f"{a.approvals_count} person(s) approved the current values already; "
-                        "an edit would change what they approved: reject with a note instead",
-                        a.id,
-                    )
-                assert rule is not None  # an approval needs the action's policy
-                clean = validate_edits(rule, edits, a.payload)
-            decision_word = "approve" if approve else "reject"
-            if not await store.insert_vote(conn, a.id, user, decision_word, note, clean, now):
-                raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
-            voted_for = a.revision + 1 if clean else a.revision
-            audit: list[tuple[AuditKind, dict[str, Any]]] = [
+            plan: _Plan | None = None
+            if seen is not None and seen.id == approval_id:
+                # The approval as the caller read it a moment ago: when the compare-and-set on
+                # its version succeeds, nothing has changed since (every vote, edit, reminder
+                # and decision moves the version), so it need not be read again while the
+                # vote holds the write lock. A refusal, or a change since, is judged again on
+                # the row as it is now.
+                try:
+                    plan = await self._plan(seen, user, approve, note, edits, revision, now, groups)
+                except DecisionRefused:
+                    plan = None
+                if plan is not None and not await self._claim(conn, plan, now):
+                    plan = None
+            if plan is None:
+                a = await store.get_approval(conn, approval_id, for_update=True)
+                if a is None:
+                    raise UnknownApprovalError(approval_id)
+                plan = await self._plan(a, user, approve, note, edits, revision, now, groups)
+                if not await self._claim(conn, plan, now):
+                    raise already(await store.get_approval(conn, a.id) or a)
+            await self._record(conn, plan, user, note, now)
+        return plan.settles
+
+    async def _plan(
+        self,
+        a: Approval,
+        user: str,
+        approve: bool,
+        note: str,
+        edits: Mapping[str, Any] | None,
+        revision: int | None,
+        now: float,
+        groups: GroupResolver,
+    ) -> _Plan:
+        """What `user`'s vote on `a` does, or the refusal (nothing written yet)."""
+        rule = await self._check(a, user, now, groups, approve=approve)
+        if revision is not None and revision != a.revision:
+            raise stale(a, revision)
+        if not approve and not note:
+            raise InvalidEditError("a rejection needs a reason: pass a note", a.id)
+        clean: dict[str, Any] = {}
+        if approve and edits:
+            if a.approvals_count:
+                raise InvalidEditError(
+                    f"{a.approvals_count} person(s) approved the current values already; "
+                    "an edit would change what they approved: reject with a note instead",
+                    a.id,
+                )
+            assert rule is not None  # an approval needs the action's policy
+            clean = validate_edits(rule, edits, a.payload)
+        if any(v.user_id == user for v in a.votes):
+            raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
+        approvers_so_far = [v.user_id for v in a.votes if v.decision == "approve"]
+        decision: Decision | None = None
+        if not approve or len(approvers_so_far) + 1 >= a.required:
+            status: DecisionStatus = "approved" if approve else "rejected"
+            by = approvers_so_far + [user] if approve else [user]
+            all_edits = {**{k: v for vote in a.votes for k, v in vote.edits.items()}, **clean}
+            notes = "; ".join([v.note for v in a.votes if v.note] + ([note] if note else []))
+            decision = new_decision(a, status, by, notes, all_edits, now)
+        return _Plan(a, approve, clean, decision)
+
+    async def _claim(self, conn: AsyncConnection, plan: _Plan, now: float) -> bool:
+        """Settle or bump the approval, compare-and-set on the version `plan` was made from;
+        False (nothing written) when it has changed since."""
+        a, decision = plan.approval, plan.decision
+        if decision is not None:
+            return await store.settle(conn, a, decision.status, decision.to_record(), now)
+        return await store.bump(conn, a, now)
+
+    async def _record(
+        self, conn: AsyncConnection, plan: _Plan, user: str, note: str, now: float
+    ) -> None:
+        """The rest of a vote whose approval `_claim` has moved: the vote, its jobs, its audit."""
+        a, decision, clean = plan.approval, plan.decision, plan.clean
+        decision_word = "approve" if plan.approve else "reject"
+        if not await store.insert_vote(conn, a.id, user, decision_word, note, clean, now):
+            raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
+        voted_for = a.revision + 1 if clean else a.revision
+        audit: list[tuple[AuditKind, Mapping[str, Any]]] = [
+            (
+                "vote",
+                {"decision": decision_word, "note": note, "edits": clean, "revision": voted_for},
+            )
+        ]
+        if clean:
+            # The vote entry beside it says the revision the edit made (`voted_for`).
+            audit.append(
+                ("edited", {"before": {k: a.current.get(k) for k in clean}, "after": clean})
+            )
+        if decision is not None:
+            await settled(conn, self.jobs, a.id, decision, now, opener=a.thread_id)
+            audit.append(
                 (
-                    "vote",
-                    {
-                        "decision": decision_word,
-                        "note": note,
-                        "edits": clean,
-                        "revision": voted_for,
-                    },
+                    decision.status,
+                    {"by": list(decision.by), "note": decision.note, "edits": decision.edits},
                 )
-            ]
-            if clean:
-                # The vote entry beside it says the revision the edit made (`voted_for`).
-                audit.append(
-                    ("edited", {"before": {k: a.current.get(k) for k in clean}, "after": clean})
-                )
-            approvers_so_far = [v.user_id for v in a.votes if v.decision == "approve"]
-            is_settled = not approve or len(approvers_so_far) + 1 >= a.required
-            if is_settled:
-                status: DecisionStatus = "approved" if approve else "rejected"
-                by = approvers_so_far + [user] if approve else [user]
-                all_edits = {**{k: v for vote in a.votes for k, v in vote.edits.items()}, **clean}
-                notes = "; ".join([v.note for v in a.votes if v.note] + ([note] if note else []))
-                decision = new_decision(a, status, by, notes, all_edits, now)
-                if not await store.settle(conn, a, status, decision.to_record(), now):
-                    raise already(await store.get_approval(conn, a.id) or a)
-                await settled(conn, self.jobs, a.id, decision, now, opener=a.thread_id)
-                audit.append((status, {"by": by, "note": notes, "edits": all_edits}))
-            else:
-                if not await store.bump(conn, a, now):
-                    raise already(await store.get_approval(conn, a.id) or a)
-                await self.jobs.event(
-                    conn, "vote_recorded", now, thread_id=a.thread_id, approval_id=a.id
-                )
-            for kind, data in audit:
-                await self.audit.append(
-                    conn, kind, approval_id=a.id, thread_id=a.thread_id, actor=user, data=data
-                )
-        return is_settled
+            )
+        else:
+            await self.jobs.event(
+                conn, "vote_recorded", now, thread_id=a.thread_id, approval_id=a.id
+            )
+        await self.audit.append_many(
+            conn, audit, approval_id=a.id, thread_id=a.thread_id, actor=user
+        )
 
     async def _groups_for(
         self, approval_id: str, deadline: float | None, seen: Approval | None

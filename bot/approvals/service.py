@@ -272,8 +272,11 @@ class Signoff:
         (`StaleRevisionError`). None (the CLI, code) votes on the values as they are now.
 
         `seen`: the approval as the caller read it a moment ago (a click, to check its button):
-        which groups to look up is taken from it instead of reading it once more. The vote
-        itself is judged on the row as it is when locked.
+        which groups to look up is taken from it instead of reading it once more, and the vote
+        is judged on it and recorded with compare-and-set on its version (every vote, edit,
+        reminder and decision moves it), so it is not read again while the vote holds the write
+        lock. When it has changed since, or the vote would be refused, the vote is judged on
+        the row as it is then, locked.
 
         Raises:
             UnknownApprovalError, NotAuthorizedError, SelfApprovalError, AlreadyDecidedError,

@@ -135,12 +135,11 @@ class Run:
         """The stream modes a subgraph's run hands to its parent's stream."""
         self.task_mark = parent.id if parent is not None and graph.persistent else None
         """For a persistent subgraph: the parent's task, noted in each checkpoint's metadata."""
-        self.parents: dict[str, str] | None = None
-        """For a subgraph's run: the checkpoint each enclosing graph runs it from, by namespace
-        (metadata `parents`, as LangGraph's `{parent_ns: checkpoint_id}`); None for a graph run
-        itself, whose checkpoints have none (LangGraph's have `{}`)."""
+        self.parents: dict[str, str] = {}
+        """The checkpoint each enclosing graph runs this one from, by namespace (metadata
+        `parents`, as LangGraph's `{parent_ns: checkpoint_id}`); `{}` for a graph run itself."""
         if parent is not None and parent.run.head_id is not None:
-            self.parents = {**(parent.run.parents or {}), parent.run.ns: parent.run.head_id}
+            self.parents = {**parent.run.parents, parent.run.ns: parent.run.head_id}
         modes = modes | forward
         self.modes = modes
         own = modes if parent is None else self.asked
@@ -731,15 +730,17 @@ class Run:
         parent = self.head_config or {
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
-        metadata: CheckpointMetadata = {"source": source, "step": self.step}
+        metadata: CheckpointMetadata = {
+            "source": source,
+            "step": self.step,
+            "parents": self.parents,
+        }
         if forked_from is not None:
             metadata["forked_from"] = forked_from
         if self.task_mark is not None:
             metadata["task"] = self.task_mark
         if self.noted:
             metadata.update(self.noted)  # type: ignore[typeddict-item]
-        if self.parents is not None:
-            metadata["parents"] = self.parents
         self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
         if self.trace:
@@ -1099,13 +1100,15 @@ class Run:
         parent = self.head_config or {
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
-        metadata: CheckpointMetadata = {"source": source, "step": self.step}
+        metadata: CheckpointMetadata = {
+            "source": source,
+            "step": self.step,
+            "parents": self.parents,
+        }
         if self.task_mark is not None:
             metadata["task"] = self.task_mark
         if self.noted:
             metadata.update(self.noted)  # type: ignore[typeddict-item]
-        if self.parents is not None:
-            metadata["parents"] = self.parents
         head: RunConfig = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_config = head
         self.head_id = cp["id"]

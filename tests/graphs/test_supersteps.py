@@ -144,11 +144,11 @@ def test_one_checkpoint_per_step_with_values_frontier_and_metadata() -> None:
     stored = list(saver.list(config))[::-1]
     assert len(stored) == 5  # the input, then one per superstep
     assert [t.metadata for t in stored] == [
-        {"source": "input", "step": 0},
-        {"source": "loop", "step": 1},
-        {"source": "loop", "step": 2},
-        {"source": "loop", "step": 3},
-        {"source": "loop", "step": 4},
+        {"source": "input", "step": 0, "parents": {}},
+        {"source": "loop", "step": 1, "parents": {}},
+        {"source": "loop", "step": 2, "parents": {}},
+        {"source": "loop", "step": 3, "parents": {}},
+        {"source": "loop", "step": 4, "parents": {}},
     ]
     frontiers = [[name for name, _task_id in t.checkpoint["next_tasks"]] for t in stored]
     assert frontiers == [["fan"], ["left", "right"], ["right2"], ["join"], []]

@@ -12,8 +12,9 @@ A superstep:
 2. if any task paused or failed, the finished tasks' writes are saved as pending writes of the
    current checkpoint and the run stops (the step is incomplete; no new checkpoint); what they
    wrote is then shown (streamed, returned, in `get_state`) applied to a copy of the state;
-3. otherwise all writes are applied in frontier order (the order nodes were added), edges and
-   routers choose the next frontier, and one checkpoint is saved.
+3. otherwise all writes are applied in LangGraph's order (`write_order`: the triggered nodes'
+   tasks by node name, then the `Send`s in the order they were made), edges and routers
+   choose the next frontier, and one checkpoint is saved.
 """
 
 from __future__ import annotations
@@ -871,7 +872,7 @@ class Run:
             ran: list[str] = []
             gotos: list[str | Send] = []
             once: dict[str, Any] = {}
-            for t in tasks:
+            for t in tasks if len(tasks) == 1 else write_order(tasks):
                 ran.append(t.name)
                 writes.append((t.name, t.writes))
                 if t.goto:
@@ -1009,7 +1010,9 @@ class Run:
         (the saved state stays the one from before the step); None if they wrote no output
         key, or if their writes cannot be merged (the step reports that when it completes)."""
         step = [
-            (t.name, t.writes) for t in tasks if t.writes and t.error is None and t.pause is None
+            (t.name, t.writes)
+            for t in write_order(tasks)
+            if t.writes and t.error is None and t.pause is None
         ]
         keys = self.graph.output_keys
         if not step or (keys is not None and not any(c in keys for _, w in step for c, _ in w)):
@@ -1306,7 +1309,7 @@ def finished_values(graph: CompiledGraph, tup: CheckpointTuple) -> dict[str, Any
     except ResumeError:  # its frontier names a node the graph no longer has
         return None
     tasks = [run.make_task(name, task_id) for name, task_id in run.frontier]
-    step = [(t.name, t.writes) for t in tasks if t.done and t.writes]
+    step = [(t.name, t.writes) for t in write_order(tasks) if t.done and t.writes]
     if not step:
         return None
     try:
@@ -1314,6 +1317,20 @@ def finished_values(graph: CompiledGraph, tup: CheckpointTuple) -> dict[str, Any
     except InvalidUpdateError:
         return None
     return run.values
+
+
+def write_order(tasks: list[Task]) -> list[Task]:
+    """The order a step's writes reach the reducers, LangGraph's (it sorts a step's tasks by
+    path): the tasks of the nodes edges, routers or gotos triggered, by node name, then the
+    `Send` tasks in the order they were made (the frontier has them last, in that order). Not
+    the order the tasks finished in, nor the order the nodes were added."""
+    if len(tasks) < 2:
+        return tasks
+    return sorted(tasks, key=_write_key)
+
+
+def _write_key(task: Task) -> tuple[bool, str]:
+    return (True, "") if task.is_send else (False, task.name)
 
 
 def waiting(writes: Sequence[tuple[str, Any]]) -> tuple[Interrupt, ...]:

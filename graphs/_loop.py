@@ -416,8 +416,11 @@ class Run:
         return state
 
     def check_input(
-        self, update: Any, what: str, keys: frozenset[str] | None = None
+        self, update: Any, what: str, keys: frozenset[str] | None = None, *, input: bool = False
     ) -> list[tuple[str, Any]]:
+        """`update` as writes, refusing keys the graph does not take. `input`: it is a run's
+        input (not a `Command`'s or `update_state`'s update), which drops the keys only nodes'
+        own schemas have, as LangGraph does (they are not in its input schema)."""
         if self.graph.root:
             return [(ROOT, update)]
         if not isinstance(update, Mapping):
@@ -429,6 +432,9 @@ class Run:
                     f"{what} has key(s) {outside} that the graph's input_schema does not have; "
                     f"it takes: {sorted(keys)}"
                 )
+        private = self.graph.node_keys
+        if input and private and isinstance(update, Mapping):
+            update = {k: v for k, v in update.items() if k not in private}
         if not isinstance(update, Mapping):
             raise InvalidUpdateError(
                 f"{what} must be a dict of state keys, got {type(update).__name__} {_short(update)}"
@@ -798,7 +804,7 @@ class Run:
             # A new run: the input goes through the reducers, START's edges pick the entry.
             keys = None if is_command else self.graph.input_keys
             new_versions, appended = self.apply(
-                [(START, self.check_input(update, "the input", keys))]
+                [(START, self.check_input(update, "the input", keys, input=not is_command))]
             )
             names = yield from self.next_frontier([START], [], new_versions)
             paused = self.static_pause(names, [])
@@ -821,7 +827,7 @@ class Run:
                 # (`Command(update=...)` may write any state key, as in LangGraph.)
                 keys = None if is_command else self.graph.input_keys
                 new_versions, appended = self.apply(
-                    [(START, self.check_input(update, "the input", keys))]
+                    [(START, self.check_input(update, "the input", keys, input=not is_command))]
                 )
                 if goto:
                     self.add_to_frontier(goto, new_versions)
@@ -1258,7 +1264,7 @@ class Run:
                 "update_state(as_node='__input__') needs values: the input to write (a dict of "
                 "state keys)"
             )
-        writes = self.check_input(values, "update_state values", self.graph.input_keys)
+        writes = self.check_input(values, "update_state values", self.graph.input_keys, input=True)
         new_versions, appended = self.apply([(START, writes)])
         if self.frontier:
             yield from self.carry_over("input", new_versions, appended)

@@ -332,6 +332,13 @@ class Run:
                 shown.append(part[0][1] if root else dict(part))
         return shown or None
 
+    def update_chunk(self, task: Task) -> dict[str, Any]:
+        """A task's `updates` chunk: `{node: update}`, with `"__metadata__": {"cached": True}`
+        when its node's cache gave the result (the node did not run), as LangGraph marks it."""
+        if task.cached:
+            return {task.name: self.update_of(task), "__metadata__": {"cached": True}}
+        return {task.name: self.update_of(task)}
+
     def writes_of(self, task: Task, result: Any) -> tuple[list[tuple[str, Any]], list[Any]] | None:
         """One return value's writes and gotos; None (with `task.error` set) if invalid."""
         goto: Any = ()
@@ -901,7 +908,7 @@ class Run:
             if "updates" in self.modes:
                 for t in tasks:
                     if not t.done:  # (a done task's update was shown before the step ran)
-                        yield Emit("updates", {t.name: self.update_of(t)})
+                        yield Emit("updates", self.update_chunk(t))
             if "values" in self.modes:
                 yield Emit("values", self.output())
             if paused:
@@ -1009,7 +1016,7 @@ class Run:
             if t.id in asked:
                 yield Emit("updates", {"__interrupt__": asked[t.id]})
             elif t.error is None and t.pause is None:
-                yield Emit("updates", {t.name: self.update_of(t)})
+                yield Emit("updates", self.update_chunk(t))
 
     def finished_output(self, tasks: list[Task]) -> Any:
         """The run's output with the writes of the step's finished tasks applied, on a copy

@@ -319,12 +319,20 @@ class Run:
         channel), None if it wrote nothing; a list return shows a list, one per item that
         wrote something, as LangGraph."""
         root = self.graph.root
+        writes = task.writes
         if task.split is None:
-            if not task.writes:
+            if not writes:
                 return None
-            return task.writes[0][1] if root else dict(task.writes)
-        shown: list[Any] = []
-        start = 0
+            if root:
+                return writes[0][1]
+            if len(writes) > 1 and len({c for c, _ in writes}) < len(writes):
+                # A key written twice (`push_message()`, then the return): as LangGraph, one
+                # update per write, in the order written.
+                return [{c: v} for c, v in writes]
+            return dict(writes)
+        # `push_message()`'s writes come first, each an update of its own, then the items.
+        start = len(writes) - sum(task.split)
+        shown: list[Any] = [{c: v} for c, v in writes[:start]]
         for n in task.split:
             part = task.writes[start : start + n]
             start += n

@@ -12,8 +12,9 @@ A superstep:
 2. if any task paused or failed, the finished tasks' writes are saved as pending writes of the
    current checkpoint and the run stops (the step is incomplete; no new checkpoint); what they
    wrote is then shown (streamed, returned, in `get_state`) applied to a copy of the state;
-3. otherwise all writes are applied in frontier order (the order nodes were added), edges and
-   routers choose the next frontier, and one checkpoint is saved.
+3. otherwise all writes are applied in LangGraph's order (`write_order`: the triggered nodes'
+   tasks by node name, then the `Send`s in the order they were made), edges and routers
+   choose the next frontier, and one checkpoint is saved.
 """
 
 from __future__ import annotations
@@ -138,12 +139,11 @@ class Run:
         """The stream modes a subgraph's run hands to its parent's stream."""
         self.task_mark = parent.id if parent is not None and graph.persistent else None
         """For a persistent subgraph: the parent's task, noted in each checkpoint's metadata."""
-        self.parents: dict[str, str] | None = None
-        """For a subgraph's run: the checkpoint each enclosing graph runs it from, by namespace
-        (metadata `parents`, as LangGraph's `{parent_ns: checkpoint_id}`); None for a graph run
-        itself, whose checkpoints have none (LangGraph's have `{}`)."""
+        self.parents: dict[str, str] = {}
+        """The checkpoint each enclosing graph runs this one from, by namespace (metadata
+        `parents`, as LangGraph's `{parent_ns: checkpoint_id}`); `{}` for a graph run itself."""
         if parent is not None and parent.run.head_id is not None:
-            self.parents = {**(parent.run.parents or {}), parent.run.ns: parent.run.head_id}
+            self.parents = {**parent.run.parents, parent.run.ns: parent.run.head_id}
         modes = modes | forward
         self.modes = modes
         own = modes if parent is None else self.asked
@@ -332,18 +332,33 @@ class Run:
         channel), None if it wrote nothing; a list return shows a list, one per item that
         wrote something, as LangGraph."""
         root = self.graph.root
+        writes = task.writes
         if task.split is None:
-            if not task.writes:
+            if not writes:
                 return None
-            return task.writes[0][1] if root else dict(task.writes)
-        shown: list[Any] = []
-        start = 0
+            if root:
+                return writes[0][1]
+            if len(writes) > 1 and len({c for c, _ in writes}) < len(writes):
+                # A key written twice (`push_message()`, then the return): as LangGraph, one
+                # update per write, in the order written.
+                return [{c: v} for c, v in writes]
+            return dict(writes)
+        # `push_message()`'s writes come first, each an update of its own, then the items.
+        start = len(writes) - sum(task.split)
+        shown: list[Any] = [{c: v} for c, v in writes[:start]]
         for n in task.split:
             part = task.writes[start : start + n]
             start += n
             if part:
                 shown.append(part[0][1] if root else dict(part))
         return shown or None
+
+    def update_chunk(self, task: Task) -> dict[str, Any]:
+        """A task's `updates` chunk: `{node: update}`, with `"__metadata__": {"cached": True}`
+        when its node's cache gave the result (the node did not run), as LangGraph marks it."""
+        if task.cached:
+            return {task.name: self.update_of(task), "__metadata__": {"cached": True}}
+        return {task.name: self.update_of(task)}
 
     def writes_of(self, task: Task, result: Any) -> tuple[list[tuple[str, Any]], list[Any]] | None:
         """One return value's writes and gotos; None (with `task.error` set) if invalid."""
@@ -432,8 +447,11 @@ class Run:
         return state
 
     def check_input(
-        self, update: Any, what: str, keys: frozenset[str] | None = None
+        self, update: Any, what: str, keys: frozenset[str] | None = None, *, input: bool = False
     ) -> list[tuple[str, Any]]:
+        """`update` as writes, refusing keys the graph does not take. `input`: it is a run's
+        input (not a `Command`'s or `update_state`'s update), which drops the keys only nodes'
+        own schemas have, as LangGraph does (they are not in its input schema)."""
         if self.graph.root:
             return [(ROOT, update)]
         if not isinstance(update, Mapping):
@@ -445,6 +463,9 @@ class Run:
                     f"{what} has key(s) {outside} that the graph's input_schema does not have; "
                     f"it takes: {sorted(keys)}"
                 )
+        private = self.graph.node_keys
+        if input and private and isinstance(update, Mapping):
+            update = {k: v for k, v in update.items() if k not in private}
         if not isinstance(update, Mapping):
             raise InvalidUpdateError(
                 f"{what} must be a dict of state keys, got {type(update).__name__} {_short(update)}"
@@ -841,15 +862,17 @@ class Run:
         parent = self.head_config or {
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
-        metadata: CheckpointMetadata = {"source": source, "step": self.step}
+        metadata: CheckpointMetadata = {
+            "source": source,
+            "step": self.step,
+            "parents": self.parents,
+        }
         if forked_from is not None:
             metadata["forked_from"] = forked_from
         if self.task_mark is not None:
             metadata["task"] = self.task_mark
         if self.noted:
             metadata.update(self.noted)  # type: ignore[typeddict-item]
-        if self.parents is not None:
-            metadata["parents"] = self.parents
         self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
         if self.trace:
@@ -906,7 +929,7 @@ class Run:
             # A new run: the input goes through the reducers, START's edges pick the entry.
             keys = None if is_command else self.graph.input_keys
             new_versions, appended = self.apply(
-                [(START, self.check_input(update, "the input", keys))]
+                [(START, self.check_input(update, "the input", keys, input=not is_command))]
             )
             names = yield from self.next_frontier([START], [], new_versions)
             paused = self.static_pause(names, [])
@@ -929,7 +952,7 @@ class Run:
                 # (`Command(update=...)` may write any state key, as in LangGraph.)
                 keys = None if is_command else self.graph.input_keys
                 new_versions, appended = self.apply(
-                    [(START, self.check_input(update, "the input", keys))]
+                    [(START, self.check_input(update, "the input", keys, input=not is_command))]
                 )
                 if goto:
                     self.add_to_frontier(goto, new_versions)
@@ -982,7 +1005,7 @@ class Run:
             ran: list[str] = []
             gotos: list[str | Send] = []
             once: dict[str, Any] = {}
-            for t in tasks:
+            for t in tasks if len(tasks) == 1 else write_order(tasks):
                 ran.append(t.name)
                 writes.append((t.name, t.writes))
                 if t.goto:
@@ -1007,7 +1030,7 @@ class Run:
             if "updates" in self.modes:
                 for t in tasks:
                     if not t.done:  # (a done task's update was shown before the step ran)
-                        yield Emit("updates", {t.name: self.update_of(t)})
+                        yield Emit("updates", self.update_chunk(t))
             if "values" in self.modes:
                 yield Emit("values", self.output())
             if paused:
@@ -1122,14 +1145,16 @@ class Run:
             if t.id in asked:
                 yield Emit("updates", {"__interrupt__": asked[t.id]})
             elif t.error is None and t.pause is None and not t.cancelled:
-                yield Emit("updates", {t.name: self.update_of(t)})
+                yield Emit("updates", self.update_chunk(t))
 
     def finished_output(self, tasks: list[Task]) -> Any:
         """The run's output with the writes of the step's finished tasks applied, on a copy
         (the saved state stays the one from before the step); None if they wrote no output
         key, or if their writes cannot be merged (the step reports that when it completes)."""
         step = [
-            (t.name, t.writes) for t in tasks if t.writes and t.error is None and t.pause is None
+            (t.name, t.writes)
+            for t in write_order(tasks)
+            if t.writes and t.error is None and t.pause is None
         ]
         keys = self.graph.output_keys
         if not step or (keys is not None and not any(c in keys for _, w in step for c, _ in w)):
@@ -1220,13 +1245,15 @@ class Run:
         parent = self.head_config or {
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
         }
-        metadata: CheckpointMetadata = {"source": source, "step": self.step}
+        metadata: CheckpointMetadata = {
+            "source": source,
+            "step": self.step,
+            "parents": self.parents,
+        }
         if self.task_mark is not None:
             metadata["task"] = self.task_mark
         if self.noted:
             metadata.update(self.noted)  # type: ignore[typeddict-item]
-        if self.parents is not None:
-            metadata["parents"] = self.parents
         head: RunConfig = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_config = head
         self.head_id = cp["id"]
@@ -1375,7 +1402,7 @@ class Run:
                 "update_state(as_node='__input__') needs values: the input to write (a dict of "
                 "state keys)"
             )
-        writes = self.check_input(values, "update_state values", self.graph.input_keys)
+        writes = self.check_input(values, "update_state values", self.graph.input_keys, input=True)
         new_versions, appended = self.apply([(START, writes)])
         if self.frontier:
             yield from self.carry_over("input", new_versions, appended)
@@ -1426,7 +1453,7 @@ def finished_values(graph: CompiledGraph, tup: CheckpointTuple) -> dict[str, Any
     except ResumeError:  # its frontier names a node the graph no longer has
         return None
     tasks = [run.make_task(name, task_id) for name, task_id in run.frontier]
-    step = [(t.name, t.writes) for t in tasks if t.done and t.writes]
+    step = [(t.name, t.writes) for t in write_order(tasks) if t.done and t.writes]
     if not step:
         return None
     try:
@@ -1434,6 +1461,20 @@ def finished_values(graph: CompiledGraph, tup: CheckpointTuple) -> dict[str, Any
     except InvalidUpdateError:
         return None
     return run.values
+
+
+def write_order(tasks: list[Task]) -> list[Task]:
+    """The order a step's writes reach the reducers, LangGraph's (it sorts a step's tasks by
+    path): the tasks of the nodes edges, routers or gotos triggered, by node name, then the
+    `Send` tasks in the order they were made (the frontier has them last, in that order). Not
+    the order the tasks finished in, nor the order the nodes were added."""
+    if len(tasks) < 2:
+        return tasks
+    return sorted(tasks, key=_write_key)
+
+
+def _write_key(task: Task) -> tuple[bool, str]:
+    return (True, "") if task.is_send else (False, task.name)
 
 
 def waiting(writes: Sequence[tuple[str, Any]]) -> tuple[Interrupt, ...]:

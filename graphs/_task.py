@@ -42,6 +42,7 @@ class Task:
         "answers",
         "arg",
         "attempt",
+        "cached",
         "call_results",
         "calls",
         "cancelled",
@@ -80,6 +81,8 @@ class Task:
         self.interrupt_count = 0
         self.attempt = 1
         """Which attempt of the node runs (1 for the first; more under a `RetryPolicy`)."""
+        self.cached = False
+        """Its result came from the node's `CachePolicy` cache: the node did not run."""
         self.scope_id = task_id
         """What its interrupt ids derive from: the task id, or the id of a `scope()` within it."""
         self.once: dict[str, tuple[str, Any]] = {}
@@ -144,6 +147,7 @@ class Task:
     # ---- running --------------------------------------------------------------------
 
     def _reset(self) -> None:
+        self.cached = False
         self.interrupt_count = 0
         self.scope_id = self.id
         self.pause = None
@@ -242,7 +246,7 @@ class Task:
             if key is not None:
                 hit = run.cache.get([key])
                 if key in hit:
-                    self.result = hit[key]
+                    self.result, self.cached = hit[key], True
                     return
             if run.messages is not None or self.traced is not None:
                 lc_token = _models_report_to(self, state)
@@ -318,7 +322,7 @@ class Task:
             if key is not None:
                 hit = await run.cache.aget([key])
                 if key in hit:
-                    self.result = hit[key]
+                    self.result, self.cached = hit[key], True
                     return
             if run.messages is not None or self.traced is not None:
                 lc_token = _models_report_to(self, state)

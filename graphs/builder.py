@@ -343,6 +343,8 @@ class StateGraph:
         self.channels: dict[str, Channel] = channels_from_schema(state_schema)
         self.managed: dict[str, Any] = managed_from_schema(state_schema)
         """Keys computed for each node run (`graphs.managed`), by their `ManagedValue`."""
+        self.state_keys = frozenset(self.channels)
+        """The state schema's own keys (not those only an input, output or node schema has)."""
         for extra in (input_schema, output_schema):
             if extra is not None and extra is not state_schema:
                 self._add_channels(extra)
@@ -403,7 +405,7 @@ class StateGraph:
             return state.get(ROOT)
 
         self.coerce = coerce
-        self.input_keys = self.output_keys = frozenset([ROOT])
+        self.input_keys = self.output_keys = self.state_keys = frozenset([ROOT])
         self.nodes = {}
         self.edges = []
         self.joins = []

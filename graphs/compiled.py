@@ -129,6 +129,10 @@ class CompiledGraph(RunnableMethods):
         self.output_keys = builder.output_keys if typed or private else None
         """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them
         (or private channels, which only nodes see, are there)."""
+        public = builder.state_keys | builder.input_keys | builder.output_keys
+        self.node_keys = frozenset(k for k in channels if k not in public)
+        """Keys only nodes' own schemas declare (private channels): not part of the input, so
+        an input's value for one is dropped, as LangGraph drops it."""
         self.context_schema = builder.context_schema
         self.async_routers = any(br.is_async for brs in branches.values() for br in brs)
         """Some router is async: the loop awaits it through its driver (`ainvoke` only)."""

@@ -175,8 +175,9 @@ class CheckpointMetadata(TypedDict, total=False):
     task: str
     """On a checkpoint of a `compile(checkpointer=True)` subgraph: the parent's task that ran it."""
     parents: dict[str, str]
-    """On a checkpoint of a subgraph's run: the checkpoint id each enclosing graph ran it from,
-    by that graph's namespace (`""` for the graph invoked itself), as in LangGraph."""
+    """The checkpoint id each enclosing graph ran this one from, by that graph's namespace (`""`
+    for the graph invoked itself), as in LangGraph: `{}` on a top graph's checkpoints. Checkpoints
+    stored before it was written there have no such key."""
 
 
 _NOT_NOTED = frozenset(

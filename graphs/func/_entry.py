@@ -56,11 +56,11 @@ class EntrypointRun(Run):
             self.live = True  # each task's `{name: result}` is streamed as the task finishes
 
     def check_input(
-        self, update: Any, what: str, keys: frozenset[str] | None = None
+        self, update: Any, what: str, keys: frozenset[str] | None = None, *, input: bool = False
     ) -> list[tuple[str, Any]]:
         if what == "the input":
             return [(INPUT, update)]
-        return super().check_input(update, what, keys)
+        return super().check_input(update, what, keys, input=input)
 
     def to_writes(self, task: Task) -> None:
         result = task.result

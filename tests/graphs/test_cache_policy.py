@@ -94,3 +94,25 @@ def test_a_cache_policy_that_is_not_one_is_refused() -> None:
     g = StateGraph(S)
     with pytest.raises(GraphSetupError, match="cache_policy must be a CachePolicy"):
         g.add_node("n", lambda s: {}, cache_policy={"ttl": 5})  # type: ignore[arg-type]
+
+
+def test_a_cache_hits_updates_chunk_says_it_was_cached() -> None:
+    # As LangGraph: the node did not run, so its `updates` chunk carries
+    # `"__metadata__": {"cached": True}`; a run of the node shows the plain chunk.
+    calls: list[int] = []
+    app = _app(calls, CachePolicy(), cache=InMemoryCache())
+    assert list(app.stream({"x": 1})) == [{"double": {"y": 2}}]
+    hit = [{"double": {"y": 2}, "__metadata__": {"cached": True}}]
+    assert list(app.stream({"x": 1})) == hit
+    assert list(app.stream({"x": 1}, stream_mode=["updates", "values"])) == [
+        ("values", {"x": 1}),
+        ("updates", hit[0]),
+        ("values", {"x": 1, "y": 2}),
+    ]
+
+    async def astream() -> list[Any]:
+        return [c async for c in app.astream({"x": 1})]
+
+    assert asyncio.run(astream()) == hit
+    assert list(app.stream({"x": 2})) == [{"double": {"y": 4}}]  # a miss: the node ran
+    assert calls == [1, 2]

@@ -83,7 +83,8 @@ def test_a_pause_returns_and_shows_what_the_finished_tasks_wrote(
     assert next(app.get_state_history(CONFIG)).values == {"total": 1, "log": []}
 
     done = app.invoke(Command(resume="yes"), CONFIG)
-    assert done == {"total": 3, "log": ["count", "ask: yes"]}  # `total` reduced once: 1 + 2
+    # `total` reduced once (1 + 2); the step's writes by node name, as LangGraph applies them
+    assert done == {"total": 3, "log": ["ask: yes", "count"]}
     assert app.get_state(CONFIG).values == done
     assert calls == Counter(count=1, ask=2)
 
@@ -97,7 +98,7 @@ async def test_the_same_under_ainvoke_and_aget_state(saver: BaseCheckpointSaver)
     # answering again from the same pause state: still one application of `count`'s write
     assert await app.ainvoke(Command(resume="ok"), CONFIG) == {
         "total": 3,
-        "log": ["count", "ask: ok"],
+        "log": ["ask: ok", "count"],
     }
     assert calls["count"] == 1
 
@@ -127,7 +128,7 @@ def test_the_updates_stream_shows_each_finished_task_and_each_pause(
         {"a": {"log": ["a: A"]}, "__metadata__": {"cached": True}},
         {"b": {"log": ["b: B"]}},
     ]
-    assert app.get_state(CONFIG).values == {"total": 2, "log": ["count", "a: A", "b: B"]}
+    assert app.get_state(CONFIG).values == {"total": 2, "log": ["a: A", "b: B", "count"]}
     assert calls == Counter(a=2, b=3, count=1)
 
 
@@ -229,7 +230,7 @@ def test_a_subgraphs_static_pause_shows_once_in_the_parents_stream(
         (0, {"__interrupt__": ()}),
     ]
     assert app.get_state(CONFIG).values == {"log": ["beside"]}
-    assert app.invoke(None, CONFIG) == {"log": ["first", "second", "beside"]}
+    assert app.invoke(None, CONFIG) == {"log": ["beside", "first", "second"]}  # by node name
 
 
 GRAPH_MODULE = """
@@ -285,7 +286,7 @@ def test_a_new_process_sees_the_finished_writes_and_applies_them_once(
         assert app.get_state(CONFIG).values == {"total": 3, "log": ["count"]}
         assert app.invoke(Command(resume="yes"), CONFIG) == {
             "total": 3,
-            "log": ["count", "ask: yes"],
+            "log": ["ask: yes", "count"],
         }
     assert counted.read_text().split() == ["count"]  # ran in the first process only
 

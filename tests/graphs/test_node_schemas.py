@@ -22,6 +22,8 @@ from graphs import (
     Command,
     GraphInterrupt,
     GraphSetupError,
+    InMemorySaver,
+    InvalidUpdateError,
     StateGraph,
     interrupt,
 )
@@ -141,3 +143,29 @@ def test_a_private_key_survives_a_pause_and_is_read_after_the_resume(
     assert app.get_state(config).values["draft"] == "about tea"
     out = app.invoke(Command(resume="yes"), config)
     assert out == {"topic": "tea", "log": ["drafted", "yes: about tea"]}
+
+
+def test_an_input_key_only_a_node_schema_has_is_dropped_as_langgraph_drops_it() -> None:
+    # `draft` is not in the input (the state schema has no such key): the value given for it
+    # is not written, so the node reading it sees what `write` wrote, not the input's.
+    g = _chain(("read", read_annotated_or_none, None), ("write", write_draft, None))
+    g.add_node("again", read_annotated_or_none).add_edge("write", "again")
+    app = g.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    out = app.invoke({"topic": "tea", "draft": "from the input"}, config)
+    assert out == {
+        "topic": "tea",
+        "log": ["saw ['topic'] draft=None", "drafted", "saw ['draft', 'topic'] draft='about tea'"],
+    }
+    # The same for update_state(as_node="__input__"), which writes an input.
+    app.update_state(config, {"topic": "tea", "draft": "typed in"}, as_node="__input__")
+    assert app.get_state(config).values["draft"] == "about tea"
+    # A key no schema has is still refused, and Command(update=...) may still write the key.
+    with pytest.raises(InvalidUpdateError, match=r"unknown state key\(s\) \['drfat'\]"):
+        app.invoke({"topic": "tea", "drfat": "x"}, {"configurable": {"thread_id": "u"}})
+    again = app.invoke(Command(update={"draft": "by command"}), config)
+    assert again["log"][-3] == "saw ['draft', 'topic'] draft='by command'"
+
+
+def read_annotated_or_none(state: Scratch) -> dict[str, Any]:
+    return {"log": [f"saw {sorted(state)} draft={state.get('draft')!r}"]}

@@ -84,3 +84,18 @@ def test_a_pushed_message_is_in_the_checkpoint_at_a_later_pause(saver: BaseCheck
         app.invoke({"messages": [("user", "hi")]}, config)
     saved = app.get_state(config).values["messages"]
     assert [m.content for m in saved] == ["hi", "working", "done"]
+
+
+def test_the_updates_chunk_lists_the_pushed_write_beside_the_return() -> None:
+    # As LangGraph: the node wrote `messages` twice (the push, then the return), so its update
+    # is one dict per write, in the order written; a message pushed with state_key=None wrote
+    # nothing, and a node that only pushes shows the push as its update.
+    def only_push(state: MessagesState) -> None:
+        push_message(AIMessage("pushed", id="p1"))
+
+    app = _graph(work, only_push).compile()
+    chunks = list(app.stream({"messages": [("user", "hi")]}, stream_mode="updates"))
+    assert [list(c) for c in chunks] == [["work"], ["only_push"]]
+    first, second = chunks[0]["work"]
+    assert (first["messages"].id, [m.id for m in second["messages"]]) == ("m1", ["m3"])
+    assert chunks[1]["only_push"]["messages"].id == "p1"

@@ -59,7 +59,7 @@ def test_snapshot_of_a_paused_thread() -> None:
     assert isinstance(snap, StateSnapshot)
     assert snap.values == {"messages": ["hi", "plan"]}
     assert snap.next == ("act",)
-    assert snap.metadata == {"source": "loop", "step": 1}
+    assert snap.metadata == {"source": "loop", "step": 1, "parents": {}}
     assert snap.config["configurable"]["thread_id"] == "t"
     assert snap.config["configurable"]["checkpoint_id"]
     assert snap.parent_config is not None
@@ -160,7 +160,7 @@ def test_update_state_replaces_each_key_without_the_reducer() -> None:
     snap = app.get_state(CONFIG)
     assert snap.config == new_config  # the returned config points at the new head
     assert snap.values == {"messages": ["use metric units"], "approved": True}
-    assert snap.metadata == {"source": "update", "step": 2}
+    assert snap.metadata == {"source": "update", "step": 2, "parents": {}}
     assert snap.parent_config == before.config
     assert snap.next == ("act",)  # still paused where it was
     assert app.invoke(None, CONFIG) == {
@@ -366,7 +366,8 @@ def test_command_goto_as_input_adds_nodes_to_the_step_about_to_run() -> None:
         app.invoke({"messages": ["hi"]}, CONFIG)
     # Past the static pause before "plan": "act" runs beside it, then again after it.
     out = app.invoke(Command(goto="act", update={"approved": True}), CONFIG)
-    assert out["messages"] == ["hi", "plan", "act approved=True", "act approved=True"]
+    # (that step's writes by node name, as LangGraph applies them: act's before plan's)
+    assert out["messages"] == ["hi", "act approved=True", "plan", "act approved=True"]
     assert calls == Counter(plan=1, act=2)
     # On a finished thread it says what runs next.
     assert app.invoke(Command(goto=["act"]), CONFIG)["messages"][-1] == "act approved=True"

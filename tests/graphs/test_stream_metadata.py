@@ -128,6 +128,7 @@ def test_each_checkpoint_notes_the_configs_plain_values(saver: BaseCheckpointSav
             "user_id": "u-1",
             "turn": 3,
             "team": "billing",
+            "parents": {},
         }
     # A later run's checkpoints note that run's config.
     graph.invoke({"log": []}, {"configurable": {"thread_id": "t", "user_id": "u-2"}})
@@ -136,9 +137,9 @@ def test_each_checkpoint_notes_the_configs_plain_values(saver: BaseCheckpointSav
     graph.invoke({"log": []}, {"configurable": {"thread_id": "plain"}})
     plain = [tup.metadata for tup in saver.list({"configurable": {"thread_id": "plain"}})]
     assert plain == [
-        {"source": "loop", "step": 2},
-        {"source": "loop", "step": 1},
-        {"source": "input", "step": 0},
+        {"source": "loop", "step": 2, "parents": {}},
+        {"source": "loop", "step": 1, "parents": {}},
+        {"source": "input", "step": 0, "parents": {}},
     ]
 
 

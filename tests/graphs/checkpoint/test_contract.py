@@ -452,7 +452,8 @@ def test_failure_and_resume(saver: BaseCheckpointSaver) -> None:
         ("flaky", False, "TimeoutError: gateway"),
     ]
     broken[0] = False
-    assert app.invoke(None, CONFIG) == {"log": ["ok", "flaky"]}
+    # ok's saved write and flaky's are applied by node name, as in LangGraph.
+    assert app.invoke(None, CONFIG) == {"log": ["flaky", "ok"]}
     assert calls == Counter(ok=1, flaky=2)
 
 

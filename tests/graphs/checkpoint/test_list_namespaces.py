@@ -10,6 +10,7 @@ import operator
 from typing import Annotated, Any, TypedDict
 
 from graphs import END, START, BaseCheckpointSaver, StateGraph
+from graphs.checkpoint.base import checkpoint_seq, new_checkpoint_id
 from tests.graphs.checkpoint.test_contract import saver_fixture
 
 saver = saver_fixture("memory", "sqlite", "postgres")
@@ -103,7 +104,7 @@ def test_a_subgraphs_checkpoints_name_the_checkpoint_each_enclosing_graph_ran_th
     by_ns: dict[str, list[Any]] = {}
     for t in saver.list(_thread()):
         by_ns.setdefault(t.config["configurable"]["checkpoint_ns"], []).append(t)
-    assert all("parents" not in t.metadata for t in by_ns[""])
+    assert all(t.metadata["parents"] == {} for t in by_ns[""])  # as LangGraph's top graph
     [mid_ns] = [ns for ns in by_ns if ns.startswith("mid:") and "|" not in ns]
     [leaf_ns] = [ns for ns in by_ns if "|leaf:" in ns]
     # `mid` ran in the step after `first`: from the top graph's checkpoint holding first's write.
@@ -118,3 +119,36 @@ def test_a_subgraphs_checkpoints_name_the_checkpoint_each_enclosing_graph_ran_th
             mid_ns: mid_from.checkpoint["id"],
         }
         assert list(t.metadata["parents"]) == ["", mid_ns]
+
+
+def test_a_top_graphs_checkpoints_have_empty_parents_and_older_ones_without_the_key_still_run(
+    saver: BaseCheckpointSaver,
+) -> None:
+    # LangGraph writes `"parents": {}` into every top-level checkpoint's metadata: the input's,
+    # each step's, an update's and a fork's.
+    app = _app(saver)
+    app.invoke({"log": []}, _thread())
+    app.update_state(_thread(), {"log": ["fixed"]}, as_node="after")
+    copy = app.fork(_thread())
+    tops = list(saver.list(_thread(checkpoint_ns=""))) + list(saver.list(copy))
+    assert {t.metadata["source"] for t in tops} == {"input", "loop", "update", "fork"}
+    assert all(t.metadata["parents"] == {} for t in tops)
+    head = saver.get_tuple(_thread(checkpoint_ns=""))
+    assert head is not None
+    assert head.metadata == {"source": "update", "step": 3, "parents": {}}
+
+    # A checkpoint stored before the key was written (metadata without `parents`) reads, and a
+    # run goes on from it; the checkpoints it adds have the key.
+    seq = checkpoint_seq(head.checkpoint["id"]) + 1
+    checkpoint = {**head.checkpoint, "id": new_checkpoint_id(seq)}
+    saver.put(head.config, checkpoint, {"source": "update", "step": 4}, {})  # type: ignore[arg-type]
+    assert app.get_state(_thread()).metadata == {"source": "update", "step": 4}
+    assert app.invoke({"log": ["again"]}, _thread())["log"][-5:] == [
+        "fixed",
+        "again",
+        "a",
+        "b",
+        "after",
+    ]
+    added = list(saver.list(_thread(checkpoint_ns="")))[:3]
+    assert [t.metadata["parents"] for t in added] == [{}, {}, {}]

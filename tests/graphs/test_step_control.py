@@ -138,7 +138,9 @@ async def test_a_failing_task_cancels_its_siblings_at_once_and_keeps_the_finishe
 
     nodes.events.clear()
     nodes.broken, nodes.slow_sleep = False, 0.0
-    assert await app.ainvoke(None, CONFIG) == {"log": ["quick", "slow", "bad"]}
+    assert await app.ainvoke(None, CONFIG) == {
+        "log": ["bad", "quick", "slow"]
+    }  # the step's writes by node name
     assert nodes.events == ["slow started"]  # quick did not run again
 
 
@@ -166,7 +168,9 @@ async def test_a_cancelled_sibling_ends_its_once_effect_and_records_it(
     assert nodes.events == ["quick"]  # cancelled once the effect was recorded
 
     nodes.broken, nodes.slow_sleep = False, 0.0
-    assert await app.ainvoke(None, CONFIG) == {"log": ["quick", "refund-1", "bad"]}
+    assert await app.ainvoke(None, CONFIG) == {
+        "log": ["bad", "quick", "refund-1"]
+    }  # the step's writes by node name
     assert nodes.effects == 1  # the effect ran once
 
 
@@ -188,7 +192,9 @@ async def test_a_sync_sibling_cannot_be_stopped_so_the_step_waits_and_keeps_its_
     assert ran == ["blocking"]
     assert (await app.aget_state(CONFIG)).values == {"log": ["quick", "blocking"]}
     nodes.broken = False
-    assert await app.ainvoke(None, CONFIG) == {"log": ["quick", "blocking", "bad"]}
+    assert await app.ainvoke(None, CONFIG) == {
+        "log": ["bad", "quick", "blocking"]
+    }  # the step's writes by node name
     assert ran == ["blocking"]
 
 
@@ -213,7 +219,9 @@ async def test_step_timeout_cancels_the_tasks_still_running_and_fails_the_run(
 
     app.step_timeout = None
     nodes.slow_sleep = 0.0
-    assert await app.ainvoke(None, CONFIG) == {"log": ["quick", "slow", "bad"]}
+    assert await app.ainvoke(None, CONFIG) == {
+        "log": ["bad", "quick", "slow"]
+    }  # the step's writes by node name
 
 
 async def test_step_timeout_applies_to_a_step_of_one_task() -> None:
@@ -247,5 +255,6 @@ def test_under_invoke_step_timeout_stops_the_tasks_not_yet_started(
     assert ran == ["slow"]  # a running sync node cannot be stopped; its writes are kept
     assert (app.get_state(CONFIG)).values == {"log": ["slow"]}
     app.step_timeout = None
-    assert app.invoke(None, CONFIG) == {"log": ["slow", "after"]}
+    # the step's writes by node name
+    assert app.invoke(None, CONFIG) == {"log": ["after", "slow"]}
     assert ran == ["slow", "after"]

@@ -31,7 +31,7 @@ from ._schema import ROOT, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
-from ._task import Task
+from ._task import SENDS_CHANNEL, Task
 from .checkpoint.base import (
     CALL,
     DONE,
@@ -65,8 +65,6 @@ if TYPE_CHECKING:
 ONCE_CHANNEL = "__once__"
 DEFER_CHANNEL = "__deferred__"
 """The `defer=True` nodes triggered that wait until no other node is to run."""
-SENDS_CHANNEL = "__sends__"
-"""`{task_id: arg}` of the frontier's `Send` tasks: what each runs on instead of the state."""
 _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
 INPUT = "__input__"
 """`update_state(as_node="__input__")`: the values are written as a run's input is."""

@@ -23,6 +23,7 @@ from ._loop import Paused, Run, finished_values, task_writes, waiting
 from ._runnable import RunnableMethods, merge_configs
 from ._schema import ROOT, Channel, is_typed_class
 from ._stream import MODES
+from ._task import SENDS_CHANNEL, task_paths
 from .checkpoint.base import (
     DONE,
     ERROR,
@@ -765,7 +766,8 @@ class CompiledGraph(RunnableMethods):
         cp = tup.checkpoint
         tasks: list[StateTask] = []
         interrupts: list[Interrupt] = []
-        for name, task_id in cp["next_tasks"]:
+        paths = task_paths(cp["next_tasks"], cp["channel_values"].get(SENDS_CHANNEL) or {})
+        for (name, task_id), path in zip(cp["next_tasks"], paths, strict=True):
             writes = task_writes(tup.pending_writes, task_id)
             pending = waiting(writes)
             done = any(c == DONE for c, _ in writes)
@@ -779,7 +781,7 @@ class CompiledGraph(RunnableMethods):
                 result = {c: v for c, v in writes if c in self.channels}
                 if self.root:
                     result = result.get(ROOT)
-            tasks.append(StateTask(task_id, name, pending, error, done, state, result))
+            tasks.append(StateTask(task_id, name, path, error, pending, state, result, done=done))
             interrupts.extend(pending)
         channel_values = cp["channel_values"]
         if latest and own and tup.pending_writes:

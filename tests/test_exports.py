@@ -149,6 +149,7 @@ LANGGRAPH_PATHS = {
     ],
     "graphs.checkpoint.memory": ["InMemorySaver", "MemorySaver"],
     "graphs.func": ["entrypoint", "task"],
+    "graphs._internal._constants": ["PULL", "PUSH"],  # what PregelTask.path starts with
 }  # fmt: skip
 
 

@@ -929,7 +929,7 @@ class Run:
             if t.pause is not None or isinstance(t.error, NodeInterrupt):
                 writes = []
             elif t.error is not None:
-                writes = [(ERROR, f"{type(t.error).__name__}: {t.error}")]
+                writes = [(ERROR, repr(t.error))]  # LangGraph's StateTask.error text
             else:
                 _name_messages(self.graph.channels, t.writes)
                 writes = [*t.writes, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]

@@ -272,6 +272,18 @@ class Command(Generic[N]):
         """True when `resume=` was given (even `resume=None`)."""
         return self._has_resume
 
+    def __repr__(self) -> str:
+        """The fields given, in LangGraph's order and form: `Command(goto=Send(node='2',
+        arg=3))`. LangGraph leaves out every falsy field; a `resume` given as `None`, `False`
+        or `0` is shown here, since it answers a pause as much as any other value."""
+        given = (
+            ("graph", self.graph, self.graph is not None),
+            ("update", self.update, self.update is not None),
+            ("resume", self.resume, self._has_resume),
+            ("goto", self.goto, bool(self.goto)),
+        )
+        return f"Command({', '.join(f'{k}={v!r}' for k, v, shown in given if shown)})"
+
 
 @dataclass(frozen=True, slots=True)
 class StateTask:

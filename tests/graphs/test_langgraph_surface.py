@@ -273,3 +273,30 @@ async def test_abulk_update_state_matches_the_sync_one() -> None:
     state = graph.get_state(config)
     assert state.values == {"foo": "x", "baz": "q"} and state.next == ("c",)
     assert await graph.ainvoke(None, config) == {"foo": "x+c", "baz": "q"}
+
+
+def test_a_command_prints_the_fields_given_as_langgraph_s_does(tmp_path: Path) -> None:
+    from graphs import Send
+
+    # A node that logs the Command it routes with, as LangGraph's own Send tests do.
+    def route(words: list[str]) -> Any:
+        command = Command(goto=Send("echo", 3)) if not words else Command(update=["done"])
+        return Command(update=[f"route|{command}"], goto=command.goto)
+
+    g = StateGraph(Annotated[list, operator.add])
+    g.add_node("route", route).add_node("echo", lambda n: [f"echo {n}"])
+    g.add_edge(START, "route")
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'repr.db'}")
+    saver.setup()
+    try:
+        out = g.compile(checkpointer=saver).invoke([], {"configurable": {"thread_id": "t"}})
+    finally:
+        saver.close()
+    assert out == ["route|Command(goto=Send(node='echo', arg=3))", "echo 3"]
+    assert repr(Command(update={"a": 1}, goto=["x"], graph=Command.PARENT)) == (
+        "Command(graph='__parent__', update={'a': 1}, goto=['x'])"
+    )
+    assert repr(Command()) == "Command()"
+    # An answer is shown whatever its value (LangGraph leaves out a falsy one).
+    assert repr(Command(resume=False)) == "Command(resume=False)"
+    assert repr(Command(resume={"approved": True})) == "Command(resume={'approved': True})"

@@ -358,8 +358,8 @@ class Run:
             type(pair) is tuple and len(pair) == 2 for pair in update
         ):
             update = _Pairs(update)  # LangGraph's `[(key, value), ...]` update
-        elif not isinstance(update, Mapping):
-            update = updates_of(update) or update
+        elif not isinstance(update, Mapping) and (typed := updates_of(update)) is not None:
+            update = typed  # a pydantic instance with no field set is an empty update
         channels = self.graph.channels
         for key in update:
             if key not in channels:
@@ -418,8 +418,8 @@ class Run:
     ) -> list[tuple[str, Any]]:
         if self.graph.root:
             return [(ROOT, update)]
-        if not isinstance(update, Mapping):
-            update = updates_of(update) or update
+        if not isinstance(update, Mapping) and (typed := updates_of(update)) is not None:
+            update = typed  # a pydantic instance with no field set is an empty input
         if keys is not None and isinstance(update, Mapping):
             outside = [k for k in update if k not in keys]
             if outside:

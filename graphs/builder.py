@@ -621,7 +621,8 @@ class StateGraph:
                 `invoke` returns the state with an `"__interrupt__"` key instead (the state
                 alone for an `interrupt_before`/`interrupt_after` pause, as LangGraph).
             name: the compiled graph's `name` (LangGraph's; default `"LangGraph"`).
-            debug: accepted for LangGraph's signature; stream `"debug"` to see each step.
+            debug: every run prints its `updates` and `values` chunks as they come (LangGraph's
+                `debug`; a run's `print_mode=` picks other modes).
             store: a `graphs.store.BaseStore` (such as `InMemoryStore()`) nodes share across
                 threads: handed to a `store` parameter, `get_store()` and `Runtime.store`.
                 A subgraph without one uses its parent's.
@@ -733,6 +734,7 @@ class StateGraph:
         )
         graph.store = store
         graph.cache = cache
+        graph.debug = debug
         if name is not None:
             graph.name = name
         return graph

@@ -456,9 +456,9 @@ class Run:
                 if len(items) > 1:
                     nodes = [n for n, _ in items]
                     raise InvalidUpdateError(
-                        f"state key {channel!r} got {len(items)} values in one step (from "
-                        f"{nodes}) but has no reducer, so it can take only one: declare it as "
-                        f"Annotated[T, reducer] to merge them"
+                        f"At key {channel!r}: Can receive only one value per step, got "
+                        f"{len(items)} (from {nodes}), and the key has no reducer: declare it "
+                        f"as Annotated[T, reducer] to merge them"
                     )
                 value = items[0][1]
                 values[channel] = value.value if type(value) is Overwrite else value
@@ -473,8 +473,9 @@ class Run:
                     ):
                         if overwritten:
                             raise InvalidUpdateError(
-                                f"state key {channel!r} got two Overwrite values in one step "
-                                f"(the second from {node!r}); only one writer may replace it"
+                                f"At key {channel!r}: Can receive only one Overwrite value per "
+                                f"super-step, got a second from {node!r}: only one writer may "
+                                "replace the value in a step"
                             )
                         current, had, overwritten = _overwritten(value), True, True
                         old_len = -1  # a replaced list is stored whole, not as a delta
@@ -1156,7 +1157,10 @@ class Run:
     def amend_step(self, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunConfig]:
         """Write one checkpoint of `(values, as_node)` pairs on the head (see `update_step`)."""
         if not updates:
-            raise InvalidUpdateError("bulk_update_state: a step with no updates; give at least one")
+            raise InvalidUpdateError(
+                "bulk_update_state: No updates provided in a step: give each step at least one "
+                "StateUpdate(values, as_node)"
+            )
         if len(updates) > 1 and any(as_node is None for _, as_node in updates):
             raise InvalidUpdateError(
                 "bulk_update_state: a step with several updates needs as_node on each (the "

@@ -20,7 +20,7 @@ from ._schema import (
     root_channel,
     schema_keys,
 )
-from .errors import GraphSetupError
+from .errors import GraphSetupError, InvalidCheckpointerError
 from .types import END, START, Command, RetryPolicy, Send
 
 if TYPE_CHECKING:
@@ -641,31 +641,38 @@ class StateGraph:
         if checkpointer is False or checkpointer is True:
             checkpointer = None
         if checkpointer is not None and not isinstance(checkpointer, BaseCheckpointSaver):
-            raise GraphSetupError(
-                f"checkpointer must be a BaseCheckpointSaver (InMemorySaver(), SQLSaver(url)), "
+            raise InvalidCheckpointerError(
+                f"Invalid checkpointer provided: checkpointer must be a BaseCheckpointSaver "
+                f"(InMemorySaver(), SQLSaver(url)), "
                 f"None, True or False, got {type(checkpointer).__module__}.{type(checkpointer).__qualname__} "
                 f"{checkpointer!r}"
             )
         known = set(self.nodes)
 
-        def check(name: str, where: str) -> None:
+        def check(name: str, where: str, end: str | None = None) -> None:
+            """`end`: "starting" or "ending", for an edge (LangGraph's words for it)."""
             if name not in known and name not in (START, END):
+                nodes = sorted(known) or "none"
+                if end is None:
+                    raise GraphSetupError(
+                        f"{where} names unknown node {name!r}; nodes are: {nodes}"
+                    )
                 raise GraphSetupError(
-                    f"{where} names unknown node {name!r}; nodes are: {sorted(known) or 'none'}"
+                    f"Found edge {end} at unknown node {name!r} ({where}); nodes are: {nodes}"
                 )
 
         for a, b in self.edges:
-            check(a, f"edge {a!r} -> {b!r}")
-            check(b, f"edge {a!r} -> {b!r}")
+            check(a, f"edge {a!r} -> {b!r}", "starting")
+            check(b, f"edge {a!r} -> {b!r}", "ending")
         for sources, target in self.joins:
             for s in sources:
-                check(s, f"edge {list(sources)!r} -> {target!r}")
-            check(target, f"edge {list(sources)!r} -> {target!r}")
+                check(s, f"edge {list(sources)!r} -> {target!r}", "starting")
+            check(target, f"edge {list(sources)!r} -> {target!r}", "ending")
         for spec in self.nodes.values():
             for dest in spec.destinations:
                 check(dest, f"the destinations of node {spec.name!r}")
         for br in self.branches:
-            check(br.source, f"conditional edges from {br.source!r}")
+            check(br.source, f"conditional edges from {br.source!r}", "starting")
             for dest in (br.path_map or {}).values():
                 check(dest, f"path_map of conditional edges from {br.source!r}")
 

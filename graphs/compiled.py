@@ -905,8 +905,7 @@ class CompiledGraph(RunnableMethods):
         is a step whose `StateUpdate(values, as_node)`s are written together, as if those nodes
         had run in that step (`as_node` is needed on each when there are several)."""
         saver = self._saver("bulk_update_state")
-        if not supersteps:
-            raise InvalidUpdateError("bulk_update_state: no supersteps given")
+        _check_supersteps(supersteps)
         first = self._run(_thread_only(config), frozenset(), nest=False)
         head: RunConfig | None = None
         with saver.lock_thread(first.config):
@@ -928,8 +927,7 @@ class CompiledGraph(RunnableMethods):
     ) -> RunConfig:
         """Async `bulk_update_state`."""
         saver = self._saver("abulk_update_state")
-        if not supersteps:
-            raise InvalidUpdateError("bulk_update_state: no supersteps given")
+        _check_supersteps(supersteps)
         first = self._run(_thread_only(config), frozenset(), nest=False)
         out: list[RunConfig] = []
         async with saver.alock_thread(first.config):
@@ -1116,6 +1114,21 @@ def _print_chunk(mode: str, chunk: Any, ns: tuple[str, ...], subgraphs: bool) ->
         parts.append(f"\033[1;30;33m[graph={ns}]\033[0m")
     parts.append(repr(chunk))
     print(" ".join(parts))
+
+
+def _check_supersteps(supersteps: Sequence[Sequence[Any]]) -> None:
+    """Refuse a `bulk_update_state` with no step or an empty step before anything is written."""
+    if not supersteps:
+        raise InvalidUpdateError(
+            "bulk_update_state: No supersteps provided: give a list of steps, each a list of "
+            "StateUpdate(values, as_node)"
+        )
+    empty = [i for i, step in enumerate(supersteps) if not step]
+    if empty:
+        raise InvalidUpdateError(
+            f"bulk_update_state: No updates provided in step(s) {empty} (counted from 0): give "
+            "each step at least one StateUpdate(values, as_node)"
+        )
 
 
 def _check_durability(durability: object) -> None:

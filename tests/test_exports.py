@@ -24,6 +24,7 @@ GRAPHS_API = [
     "GraphSetupError",
     "InMemorySaver",
     "Interrupt",
+    "InvalidCheckpointerError",
     "InvalidUpdateError",
     "MemorySaver",
     "MultipleSubgraphsError",
@@ -106,6 +107,8 @@ def test_the_error_tree() -> None:
     assert issubclass(graphs.NodeInterrupt, graphs.GraphInterrupt)
     assert issubclass(graphs.GraphRecursionError, RecursionError)
     assert issubclass(graphs.GraphSetupError, ValueError)
+    assert issubclass(graphs.InvalidCheckpointerError, graphs.GraphSetupError)
+    assert issubclass(graphs.InvalidCheckpointerError, TypeError)  # LangGraph's type for it
     assert issubclass(graphs.CheckpointConflictError, graphs.ThreadBusyError)
     assert issubclass(graphs.SchemaVersionError, graphs.CheckpointFormatError)
 

@@ -216,8 +216,12 @@ def test_two_overwrites_of_one_key_in_a_step_are_refused() -> None:
     g.add_node("b", lambda s: {"messages": Overwrite(["b"])})
     g.add_edge(START, "a")
     g.add_edge(START, "b")
-    with pytest.raises(InvalidUpdateError, match="two Overwrite values in one step"):
+    with pytest.raises(InvalidUpdateError) as info:
         g.compile().invoke({"messages": []})
+    assert str(info.value) == (  # LangGraph's phrase, then who wrote the second
+        "At key 'messages': Can receive only one Overwrite value per super-step, got a second "
+        "from 'b': only one writer may replace the value in a step"
+    )
 
 
 def test_stream_mode_none_is_the_default_updates_mode_as_in_langgraph() -> None:
@@ -263,6 +267,17 @@ def test_bulk_update_state_writes_one_checkpoint_per_step_as_its_nodes(tmp_path:
     with pytest.raises(InvalidUpdateError, match="needs as_node on each"):
         graph.bulk_update_state(config, [[StateUpdate({"foo": "1"}), StateUpdate({"baz": "2"})]])
     assert len(list(graph.get_state_history(config))) == 2
+    # LangGraph's phrases, then what to give; an empty step is refused before any is written.
+    with pytest.raises(ValueError, match="^bulk_update_state: No supersteps provided: give"):
+        graph.bulk_update_state(config, [])
+    with pytest.raises(InvalidUpdateError) as info:
+        graph.bulk_update_state(config, [[StateUpdate({"foo": "w"}, "a")], []])
+    assert str(info.value) == (
+        "bulk_update_state: No updates provided in step(s) [1] (counted from 0): give each "
+        "step at least one StateUpdate(values, as_node)"
+    )
+    assert len(list(graph.get_state_history(config))) == 2
+    assert graph.get_state(config).values == {"foo": "y", "baz": "z"}
 
 
 async def test_abulk_update_state_matches_the_sync_one() -> None:
@@ -272,6 +287,10 @@ async def test_abulk_update_state_matches_the_sync_one() -> None:
     await graph.abulk_update_state(config, [[({"baz": "q"}, "b")]])  # a plain tuple works too
     state = graph.get_state(config)
     assert state.values == {"foo": "x", "baz": "q"} and state.next == ("c",)
+    with pytest.raises(InvalidUpdateError, match="No supersteps provided"):
+        await graph.abulk_update_state(config, [])
+    with pytest.raises(InvalidUpdateError, match=r"No updates provided in step\(s\) \[0, 1\]"):
+        await graph.abulk_update_state(config, [[], []])
     assert await graph.ainvoke(None, config) == {"foo": "x+c", "baz": "q"}
 
 

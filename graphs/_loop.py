@@ -32,7 +32,7 @@ from ._schema import DELTA, EPHEMERAL, ROOT, TOPIC, UNTRACKED, Channel, updates_
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
-from ._task import Task
+from ._task import SENDS_CHANNEL, Task
 from .checkpoint.base import (
     CALL,
     DONE,
@@ -69,8 +69,6 @@ if TYPE_CHECKING:
 ONCE_CHANNEL = "__once__"
 DEFER_CHANNEL = "__deferred__"
 """The `defer=True` nodes triggered that wait until no other node is to run."""
-SENDS_CHANNEL = "__sends__"
-"""`{task_id: arg}` of the frontier's `Send` tasks: what each runs on instead of the state."""
 _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
 INPUT = "__input__"
 """`update_state(as_node="__input__")`: the values are written as a run's input is."""
@@ -388,8 +386,8 @@ class Run:
             type(pair) is tuple and len(pair) == 2 for pair in update
         ):
             update = _Pairs(update)  # LangGraph's `[(key, value), ...]` update
-        elif not isinstance(update, Mapping):
-            update = updates_of(update) or update
+        elif not isinstance(update, Mapping) and (typed := updates_of(update)) is not None:
+            update = typed  # a pydantic instance with no field set is an empty update
         channels = self.graph.channels
         managed = self.graph.managed
         if managed and any(key in managed for key in update):
@@ -454,8 +452,8 @@ class Run:
         own schemas have, as LangGraph does (they are not in its input schema)."""
         if self.graph.root:
             return [(ROOT, update)]
-        if not isinstance(update, Mapping):
-            update = updates_of(update) or update
+        if not isinstance(update, Mapping) and (typed := updates_of(update)) is not None:
+            update = typed  # a pydantic instance with no field set is an empty input
         if keys is not None and isinstance(update, Mapping):
             outside = [k for k in update if k not in keys]
             if outside:
@@ -498,9 +496,9 @@ class Run:
                 if len(items) > 1:
                     nodes = [n for n, _ in items]
                     raise InvalidUpdateError(
-                        f"state key {channel!r} got {len(items)} values in one step (from "
-                        f"{nodes}) but has no reducer, so it can take only one: declare it as "
-                        f"Annotated[T, reducer] to merge them"
+                        f"At key {channel!r}: Can receive only one value per step, got "
+                        f"{len(items)} (from {nodes}), and the key has no reducer: declare it "
+                        f"as Annotated[T, reducer] to merge them"
                     )
                 value = items[0][1]
                 values[channel] = value.value if type(value) is Overwrite else value
@@ -515,8 +513,9 @@ class Run:
                     ):
                         if overwritten:
                             raise InvalidUpdateError(
-                                f"state key {channel!r} got two Overwrite values in one step "
-                                f"(the second from {node!r}); only one writer may replace it"
+                                f"At key {channel!r}: Can receive only one Overwrite value per "
+                                f"super-step, got a second from {node!r}: only one writer may "
+                                "replace the value in a step"
                             )
                         current, had, overwritten = _overwritten(value), True, True
                         old_len = -1  # a replaced list is stored whole, not as a delta
@@ -1070,7 +1069,7 @@ class Run:
             elif t.cancelled:
                 writes = []  # it did not finish: it runs again when the step is resumed
             elif t.error is not None:
-                writes = [(ERROR, f"{type(t.error).__name__}: {t.error}")]
+                writes = [(ERROR, repr(t.error))]  # LangGraph's StateTask.error text
             else:
                 _name_messages(self.graph.channels, t.writes)
                 kept = t.writes
@@ -1306,7 +1305,10 @@ class Run:
     def amend_step(self, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunConfig]:
         """Write one checkpoint of `(values, as_node)` pairs on the head (see `update_step`)."""
         if not updates:
-            raise InvalidUpdateError("bulk_update_state: a step with no updates; give at least one")
+            raise InvalidUpdateError(
+                "bulk_update_state: No updates provided in a step: give each step at least one "
+                "StateUpdate(values, as_node)"
+            )
         if len(updates) > 1 and any(as_node is None for _, as_node in updates):
             raise InvalidUpdateError(
                 "bulk_update_state: a step with several updates needs as_node on each (the "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import inspect
 import operator
 import typing
 from collections.abc import Callable
@@ -198,6 +199,7 @@ def _channel(schema: Any, key: str, hint: Any) -> Channel:
             f"state key {key!r} in {schema.__qualname__} has {len(reducers)} reducers; give one"
         )
     reducer = reducers[0]
+    _check_reducer(schema, key, reducer)
     return Channel(
         key,
         reducer,
@@ -263,6 +265,25 @@ _ABSTRACT = {
     collections.abc.MutableMapping: dict,
 }
 """The concrete type whose `()` is the empty value of a key typed by an abstract collection."""
+
+
+def _check_reducer(schema: Any, key: str, reducer: Callable[..., Any]) -> None:
+    """Refuse a reducer that cannot be called as `reducer(current, update)`, at once (LangGraph
+    refuses it too, with "Invalid reducer signature"), not at the first write to its key."""
+    try:
+        sig = inspect.signature(reducer)
+    except Exception:  # noqa: BLE001 - a callable that does not describe itself: taken on trust
+        return
+    try:
+        sig.bind(None, None)
+    except TypeError:
+        where = "the root channel" if key == ROOT else f"state key {key!r}"
+        owner = getattr(schema, "__qualname__", None)
+        raise GraphSetupError(
+            f"Invalid reducer signature for {where}{f' in {owner}' if owner else ''}: "
+            f"{getattr(reducer, '__qualname__', reducer)!s}{sig} cannot be called as "
+            "reducer(current, update); expected (a, b) -> c, the value made of both"
+        ) from None
 
 
 def _initial(base: Any) -> Callable[[], Any] | None:

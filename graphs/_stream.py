@@ -85,7 +85,7 @@ def task_metadata(task: Task, step: int) -> dict[str, Any]:
         "langgraph_step": step,
         "langgraph_node": task.name,
         "langgraph_triggers": triggers(task),
-        "langgraph_path": ("__pregel_push" if task.is_send else "__pregel_pull", task.name),
+        "langgraph_path": task.path,
         "langgraph_checkpoint_ns": f"{run.ns}|{task.name}:{task.id}"
         if run.ns
         else f"{task.name}:{task.id}",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping, Sequence
 from contextvars import Token
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,12 +17,15 @@ from ._context import Pause, _current
 from ._events import node_config, task_async, task_sync
 from .checkpoint.base import FAILED, ONCE
 from .errors import NodeError, NodeInterrupt, ParentCommand
-from .types import Interrupt, RunConfig, Send
+from .types import PULL, PUSH, Interrupt, RunConfig, Send
 
 if TYPE_CHECKING:
     from ._loop import Run
     from .builder import NodeSpec
     from .checkpoint.base import BaseCheckpointSaver
+
+SENDS_CHANNEL = "__sends__"
+"""`{task_id: arg}` of the frontier's `Send` tasks: what each runs on instead of the state."""
 
 STATE: Any = object()
 """`Task.arg` of a task that runs on the graph's state (not a `Send`)."""
@@ -33,6 +37,23 @@ asleep = asyncio.sleep
 
 OnceState = Literal["started", "done", "failed"]
 """The progress of a `once()` effect, as its pending writes record it."""
+
+
+def task_paths(
+    frontier: Sequence[Sequence[str]], sends: Mapping[str, Any]
+) -> list[tuple[str | int | bool, ...]]:
+    """The path of each `(name, task_id)` of a frontier, as LangGraph's `PregelTask.path` and
+    `langgraph_path` give it: `(PULL, name)`, or `(PUSH, i, False)` for its i-th `Send` (a
+    task whose id is in `sends`)."""
+    paths: list[tuple[str | int | bool, ...]] = []
+    pushed = 0
+    for name, task_id in frontier:
+        if task_id in sends:
+            paths.append((PUSH, pushed, False))
+            pushed += 1
+        else:
+            paths.append((PULL, name))
+    return paths
 
 
 class Task:
@@ -143,6 +164,18 @@ class Task:
     def is_send(self) -> bool:
         """It runs on a `Send`'s arg, not on the state."""
         return self.arg is not STATE
+
+    @property
+    def path(self) -> tuple[str | int | bool, ...]:
+        """Its path, LangGraph's: `(PULL, name)`, or `(PUSH, i, False)` for the frontier's
+        i-th `Send`."""
+        if not self.is_send:
+            return (PULL, self.name)
+        sends = self.run.internal.get(SENDS_CHANNEL) or {}
+        frontier = self.run.frontier
+        ids = [task_id for _, task_id in frontier]
+        at = ids.index(self.id) if self.id in ids else len(ids)
+        return (PUSH, sum(1 for t in ids[:at] if t in sends), False)
 
     # ---- running --------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from ._schema import (
     root_channel,
     schema_keys,
 )
-from .errors import GraphSetupError, NodeError
+from .errors import GraphSetupError, InvalidCheckpointerError, NodeError
 from .types import END, START, Command, RetryPolicy, Send
 
 if TYPE_CHECKING:
@@ -744,7 +744,8 @@ class StateGraph:
                 `invoke` returns the state with an `"__interrupt__"` key instead (the state
                 alone for an `interrupt_before`/`interrupt_after` pause, as LangGraph).
             name: the compiled graph's `name` (LangGraph's; default `"LangGraph"`).
-            debug: accepted for LangGraph's signature; stream `"debug"` to see each step.
+            debug: every run prints its `updates` and `values` chunks as they come (LangGraph's
+                `debug`; a run's `print_mode=` picks other modes).
             store: a `graphs.store.BaseStore` (such as `InMemoryStore()`) nodes share across
                 threads: handed to a `store` parameter, `get_store()` and `Runtime.store`.
                 A subgraph without one uses its parent's.
@@ -763,32 +764,39 @@ class StateGraph:
         if checkpointer is False or checkpointer is True:
             checkpointer = None
         if checkpointer is not None and not isinstance(checkpointer, BaseCheckpointSaver):
-            raise GraphSetupError(
-                f"checkpointer must be a BaseCheckpointSaver (InMemorySaver(), SQLSaver(url)), "
+            raise InvalidCheckpointerError(
+                f"Invalid checkpointer provided: checkpointer must be a BaseCheckpointSaver "
+                f"(InMemorySaver(), SQLSaver(url)), "
                 f"None, True or False, got {type(checkpointer).__module__}.{type(checkpointer).__qualname__} "
                 f"{checkpointer!r}"
             )
         known = set(self.nodes)
 
-        def check(name: str, where: str) -> None:
+        def check(name: str, where: str, end: str | None = None) -> None:
+            """`end`: "starting" or "ending", for an edge (LangGraph's words for it)."""
             if name not in known and name not in (START, END):
+                nodes = sorted(known) or "none"
+                if end is None:
+                    raise GraphSetupError(
+                        f"{where} names unknown node {name!r}; nodes are: {nodes}"
+                    )
                 raise GraphSetupError(
-                    f"{where} names unknown node {name!r}; nodes are: {sorted(known) or 'none'}"
+                    f"Found edge {end} at unknown node {name!r} ({where}); nodes are: {nodes}"
                 )
 
         for a, b in self.edges:
-            check(a, f"edge {a!r} -> {b!r}")
-            check(b, f"edge {a!r} -> {b!r}")
+            check(a, f"edge {a!r} -> {b!r}", "starting")
+            check(b, f"edge {a!r} -> {b!r}", "ending")
         for sources, target in self.joins:
             for s in sources:
-                check(s, f"edge {list(sources)!r} -> {target!r}")
-            check(target, f"edge {list(sources)!r} -> {target!r}")
+                check(s, f"edge {list(sources)!r} -> {target!r}", "starting")
+            check(target, f"edge {list(sources)!r} -> {target!r}", "ending")
         nodes = self._with_defaults()
         for spec in nodes.values():
             for dest in spec.destinations:
                 check(dest, f"the destinations of node {spec.name!r}")
         for br in self.branches:
-            check(br.source, f"conditional edges from {br.source!r}")
+            check(br.source, f"conditional edges from {br.source!r}", "starting")
             for dest in (br.path_map or {}).values():
                 check(dest, f"path_map of conditional edges from {br.source!r}")
 
@@ -857,6 +865,7 @@ class StateGraph:
         )
         graph.store = store
         graph.cache = cache
+        graph.debug = debug
         if name is not None:
             graph.name = name
         return graph

@@ -23,6 +23,7 @@ from ._loop import Paused, Run, finished_values, task_writes, waiting
 from ._runnable import RunnableMethods, merge_configs
 from ._schema import EPHEMERAL, ROOT, TOPIC, UNTRACKED, Channel, is_typed_class
 from ._stream import MODES
+from ._task import SENDS_CHANNEL, task_paths
 from .checkpoint.base import (
     DONE,
     ERROR,
@@ -70,6 +71,10 @@ class CompiledGraph(RunnableMethods):
 
     run_class: type[Run] = Run
     """What one invocation of it is (a `graphs.func` entrypoint's runs are a kind of their own)."""
+
+    debug: bool = False
+    """`compile(debug=True)`: every run prints its `updates` and `values` chunks (as a run's
+    `debug=True`)."""
 
     def __init__(
         self,
@@ -307,7 +312,8 @@ class CompiledGraph(RunnableMethods):
         durability: Durability | None = None,
         stream_mode: Literal["values"] = "values",
         subgraphs: bool = False,
-        debug: bool = False,
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        debug: bool | None = None,
     ) -> dict[str, Any]: ...
 
     @overload
@@ -321,7 +327,8 @@ class CompiledGraph(RunnableMethods):
         stream_mode: Literal["updates", "messages", "custom", "debug", "tasks", "checkpoints"]
         | Sequence[StreamMode],
         subgraphs: bool = False,
-        debug: bool = False,
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        debug: bool | None = None,
     ) -> list[Any]: ...
 
     def invoke(
@@ -333,7 +340,8 @@ class CompiledGraph(RunnableMethods):
         durability: Durability | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
         subgraphs: bool = False,
-        debug: bool = False,
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        debug: bool | None = None,
     ) -> Any:
         """Run until the graph finishes or pauses; return the final state.
 
@@ -352,17 +360,40 @@ class CompiledGraph(RunnableMethods):
 
         `stream_mode`, `subgraphs`: as LangGraph, a mode other than `"values"` returns the list
         of what `stream(input, config, stream_mode, subgraphs=...)` yields instead of the final
-        state. `debug`: accepted for LangGraph's signature (stream `"debug"` to see each step).
+        state. `print_mode`, `debug`: as `stream`'s, printing what the run streams.
         """
         _check_durability(durability)
         if stream_mode != "values":
-            return list(
-                self.stream(input, config, stream_mode, subgraphs=subgraphs, context=context)
+            chunks = self.stream(
+                input,
+                config,
+                stream_mode,
+                subgraphs=subgraphs,
+                context=context,
+                print_mode=print_mode,
+                debug=debug,
             )
+            return list(chunks)
         out: list[dict[str, Any]] = []
-        for _ in self._stream(input, config, frozenset(), out, context=context):
-            pass
+        printed = self._printed(print_mode, debug)
+        if not printed:
+            for _ in self._stream(input, config, frozenset(), out, context=context):
+                pass
+            return out[0]
+        for mode, chunk, ns in self._stream(input, config, printed, out, subgraphs, context):
+            _print_chunk(mode, chunk, ns, subgraphs)
         return out[0]
+
+    def _printed(
+        self, print_mode: StreamMode | Sequence[StreamMode], debug: bool | None
+    ) -> frozenset[str]:
+        """The modes a run prints: `["updates", "values"]` under `debug` (the run's or
+        `compile(debug=True)`), else `print_mode`'s."""
+        if debug or self.debug:
+            return frozenset(["updates", "values"])
+        if not print_mode:
+            return frozenset()
+        return _modes(print_mode)[0]
 
     def _stream(
         self,
@@ -403,7 +434,8 @@ class CompiledGraph(RunnableMethods):
         durability: Durability | None = None,
         stream_mode: Literal["values"] = "values",
         subgraphs: bool = False,
-        debug: bool = False,
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        debug: bool | None = None,
     ) -> dict[str, Any]: ...
 
     @overload
@@ -417,7 +449,8 @@ class CompiledGraph(RunnableMethods):
         stream_mode: Literal["updates", "messages", "custom", "debug", "tasks", "checkpoints"]
         | Sequence[StreamMode],
         subgraphs: bool = False,
-        debug: bool = False,
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        debug: bool | None = None,
     ) -> list[Any]: ...
 
     async def ainvoke(
@@ -429,16 +462,32 @@ class CompiledGraph(RunnableMethods):
         durability: Durability | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
         subgraphs: bool = False,
-        debug: bool = False,
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        debug: bool | None = None,
     ) -> Any:
         """Async `invoke`: tasks of one superstep run concurrently."""
         _check_durability(durability)
         if stream_mode != "values":
-            stream = self.astream(input, config, stream_mode, subgraphs=subgraphs, context=context)
+            stream = self.astream(
+                input,
+                config,
+                stream_mode,
+                subgraphs=subgraphs,
+                context=context,
+                print_mode=print_mode,
+                debug=debug,
+            )
             return [chunk async for chunk in stream]
         out: list[dict[str, Any]] = []
-        async for _ in self._astream(input, config, frozenset(), out, context=context):
-            pass
+        printed = self._printed(print_mode, debug)
+        if not printed:
+            async for _ in self._astream(input, config, frozenset(), out, context=context):
+                pass
+            return out[0]
+        chunks = self._astream(input, config, printed, out, subgraphs, context)
+        async with contextlib.aclosing(chunks):
+            async for mode, chunk, ns in chunks:
+                _print_chunk(mode, chunk, ns, subgraphs)
         return out[0]
 
     async def _astream(
@@ -480,6 +529,8 @@ class CompiledGraph(RunnableMethods):
         subgraphs: bool = False,
         context: Any = None,
         durability: Durability | None = None,
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        debug: bool | None = None,
     ) -> Iterator[Any]:
         """Like `invoke`, yielding as it goes.
 
@@ -507,11 +558,21 @@ class CompiledGraph(RunnableMethods):
         chunks (`custom` and `messages` too) come as the subgraph makes them, before the chunks
         of the parent's step that ran it. Without it, a subgraph's `custom` chunks and model
         tokens are not streamed; the messages it returns come as its parent node's.
+
+        `print_mode`: modes (as `stream_mode`) whose chunks are also printed to stdout as they
+        come, LangGraph's way (`[updates] {'node': {...}}`, `[graph=(namespace)]` after the mode
+        for a subgraph's chunk under `subgraphs=True`); what is yielded does not change. `debug=True`
+        (or `compile(debug=True)`) prints `updates` and `values`, as LangGraph's.
         """
         _check_durability(durability)
         modes, tagged = _modes(stream_mode)
-        for mode, chunk, ns in self._stream(input, config, modes, [], subgraphs, context):
-            yield _item(mode, chunk, ns, tagged, subgraphs)
+        printed = self._printed(print_mode, debug)
+        chunks = self._stream(input, config, modes | printed, [], subgraphs, context)
+        for mode, chunk, ns in chunks:
+            if mode in printed:
+                _print_chunk(mode, chunk, ns, subgraphs)
+            if mode in modes:
+                yield _item(mode, chunk, ns, tagged, subgraphs)
 
     async def astream(
         self,
@@ -522,6 +583,8 @@ class CompiledGraph(RunnableMethods):
         subgraphs: bool = False,
         context: Any = None,
         durability: Durability | None = None,
+        print_mode: StreamMode | Sequence[StreamMode] = (),
+        debug: bool | None = None,
     ) -> AsyncIterator[Any]:
         """Async `stream`.
 
@@ -532,11 +595,15 @@ class CompiledGraph(RunnableMethods):
         """
         _check_durability(durability)
         modes, tagged = _modes(stream_mode)
+        printed = self._printed(print_mode, debug)
         # Closing this stream closes the run's own, which releases the thread.
-        chunks = self._astream(input, config, modes, [], subgraphs, context)
+        chunks = self._astream(input, config, modes | printed, [], subgraphs, context)
         async with contextlib.aclosing(chunks):
             async for mode, chunk, ns in chunks:
-                yield _item(mode, chunk, ns, tagged, subgraphs)
+                if mode in printed:
+                    _print_chunk(mode, chunk, ns, subgraphs)
+                if mode in modes:
+                    yield _item(mode, chunk, ns, tagged, subgraphs)
 
     def astream_events(
         self,
@@ -783,7 +850,8 @@ class CompiledGraph(RunnableMethods):
         cp = tup.checkpoint
         tasks: list[StateTask] = []
         interrupts: list[Interrupt] = []
-        for name, task_id in cp["next_tasks"]:
+        paths = task_paths(cp["next_tasks"], cp["channel_values"].get(SENDS_CHANNEL) or {})
+        for (name, task_id), path in zip(cp["next_tasks"], paths, strict=True):
             writes = task_writes(tup.pending_writes, task_id)
             pending = waiting(writes)
             done = any(c == DONE for c, _ in writes)
@@ -797,7 +865,7 @@ class CompiledGraph(RunnableMethods):
                 result = {c: v for c, v in writes if c in self.channels}
                 if self.root:
                     result = result.get(ROOT)
-            tasks.append(StateTask(task_id, name, pending, error, done, state, result))
+            tasks.append(StateTask(task_id, name, path, error, pending, state, result, done=done))
             interrupts.extend(pending)
         channel_values = cp["channel_values"]
         if latest and own and tup.pending_writes:
@@ -855,8 +923,7 @@ class CompiledGraph(RunnableMethods):
         is a step whose `StateUpdate(values, as_node)`s are written together, as if those nodes
         had run in that step (`as_node` is needed on each when there are several)."""
         saver = self._saver("bulk_update_state")
-        if not supersteps:
-            raise InvalidUpdateError("bulk_update_state: no supersteps given")
+        _check_supersteps(supersteps)
         first = self._run(_thread_only(config), frozenset(), nest=False)
         head: RunConfig | None = None
         with saver.lock_thread(first.config):
@@ -878,8 +945,7 @@ class CompiledGraph(RunnableMethods):
     ) -> RunConfig:
         """Async `bulk_update_state`."""
         saver = self._saver("abulk_update_state")
-        if not supersteps:
-            raise InvalidUpdateError("bulk_update_state: no supersteps given")
+        _check_supersteps(supersteps)
         first = self._run(_thread_only(config), frozenset(), nest=False)
         out: list[RunConfig] = []
         async with saver.alock_thread(first.config):
@@ -1056,6 +1122,31 @@ def _item(mode: str, chunk: Any, ns: tuple[str, ...], tagged: bool, subgraphs: b
     if subgraphs:
         return (ns, mode, chunk) if tagged else (ns, chunk)
     return (mode, chunk) if tagged else chunk
+
+
+def _print_chunk(mode: str, chunk: Any, ns: tuple[str, ...], subgraphs: bool) -> None:
+    """A chunk of a `print_mode`, as LangGraph prints it: the mode in bold, a subgraph's
+    namespace in yellow (under `subgraphs=True`), then the chunk's repr."""
+    parts = [f"\033[1m[{mode}]\033[0m"]
+    if subgraphs and ns:
+        parts.append(f"\033[1;30;33m[graph={ns}]\033[0m")
+    parts.append(repr(chunk))
+    print(" ".join(parts))
+
+
+def _check_supersteps(supersteps: Sequence[Sequence[Any]]) -> None:
+    """Refuse a `bulk_update_state` with no step or an empty step before anything is written."""
+    if not supersteps:
+        raise InvalidUpdateError(
+            "bulk_update_state: No supersteps provided: give a list of steps, each a list of "
+            "StateUpdate(values, as_node)"
+        )
+    empty = [i for i, step in enumerate(supersteps) if not step]
+    if empty:
+        raise InvalidUpdateError(
+            f"bulk_update_state: No updates provided in step(s) {empty} (counted from 0): give "
+            "each step at least one StateUpdate(values, as_node)"
+        )
 
 
 def _check_durability(durability: object) -> None:

@@ -3,6 +3,7 @@
 ```
 GraphError                        root of everything below
 ├── GraphSetupError               the graph was built wrong (compile-time), also a ValueError
+│   └── InvalidCheckpointerError  compile(checkpointer=) given no saver, also a TypeError
 ├── InvalidUpdateError            a node or caller wrote a key or value the state cannot take
 │   └── MultipleSubgraphsError    one task ran two checkpointer=True subgraphs (one namespace)
 ├── GraphRecursionError           more supersteps than `recursion_limit`, also a RecursionError
@@ -41,6 +42,7 @@ __all__ = [
     "GraphInterrupt",
     "GraphRecursionError",
     "GraphSetupError",
+    "InvalidCheckpointerError",
     "InvalidUpdateError",
     "MultipleSubgraphsError",
     "NodeInterrupt",
@@ -64,6 +66,11 @@ class GraphError(Exception):
 
 class GraphSetupError(GraphError, ValueError):
     """The graph is built wrong: unknown node, unreachable node, no entry point, bad schema."""
+
+
+class InvalidCheckpointerError(GraphSetupError, TypeError):
+    """`compile(checkpointer=)` was given something that is not a saver (nor None, True or
+    False). Also a `TypeError`, the type LangGraph raises for it."""
 
 
 class InvalidUpdateError(GraphError, ValueError):

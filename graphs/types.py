@@ -18,6 +18,8 @@ else:
 
 __all__ = [
     "END",
+    "PULL",
+    "PUSH",
     "START",
     "CachePolicy",
     "Command",
@@ -49,6 +51,14 @@ START = "__start__"
 
 END = "__end__"
 """The virtual node a branch finishes at: `add_edge("last", END)`."""
+
+PULL = "__pregel_pull"
+"""The head of the `path` of a task an edge, a router or a `Command(goto=node)` triggered:
+`(PULL, node)` (LangGraph's name and value)."""
+
+PUSH = "__pregel_push"
+"""The head of the `path` of a task a `Send` started: `(PUSH, i, False)`, i its place among
+the frontier's `Send`s (LangGraph's name and value)."""
 
 StreamMode = Literal["values", "updates", "messages", "custom", "debug", "tasks", "checkpoints"]
 """What `stream(stream_mode=...)` yields: see `CompiledGraph.stream`."""
@@ -265,19 +275,38 @@ class Command(Generic[N]):
         """True when `resume=` was given (even `resume=None`)."""
         return self._has_resume
 
+    def __repr__(self) -> str:
+        """The fields given, in LangGraph's order and form: `Command(goto=Send(node='2',
+        arg=3))`. LangGraph leaves out every falsy field; a `resume` given as `None`, `False`
+        or `0` is shown here, since it answers a pause as much as any other value."""
+        given = (
+            ("graph", self.graph, self.graph is not None),
+            ("update", self.update, self.update is not None),
+            ("resume", self.resume, self._has_resume),
+            ("goto", self.goto, bool(self.goto)),
+        )
+        return f"Command({', '.join(f'{k}={v!r}' for k, v, shown in given if shown)})"
+
 
 @dataclass(frozen=True, slots=True)
 class StateTask:
-    """A task of the pending frontier, as `get_state` shows it."""
+    """A task of the pending frontier, as `get_state` shows it.
+
+    Its fields are LangGraph's `PregelTask`'s, in its order (so `PregelTask(id, name, path,
+    error)` built positionally is one), then graphs' `done`, by keyword. Equality compares
+    LangGraph's fields only: `done` follows from them (a finished task has its `result`)."""
 
     id: str
     name: str
+    path: tuple[str | int | bool, ...]
+    """Where the task comes from, as LangGraph gives it: `(PULL, node)` for a node an edge,
+    a router or a `Command(goto=node)` triggered, `(PUSH, i, False)` for the frontier's i-th
+    `Send` (counted from 0)."""
+    error: str | None = None
+    """The error it failed with on the last attempt, if it failed: the exception's `repr`, as
+    LangGraph's (`ConnectionError('gateway down')`)."""
     interrupts: tuple[Interrupt, ...] = ()
     """Its unanswered pauses."""
-    error: str | None = None
-    """The error it failed with on the last attempt, if it failed."""
-    done: bool = False
-    """It finished in a step that did not complete (its writes are kept; it will not run again)."""
     state: RunConfig | StateSnapshot | None = None
     """For a task that runs a subgraph: the config of the subgraph's checkpoints (its
     `checkpoint_ns`), or, from `get_state(config, subgraphs=True)`, the subgraph's own snapshot."""
@@ -285,6 +314,8 @@ class StateTask:
     """For a task that finished in a step that did not complete (`done`): what it wrote, by
     state key (the value itself in a root-channel graph). None for the others: graphs keeps a
     completed step's writes in the next checkpoint's state, not task by task."""
+    done: bool = field(default=False, kw_only=True, compare=False)
+    """It finished in a step that did not complete (its writes are kept; it will not run again)."""
 
 
 PregelTask = StateTask

@@ -24,6 +24,7 @@ GRAPHS_API = [
     "GraphSetupError",
     "InMemorySaver",
     "Interrupt",
+    "InvalidCheckpointerError",
     "InvalidUpdateError",
     "MemorySaver",
     "MultipleSubgraphsError",
@@ -107,6 +108,8 @@ def test_the_error_tree() -> None:
     assert issubclass(graphs.NodeInterrupt, graphs.GraphInterrupt)
     assert issubclass(graphs.GraphRecursionError, RecursionError)
     assert issubclass(graphs.GraphSetupError, ValueError)
+    assert issubclass(graphs.InvalidCheckpointerError, graphs.GraphSetupError)
+    assert issubclass(graphs.InvalidCheckpointerError, TypeError)  # LangGraph's type for it
     assert issubclass(graphs.CheckpointConflictError, graphs.ThreadBusyError)
     assert issubclass(graphs.SchemaVersionError, graphs.CheckpointFormatError)
 
@@ -160,6 +163,7 @@ LANGGRAPH_PATHS = {
     "graphs.channels.last_value": ["LastValue"],
     "graphs.channels.binop": ["BinaryOperatorAggregate"],
     "graphs.channels.delta": ["DeltaChannel"],
+    "graphs._internal._constants": ["PULL", "PUSH"],  # what PregelTask.path starts with
 }  # fmt: skip
 
 

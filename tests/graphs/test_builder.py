@@ -40,20 +40,22 @@ def setup_error(build: Any) -> str:
 
 def test_edge_to_unknown_node() -> None:
     g = one_node().add_edge(START, "a").add_edge("a", "b")
-    assert setup_error(g.compile) == "edge 'a' -> 'b' names unknown node 'b'; nodes are: ['a']"
+    assert setup_error(g.compile) == (
+        "Found edge ending at unknown node 'b' (edge 'a' -> 'b'); nodes are: ['a']"
+    )
 
 
 def test_edge_from_unknown_node() -> None:
     g = one_node().add_edge(START, "a").add_edge("ghost", END)
     assert setup_error(g.compile) == (
-        "edge 'ghost' -> '__end__' names unknown node 'ghost'; nodes are: ['a']"
+        "Found edge starting at unknown node 'ghost' (edge 'ghost' -> '__end__'); nodes are: ['a']"
     )
 
 
 def test_join_edge_with_unknown_source() -> None:
     g = one_node().add_edge(START, "a").add_edge(["a", "q"], END)
     assert setup_error(g.compile) == (
-        "edge ['a', 'q'] -> '__end__' names unknown node 'q'; nodes are: ['a']"
+        "Found edge starting at unknown node 'q' (edge ['a', 'q'] -> '__end__'); nodes are: ['a']"
     )
 
 
@@ -67,7 +69,7 @@ def test_path_map_to_unknown_node() -> None:
 def test_conditional_edges_from_unknown_node() -> None:
     g = one_node().add_edge(START, "a").add_conditional_edges("zz", lambda s: END)
     assert setup_error(g.compile) == (
-        "conditional edges from 'zz' names unknown node 'zz'; nodes are: ['a']"
+        "Found edge starting at unknown node 'zz' (conditional edges from 'zz'); nodes are: ['a']"
     )
 
 
@@ -196,6 +198,39 @@ def test_two_reducers_on_one_key() -> None:
     assert setup_error(lambda: StateGraph(Two)) == (
         "state key 'a' in test_two_reducers_on_one_key.<locals>.Two has 2 reducers; give one"
     )
+
+
+def test_a_reducer_that_cannot_take_two_values_is_refused_when_the_graph_is_built() -> None:
+    def keep(current: list) -> list:
+        return current
+
+    class One(TypedDict):
+        a: Annotated[list, keep]
+
+    assert setup_error(lambda: StateGraph(One)) == (
+        "Invalid reducer signature for state key 'a' in "
+        "test_a_reducer_that_cannot_take_two_values_is_refused_when_the_graph_is_built.<locals>."
+        "One: test_a_reducer_that_cannot_take_two_values_is_refused_when_the_graph_is_built."
+        "<locals>.keep(current: list) -> list cannot be called as reducer(current, update); "
+        "expected (a, b) -> c, the value made of both"
+    )
+    assert "Invalid reducer signature for the root channel" in setup_error(
+        lambda: StateGraph(Annotated[list, keep])
+    )
+
+    # Two positional values, however declared, make a reducer: defaults, *args, keywords after.
+    def merge(a: list, b: list, *, dedupe: bool = False) -> list:
+        return a + b
+
+    class Fine(TypedDict):
+        a: Annotated[list, merge]
+        b: Annotated[list, lambda *parts: [x for p in parts for x in p]]
+        c: Annotated[int, max]  # a builtin
+        d: Annotated[list, operator.add]
+
+    app = StateGraph(Fine).add_node("n", lambda s: {"a": [1], "b": [2], "c": 3, "d": [4]})
+    out = app.add_edge(START, "n").compile().invoke({"a": [0], "b": [0], "c": 1, "d": [0]})
+    assert out == {"a": [0, 1], "b": [0, 2], "c": 3, "d": [0, 4]}
 
 
 def test_schema_must_be_a_typeddict_a_dataclass_or_a_pydantic_model_or_a_type() -> None:

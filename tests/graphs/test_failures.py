@@ -85,7 +85,7 @@ def test_the_last_good_checkpoint_stays_and_shows_the_failure() -> None:
     assert snap.next == ("flaky",)  # "ok" finished: it will not run again (LangGraph agrees)
     assert [(t.name, t.done, t.error) for t in snap.tasks] == [
         ("ok", True, None),
-        ("flaky", False, "PaymentDown: gateway timeout"),
+        ("flaky", False, "PaymentDown('gateway timeout')"),  # its repr, as LangGraph's
     ]
     assert len(list(app.get_state_history(CONFIG))) == 2  # the failed step wrote no checkpoint
 
@@ -130,7 +130,7 @@ def test_a_step_with_a_pause_and_a_failure_keeps_the_finished_branch() -> None:
     snap = app.get_state(CONFIG)
     assert [(t.name, t.done, bool(t.interrupts), t.error) for t in snap.tasks] == [
         ("ask", False, True, None),
-        ("flaky", False, False, "PaymentDown: gateway timeout"),
+        ("flaky", False, False, "PaymentDown('gateway timeout')"),
         ("done", True, False, None),
     ]
 

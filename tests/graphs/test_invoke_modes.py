@@ -1,5 +1,6 @@
-"""`invoke(..., stream_mode=, subgraphs=, debug=)`, as LangGraph: a mode other than `"values"`
-returns the list of chunks `stream` would yield; `"values"` (the default) the final state."""
+"""`invoke(..., stream_mode=, subgraphs=, print_mode=, debug=)`, as LangGraph: a mode other than
+`"values"` returns the list of chunks `stream` would yield; `"values"` (the default) the final
+state; `print_mode` and `debug` print chunks to stdout as LangGraph does."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ import asyncio
 import operator
 from typing import Annotated, Any, TypedDict
 
+import pytest
+
 from graphs import END, START, StateGraph
+
+BOLD, YELLOW, PLAIN = "\033[1m", "\033[1;30;33m", "\033[0m"
 
 
 class S(TypedDict, total=False):
@@ -50,10 +55,56 @@ def test_invoke_with_subgraphs_has_the_subgraphs_chunks_first() -> None:
     assert rest == [((), {"sub": {"log": ["a"]}}), ((), {"b": {"log": ["b"]}})]
 
 
-def test_values_and_debug_still_return_the_final_state() -> None:
+def test_values_and_debug_still_return_the_final_state(capsys: pytest.CaptureFixture[str]) -> None:
     app = _app()
     assert app.invoke({"log": []}, stream_mode="values", debug=True) == {"log": ["a", "b"]}
+    assert capsys.readouterr().out  # printed (below)
     assert app.invoke({"log": []}) == {"log": ["a", "b"]}
+    assert capsys.readouterr().out == ""
+
+
+def test_print_mode_prints_those_chunks_as_langgraph_and_returns_the_same(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    app = _app()
+    assert app.invoke({"log": []}, print_mode=["values", "updates"]) == {"log": ["a", "b"]}
+    assert capsys.readouterr().out.splitlines() == [
+        f"{BOLD}[values]{PLAIN} {{'log': []}}",
+        f"{BOLD}[updates]{PLAIN} {{'sub': {{'log': ['a']}}}}",
+        f"{BOLD}[values]{PLAIN} {{'log': ['a']}}",
+        f"{BOLD}[updates]{PLAIN} {{'b': {{'log': ['b']}}}}",
+        f"{BOLD}[values]{PLAIN} {{'log': ['a', 'b']}}",
+    ]
+    # What a stream yields does not change; a printed mode it does not stream is printed only.
+    streamed = list(app.stream({"log": []}, stream_mode="values", print_mode="updates"))
+    assert streamed == [{"log": []}, {"log": ["a"]}, {"log": ["a", "b"]}]
+    assert capsys.readouterr().out.splitlines() == [
+        f"{BOLD}[updates]{PLAIN} {{'sub': {{'log': ['a']}}}}",
+        f"{BOLD}[updates]{PLAIN} {{'b': {{'log': ['b']}}}}",
+    ]
+    # A subgraph's chunks, under subgraphs=True, name their namespace.
+    asyncio.run(app.ainvoke({"log": []}, print_mode="updates", subgraphs=True))
+    first, *rest = capsys.readouterr().out.splitlines()
+    assert first.startswith(f"{BOLD}[updates]{PLAIN} {YELLOW}[graph=('sub:")
+    assert first.endswith(f"]{PLAIN} {{'a': {{'log': ['a']}}}}")
+    assert len(rest) == 2
+
+
+def test_debug_prints_updates_and_values_per_run_or_per_compile(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    g = StateGraph(S).add_node("b", lambda s: {"log": ["b"]}).add_edge(START, "b")
+    expected = [
+        f"{BOLD}[values]{PLAIN} {{'log': []}}",
+        f"{BOLD}[updates]{PLAIN} {{'b': {{'log': ['b']}}}}",
+        f"{BOLD}[values]{PLAIN} {{'log': ['b']}}",
+    ]
+    assert g.compile().invoke({"log": []}, debug=True) == {"log": ["b"]}
+    assert capsys.readouterr().out.splitlines() == expected
+    assert list(g.compile(debug=True).stream({"log": []})) == [{"b": {"log": ["b"]}}]
+    assert capsys.readouterr().out.splitlines() == expected
+    with pytest.raises(ValueError, match="unknown stream_mode"):
+        g.compile().invoke({"log": []}, print_mode="everything")  # type: ignore[arg-type]
 
 
 def test_ainvoke_with_a_mode_returns_the_chunks_too() -> None:

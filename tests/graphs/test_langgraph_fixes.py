@@ -47,6 +47,8 @@ def test_compile_refuses_a_checkpointer_that_is_not_one_naming_what_was_given() 
     g.add_edge(START, "a")
     with pytest.raises(GraphSetupError, match="checkpointer must be a BaseCheckpointSaver.*dict"):
         g.compile(checkpointer={"not": "a saver"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^Invalid checkpointer provided"):  # LangGraph's type
+        g.compile(checkpointer=object())  # type: ignore[arg-type]
     g.compile(checkpointer=InMemorySaver())
     g.compile(checkpointer=None)
 

@@ -216,8 +216,12 @@ def test_two_overwrites_of_one_key_in_a_step_are_refused() -> None:
     g.add_node("b", lambda s: {"messages": Overwrite(["b"])})
     g.add_edge(START, "a")
     g.add_edge(START, "b")
-    with pytest.raises(InvalidUpdateError, match="two Overwrite values in one step"):
+    with pytest.raises(InvalidUpdateError) as info:
         g.compile().invoke({"messages": []})
+    assert str(info.value) == (  # LangGraph's phrase, then who wrote the second
+        "At key 'messages': Can receive only one Overwrite value per super-step, got a second "
+        "from 'b': only one writer may replace the value in a step"
+    )
 
 
 def test_stream_mode_none_is_the_default_updates_mode_as_in_langgraph() -> None:
@@ -263,6 +267,17 @@ def test_bulk_update_state_writes_one_checkpoint_per_step_as_its_nodes(tmp_path:
     with pytest.raises(InvalidUpdateError, match="needs as_node on each"):
         graph.bulk_update_state(config, [[StateUpdate({"foo": "1"}), StateUpdate({"baz": "2"})]])
     assert len(list(graph.get_state_history(config))) == 2
+    # LangGraph's phrases, then what to give; an empty step is refused before any is written.
+    with pytest.raises(ValueError, match="^bulk_update_state: No supersteps provided: give"):
+        graph.bulk_update_state(config, [])
+    with pytest.raises(InvalidUpdateError) as info:
+        graph.bulk_update_state(config, [[StateUpdate({"foo": "w"}, "a")], []])
+    assert str(info.value) == (
+        "bulk_update_state: No updates provided in step(s) [1] (counted from 0): give each "
+        "step at least one StateUpdate(values, as_node)"
+    )
+    assert len(list(graph.get_state_history(config))) == 2
+    assert graph.get_state(config).values == {"foo": "y", "baz": "z"}
 
 
 async def test_abulk_update_state_matches_the_sync_one() -> None:
@@ -272,4 +287,35 @@ async def test_abulk_update_state_matches_the_sync_one() -> None:
     await graph.abulk_update_state(config, [[({"baz": "q"}, "b")]])  # a plain tuple works too
     state = graph.get_state(config)
     assert state.values == {"foo": "x", "baz": "q"} and state.next == ("c",)
+    with pytest.raises(InvalidUpdateError, match="No supersteps provided"):
+        await graph.abulk_update_state(config, [])
+    with pytest.raises(InvalidUpdateError, match=r"No updates provided in step\(s\) \[0, 1\]"):
+        await graph.abulk_update_state(config, [[], []])
     assert await graph.ainvoke(None, config) == {"foo": "x+c", "baz": "q"}
+
+
+def test_a_command_prints_the_fields_given_as_langgraph_s_does(tmp_path: Path) -> None:
+    from graphs import Send
+
+    # A node that logs the Command it routes with, as LangGraph's own Send tests do.
+    def route(words: list[str]) -> Any:
+        command = Command(goto=Send("echo", 3)) if not words else Command(update=["done"])
+        return Command(update=[f"route|{command}"], goto=command.goto)
+
+    g = StateGraph(Annotated[list, operator.add])
+    g.add_node("route", route).add_node("echo", lambda n: [f"echo {n}"])
+    g.add_edge(START, "route")
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'repr.db'}")
+    saver.setup()
+    try:
+        out = g.compile(checkpointer=saver).invoke([], {"configurable": {"thread_id": "t"}})
+    finally:
+        saver.close()
+    assert out == ["route|Command(goto=Send(node='echo', arg=3))", "echo 3"]
+    assert repr(Command(update={"a": 1}, goto=["x"], graph=Command.PARENT)) == (
+        "Command(graph='__parent__', update={'a': 1}, goto=['x'])"
+    )
+    assert repr(Command()) == "Command()"
+    # An answer is shown whatever its value (LangGraph leaves out a falsy one).
+    assert repr(Command(resume=False)) == "Command(resume=False)"
+    assert repr(Command(resume={"approved": True})) == "Command(resume={'approved': True})"

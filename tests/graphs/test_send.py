@@ -183,3 +183,39 @@ def test_sends_of_a_node_that_finished_in_a_paused_step_are_kept_for_the_resume(
     out = app.invoke(Command(resume="yes"), config)
     assert out["log"] == ["ask yes", "plan", "do a", "do b"]  # the step's by node name
     assert calls["plan"] == 1
+
+
+def test_tasks_show_langgraph_s_paths_a_pull_per_node_and_a_push_per_send(tmp_path: Any) -> None:
+    from graphs.checkpoint.sql import SQLSaver
+    from graphs.types import PULL, PUSH, PregelTask
+
+    class S(TypedDict):
+        subjects: list[str]
+        jokes: Annotated[list[str], operator.add]
+
+    def joke(arg: dict[str, str]) -> dict[str, Any]:
+        if arg["subject"] == "cats":
+            interrupt("cats?")
+        return {"jokes": [arg["subject"]]}
+
+    g = StateGraph(S).add_node("joke", joke).add_node("count", lambda s: {"jokes": ["n"]})
+    g.add_edge(START, "count")
+    g.add_conditional_edges(START, lambda s: [Send("joke", {"subject": x}) for x in s["subjects"]])
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'paths.db'}")
+    saver.setup()
+    try:
+        app = g.compile(checkpointer=saver, interrupt_mode="return")
+        config: Any = {"configurable": {"thread_id": "t"}}
+        app.invoke({"subjects": ["dogs", "cats"], "jokes": []}, config)
+        tasks = app.get_state(config).tasks
+    finally:
+        saver.close()
+    ids = [t.id for t in tasks]
+    # LangGraph's PregelTask(id, name, path, error, interrupts, state, result), positionally
+    assert tasks == (
+        PregelTask(ids[0], "count", (PULL, "count"), None, (), None, {"jokes": ["n"]}),
+        PregelTask(ids[1], "joke", (PUSH, 0, False), result={"jokes": ["dogs"]}),
+        PregelTask(ids[2], "joke", (PUSH, 1, False), None, tasks[2].interrupts),
+    )
+    assert [i.value for i in tasks[2].interrupts] == ["cats?"]
+    assert [t.done for t in tasks] == [True, True, False]  # graphs' own field, by keyword

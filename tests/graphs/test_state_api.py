@@ -381,3 +381,19 @@ def test_command_goto_as_input_needs_a_thread_and_known_nodes() -> None:
     app.invoke({"messages": []}, CONFIG)
     with pytest.raises(InvalidUpdateError, match=r"the input: Command\(goto=\['ghost'\]\)"):
         app.invoke(Command(goto="ghost"), CONFIG)
+
+
+def test_a_task_is_built_as_langgraph_s_pregel_task_and_equal_to_one_whatever_done() -> None:
+    from graphs.types import PULL, PregelTask, StateTask
+
+    task = StateTask("id1", "ask", (PULL, "ask"), "ValueError('no')", done=True)
+    assert (task.path, task.error, task.interrupts, task.done) == (
+        (PULL, "ask"),
+        "ValueError('no')",
+        (),
+        True,
+    )
+    assert task == PregelTask("id1", "ask", (PULL, "ask"), "ValueError('no')")
+    assert task != PregelTask("id1", "ask", ("__pregel_push", 0, False), "ValueError('no')")
+    with pytest.raises(TypeError):
+        StateTask("id1", "ask", (PULL, "ask"), None, (), None, None, True)  # type: ignore[misc]

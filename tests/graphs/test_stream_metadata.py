@@ -227,3 +227,22 @@ def test_messages_of_a_list_of_commands_are_streamed() -> None:
         ("one", "first"),
         ("two", "second"),
     ]
+
+
+def test_a_sends_messages_carry_its_push_path_as_langgraph_s() -> None:
+    from graphs import Send
+
+    class Fan(TypedDict):
+        messages: Annotated[list, operator.add]
+
+    def say(arg: dict[str, str]) -> dict[str, Any]:
+        return {"messages": [HumanMessage(arg["text"], id=arg["text"])]}
+
+    g = StateGraph(Fan).add_node("say", say)
+    g.add_conditional_edges(START, lambda s: [Send("say", {"text": t}) for t in ("a", "b")])
+    chunks = list(g.compile().stream({"messages": []}, stream_mode="messages"))
+    assert [(m.id, meta["langgraph_path"]) for m, meta in chunks] == [
+        ("a", ("__pregel_push", 0, False)),
+        ("b", ("__pregel_push", 1, False)),
+    ]
+    assert {meta["langgraph_triggers"] for _, meta in chunks} == {("__pregel_push",)}

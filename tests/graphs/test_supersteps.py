@@ -129,8 +129,8 @@ def test_two_writes_to_a_plain_key_in_one_step_are_refused() -> None:
     with pytest.raises(InvalidUpdateError) as info:
         app.invoke({"status": "new"}, config)
     assert str(info.value) == (
-        "state key 'status' got 2 values in one step (from ['a', 'b']) but has no reducer, so "
-        "it can take only one: declare it as Annotated[T, reducer] to merge them"
+        "At key 'status': Can receive only one value per step, got 2 (from ['a', 'b']), and the "
+        "key has no reducer: declare it as Annotated[T, reducer] to merge them"
     )
     # Nothing of the step was applied: the thread still waits to run a and b.
     state = app.get_state(config)

@@ -102,6 +102,31 @@ def test_a_node_may_return_a_model_instance() -> None:
     assert g.compile().invoke({"count": 1}) == {"count": 6}
 
 
+def test_a_pydantic_instance_with_no_field_set_is_an_empty_input_or_update(tmp_path: Any) -> None:
+    class Draft(BaseModel):
+        title: str | None = None
+        body: str | None = None
+
+    def write(state: Draft) -> Draft:
+        return Draft(title="Refund")
+
+    def review(state: Draft) -> Command[Any]:
+        return Command(update=Draft())  # nothing set: nothing written
+
+    g = StateGraph(Draft).add_node("write", write).add_node("review", review)
+    g.add_edge(START, "write").add_edge("write", "review")
+    assert g.compile().invoke(Draft()) == {"title": "Refund"}
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'draft.db'}")
+    saver.setup()
+    try:
+        app = g.compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "t"}}
+        assert app.invoke(Draft(), config) == {"title": "Refund"}
+        assert app.get_state(config).values == {"title": "Refund"}
+    finally:
+        saver.close()
+
+
 # ---- dataclasses -------------------------------------------------------------------------
 
 

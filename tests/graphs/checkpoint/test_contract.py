@@ -449,7 +449,7 @@ def test_failure_and_resume(saver: BaseCheckpointSaver) -> None:
         app.invoke({"log": []}, CONFIG)
     assert [(t.name, t.done, t.error) for t in app.get_state(CONFIG).tasks] == [
         ("ok", True, None),
-        ("flaky", False, "TimeoutError: gateway"),
+        ("flaky", False, "TimeoutError('gateway')"),
     ]
     broken[0] = False
     # ok's saved write and flaky's are applied by node name, as in LangGraph.

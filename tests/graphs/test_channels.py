@@ -85,7 +85,9 @@ def test_last_value_is_a_plain_key_one_writer_per_step() -> None:
     app = fan_out(Totals, {"a": {"name": "a"}, "b": {"note": "b"}})
     assert app.invoke({"total": 1}) == {"total": 1, "name": "a", "note": "b"}
     app = fan_out(Totals, {"a": {"name": "a"}, "b": {"name": "b"}})
-    with pytest.raises(InvalidUpdateError, match="At key 'name': Can receive only one value per step, got 2"):
+    with pytest.raises(
+        InvalidUpdateError, match="At key 'name': Can receive only one value per step, got 2"
+    ):
         app.invoke({"total": 1})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ChannelMarker"]
+__all__ = ["ChannelMarker", "GuardedMarker"]
 
 
 class ChannelMarker:
@@ -18,3 +18,19 @@ class ChannelMarker:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({getattr(self.typ, '__name__', self.typ)!r})"
+
+
+class GuardedMarker(ChannelMarker):
+    """A marker of a key with one value (`UntrackedValue`, `EphemeralValue`), which may refuse
+    several writes in one step.
+
+    `guard=True` (the default): one write per step, as a plain key; `guard=False`: of several,
+    the last one (in the order nodes were added) is kept.
+    """
+
+    __slots__ = ("guard",)
+
+    def __init__(self, typ: Any = None, guard: bool = True) -> None:
+        super().__init__(typ)
+        self.guard = guard
+        """Refuse a step that writes it more than once (True), or keep the last write."""

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from .base import ChannelMarker
+from .base import GuardedMarker
 
 __all__ = ["EphemeralValue"]
 
 
-class EphemeralValue(ChannelMarker):
+class EphemeralValue(GuardedMarker):
     """The value written in the step before, emptied at the end of a step that does not write it.
 
     The nodes of the next step read it (and routers after the step that wrote it); when that
@@ -18,13 +16,5 @@ class EphemeralValue(ChannelMarker):
     seen by the first step's nodes. Checkpoints hold it while it lasts, so a pause in the step
     that reads it keeps it for the resume; `get_state` shows it while it lasts.
 
-    `guard=True` (the default): one write per step, as a plain key; `guard=False`: of several,
-    the last one (in the order nodes were added) is kept.
+    `guard`: as `GuardedMarker`'s (one write per step by default).
     """
-
-    __slots__ = ("guard",)
-
-    def __init__(self, typ: Any = None, guard: bool = True) -> None:
-        super().__init__(typ)
-        self.guard = guard
-        """Refuse a step that writes it more than once (True), or keep the last write."""

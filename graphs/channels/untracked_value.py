@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from .base import ChannelMarker
+from .base import GuardedMarker
 
 __all__ = ["UntrackedValue"]
 
 
-class UntrackedValue(ChannelMarker):
+class UntrackedValue(GuardedMarker):
     """The last value written, kept only as long as the run: never written into a checkpoint.
 
     For what cannot or should not be stored (a client, a lock, a session): nodes of the run
@@ -17,13 +15,5 @@ class UntrackedValue(ChannelMarker):
     `Send` arguments it saves leave it out, so `get_state`, a resumed run and the next
     `invoke` on the thread do not have it (the key is absent until it is written again).
 
-    `guard=True` (the default): one write per step, as a plain key; `guard=False`: of several,
-    the last one (in the order nodes were added) is kept.
+    `guard`: as `GuardedMarker`'s (one write per step by default).
     """
-
-    __slots__ = ("guard",)
-
-    def __init__(self, typ: Any = None, guard: bool = True) -> None:
-        super().__init__(typ)
-        self.guard = guard
-        """Refuse a step that writes it more than once (True), or keep the last write."""

@@ -20,8 +20,11 @@ Each tool call the model makes is gated by its tool's name, as the policy says:
 - any other tool call is denied, like an action the policy does not name.
 
 Several gated calls in one model turn ask one approval each, decided independently (the
-`ToolNode` pauses once per call); no tool of the turn runs until all are settled, and a call let
-through runs at most once per tool call id, across replays, crashes and restarts.
+`ToolNode` pauses once per call), and a call let through runs at most once per tool call id,
+across replays, crashes and restarts. With `create_react_agent`'s default `version="v2"` each
+call is a task of its own, so an approved call (and a free one) runs as soon as it is settled,
+whatever the others wait on; with `version="v1"` (or one `ToolNode` for the turn, as
+`support_agent` has) no tool of the turn runs until all are settled.
 """
 
 from __future__ import annotations

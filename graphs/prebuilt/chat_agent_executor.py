@@ -12,7 +12,14 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, NotRequired, TypeAlias, get_type_hints
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 from typing_extensions import TypedDict
@@ -292,8 +299,13 @@ def create_react_agent(
         interrupt_before, interrupt_after: node names, to pause there.
         before_call: the `ToolNode`'s pause before a call (ignored when `tools` is a ToolNode,
             which has its own).
-        version: accepted for LangGraph compatibility; both build one `tools` task per model
-            turn (LangGraph's `"v1"` shape), which the pause before a call needs.
+        version: how a turn's tool calls reach the `tools` node, as LangGraph: `"v2"` (the
+            default) sends each call to a task of its own (a `Send` of a one-call list), so
+            the calls run in parallel and a call that pauses (`before_call`) does not hold up
+            the others: a call let through runs as soon as its own hook settles; `"v1"` runs
+            all of them in one task, so that no tool of the turn runs until every call's hook
+            has settled. Either way each gated call pauses once, is answered by its own
+            interrupt id, and runs at most once per tool call id.
         name: the graph's name, also given to each of the model's messages (so a supervisor
             can tell its agents apart).
 
@@ -350,10 +362,21 @@ def create_react_agent(
         graph.add_edge(last, done)
         return compiled()
     graph.add_node("tools", tool_node)
+
+    def to_tools(pending: list[ToolCall], every: bool) -> str | list[Send]:
+        """v1: one `tools` task for the calls (the node's own input when they are all of the
+        turn's); v2: one task per call, each a `Send` of a one-call list."""
+        if version == "v2":
+            return [Send("tools", [call]) for call in pending]
+        return "tools" if every else [Send("tools", pending)]
+
     if post_model_hook is None:
 
-        def after_agent(state: Any) -> str:
-            return "tools" if tools_condition(_get(state, "messages")) == "tools" else done
+        def after_agent(state: Any) -> str | list[Send]:
+            messages = _get(state, "messages")
+            if tools_condition(messages) != "tools":
+                return done
+            return to_tools(list(messages[-1].tool_calls), True)
 
         graph.add_conditional_edges("agent", after_agent, [n for n in ("tools", done)])
     else:
@@ -365,8 +388,8 @@ def create_react_agent(
             calls = list(ai.tool_calls) if ai is not None else []
             pending = [c for c in calls if c["id"] not in answered]
             if pending:
-                # the calls the hook left unanswered (all of them: the usual case, one task)
-                return "tools" if len(pending) == len(calls) else [Send("tools", pending)]
+                # the calls the hook left unanswered (all of them: the usual case)
+                return to_tools(pending, len(pending) == len(calls))
             if messages and isinstance(messages[-1], ToolMessage):
                 return entry
             return done

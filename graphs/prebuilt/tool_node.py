@@ -14,8 +14,9 @@ put a note before the tool's result so that the model knows what ran), a `ToolMe
 
 - each call's hook pauses on its own: a turn with several gated calls pauses once per call, every
   pause answered by its own interrupt id, in any order, in one resume or several;
-- no tool of the turn runs until every hook has settled, so a call that needed no decision is
-  not run twice either;
+- no tool of the node's calls runs until every hook has settled, so a call that needed no
+  decision is not run twice either (`create_react_agent(version="v2")` gives the node one call
+  per task, so there each call runs as soon as its own hook settles);
 - a call the hook let through runs inside `once()` keyed by its `tool_call_id`: at most once per
   thread, across replays, crashes and restarts. Tool call ids must therefore be unique within a
   thread (models make them so); a repeated id gets the stored result;

@@ -125,6 +125,12 @@ def drop_table(name: str, config: RunnableConfig) -> str:
     return _ran(config, f"drop {name}")
 
 
+@tool
+def email_customer(to: str, subject: str, body: str, config: RunnableConfig) -> str:
+    """Email a customer."""
+    return _ran(config, f"email {to}")
+
+
 def _probe_script(messages: Any) -> AIMessage:
     if not any(isinstance(m, AIMessage) for m in messages):
         return AIMessage("", tool_calls=json.loads(str(messages[0].content)))
@@ -135,19 +141,27 @@ async def ran(kit: Kit) -> list[str]:
     return [e["data"]["what"] for e in await kit.effects("ran")]
 
 
-async def start_probe(kit: Kit, *calls: dict[str, Any]) -> Any:
-    return await kit.start("probe", {"messages": [("user", json.dumps(list(calls)))]})
+async def start_probe(kit: Kit, *calls: dict[str, Any], workflow: str = "probe") -> Any:
+    return await kit.start(workflow, {"messages": [("user", json.dumps(list(calls)))]})
 
 
 def _model(messages: list[BaseMessage]) -> AIMessage:
     return _probe_script(messages)
 
 
+PROBE_TOOLS = [lookup_order, send_refund, drop_table, email_customer]
+
+
 def build_probe() -> Any:
-    """A user's own agent: LangGraph's prebuilt agent, the gate in one call."""
-    agent = create_react_agent(
-        _model, [lookup_order, send_refund, drop_table], before_call=approval_gate()
-    )
+    """A user's own agent: LangGraph's prebuilt agent (`version="v2"`, its default: a task per
+    tool call), the gate in one call."""
+    agent = create_react_agent(_model, PROBE_TOOLS, before_call=approval_gate())
+    return agent.builder
+
+
+def build_probe_v1() -> Any:
+    """The same agent in LangGraph's `version="v1"` shape: one task for a turn's calls."""
+    agent = create_react_agent(_model, PROBE_TOOLS, before_call=approval_gate(), version="v1")
     return agent.builder
 
 
@@ -156,6 +170,10 @@ PROBE_POLICY = (
     + """
 [workflows.probe]
 path = "tests.approvals.test_agent_gate:build_probe"
+starters = ["@support"]
+
+[workflows.probe_v1]
+path = "tests.approvals.test_agent_gate:build_probe_v1"
 starters = ["@support"]
 """
 )
@@ -210,6 +228,61 @@ async def test_an_approved_call_without_edits_runs_as_proposed(probe: Kit) -> No
     await settle(probe)
     assert (await probe.run(report.thread_id))["status"] == "completed"
     assert await ran(probe) == ["refund 12.5"]
+
+
+@pytest.mark.parametrize("workflow", ["probe", "probe_v1"])
+async def test_each_gated_call_is_decided_on_its_own_in_both_agent_shapes(
+    probe: Kit, workflow: str
+) -> None:
+    refund_call = _call("send_refund", "c2", customer_id="cust_9", amount=12.5)
+    email_call = _call("email_customer", "c3", to="ann@example.com", subject="Hi", body="Sorry")
+    report = await start_probe(
+        probe, _call("lookup_order", "c1", order_id="o-1"), refund_call, email_call,
+        workflow=workflow,
+    )  # fmt: skip
+
+    # one approval per gated call, with that call's arguments
+    assert report.status == "paused" and len(report.approvals) == 2
+    refund, email = await probe.approvals(report.thread_id)
+    assert (refund["action"], json.loads(refund["payload"])) == (
+        "send_refund", {"customer_id": "cust_9", "amount": 12.5},
+    )  # fmt: skip
+    assert email["action"] == "email_customer"
+    # v2 ran the free lookup in its own task; v1's turn waits for every decision
+    assert await ran(probe) == (["lookup o-1"] if workflow == "probe" else [])
+
+    # Alice approves the refund in one process; the email still waits
+    await probe.app.decide(refund["id"], "U_ALICE", True)
+    await settle(probe)
+    assert (await probe.run(report.thread_id))["status"] == "paused"
+    # v2's refund ran as soon as it was approved; v1 runs the turn once all are decided
+    assert await ran(probe) == (["lookup o-1", "refund 12.5"] if workflow == "probe" else [])
+    # ... which dies; another one, on the same file, takes Bob's rejection and resumes
+    await probe.aclose()
+    probe.app = probe.new_app(share_db=False, policy_text=PROBE_POLICY)
+    await probe.app.decide(email["id"], "U_BOB", False, note="we phone customers first")
+    await settle(probe)
+
+    run = await probe.run(report.thread_id)
+    assert run["status"] == "completed", run["error"]
+    assert sorted(await ran(probe)) == ["lookup o-1", "refund 12.5"]  # each once; no email
+    info = await probe.app.runs.graph(workflow).aget_state(
+        {"configurable": {"thread_id": report.thread_id}}
+    )
+    told = {m.tool_call_id: (m.status, str(m.content)) for m in tool_messages(info.values)}
+    rejected = (
+        "Rejected: U_BOB rejected the call to email_customer, so it did not run. "
+        "Reason: we phone customers first"
+    )
+    assert told == {
+        "c1": ("success", "lookup o-1"),
+        "c2": ("success", "refund 12.5"),
+        "c3": ("error", rejected),
+    }
+
+    # resumed again (a duplicate resume, a replay): nothing runs twice
+    await settle(probe)
+    assert sorted(await ran(probe)) == ["lookup o-1", "refund 12.5"]
 
 
 def test_the_gate_outside_signoff_needs_a_policy() -> None:

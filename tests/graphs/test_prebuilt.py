@@ -255,37 +255,51 @@ def _turn_model() -> ScriptedChatModel:
     )
 
 
+@pytest.mark.parametrize("version", ["v1", "v2"])
 def test_gated_calls_pause_once_each_and_are_answered_independently_across_processes(
-    db: str,
+    db: str, version: Any
 ) -> None:
     log: list[str] = []
     tools = _lookup_tools(log)
     s1 = _saver(db)
-    agent = create_react_agent(_turn_model(), tools, checkpointer=s1, before_call=_ask)
+    agent = create_react_agent(
+        _turn_model(), tools, checkpointer=s1, before_call=_ask, version=version
+    )
     with pytest.raises(GraphInterrupt) as paused:
         agent.invoke({"messages": [HumanMessage("refund A1")]}, _config())
     refund_i, email_i = paused.value.interrupts
     assert (refund_i.value["tool"], email_i.value["tool"]) == ("refund", "email")
-    assert refund_i.id != email_i.id and log == []  # nothing ran: the turn waits for both
+    assert refund_i.id != email_i.id
+    tasks = agent.get_state(_config()).tasks
+    if version == "v1":
+        # one `tools` task for the turn: nothing ran, it waits for both decisions
+        assert log == [] and [len(t.interrupts) for t in tasks] == [2]
+    else:
+        # a `Send` per call: the free lookup ran in its own task, the gated ones wait
+        assert log == ["lookup A1"] and [len(t.interrupts) for t in tasks] == [0, 1, 1]
+    ran_first = list(log)
     s1.close()
 
     # Another process approves the refund with edited arguments; the email still waits.
     s2 = _saver(db)
     agent2 = create_react_agent(
-        _turn_model(), _lookup_tools(log), checkpointer=s2, before_call=_ask
+        _turn_model(), _lookup_tools(log), checkpointer=s2, before_call=_ask, version=version
     )
     ans = {"approved": True, "args": {"order": "A1", "amount": 20}}
     with pytest.raises(GraphInterrupt) as still:
         agent2.invoke(Command(resume={refund_i.id: ans}), _config())
     assert [i.id for i in still.value.interrupts] == [email_i.id]
-    assert log == []
+    # v1 runs nothing until the turn is settled; v2 ran the approved refund in its task
+    assert log == (ran_first if version == "v1" else [*ran_first, "refund A1 20"])
     assert [i.id for i in agent2.get_state(_config()).interrupts] == [email_i.id]
     s2.close()
 
     # A third process rejects the email: the turn runs, the model reads the rejection.
     s3 = _saver(db)
     model = _turn_model()
-    agent3 = create_react_agent(model, _lookup_tools(log), checkpointer=s3, before_call=_ask)
+    agent3 = create_react_agent(
+        model, _lookup_tools(log), checkpointer=s3, before_call=_ask, version=version
+    )
     rej = {"approved": False, "by": "bob", "why": "no emails today"}
     out = agent3.invoke(Command(resume={email_i.id: rej}), _config())
     assert log == ["lookup A1", "refund A1 20"]
@@ -328,12 +342,69 @@ def test_an_approved_call_runs_at_most_once_across_a_crash(db: str) -> None:
             AIMessage("done"),
         ]
     )
+    # v1: the turn's calls share one task, so the audit runs (and dies) after the approval
     s1 = _saver(db)
-    agent = create_react_agent(model, [refund, audit], checkpointer=s1, before_call=gate)
+    agent = create_react_agent(
+        model, [refund, audit], checkpointer=s1, before_call=gate, version="v1"
+    )
     with pytest.raises(GraphInterrupt):
         agent.invoke({"messages": [HumanMessage("go")]}, _config())
     with pytest.raises(ConnectionResetError):
         agent.invoke(Command(resume=True), _config())
+    assert log == ["refund A1"]
+    s1.close()
+
+    crash["on"] = False
+    s2 = _saver(db)
+    agent2 = create_react_agent(
+        model, [refund, audit], checkpointer=s2, before_call=gate, version="v1"
+    )
+    out = agent2.invoke(None, _config())  # a new process resumes the failed step
+    assert log == ["refund A1", "audit A1"]  # the refund did not run again
+    assert [m.content for m in out["messages"] if isinstance(m, ToolMessage)] == [
+        "refunded",
+        "audited",
+    ]
+    s2.close()
+
+
+def test_v2_an_approved_call_runs_at_most_once_when_a_sibling_call_dies(db: str) -> None:
+    log: list[str] = []
+    crash = {"on": True}
+
+    @tool
+    def refund(order: str) -> str:
+        """Refund."""
+        log.append(f"refund {order}")
+        return "refunded"
+
+    @tool
+    def audit(order: str) -> str:
+        """Audit; the first time the process dies here."""
+        if crash["on"]:
+            raise ConnectionResetError("process died")
+        log.append(f"audit {order}")
+        return "audited"
+
+    def gate(call: Any, state: Any, config: Any) -> Any:
+        interrupt(call["name"])
+        return None
+
+    model = ScriptedChatModel(
+        script=[
+            AIMessage(
+                "", tool_calls=[_call("refund", "r1", order="A1"), _call("audit", "a1", order="A1")]
+            ),
+            AIMessage("done"),
+        ]
+    )
+    s1 = _saver(db)
+    agent = create_react_agent(model, [refund, audit], checkpointer=s1, before_call=gate)
+    with pytest.raises(GraphInterrupt) as paused:
+        agent.invoke({"messages": [HumanMessage("go")]}, _config())
+    # both approved in one resume: each call's task runs its tool, and the audit's dies
+    with pytest.raises(ConnectionResetError):
+        agent.invoke(Command(resume={i.id: True for i in paused.value.interrupts}), _config())
     assert log == ["refund A1"]
     s1.close()
 
@@ -346,6 +417,7 @@ def test_an_approved_call_runs_at_most_once_across_a_crash(db: str) -> None:
         "refunded",
         "audited",
     ]
+    assert out["messages"][-1].content == "done"
     s2.close()
 
 

@@ -234,6 +234,26 @@ def _llm_input_schema(state_schema: type[Any]) -> type[Any]:
     return CallModelInputSchema
 
 
+def _chat_model(model: Any) -> Any:
+    """`model`, or for a string (`"openai:gpt-4o"`) the chat model langchain's
+    `init_chat_model` makes of it, as LangGraph does."""
+    if not isinstance(model, str):
+        return model
+    try:
+        from langchain.chat_models import (  # type: ignore[import-not-found,unused-ignore]
+            init_chat_model,
+        )
+    except ImportError as e:
+        raise ImportError(
+            f"create_react_agent: model {model!r} is a model name, and making a chat model of "
+            "a name needs the langchain package (its init_chat_model), which is not installed; "
+            "install it (pip install langchain, and the provider's package, such as "
+            "langchain-openai), or pass a chat model object instead: "
+            "create_react_agent(ChatOpenAI(model='gpt-4o'), tools)"
+        ) from e
+    return init_chat_model(model)
+
+
 def _check_state_schema(state_schema: type[Any], response_format: Any) -> None:
     needed = {"messages"} | ({"structured_response"} if response_format is not None else set())
     try:
@@ -276,8 +296,10 @@ def create_react_agent(
     agent answers `NEED_MORE_STEPS` instead of failing with `GraphRecursionError`.
 
     Args:
-        model: a langchain_core chat model (given the tools with `bind_tools`), or any
-            Runnable or function taking the messages and returning an `AIMessage`.
+        model: a langchain_core chat model (given the tools with `bind_tools`), any
+            Runnable or function taking the messages and returning an `AIMessage`, or a
+            model name (`"openai:gpt-4o"`), made a chat model by langchain's
+            `init_chat_model` (which needs the `langchain` package and the provider's).
         tools: the tools (see `ToolNode`), or a `ToolNode` of them.
         prompt: a system prompt before the messages, or a function (or Runnable) of the
             state returning the messages to send.
@@ -312,6 +334,7 @@ def create_react_agent(
     Raises:
         ValueError: an unknown `version`, or a `state_schema` without the keys the agent
             writes.
+        ImportError: `model` is a name and the `langchain` package is not installed.
     """
     if version not in ("v1", "v2"):
         raise ValueError(f"create_react_agent: version must be 'v1' or 'v2', got {version!r}")
@@ -319,6 +342,7 @@ def create_react_agent(
         _check_state_schema(state_schema, response_format)
     else:
         state_schema = AgentStateWithStructuredResponse if response_format else AgentState
+    model = _chat_model(model)
     if isinstance(tools, ToolNode):
         tool_node = tools
     else:

@@ -1,16 +1,22 @@
 """create_react_agent with models that are not chat models: an object with only `invoke`, a
-plain function, a coroutine function; each run synchronously and asynchronously."""
+plain function, a coroutine function; each run synchronously and asynchronously; and a model
+given by name (`"openai:gpt-4o"`), made by langchain's `init_chat_model` when it is installed."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
+import types
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
+from pydantic import Field
 
 from graphs.prebuilt import create_react_agent
 
@@ -82,3 +88,57 @@ def test_callable_models_run_async(kind: str) -> None:
     agent = create_react_agent(model, [lookup])
     result = asyncio.run(agent.ainvoke({"messages": [HumanMessage("where is A1?")]}))
     assert _answer(result) == "done: A1: shipped"
+
+
+# ---- a model given by name ------------------------------------------------------------------
+
+
+class _NamedChatModel(BaseChatModel):
+    """What `init_chat_model` makes of a name here: a chat model that takes tools."""
+
+    name_given: str
+    bound: list[str] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *a: Any, **k: Any) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=_reply(messages))])
+
+    @property
+    def _llm_type(self) -> str:
+        return "named"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        self.bound = [t.name for t in tools]
+        return self
+
+
+def test_a_model_name_without_langchain_says_what_to_install_or_pass() -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "langchain", None)  # not installed, wherever this runs
+        mp.setitem(sys.modules, "langchain.chat_models", None)
+        with pytest.raises(ImportError) as e:
+            create_react_agent("openai:gpt-4o", [lookup])
+    assert str(e.value) == (
+        "create_react_agent: model 'openai:gpt-4o' is a model name, and making a chat model of "
+        "a name needs the langchain package (its init_chat_model), which is not installed; "
+        "install it (pip install langchain, and the provider's package, such as "
+        "langchain-openai), or pass a chat model object instead: "
+        "create_react_agent(ChatOpenAI(model='gpt-4o'), tools)"
+    )
+
+
+def test_a_model_name_is_made_a_chat_model_by_langchains_init_chat_model() -> None:
+    made: list[_NamedChatModel] = []
+
+    def init_chat_model(model: str) -> _NamedChatModel:
+        made.append(_NamedChatModel(name_given=model))
+        return made[-1]
+
+    chat_models = types.ModuleType("langchain.chat_models")
+    chat_models.init_chat_model = init_chat_model  # type: ignore[attr-defined]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(sys.modules, "langchain", types.ModuleType("langchain"))
+        mp.setitem(sys.modules, "langchain.chat_models", chat_models)
+        agent = create_react_agent("openai:gpt-4o", [lookup])
+    result = agent.invoke({"messages": [HumanMessage("where is A1?")]})
+    assert _answer(result) == "done: A1: shipped"
+    assert [(m.name_given, m.bound) for m in made] == [("openai:gpt-4o", ["lookup"])]

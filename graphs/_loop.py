@@ -444,6 +444,19 @@ class Run:
                     state[key] = make()
         return state
 
+    def router_view(self) -> Any:
+        """The state a router sees: `view()` with the managed keys (`graphs.managed`) as the
+        nodes it routes after had them (as LangGraph: the steps allowed after theirs; after
+        the input, one more than the first step's nodes get), coerced like a node's."""
+        state = self.view()
+        managed = self.graph.managed
+        if managed:
+            left = self.limit - self.steps  # `steps` counts the step just run
+            for key, kind in managed.items():
+                state[key] = kind.get(left)
+        coerce = self.graph.coerce
+        return state if coerce is None else coerce(state)
+
     def check_input(
         self, update: Any, what: str, keys: frozenset[str] | None = None, *, input: bool = False
     ) -> list[tuple[str, Any]]:
@@ -627,7 +640,7 @@ class Run:
                 if not br.is_async:
                     continue
                 if state is None:
-                    state = self.view() if g.coerce is None else g.coerce(self.view())
+                    state = self.router_view()
                 coro = br.router(state, self.config) if br.takes_config else br.router(state)
                 name = getattr(br.router, "__name__", type(br.router).__name__)
                 what = f"router {name!r} of the conditional edges from {br.source!r}"
@@ -675,9 +688,7 @@ class Run:
                 self.versions[join.key] = new_versions[join.key] = version
             for br in g.branches.get(name, ()):
                 if state is None:
-                    state = self.view()
-                    if g.coerce is not None:
-                        state = g.coerce(state)
+                    state = self.router_view()
                 for dest in self.resolve(br, state, awaited):
                     if isinstance(dest, Send):
                         sends.append(dest)

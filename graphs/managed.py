@@ -10,7 +10,9 @@ class State(TypedDict):
 A node reading `state["remaining_steps"]` gets how many more supersteps this invocation may
 run after the node's own (the `recursion_limit` less the steps run, this one included: 0 in
 the last step allowed), so that it can stop in good order before `GraphRecursionError`; the
-numbers are LangGraph's, whose count includes the step that takes the input. What a node
+numbers are LangGraph's, whose count includes the step that takes the input. A router
+(`add_conditional_edges`) reads the keys too, with the values the nodes it routes after had
+(after the input: one more than the first step's nodes get), as LangGraph's do. What a node
 returns under such a key is dropped.
 """
 

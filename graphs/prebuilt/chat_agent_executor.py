@@ -9,6 +9,7 @@ only when asked for.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, NotRequired, TypeAlias, get_type_hints
 
@@ -24,7 +25,16 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from ..builder import StateGraph
+from ..builder import (
+    StateGraph,
+    _config_by_name,
+    _injected,
+    _is_async,
+    _is_runnable,
+    _takes_config,
+    _with_config_by_name,
+    _with_injected,
+)
 from ..checkpoint.base import BaseCheckpointSaver
 from ..compiled import CompiledGraph
 from ..graph.message import add_messages
@@ -60,7 +70,9 @@ class AgentStateWithStructuredResponse(AgentState):
 
 Prompt: TypeAlias = "str | SystemMessage | Callable[[Any], Sequence[BaseMessage]] | Any"
 """A system prompt (a string or a `SystemMessage`, put before the messages), a function of the
-state returning the messages to send, or a Runnable doing the same."""
+state returning the messages to send (sync or async; given the config and the store if it
+declares them, as a node is: `def prompt(state, config, *, store)`), or a Runnable doing the
+same."""
 
 ResponseFormat: TypeAlias = "type[BaseModel] | dict[str, Any] | tuple[str, Any]"
 """A pydantic class, a TypedDict, a JSON schema or an OpenAI tool schema (what a chat model's
@@ -73,24 +85,83 @@ def _get(state: Any, key: str, default: Any = None) -> Any:
     return getattr(state, key, default)
 
 
-def _prompt(prompt: Prompt | None) -> Callable[[Any, RunConfig], Any]:
-    if prompt is None:
-        return lambda state, config: _get(state, "messages")
-    if isinstance(prompt, str):
-        prompt = SystemMessage(prompt)
-    if isinstance(prompt, SystemMessage):
-        system = prompt
-        return lambda state, config: [system, *_get(state, "messages")]
-    invoke = getattr(prompt, "invoke", None)
-    if callable(invoke) and not callable(prompt):
-        return lambda state, config: invoke(state, config)
-    if callable(prompt):
-        fn = prompt
-        return lambda state, config: fn(state)
-    raise TypeError(
-        f"create_react_agent: prompt must be a str, a SystemMessage, a function or a Runnable, "
-        f"got {prompt!r}"
-    )
+class _Prompt:
+    """The `prompt` as the agent node calls it: `invoke(state, config)` (or `ainvoke`) returns
+    what the model is sent."""
+
+    def __init__(self, prompt: Prompt | None) -> None:
+        self.system: SystemMessage | None = None
+        self.runnable: Any = None
+        self.fn: Callable[[Any, RunConfig], Any] | None = None
+        self.is_async = False
+        if prompt is None:
+            return
+        if isinstance(prompt, str):
+            prompt = SystemMessage(prompt)
+        if isinstance(prompt, SystemMessage):
+            self.system = prompt
+        elif _is_runnable(prompt) and not callable(prompt):
+            self.runnable = prompt
+        elif callable(prompt):
+            self.fn, self.is_async = _as_prompt_call(prompt), _is_async(prompt)
+        else:
+            raise TypeError(
+                f"create_react_agent: prompt must be a str, a SystemMessage, a function or a "
+                f"Runnable, got {type(prompt).__name__} {prompt!r:.80}"
+            )
+
+    def _plain(self, state: Any) -> Any:
+        messages = _get(state, "messages")
+        return messages if self.system is None else [self.system, *messages]
+
+    def invoke(self, state: Any, config: RunConfig) -> Any:
+        if self.runnable is not None:
+            return self.runnable.invoke(state, config)
+        if self.fn is None:
+            return self._plain(state)
+        if self.is_async:
+            raise TypeError(
+                "create_react_agent: the prompt is an async function, and the agent was run "
+                "with invoke()/stream(): run it with ainvoke()/astream(), or give a sync prompt"
+            )
+        return self._expanded(self.fn(state, config), state, config)
+
+    async def ainvoke(self, state: Any, config: RunConfig) -> Any:
+        if self.runnable is not None:
+            ainvoke = getattr(self.runnable, "ainvoke", None)
+            if callable(ainvoke):
+                return await ainvoke(state, config)
+            return await asyncio.to_thread(self.runnable.invoke, state, config)
+        if self.fn is None:
+            return self._plain(state)
+        out = self.fn(state, config)
+        if inspect.isawaitable(out):
+            out = await out
+        return self._expanded(out, state, config)
+
+    @staticmethod
+    def _expanded(out: Any, state: Any, config: RunConfig) -> Any:
+        """A function's messages; a prompt template it returned (`SystemMessage("...") +
+        state["messages"]` is one) run on the state, as LangGraph runs a returned Runnable."""
+        if _is_runnable(out) and not isinstance(out, (list, tuple, BaseMessage)):
+            return out.invoke(state, config)
+        return out
+
+
+def _as_prompt_call(fn: Callable[..., Any]) -> Callable[[Any, RunConfig], Any]:
+    """A prompt function called as `(state, config)`, whatever of `config`, `store`,
+    `runtime` and `writer` it declares (as a node's are handed: `def prompt(state, config, *,
+    store)`, LangGraph's form)."""
+    takes_config = _takes_config(fn, "create_react_agent prompt")
+    injected = _injected(fn)
+    if injected:
+        how: Literal["pos", "kw", "no"] = (
+            ("kw" if _config_by_name(fn) else "pos") if takes_config else "no"
+        )
+        return _with_injected(fn, injected, how, _is_async(fn))
+    if takes_config:
+        return _with_config_by_name(fn) if _config_by_name(fn) else fn
+    return lambda state, config: fn(state)
 
 
 class _ModelNode:
@@ -114,7 +185,7 @@ class _ModelNode:
                 self.model = bind(list(tools))
             except NotImplementedError:  # a chat model that takes no tools (a fake, say)
                 pass
-        self.prompt = _prompt(prompt)
+        self.prompt = _Prompt(prompt)
         self.name = "agent"
         self.agent_name = agent_name
         self.reads_llm_input = reads_llm_input
@@ -155,14 +226,14 @@ class _ModelNode:
 
     def invoke(self, state: Any, config: RunConfig | None = None) -> dict[str, Any]:
         config = config or {}
-        messages = self.prompt(self._input(state), config)
+        messages = self.prompt.invoke(self._input(state), config)
         invoke = getattr(self.model, "invoke", None)
         reply = invoke(messages, config) if callable(invoke) else self.model(messages)
         return self._reply(state, reply)
 
     async def ainvoke(self, state: Any, config: RunConfig | None = None) -> dict[str, Any]:
         config = config or {}
-        messages = self.prompt(self._input(state), config)
+        messages = await self.prompt.ainvoke(self._input(state), config)
         ainvoke = getattr(self.model, "ainvoke", None)
         invoke = getattr(self.model, "invoke", None)
         if callable(ainvoke):
@@ -302,7 +373,7 @@ def create_react_agent(
             `init_chat_model` (which needs the `langchain` package and the provider's).
         tools: the tools (see `ToolNode`), or a `ToolNode` of them.
         prompt: a system prompt before the messages, or a function (or Runnable) of the
-            state returning the messages to send.
+            state returning the messages to send (see `Prompt`).
         response_format: a schema for a last answer: after the loop, the model is asked once
             more (`with_structured_output(schema)`, with the prompt first for a `(prompt,
             schema)` pair) and its answer is the state's `structured_response`.

@@ -54,7 +54,7 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, ToolException
 from langchain_core.tools import tool as as_tool
 from pydantic import ValidationError
 
@@ -103,8 +103,11 @@ TOOL_INVOCATION_ERROR_TEMPLATE = (
 """The content of the `ToolMessage` answering a call whose arguments the tool refused."""
 
 
-class ToolInvocationError(Exception):
+class ToolInvocationError(ToolException):
     """A tool call's arguments did not match the tool's schema (the model's mistake).
+
+    A langchain_core `ToolException`, as LangGraph's: `handle_tool_errors=(ToolException,)`
+    handles it too.
 
     The message names only what the model sent, as LangGraph's: one `field: problem` line per
     error, those about injected parameters (the state, the store, the runtime) left out, so
@@ -205,6 +208,13 @@ def _is_calls(input: Any) -> bool:
     )
 
 
+def _handles_own_errors(tool: BaseTool) -> bool:
+    """The tool was made with `handle_tool_error=` or `handle_validation_error=`: langchain_core
+    turns those errors into its answer (an error `ToolMessage`, when invoked with the call, as
+    LangGraph invokes every tool), whatever the node's `handle_tool_errors`."""
+    return bool(tool.handle_tool_error) or bool(tool.handle_validation_error)
+
+
 def _default_errors(e: Exception) -> str:
     """LangGraph's default: a call with arguments the tool refuses is answered with the error,
     for the model to fix; an error of the tool itself fails the node."""
@@ -225,10 +235,21 @@ def _handled_types(handler: ErrorHandling) -> tuple[type[Exception], ...]:
             hints = typing.get_type_hints(handler)
         except (TypeError, ValueError, NameError):
             return (Exception,)
+        if params and params[0].name in ("self", "cls") and len(params) == 2:
+            params = params[1:]  # a method taken from its class
         hint = hints.get(params[0].name) if params else None
+        if hint is None:
+            return (Exception,)
         found = typing.get_args(hint) if typing.get_args(hint) else (hint,)
-        types = tuple(t for t in found if isinstance(t, type) and issubclass(t, Exception))
-        return types or (Exception,)
+        if not all(isinstance(t, type) and issubclass(t, Exception) for t in found):
+            name = getattr(handler, "__name__", repr(handler))
+            raise ValueError(
+                f"ToolNode: handle_tool_errors={name} has its error parameter "
+                f"{params[0].name!r} annotated {hint!r}, which is not an exception class or a "
+                "union of them; annotate it with the errors it handles (`e: ValueError`, "
+                "`e: ValueError | TypeError`), or leave it unannotated to handle every error"
+            )
+        return typing.cast(tuple[type[Exception], ...], found)
     return (Exception,)
 
 
@@ -272,10 +293,21 @@ def tools_condition(
 ) -> Literal["tools", "__end__"]:
     """Route to `"tools"` when the last message has tool calls, else to `END`.
 
-    `add_conditional_edges("agent", tools_condition)` after the node that calls the model.
+    `add_conditional_edges("agent", tools_condition)` after the node that calls the model; for
+    messages under another key, `partial(tools_condition, messages_key="chat")`.
+
+    Raises:
+        ValueError: the state has no messages under `messages_key`, or they are empty.
     """
     messages = _messages(state, messages_key, "tools_condition")
-    if messages and getattr(messages[-1], "tool_calls", None):
+    if not messages:
+        # as LangGraph's: a router after the model node always has the model's reply to read
+        raise ValueError(
+            f"tools_condition: the input state's messages (under {messages_key!r}) are empty; "
+            "route with it after the node that calls the model (and pass messages_key= when "
+            "the messages are under another key)"
+        )
+    if getattr(messages[-1], "tool_calls", None):
         return "tools"
     return "__end__"
 
@@ -369,8 +401,9 @@ class ToolNode:
             self.tools_by_name[made.name] = made
         self._injected = {n: _injections(t) for n, t in self.tools_by_name.items()}
         for tool_name, found in self._injected.items():
-            if found is not None and found.call_id:
-                self.tools_by_name[tool_name] = _passing_commands(self.tools_by_name[tool_name])
+            made = self.tools_by_name[tool_name]
+            if (found is not None and found.call_id) or _handles_own_errors(made):
+                self.tools_by_name[tool_name] = _passing_commands(made)
         self._handled = _handled_types(handle_tool_errors)
 
     # ---- the node -----------------------------------------------------------------
@@ -614,8 +647,9 @@ class ToolNode:
         injected arguments added) when the tool takes injections or keeps an artifact."""
         injected = self._injected.get(tool.name)
         if injected is None:
-            # A content-and-artifact tool keeps its artifact only when invoked with the call.
-            if tool.response_format == "content_and_artifact":
+            # A content-and-artifact tool keeps its artifact only when invoked with the call,
+            # and a tool handling its own errors answers with an error `ToolMessage` only then
+            if tool.response_format == "content_and_artifact" or _handles_own_errors(tool):
                 return {**call, "type": "tool_call"}
             return call["args"]
         args = {k: v for k, v in (call["args"] or {}).items() if k not in injected.hidden}

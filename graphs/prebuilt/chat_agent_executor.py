@@ -193,10 +193,12 @@ class _ModelNode:
 
     def _input(self, state: Any) -> Any:
         """What the prompt reads: the state, its `messages` those a `pre_model_hook` gave as
-        `llm_input_messages` when it gave some."""
+        `llm_input_messages` when it gave some; each tool call in them must be answered."""
         if not self.reads_llm_input:
+            _check_answered(_get(state, "messages"))
             return state
         messages = _get(state, "llm_input_messages") or _get(state, "messages")
+        _check_answered(messages)
         if isinstance(state, dict):
             return {**state, "messages": messages}
         if isinstance(state, BaseModel):
@@ -275,6 +277,29 @@ class _StructuredNode:
     async def ainvoke(self, state: Any, config: RunConfig | None = None) -> dict[str, Any]:
         reply = await self.model.ainvoke(self._messages(state), config)
         return {"structured_response": reply}
+
+
+def _check_answered(messages: Any) -> None:
+    """Refuse to send the model a conversation with a tool call no `ToolMessage` answers (most
+    providers refuse it, with a less helpful error), as LangGraph does."""
+    if not messages:
+        return
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    unanswered = [
+        call
+        for m in messages
+        if isinstance(m, AIMessage)
+        for call in m.tool_calls
+        if call["id"] not in answered
+    ]
+    if unanswered:
+        raise ValueError(
+            "create_react_agent: the messages have tool calls that no ToolMessage answers "
+            f"(the first of them: {unanswered[:3]}); every tool call needs its ToolMessage "
+            "before the model is called again (most model providers refuse the conversation "
+            "otherwise): answer each by its id (update_state with a ToolMessage(content, "
+            "tool_call_id=...)), or remove the AIMessage that made it"
+        )
 
 
 def _checked(reply: Any) -> BaseMessage:

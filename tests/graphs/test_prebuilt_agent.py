@@ -288,3 +288,21 @@ def test_the_hooks_structured_response_and_step_count_under_ainvoke() -> None:
         )
     )
     assert out["messages"][-1].content == "Sorry, need more steps to process this request."
+
+
+def test_a_conversation_with_an_unanswered_tool_call_is_refused_before_the_model() -> None:
+    model = ScriptedChatModel(script=[AIMessage("hello")])
+    agent = create_react_agent(model, [search])
+    pending = AIMessage("", tool_calls=[_call("search", "s1", query="x")])
+    with pytest.raises(ValueError) as e:
+        agent.invoke({"messages": [HumanMessage("hi"), pending, HumanMessage("and?")]})
+    assert str(e.value).startswith(
+        "create_react_agent: the messages have tool calls that no ToolMessage answers (the "
+        "first of them: [{'name': 'search', 'args': {'query': 'x'}, 'id': 's1', 'type': "
+        "'tool_call'}]); every tool call needs its ToolMessage before the model is called again"
+    )
+    assert model.seen == []  # the model was not called
+
+    answered = ToolMessage("results for x", tool_call_id="s1")
+    out = agent.invoke({"messages": [HumanMessage("hi"), pending, answered, HumanMessage("and?")]})
+    assert out["messages"][-1].content == "hello"

@@ -177,12 +177,13 @@ class _ModelNode:
         *,
         agent_name: str | None = None,
         reads_llm_input: bool = False,
+        builtin: Sequence[dict[str, Any]] = (),
     ) -> None:
         bind = getattr(model, "bind_tools", None)
         self.model = model
-        if tools and callable(bind):
+        if (tools or builtin) and callable(bind) and _needs_binding(model, tools, len(builtin)):
             try:
-                self.model = bind(list(tools))
+                self.model = bind([*tools, *builtin])
             except NotImplementedError:  # a chat model that takes no tools (a fake, say)
                 pass
         self.prompt = _Prompt(prompt)
@@ -279,6 +280,36 @@ class _StructuredNode:
         return {"structured_response": reply}
 
 
+def _needs_binding(model: Any, tools: Sequence[BaseTool], builtin: int) -> bool:
+    """Whether the agent binds the tools to `model`: not when it was bound to them already
+    (`model.bind_tools(tools)`), which must then be bound to the same tools (and `builtin`
+    provider tools), as LangGraph checks."""
+    from langchain_core.runnables import RunnableBinding
+
+    if not isinstance(model, RunnableBinding) or "tools" not in model.kwargs:
+        return True
+    bound = model.kwargs["tools"]
+    if len(tools) != len(bound) - builtin:
+        raise ValueError(
+            f"create_react_agent: the model was bound to {len(bound) - builtin} tool(s) "
+            f"(model.bind_tools(...)) and is given {len(tools)}: give it the same tools, or "
+            "pass the model unbound (the agent binds them)"
+        )
+    names = set()
+    for t in bound:
+        if t.get("type") == "function":  # OpenAI's form
+            names.add(t["function"]["name"])
+        elif t.get("name"):  # Anthropic's
+            names.add(t["name"])
+    missing = sorted({t.name for t in tools} - names)
+    if missing:
+        raise ValueError(
+            f"create_react_agent: the model was bound (model.bind_tools(...)) without the "
+            f"tool(s) {missing} it is given: bind the same tools, or pass the model unbound"
+        )
+    return False
+
+
 def _check_answered(messages: Any) -> None:
     """Refuse to send the model a conversation with a tool call no `ToolMessage` answers (most
     providers refuse it, with a less helpful error), as LangGraph does."""
@@ -366,7 +397,7 @@ def _check_state_schema(state_schema: type[Any], response_format: Any) -> None:
 
 def create_react_agent(
     model: Any,
-    tools: Sequence[BaseTool | Callable[..., Any]] | ToolNode,
+    tools: Sequence[BaseTool | Callable[..., Any] | dict[str, Any]] | ToolNode,
     *,
     prompt: Prompt | None = None,
     response_format: ResponseFormat | None = None,
@@ -396,7 +427,11 @@ def create_react_agent(
             Runnable or function taking the messages and returning an `AIMessage`, or a
             model name (`"openai:gpt-4o"`), made a chat model by langchain's
             `init_chat_model` (which needs the `langchain` package and the provider's).
-        tools: the tools (see `ToolNode`), or a `ToolNode` of them.
+        tools: the tools (see `ToolNode`), or a `ToolNode` of them; a dict among them is a
+            provider's built-in tool (`{"type": "web_search_preview"}`), bound to the model
+            and run by the provider, not by the `tools` node. A model bound to the tools
+            already (`model.bind_tools(tools)`) is not bound again; it must have the same
+            tools.
         prompt: a system prompt before the messages, or a function (or Runnable) of the
             state returning the messages to send (see `Prompt`).
         response_format: a schema for a last answer: after the loop, the model is asked once
@@ -428,8 +463,8 @@ def create_react_agent(
             can tell its agents apart).
 
     Raises:
-        ValueError: an unknown `version`, or a `state_schema` without the keys the agent
-            writes.
+        ValueError: an unknown `version`, a `state_schema` without the keys the agent
+            writes, or a model bound to other tools than `tools`.
         ImportError: `model` is a name and the `langchain` package is not installed.
     """
     if version not in ("v1", "v2"):
@@ -439,14 +474,23 @@ def create_react_agent(
     else:
         state_schema = AgentStateWithStructuredResponse if response_format else AgentState
     model = _chat_model(model)
+    builtin: list[dict[str, Any]] = []
     if isinstance(tools, ToolNode):
         tool_node = tools
     else:
-        tool_node = ToolNode(tools, before_call=before_call)
+        # a dict is a provider's own tool (a web search, say): bound to the model, run by it
+        builtin = [t for t in tools if isinstance(t, dict)]
+        own = [t for t in tools if not isinstance(t, dict)]
+        tool_node = ToolNode(own, before_call=before_call)
     tool_list = list(tool_node.tools_by_name.values())
     graph = StateGraph(state_schema, context_schema)
     agent = _ModelNode(
-        model, tool_list, prompt, agent_name=name, reads_llm_input=pre_model_hook is not None
+        model,
+        tool_list,
+        prompt,
+        agent_name=name,
+        reads_llm_input=pre_model_hook is not None,
+        builtin=builtin,
     )
     if pre_model_hook is not None:
         graph.add_node("agent", agent, input_schema=_llm_input_schema(state_schema))

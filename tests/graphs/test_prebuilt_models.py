@@ -142,3 +142,69 @@ def test_a_model_name_is_made_a_chat_model_by_langchains_init_chat_model() -> No
     result = agent.invoke({"messages": [HumanMessage("where is A1?")]})
     assert _answer(result) == "done: A1: shipped"
     assert [(m.name_given, m.bound) for m in made] == [("openai:gpt-4o", ["lookup"])]
+
+
+# ---- binding the tools ----------------------------------------------------------------------
+
+
+class _BindingChatModel(BaseChatModel):
+    """A chat model whose `bind_tools` binds as a provider's does (a `RunnableBinding` with the
+    tools in OpenAI's form); it counts its bindings."""
+
+    bindings: list[list[str]] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *a: Any, **k: Any) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=_reply(messages))])
+
+    @property
+    def _llm_type(self) -> str:
+        return "binding"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        forms = [t if isinstance(t, dict) else convert_to_openai_tool(t) for t in tools]
+        self.bindings.append([f.get("function", f).get("name", f.get("type")) for f in forms])
+        return self.bind(tools=forms)
+
+
+@tool
+def email(to: str) -> str:
+    """Email."""
+    return "sent"
+
+
+def test_provider_tools_are_bound_with_the_tools_and_left_to_the_provider() -> None:
+    model = _BindingChatModel()
+    search = {"type": "web_search_preview"}
+    agent = create_react_agent(model, [lookup, search])
+    assert model.bindings == [["lookup", "web_search_preview"]]
+    assert "tools" in agent.get_graph().nodes  # the node runs lookup only
+    result = agent.invoke({"messages": [HumanMessage("where is A1?")]})
+    assert _answer(result) == "done: A1: shipped"
+
+    only = create_react_agent(_BindingChatModel(), [search])
+    assert "tools" not in only.get_graph().nodes  # nothing for the node to run
+
+
+def test_a_model_bound_to_the_tools_already_is_not_bound_again() -> None:
+    model = _BindingChatModel()
+    bound = model.bind_tools([lookup])
+    agent = create_react_agent(bound, [lookup])
+    assert model.bindings == [["lookup"]]
+    assert (
+        _answer(agent.invoke({"messages": [HumanMessage("where is A1?")]})) == "done: A1: shipped"
+    )
+
+    with pytest.raises(ValueError) as e:
+        create_react_agent(bound, [lookup, email])
+    assert str(e.value) == (
+        "create_react_agent: the model was bound to 1 tool(s) (model.bind_tools(...)) and is "
+        "given 2: give it the same tools, or pass the model unbound (the agent binds them)"
+    )
+    with pytest.raises(ValueError) as e:
+        create_react_agent(bound, [email])
+    assert str(e.value) == (
+        "create_react_agent: the model was bound (model.bind_tools(...)) without the tool(s) "
+        "['email'] it is given: bind the same tools, or pass the model unbound"
+    )

@@ -25,6 +25,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
+from .._context import _current
 from ..builder import (
     StateGraph,
     _config_by_name,
@@ -164,6 +165,66 @@ def _as_prompt_call(fn: Callable[..., Any]) -> Callable[[Any, RunConfig], Any]:
     return lambda state, config: fn(state)
 
 
+def _is_chooser(model: Any) -> bool:
+    """A model-choosing function, `model(state, runtime)` returning the chat model to call
+    (LangGraph's dynamic model): a plain function (or callable object) of two positional
+    parameters. A function of one is a model itself, called with the messages."""
+    if isinstance(model, (str, type)) or not callable(model) or _is_runnable(model):
+        return False
+    try:
+        params = list(inspect.signature(model).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    return len(positional) == 2
+
+
+class _Chooser:
+    """Calls a model-choosing function with the state and the run's `Runtime`."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.is_async = _is_async(fn)
+
+    @staticmethod
+    def _runtime() -> Any:
+        task = _current.get()
+        return task.runtime() if task is not None else None
+
+    def choose(self, state: Any) -> Any:
+        if self.is_async:
+            raise RuntimeError(
+                "create_react_agent: the model-choosing function is async, and the agent was "
+                "run with invoke()/stream(): run it with ainvoke()/astream(), or give a sync "
+                "function"
+            )
+        return self.fn(state, self._runtime())
+
+    async def achoose(self, state: Any) -> Any:
+        out = self.fn(state, self._runtime())
+        return (await out) if inspect.isawaitable(out) else out
+
+
+def _call_model(model: Any, messages: Any, config: RunConfig) -> Any:
+    invoke = getattr(model, "invoke", None)
+    return invoke(messages, config) if callable(invoke) else model(messages)
+
+
+async def _acall_model(model: Any, messages: Any, config: RunConfig) -> Any:
+    ainvoke = getattr(model, "ainvoke", None)
+    invoke = getattr(model, "invoke", None)
+    if callable(ainvoke):
+        return await ainvoke(messages, config)
+    if callable(invoke):  # a sync-only model: in a thread, as a sync node runs
+        return await asyncio.to_thread(invoke, messages, config)
+    reply = model(messages)
+    return (await reply) if inspect.isawaitable(reply) else reply
+
+
 class _ModelNode:
     """The agent node: the prompt's messages to the model, its reply appended (named after the
     agent; replaced by `NEED_MORE_STEPS` when the steps left cannot run the tools it asks
@@ -181,7 +242,11 @@ class _ModelNode:
     ) -> None:
         bind = getattr(model, "bind_tools", None)
         self.model = model
-        if (tools or builtin) and callable(bind) and _needs_binding(model, tools, len(builtin)):
+        # a chosen model is called as it is chosen (bound to the tools by whoever chose it)
+        self.chooser = _Chooser(model) if _is_chooser(model) else None
+        if self.chooser is not None:
+            pass
+        elif (tools or builtin) and callable(bind) and _needs_binding(model, tools, len(builtin)):
             try:
                 self.model = bind([*tools, *builtin])
             except NotImplementedError:  # a chat model that takes no tools (a fake, say)
@@ -229,25 +294,15 @@ class _ModelNode:
 
     def invoke(self, state: Any, config: RunConfig | None = None) -> dict[str, Any]:
         config = config or {}
+        model = self.model if self.chooser is None else self.chooser.choose(state)
         messages = self.prompt.invoke(self._input(state), config)
-        invoke = getattr(self.model, "invoke", None)
-        reply = invoke(messages, config) if callable(invoke) else self.model(messages)
-        return self._reply(state, reply)
+        return self._reply(state, _call_model(model, messages, config))
 
     async def ainvoke(self, state: Any, config: RunConfig | None = None) -> dict[str, Any]:
         config = config or {}
+        model = self.model if self.chooser is None else await self.chooser.achoose(state)
         messages = await self.prompt.ainvoke(self._input(state), config)
-        ainvoke = getattr(self.model, "ainvoke", None)
-        invoke = getattr(self.model, "invoke", None)
-        if callable(ainvoke):
-            reply = await ainvoke(messages, config)
-        elif callable(invoke):  # a sync-only model: in a thread, as a sync node runs
-            reply = await asyncio.to_thread(invoke, messages, config)
-        else:
-            reply = self.model(messages)
-            if hasattr(reply, "__await__"):
-                reply = await reply
-        return self._reply(state, reply)
+        return self._reply(state, await _acall_model(model, messages, config))
 
 
 class _StructuredNode:
@@ -259,24 +314,39 @@ class _StructuredNode:
         schema: Any = response_format
         if isinstance(response_format, tuple):
             self.prompt, schema = response_format
+        self.schema = schema
+        self.chooser = _Chooser(model) if _is_chooser(model) else None
+        self.model: Any = None if self.chooser is not None else self._structured(model)
+        self.name = "generate_structured_response"
+
+    def _structured(self, model: Any) -> Any:
+        from langchain_core.runnables import RunnableBinding
+
+        if isinstance(model, RunnableBinding):  # a chosen model bound to its tools
+            model = model.bound
         structured = getattr(model, "with_structured_output", None)
         if not callable(structured):
             raise TypeError(
                 f"create_react_agent: response_format needs a chat model with "
                 f"with_structured_output(); {type(model).__name__} has none"
             )
-        self.model = structured(schema)
-        self.name = "generate_structured_response"
+        return structured(self.schema)
 
     def _messages(self, state: Any) -> list[Any]:
         messages = list(_get(state, "messages"))
         return [SystemMessage(self.prompt), *messages] if self.prompt else messages
 
     def invoke(self, state: Any, config: RunConfig | None = None) -> dict[str, Any]:
-        return {"structured_response": self.model.invoke(self._messages(state), config)}
+        model = self.model
+        if self.chooser is not None:
+            model = self._structured(self.chooser.choose(state))
+        return {"structured_response": model.invoke(self._messages(state), config)}
 
     async def ainvoke(self, state: Any, config: RunConfig | None = None) -> dict[str, Any]:
-        reply = await self.model.ainvoke(self._messages(state), config)
+        model = self.model
+        if self.chooser is not None:
+            model = self._structured(await self.chooser.achoose(state))
+        reply = await model.ainvoke(self._messages(state), config)
         return {"structured_response": reply}
 
 
@@ -426,7 +496,10 @@ def create_react_agent(
         model: a langchain_core chat model (given the tools with `bind_tools`), any
             Runnable or function taking the messages and returning an `AIMessage`, or a
             model name (`"openai:gpt-4o"`), made a chat model by langchain's
-            `init_chat_model` (which needs the `langchain` package and the provider's).
+            `init_chat_model` (which needs the `langchain` package and the provider's), or a
+            function `model(state, runtime)` (two positional parameters, sync or async)
+            choosing the model for each call, which it returns bound to the tools it should
+            offer (the agent does not bind a chosen model).
         tools: the tools (see `ToolNode`), or a `ToolNode` of them; a dict among them is a
             provider's built-in tool (`{"type": "web_search_preview"}`), bound to the model
             and run by the provider, not by the `tools` node. A model bound to the tools

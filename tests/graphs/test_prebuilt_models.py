@@ -1,6 +1,7 @@
 """create_react_agent with models that are not chat models: an object with only `invoke`, a
 plain function, a coroutine function; each run synchronously and asynchronously; and a model
-given by name (`"openai:gpt-4o"`), made by langchain's `init_chat_model` when it is installed."""
+given by name (`"openai:gpt-4o"`), made by langchain's `init_chat_model` when it is installed;
+one chosen for each call by a function of the state and runtime; binding the tools."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 import threading
 import types
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -19,6 +21,7 @@ from langchain_core.tools import tool
 from pydantic import Field
 
 from graphs.prebuilt import create_react_agent
+from graphs.runtime import Runtime
 
 
 @tool
@@ -207,4 +210,40 @@ def test_a_model_bound_to_the_tools_already_is_not_bound_again() -> None:
     assert str(e.value) == (
         "create_react_agent: the model was bound (model.bind_tools(...)) without the tool(s) "
         "['email'] it is given: bind the same tools, or pass the model unbound"
+    )
+
+
+# ---- a model-choosing function ----------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    tier: str
+
+
+def test_a_function_of_the_state_and_runtime_chooses_the_model_for_each_call() -> None:
+    chosen: list[tuple[int, str]] = []
+
+    def choose(state: Any, runtime: Runtime[Plan]) -> Any:
+        chosen.append((len(state["messages"]), runtime.context.tier))
+        return _BindingChatModel().bind_tools([lookup])  # bound by the chooser, as LangGraph
+
+    agent = create_react_agent(choose, [lookup], context_schema=Plan)
+    result = agent.invoke({"messages": [HumanMessage("where is A1?")]}, context=Plan("pro"))
+    assert _answer(result) == "done: A1: shipped"
+    assert chosen == [(1, "pro"), (3, "pro")]  # once per model call, on the state of the time
+
+
+def test_an_async_chooser_runs_under_ainvoke_and_is_refused_under_invoke() -> None:
+    async def choose(state: Any, runtime: Any) -> Any:
+        return _BindingChatModel()
+
+    agent = create_react_agent(choose, [lookup])
+    result = asyncio.run(agent.ainvoke({"messages": [HumanMessage("where is A1?")]}))
+    assert _answer(result) == "done: A1: shipped"
+    with pytest.raises(RuntimeError) as e:
+        agent.invoke({"messages": [HumanMessage("where is A1?")]})
+    assert str(e.value).startswith(
+        "create_react_agent: the model-choosing function is async, and the agent was run with "
+        "invoke()/stream(): run it with ainvoke()/astream()"
     )

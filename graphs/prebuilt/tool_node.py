@@ -1,6 +1,7 @@
 """`ToolNode` and `tools_condition` (LangGraph's `langgraph.prebuilt.tool_node`).
 
-A `ToolNode` runs the tool calls of the last `AIMessage` of the state and returns one
+A `ToolNode` runs the tool calls of the last `AIMessage` of the state (or those of its input: a
+list of calls, or LangGraph's `ToolCallWithContext` payload) and returns one
 `ToolMessage` per call (under `ainvoke`, the calls run concurrently). Tools are langchain_core
 `BaseTool`s, `@tool` functions or plain callables (converted with langchain_core's `tool()`).
 
@@ -412,24 +413,32 @@ class ToolNode:
         """Run the calls one after another; return `{messages_key: [ToolMessage, ...]}` (a list
         for a list input, a `Command` when a tool returned one)."""
         config = config or {}
-        calls = self._calls(input)
-        state = self._state_of(input) if _is_calls(input) else input
+        calls, state, given = self._parsed(input)
         plan = self._decide(calls, state, config)
-        outputs = [self._run_planned(call, verdict, input, config) for call, verdict in plan]
+        outputs = [self._run_planned(call, verdict, given, config) for call, verdict in plan]
         return self._combine(input, outputs)
 
     async def ainvoke(self, input: Any, config: RunConfig | None = None) -> Any:
         """`invoke`, with the calls run concurrently."""
         config = config or {}
-        calls = self._calls(input)
-        state = self._state_of(input) if _is_calls(input) else input
+        calls, state, given = self._parsed(input)
         plan = await self._adecide(calls, state, config)
         outputs = await asyncio.gather(
-            *(self._arun_planned(call, verdict, input, config) for call, verdict in plan)
+            *(self._arun_planned(call, verdict, given, config) for call, verdict in plan)
         )
         return self._combine(input, list(outputs))
 
     # ---- the pieces -----------------------------------------------------------------
+
+    def _parsed(self, input: Any) -> tuple[list[ToolCall], Any, Any]:
+        """The calls to run, the state the hook sees, and what the tools are run on (the
+        input, or the state of LangGraph's `ToolCallWithContext` payload: `{"__type":
+        "tool_call_with_context", "tool_call": call, "state": state}`, a `Send`'s)."""
+        if isinstance(input, Mapping) and input.get("__type") == "tool_call_with_context":
+            state = input.get("state")
+            return [typing.cast(ToolCall, input["tool_call"])], state, state
+        calls = self._calls(input)
+        return calls, (self._state_of(input) if _is_calls(input) else input), input
 
     def _calls(self, input: Any) -> list[ToolCall]:
         if isinstance(input, list) and _is_calls(input):

@@ -14,11 +14,17 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolCallId, tool
 from pydantic import Field
 
-from graphs import END, START, Command, StateGraph, interrupt
+from graphs import END, START, Command, Send, StateGraph, interrupt
 from graphs.checkpoint.sql import SQLSaver
 from graphs.errors import GraphInterrupt
 from graphs.graph import MessagesState
-from graphs.prebuilt import Rejected, ToolNode, create_react_agent, tools_condition
+from graphs.prebuilt import (
+    InjectedState,
+    Rejected,
+    ToolNode,
+    create_react_agent,
+    tools_condition,
+)
 
 
 def _config(thread_id: str = "t") -> Any:
@@ -491,3 +497,41 @@ def test_a_tool_node_is_added_by_name_in_a_hand_built_graph() -> None:
     g.add_edge("tools", "model")
     out = g.compile().invoke({"messages": [HumanMessage("hi")]})
     assert out["messages"][-1].content == "ok" and log == ["lookup B"]
+
+
+def test_langgraphs_tool_call_with_context_payload_runs_its_call_on_its_state() -> None:
+    @tool
+    def whose(order: str, state: Annotated[dict, InjectedState]) -> str:
+        """Whose order."""
+        return f"{order} of {state['customer']}"
+
+    class State(MessagesState):
+        customer: str
+
+    def model(state: State) -> dict[str, Any]:
+        if isinstance(state["messages"][-1], ToolMessage):
+            return {"messages": [AIMessage("ok")]}
+        calls = [_call("whose", "c1", order="A1"), _call("whose", "c2", order="B2")]
+        return {"messages": [AIMessage("", tool_calls=calls)]}
+
+    def fan_out(state: State) -> Any:
+        last = state["messages"][-1]
+        if not getattr(last, "tool_calls", None):
+            return END
+        # the payload LangGraph 1.2's create_react_agent(version="v2") sends
+        return [
+            Send("tools", {"__type": "tool_call_with_context", "tool_call": c, "state": state})
+            for c in last.tool_calls
+        ]
+
+    g = StateGraph(State)
+    g.add_node("model", model)
+    g.add_node("tools", ToolNode([whose]))
+    g.add_edge(START, "model")
+    g.add_conditional_edges("model", fan_out, ["tools", END])
+    g.add_edge("tools", "model")
+    graph = g.compile(checkpointer=InMemory())
+    out = graph.invoke({"messages": [HumanMessage("hi")], "customer": "ann"}, _config())
+    told = [(m.tool_call_id, m.content) for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert told == [("c1", "A1 of ann"), ("c2", "B2 of ann")]
+    assert out["messages"][-1].content == "ok"

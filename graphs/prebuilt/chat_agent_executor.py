@@ -244,9 +244,8 @@ class _ModelNode:
         self.model = model
         # a chosen model is called as it is chosen (bound to the tools by whoever chose it)
         self.chooser = _Chooser(model) if _is_chooser(model) else None
-        if self.chooser is not None:
-            pass
-        elif (tools or builtin) and callable(bind) and _needs_binding(model, tools, len(builtin)):
+        wants = bool(tools or builtin) and self.chooser is None
+        if wants and callable(bind) and _needs_binding(model, tools, len(builtin)):
             try:
                 self.model = bind([*tools, *builtin])
             except NotImplementedError:  # a chat model that takes no tools (a fake, say)

@@ -306,3 +306,27 @@ def test_a_conversation_with_an_unanswered_tool_call_is_refused_before_the_model
     answered = ToolMessage("results for x", tool_call_id="s1")
     out = agent.invoke({"messages": [HumanMessage("hi"), pending, answered, HumanMessage("and?")]})
     assert out["messages"][-1].content == "hello"
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_a_return_direct_tool_ends_the_run_with_its_result(version: Any) -> None:
+    @tool(return_direct=True)
+    def final(answer: str) -> str:
+        """Answer the user directly."""
+        return f"final: {answer}"
+
+    model = ScriptedChatModel(
+        script=[
+            AIMessage(
+                "", tool_calls=[_call("search", "s1", query="x"), _call("final", "f1", answer="42")]
+            ),
+            AIMessage("never asked"),
+        ]
+    )
+    agent = create_react_agent(model, [search, final], version=version)
+    out = agent.invoke({"messages": [HumanMessage("go")]})
+    assert [(type(m).__name__, m.content) for m in out["messages"][2:]] == [
+        ("ToolMessage", "results for x"),
+        ("ToolMessage", "final: 42"),
+    ]
+    assert len(model.seen) == 1  # the model was not called after the direct tool

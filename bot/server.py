@@ -536,6 +536,11 @@ def build_runtime(
     slack_groups = SlackGroups(client)
     groups = StaticGroups(policy.groups, fallback=slack_groups)
     signoff = build_signoff(settings, policy=policy, groups=groups)
+    if signoff.db.dialect == "postgresql":
+        # Slack counts its limits per workspace: replicas on one database share one budget
+        from .slack.shared_pace import SharedSlots
+
+        client.pace.shared = SharedSlots(signoff.db)
     signoff.sink = SlackSink(
         client,
         signoff,

@@ -597,6 +597,17 @@ def _keep_groups_fresh(signoff: Signoff) -> asyncio.Task[None] | None:
     return asyncio.ensure_future(slack_groups.refresh_forever(signoff.policy.external_groups))
 
 
+def _share_rate_limits(signoff: Signoff, client: AsyncWebClient) -> None:
+    """On PostgreSQL, the client's pacing draws on the budget every replica shares (Slack
+    counts its limits per workspace). Once the schema is migrated: the token check before it
+    calls Slack once, with nothing to share yet."""
+    from .slack.guard import TokenGuard
+    from .slack.shared_pace import SharedSlots
+
+    if signoff.db.dialect == "postgresql" and isinstance(client, TokenGuard):
+        client.pace.shared = SharedSlots(signoff.db)
+
+
 async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None:
     """Run the bot until SIGTERM or SIGINT."""
     from .slack.app import build_bolt_app
@@ -610,6 +621,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         await signoff.db.aclose()
         raise
     await signoff.db.upgrade()
+    _share_rate_limits(signoff, client)
     await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once
     await _release_held(signoff)
     runner = JobRunner(signoff, concurrency=settings.workers, kinds=("resume", "event", "webhook"))

@@ -11,8 +11,16 @@ them all at once. Each is answered only after that commit:
 
 - a writer whose work fails or is refused rolls back its own savepoint only and gets its own
   error at once (nothing of it was kept);
-- a writer whose deadline passes before the commit is rolled back before it (with the writers
-  after it, whose savepoints sit inside its own) and answered `DatabaseBusy`: never committed late;
+- a writer whose deadline passes before the commit is rolled back before it and answered
+  `DatabaseBusy`: never committed late. Savepoints nest, so rolling it back rolls back the
+  writers after it too (and their audit entries chain on its own): the group ends at the late
+  writer. Those before it commit; those after it that were on time and can be run again
+  (`Database.transact`: their work is a function) go back to the head of the queue, the first
+  of them leading the next group, and are answered when that one commits. A writer that cannot
+  be run again (a `Database.transaction` block) is answered `DatabaseBusy` with the late one;
+- a writer that can be run again and whose work was refused hears its refusal only once the
+  group's fate is known: a refusal made on the writes of a writer rolled back before it (the
+  approval another vote of the group decided) is run again too;
 - when the commit fails, every writer kept in it gets the error: nothing was recorded.
 
 The leader takes writers until the group is full or the earliest deadline among them draws near,
@@ -30,7 +38,7 @@ from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-__all__ = ["MAX_GROUP", "Batch", "Member"]
+__all__ = ["MAX_GROUP", "Batch", "Member", "RunAgain"]
 
 MAX_GROUP = 32
 """The most writers one commit takes (the leader included)."""
@@ -52,6 +60,9 @@ class Member:
 
     loop: asyncio.AbstractEventLoop
     deadline: float | None
+    again: bool = False
+    """Whether its work can be run again (a function given to `Database.transact`): when a
+    late writer before it in the group is rolled back, it is queued again instead of refused."""
     turn: asyncio.Future[Role] = field(init=False)
     """Set by the leader: `run` now, or `lead` the next group."""
     finished: asyncio.Future[bool] = field(init=False)
@@ -68,6 +79,27 @@ class Member:
         self.committed.add_done_callback(_retrieve)
         self.finished.add_done_callback(_retrieve)
         self.savepoint = f"signoff_w{next(_names)}"
+
+    def late(self, now: float) -> bool:
+        """Whether its deadline has passed at `now`."""
+        return self.deadline is not None and now >= self.deadline
+
+    def run_again(self) -> asyncio.Future[None]:
+        """Make it a writer waiting for its turn again (fresh futures, a fresh savepoint);
+        return the `committed` future its work is waiting on, for the leader to answer."""
+        waiting = self.committed
+        self.__post_init__()
+        return waiting
+
+
+class RunAgain(Exception):
+    """Told to a writer (`Member.again`) whose work was rolled back with a late writer before
+    it: it is queued again at the head of `batch`, and runs its work once more."""
+
+    def __init__(self, member: Member, batch: Batch) -> None:
+        super().__init__("rolled back with a late writer before it: run again")
+        self.member = member
+        self.batch = batch
 
 
 @dataclass(eq=False)

@@ -28,10 +28,10 @@ import asyncio
 import contextlib
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
@@ -41,7 +41,7 @@ from graphs.checkpoint._sql.gate import WriteGate
 from graphs.checkpoint.sql import AlembicSchema, SQLSaver
 from graphs.errors import SchemaVersionError
 
-from ._group_commit import Batch, Member
+from ._group_commit import Batch, Member, RunAgain
 from .errors import DatabaseBusy, DatabaseUnavailable
 from .tables import SCHEMA_REVISION, VERSION_TABLE
 
@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+T = TypeVar("T")
 
 _SCHEMA = AlembicSchema(
     MIGRATIONS_DIR, VERSION_TABLE, SCHEMA_REVISION, lock_name="signoff.approvals.migrations"
@@ -161,7 +163,9 @@ class Database:
         in it rolls back its savepoint only (the others go on) and reaches that caller alone;
         one past its deadline before the commit is rolled back and answered `DatabaseBusy`;
         and nobody returns before the commit. Its block sees what the earlier ones in the
-        group wrote, as it would have once they had committed.
+        group wrote, as it would have once they had committed. A block cannot be run twice:
+        one that came after a late one in its group is rolled back with it and answered
+        `DatabaseBusy` too; give `transact` a function instead, and it is run again.
 
         Raises:
             DatabaseUnavailable: the database cannot be reached or the connection dropped.
@@ -214,22 +218,75 @@ class Database:
             finally:
                 await let_go()
 
+    async def transact(
+        self,
+        work: Callable[[AsyncConnection], Awaitable[T]],
+        *,
+        urgent: bool = False,
+        wait: float | None = None,
+        deadline: float | None = None,
+    ) -> T:
+        """`await db.transact(work, urgent=True, wait=2.5)`: `work(conn)` in one write
+        transaction, as `transaction` runs a block, and its result once committed.
+
+        The difference is in a group commit (SQLite, `urgent`): when a writer before this one
+        in its group is past its deadline at the commit, it is rolled back, and with it every
+        writer after it (savepoints nest). A block would be refused with it; `work` is run
+        again instead, first in the next group, and commits there if there is still time. So
+        `work` may run more than once, each time on the database as it then is: it must do
+        nothing but its statements on `conn` and compute its result (no effects outside the
+        database, nothing it cannot do again). Its refusals (an exception it raises) reach the
+        caller only once the group's fate is known: one made on writes rolled back before it
+        is made again.
+
+        Raises:
+            DatabaseUnavailable: the database cannot be reached or the connection dropped.
+            DatabaseBusy: it could not be done by the deadline; nothing was written.
+        """
+        if deadline is None and wait is not None:
+            deadline = time.monotonic() + wait
+        gate = self.saver._gate
+        if not (urgent and self.group_commit and gate is not None):
+            async with self.transaction(urgent=urgent, deadline=deadline) as conn:
+                return await work(conn)
+        again: RunAgain | None = None
+        while True:
+            try:
+                async with self._grouped(gate, deadline, wait, redo=True, again=again) as conn:
+                    result = await work(conn)
+                return result
+            except RunAgain as told:
+                again = told
+
     # ---- group commit (SQLite; `_group_commit.py`) -----------------------------------------
 
     @asynccontextmanager
     async def _grouped(
-        self, gate: WriteGate, deadline: float | None, wait: float | None
+        self,
+        gate: WriteGate,
+        deadline: float | None,
+        wait: float | None,
+        *,
+        redo: bool = False,
+        again: RunAgain | None = None,
     ) -> AsyncIterator[AsyncConnection]:
-        """An urgent transaction: the leader of a group, or one of its members."""
+        """An urgent transaction: the leader of a group, or one of its members. `redo`: its
+        work can be run again (`transact`); `again`: it is a writer rolled back with a late
+        one, queued again by that group's leader."""
         loop = asyncio.get_running_loop()
-        me = Member(loop, deadline)
-        batch = self._batches.get(loop)
-        if batch is None:
-            batch = self._batches[loop] = Batch(loop)
-            role = "acquire"
-        else:
-            batch.queue.append(me)
+        if again is not None:
+            me, batch = again.member, again.batch
             role = await self._turn(me, batch, gate, wait)
+        else:
+            me = Member(loop, deadline, again=redo)
+            current = self._batches.get(loop)
+            if current is None:
+                batch = self._batches[loop] = Batch(loop)
+                role = "acquire"
+            else:
+                batch = current
+                batch.queue.append(me)
+                role = await self._turn(me, batch, gate, wait)
         if role == "run":
             async with self._member(me, batch) as conn:
                 yield conn
@@ -313,6 +370,10 @@ class Database:
                 me.finished.set_exception(e)
                 raise
             me.finished.set_result(False)
+            if me.again:
+                # Its refusal stands once the writes it saw are committed (None), or it is
+                # made again (`RunAgain`); when the commit failed, nothing it saw was recorded.
+                await me.committed
             raise
         me.finished.set_result(True)
         await me.committed
@@ -333,6 +394,7 @@ class Database:
                 self._pass_on(batch, "lead", gate=gate)
 
         kept: list[Member] = []
+        ran: list[Member] = [me]  # every writer whose work ran in this transaction, in order
         own: BaseException | None = None
         async with contextlib.AsyncExitStack() as stack:
             stack.callback(hand_on)  # if the connection or the transaction could not be had
@@ -363,20 +425,25 @@ class Database:
                     if member is None:
                         break
                     member.turn.set_result("run")
+                    ran.append(member)
                     if await _finished(member):
                         kept.append(member)
                 batch.conn = None  # no more writers join this transaction
                 now = time.monotonic()
-                late = next(
-                    (i for i, m in enumerate(kept) if m.deadline is not None and now >= m.deadline),
-                    None,
-                )
-                if late is not None:  # rolled back before the commit, with those after it
+                late = next((i for i, m in enumerate(ran) if m in kept and m.late(now)), None)
+                redo: list[Member] = []
+                if late is not None:
+                    # Rolled back before the commit, with those after it (their savepoints sit
+                    # inside its own): the group ends here. Those after it that can be run again
+                    # and are still on time head the queue; the others are busy with it.
                     async with self._translated():
-                        await conn.exec_driver_sql(f"ROLLBACK TO {kept[late].savepoint}")
-                    for m in kept[late:]:
-                        _answer(m, self._busy("it took too long to be committed in time"))
-                    kept = kept[:late]
+                        await conn.exec_driver_sql(f"ROLLBACK TO {ran[late].savepoint}")
+                    for m in ran[late:]:
+                        if m is not ran[late] and m.again and not m.late(now):
+                            redo.append(m)
+                        elif m in kept or m.again:
+                            _answer(m, self._busy("it took too long to be committed in time"))
+                    kept = [m for m in ran[:late] if m in kept]
                 async with self._translated():
                     if kept:
                         await tx.commit()
@@ -387,12 +454,19 @@ class Database:
                 with contextlib.suppress(Exception):
                     await tx.rollback()
                 hand_on()
-                for m in kept:
-                    _answer(m, self._grouped_failed(e))
+                for m in ran:
+                    if m in kept or m.again:
+                        _answer(m, self._grouped_failed(e))
                 raise
+            waiting = [m.run_again() for m in redo]  # before the gate is handed on: to them
+            batch.queue.extendleft(reversed(redo))
             hand_on()
-            for m in kept:
-                _answer(m, None)
+            for m in ran:
+                if m not in redo and (m in kept or m.again):
+                    _answer(m, None)  # committed; or a refusal made on committed writes
+            for m, answer in zip(redo, waiting, strict=True):
+                if not answer.done():
+                    answer.set_exception(RunAgain(m, batch))
         if own is not None:
             raise own
         if me not in kept:

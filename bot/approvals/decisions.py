@@ -263,24 +263,27 @@ class Decisions:
         the database cannot take it, the person still hears the refusal; the log says why.
         Urgent, as the vote was: the person hears the refusal once it is recorded (on SQLite it
         commits with the votes queued at the write gate)."""
+
+        async def record(conn: AsyncConnection) -> None:
+            a = await store.get_approval(conn, approval_id)
+            data = {
+                "decision": "approve" if approve else "reject",
+                "refusal": getattr(refusal, "code", type(refusal).__name__),
+                "reason": str(refusal),
+            }
+            if a is None:
+                data["approval"] = approval_id[:200]
+            await self.audit.append(
+                conn,
+                "vote_refused",
+                approval_id=a.id if a else None,
+                thread_id=a.thread_id if a else None,
+                actor=user,
+                data=data,
+            )
+
         try:
-            async with self.db.transaction(urgent=True) as conn:
-                a = await store.get_approval(conn, approval_id)
-                data = {
-                    "decision": "approve" if approve else "reject",
-                    "refusal": getattr(refusal, "code", type(refusal).__name__),
-                    "reason": str(refusal),
-                }
-                if a is None:
-                    data["approval"] = approval_id[:200]
-                await self.audit.append(
-                    conn,
-                    "vote_refused",
-                    approval_id=a.id if a else None,
-                    thread_id=a.thread_id if a else None,
-                    actor=user,
-                    data=data,
-                )
+            await self.db.transact(record, urgent=True)
         except Exception as e:  # noqa: BLE001 - the refusal itself must still be told
             log.warning("could not audit a refused vote of %s on %s: %s", user, approval_id, e)
 
@@ -310,7 +313,9 @@ class Decisions:
         now = self.clock()
         note = visible_text(note)
         groups = await self._groups_for(approval_id, deadline, seen)
-        async with self.db.transaction(urgent=True, deadline=deadline) as conn:
+
+        async def record(conn: AsyncConnection) -> _Plan:
+            # Only statements on `conn`: on SQLite it may be run again (`Database.transact`).
             plan: _Plan | None = None
             if seen is not None and seen.id == approval_id:
                 # The approval as the caller read it a moment ago: when the compare-and-set on
@@ -332,7 +337,9 @@ class Decisions:
                 if not await self._claim(conn, plan, now):
                     raise already(await store.get_approval(conn, a.id) or a)
             await self._record(conn, plan, user, note, now)
-        return plan.settles
+            return plan
+
+        return (await self.db.transact(record, urgent=True, deadline=deadline)).settles
 
     async def _plan(
         self,

@@ -13,6 +13,9 @@ the graph's memory, these are the application's record (what was asked, who deci
 - `jobs`: the durable queue of work to do after a commit (resume a thread, deliver an event).
 - `effects`: what the bundled workflows' stand-in side effects did (refunds issued, rows
   deleted, emails sent), so that tests and the demo can count them.
+- `slack_pace`: the Slack rate limits every replica shares (PostgreSQL): per limit key, the next
+  free slot and until when it is paced (`bot.slack.shared_pace`). Slack counts its limits per
+  workspace, not per process; this is the one budget replicas draw from.
 
 Times are seconds since the epoch (double precision), the same on SQLite and PostgreSQL.
 """
@@ -49,10 +52,11 @@ __all__ = [
     "jobs",
     "metadata",
     "runs",
+    "slack_pace",
     "votes",
 ]
 
-SCHEMA_REVISION = "a0005"
+SCHEMA_REVISION = "a0006"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -211,4 +215,17 @@ effects = Table(
     Column("data", Text, nullable=False),
     Column("at", Double, nullable=False),
     UniqueConstraint("kind", "key", name="uq_effects_kind_key"),
+)
+
+slack_pace = Table(
+    "slack_pace",
+    metadata,
+    Column("key", Text, primary_key=True),
+    # `post:C123` (a channel's posts) or a method's name (its tier), as `bot.slack.guard.pace_key`
+    Column("next_free", Double, nullable=False),
+    # the database's clock (epoch seconds): no call to the key before it
+    Column("paced_until", Double, nullable=False),
+    # while in the future, every replica's calls to the key take slots
+    Column("taken", Boolean, nullable=False),
+    # whether the latest reservation got a slot (read back by the statement that made it)
 )

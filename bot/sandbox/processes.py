@@ -7,7 +7,8 @@
   (`SIGNOFF_SLACK_API_URL`), ready once `/healthz` answers; `kill()` is SIGKILL, `stop()`
   SIGTERM.
 
-Both are started with the interpreter running this code and share nothing with the caller but
+Both are started with the interpreter running this code, on this code (`CODE_ROOT` first on
+their `PYTHONPATH`), and share nothing with the caller but
 URLs and files: the bot is started as the `signoff` command (`python -m bot.cli`), never
 imported here, so this module stays independent of the bot it stands in for.
 """
@@ -54,6 +55,11 @@ SOCKET_MODE = "socket-mode"
 CHANNEL = "C0APPROVALS"
 """#approvals of the demo workspace: where the bot posts cards unless a run names a channel."""
 
+CODE_ROOT = Path(__file__).resolve().parents[2]
+"""The directory holding the `bot` package this module is part of: first on the processes'
+`PYTHONPATH`, so that they run this code (and not another copy the interpreter could find from
+their working directory, such as an installed or linked checkout)."""
+
 
 def free_port() -> int:
     """A TCP port nobody listens on right now."""
@@ -74,6 +80,13 @@ def sqlite_url(directory: Path) -> str:
     return f"sqlite:///{quote(str(directory / 'signoff.db'))}"
 
 
+def _this_code(env: dict[str, str]) -> dict[str, str]:
+    """`env` with `CODE_ROOT` first on its `PYTHONPATH`."""
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(CODE_ROOT) + (os.pathsep + path if path else "")
+    return env
+
+
 class FakeSlackProcess:
     """`python -m bot.sandbox.slack_api --port 0`, with its pid at hand (to pause it) and its
     output in `directory/fake-slack.log`.
@@ -88,7 +101,7 @@ class FakeSlackProcess:
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-u", "-m", "bot.sandbox.slack_api", "--port", "0"],
-                stdout=out, stderr=subprocess.STDOUT,
+                stdout=out, stderr=subprocess.STDOUT, env=_this_code({**os.environ}),
             )  # fmt: skip
         deadline = time.monotonic() + timeout
         while not (
@@ -184,6 +197,7 @@ class BotProcess:
             "SIGNOFF_DEFAULT_CHANNEL": CHANNEL,
             **env,
         }
+        _this_code(self.env)
         # HTTP mode, whatever the developer's shell says; Socket Mode only when asked
         self.env.pop("SLACK_APP_TOKEN", None)
         if app_token is not None:

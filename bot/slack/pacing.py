@@ -15,6 +15,12 @@ it arrives, somewhere between the two, so a call sent a whole window after the a
 one `calls` before it can never be over the limit, however the requests were delayed on the
 way. Pacing by the moment of sending (one every second) had a call that was slow to arrive
 land within the same second as the next one, and be refused: the posts' 429s beyond the first.
+
+Replicas (`shared`, on PostgreSQL: `shared_pace.SharedSlots`): Slack counts per workspace, so
+each process's turns are not enough. With a shared budget, a 429 is told to every replica, a
+key another replica was refused is paced here too, and each paced call also takes the next
+slot of the key's shared schedule, after its turn here: this process's callers wait in line
+here, and only the one whose turn it is asks the database.
 """
 
 from __future__ import annotations
@@ -25,15 +31,36 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..approvals.events import RetryLater
 
-__all__ = ["MARGIN", "Pace", "Turn"]
+__all__ = ["MARGIN", "SHARED_SLACK", "Pace", "SharedBudget", "Turn"]
 
 MARGIN = 0.02
 """Seconds added to every wait: Slack's clock and ours may tick a little apart."""
+SHARED_SLACK = 0.05
+"""The share of a window's pace a shared schedule (`shared`) leaves unused: at a channel's one
+post a second, 50 ms a slot, so a post may arrive 150 ms late within Slack's 3 s window."""
 _IN_FLIGHT_POLL = 0.05
 """Seconds between looks while every call the window holds is still waiting for its answer."""
+
+
+class SharedBudget(Protocol):
+    """Slack's limits as every process calling with the token shares them
+    (`shared_pace.SharedSlots`)."""
+
+    async def paced_for(self, key: str) -> float | None:
+        """Seconds `key` stays paced for every process (None: not paced)."""
+        ...
+
+    async def reserve(self, key: str, spacing: float, memory: float, longest_wait: float) -> float:
+        """Take the next free slot of `key`: seconds until it. `RetryLater` past `longest_wait`."""
+        ...
+
+    async def limited(self, key: str, retry_after: float, memory: float) -> None:
+        """Slack answered 429 for `key` with `retry_after`."""
+        ...
 
 
 @dataclass
@@ -70,10 +97,13 @@ class Turn:
         self._key = key
         self.counted = True
         """False once refused: Slack counts only the calls it accepts."""
+        self.retry_after: float | None = None
+        """Slack's `Retry-After` when it refused the call."""
 
     def refused(self, retry_after: float) -> None:
         """Slack answered this call 429 with `Retry-After` seconds."""
         self.counted = False
+        self.retry_after = retry_after
         self._pace.limited(self._key, retry_after)
 
 
@@ -85,6 +115,8 @@ class Pace:
             seconds (`post:C123`: the channel's posts; else a method's tier).
         memory: seconds without a 429 or a call after which a key is no longer paced.
         longest_wait: a turn further away raises `RetryLater`.
+        shared: the budget other processes calling with the token share (replicas on
+            PostgreSQL); None (the default) paces this process's calls alone.
     """
 
     def __init__(
@@ -94,11 +126,13 @@ class Pace:
         memory: float = 60.0,
         longest_wait: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        shared: SharedBudget | None = None,
     ) -> None:
         self.window = window
         self.memory = memory
         self.longest_wait = longest_wait
         self.clock = clock
+        self.shared = shared
         self._keys: dict[str, _Key] = {}
 
     def _key(self, key: str) -> _Key:
@@ -142,12 +176,24 @@ class Pace:
         k = self._key(key)
         if k.paced_until is not None and self.clock() > k.paced_until:
             k.paced_until = None
+        if k.paced_until is None and self.shared is not None:
+            left = await self.shared.paced_for(key)  # another process was refused
+            if left is not None:
+                k.paced_until = self.clock() + left
         if k.paced_until is not None:
             async with k.lock:  # the waiters in order, each taking the next free slot
                 while (wait := k.wait(self.clock())) > 0:
                     if wait > self.longest_wait:
                         raise RetryLater(wait, f"Slack rate limit on {key}: waiting for its turn")
                     await asyncio.sleep(wait)
+                if self.shared is not None:
+                    # One call's share of the window, on the schedule every process keeps. The
+                    # schedule is of sending, and Slack counts arrivals: the slack absorbs a
+                    # call that was slower on its way than the one `calls` after it.
+                    spacing = k.seconds / max(k.calls, 1) * (1 + SHARED_SLACK) + MARGIN
+                    wait = await self.shared.reserve(key, spacing, self.memory, self.longest_wait)
+                    if wait > 0:
+                        await asyncio.sleep(wait)
                 k.in_flight += 1
         else:
             k.in_flight += 1
@@ -159,6 +205,8 @@ class Pace:
             now = self.clock()
             if turn.counted:
                 k.answered.append(now)
+            elif self.shared is not None and turn.retry_after is not None:
+                await self.shared.limited(key, turn.retry_after, self.memory)
             if k.paced_until is not None:
                 # still in use: still paced. Pacing that ended a fixed time after the 429
                 # while the burst went on had every waiting worker ask at once, and a 429

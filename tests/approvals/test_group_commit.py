@@ -124,6 +124,53 @@ async def test_a_vote_past_its_deadline_in_a_group_is_busy_and_nothing_of_it_is_
     assert await kit.pending_jobs("resume") == 1
 
 
+async def test_a_late_vote_in_the_middle_of_a_group_is_refused_alone_and_the_votes_after_it_commit(
+    kit: Kit,
+) -> None:
+    first, late, after, decided, refused = await refunds(kit, 5)
+    runs = 0
+
+    async def slow(conn: Any) -> None:  # joins after the late vote and outlasts its deadline
+        nonlocal runs
+        runs += 1
+        await conn.execute(sa.update(t.approvals).where(sa.false()).values(reason="x"))
+        if runs == 1:
+            await asyncio.sleep(1.0)
+
+    results = await behind_the_gate(
+        kit,
+        [
+            kit.app.vote(first, "U_ALICE", True, wait=10),  # the group's leader
+            kit.app.vote(late, "U_ALICE", True, wait=0.6),
+            kit.db.transact(slow, urgent=True),
+            kit.app.vote(after, "U_ALICE", True, wait=10),
+            kit.app.vote(decided, "U_ALICE", True, wait=10),
+            kit.app.vote(decided, "U_BOB", True, wait=10),  # decided by the vote before it
+            kit.app.vote(refused, "U_CAROL", True, wait=10),  # the requester
+        ],
+    )
+    if kit.db.group_commit:
+        assert isinstance(results[1], DatabaseBusy)
+        assert str(results[1]).endswith(
+            "is busy: it took too long to be committed in time; nothing was recorded, try again"
+        )
+        assert runs == 2  # rolled back with the late vote, and run again
+    else:  # alone, it commits before the slow writer even starts
+        assert results[1] is True
+        assert runs == 1
+    assert [results[0], *results[2:5]] == [True, None, True, True]
+    assert [type(r) for r in results[5:]] == [AlreadyDecidedError, SelfApprovalError]
+    status = [(await kit.app.get(i)).status for i in (first, after, decided, refused)]
+    assert status == ["approved", "approved", "approved", "pending"]
+    assert list((await kit.app.get(decided)).decided_by) == ["U_ALICE"]
+    kinds = [e["kind"] for e in await kit.audit(approval_id=late)]
+    assert kinds == (["requested"] if kit.db.group_commit else ["requested", "vote", "approved"])
+    for i, who in ((decided, "U_BOB"), (refused, "U_CAROL")):
+        assert [e["actor"] for e in await kit.audit("vote_refused", approval_id=i)] == [who]
+    assert await kit.pending_jobs("resume") == 3 + (not kit.db.group_commit)
+    assert (await kit.app.audit.verify(kit.db.engine)).ok
+
+
 async def behind_the_gate(kit: Kit, calls: list[Any]) -> list[Any]:
     """Start `calls` (coroutines) one after another while another thread holds the SQLite
     file's write gate, each once the one before it waits for its turn to write (so they queue in

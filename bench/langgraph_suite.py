@@ -384,7 +384,10 @@ def main() -> int:
     cmd = [sys.executable, "-m", "pytest", "-q", f"--junitxml={report}"]
     if args.k:
         cmd += ["-k", args.k]
-    env = {**os.environ, "PYTHONPATH": str(tmp), "NO_DOCKER": "true"}
+    # The tree this script is in, not wherever the venv's editable install points (a git
+    # worktree shares its venv with the main checkout): measure the code beside the runner.
+    here = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp), str(here)]), "NO_DOCKER": "true"}
     print(f"{len(ids)} StateGraph test functions in {', '.join(args.files)}", flush=True)
     print(f"compile(interrupt_mode={args.interrupt_mode!r}) by default", flush=True)
     subprocess.run([*cmd, *ids], cwd=tmp, env=env, stdout=subprocess.DEVNULL, check=False)

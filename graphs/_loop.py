@@ -742,14 +742,15 @@ class Run:
         return dests
 
     def output(self) -> Any:
-        """The run's result: the state (the output schema's keys), or a root-channel graph's
-        value."""
+        """The run's result: the state (the output schema's keys, a reducer key nothing was
+        written to as its empty value, as LangGraph's), or a root-channel graph's value."""
+        state = self.view()  # a reducer key nothing was written to shows its empty value
         if self.graph.root:
-            return self.view().get(ROOT)
+            return state.get(ROOT)
         keys = self.graph.output_keys
         if keys is None:
-            return dict(self.values)
-        return {k: v for k, v in self.values.items() if k in keys}
+            return state
+        return {k: v for k, v in state.items() if k in keys}
 
     def checkpoint(
         self,

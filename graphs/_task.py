@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._context import Pause, _current
 from ._events import node_config, task_async, task_sync
+from ._internal._constants import CONFIG_KEY_NODE_FINISHED
 from .checkpoint.base import FAILED, ONCE
 from .errors import NodeError, NodeInterrupt, ParentCommand
-from .types import PULL, PUSH, Interrupt, RunConfig, Send
+from .types import PULL, PUSH, Command, Interrupt, RunConfig, Send
 
 if TYPE_CHECKING:
     from ._loop import Run
@@ -194,6 +195,24 @@ class Task:
             task_sync(self, self._retry_sync)
         else:
             self._retry_sync()
+        self._report_finished()
+
+    def _report_finished(self) -> None:
+        """Call the run's `configurable[CONFIG_KEY_NODE_FINISHED]` with the node's name once
+        it finished: not after an error, a pause, a cache hit or a `Command.PARENT` (which
+        leaves its graph), as LangGraph's runner calls it. A subgraph's run reads the key
+        from its parent's config when its own does not have it."""
+        if self.error is not None or self.pause is not None or self.cached:
+            return
+        result = self.result
+        if isinstance(result, Command) and result.graph == Command.PARENT:
+            return
+        run = self.run
+        hook: Any = (run.config.get("configurable") or {}).get(CONFIG_KEY_NODE_FINISHED)
+        if hook is None and run.top is not run:
+            hook = (run.top.config.get("configurable") or {}).get(CONFIG_KEY_NODE_FINISHED)
+        if hook is not None:
+            hook(self.name)
 
     def _retry_sync(self) -> None:
         if self.failure is None:
@@ -310,6 +329,7 @@ class Task:
             await task_async(self, self._retry_async)
         else:
             await self._retry_async()
+        self._report_finished()
 
     async def _retry_async(self) -> None:
         spec = self.spec

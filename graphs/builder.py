@@ -72,6 +72,57 @@ class NodeSpec:
     handler: NodeSpec | None = None
     """What runs in its place, in the same step, once it failed (`add_node(error_handler=)`):
     a spec named `__error_handler__<node>`, reading the state as the node does."""
+    given: Any = None
+    """What `add_node` was given: the function, the object with `invoke`, or the compiled
+    graph (None for a spec graphs made itself; then `fn` is the function)."""
+
+    @property
+    def runnable(self) -> Any:
+        """The node as LangGraph's `StateNodeSpec.runnable` shows it, to read: an object given
+        with `invoke` (a Runnable, a compiled graph) is itself; a function is wrapped in a
+        `NodeFunction`, whose `func` is that function (`builder.nodes["n"].runnable.func`).
+        graphs runs the node from the spec, not through this object."""
+        given = self.fn if self.given is None else self.given
+        if _is_runnable(given):
+            return given
+        return NodeFunction(self.name, given)
+
+    @property
+    def retry_policy(self) -> RetryPolicy | None:
+        """`add_node(retry_policy=)` (LangGraph's `StateNodeSpec.retry_policy`)."""
+        return self.retry
+
+    @property
+    def cache_policy(self) -> CachePolicy | None:
+        """`add_node(cache_policy=)` (LangGraph's `StateNodeSpec.cache_policy`)."""
+        return self.cache
+
+    @property
+    def ends(self) -> tuple[str, ...] | dict[str, str]:
+        """`add_node(destinations=)`: the names, or the dict of labels given (LangGraph's
+        `StateNodeSpec.ends`)."""
+        return dict(self.labels) if self.labels is not None else self.destinations
+
+    def copy(self, update: Mapping[str, Any]) -> NodeSpec:
+        """A copy with the fields in `update` replaced (LangGraph's `PregelNode.copy`; the
+        keys are this spec's fields, not a Pregel node's channels and writers)."""
+        fields = [f.name for f in dataclasses.fields(self)]
+        unknown = sorted(k for k in update if k not in fields)
+        if unknown:
+            raise GraphSetupError(
+                f"node {self.name!r}: copy() was given {unknown}, which a node spec does not "
+                f"have; its fields are {fields}"
+            )
+        return dataclasses.replace(self, **update)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFunction:
+    """`NodeSpec.runnable` of a node given as a function, shaped as LangGraph's
+    `RunnableCallable` is read: its `name` and the `func` given to `add_node`."""
+
+    name: str
+    func: Callable[..., Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,6 +544,7 @@ class StateGraph:
                 )
         from .compiled import CompiledGraph, SubgraphNode
 
+        given = fn
         if isinstance(fn, CompiledGraph):
             fn = SubgraphNode(fn, self.channels)
         run, afn, is_async, takes_config, dests, routes = self._callable(name, fn, destinations)
@@ -519,6 +571,7 @@ class StateGraph:
             routes,
             labels,
             handler,
+            given,
         )
         return self
 

@@ -96,7 +96,8 @@ class CompiledGraph(RunnableMethods):
         self.builder = builder
         self.channels = channels
         self.empty = {k: c.initial for k, c in channels.items() if c.initial is not None}
-        """How to make the empty value of each reducer key (what a node reads before a write)."""
+        """How to make the empty value of each reducer key: what a node reads, and what the run's
+        output and `get_state` show, before anything wrote it (LangGraph's `typ()`)."""
         self.untracked = frozenset(k for k, c in channels.items() if c.kind == UNTRACKED)
         """`UntrackedValue` keys: what a checkpoint, its pending writes and `Send`s leave out."""
         self.fleeting = frozenset(
@@ -875,6 +876,9 @@ class CompiledGraph(RunnableMethods):
             if applied is not None:
                 channel_values = {**channel_values, **applied}
         values: Any = {k: v for k, v in channel_values.items() if not k.startswith("__")}
+        for key, make in self.empty.items():  # a reducer key nothing was written to
+            if key not in values:
+                values[key] = make()
         if self.root:
             values = channel_values.get(ROOT)
         return StateSnapshot(

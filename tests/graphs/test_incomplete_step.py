@@ -167,14 +167,14 @@ def test_a_failed_step_shows_the_finished_writes_and_keeps_them_for_the_retry(
         seen.extend(app.stream({"total": 1}, CONFIG, stream_mode="updates"))
     assert seen == [{"count": {"total": 2}}]  # streamed before the error is raised
     snap = app.get_state(CONFIG)
-    assert snap.values == {"total": 3}
+    assert snap.values == {"total": 3, "log": []}
     assert [(t.name, t.done, t.error) for t in snap.tasks] == [
         ("count", True, None),
         ("pay", False, "ConnectionError('gateway down')"),
     ]
     with pytest.raises(ConnectionError):  # still broken: `count` is not run again
         app.invoke(None, CONFIG)
-    assert app.get_state(CONFIG).values == {"total": 3}
+    assert app.get_state(CONFIG).values == {"total": 3, "log": []}
     broken[0] = False
     assert app.invoke(None, CONFIG) == {"total": 3, "log": ["paid"]}
     assert calls == Counter(count=1, pay=3)
@@ -200,8 +200,8 @@ def test_writes_that_cannot_be_merged_leave_the_state_as_saved_until_the_step_fa
         g.add_edge(START, name)
     app = g.compile(checkpointer=saver, interrupt_mode="return")
     out = app.invoke({"total": 0}, CONFIG)
-    assert {k: v for k, v in out.items() if k != "__interrupt__"} == {"total": 0}
-    assert app.get_state(CONFIG).values == {"total": 0}
+    assert {k: v for k, v in out.items() if k != "__interrupt__"} == {"total": 0, "log": []}
+    assert app.get_state(CONFIG).values == {"total": 0, "log": []}
     with pytest.raises(
         InvalidUpdateError, match="At key 'answer': Can receive only one value per step, got 2"
     ):

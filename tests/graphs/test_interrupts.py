@@ -120,7 +120,7 @@ def test_a_cycle_pauses_before_the_node_every_time_it_comes_round() -> None:
         except GraphInterrupt:
             pauses += 1
             command = None
-    assert (result, pauses) == ({"amount": 3}, 3)
+    assert (result, pauses) == ({"amount": 3, "log": []}, 3)
 
 
 def test_input_given_on_resume_is_applied_before_the_frontier_runs() -> None:
@@ -408,7 +408,7 @@ def test_interrupt_mode_return_gives_the_state_with_the_interrupts() -> None:
     g = StateGraph(State).add_node("ask", asking("ask", calls)).add_edge(START, "ask")
     app = g.compile(checkpointer=InMemorySaver(), interrupt_mode="return")
     result = app.invoke({"amount": 3}, CONFIG)
-    assert list(result) == ["amount", "__interrupt__"]
+    assert list(result) == ["amount", "log", "__interrupt__"]
     [pause] = result["__interrupt__"]
     assert (result["amount"], pause.value) == (3, "ask?")
     assert app.invoke(Command(resume=1), CONFIG) == {"amount": 3, "log": ["ask=1"]}
@@ -419,7 +419,7 @@ def test_interrupt_mode_return_for_static_and_node_interrupts() -> None:
         checkpointer=InMemorySaver(), interrupt_mode="return", interrupt_before=["review"]
     )
     # An interrupt_before pause asks nothing: the state alone, as LangGraph returns it.
-    assert app.invoke({"amount": 20_000}, CONFIG) == {"amount": 20_000}
+    assert app.invoke({"amount": 20_000}, CONFIG) == {"amount": 20_000, "log": []}
     assert app.get_state(CONFIG).next == ("review",)
     result = app.invoke(None, CONFIG)
     assert [i.value for i in result["__interrupt__"]] == [

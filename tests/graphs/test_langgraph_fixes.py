@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
@@ -17,6 +18,7 @@ from graphs import (
     RunConfig,
     StateGraph,
 )
+from graphs.checkpoint.sql import SQLSaver
 from graphs.config import get_config
 
 
@@ -39,6 +41,28 @@ def test_a_reducer_key_nothing_was_written_to_reads_as_its_empty_value() -> None
     g.add_edge("node", END)
     out = g.compile().invoke({"note": "no items given"})
     assert seen == [[]] and out["items"] == [1]
+
+
+def test_a_reducer_key_nothing_was_written_to_is_in_the_output_and_the_state(
+    tmp_path: Path,
+) -> None:
+    # LangGraph's reducer channel holds `typ()` from the start, so the key is always there;
+    # graphs left it out of results until something wrote it.
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'empty.db'}")
+    saver.setup()
+    g = StateGraph(State)
+    g.add_node("node", lambda s: {"note": s["note"] + "!"})
+    g.add_edge(START, "node")
+    g.add_edge("node", END)
+    graph = g.compile(checkpointer=saver)
+    config: RunConfig = {"configurable": {"thread_id": "t"}}
+    assert graph.invoke({"note": "hi"}, config) == {"items": [], "note": "hi!"}
+    assert graph.get_state(config).values == {"items": [], "note": "hi!"}
+    first = [s.values for s in graph.get_state_history(config)][-1]
+    assert first == {"items": [], "note": "hi"}
+    chunks = list(graph.stream({"note": "again"}, config, stream_mode="values"))
+    assert chunks == [{"items": [], "note": "again"}, {"items": [], "note": "again!"}]
+    assert graph.get_state({"configurable": {"thread_id": "new"}}).values == {}
 
 
 def test_compile_refuses_a_checkpointer_that_is_not_one_naming_what_was_given() -> None:

@@ -137,4 +137,5 @@ def test_input_goes_through_the_reducers_on_a_thread_that_has_state() -> None:
     assert app.invoke({"log": ["second"]}, config) == {
         "log": ["first", "ran", "second", "ran"],
         "status": "a",
+        "total": 0,  # an operator.add int key nothing wrote: int(), as in LangGraph
     }

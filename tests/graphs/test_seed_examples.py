@@ -167,7 +167,11 @@ def test_interrupt_from_inside_a_node() -> None:
     with pytest.raises(GraphInterrupt) as info:  # a single handler catches both kinds
         app.invoke({"amount": 20_000}, config=config)
     assert info.value.interrupts[0].value == {"reason": "amount exceeds auto-approve limit"}
-    assert app.invoke({"amount": 500}, config=config) == {"amount": 500, "approved": True}
+    assert app.invoke({"amount": 500}, config=config) == {
+        "amount": 500,
+        "approved": True,
+        "messages": [],
+    }
 
 
 def test_resume_by_reinvoking() -> None:

@@ -187,7 +187,7 @@ def test_update_state_on_a_new_thread() -> None:
     app = build().compile(checkpointer=InMemorySaver())
     config = app.update_state({"configurable": {"thread_id": "fresh"}}, {"approved": True})
     snap = app.get_state({"configurable": {"thread_id": "fresh"}})
-    assert (snap.values, snap.next, snap.config) == ({"approved": True}, (), config)
+    assert (snap.values, snap.next, snap.config) == ({"approved": True, "messages": []}, (), config)
     assert app.invoke({"messages": []}, {"configurable": {"thread_id": "fresh"}}) == {
         "messages": ["plan", "act approved=True"],
         "approved": True,

@@ -206,7 +206,7 @@ def test_get_state_shows_a_paused_checkpointer_true_subgraph_called_in_a_node(
         graph.invoke({"topic": "x"}, config())
     (task,) = graph.get_state(config(), subgraphs=True).tasks
     assert isinstance(task.state, StateSnapshot)
-    assert task.state.values == {"topic": "x"} and task.state.next == ("ask",)
+    assert task.state.values == {"topic": "x", "steps": []} and task.state.next == ("ask",)
     assert task.state.config["configurable"]["checkpoint_ns"] == "node"
     assert graph.invoke(Command(resume="this"), config())["steps"] == ["this"]
 

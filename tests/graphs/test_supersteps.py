@@ -134,7 +134,7 @@ def test_two_writes_to_a_plain_key_in_one_step_are_refused() -> None:
     )
     # Nothing of the step was applied: the thread still waits to run a and b.
     state = app.get_state(config)
-    assert (state.values, state.next) == ({"status": "new"}, ("a", "b"))
+    assert (state.values, state.next) == ({"status": "new", "log": []}, ("a", "b"))
 
 
 def test_one_checkpoint_per_step_with_values_frontier_and_metadata() -> None:
@@ -203,7 +203,7 @@ def test_a_loop_until_a_condition() -> None:
     g.add_node("inc", lambda s: {"count": s["count"] + 1})
     g.add_edge(START, "inc")
     g.add_conditional_edges("inc", lambda s: "inc" if s["count"] < 7 else END)
-    assert g.compile().invoke({"count": 0}) == {"count": 7}
+    assert g.compile().invoke({"count": 0}) == {"count": 7, "log": []}
 
 
 def test_nodes_may_take_the_config_and_be_async() -> None:
@@ -212,7 +212,7 @@ def test_nodes_may_take_the_config_and_be_async() -> None:
 
     g = StateGraph(State).add_node("greet", greet).add_edge(START, "greet")
     config = {"configurable": {"user": "ada"}}
-    assert g.compile().invoke({}, config) == {"status": "hello ada"}
+    assert g.compile().invoke({}, config) == {"status": "hello ada", "log": []}
 
 
 def test_a_node_can_route_with_command_goto() -> None:

@@ -429,7 +429,7 @@ def test_static_interrupt_update_state_and_as_node(saver: BaseCheckpointSaver) -
     assert paused_at() == []
     assert calls == Counter()
     fresh = app.update_state({"configurable": {"thread_id": "fresh"}}, {"status": "seeded"})
-    assert app.get_state(fresh).values == {"status": "seeded"}
+    assert app.get_state(fresh).values == {"status": "seeded", "log": []}
 
 
 def test_failure_and_resume(saver: BaseCheckpointSaver) -> None:

@@ -116,8 +116,8 @@ def _error_response(error: ApprovalError) -> web.Response:
 def _is_ssl_check(request: web.Request, text: str) -> bool:
     """Slack's certificate check of an HTTP request URL: an unsigned form POST
     `ssl_check=1&token=...`, to be answered 200. Only that: anything else stays verified."""
-    if request.content_type != "application/x-www-form-urlencoded":
-        return False
+    if request.content_type != "application/x-www-form-urlencoded" or "ssl_check" not in text:
+        return False  # not parsed: a click's form holds its whole message
     form = urllib.parse.parse_qs(text, keep_blank_values=True)
     return form.get("ssl_check") == ["1"] and set(form) <= {"ssl_check", "token"}
 

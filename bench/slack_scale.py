@@ -2,7 +2,7 @@
 real bot and the Slack stand-in with Slack's rate limits on, over HTTP and Socket Mode.
 
     .venv/bin/python bench/slack_scale.py [--approvals 300] [--transports http,socket] [--wait 1800]
-        [--in-flight 16]
+        [--in-flight 16] [--clicks-only]
 
 For each transport it starts the fake Slack (`python -m bot.sandbox.slack_api`, rate limits
 switched on: chat.postMessage about 1 per second per channel, the other methods by tier) and
@@ -34,6 +34,11 @@ And it states the issue's goals against what it measured:
 - ack p99 against 100 ms (the machine's load, from /proc/loadavg, is printed with it), and the
   burst's clicks/s: with a fixed number of clicks always waiting, each waits about that number
   over the rate, so the p99 is the bot's click throughput seen from the other side.
+
+With `--clicks-only` it stops after the burst (and the clicks again of those refused busy):
+the table's click columns and one line of clicks/s and ack p50/p99 with the load average, in
+about a minute at 60 approvals, for comparing two checkouts turn about. The bot and the stand-in
+run this checkout's code (its root goes first on `PYTHONPATH`).
 
 JSON lines go to bench/results/slack_scale-<UTC time>.jsonl. All traffic is on 127.0.0.1.
 """

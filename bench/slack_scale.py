@@ -2,7 +2,7 @@
 real bot and the Slack stand-in with Slack's rate limits on, over HTTP and Socket Mode.
 
     .venv/bin/python bench/slack_scale.py [--approvals 300] [--transports http,socket] [--wait 1800]
-        [--in-flight 16]
+        [--in-flight 16] [--clicks-only]
 
 For each transport it starts the fake Slack (`python -m bot.sandbox.slack_api`, rate limits
 switched on: chat.postMessage about 1 per second per channel, the other methods by tier) and
@@ -35,6 +35,11 @@ And it states the issue's goals against what it measured:
   burst's clicks/s: with a fixed number of clicks always waiting, each waits about that number
   over the rate, so the p99 is the bot's click throughput seen from the other side.
 
+With `--clicks-only` it stops after the burst (and the clicks again of those refused busy):
+the table's click columns and one line of clicks/s and ack p50/p99 with the load average, in
+about a minute at 60 approvals, for comparing two checkouts turn about. The bot and the stand-in
+run this checkout's code (its root goes first on `PYTHONPATH`).
+
 JSON lines go to bench/results/slack_scale-<UTC time>.jsonl. All traffic is on 127.0.0.1.
 """
 
@@ -45,6 +50,7 @@ import asyncio
 import collections
 import datetime as dt
 import json
+import os
 import sqlite3
 import sys
 import tempfile
@@ -178,7 +184,13 @@ def card_counts(state: dict[str, Any], wanted: set[str]) -> collections.Counter[
 
 
 async def one_transport(
-    transport: str, n: int, wait: float, directory: Path, in_flight: int = CLICKS_IN_FLIGHT
+    transport: str,
+    n: int,
+    wait: float,
+    directory: Path,
+    in_flight: int = CLICKS_IN_FLIGHT,
+    *,
+    clicks_only: bool = False,
 ) -> dict[str, Any]:
     load_before = load_average()
     fake = FakeSlackProcess(directory)
@@ -237,6 +249,27 @@ async def one_transport(
                     break
                 refused += len(again)
                 await asyncio.gather(*(click(a, cards[a]) for a in sorted(again)))
+            clicked = {
+                "transport": transport,
+                "load_before": load_before,
+                "approvals": n,
+                "cards_posted": len(cards),
+                "cards_s": round(cards_s, 2),
+                "cards_per_s": round(len(cards) / cards_s, 2) if cards_s else None,
+                "clicks": len(acks),
+                "clicks_late": late,
+                "clicks_refused_busy": refused,
+                "clicks_failed": failed,
+                "clicks_in_flight": in_flight,
+                # clicks answered per second in the first burst: with `in_flight` clicks always
+                # waiting, each waits for about in_flight / this rate (Little's law)
+                "clicks_per_s": round(len(cards) / burst_s, 1) if burst_s > 0 else None,
+                "ack_p50_ms": ms(pct(acks, 0.5)),
+                "ack_p99_ms": ms(pct(acks, 0.99)),
+                "load_after": load_average(),
+            }
+            if clicks_only:
+                return clicked
             decided = await wait_cards(slack, wanted, decided=True, deadline=deadline)
             await drained(slack, deadline)
 
@@ -279,24 +312,9 @@ async def one_transport(
             all_others = {m: by.get(200, 0) for m, by in counts.items() if m in METHOD_TIERS}
             unavoidable = over_limit(all_posts, all_others)
             return {
-                "transport": transport,
-                "load_before": load_before,
-                "approvals": n,
+                **clicked,
                 "requested_s": round(requested, 2),
-                "cards_posted": len(cards),
-                "cards_s": round(cards_s, 2),
-                "cards_per_s": round(len(cards) / cards_s, 2) if cards_s else None,
                 "card_posts_floor_s": posts_before_clicks,  # about 1 post per second per channel
-                "clicks": len(acks),
-                "clicks_late": late,
-                "clicks_refused_busy": refused,
-                "clicks_failed": failed,
-                "clicks_in_flight": in_flight,
-                # clicks answered per second in the first burst: with `in_flight` clicks always
-                # waiting, each waits for about in_flight / this rate (Little's law)
-                "clicks_per_s": round(len(cards) / burst_s, 1) if burst_s > 0 else None,
-                "ack_p50_ms": ms(pct(acks, 0.5)),
-                "ack_p99_ms": ms(pct(acks, 0.99)),
                 "update_p50_s": round(pct(lag, 0.5) or 0, 2) if lag else None,
                 "update_p95_s": round(pct(lag, 0.95) or 0, 2) if lag else None,
                 "posts_total": posts,
@@ -307,7 +325,7 @@ async def one_transport(
                 "time_over_least": round((cards_s + decisions_s) / floor, 3) if floor else None,
                 "rate_limited_total": sum(rate_limited.values()),
                 "rate_limited_unavoidable": unavoidable,
-                "load_after": load_average(),
+                "load_after": load_average(),  # after the drain, not the clicks
                 "lost": (n - len(cards)) + (len(cards) - len(decided)),
                 "doubled": sum(1 for v in per_card.values() if v > 1),
             }
@@ -328,7 +346,17 @@ async def main() -> int:
         default=CLICKS_IN_FLIGHT,
         help="clicks waiting on the bot at once during the burst",
     )
+    ap.add_argument(
+        "--clicks-only",
+        action="store_true",
+        help="stop after the burst of clicks (and the clicks again of those refused busy): "
+        "the ack figures only, without waiting for the updates and the drain",
+    )
     args = ap.parse_args()
+    # The bot and the stand-in are subprocesses (`python -m ...`): without this they would
+    # import whichever checkout the environment has installed, not this one.
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(ROOT) + (os.pathsep + path if path else "")
     out = ROOT / "bench" / "results" / f"slack_scale-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}.jsonl"
     out.parent.mkdir(exist_ok=True)
     print(f"machine: {machine()}")
@@ -340,10 +368,31 @@ async def main() -> int:
     for transport in args.transports.split(","):
         with tempfile.TemporaryDirectory(prefix="signoff-slack-scale-") as tmp:
             row = await one_transport(
-                transport, args.approvals, args.wait, Path(tmp), args.in_flight
+                transport,
+                args.approvals,
+                args.wait,
+                Path(tmp),
+                args.in_flight,
+                clicks_only=args.clicks_only,
             )
         with out.open("a") as f:
             f.write(json.dumps(row) + "\n")
+        if args.clicks_only:
+            print(
+                f"| {row['transport']} | {row['approvals']} | {row['cards_per_s']} "
+                f"({row['cards_s']} s) | {row['clicks_late']}/{row['clicks_failed']} of "
+                f"{row['clicks']} ({row['clicks_refused_busy']} refused busy, clicked again) "
+                f"| {row['ack_p50_ms']}/{row['ack_p99_ms']} | - | - | - | - |",
+                flush=True,
+            )
+            print(
+                f"  clicks ({row['transport']}): ack p99 {row['ack_p99_ms']} ms with "
+                f"{row['clicks_in_flight']} in flight, {row['clicks_per_s']} clicks/s (goal < "
+                f"{ACK_GOAL_S * 1000:.0f}; load {row['load_before']} before, "
+                f"{row['load_after']} after the clicks)",
+                flush=True,
+            )
+            continue
         print(
             f"| {row['transport']} | {row['approvals']} | {row['cards_per_s']} ({row['cards_s']} s) "
             f"| {row['clicks_late']}/{row['clicks_failed']} of {row['clicks']} "

@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import time
+from collections.abc import Iterator
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -18,12 +21,63 @@ from .approvals.errors import DatabaseUnavailable
 from .approvals.jobs import JobKind
 from .approvals.service import Signoff
 
-__all__ = ["JobRunner", "start_scheduler"]
+__all__ = ["Foreground", "JobRunner", "start_scheduler"]
 
 log = logging.getLogger("signoff.scheduler")
 
 LINK_BACKOFF_MAX = 5.0
 """The longest pause between tries of a failing audit linker (seconds)."""
+GIVE_WAY_MAX = 1.0
+"""The longest a job worker waits for a lull in the clicks before it takes its next job
+(seconds): under a steady stream of clicks the jobs still move, one per worker per wait."""
+LULL = 0.05
+"""Seconds without a click being served that make a lull (`Foreground.lull`): the clicks of
+a burst reach the bot a moment apart, and each gap is no time to start a job in."""
+
+
+class Foreground:
+    """The work a person is waiting on (a click being decided and acknowledged), which the
+    job workers give way to.
+
+    A click and the jobs share one event loop: a resume or a card update running beside a
+    burst of clicks takes turns of the loop from them, and each click's ack waits for those
+    turns. The listeners mark a click with `serving()` from its first read to its ack; a
+    worker about to take a job awaits `lull()`, which returns once no click has been served
+    for `quiet` seconds, or after `longest` seconds. Only when work starts is changed: what is due is done, in
+    the order the queue keeps, exactly once (the queue's leases decide that, not this).
+    """
+
+    def __init__(self, *, longest: float = GIVE_WAY_MAX, quiet: float = LULL) -> None:
+        self.longest = longest
+        self.quiet = quiet
+        self._serving = 0
+        self._last = -math.inf
+        """When the last click served was answered (`time.monotonic()`)."""
+
+    @property
+    def serving_now(self) -> int:
+        """How many clicks are being served."""
+        return self._serving
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """`with foreground.serving():` around the part of a click the person waits for."""
+        self._serving += 1
+        try:
+            yield
+        finally:
+            self._serving -= 1
+            self._last = time.monotonic()
+
+    async def lull(self) -> None:
+        """Return once no click has been served for `quiet` seconds (clicks in a burst arrive
+        a moment apart), or after `longest` seconds."""
+        give_up = time.monotonic() + self.longest
+        while (now := time.monotonic()) < give_up:
+            if not self._serving and now - self._last >= self.quiet:
+                return
+            wait = self.quiet if self._serving else self.quiet - (now - self._last)
+            await asyncio.sleep(min(max(wait, 0.001), give_up - now))
 
 
 class JobRunner:
@@ -46,6 +100,7 @@ class JobRunner:
         kinds: tuple[JobKind, ...] = ("resume", "event"),
         concurrency: int = 2,
         link_every: float = 0.25,
+        foreground: Foreground | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
@@ -54,6 +109,9 @@ class JobRunner:
         self.kinds = kinds
         self.concurrency = concurrency
         self.link_every = link_every
+        self.foreground = foreground or Foreground()
+        """The clicks being served, which each job (and each pass of the audit linker) waits
+        for a lull in (`Foreground.lull`)."""
         self._kicks: asyncio.Queue[None] = asyncio.Queue(maxsize=concurrency)
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -81,7 +139,9 @@ class JobRunner:
     async def _loop(self, prefer: JobKind) -> None:
         while True:
             try:
-                await self.signoff.run_jobs(self.kinds, prefer=prefer)
+                await self.signoff.run_jobs(
+                    self.kinds, prefer=prefer, before_each=self.foreground.lull
+                )
             except Exception:
                 log.exception("job worker failed; it runs again in %ss", self.every)
             with contextlib.suppress(asyncio.TimeoutError):
@@ -94,6 +154,7 @@ class JobRunner:
         pause, failing = self.link_every, False
         while True:
             try:
+                await self.foreground.lull()
                 await self.signoff.link_audit()
             except Exception as e:
                 if not failing:

@@ -44,7 +44,7 @@ from .approvals.policy import StaticGroups, load_policy
 from .approvals.service import Signoff
 from .config import Settings, SettingsError, build_signoff
 from .mcp_http import mount_mcp
-from .scheduler import JobRunner, start_scheduler
+from .scheduler import Foreground, JobRunner, start_scheduler
 
 if TYPE_CHECKING:
     from slack_sdk.web.async_client import AsyncWebClient
@@ -116,8 +116,8 @@ def _error_response(error: ApprovalError) -> web.Response:
 def _is_ssl_check(request: web.Request, text: str) -> bool:
     """Slack's certificate check of an HTTP request URL: an unsigned form POST
     `ssl_check=1&token=...`, to be answered 200. Only that: anything else stays verified."""
-    if request.content_type != "application/x-www-form-urlencoded":
-        return False
+    if request.content_type != "application/x-www-form-urlencoded" or "ssl_check" not in text:
+        return False  # not parsed: a click's form holds its whole message
     form = urllib.parse.parse_qs(text, keep_blank_values=True)
     return form.get("ssl_check") == ["1"] and set(form) <= {"ssl_check", "token"}
 
@@ -624,7 +624,13 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
     _share_rate_limits(signoff, client)
     await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once
     await _release_held(signoff)
-    runner = JobRunner(signoff, concurrency=settings.workers, kinds=("resume", "event", "webhook"))
+    foreground = Foreground()  # the clicks being served; the job workers give way to them
+    runner = JobRunner(
+        signoff,
+        concurrency=settings.workers,
+        kinds=("resume", "event", "webhook"),
+        foreground=foreground,
+    )
     webhooks = WebhookClient()
     signoff.external.send = webhooks.send
     bolt_app = build_bolt_app(
@@ -634,6 +640,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         # Socket Mode envelopes come over the app token's WebSocket, unsigned
         signing_secret=None if settings.slack_app_token else settings.slack_signing_secret,
         default_channel=settings.default_channel,
+        serving=foreground.serving,
     )
     socket_handler = None
     if settings.slack_app_token:

@@ -11,7 +11,7 @@ second attempt harmless.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from graphs import CompiledGraph
@@ -284,16 +284,20 @@ class Signoff:
                 nothing was changed.
             GroupsUnavailable: a group's members could not be looked up; nothing was changed.
         """
-        return await self.decisions.vote(
-            approval_id,
-            user,
-            approve,
-            note=note,
-            edits=edits,
-            wait=wait,
-            revision=revision,
-            seen=seen,
-        )
+        try:
+            return await self.decisions.vote(
+                approval_id,
+                user,
+                approve,
+                note=note,
+                edits=edits,
+                wait=wait,
+                revision=revision,
+                seen=seen,
+            )
+        finally:
+            # changed, or judged on a copy found stale: the next click reads it again
+            self.views.forget(approval_id)
 
     async def check_voter(self, approval_id: str, user: str, *, approve: bool = True) -> Approval:
         """Raise the refusal `decide` would give `user`, recording nothing (e.g. before a form).
@@ -312,15 +316,19 @@ class Signoff:
         *,
         limit: int = 1000,
         prefer: JobKind | None = None,
+        before_each: Callable[[], Awaitable[None]] | None = None,
     ) -> int:
         """Perform due jobs until none is left (or `limit`); return how many were done.
 
         `prefer` (a kind) takes due jobs of that kind before older ones of other kinds: with
         workers preferring each kind, a backlog of resumes does not hold up card updates, nor
-        the other way round.
+        the other way round. `before_each` is awaited before each job is claimed (the bot's
+        workers give way to the clicks being served there: `bot.scheduler.Foreground`).
         """
         done = 0
         while done < limit:
+            if before_each is not None:
+                await before_each()
             job = await self.jobs.claim(kinds, prefer)
             if job is None:
                 break
@@ -375,6 +383,13 @@ class Signoff:
         """
         deadline = None if wait is None else time.monotonic() + wait
         return await self.views.get(approval_id, deadline=deadline)
+
+    def last_read(self, approval_id: str) -> Approval | None:
+        """The approval as this process last read it (`get`), or None. Possibly stale: a hint
+        for `vote(seen=...)`, which checks it against the database (compare-and-set on its
+        version, or the row read again) before anything is recorded; never an answer to show
+        or decide on by itself."""
+        return self.views.last_read(approval_id)
 
     async def pending(self, *, user: str | None = None) -> list[Approval]:
         """The oldest pending approvals (at most 200); with `user`, those they may decide first."""

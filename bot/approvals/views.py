@@ -5,6 +5,7 @@ the policy check (`may_decide`) is the authority over what the database's filter
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,10 @@ from .policy import GroupResolver, Policy, check_voter, resolve_members
 if TYPE_CHECKING:
     from .db import Database
 
-__all__ = ["PendingView", "Views"]
+__all__ = ["LAST_READ_KEPT", "PendingView", "Views"]
+
+LAST_READ_KEPT = 2000
+"""How many approvals `Views.last_read` remembers (the most recently read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +46,30 @@ class Views:
         self.db = db
         self.policy = policy
         self.groups = groups
+        self._last_read: OrderedDict[str, Approval] = OrderedDict()
+        """The approvals this process read last, newest last (`last_read`)."""
 
     async def get(self, approval_id: str, *, deadline: float | None = None) -> Approval:
         async with self.db.read(deadline=deadline) as conn:
             a = await store.get_approval(conn, approval_id)
         if a is None:
+            self._last_read.pop(approval_id, None)
             raise UnknownApprovalError(approval_id)
+        self._last_read[approval_id] = a
+        self._last_read.move_to_end(approval_id)
+        while len(self._last_read) > LAST_READ_KEPT:
+            self._last_read.popitem(last=False)
         return a
+
+    def last_read(self, approval_id: str) -> Approval | None:
+        """The approval as this process last read it (`get`), or None: possibly stale, so
+        only a hint, for a caller that checks it against the database before acting on it
+        (a click's vote: compare-and-set on its version, `Signoff.vote(seen=...)`)."""
+        return self._last_read.get(approval_id)
+
+    def forget(self, approval_id: str) -> None:
+        """Drop what `last_read` holds of the approval (a vote has just changed it)."""
+        self._last_read.pop(approval_id, None)
 
     async def pending(self, *, user: str | None = None) -> list[Approval]:
         """The oldest pending approvals (at most 200); with `user`, those they may decide first."""
@@ -105,6 +126,7 @@ class Views:
         """Record where the approval's card was posted (Slack), so later updates edit it."""
         async with self.db.transaction() as conn:
             await store.set_posted(conn, approval_id, channel, message_ts)
+        self.forget(approval_id)  # where the card is is not versioned: read it again
 
     async def may_decide(self, approval: Approval, user: str) -> bool:
         """Whether `user` may vote on `approval` now (policy, groups, self-approval, votes)."""

@@ -7,10 +7,12 @@ runner's kick, background tasks, and telling one person something only they see.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -63,11 +65,15 @@ class Listener:
         kick: Callable[[], None],
         *,
         default_channel: str | None = None,
+        serving: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
         self.signoff = signoff
         self.client = client
         self.kick = kick
         """Wakes the job runner when a click or command queued work."""
+        self.serving = serving or contextlib.nullcontext
+        """`with self.serving():` around the part of a click the person waits for (its vote
+        and ack): the job workers give way to it (`bot.scheduler.Foreground`)."""
         self.default_channel = default_channel
         self._background: set[asyncio.Task[None]] = set()
         self._links: OrderedDict[tuple[str, str], str] = OrderedDict()

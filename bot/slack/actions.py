@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import aiohttp
@@ -39,14 +40,26 @@ class Actions(Listener):
     """`block_actions` on signoff's buttons (`payloads.ACTION_IDS`)."""
 
     def __init__(
-        self, signoff: Signoff, client: AsyncWebClient, kick: Callable[[], None], home: Home
+        self,
+        signoff: Signoff,
+        client: AsyncWebClient,
+        kick: Callable[[], None],
+        home: Home,
+        *,
+        serving: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
-        super().__init__(signoff, client, kick)
+        super().__init__(signoff, client, kick, serving=serving)
         self.home = home
         """Refreshed after its user decided something."""
 
     async def on_button(
         self, ack: AsyncAck, body: dict[str, Any], context: dict[str, Any] | None = None
+    ) -> None:
+        with self.serving():  # the jobs wait: the person waits for this
+            await self._on_button(ack, body, context)
+
+    async def _on_button(
+        self, ack: AsyncAck, body: dict[str, Any], context: dict[str, Any] | None
     ) -> None:
         user = (body.get("user") or {}).get("id", "")
         try:
@@ -146,24 +159,41 @@ class Actions(Listener):
             UnknownApprovalError: no such approval.
         """
         action_id, value = payloads.action_from_body(body)
+        if action_id == payloads.APPROVE:
+            # The approval as this process last read it (posting or updating its card), if it
+            # fits the click: the vote checks it against the database (compare-and-set on its
+            # version, or judged again on the row) before anything is recorded. A copy that
+            # does not fit may be stale (a card posted again), and one from before the card
+            # was posted cannot say which message is its card: the approval is read.
+            known = self.signoff.last_read(value.approval_id)
+            if known is not None and known.message_ts and known.channel:
+                try:
+                    return action_id, _on_its_card(body, value, known), value
+                except payloads.BadPayload:
+                    pass
         approval = await self.signoff.get(value.approval_id, wait=wait)
-        message_ts = _get(body, "message", "ts") or _get(body, "container", "message_ts")
-        channel = _get(body, "channel", "id") or _get(body, "container", "channel_id")
-        if value.thread_id and value.thread_id != approval.thread_id:
-            raise payloads.BadPayload("the button points at another thread than its approval's")
-        if value.interrupt_id is not None and value.interrupt_id != approval.interrupt_id:
-            raise payloads.BadPayload("the button points at another pause than its approval's")
-        # Our buttons are only on cards: a click must name the message it was on, and that must
-        # be the approval's card once it is recorded (a click can beat the recording by a moment)
-        # or its copy in an approver's DM with the bot (`notify = "dm"`: only we post there).
-        dm_copy = isinstance(channel, str) and channel.startswith("D") and bool(message_ts)
-        if not message_ts or (
-            approval.message_ts and message_ts != approval.message_ts and not dm_copy
-        ):
-            raise payloads.BadPayload("the button is not on its approval's card")
-        if approval.channel and channel != approval.channel and not dm_copy:
-            raise payloads.BadPayload("the button is not in its approval's channel")
-        return action_id, approval, value
+        return action_id, _on_its_card(body, value, approval), value
+
+
+def _on_its_card(body: dict[str, Any], value: payloads.ActionValue, approval: Approval) -> Approval:
+    """`approval`, when the click's button (`value`) is on its card; else `BadPayload`."""
+    message_ts = _get(body, "message", "ts") or _get(body, "container", "message_ts")
+    channel = _get(body, "channel", "id") or _get(body, "container", "channel_id")
+    if value.thread_id and value.thread_id != approval.thread_id:
+        raise payloads.BadPayload("the button points at another thread than its approval's")
+    if value.interrupt_id is not None and value.interrupt_id != approval.interrupt_id:
+        raise payloads.BadPayload("the button points at another pause than its approval's")
+    # Our buttons are only on cards: a click must name the message it was on, and that must
+    # be the approval's card once it is recorded (a click can beat the recording by a moment)
+    # or its copy in an approver's DM with the bot (`notify = "dm"`: only we post there).
+    dm_copy = isinstance(channel, str) and channel.startswith("D") and bool(message_ts)
+    if not message_ts or (
+        approval.message_ts and message_ts != approval.message_ts and not dm_copy
+    ):
+        raise payloads.BadPayload("the button is not on its approval's card")
+    if approval.channel and channel != approval.channel and not dm_copy:
+        raise payloads.BadPayload("the button is not in its approval's channel")
+    return approval
 
 
 def _get(body: Any, key: str, field: str) -> Any:

@@ -10,6 +10,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import aiohttp
@@ -165,6 +166,7 @@ def build_bolt_app(
     *,
     signing_secret: str | None,
     default_channel: str | None,
+    serving: Callable[[], AbstractContextManager[None]] | None = None,
 ) -> AsyncApp:
     """The Bolt app. With a signing secret (HTTP mode) every request is verified with it;
     without one the app serves Socket Mode, whose envelopes come over the authenticated
@@ -172,6 +174,8 @@ def build_bolt_app(
 
     Args:
         kick: wakes the job runner when a click or command queued work.
+        serving: entered by each click and modal submission until its ack
+            (`bot.scheduler.Foreground.serving`: the job workers give way meanwhile).
     """
     bolt_log = logging.getLogger("slack_bolt.AsyncApp")  # Bolt's framework logger
     if _QUIET not in bolt_log.filters:
@@ -181,7 +185,7 @@ def build_bolt_app(
         client=client,
         request_verification_enabled=signing_secret is not None,
     )
-    h = Handlers(signoff, client, kick, default_channel=default_channel)
+    h = Handlers(signoff, client, kick, default_channel=default_channel, serving=serving)
     app.action(re.compile(r"^signoff\.(approve|reject|edit|payload)$"))(h.actions.on_button)
     app.action(re.compile(r"^signoff\.run_(retry|cancel)$"))(h.actions.on_run_button)
     app.view(payloads.REJECT_CALLBACK)(h.views.on_reject_submit)

@@ -9,6 +9,7 @@ submissions), `commands` (`/agent`) and `home` (the App Home tab). `Handlers` bu
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -31,12 +32,13 @@ class Handlers:
         kick: Callable[[], None],
         *,
         default_channel: str | None = None,
+        serving: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
         self.home = Home(signoff, client, kick)
         """`app_home_opened`, and each decider's Home refreshed after a decision."""
-        self.actions = Actions(signoff, client, kick, self.home)
-        """The card's buttons."""
-        self.views = Views(signoff, client, kick, self.home)
+        self.actions = Actions(signoff, client, kick, self.home, serving=serving)
+        """The card's buttons (each click `serving()` until its ack)."""
+        self.views = Views(signoff, client, kick, self.home, serving=serving)
         """The reject and edit modals' submissions."""
         self.commands = Commands(signoff, client, kick, default_channel=default_channel)
         """`/agent`; a run it starts posts its card in the command's channel, or this one."""

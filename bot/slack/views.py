@@ -8,6 +8,7 @@ kicked).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
@@ -26,9 +27,15 @@ class Views(Listener):
     """`view_submission` of the reject and edit modals."""
 
     def __init__(
-        self, signoff: Signoff, client: AsyncWebClient, kick: Callable[[], None], home: Home
+        self,
+        signoff: Signoff,
+        client: AsyncWebClient,
+        kick: Callable[[], None],
+        home: Home,
+        *,
+        serving: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> None:
-        super().__init__(signoff, client, kick)
+        super().__init__(signoff, client, kick, serving=serving)
         self.home = home
         """Refreshed after its user decided something."""
 
@@ -38,6 +45,16 @@ class Views(Listener):
         body: dict[str, Any],
         view: dict[str, Any],
         context: dict[str, Any] | None = None,
+    ) -> None:
+        with self.serving():  # the jobs wait: the person waits for this
+            await self._on_reject_submit(ack, body, view, context)
+
+    async def _on_reject_submit(
+        self,
+        ack: AsyncAck,
+        body: dict[str, Any],
+        view: dict[str, Any],
+        context: dict[str, Any] | None,
     ) -> None:
         user = (body.get("user") or {}).get("id", "")
         try:
@@ -68,6 +85,16 @@ class Views(Listener):
         body: dict[str, Any],
         view: dict[str, Any],
         context: dict[str, Any] | None = None,
+    ) -> None:
+        with self.serving():  # the jobs wait: the person waits for this
+            await self._on_edit_submit(ack, body, view, context)
+
+    async def _on_edit_submit(
+        self,
+        ack: AsyncAck,
+        body: dict[str, Any],
+        view: dict[str, Any],
+        context: dict[str, Any] | None,
     ) -> None:
         user = (body.get("user") or {}).get("id", "")
         first_block = payloads.NOTE_BLOCK

@@ -143,3 +143,48 @@ async def test_the_runner_links_the_audit_log_and_says_once_while_it_cannot(
     ]
     report = await app.audit.verify(kit.db.engine)
     assert (report.ok, report.checked, report.unlinked) == (True, waiting, 0)
+
+
+async def test_workers_give_way_to_the_clicks_being_served_and_catch_up_after(kit: Kit) -> None:
+    """While a click is being decided and answered (`Foreground.serving`) no job starts: the
+    decided run resumes (its refund goes out) once the click is answered; and under clicks
+    that never stop, each worker still takes a job every `longest` seconds."""
+    from bot.scheduler import Foreground
+
+    app = kit.new_app(share_db=True)
+    report = await app.start("refund", REFUND, requester="U_CAROL")
+    foreground = Foreground(longest=30.0)
+    runner = JobRunner(app, kinds=("resume",), every=0.05, foreground=foreground)
+    runner.start()
+    try:
+        with foreground.serving():
+            await app.decide(report.approvals[0], "U_ALICE", True)
+            runner.kick()
+            await asyncio.sleep(0.5)
+            assert await kit.pending_jobs("resume") == 1, "a job started while a click was served"
+            assert await kit.effects("refund") == []
+        deadline = asyncio.get_running_loop().time() + 10
+        while await kit.pending_jobs("resume"):
+            assert asyncio.get_running_loop().time() < deadline, "the resume never ran"
+            await asyncio.sleep(0.02)
+        assert len(await kit.effects("refund")) == 1
+    finally:
+        await runner.stop()
+
+    # clicks all the time: the jobs still move, one per `longest` seconds per worker
+    other = await app.start("refund", {**REFUND, "order_id": "o-2"}, requester="U_CAROL")
+    foreground = Foreground(longest=0.3)
+    runner = JobRunner(app, kinds=("resume",), every=0.05, foreground=foreground)
+    with foreground.serving():
+        runner.start()
+        try:
+            await app.decide(other.approvals[0], "U_ALICE", True)
+            runner.kick()
+            deadline = asyncio.get_running_loop().time() + 10
+            while await kit.pending_jobs("resume"):
+                assert asyncio.get_running_loop().time() < deadline, "jobs starved by clicks"
+                await asyncio.sleep(0.02)
+            assert foreground.serving_now == 1
+        finally:
+            await runner.stop()
+    assert len(await kit.effects("refund")) == 2

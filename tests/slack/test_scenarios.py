@@ -178,3 +178,41 @@ async def test_agent_run_reads_values_as_typed_though_slack_html_escapes_them(
         a for a in await over.signoff.pending() if a.payload.get("customer_id") == "c-amp"
     ]
     assert approval.payload["reason"] == "R&D <2>"
+
+
+async def test_approve_on_a_card_decided_elsewhere_since_this_bot_read_it_is_refused_and_audited(
+    over: Scenario,
+) -> None:
+    """The bot judges an Approve click on the approval as it last read it (posting its card)
+    only as far as the vote's compare-and-set on the database confirms it: decided meanwhile
+    by another replica, the click is refused, says why, records no vote, and is audited."""
+    import json
+
+    import sqlalchemy as sa
+
+    from bot.approvals import tables as t
+
+    approval, card = await over.refund("C-elsewhere")
+    known = over.signoff.last_read(approval.id)
+    assert known is not None and known.status == "pending"  # what this bot read
+    # another replica on the same database: its rejection leaves this bot's copy stale
+    await over.signoff.decisions.vote(approval.id, ALICE, False, note="duplicate order")
+    assert over.signoff.last_read(approval.id) == known
+
+    answer = await over.slack.click("bob", CHANNEL, card.ts, APPROVE)
+
+    assert answer.status == 200
+    [refusal] = await over.slack.wait_for(lambda s: s.workspace.ephemerals.get(BOB))
+    assert "This was already rejected by <@U0ALICE>" in refusal.text, refusal.text
+    decided = await over.signoff.get(approval.id)
+    assert decided.status == "rejected"
+    assert [(v.user_id, v.decision) for v in decided.votes] == [(ALICE, "reject")]
+    async with over.signoff.db.read() as conn:
+        refused = await conn.execute(
+            sa.select(t.audit_inbox.c.actor, t.audit_inbox.c.data).where(
+                t.audit_inbox.c.kind == "vote_refused"
+            )
+        )
+        assert [(actor, json.loads(data)["refusal"]) for actor, data in refused] == [
+            (BOB, "already_decided")
+        ]

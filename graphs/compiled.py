@@ -879,7 +879,9 @@ class CompiledGraph(RunnableMethods):
             values = channel_values.get(ROOT)
         return StateSnapshot(
             values=values,
-            next=tuple(t.name for t in tasks if not t.done),
+            # As LangGraph: the head leaves out the tasks that finished (their writes are kept);
+            # a past checkpoint (history, or named by id) shows every task its step ran.
+            next=tuple(t.name for t in tasks if not (t.done and latest)),
             config=tup.config,
             metadata=dict(tup.metadata),
             created_at=cp["ts"],

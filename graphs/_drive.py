@@ -11,6 +11,7 @@ with what it returns, so `invoke` and `ainvoke` share every rule of the loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import queue
@@ -176,8 +177,9 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
             if len(tasks) == 1 and not live and run.graph.step_timeout is None:
                 await tasks[0].run_async()  # (the loop reports it: `Run.finish`)
             else:
-                async for chunk in _run_concurrent_async(run, tasks):
-                    yield chunk
+                async with contextlib.aclosing(_run_concurrent_async(run, tasks)) as step:
+                    async for chunk in step:
+                        yield chunk
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
             result = await saver.aput(*request)
@@ -412,7 +414,10 @@ async def _run_concurrent_async(run: Run, tasks: list[Task]) -> AsyncGenerator[E
             else:
                 yield item
     except BaseException:
+        # The stream was closed (or this run cancelled): cancel the step's running tasks, and
+        # let them end before the run lets go of its thread.
         step.cancel()
+        await asyncio.gather(step, return_exceptions=True)
         raise
     finally:
         run.sink = None

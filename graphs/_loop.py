@@ -1046,9 +1046,9 @@ class Run:
         find it invalid: an error); in a step of two or more tasks, a finished task's writes
         are then saved as pending writes of the step's base checkpoint (so a crash before the
         step completes does not run it again; a step of one task saves only its checkpoint);
-        then its `updates` chunk (a step of one task shows it once its checkpoint is saved)
-        and its `tasks` result are streamed. The step's writes still reach the reducers when
-        it completes, in `write_order`."""
+        then its `updates` chunk and its `tasks` result are streamed (the `updates` chunk of
+        a task alone in its step comes once the step's checkpoint is saved). The step's writes
+        still reach the reducers when it completes, in `write_order`."""
         t.ended = True
         if t.error is None and t.pause is None:
             self.to_writes(t)  # may find the result invalid: an error
@@ -1118,6 +1118,10 @@ class Run:
                 asked[t.id] = tuple(t.pause)
             if saver is not None and writes:
                 yield PutWrites(self._head(), writes, t.id)
+        if "updates" in self.modes and not self.concurrent:
+            for t in ran:  # a task alone in its step that finished (the step timed out)
+                if t.error is None and t.pause is None and not t.cancelled:
+                    yield Emit("updates", self.update_chunk(t))
         errors = [
             t for t in stuck if t.error is not None and not isinstance(t.error, NodeInterrupt)
         ]

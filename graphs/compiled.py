@@ -509,8 +509,9 @@ class CompiledGraph(RunnableMethods):
         if traced(run):  # reported to langchain_core callbacks (`_events.py`)
             run.chain = await start_async(run, input)
         try:
-            async with lock:
-                async for chunk in drive_async(run, run.execute(input), got):
+            # Closed before the lock is let go: a stream left early ends its step's tasks.
+            async with lock, contextlib.aclosing(drive_async(run, run.execute(input), got)) as gen:
+                async for chunk in gen:
                     yield chunk
             out.append(self._finish(run, got[0]))
         except BaseException as e:

@@ -250,3 +250,39 @@ def test_a_process_that_dies_mid_step_keeps_the_finished_tasks_writes(
         assert app.get_state(CONFIG).next == ("crash",)
         assert app.invoke(None, CONFIG) == {"log": ["crash", "fast"]}
     assert counted.read_text().split() == ["fast"]  # ran in the first process only
+
+
+async def test_an_astream_closed_at_a_fast_tasks_update_ends_the_slow_one_first() -> None:
+    import asyncio
+    import contextlib
+
+    ended: list[str] = []
+
+    async def slow(state: State) -> dict[str, Any]:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            ended.append("slow cancelled")
+            raise
+        return {"log": ["slow"]}
+
+    async def fast(state: State) -> dict[str, Any]:
+        return {"log": ["fast"]}
+
+    g = StateGraph(State).add_node("fast", fast).add_node("slow", slow)
+    app = g.add_edge(START, "fast").add_edge(START, "slow").compile(checkpointer=InMemorySaver())
+    async with contextlib.aclosing(app.astream({"log": []}, CONFIG)) as stream:
+        async for chunk in stream:
+            assert chunk == {"fast": {"log": ["fast"]}}  # not held back by slow
+            break
+    assert ended == ["slow cancelled"]  # by the time the stream is closed, not later
+    assert app.get_state(CONFIG).next == ("slow",)  # fast's writes are kept
+
+
+def test_a_task_result_shows_a_key_written_twice_as_its_writes() -> None:
+    g = StateGraph(State).add_node(
+        "two", lambda s: Command(update=[("log", ["x"]), ("log", ["y"])])
+    )
+    app = g.add_edge(START, "two").compile()
+    (result,) = [c for c in app.stream({"log": []}, stream_mode="tasks") if "result" in c]
+    assert result["result"] == {"log": {"$writes": [["x"], ["y"]]}}  # as LangGraph's

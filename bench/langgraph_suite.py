@@ -384,7 +384,10 @@ def main() -> int:
     cmd = [sys.executable, "-m", "pytest", "-q", f"--junitxml={report}"]
     if args.k:
         cmd += ["-k", args.k]
-    env = {**os.environ, "PYTHONPATH": str(tmp), "NO_DOCKER": "true"}
+    # This checkout's `graphs` (its root after the shim), not the one the environment's
+    # site-packages point at (an editable install of another checkout).
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp), str(root)]), "NO_DOCKER": "true"}
     print(f"{len(ids)} StateGraph test functions in {', '.join(args.files)}", flush=True)
     print(f"compile(interrupt_mode={args.interrupt_mode!r}) by default", flush=True)
     subprocess.run([*cmd, *ids], cwd=tmp, env=env, stdout=subprocess.DEVNULL, check=False)

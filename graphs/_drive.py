@@ -2,19 +2,22 @@
 
 `Run.execute` and `Run.update` (in `_loop.py`) are generators that never do I/O: each yields a
 request, one small immutable tuple per kind below, and is sent the reply. `drive_sync` performs
-the requests with the saver's sync methods and runs tasks one after another; `drive_async`
-uses the async methods and runs a step's tasks concurrently. Both yield what the loop emits and
-end with what it returns, so `invoke` and `ainvoke` share every rule of the loop.
+the requests with the saver's sync methods and runs a step's tasks concurrently in threads;
+`drive_async` uses the async methods and runs them concurrently on the event loop. Both report
+each task as it ends (`Run.finish`, driven like the loop), yield what the loop emits and end
+with what it returns, so `invoke` and `ainvoke` share every rule of the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import functools
 import queue
 import threading
 import time
-from collections.abc import AsyncGenerator, Generator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from .checkpoint.base import Checkpoint, CheckpointMetadata
@@ -41,8 +44,8 @@ R = TypeVar("R")
 
 LIVE_MODES = frozenset({"custom", "messages"})
 """Stream modes whose chunks node code writes while it runs: the step's tasks then run beside
-a consumer that hands each chunk on as it comes (`_run_live_sync`, `_run_live_async`); so do
-they when subgraphs stream into the graph's stream (`Run.live`)."""
+a consumer that hands each chunk on as it comes (`_run_threads`, `_run_concurrent_async`), even
+a step of one task; so do they when subgraphs stream into the graph's stream (`Run.live`)."""
 _DONE: Any = object()
 
 
@@ -71,7 +74,8 @@ class PutWrites(NamedTuple):
 
 
 class RunTasks(NamedTuple):
-    """Run these tasks of the step (each records its result, pause or error). Reply: None."""
+    """Run these tasks of the step (each records its result, pause or error); a step of two or
+    more is reported task by task as each ends (`Run.finish`). Reply: None."""
 
     tasks: list[Task]
 
@@ -116,10 +120,11 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
             return value
         result = None
         if isinstance(request, RunTasks):
-            if live:
-                yield from _run_live_sync(run, request.tasks)
+            tasks = request.tasks
+            if len(tasks) == 1 and not live and run.graph.step_timeout is None:
+                tasks[0].run_sync()  # (the loop reports it: `Run.finish`)
             else:
-                run_step_sync(run, request.tasks)
+                yield from _run_threads(run, tasks)
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
             result = saver.put(*request)
@@ -169,13 +174,12 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
         result = None
         if isinstance(request, RunTasks):
             tasks = request.tasks
-            if live:
-                async for chunk in _run_live_async(run, tasks):
-                    yield chunk
-            elif len(tasks) == 1 and run.graph.step_timeout is None:
-                await tasks[0].run_async()
+            if len(tasks) == 1 and not live and run.graph.step_timeout is None:
+                await tasks[0].run_async()  # (the loop reports it: `Run.finish`)
             else:
-                await run_step_async(run, tasks)
+                async with contextlib.aclosing(_run_concurrent_async(run, tasks)) as step:
+                    async for chunk in step:
+                        yield chunk
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
             result = await saver.aput(*request)
@@ -197,33 +201,111 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
             yield request
 
 
-def run_step_sync(run: Run, tasks: list[Task]) -> None:
-    """Run a step's tasks one after another. A running sync node cannot be stopped, so the
-    graph's `step_timeout` is checked between tasks: once it has run out, the tasks not yet
-    started are not run (they are cancelled, and run on resume) and the step fails with
-    `TimeoutError`; what the tasks that ran wrote is kept."""
+class _Ended:
+    """A task of the step ended (finished, paused or failed), as its thread or future reports
+    it; `bug`: what escaped `Task.run_sync` itself (not a node's error, which the task records)."""
+
+    __slots__ = ("bug", "task")
+
+    def __init__(self, task: Task, bug: BaseException | None = None) -> None:
+        self.task = task
+        self.bug = bug
+
+
+def _run_threads(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
+    """Run a step's sync tasks concurrently, one thread each, at most `max_concurrency` (of the
+    run's config) at once, as LangGraph's thread pool does; as each ends, in the order they end,
+    report it (`Run.finish`: its writes saved as pending writes, its `updates` chunk) and yield
+    what node code streams (`custom`, `messages`, subgraphs' chunks) as it comes.
+
+    Each thread runs in a copy of the caller's context, so `interrupt()`, `get_config()` and
+    `get_stream_writer()` find their own task. A running thread cannot be stopped: after a task
+    fails, or once the graph's `step_timeout` has run out, the tasks not yet started are not
+    started (they are cancelled, and run when the step is resumed) and the running ones are
+    waited for, keeping what they wrote if they finish; a timed-out step then fails with
+    `TimeoutError` (in `run.step_error`). If the consumer stops early, the running tasks still
+    end before the run lets go of its thread.
+    """
+    events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    if run.live:
+        run.sink = events.put
+    limit = run.top.config.get("max_concurrency")
+    width = len(tasks) if limit is None else max(1, limit)
     timeout = run.graph.step_timeout
-    if timeout is None:
-        for task in tasks:
-            task.run_sync()
-        return
-    deadline = time.monotonic() + timeout
-    for i, task in enumerate(tasks):
-        task.run_sync()
-        if time.monotonic() > deadline:
-            late = tasks[i + 1 :]
-            for t in late:
-                t.cancelled = True
-            run.step_error = TimeoutError(
-                f"step {run.step + 1} did not finish within the graph's step_timeout of "
-                f"{timeout} s: node(s) {[t.name for t in late]} had not started, and were "
-                "not run (invoke runs a step's tasks one after another)"
+    deadline = None if timeout is None else time.monotonic() + timeout
+    waiting = tasks[::-1]  # started from the end: frontier order
+    running: list[Task] = []
+    threads: list[threading.Thread] = []
+    late: list[str] | None = None
+    stopping = False
+    bug: BaseException | None = None
+
+    def start(task: Task) -> None:
+        context = contextvars.copy_context()  # one copy per thread: its own current task
+
+        def work() -> None:
+            try:
+                context.run(task.run_sync)
+            except BaseException as e:  # noqa: BLE001 - handed to the run's own thread
+                events.put(_Ended(task, e))
+            else:
+                events.put(_Ended(task))
+
+        thread = threading.Thread(target=work, name=f"graphs-{task.name}", daemon=True)
+        running.append(task)
+        threads.append(thread)
+        thread.start()
+
+    try:
+        while True:
+            while waiting and not stopping and len(running) < width:
+                start(waiting.pop())
+            if not running:
+                break
+            wait = None
+            if deadline is not None and late is None:
+                wait = max(0.0, deadline - time.monotonic())
+            try:
+                item = events.get(timeout=wait)
+            except queue.Empty:
+                late = [t.name for t in running]
+                stopping = True
+                continue
+            if type(item) is not _Ended:
+                yield item  # a chunk node code streamed
+                continue
+            running.remove(item.task)
+            if item.bug is not None:
+                bug, stopping = bug or item.bug, True
+                continue
+            yield from drive_sync(run, run.finish(item.task))
+            stopping = stopping or item.task.failed
+    finally:
+        for thread in threads:
+            thread.join()
+        run.sink = None
+    if bug is not None:
+        raise bug
+    for task in waiting:
+        task.cancelled = True
+    if late is not None:
+        run.step_error = TimeoutError(
+            f"step {run.step + 1} did not finish within the graph's step_timeout of {timeout} s: "
+            f"node(s) {late} were still running (a sync node cannot be stopped: the step waited "
+            f"for them to end and kept what they wrote)"
+            + (
+                f", and node(s) {[t.name for t in waiting[::-1]]} had not started"
+                if waiting
+                else ""
             )
-            return
+        )
 
 
-async def run_step_async(run: Run, tasks: list[Task]) -> None:
-    """Run a step's tasks concurrently, at most `max_concurrency` (of the run's config) at once.
+async def run_step_async(
+    run: Run, tasks: list[Task], ended: Callable[[_Ended], None] | None = None
+) -> None:
+    """Run a step's tasks concurrently, at most `max_concurrency` (of the run's config) at once;
+    `ended` is told of each task that ends (not one cancelled), as it ends.
 
     As in LangGraph, a task that fails (not one that pauses) cancels the step's other tasks at
     once, and so does the graph's `step_timeout` running out (the step then fails with
@@ -242,7 +324,13 @@ async def run_step_async(run: Run, tasks: list[Task]) -> None:
             async with gate:
                 await task.run_async()
 
-    running: dict[asyncio.Future[None], Task] = {asyncio.ensure_future(one(t)): t for t in tasks}
+    running: dict[asyncio.Future[None], Task] = {}
+    for t in tasks:
+        started = asyncio.ensure_future(one(t))
+        if ended is not None:
+            # Added first, so it runs before the step's own wait sees the task done.
+            started.add_done_callback(functools.partial(_report, ended, t))
+        running[started] = t
     timeout = run.graph.step_timeout
     clock = asyncio.get_running_loop().time
     deadline = None if timeout is None else clock() + timeout
@@ -274,6 +362,11 @@ async def run_step_async(run: Run, tasks: list[Task]) -> None:
         raise
 
 
+def _report(ended: Callable[[_Ended], None], task: Task, fut: asyncio.Future[None]) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        ended(_Ended(task))
+
+
 async def _cancel(
     running: dict[asyncio.Future[None], Task], pending: set[asyncio.Future[None]]
 ) -> None:
@@ -293,55 +386,38 @@ async def _cancel(
             task.error = None  # (an earlier attempt's, when cancelled between retries)
 
 
-def _run_live_sync(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
-    """Run the step's tasks (one after another, as `drive_sync` does) in a worker thread, and
-    yield what they write to the stream as it comes.
-
-    If the consumer stops early, the tasks still finish before the run lets go of its thread.
-    """
-    chunks: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    run.sink = chunks.put
-
-    def work() -> None:
-        try:
-            run_step_sync(run, tasks)
-        finally:
-            chunks.put(_DONE)
-
-    worker = threading.Thread(
-        target=contextvars.copy_context().run, args=(work,), name="graphs-step", daemon=True
-    )
-    worker.start()
-    try:
-        while (item := chunks.get()) is not _DONE:
-            yield item
-    finally:
-        worker.join()
-        run.sink = None
-
-
-async def _run_live_async(run: Run, tasks: list[Task]) -> AsyncGenerator[Emit, None]:
-    """Run the step's tasks concurrently and yield what they write to the stream as it comes
-    (from the event loop, or from the thread a sync node runs in)."""
+async def _run_concurrent_async(run: Run, tasks: list[Task]) -> AsyncGenerator[Emit, None]:
+    """Run the step's tasks concurrently (`run_step_async`); as each ends, in the order they
+    end, report it (`Run.finish`), and yield what node code streams as it comes (from the event
+    loop, or from the thread a sync node runs in)."""
     loop = asyncio.get_running_loop()
-    chunks: asyncio.Queue[Any] = asyncio.Queue()
+    events: asyncio.Queue[Any] = asyncio.Queue()
     loop_thread = threading.get_ident()
 
     def sink(emit: Emit) -> None:
         if threading.get_ident() == loop_thread:
-            chunks.put_nowait(emit)
+            events.put_nowait(emit)
         else:
-            loop.call_soon_threadsafe(chunks.put_nowait, emit)
+            loop.call_soon_threadsafe(events.put_nowait, emit)
 
-    run.sink = sink
-    step = asyncio.ensure_future(run_step_async(run, tasks))
-    # Scheduled after every chunk a task wrote before it finished.
-    step.add_done_callback(lambda _: chunks.put_nowait(_DONE))
+    if run.live:
+        run.sink = sink
+    step = asyncio.ensure_future(run_step_async(run, tasks, events.put_nowait))
+    # Scheduled after every chunk a task wrote, and every task's end.
+    step.add_done_callback(lambda _: events.put_nowait(_DONE))
+    out: list[None] = []
     try:
-        while (item := await chunks.get()) is not _DONE:
-            yield item
+        while (item := await events.get()) is not _DONE:
+            if type(item) is _Ended:
+                async for emit in drive_async(run, run.finish(item.task), out):
+                    yield emit
+            else:
+                yield item
     except BaseException:
+        # The stream was closed (or this run cancelled): cancel the step's running tasks, and
+        # let them end before the run lets go of its thread.
         step.cancel()
+        await asyncio.gather(step, return_exceptions=True)
         raise
     finally:
         run.sink = None

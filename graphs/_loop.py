@@ -7,11 +7,14 @@ each request with the sync or async saver and task runner. So `invoke` and `ainv
 every rule. A task (one node run of a step) is a `Task`, in `_task.py`.
 
 A superstep:
-1. every task of the frontier runs (concurrently under `ainvoke`); a task that finished in an
-   earlier, incomplete attempt of this step is not run again: its saved writes are reused;
-2. if any task paused or failed, the finished tasks' writes are saved as pending writes of the
-   current checkpoint and the run stops (the step is incomplete; no new checkpoint); what they
-   wrote is then shown (streamed, returned, in `get_state`) applied to a copy of the state;
+1. every task of the frontier runs (concurrently: in threads under `invoke`, on the event loop
+   under `ainvoke`); a task that finished in an earlier, incomplete attempt of this step is not
+   run again: its saved writes are reused. As each task ends, in the order they end, it is
+   reported (`finish`): in a step of two or more, a finished task's writes are saved as
+   pending writes of the current checkpoint, then its `updates` chunk is streamed;
+2. if any task paused or failed, the other finished tasks' writes are saved as pending writes
+   of the current checkpoint and the run stops (the step is incomplete; no new checkpoint);
+   what they wrote is then shown (returned, in `get_state`) applied to a copy of the state;
 3. otherwise all writes are applied in LangGraph's order (`write_order`: the triggered nodes'
    tasks by node name, then the `Send`s in the order they were made), edges and routers
    choose the next frontier, and one checkpoint is saved.
@@ -181,6 +184,9 @@ class Run:
         """Its langchain_core chain run, when it reports to callbacks (`_events.py`)."""
         self.step_error: BaseException | None = None
         """Why the step stopped besides its tasks' own errors: the graph's `step_timeout`."""
+        self.concurrent = False
+        """The running step has two or more tasks to run: each finished task's writes are saved
+        as it finishes (`finish`)."""
 
     def write_custom(self, chunk: Any) -> None:
         self.send("custom", chunk)
@@ -991,22 +997,19 @@ class Run:
             if self.trace:
                 for t in todo:
                     payload = trace_start(t, t.input())
-                    for emit in trace(self, "tasks", payload, self.step + 1):
-                        yield emit
-            yield RunTasks(todo)
+                    yield from trace(self, "tasks", payload, self.step + 1)
+            self.concurrent = len(todo) > 1
+            yield RunTasks(todo)  # the driver reports each task of two or more as it ends
             failed = self.step_error is not None
             for t in todo:
                 if t.cancelled:  # a sibling failed, or the step timed out, before it finished
                     failed = True
-                elif t.error is None and t.pause is None:
-                    self.to_writes(t)  # may find the result invalid: an error
-                    if t.pushed:  # push_message() wrote before the node returned
-                        t.writes[:0] = t.pushed
+                    if self.trace:
+                        yield from trace(self, "tasks", trace_result(t), self.step + 1)
+                    continue
+                if not t.ended:
+                    yield from self.finish(t)
                 failed = failed or t.error is not None or t.pause is not None
-            if self.trace:
-                for t in todo:
-                    for emit in trace(self, "tasks", trace_result(t), self.step + 1):
-                        yield emit
             self.steps += 1
             if failed:  # (a task finished in an earlier attempt of this step has neither)
                 stuck = [t for t in tasks if t.error is not None or t.pause is not None]
@@ -1038,15 +1041,48 @@ class Run:
                 names = self.route(ran, gotos, new_versions)
             paused = self.static_pause(names, ran)
             yield from self.save("loop", names, new_versions, appended, paused)
-            if "updates" in self.modes:
-                for t in tasks:
-                    if not t.done:  # (a done task's update was shown before the step ran)
-                        yield Emit("updates", self.update_chunk(t))
+            if "updates" in self.modes and not self.concurrent:
+                # A step of one task saves no pending writes: its update shows once the step is
+                # saved, so a consumer that stops there leaves the step done.
+                for t in todo:
+                    yield Emit("updates", self.update_chunk(t))
             if "values" in self.modes:
                 yield Emit("values", self.output())
             if paused:
                 return (yield from self.static_stop())
         return self.output()
+
+    def finish(self, t: Task) -> Loop[None]:
+        """Task `t` of the step ended (it was not cancelled): reported as it ends, in the order
+        the step's tasks end, as LangGraph does. Its return value becomes its writes (which may
+        find it invalid: an error); in a step of two or more tasks, a finished task's writes
+        are then saved as pending writes of the step's base checkpoint (so a crash before the
+        step completes does not run it again; a step of one task saves only its checkpoint);
+        then its `updates` chunk and its `tasks` result are streamed (the `updates` chunk of
+        a task alone in its step comes once the step's checkpoint is saved). The step's writes
+        still reach the reducers when it completes, in `write_order`."""
+        t.ended = True
+        if t.error is None and t.pause is None:
+            self.to_writes(t)  # may find the result invalid: an error
+            if t.pushed:  # push_message() wrote before the node returned
+                t.writes[:0] = t.pushed
+        ok = t.error is None and t.pause is None
+        if ok and self.concurrent and self.saver is not None:
+            yield PutWrites(self._head(), self.finished_writes(t), t.id)
+            t.saved = True
+        if ok and self.concurrent and "updates" in self.modes:
+            yield Emit("updates", self.update_chunk(t))
+        if self.trace:
+            yield from trace(self, "tasks", trace_result(t), self.step + 1)
+
+    def finished_writes(self, t: Task) -> list[tuple[str, Any]]:
+        """The pending writes that record finished task `t`: what it wrote (messages named,
+        `UntrackedValue` keys left out), its gotos, and that it is done."""
+        _name_messages(self.graph.channels, t.writes)
+        kept = t.writes
+        if self.graph.untracked:  # never stored, so a resumed run does not have them
+            kept = [(c, v) for c, v in kept if c not in self.graph.untracked]
+        return [*kept, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
 
     def same_task(self, tup: CheckpointTuple) -> bool:
         """Whether this subgraph's head was made by the parent's task that runs it now (an
@@ -1065,12 +1101,13 @@ class Run:
     def stop(self, tasks: list[Task], ran: list[Task], stuck: list[Task]) -> Loop[Paused]:
         """A step that did not complete: keep finished work, record pauses and errors.
 
-        The step's writes are saved first, as pending writes of the head checkpoint (which
-        keeps the state from before the step); only then is anything shown. As in LangGraph,
-        what the finished tasks wrote shows in the `updates` stream (one chunk per task, in
-        frontier order, each pause's `{"__interrupt__": (...)}` among them), in the last
-        `values` chunk and in the state a pause returns; the step's writes are applied to
-        the saved state once, when it completes.
+        The step's writes are saved as pending writes of the head checkpoint (which keeps
+        the state from before the step): a finished task's as it finished, in a step of
+        several (`finish`), the others' now; only then are the pauses shown. As in LangGraph,
+        what the finished tasks wrote shows in the `updates` stream (one chunk per task, as
+        each finished), then each pause's `{"__interrupt__": (...)}` (in frontier order), in
+        the last `values` chunk and in the state a pause returns; the step's writes are
+        applied to the saved state once, when it completes.
         """
         saver = self.saver
         asked: dict[str, tuple[Interrupt, ...]] = {}
@@ -1082,12 +1119,10 @@ class Run:
                 writes = []  # it did not finish: it runs again when the step is resumed
             elif t.error is not None:
                 writes = [(ERROR, repr(t.error))]  # LangGraph's StateTask.error text
+            elif t.saved:
+                continue  # saved as it finished (`finish`)
             else:
-                _name_messages(self.graph.channels, t.writes)
-                kept = t.writes
-                if self.graph.untracked:  # never stored, so a resumed run does not have them
-                    kept = [(c, v) for c, v in kept if c not in self.graph.untracked]
-                writes = [*kept, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
+                writes = self.finished_writes(t)
             for pause in t.pause or ():
                 if all(i.id != pause.id for i in t.recorded):
                     writes.append((INTERRUPT, pause))
@@ -1095,13 +1130,15 @@ class Run:
                 asked[t.id] = tuple(t.pause)
             if saver is not None and writes:
                 yield PutWrites(self._head(), writes, t.id)
+        if "updates" in self.modes and not self.concurrent:
+            for t in ran:  # a task alone in its step that finished (the step timed out)
+                if t.error is None and t.pause is None and not t.cancelled:
+                    yield Emit("updates", self.update_chunk(t))
         errors = [
             t for t in stuck if t.error is not None and not isinstance(t.error, NodeInterrupt)
         ]
         node_interrupts = [t for t in stuck if isinstance(t.error, NodeInterrupt)]
         if errors or self.step_error is not None:
-            if "updates" in self.modes:
-                yield from self.finished_updates(ran, {})
             err = errors[0].error if errors else self.step_error
             assert err is not None
             note = f"on thread {self.thread_id!r}"
@@ -1150,13 +1187,11 @@ class Run:
     def finished_updates(
         self, ran: list[Task], asked: dict[str, tuple[Interrupt, ...]]
     ) -> Loop[None]:
-        """The `updates` chunks of an incomplete step's tasks that ran in this attempt: each
-        finished task's update and each pause's interrupts, in frontier order."""
+        """The `updates` chunks of an incomplete step's pauses, in frontier order, after the
+        chunks of its finished tasks (each streamed as the task finished: `finish`)."""
         for t in ran:
             if t.id in asked:
                 yield Emit("updates", {"__interrupt__": asked[t.id]})
-            elif t.error is None and t.pause is None and not t.cancelled:
-                yield Emit("updates", self.update_chunk(t))
 
     def finished_output(self, tasks: list[Task]) -> Any:
         """The run's output with the writes of the step's finished tasks applied, on a copy

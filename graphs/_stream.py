@@ -128,9 +128,18 @@ def task_result(task: Task) -> dict[str, Any]:
         "id": task.id,
         "name": task.name,
         "error": task.error,
-        "result": dict(task.writes) if task.error is None and task.pause is None else {},
+        "result": _fold(task.writes) if task.error is None and task.pause is None else {},
         "interrupts": [dataclasses.asdict(i) for i in task.pause or ()],
     }
+
+
+def _fold(writes: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A task's writes by key, as LangGraph's task results show them: a key written more than
+    once (`push_message()`, a list of updates) as `{"$writes": [value, ...]}`."""
+    by_key: dict[str, list[Any]] = {}
+    for key, value in writes:
+        by_key.setdefault(key, []).append(value)
+    return {k: v[0] if len(v) == 1 else {"$writes": v} for k, v in by_key.items()}
 
 
 def checkpoint_payload(run: Run, parent: Any, metadata: Mapping[str, Any]) -> dict[str, Any]:

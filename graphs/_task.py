@@ -69,6 +69,7 @@ class Task:
         "calls",
         "cancelled",
         "done",
+        "ended",
         "error",
         "failure",
         "goto",
@@ -83,6 +84,7 @@ class Task:
         "recorded",
         "result",
         "run",
+        "saved",
         "scope_id",
         "spec",
         "split",
@@ -110,6 +112,10 @@ class Task:
         self.once: dict[str, tuple[str, Any]] = {}
         self.recorded: list[Interrupt] = []
         self.done = False
+        self.ended = False
+        """This attempt of it ended and was reported (`Run.finish`)."""
+        self.saved = False
+        """Its writes were saved as pending writes as it finished (a step of several tasks)."""
         self.writes: list[tuple[str, Any]] = []
         self.split: list[int] | None = None
         """For a list return, how many of `writes` each item gave (the `updates` stream shows

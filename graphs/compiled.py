@@ -510,8 +510,9 @@ class CompiledGraph(RunnableMethods):
         if traced(run):  # reported to langchain_core callbacks (`_events.py`)
             run.chain = await start_async(run, input)
         try:
-            async with lock:
-                async for chunk in drive_async(run, run.execute(input), got):
+            # Closed before the lock is let go: a stream left early ends its step's tasks.
+            async with lock, contextlib.aclosing(drive_async(run, run.execute(input), got)) as gen:
+                async for chunk in gen:
                     yield chunk
             out.append(self._finish(run, got[0]))
         except BaseException as e:
@@ -883,7 +884,9 @@ class CompiledGraph(RunnableMethods):
             values = channel_values.get(ROOT)
         return StateSnapshot(
             values=values,
-            next=tuple(t.name for t in tasks if not t.done),
+            # As LangGraph: the head leaves out the tasks that finished (their writes are kept);
+            # a past checkpoint (history, or named by id) shows every task its step ran.
+            next=tuple(t.name for t in tasks if not (t.done and latest)),
             config=tup.config,
             metadata=dict(tup.metadata),
             created_at=cp["ts"],

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import CheckpointFormatError, SerializationError
-from ..types import Command, Interrupt, Send
+from ..types import Command, Interrupt, Overwrite, Send
 
 __all__ = [
     "FORMAT_VERSION",
@@ -92,6 +92,8 @@ register_type(
     lambda d: Interrupt(d[0], d[1], d[2], d[3], d[4]),
 )
 register_type(Send, "send", lambda v: [v.node, v.arg], lambda d: Send(d[0], d[1]))
+# A finished task's writes are saved as it finishes, so an `Overwrite` it returned is stored.
+register_type(Overwrite, "overwrite", lambda v: v.value, Overwrite)
 
 
 def _decode_command(d: list[Any]) -> Command:

@@ -226,11 +226,14 @@ def test_a_subgraphs_static_pause_shows_once_in_the_parents_stream(
     g.add_edge(START, "inner").add_edge(START, "beside")
     app = g.compile(checkpointer=saver, interrupt_mode="return")
     chunks = list(app.stream({"log": []}, CONFIG, stream_mode="updates", subgraphs=True))
-    assert [(len(ns), chunk) for ns, chunk in chunks] == [
-        (1, {"first": {"log": ["first"]}}),
+    shown = [(len(ns), chunk) for ns, chunk in chunks]
+    # `inner` and `beside` run concurrently (threads, as LangGraph's): their chunks come in
+    # the order they finish, which the test does not fix; the pause shows once, last.
+    assert sorted(shown[:2], key=repr) == [
         (0, {"beside": {"log": ["beside"]}}),
-        (0, {"__interrupt__": ()}),
+        (1, {"first": {"log": ["first"]}}),
     ]
+    assert shown[2:] == [(0, {"__interrupt__": ()})]
     assert app.get_state(CONFIG).values == {"log": ["beside"]}
     assert app.invoke(None, CONFIG) == {"log": ["beside", "first", "second"]}  # by node name
 

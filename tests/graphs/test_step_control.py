@@ -234,11 +234,7 @@ async def test_step_timeout_applies_to_a_step_of_one_task() -> None:
     assert nodes.events == ["slow started", "slow cancelled"]
 
 
-def test_under_invoke_step_timeout_stops_the_tasks_not_yet_started(
-    saver: BaseCheckpointSaver,
-) -> None:
-    ran: list[str] = []
-
+def _timed_nodes(ran: list[str]) -> StateGraph:
     def node(name: str, seconds: float) -> Any:
         def run(state: Log) -> dict[str, Any]:
             time.sleep(seconds)
@@ -248,10 +244,39 @@ def test_under_invoke_step_timeout_stops_the_tasks_not_yet_started(
         return run
 
     g = StateGraph(Log).add_node("slow", node("slow", 0.3)).add_node("after", node("after", 0))
-    app = g.add_edge(START, "slow").add_edge(START, "after").compile(checkpointer=saver)
+    return g.add_edge(START, "slow").add_edge(START, "after")
+
+
+def test_under_invoke_step_timeout_waits_for_the_running_threads_then_fails(
+    saver: BaseCheckpointSaver,
+) -> None:
+    # A step's sync tasks run concurrently in threads (as LangGraph's); a running thread cannot
+    # be stopped, so invoke waits for it past the timeout, keeps what it wrote, then fails.
+    ran: list[str] = []
+    app = _timed_nodes(ran).compile(checkpointer=saver)
     app.step_timeout = 0.1
-    with pytest.raises(TimeoutError, match=r"node\(s\) \['after'\] had not started"):
+    began = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"node\(s\) \['slow'\] were still running"):
         app.invoke({"log": []}, CONFIG)
+    assert time.monotonic() - began >= 0.3  # no node is left running behind the call
+    assert ran == ["after", "slow"]
+    assert app.get_state(CONFIG).values == {"log": ["after", "slow"]}
+    app.step_timeout = None
+    # Both finished: a resume runs neither again, and applies the writes by node name.
+    assert app.invoke(None, CONFIG) == {"log": ["after", "slow"]}
+    assert ran == ["after", "slow"]
+
+
+def test_under_invoke_step_timeout_stops_the_tasks_not_yet_started(
+    saver: BaseCheckpointSaver,
+) -> None:
+    ran: list[str] = []
+    app = _timed_nodes(ran).compile(checkpointer=saver)
+    app.step_timeout = 0.1
+    # One thread at a time: `after` waits for `slow`, and the timeout keeps it from starting.
+    config = {**CONFIG, "max_concurrency": 1}
+    with pytest.raises(TimeoutError, match=r"node\(s\) \['after'\] had not started"):
+        app.invoke({"log": []}, config)
     assert ran == ["slow"]  # a running sync node cannot be stopped; its writes are kept
     assert (app.get_state(CONFIG)).values == {"log": ["slow"]}
     app.step_timeout = None

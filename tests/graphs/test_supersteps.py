@@ -132,9 +132,17 @@ def test_two_writes_to_a_plain_key_in_one_step_are_refused() -> None:
         "At key 'status': Can receive only one value per step, got 2 (from ['a', 'b']), and the "
         "key has no reducer: declare it as Annotated[T, reducer] to merge them"
     )
-    # Nothing of the step was applied: the thread still waits to run a and b.
+    # Nothing of the step was applied. Both tasks finished, and (a step's tasks running
+    # concurrently, as in LangGraph) each one's writes were saved as it finished: the head
+    # shows them done (not in `next`), and a resume applies them again, failing the same way.
     state = app.get_state(config)
-    assert (state.values, state.next) == ({"status": "new", "log": []}, ("a", "b"))
+    assert (state.values, state.next) == ({"status": "new", "log": []}, ())
+    assert [(t.name, t.result) for t in state.tasks] == [
+        ("a", {"status": "a"}),
+        ("b", {"status": "b"}),
+    ]
+    with pytest.raises(InvalidUpdateError, match="Can receive only one value per step"):
+        app.invoke(None, config)
 
 
 def test_one_checkpoint_per_step_with_values_frontier_and_metadata() -> None:

@@ -6,6 +6,10 @@ requests of `_drive.py`) and never performs it; `drive_sync` and `drive_async` t
 each request with the sync or async saver and task runner. So `invoke` and `ainvoke` share
 every rule. A task (one node run of a step) is a `Task`, in `_task.py`.
 
+A run's input is saved first, as LangGraph saves it: an input checkpoint (`source="input"`, the
+thread's values as they were, the input in the `__start__` channel, the `__start__` task next),
+then that task's step applies it (step 0 on a new thread, `source="loop"`).
+
 A superstep:
 1. every task of the frontier runs (concurrently: in threads under `invoke`, on the event loop
    under `ainvoke`); a task that finished in an earlier, incomplete attempt of this step is not
@@ -75,6 +79,9 @@ DEFER_CHANNEL = "__deferred__"
 _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
 INPUT = "__input__"
 """`update_state(as_node="__input__")`: the values are written as a run's input is."""
+START_CHANNEL = START
+"""The input an input checkpoint holds (a dict of state keys), until its `__start__` task
+applies it (LangGraph's `__start__` channel)."""
 
 
 class Paused:
@@ -226,7 +233,7 @@ class Run:
             # a key the schema no longer has is dropped; the other keys still load
         self.versions = dict(cp["channel_versions"])
         self.frontier = [(name, task_id) for name, task_id in cp["next_tasks"]]
-        unknown = [n for n, _ in self.frontier if n not in self.graph.nodes]
+        unknown = [n for n, _ in self.frontier if n not in self.graph.nodes and n != START]
         if unknown:
             raise ResumeError(
                 f"thread {self.thread_id!r} is paused before node(s) {unknown} that this graph "
@@ -847,6 +854,9 @@ class Run:
         untracked = self.graph.untracked
         for key in untracked:
             values.pop(key, None)
+        start = values.get(START_CHANNEL)
+        if start:
+            values[START_CHANNEL] = {k: v for k, v in start.items() if k not in untracked}
         sends = values.get(SENDS_CHANNEL)
         if sends:
             values[SENDS_CHANNEL] = {
@@ -875,6 +885,8 @@ class Run:
             else:  # no Send (they come last): the hot path
                 self.frontier = [(n, n) for n in names]  # type: ignore[misc]
             return
+        if START_CHANNEL in self.internal:  # the input it held is applied, or replaced
+            self.drop_start(new_versions)
         cp = self.checkpoint(names, paused, appended, new_versions)
         parent = self.head_config or {
             "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
@@ -926,6 +938,14 @@ class Run:
                 return self.output()
             yield from self.inherit_answers(self.parent.answers)
             input = None
+        started = False
+        if self.frontier and self.frontier[0][0] == START:
+            # The head is an input checkpoint whose `__start__` task did not run (the process
+            # stopped after saving it, or `update_state(as_node="__input__")` wrote it): apply
+            # its input first, once, as the step it is.
+            started = True
+            if (yield from self.start_step()) and input is None:
+                return (yield from self.static_stop())
         is_command = isinstance(input, Command)
         goto: list[str | Send] = []
         if is_command and input.goto:
@@ -945,31 +965,39 @@ class Run:
                 raise InvalidUpdateError("the input is empty: pass a dict of state keys")
             # A new run: the input goes through the reducers, START's edges pick the entry.
             keys = None if is_command else self.graph.input_keys
-            new_versions, appended = self.apply(
-                [(START, self.check_input(update, "the input", keys, input=not is_command))]
-            )
-            names = yield from self.next_frontier([START], [], new_versions)
-            paused = self.static_pause(names, [])
-            yield from self.save("input", names, new_versions, appended, paused)
-            # As LangGraph: an empty input shows no state; nor does an entrypoint's input (it
-            # writes a channel of its own, not the root channel of return values).
-            if (
-                "values" in self.modes
-                and new_versions
-                and (not self.graph.root or ROOT in new_versions)
-            ):
+            given = self.check_input(update, "the input", keys, input=not is_command)
+            if self.saver is not None:
+                # As LangGraph: an input checkpoint, whose `__start__` task then applies it.
+                yield from self.save_input(given)
+                if (yield from self.start_step()):
+                    return (yield from self.static_stop())
+            else:
+                # Nothing is saved without a saver: the input's step (-1) is not a checkpoint.
+                new_versions, appended = self.apply([(START, given)])
+                names = yield from self.next_frontier([START], [], new_versions)
+                paused = self.static_pause(names, [])
+                yield from self.save("loop", names, new_versions, appended, paused)
+                yield from self.emit_input(new_versions)
+                if paused:
+                    return (yield from self.static_stop())
+        elif not is_command and input is not None:
+            # Input on a paused or failed thread: an input checkpoint, as for a new run; its
+            # `__start__` task applies it, and the frontier (its task ids, its pending writes,
+            # the answers given) is kept, a static pause lifted.
+            given = self.check_input(update, "the input", self.graph.input_keys, input=True)
+            yield from self.save_input(given)
+            yield from self.start_step(show=False)
+            if "values" in self.modes:  # as LangGraph: a resumed run shows the state it resumes
                 yield Emit("values", self.output())
-            if paused:
-                return (yield from self.static_stop())
         else:
             if is_command and input.has_resume:
                 yield from self.answer(input.resume)
             if update is not None:
-                # Input on resume is applied before the frontier runs, in a checkpoint of its own.
-                # (`Command(update=...)` may write any state key, as in LangGraph.)
-                keys = None if is_command else self.graph.input_keys
+                # `Command(update=...)` is applied before the frontier runs, in a checkpoint of
+                # its own (`source="input"`, no `__start__` task); it may write any state key,
+                # as in LangGraph.
                 new_versions, appended = self.apply(
-                    [(START, self.check_input(update, "the input", keys, input=not is_command))]
+                    [(START, self.check_input(update, "the input", None))]
                 )
                 if goto:
                     self.add_to_frontier(goto, new_versions)
@@ -978,7 +1006,8 @@ class Run:
                 new_versions = {}
                 self.add_to_frontier(goto, new_versions)
                 yield from self.carry_over("input", new_versions, {})
-            if "values" in self.modes:  # as LangGraph: a resumed run shows the state it resumes
+            if "values" in self.modes and not started:
+                # As LangGraph: a resumed run shows the state it resumes.
                 yield Emit("values", self.output())
 
         self.steps = 0
@@ -1083,6 +1112,71 @@ class Run:
         if self.graph.untracked:  # never stored, so a resumed run does not have them
             kept = [(c, v) for c, v in kept if c not in self.graph.untracked]
         return [*kept, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
+
+    def save_input(self, writes: list[tuple[str, Any]]) -> Loop[None]:
+        """Save an input checkpoint, LangGraph's: `source="input"`, its step the one after the
+        head's (-1 on a new thread), the thread's values as they were, the input (the writes
+        `check_input` made of it) in the `__start__` channel, and a frontier that begins with
+        the `__start__` task that applies it (then the tasks a paused or failed thread keeps,
+        with their pending writes). `start_step` runs that task."""
+        if self.head_id is None:
+            self.step = -2
+        if self.frontier and self.frontier[0][0] == START:
+            # `update_state(as_node="__input__")` on an input checkpoint: the new input
+            # replaces the one its `__start__` task had not applied (as LangGraph's channel).
+            self.pending.pop(self.frontier.pop(0)[1], None)
+        self.internal[START_CHANNEL] = dict(writes)
+        version = self.versions.get(START_CHANNEL, 0) + 1
+        self.versions[START_CHANNEL] = version
+        yield from self.carry_over("input", {START_CHANNEL: version}, {}, start=True)
+
+    def start_step(self, *, show: bool = True) -> Loop[bool]:
+        """Run the head's `__start__` task: its writes (the input its checkpoint holds) are
+        saved as its pending writes (so history shows the task and its result), applied
+        through the reducers, and the step's checkpoint (`source="loop"`) is saved, its frontier
+        START's edges, or the tasks the head kept after it (input on a paused thread). Run again
+        on a head whose step-0 checkpoint was not saved, it applies the same input once.
+        Returns whether that checkpoint is a static pause (`interrupt_before` a first node);
+        `show`: emit the `values` chunk of the input."""
+        (_, start_id), *rest = self.frontier
+        writes = list((self.internal.get(START_CHANNEL) or {}).items())
+        if not any(channel == DONE for channel, _ in self.pending.get(start_id, ())):
+            _name_messages(self.graph.channels, writes)
+            kept = writes
+            if self.graph.untracked:  # never stored (the run itself applies them)
+                kept = [(c, v) for c, v in writes if c not in self.graph.untracked]
+            yield PutWrites(self._head(), [*kept, (DONE, True)], start_id)
+        self.pending.pop(start_id, None)
+        self.frontier = rest
+        new_versions, appended = self.apply([(START, writes)])
+        changed = dict(new_versions)  # (before saving adds the emptied `__start__` channel)
+        paused: list[str] = []
+        if rest:
+            yield from self.carry_over("loop", new_versions, appended)
+        else:
+            names = yield from self.next_frontier([START], [], new_versions)
+            paused = self.static_pause(names, [])
+            yield from self.save("loop", names, new_versions, appended, paused)
+        if show:
+            yield from self.emit_input(changed)
+        return bool(paused)
+
+    def emit_input(self, new_versions: dict[str, int]) -> Loop[None]:
+        """The `values` chunk of a run's input, given what applying it changed. As LangGraph:
+        an empty input shows no state; nor does an entrypoint's input (it writes a channel of
+        its own, not the root channel of return values)."""
+        if (
+            "values" in self.modes
+            and new_versions
+            and (not self.graph.root or ROOT in new_versions)
+        ):
+            yield Emit("values", self.output())
+
+    def drop_start(self, new_versions: dict[str, int]) -> None:
+        """The input the head held is applied (or an update replaced it): empty its channel."""
+        del self.internal[START_CHANNEL]
+        version = self.versions.get(START_CHANNEL, 0) + 1
+        self.versions[START_CHANNEL] = new_versions[START_CHANNEL] = version
 
     def same_task(self, tup: CheckpointTuple) -> bool:
         """Whether this subgraph's head was made by the parent's task that runs it now (an
@@ -1217,7 +1311,7 @@ class Run:
 
     def answer(self, resume: Any) -> Loop[None]:
         """Record `Command(resume=...)` answers durably, before anything runs."""
-        tasks = [self.make_task(name, task_id) for name, task_id in self.frontier]
+        tasks = [self.make_task(name, task_id) for name, task_id in self.frontier if name != START]
         waiting = [(t, i) for t in tasks for i in self.unanswered(t)]
         resumable = [(t, i) for t, i in waiting if i.resumable]
         if not resumable:
@@ -1267,6 +1361,8 @@ class Run:
         if not answers:
             return
         for name, task_id in self.frontier:
+            if name == START:
+                continue
             for i in self.unanswered(self.make_task(name, task_id)):
                 if i.id in answers:
                     write = (RESUME, [i.id, answers[i.id]])
@@ -1274,15 +1370,26 @@ class Run:
                     self.pending.setdefault(task_id, []).append(write)
 
     def carry_over(
-        self, source: str, new_versions: dict[str, int], appended: dict[str, int]
+        self,
+        source: str,
+        new_versions: dict[str, int],
+        appended: dict[str, int],
+        *,
+        start: bool = False,
     ) -> Loop[None]:
-        """Save a checkpoint that keeps the frontier, its task ids and their pending writes."""
+        """Save a checkpoint that keeps the frontier, its task ids and their pending writes;
+        `start`: an input checkpoint, whose frontier begins with the `__start__` task."""
         if self.saver is None:
             return
         pending = self.pending
         self.step += 1
+        checkpoint_id = new_checkpoint_id(checkpoint_seq(self.head_id) + 1)
+        if start:
+            self.frontier = [(START, self.task_id(checkpoint_id, START)), *self.frontier]
+        elif START_CHANNEL in self.internal and all(n != START for n, _ in self.frontier):
+            self.drop_start(new_versions)
         cp = self._checkpoint(
-            new_checkpoint_id(checkpoint_seq(self.head_id) + 1),
+            checkpoint_id,
             # An update leaves a static pause in place; input given on resume lifts it.
             list(self.paused) if source == "update" else [],
             appended,
@@ -1392,6 +1499,13 @@ class Run:
                 writes = [] if values is None else self.check_input(values, "update_state values")
                 step.append((node, writes))
                 ran.append(node)
+            if self.frontier and self.frontier[0][0] == START and START in ran:
+                # As LangGraph: an update as `"__start__"` on an input checkpoint is what its
+                # `__start__` task wrote (history shows it as the task's result).
+                writes = [w for node, ws in step if node == START for w in ws]
+                if self.graph.untracked:
+                    writes = [(c, v) for c, v in writes if c not in self.graph.untracked]
+                yield PutWrites(self._head(), [*writes, (DONE, True)], self.frontier[0][1])
             new_versions, appended = self.apply(step)
             if self.graph.fleeting:  # as if those nodes had run a step
                 self.expire(new_versions)
@@ -1442,22 +1556,17 @@ class Run:
         self.frontier = plain + sent
 
     def write_input(self, values: Any) -> Loop[None]:
-        """`update_state(as_node="__input__")`: write `values` as `invoke(values)` would,
-        without running anything: on a thread with nothing to run, through the reducers and
-        START's edges into a checkpoint with `source="input"`; on a paused or failed one, as
-        input given on resume is (the frontier and its pending writes kept)."""
+        """`update_state(as_node="__input__")`: save the input checkpoint `invoke(values)`
+        would (`save_input`), without running anything: its `__start__` task applies the input
+        when the thread is run on (`invoke(None, config)`), or `update_state(values,
+        as_node="__start__")` writes what the task would have written."""
         if values is None:
             raise InvalidUpdateError(
                 "update_state(as_node='__input__') needs values: the input to write (a dict of "
                 "state keys)"
             )
         writes = self.check_input(values, "update_state values", self.graph.input_keys, input=True)
-        new_versions, appended = self.apply([(START, writes)])
-        if self.frontier:
-            yield from self.carry_over("input", new_versions, appended)
-            return
-        names = yield from self.next_frontier([START], [], new_versions)
-        yield from self.save("input", names, new_versions, appended, self.static_pause(names, []))
+        yield from self.save_input(writes)
 
     # ---- fork -----------------------------------------------------------------------
 
@@ -1501,7 +1610,7 @@ def finished_values(graph: CompiledGraph, tup: CheckpointTuple) -> dict[str, Any
         run.restore(tup)
     except ResumeError:  # its frontier names a node the graph no longer has
         return None
-    tasks = [run.make_task(name, task_id) for name, task_id in run.frontier]
+    tasks = [run.make_task(name, task_id) for name, task_id in run.frontier if name != START]
     step = [(t.name, t.writes) for t in write_order(tasks) if t.done and t.writes]
     if not step:
         return None

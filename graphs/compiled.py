@@ -40,6 +40,7 @@ from .errors import (
     ResumeError,
 )
 from .types import (
+    START,
     Command,
     Durability,
     Interrupt,
@@ -884,9 +885,10 @@ class CompiledGraph(RunnableMethods):
             values = channel_values.get(ROOT)
         return StateSnapshot(
             values=values,
-            # As LangGraph: the head leaves out the tasks that finished (their writes are kept);
-            # a past checkpoint (history, or named by id) shows every task its step ran.
-            next=tuple(t.name for t in tasks if not (t.done and latest)),
+            # As LangGraph: a finished task of an incomplete step leaves `next` only at the
+            # thread's head, whose values show its writes; an input checkpoint's `__start__`
+            # task never does (its values are the state before the input).
+            next=tuple(t.name for t in tasks if not (t.done and latest) or t.name == START),
             config=tup.config,
             metadata=dict(tup.metadata),
             created_at=cp["ts"],
@@ -902,10 +904,12 @@ class CompiledGraph(RunnableMethods):
         intended value of an `operator.add` list), and the frontier and pending pauses are kept.
         With `as_node="x"`, the values go through the reducers as if node `x` had returned them
         (a `Command(update=, goto=)` too), and the frontier becomes what follows `x`; `START`
-        (`"__start__"`) is the input just read: what follows is START's edges.
-        `as_node="__input__"` writes the values as `invoke(values)` does, without running
-        anything: a checkpoint with `source="input"` at START's edges, or, on a paused or failed
-        thread, input given on resume (the frontier kept, a static pause lifted).
+        (`"__start__"`) is the input just read: what follows is START's edges (on an input
+        checkpoint, the values are its `__start__` task's result, as in LangGraph).
+        `as_node="__input__"` saves the input checkpoint `invoke(values)` saves, without running
+        anything (`source="input"`, next `("__start__",)`, then, on a paused or failed thread,
+        the tasks it keeps): `invoke(None, config)` applies the input and goes on, or
+        `as_node="__start__"` writes what it applies.
 
         An update goes on the thread's latest checkpoint: a config whose `checkpoint_id` names
         an earlier one is refused with `InvalidUpdateError` (history never branches); `fork`

@@ -330,9 +330,16 @@ class BaseCheckpointSaver:
         raise NotImplementedError
 
     def put_writes(
-        self, config: RunConfig, writes: Sequence[tuple[str, Any]], task_id: str
+        self,
+        config: RunConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
     ) -> None:
-        """Append pending writes of `task_id` to the checkpoint `config` points at."""
+        """Append pending writes of `task_id` to the checkpoint `config` points at.
+
+        `task_path` is LangGraph's (a saver written for it may be called with one); the runtime
+        never passes it and savers ignore it."""
         raise NotImplementedError
 
     def delete_thread(self, thread_id: str) -> None:
@@ -395,7 +402,11 @@ class BaseCheckpointSaver:
         return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
-        self, config: RunConfig, writes: Sequence[tuple[str, Any]], task_id: str
+        self,
+        config: RunConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
     ) -> None:
         await asyncio.to_thread(self.put_writes, config, writes, task_id)
 

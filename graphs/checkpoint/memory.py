@@ -271,7 +271,11 @@ class InMemorySaver(BaseCheckpointSaver):
         return checkpoint_config(thread_id, ns, checkpoint["id"])
 
     def put_writes(
-        self, config: RunConfig, writes: Sequence[tuple[str, Any]], task_id: str
+        self,
+        config: RunConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
     ) -> None:
         thread_id, ns = self._key(config)
         checkpoint_id = config_checkpoint_id(config) or ""

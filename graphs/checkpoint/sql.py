@@ -482,14 +482,22 @@ class SQLSaver(BaseCheckpointSaver):
         return checkpoint_config(args[0], args[1], checkpoint["id"])
 
     def put_writes(
-        self, config: RunConfig, writes: Sequence[tuple[str, Any]], task_id: str
+        self,
+        config: RunConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
     ) -> None:
         args = _writes_args(self._key(config), config, writes, task_id)
         if args is not None:
             self._run_thread((args[0], args[1]), _writes_tx, self._d, *args, retry=False)
 
     async def aput_writes(
-        self, config: RunConfig, writes: Sequence[tuple[str, Any]], task_id: str
+        self,
+        config: RunConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
     ) -> None:
         args = _writes_args(self._key(config), config, writes, task_id)
         if args is not None:

@@ -150,7 +150,7 @@ def test_delta_channel_history_shows_each_checkpoints_value(tmp_path: Path) -> N
     config = {"configurable": {"thread_id": "t"}}
     app.invoke({"log": ["in"]}, config)
     logs = [s.values.get("log") for s in app.get_state_history(config)]
-    assert logs == [["in", "one", "two"], ["in", "one"], ["in"]]
+    assert logs == [["in", "one", "two"], ["in", "one"], ["in"], None]  # then the input's
     # Running again from the middle one does not see what came after it.
     before_two = next(s for s in app.get_state_history(config) if s.next == ("two",))
     fork = app.fork(before_two.config, "fork")
@@ -395,7 +395,8 @@ def test_ephemeral_value_is_seen_by_the_next_step_only(tmp_path: Path) -> None:
     config = {"configurable": {"thread_id": "t"}}
     assert app.invoke({"seen": [], "hint": "input"}, config) == {"seen": ["input", "-"]}
     hints = [s.values.get("hint") for s in app.get_state_history(config)]
-    assert hints == [None, None, "input"]  # newest first: stored while it lasts
+    # Newest first: stored while it lasts (from step 0); the input checkpoint is before it.
+    assert hints == [None, None, "input", None]
 
 
 def test_ephemeral_value_outlives_a_pause_in_the_step_that_reads_it(tmp_path: Path) -> None:
@@ -473,7 +474,8 @@ def test_topic_with_accumulate_keeps_every_steps_items_across_runs(tmp_path: Pat
     out = again.invoke({"seen": [], "news": "input news"}, config)
     assert out["archive"] == ["in", "a", "b1", "b2", "c", "a", "b1", "b2", "c"]
     news = [s.values.get("news") for s in again.get_state_history(config)]
-    # Newest first, each run's checkpoints: after d, after c, after a and b, the input.
+    # Newest first, each run's checkpoints: after d, after c, after a and b, the input
+    # applied (step 0), the input checkpoint (the state before it).
     assert news == [
         None,
         None,
@@ -481,6 +483,8 @@ def test_topic_with_accumulate_keeps_every_steps_items_across_runs(tmp_path: Pat
         ["input news"],
         None,
         None,
+        None,
         ["a", "b1", "b2"],
+        None,
         None,
     ]

@@ -35,7 +35,8 @@ def test_a_later_node_mutating_state_in_place_does_not_change_earlier_checkpoint
     app = g.compile(checkpointer=InMemorySaver())
     app.invoke({"log": []}, CONFIG)
 
-    assert history(app)[:2] == [
+    assert history(app)[:3] == [
+        {},  # the input checkpoint: the state before the input
         {"log": []},
         {"items": ["x"], "log": ["a"], "meta": {"owner": "ada"}},
     ]
@@ -56,7 +57,7 @@ def test_mutating_what_a_node_returned_after_the_step_does_not_change_history() 
     g = StateGraph(State).add_node("a", a).add_node("b", b)
     app = g.add_edge(START, "a").add_edge("a", "b").compile(checkpointer=InMemorySaver())
     app.invoke({"log": []}, CONFIG)
-    assert history(app)[1] == {"log": [], "items": ["x"]}
+    assert history(app)[2] == {"log": [], "items": ["x"]}
 
 
 def test_mutating_the_input_the_result_or_a_snapshot_changes_nothing_saved() -> None:
@@ -75,7 +76,10 @@ def test_mutating_the_input_the_result_or_a_snapshot_changes_nothing_saved() -> 
     snapshot.values["meta"]["k"].append(3)
 
     assert app.get_state(CONFIG).values == saved
-    assert history(app) == [{"items": ["in"], "log": ["in"], "meta": {"k": [1]}}, saved]
+    assert history(app) == [{}, {"items": ["in"], "log": ["in"], "meta": {"k": [1]}}, saved]
+    # nor the input as its checkpoint's `__start__` task holds it
+    first = list(app.get_state_history(CONFIG))[-1]
+    assert first.tasks[0].result == {"items": ["in"], "log": ["in"], "meta": {"k": [1]}}
 
 
 def test_pending_writes_are_copies_too() -> None:

@@ -139,8 +139,16 @@ def test_input_given_on_resume_is_applied_before_the_frontier_runs() -> None:
 
     assert seen == [80]
     assert result == {"amount": 80, "log": ["asked", "edited", "charged"]}
-    sources = [s.metadata["source"] for s in app.get_state_history(CONFIG)]
-    assert sources == ["loop", "input", "input"]
+    # Newest first: charge's step; the edit applied (still before charge) and its input
+    # checkpoint; the pause before charge and the first input's checkpoint.
+    history = [(s.metadata["source"], s.next) for s in app.get_state_history(CONFIG)]
+    assert history == [
+        ("loop", ()),
+        ("loop", ("charge",)),
+        ("input", ("__start__", "charge")),
+        ("loop", ("charge",)),
+        ("input", ("__start__",)),
+    ]
 
 
 # ---- NodeInterrupt ------------------------------------------------------------------------

@@ -114,7 +114,8 @@ def test_a_run_takes_langgraphs_durability_modes_and_saves_every_step_under_each
     for mode in ("sync", "async", "exit"):
         config = {"configurable": {"thread_id": mode}}
         assert graph.invoke({"n": 1}, config, durability=mode) == {"n": 2}
-        assert len(list(graph.get_state_history(config))) == 2
+        # the input checkpoint, step 0 (the input applied), inc's step: "exit" too
+        assert len(list(graph.get_state_history(config))) == 3
     assert list(graph.stream({"n": 1}, stream_mode="values", durability="exit")) == [
         {"n": 1},
         {"n": 2},

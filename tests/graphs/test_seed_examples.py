@@ -245,7 +245,8 @@ def test_custom_checkpoint_backends_have_the_documented_methods() -> None:
     make_graph().compile(checkpointer=saver).invoke(
         {"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "t"}}
     )
-    assert len(list(saver.list({"configurable": {"thread_id": "t"}}, limit=10))) == 2
+    # the input checkpoint, step 0 (the input applied), the node's step
+    assert len(list(saver.list({"configurable": {"thread_id": "t"}}, limit=10))) == 3
 
 
 # ---- document 003: durable human approval with interrupt() and Command -----------------------

@@ -128,13 +128,15 @@ def test_history_is_newest_first_and_old_checkpoints_stay_readable() -> None:
     assert [(s.metadata["step"], s.metadata["source"], s.next) for s in history] == [
         (2, "loop", ()),
         (1, "loop", ("act",)),
-        (0, "input", ("plan",)),
+        (0, "loop", ("plan",)),
+        (-1, "input", ("__start__",)),
     ]
     assert history[0].values == app.get_state(CONFIG).values
-    assert app.get_state(history[-1].config).values == {"messages": ["hi"]}
+    assert app.get_state(history[-2].config).values == {"messages": ["hi"]}
+    assert app.get_state(history[-1].config).values == {}  # before the input
     assert [s.metadata["step"] for s in app.get_state_history(CONFIG, limit=2)] == [2, 1]
     older = app.get_state_history(CONFIG, before=history[0].config)
-    assert [s.metadata["step"] for s in older] == [1, 0]
+    assert [s.metadata["step"] for s in older] == [1, 0, -1]
 
 
 async def test_async_state_api() -> None:
@@ -143,7 +145,7 @@ async def test_async_state_api() -> None:
     snap = await app.aget_state(CONFIG)
     assert snap.values == {"messages": ["plan", "act approved=None"]}
     steps = [s.metadata["step"] async for s in app.aget_state_history(CONFIG)]
-    assert steps == [2, 1, 0]
+    assert steps == [2, 1, 0, -1]
     new = await app.aupdate_state(CONFIG, {"approved": True})
     assert (await app.aget_state(new)).values["approved"] is True
 
@@ -263,15 +265,28 @@ def test_update_state_as_input_writes_what_invoke_would_without_running_it() -> 
     calls: Counter = Counter()
     app = build(calls).compile(checkpointer=InMemorySaver())
     app.update_state(CONFIG, {"messages": ["hi"]}, as_node="__input__")
-    assert history(app, CONFIG) == [({"messages": ["hi"]}, ("plan",), 0, "input")]
+    # The input checkpoint invoke saves: the input waits for its `__start__` task.
+    assert history(app, CONFIG) == [({}, ("__start__",), -1, "input")]
     assert calls == Counter()  # nothing ran
     assert app.invoke(None, CONFIG)["messages"] == ["hi", "plan", "act approved=None"]
+    assert [s[2:] for s in history(app, CONFIG)] == [
+        (2, "loop"),
+        (1, "loop"),
+        (0, "loop"),
+        (-1, "input"),
+    ]
 
-    # A finished thread: a second turn's input, through the reducer, at START's edges again.
+    # A finished thread: a second turn's input, then through the reducer, at START's edges.
     app.update_state(CONFIG, {"messages": ["again"]}, as_node="__input__")
     snap = app.get_state(CONFIG)
-    assert (snap.next, snap.metadata["source"]) == (("plan",), "input")
-    assert snap.values["messages"][-2:] == ["act approved=None", "again"]
+    assert (snap.next, snap.metadata["source"], snap.metadata["step"]) == (
+        ("__start__",),
+        "input",
+        3,
+    )
+    assert snap.values["messages"][-1] == "act approved=None"
+    assert snap.tasks[0].result is None  # not applied yet
+    assert app.invoke(None, CONFIG)["messages"][-3:] == ["again", "plan", "act approved=None"]
 
 
 def test_update_state_as_input_on_a_paused_thread_is_input_given_on_resume() -> None:
@@ -280,7 +295,8 @@ def test_update_state_as_input_on_a_paused_thread_is_input_given_on_resume() -> 
         app.invoke({"messages": ["hi"]}, CONFIG)
     app.update_state(CONFIG, {"approved": True}, as_node="__input__")
     snap = app.get_state(CONFIG)
-    assert (snap.next, snap.metadata["source"]) == (("act",), "input")
+    # its `__start__` task first, then the task the thread keeps
+    assert (snap.next, snap.metadata["source"]) == (("__start__", "act"), "input")
     # As input on resume, it lifts the static pause: the run goes on into "act".
     assert app.invoke(None, CONFIG)["messages"][-1] == "act approved=True"
 
@@ -325,6 +341,7 @@ def test_bulk_update_state_replays_a_run_with_a_command_as_a_nodes_return() -> N
         copy,
         [
             [({"done": []}, "__input__")],
+            [({"done": []}, "__start__")],
             [(Command(goto=sends, update={"done": ["fan"]}), "fan")],
             [({"done": [1]}, "work"), ({"done": [2]}, "work")],
         ],

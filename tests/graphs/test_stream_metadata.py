@@ -63,12 +63,13 @@ def test_a_checkpoint_chunk_names_where_a_pending_subgraph_task_keeps_its_checkp
                 (t.id, t.name, t.state) for t in snapshot.tasks
             ]
     # The top checkpoint before `mid` runs points at mid's namespace; the one inside `mid`
-    # before `inner` runs points one level deeper.
-    (top_task,) = by_ns[()][1]["tasks"]
+    # before `inner` runs points one level deeper (each graph's third checkpoint: after its
+    # input checkpoint and step 0).
+    (top_task,) = by_ns[()][2]["tasks"]
     assert top_task["name"] == "mid"
     mid_ns = f"mid:{top_task['id']}"
     assert top_task["state"] == {"configurable": {"thread_id": "t", "checkpoint_ns": mid_ns}}
-    (mid_task,) = by_ns[(mid_ns,)][1]["tasks"]
+    (mid_task,) = by_ns[(mid_ns,)][2]["tasks"]
     assert mid_task["name"] == "inner"
     assert mid_task["state"]["configurable"]["checkpoint_ns"] == (
         f"{mid_ns}|inner:{mid_task['id']}"
@@ -76,13 +77,14 @@ def test_a_checkpoint_chunk_names_where_a_pending_subgraph_task_keeps_its_checkp
     # and that namespace holds inner's checkpoints, which ran `c`
     inner_config = mid_task["state"]
     assert graph.get_state(inner_config).values == {"log": ["a", "b", "c"]}
-    # a plain node's task has no state
-    assert by_ns[()][0]["tasks"][0] == {
-        "id": by_ns[()][0]["tasks"][0]["id"],
-        "name": "a",
-        "interrupts": (),
-        "state": None,
-    }
+    # a plain node's task has no state, nor has the input checkpoint's `__start__` task
+    for i, name in enumerate(["__start__", "a"]):
+        assert by_ns[()][i]["tasks"][0] == {
+            "id": by_ns[()][i]["tasks"][0]["id"],
+            "name": name,
+            "interrupts": (),
+            "state": None,
+        }
 
 
 def test_a_subgraphs_history_names_its_own_subgraph_tasks(saver: BaseCheckpointSaver) -> None:
@@ -122,7 +124,7 @@ def test_each_checkpoint_notes_the_configs_plain_values(saver: BaseCheckpointSav
     }
     graph.invoke({"log": []}, config)
     metas = [tup.metadata for tup in saver.list({"configurable": {"thread_id": "t"}})]
-    assert [m["source"] for m in metas] == ["loop", "loop", "input"]
+    assert [m["source"] for m in metas] == ["loop", "loop", "loop", "input"]
     for m in metas:
         assert {k: v for k, v in m.items() if k not in ("source", "step")} == {
             "user_id": "u-1",
@@ -139,7 +141,8 @@ def test_each_checkpoint_notes_the_configs_plain_values(saver: BaseCheckpointSav
     assert plain == [
         {"source": "loop", "step": 2, "parents": {}},
         {"source": "loop", "step": 1, "parents": {}},
-        {"source": "input", "step": 0, "parents": {}},
+        {"source": "loop", "step": 0, "parents": {}},
+        {"source": "input", "step": -1, "parents": {}},
     ]
 
 

@@ -330,7 +330,7 @@ def test_checkpoints_mode_matches_the_threads_history(saver_kind: str, tmp_path:
     app = writing_graph().compile(checkpointer=saver)
     events = list(app.stream({"log": []}, thread("c"), stream_mode="checkpoints"))
     history = list(app.get_state_history(thread("c")))
-    assert len(events) == len(history) == 3
+    assert len(events) == len(history) == 4  # the input checkpoint, step 0, a's, b's
     for event, snap in zip(reversed(events), history, strict=True):
         assert event["config"] == snap.config
         assert event["parent_config"] == snap.parent_config
@@ -348,6 +348,7 @@ async def test_debug_mode_wraps_tasks_and_checkpoints_with_step_and_type() -> No
     app = writing_graph().compile(checkpointer=InMemorySaver())
     got = [c async for c in app.astream({"log": []}, thread("d"), stream_mode="debug")]
     assert [(c["type"], c["step"], c["payload"].get("name")) for c in got] == [
+        ("checkpoint", -1, None),  # the input checkpoint (its `__start__` task is not shown)
         ("checkpoint", 0, None),
         ("task", 1, "a"),
         ("task_result", 1, "a"),
@@ -357,7 +358,8 @@ async def test_debug_mode_wraps_tasks_and_checkpoints_with_step_and_type() -> No
         ("checkpoint", 2, None),
     ]
     assert all(isinstance(c["timestamp"], str) for c in got)
-    assert got[3]["payload"]["next"] == ["b"]
+    assert got[0]["payload"]["next"] == ["__start__"]
+    assert got[4]["payload"]["next"] == ["b"]
     # Without a checkpointer there are no checkpoints to show.
     plain = [c["type"] async for c in writing_graph().compile().astream({"log": []}, None, "debug")]
     assert plain == ["task", "task_result"] * 2

@@ -49,6 +49,7 @@ def test_parallel_branches_run_in_one_step_and_a_join_waits_for_both() -> None:
     assert calls == Counter(fan=1, left=1, right=1, right2=1, join=1)
     history = list(app.get_state_history(config))[::-1]
     assert [(s.metadata["step"], s.next) for s in history] == [
+        (-1, ("__start__",)),  # the input checkpoint
         (0, ("fan",)),
         (1, ("left", "right")),
         (2, ("right2",)),  # left finished, but the join still waits for right2
@@ -153,17 +154,22 @@ def test_one_checkpoint_per_step_with_values_frontier_and_metadata() -> None:
     app.invoke({"log": ["in"]}, config)
 
     stored = list(saver.list(config))[::-1]
-    assert len(stored) == 5  # the input, then one per superstep
+    assert len(stored) == 6  # the input, the input applied, then one per superstep
     assert [t.metadata for t in stored] == [
-        {"source": "input", "step": 0, "parents": {}},
+        {"source": "input", "step": -1, "parents": {}},
+        {"source": "loop", "step": 0, "parents": {}},
         {"source": "loop", "step": 1, "parents": {}},
         {"source": "loop", "step": 2, "parents": {}},
         {"source": "loop", "step": 3, "parents": {}},
         {"source": "loop", "step": 4, "parents": {}},
     ]
     frontiers = [[name for name, _task_id in t.checkpoint["next_tasks"]] for t in stored]
-    assert frontiers == [["fan"], ["left", "right"], ["right2"], ["join"], []]
-    logs = [t.checkpoint["channel_values"]["log"] for t in stored]
+    assert frontiers == [["__start__"], ["fan"], ["left", "right"], ["right2"], ["join"], []]
+    # The input checkpoint holds the input in `__start__`, and its task's writes (the input).
+    assert stored[0].checkpoint["channel_values"] == {"__start__": {"log": ["in"]}}
+    start_id = stored[0].checkpoint["next_tasks"][0][1]
+    assert stored[0].pending_writes == [(start_id, "log", ["in"]), (start_id, "__done__", True)]
+    logs = [t.checkpoint["channel_values"]["log"] for t in stored[1:]]
     assert logs == [
         ["in"],
         ["in", "fan"],

@@ -323,10 +323,11 @@ def test_runtime_without_a_context_and_its_execution_info() -> None:
     assert runtime.context is None and runtime.store is None and runtime.previous is None
     info = runtime.execution_info
     assert info.thread_id == "r" and info.node_attempt == 1 and info.checkpoint_ns == ""
-    # The node ran on the input checkpoint (the thread's first).
-    first = list(app.get_state_history(thread("r")))[-1]
-    assert info.checkpoint_id == first.config["configurable"]["checkpoint_id"]
-    assert info.task_id == first.tasks[0].id
+    # The node ran on step 0's checkpoint (the input applied), the one after the input's.
+    step0 = list(app.get_state_history(thread("r")))[-2]
+    assert step0.metadata["step"] == 0
+    assert info.checkpoint_id == step0.config["configurable"]["checkpoint_id"]
+    assert info.task_id == step0.tasks[0].id
 
 
 def test_a_writer_and_a_runtime_parameter_together() -> None:

@@ -371,15 +371,19 @@ def test_runs_history_and_threads(saver: BaseCheckpointSaver) -> None:
     assert app.invoke({"log": ["2"]}, CONFIG) == {"log": ["1", "a", "b", "2", "a", "b"]}
     assert app.invoke({"log": []}, {"configurable": {"thread_id": "u"}}) == {"log": ["a", "b"]}
     history = list(app.get_state_history(CONFIG))
+    # LangGraph's layout: each run's input checkpoint, then its steps, numbered on.
     assert [(s.metadata["source"], s.metadata["step"]) for s in history] == [
+        ("loop", 6),
         ("loop", 5),
         ("loop", 4),
         ("input", 3),
         ("loop", 2),
         ("loop", 1),
-        ("input", 0),
+        ("loop", 0),
+        ("input", -1),
     ]
     assert app.get_state(history[3].config).values == {"log": ["1", "a", "b"]}
+    assert app.get_state(history[2].config).values == {"log": ["1", "a", "b", "2"]}
 
 
 def test_interrupt_resume_and_finished_branches(saver: BaseCheckpointSaver) -> None:
@@ -515,12 +519,14 @@ def test_a_long_append_only_list_reads_back_exactly(saver: BaseCheckpointSaver) 
     app.invoke({"log": []}, CONFIG)
     expected = ["replaced", *range(1, 10)]
     assert app.get_state(CONFIG).values["log"] == expected
-    oldest_first = [s.values["log"] for s in app.get_state_history(CONFIG)][::-1]
+    oldest_first = [s.values.get("log") for s in app.get_state_history(CONFIG)][::-1]
     assert oldest_first == [
+        None,  # the first run's input checkpoint: the state before it
         [0],
         *[list(range(n)) for n in range(2, 11)],
         ["replaced"],  # update_state
-        ["replaced"],  # the second run's input
+        ["replaced"],  # the second run's input checkpoint
+        ["replaced"],  # its input (an empty list) applied
         *[["replaced", *range(1, n)] for n in range(2, 11)],
     ]
 
@@ -535,7 +541,7 @@ def test_mutations_after_a_step_do_not_reach_the_saved_history(saver: BaseCheckp
     result = app.invoke({"log": []}, CONFIG)
     result["log"].append("result mutated")
     values = [s.values for s in app.get_state_history(CONFIG)][::-1]
-    assert values[:2] == [{"log": []}, {"log": ["a"]}]
+    assert values[:3] == [{}, {"log": []}, {"log": ["a"]}]
 
 
 async def test_one_run_per_thread_through_the_saver(saver: BaseCheckpointSaver) -> None:

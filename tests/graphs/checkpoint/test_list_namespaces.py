@@ -111,8 +111,10 @@ def test_a_subgraphs_checkpoints_name_the_checkpoint_each_enclosing_graph_ran_th
     ran_from = next(t for t in by_ns[""] if t.checkpoint["channel_values"].get("log") == ["first"])
     for t in by_ns[mid_ns]:
         assert t.metadata["parents"] == {"": ran_from.checkpoint["id"]}
-    # `leaf` ran from mid's input checkpoint (the only one before leaf's write).
-    [mid_from] = [t for t in by_ns[mid_ns] if t.checkpoint["channel_values"]["log"] == ["first"]]
+    # `leaf` ran from mid's step 0 (its input applied; the only one with it before leaf's write).
+    [mid_from] = [
+        t for t in by_ns[mid_ns] if t.checkpoint["channel_values"].get("log") == ["first"]
+    ]
     for t in by_ns[leaf_ns]:
         assert t.metadata["parents"] == {
             "": ran_from.checkpoint["id"],

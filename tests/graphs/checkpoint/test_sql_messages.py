@@ -130,5 +130,6 @@ def test_updates_by_id_still_read_back_exactly(saver: SQLSaver) -> None:
     app, outs = _chat(saver, 30, edit_every=10)
     assert outs[-1][0].content == "edited 51"
     history = app.get_state_history(_config("chat"))
-    after_each_turn = [s.values["messages"] for s in history if s.metadata["source"] == "loop"]
+    # (each turn's input checkpoint, and its step 0 with the input applied, come before it)
+    after_each_turn = [s.values["messages"] for s in history if not s.next]
     assert after_each_turn[::-1] == outs

@@ -150,7 +150,7 @@ def test_delta_channel_history_shows_each_checkpoints_value(tmp_path: Path) -> N
     config = {"configurable": {"thread_id": "t"}}
     app.invoke({"log": ["in"]}, config)
     logs = [s.values.get("log") for s in app.get_state_history(config)]
-    assert logs == [["in", "one", "two"], ["in", "one"], ["in"], None]  # then the input's
+    assert logs == [["in", "one", "two"], ["in", "one"], ["in"], []]  # then the input's
     # Running again from the middle one does not see what came after it.
     before_two = next(s for s in app.get_state_history(config) if s.next == ("two",))
     fork = app.fork(before_two.config, "fork")

@@ -36,7 +36,7 @@ def test_a_later_node_mutating_state_in_place_does_not_change_earlier_checkpoint
     app.invoke({"log": []}, CONFIG)
 
     assert history(app)[:3] == [
-        {},  # the input checkpoint: the state before the input
+        {"log": []},  # the input checkpoint: the state before the input (a reducer key empty)
         {"log": []},
         {"items": ["x"], "log": ["a"], "meta": {"owner": "ada"}},
     ]
@@ -76,7 +76,11 @@ def test_mutating_the_input_the_result_or_a_snapshot_changes_nothing_saved() -> 
     snapshot.values["meta"]["k"].append(3)
 
     assert app.get_state(CONFIG).values == saved
-    assert history(app) == [{}, {"items": ["in"], "log": ["in"], "meta": {"k": [1]}}, saved]
+    assert history(app) == [
+        {"log": []},
+        {"items": ["in"], "log": ["in"], "meta": {"k": [1]}},
+        saved,
+    ]
     # nor the input as its checkpoint's `__start__` task holds it
     first = list(app.get_state_history(CONFIG))[-1]
     assert first.tasks[0].result == {"items": ["in"], "log": ["in"], "meta": {"k": [1]}}

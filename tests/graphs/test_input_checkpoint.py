@@ -69,7 +69,7 @@ def test_a_run_saves_its_input_at_step_minus_one_then_each_step() -> None:
     app = pipeline(InMemorySaver())
     app.invoke({"log": ["in"], "note": "x"}, thread())
     first = [
-        ("input", -1, {}, ("__start__",), [("__start__", {"log": ["in"], "note": "x"})]),
+        ("input", -1, {"log": []}, ("__start__",), [("__start__", {"log": ["in"], "note": "x"})]),
         ("loop", 0, {"log": ["in"], "note": "x"}, ("a",), [("a", None)]),
         ("loop", 1, {"log": ["in", "a"], "note": "x"}, ("b",), [("b", None)]),
         ("loop", 2, {"log": ["in", "a", "b"], "note": "x"}, (), []),
@@ -234,13 +234,13 @@ def test_a_crash_before_step_zero_resumes_with_the_input_applied_once(
     assert (head.metadata["source"], head.metadata["step"], head.values, head.next) == (
         "input",
         -1,
-        {},
+        {"log": []},
         ("__start__",),
     )
     assert app.invoke(None, thread()) == {"log": ["in", "a", "b"], "note": "x"}
     assert calls == ["a", "b"]
     assert layout(app, thread()) == [
-        ("input", -1, {}, ("__start__",), [("__start__", {"log": ["in"], "note": "x"})]),
+        ("input", -1, {"log": []}, ("__start__",), [("__start__", {"log": ["in"], "note": "x"})]),
         ("loop", 0, {"log": ["in"], "note": "x"}, ("a",), [("a", None)]),
         ("loop", 1, {"log": ["in", "a"], "note": "x"}, ("b",), [("b", None)]),
         ("loop", 2, {"log": ["in", "a", "b"], "note": "x"}, (), []),

@@ -58,8 +58,11 @@ def test_a_reducer_key_nothing_was_written_to_is_in_the_output_and_the_state(
     config: RunConfig = {"configurable": {"thread_id": "t"}}
     assert graph.invoke({"note": "hi"}, config) == {"items": [], "note": "hi!"}
     assert graph.get_state(config).values == {"items": [], "note": "hi!"}
-    first = [s.values for s in graph.get_state_history(config)][-1]
-    assert first == {"items": [], "note": "hi"}
+    oldest = [s.values for s in graph.get_state_history(config)][::-1]
+    assert oldest[:2] == [
+        {"items": []},
+        {"items": [], "note": "hi"},
+    ]  # the input checkpoint, step 0
     chunks = list(graph.stream({"note": "again"}, config, stream_mode="values"))
     assert chunks == [{"items": [], "note": "again"}, {"items": [], "note": "again!"}]
     assert graph.get_state({"configurable": {"thread_id": "new"}}).values == {}

@@ -133,7 +133,7 @@ def test_history_is_newest_first_and_old_checkpoints_stay_readable() -> None:
     ]
     assert history[0].values == app.get_state(CONFIG).values
     assert app.get_state(history[-2].config).values == {"messages": ["hi"]}
-    assert app.get_state(history[-1].config).values == {}  # before the input
+    assert app.get_state(history[-1].config).values == {"messages": []}  # before the input
     assert [s.metadata["step"] for s in app.get_state_history(CONFIG, limit=2)] == [2, 1]
     older = app.get_state_history(CONFIG, before=history[0].config)
     assert [s.metadata["step"] for s in older] == [1, 0, -1]
@@ -266,7 +266,7 @@ def test_update_state_as_input_writes_what_invoke_would_without_running_it() -> 
     app = build(calls).compile(checkpointer=InMemorySaver())
     app.update_state(CONFIG, {"messages": ["hi"]}, as_node="__input__")
     # The input checkpoint invoke saves: the input waits for its `__start__` task.
-    assert history(app, CONFIG) == [({}, ("__start__",), -1, "input")]
+    assert history(app, CONFIG) == [({"messages": []}, ("__start__",), -1, "input")]
     assert calls == Counter()  # nothing ran
     assert app.invoke(None, CONFIG)["messages"] == ["hi", "plan", "act approved=None"]
     assert [s[2:] for s in history(app, CONFIG)] == [

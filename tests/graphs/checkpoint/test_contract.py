@@ -521,7 +521,7 @@ def test_a_long_append_only_list_reads_back_exactly(saver: BaseCheckpointSaver) 
     assert app.get_state(CONFIG).values["log"] == expected
     oldest_first = [s.values.get("log") for s in app.get_state_history(CONFIG)][::-1]
     assert oldest_first == [
-        None,  # the first run's input checkpoint: the state before it
+        [],  # the first run's input checkpoint: the state before it (a reducer key's empty value)
         [0],
         *[list(range(n)) for n in range(2, 11)],
         ["replaced"],  # update_state
@@ -541,7 +541,7 @@ def test_mutations_after_a_step_do_not_reach_the_saved_history(saver: BaseCheckp
     result = app.invoke({"log": []}, CONFIG)
     result["log"].append("result mutated")
     values = [s.values for s in app.get_state_history(CONFIG)][::-1]
-    assert values[:3] == [{}, {"log": []}, {"log": ["a"]}]
+    assert values[:3] == [{"log": []}, {"log": []}, {"log": ["a"]}]
 
 
 async def test_one_run_per_thread_through_the_saver(saver: BaseCheckpointSaver) -> None:

@@ -275,6 +275,6 @@ def test_a_message_changed_in_place_and_returned_as_an_update_is_stored(
     out = app.invoke(start, _config("in-place"))
     assert out["messages"][2].content == "changed in place"
     history = [s.values.get("messages") for s in app.get_state_history(_config("in-place"))]
-    assert history[-1] is None  # the input checkpoint: the thread had no state yet
+    assert history[-1] == []  # the input checkpoint: no state yet, the reducer key empty
     assert history[0] == out["messages"]
     assert history[0][2].content == "changed in place"

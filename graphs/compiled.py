@@ -1086,13 +1086,15 @@ class SubgraphNode:
             return {k: v for k, v in state.items() if k in self.graph.channels}
         return state
 
-    def _output(self, result: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in result.items() if k in self.parent_keys}
+    def _output(self, result: Any) -> Any:
+        if isinstance(result, Mapping):
+            return {k: v for k, v in result.items() if k in self.parent_keys}
+        return result  # a root-channel subgraph's value: the node's return, as the parent takes it
 
-    def invoke(self, state: Any, config: RunConfig | None = None, /) -> dict[str, Any]:
+    def invoke(self, state: Any, config: RunConfig | None = None, /) -> Any:
         return self._output(self.graph.invoke(self._input(state), config))
 
-    async def ainvoke(self, state: Any, config: RunConfig | None = None, /) -> dict[str, Any]:
+    async def ainvoke(self, state: Any, config: RunConfig | None = None, /) -> Any:
         return self._output(await self.graph.ainvoke(self._input(state), config))
 
 

@@ -446,3 +446,24 @@ def test_a_pause_in_a_subgraph_is_listed_once_under_the_parent_thread(sql_saver:
     assert out["steps"][-2:] == ["ask:from the list", "publish"]
     assert sql_saver.list_paused() == []
     assert sql_saver.get_status(config("deep")) == "done"
+
+
+def test_a_root_channel_subgraph_as_a_node_of_a_root_channel_parent(
+    saver: BaseCheckpointSaver,
+) -> None:
+    # `StateGraph(Annotated[list, add])` as a node: its value is the node's return (it once
+    # failed, reading the child's list result as a dict of keys).
+    child = StateGraph(Annotated[list, operator.add])
+    child.add_node("c", lambda items: [f"child saw {len(items)}"])
+    child.add_edge(START, "c")
+    parent = StateGraph(Annotated[list, operator.add])
+    parent.add_node("p", lambda items: ["parent"])
+    parent.add_node("child", child.compile())
+    parent.add_edge(START, "p").add_edge("p", "child")
+    app = parent.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "root"}}
+    out = app.invoke(["in"], config)
+    # the child returns its whole value (its input plus its own write), which the parent's
+    # reducer appends, as LangGraph's root channel does
+    assert out == ["in", "parent", "in", "parent", "child saw 2"]
+    assert app.get_state(config).values == out

@@ -34,7 +34,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
-from ._drive import LIVE_MODES, Await, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
+from ._drive import (
+    LIVE_MODES,
+    Await,
+    Emit,
+    GetHead,
+    Loop,
+    PutCheckpoint,
+    PutWrites,
+    RunTasks,
+    Unsaved,
+)
 from ._schema import DELTA, EPHEMERAL, ROOT, TOPIC, UNTRACKED, Channel, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
@@ -194,6 +204,16 @@ class Run:
         self.concurrent = False
         """The running step has two or more tasks to run: each finished task's writes are saved
         as it finishes (`finish`)."""
+        self.unsaved: Unsaved | None = None
+        """Under `durability="exit"` (a subgraph's run inherits it): what is not saved yet."""
+        if parent is not None and parent.run.unsaved is not None and self.saver is not None:
+            self.unsaved = Unsaved()
+
+    def saves_at_exit(self, result: Any) -> bool:
+        """Under `durability="exit"`, whether a run that ended with `result` saves what it
+        holds: a graph run does; a subgraph's only if it paused or is persistent, as LangGraph
+        (one that failed saves too, as it raises)."""
+        return self.parent is None or isinstance(result, Paused) or self.graph.persistent
 
     def write_custom(self, chunk: Any) -> None:
         self.send("custom", chunk)

@@ -209,6 +209,12 @@ class Run:
         if parent is not None and parent.run.unsaved is not None and self.saver is not None:
             self.unsaved = Unsaved()
 
+    def saved_parent(self, parent: RunConfig) -> RunConfig:
+        """The parent the checkpoint just made is saved with: under `durability="exit"`, the last
+        checkpoint saved (the ones between are skipped), as the `checkpoints` stream shows it."""
+        held = self.unsaved.checkpoint if self.unsaved is not None else None
+        return parent if held is None else held.parent
+
     def saves_at_exit(self, result: Any) -> bool:
         """Under `durability="exit"`, whether a run that ended with `result` saves what it
         holds: a graph run does; a subgraph's only if it paused or is persistent, as LangGraph
@@ -925,7 +931,7 @@ class Run:
         self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
         if self.trace:
-            payload = checkpoint_payload(self, parent, metadata)
+            payload = checkpoint_payload(self, self.saved_parent(parent), metadata)
             yield from trace(self, "checkpoints", payload, self.step)
 
     def static_pause(self, names: Sequence[str | Send], ran: list[str]) -> list[str]:
@@ -1431,7 +1437,7 @@ class Run:
         self.head_config = head
         self.head_id = cp["id"]
         if self.trace:
-            payload = checkpoint_payload(self, parent, metadata)
+            payload = checkpoint_payload(self, self.saved_parent(parent), metadata)
             yield from trace(self, "checkpoints", payload, self.step)
         for task_id, writes in pending.items():
             yield PutWrites(head, writes, task_id)

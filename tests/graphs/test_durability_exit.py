@@ -198,3 +198,16 @@ def test_a_crash_after_a_once_effect_under_exit_does_not_run_it_again(
         out = app.invoke(None, exit_crash_graph.CONFIG, durability="exit")
         assert out == {"log": ["a", "refunded", "c"]}
     assert counted.read_text().split() == ["refund"]  # ran in the first process only
+
+
+def test_the_checkpoints_stream_of_an_exit_run_shows_the_parents_they_are_saved_with(
+    saver: BaseCheckpointSaver,
+) -> None:
+    graph = chain(a, b).compile(checkpointer=saver)
+    config: Any = {"configurable": {"thread_id": "t"}}
+    shown = list(graph.stream({"log": []}, config, stream_mode="checkpoints", durability="exit"))
+    assert [c["metadata"]["step"] for c in shown] == [-1, 0, 1, 2]
+    # none before the run's end is saved: each would be saved with the thread's parent (none)
+    assert [c["parent_config"] for c in shown] == [None] * 4
+    (only,) = graph.get_state_history(config)
+    assert only.config == shown[-1]["config"] and only.parent_config is None

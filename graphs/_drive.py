@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from .checkpoint.base import Checkpoint, CheckpointMetadata
+from .checkpoint.base import Checkpoint, CheckpointMetadata, checkpoint_config
 from .types import RunConfig
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ __all__ = [
     "PutWrites",
     "Request",
     "RunTasks",
+    "Unsaved",
     "drive_async",
     "drive_sync",
 ]
@@ -100,6 +101,125 @@ class Emit(NamedTuple):
     """Where it comes from: `()` for the graph itself, `("node:task_id", ...)` for a subgraph."""
 
 
+class Unsaved:
+    """What a run under `durability="exit"` has not saved yet: its latest checkpoint (the ones
+    before it since the last save are skipped, as LangGraph skips them) and the pending writes
+    made on it. Saved when the run exits (completes, pauses or fails; a subgraph's run that
+    completes saves nothing unless it is persistent, as LangGraph's), and before a `once()`
+    effect begins (`save_before_once`), so the effect's record attaches to a saved checkpoint.
+
+    Tasks of a step run in threads (or beside each other on the event loop): a save and the
+    writes held meanwhile go one at a time (`lock`, `alock`)."""
+
+    def __init__(self) -> None:
+        self.checkpoint: PutCheckpoint | None = None
+        self.writes: list[PutWrites] = []
+        self.lock = threading.Lock()
+        self.alock: asyncio.Lock | None = None
+
+    def hold_checkpoint(self, request: PutCheckpoint) -> RunConfig:
+        """Keep `request` in place of the one held (whose pending writes are dropped, as
+        LangGraph drops them); its parent stays the last saved one, its new versions the
+        channels changed since. The reply a saver gives: the config of it."""
+        with self.lock:
+            held = self.checkpoint
+            if held is not None:
+                request = request._replace(
+                    parent=held.parent, new_versions={**held.new_versions, **request.new_versions}
+                )
+            self.checkpoint = request
+            self.writes = []
+        conf = request.parent["configurable"]
+        return checkpoint_config(
+            str(conf["thread_id"]), conf.get("checkpoint_ns") or "", request.checkpoint["id"]
+        )
+
+    def hold_writes(self, request: PutWrites) -> None:
+        with self.lock:
+            self.writes.append(request)
+
+    def _take(self) -> tuple[PutCheckpoint | None, list[PutWrites]]:
+        held, writes = self.checkpoint, self.writes
+        self.checkpoint, self.writes = None, []
+        return held, writes
+
+    def save_sync(self, saver: Any) -> None:
+        with self.lock:
+            held, writes = self._take()
+            if held is not None:
+                saver.put(*held)
+            for w in writes:
+                saver.put_writes(*w)
+
+    async def save_async(self, saver: Any) -> None:
+        if self.alock is None:
+            self.alock = asyncio.Lock()
+        async with self.alock:
+            with self.lock:
+                held, writes = self._take()
+            if held is not None:
+                await saver.aput(*held)
+            for w in writes:
+                await saver.aput_writes(*w)
+
+
+def _runs_from_top(run: Run) -> list[Run]:
+    runs = [run]
+    while runs[-1].parent is not None:
+        runs.append(runs[-1].parent.run)
+    return runs[::-1]
+
+
+def save_before_once(run: Run) -> None:
+    """Save what the runs from the top graph's down to `run` hold unsaved, top first (a
+    subgraph's namespace is named after its parent's checkpoint)."""
+    for r in _runs_from_top(run):
+        if r.unsaved is not None and r.saver is not None:
+            r.unsaved.save_sync(r.saver)
+
+
+async def asave_before_once(run: Run) -> None:
+    """Async form of `save_before_once`."""
+    for r in _runs_from_top(run):
+        if r.unsaved is not None and r.saver is not None:
+            await r.unsaved.save_async(r.saver)
+
+
+def drive_run_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
+    """`drive_sync` for a run's whole invocation: under `durability="exit"`, what it holds
+    unsaved is saved as it exits."""
+    unsaved = run.unsaved
+    if unsaved is None:
+        return (yield from drive_sync(run, gen))
+    try:
+        result = yield from drive_sync(run, gen)
+    except BaseException:
+        unsaved.save_sync(run.saver)
+        raise
+    if run.saves_at_exit(result):
+        unsaved.save_sync(run.saver)
+    return result
+
+
+async def drive_run_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Emit, None]:
+    """Async form of `drive_run_sync`."""
+    unsaved = run.unsaved
+    if unsaved is None:
+        async with contextlib.aclosing(drive_async(run, gen, out)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+        return
+    try:
+        async with contextlib.aclosing(drive_async(run, gen, out)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+    except BaseException:
+        await unsaved.save_async(run.saver)
+        raise
+    if run.saves_at_exit(out[-1]):
+        await unsaved.save_async(run.saver)
+
+
 Request = GetHead | PutCheckpoint | PutWrites | RunTasks | Await | Emit
 """What the loop can ask of its driver."""
 
@@ -127,10 +247,16 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
                 yield from _run_threads(run, tasks)
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
-            result = saver.put(*request)
+            if run.unsaved is not None:
+                result = run.unsaved.hold_checkpoint(request)
+            else:
+                result = saver.put(*request)
         elif isinstance(request, PutWrites):
             assert saver is not None
-            saver.put_writes(*request)
+            if run.unsaved is not None:
+                run.unsaved.hold_writes(request)
+            else:
+                saver.put_writes(*request)
         elif isinstance(request, GetHead):
             assert saver is not None
             result = saver.get_tuple(
@@ -182,10 +308,16 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
                         yield chunk
         elif isinstance(request, PutCheckpoint):
             assert saver is not None
-            result = await saver.aput(*request)
+            if run.unsaved is not None:
+                result = run.unsaved.hold_checkpoint(request)
+            else:
+                result = await saver.aput(*request)
         elif isinstance(request, PutWrites):
             assert saver is not None
-            await saver.aput_writes(*request)
+            if run.unsaved is not None:
+                run.unsaved.hold_writes(request)
+            else:
+                await saver.aput_writes(*request)
         elif isinstance(request, GetHead):
             assert saver is not None
             result = await saver.aget_tuple(

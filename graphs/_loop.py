@@ -34,7 +34,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
-from ._drive import LIVE_MODES, Await, Emit, GetHead, Loop, PutCheckpoint, PutWrites, RunTasks
+from ._drive import (
+    LIVE_MODES,
+    Await,
+    Emit,
+    GetHead,
+    Loop,
+    PutCheckpoint,
+    PutWrites,
+    RunTasks,
+    Unsaved,
+)
 from ._schema import DELTA, EPHEMERAL, ROOT, TOPIC, UNTRACKED, Channel, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
@@ -194,6 +204,22 @@ class Run:
         self.concurrent = False
         """The running step has two or more tasks to run: each finished task's writes are saved
         as it finishes (`finish`)."""
+        self.unsaved: Unsaved | None = None
+        """Under `durability="exit"` (a subgraph's run inherits it): what is not saved yet."""
+        if parent is not None and parent.run.unsaved is not None and self.saver is not None:
+            self.unsaved = Unsaved()
+
+    def saved_parent(self, parent: RunConfig) -> RunConfig:
+        """The parent the checkpoint just made is saved with: under `durability="exit"`, the last
+        checkpoint saved (the ones between are skipped), as the `checkpoints` stream shows it."""
+        held = self.unsaved.checkpoint if self.unsaved is not None else None
+        return parent if held is None else held.parent
+
+    def saves_at_exit(self, result: Any) -> bool:
+        """Under `durability="exit"`, whether a run that ended with `result` saves what it
+        holds: a graph run does; a subgraph's only if it paused or is persistent, as LangGraph
+        (one that failed saves too, as it raises)."""
+        return self.parent is None or isinstance(result, Paused) or self.graph.persistent
 
     def write_custom(self, chunk: Any) -> None:
         self.send("custom", chunk)
@@ -905,7 +931,7 @@ class Run:
         self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
         self.head_id = cp["id"]
         if self.trace:
-            payload = checkpoint_payload(self, parent, metadata)
+            payload = checkpoint_payload(self, self.saved_parent(parent), metadata)
             yield from trace(self, "checkpoints", payload, self.step)
 
     def static_pause(self, names: Sequence[str | Send], ran: list[str]) -> list[str]:
@@ -1411,7 +1437,7 @@ class Run:
         self.head_config = head
         self.head_id = cp["id"]
         if self.trace:
-            payload = checkpoint_payload(self, parent, metadata)
+            payload = checkpoint_payload(self, self.saved_parent(parent), metadata)
             yield from trace(self, "checkpoints", payload, self.step)
         for task_id, writes in pending.items():
             yield PutWrites(head, writes, task_id)

@@ -14,6 +14,7 @@ from contextvars import Token
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._context import Pause, _current
+from ._drive import asave_before_once, save_before_once
 from ._events import node_config, task_async, task_sync
 from ._internal._constants import CONFIG_KEY_NODE_FINISHED
 from .checkpoint.base import FAILED, ONCE
@@ -421,7 +422,10 @@ class Task:
         return run.saver, run.head_config, [(ONCE, [key, state, result])]
 
     def record_once(self, key: str, state: OnceState, result: Any = None) -> None:
-        """Record that the `once()` effect `key` started, is done (with `result`) or failed."""
+        """Record that the `once()` effect `key` started, is done (with `result`) or failed.
+        Under `durability="exit"`, what the run has not saved is saved before it starts."""
+        if state == "started" and self.run.saver is not None:
+            save_before_once(self.run)
         found = self._once_write(key, state, result)
         if found is not None:
             saver, config, writes = found
@@ -429,6 +433,8 @@ class Task:
 
     async def arecord_once(self, key: str, state: OnceState, result: Any = None) -> None:
         """Async form of `record_once`."""
+        if state == "started" and self.run.saver is not None:
+            await asave_before_once(self.run)
         found = self._once_write(key, state, result)
         if found is not None:
             saver, config, writes = found

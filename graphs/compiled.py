@@ -17,7 +17,7 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from ._context import Pause, _current
-from ._drive import Emit, drive_async, drive_sync
+from ._drive import Emit, Unsaved, drive_async, drive_run_async, drive_run_sync, drive_sync
 from ._events import astream_events, start_async, start_sync, traced
 from ._loop import Paused, Run, finished_values, task_writes, waiting
 from ._runnable import RunnableMethods, merge_configs
@@ -357,8 +357,9 @@ class CompiledGraph(RunnableMethods):
             GraphRecursionError: more supersteps than the recursion limit.
 
         `context`: what nodes read as `runtime.context` (see `StateGraph(context_schema=)`).
-        `durability`: LangGraph's `"sync"`, `"async"` or `"exit"`, accepted; graphs saves every
-        step before the next starts, whichever is given.
+        `durability`: LangGraph's `"sync"` or `"async"`: every step is saved before the next
+        starts; `"exit"`: only the checkpoint the run exits at (completed, paused, failed) is
+        saved, and the step of a `once()` effect before the effect begins (see `Durability`).
 
         `stream_mode`, `subgraphs`: as LangGraph, a mode other than `"values"` returns the list
         of what `stream(input, config, stream_mode, subgraphs=...)` yields instead of the final
@@ -379,10 +380,13 @@ class CompiledGraph(RunnableMethods):
         out: list[dict[str, Any]] = []
         printed = self._printed(print_mode, debug)
         if not printed:
-            for _ in self._stream(input, config, frozenset(), out, context=context):
+            for _ in self._stream(
+                input, config, frozenset(), out, context=context, durability=durability
+            ):
                 pass
             return out[0]
-        for mode, chunk, ns in self._stream(input, config, printed, out, subgraphs, context):
+        chunks = self._stream(input, config, printed, out, subgraphs, context, durability)
+        for mode, chunk, ns in chunks:
             _print_chunk(mode, chunk, ns, subgraphs)
         return out[0]
 
@@ -405,13 +409,16 @@ class CompiledGraph(RunnableMethods):
         out: list[dict[str, Any]],
         subgraphs: bool = False,
         context: Any = None,
+        durability: Durability | None = None,
     ) -> Iterator[Emit]:
         run = self._run(config, modes, subgraphs, context)
+        if durability == "exit" and run.unsaved is None and run.saver is not None:
+            run.unsaved = Unsaved()
         if traced(run):
             yield from self._traced_sync(run, input, out)
             return
         with self._lock(run):
-            result = yield from drive_sync(run, run.execute(input))
+            result = yield from drive_run_sync(run, run.execute(input))
         out.append(self._finish(run, result))
 
     def _traced_sync(self, run: Run, input: Any, out: list[dict[str, Any]]) -> Iterator[Emit]:
@@ -419,7 +426,7 @@ class CompiledGraph(RunnableMethods):
         run.chain = start_sync(run, input)
         try:
             with self._lock(run):
-                result = yield from drive_sync(run, run.execute(input))
+                result = yield from drive_run_sync(run, run.execute(input))
             out.append(self._finish(run, result))
         except BaseException as e:
             run.chain.on_chain_error(e)
@@ -483,10 +490,12 @@ class CompiledGraph(RunnableMethods):
         out: list[dict[str, Any]] = []
         printed = self._printed(print_mode, debug)
         if not printed:
-            async for _ in self._astream(input, config, frozenset(), out, context=context):
+            async for _ in self._astream(
+                input, config, frozenset(), out, context=context, durability=durability
+            ):
                 pass
             return out[0]
-        chunks = self._astream(input, config, printed, out, subgraphs, context)
+        chunks = self._astream(input, config, printed, out, subgraphs, context, durability)
         async with contextlib.aclosing(chunks):
             async for mode, chunk, ns in chunks:
                 _print_chunk(mode, chunk, ns, subgraphs)
@@ -500,8 +509,11 @@ class CompiledGraph(RunnableMethods):
         out: list[dict[str, Any]],
         subgraphs: bool = False,
         context: Any = None,
+        durability: Durability | None = None,
     ) -> AsyncGenerator[Emit, None]:
         run = self._run(config, modes, subgraphs, context)
+        if durability == "exit" and run.unsaved is None and run.saver is not None:
+            run.unsaved = Unsaved()
         got: list[dict[str, Any] | Paused] = []
         lock = (
             self.checkpointer.alock_thread(run.config)
@@ -512,7 +524,10 @@ class CompiledGraph(RunnableMethods):
             run.chain = await start_async(run, input)
         try:
             # Closed before the lock is let go: a stream left early ends its step's tasks.
-            async with lock, contextlib.aclosing(drive_async(run, run.execute(input), got)) as gen:
+            async with (
+                lock,
+                contextlib.aclosing(drive_run_async(run, run.execute(input), got)) as gen,
+            ):
                 async for chunk in gen:
                     yield chunk
             out.append(self._finish(run, got[0]))
@@ -570,7 +585,7 @@ class CompiledGraph(RunnableMethods):
         _check_durability(durability)
         modes, tagged = _modes(stream_mode)
         printed = self._printed(print_mode, debug)
-        chunks = self._stream(input, config, modes | printed, [], subgraphs, context)
+        chunks = self._stream(input, config, modes | printed, [], subgraphs, context, durability)
         for mode, chunk, ns in chunks:
             if mode in printed:
                 _print_chunk(mode, chunk, ns, subgraphs)
@@ -600,7 +615,7 @@ class CompiledGraph(RunnableMethods):
         modes, tagged = _modes(stream_mode)
         printed = self._printed(print_mode, debug)
         # Closing this stream closes the run's own, which releases the thread.
-        chunks = self._astream(input, config, modes | printed, [], subgraphs, context)
+        chunks = self._astream(input, config, modes | printed, [], subgraphs, context, durability)
         async with contextlib.aclosing(chunks):
             async for mode, chunk, ns in chunks:
                 if mode in printed:

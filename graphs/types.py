@@ -86,8 +86,10 @@ OVERWRITE_KEY = "__overwrite__"
 """`{"__overwrite__": value}`: the JSON form of `Overwrite(value)`."""
 
 Durability = Literal["sync", "async", "exit"]
-"""LangGraph's `durability=` of a run. graphs accepts the three and saves every step before the
-next one starts whichever is given (LangGraph's `"sync"`): see docs/langgraph.md."""
+"""LangGraph's `durability=` of a run. `"sync"` and `"async"` (and none given): every step is
+saved before the next one starts. `"exit"`: as LangGraph, the run's checkpoint and pending writes
+are saved only when it exits (completes, pauses or fails), and also, in graphs, before a `once()`
+effect begins, so a crash after it never runs it again: see docs/langgraph.md."""
 
 StreamWriter = Callable[[Any], None]
 """Hands a chunk to the `custom` stream mode: `get_stream_writer()`, or a node's `writer`

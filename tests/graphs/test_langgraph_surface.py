@@ -102,7 +102,7 @@ def test_set_conditional_entry_point_routes_the_input() -> None:
     assert graph.invoke({"n": 5}) == {"n": 0}
 
 
-def test_a_run_takes_langgraphs_durability_modes_and_saves_every_step_under_each() -> None:
+def test_a_run_takes_langgraphs_durability_modes_and_exit_saves_only_the_last_step() -> None:
     class S(TypedDict):
         n: int
 
@@ -114,8 +114,13 @@ def test_a_run_takes_langgraphs_durability_modes_and_saves_every_step_under_each
     for mode in ("sync", "async", "exit"):
         config = {"configurable": {"thread_id": mode}}
         assert graph.invoke({"n": 1}, config, durability=mode) == {"n": 2}
-        # the input checkpoint, step 0 (the input applied), inc's step: "exit" too
-        assert len(list(graph.get_state_history(config))) == 3
+        history = list(graph.get_state_history(config))
+        # "sync", "async": the input checkpoint, step 0 (the input applied), inc's step;
+        # "exit", as LangGraph: only the checkpoint the run exits at, with no parent
+        assert [h.metadata["step"] for h in history] == ([1] if mode == "exit" else [1, 0, -1])
+        assert history[0].values == {"n": 2}
+        if mode == "exit":
+            assert history[0].parent_config is None
     assert list(graph.stream({"n": 1}, stream_mode="values", durability="exit")) == [
         {"n": 1},
         {"n": 2},

@@ -98,13 +98,13 @@ async def test_a_vote_past_its_deadline_in_a_group_is_busy_and_nothing_of_it_is_
     async def slow_writer() -> None:  # joins after the late vote and outlasts its deadline
         async with kit.db.transaction(urgent=True) as conn:
             await conn.execute(sa.update(t.approvals).where(sa.false()).values(reason="x"))
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(3.0)
 
     results = await behind_the_gate(
         kit,
         [
             kit.app.vote(first, "U_ALICE", True),
-            kit.app.vote(late, "U_ALICE", True, wait=0.6),
+            kit.app.vote(late, "U_ALICE", True, wait=1.5),
             slow_writer(),
         ],
     )

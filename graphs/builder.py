@@ -771,8 +771,8 @@ class StateGraph:
         self,
         checkpointer: BaseCheckpointSaver | bool | None = None,
         *,
-        interrupt_before: Sequence[str] | Literal["*"] = (),
-        interrupt_after: Sequence[str] | Literal["*"] = (),
+        interrupt_before: Sequence[str] | Literal["*"] | None = (),
+        interrupt_after: Sequence[str] | Literal["*"] | None = (),
         recursion_limit: int = DEFAULT_RECURSION_LIMIT,
         interrupt_mode: Literal["raise", "return"] = "raise",
         name: str | None = None,
@@ -790,8 +790,9 @@ class StateGraph:
                 start); `True`: as a subgraph, use the parent's and keep this graph's state
                 across the parent's invocations on a thread (under the namespace of the node
                 that runs it), each run going on from where the last one ended.
-            interrupt_before: pause just before these nodes run (`"*"`: all).
-            interrupt_after: pause just after these nodes ran (`"*"`: all).
+            interrupt_before: pause just before these nodes run (`"*"`: all; None: none, as
+                LangGraph's default).
+            interrupt_after: pause just after these nodes ran (`"*"`: all; None: none).
             recursion_limit: the most supersteps one invocation may run.
             interrupt_mode: `"raise"` (default): a pause raises `GraphInterrupt`. `"return"`:
                 `invoke` returns the state with an `"__interrupt__"` key instead (the state
@@ -923,7 +924,9 @@ class StateGraph:
             graph.name = name
         return graph
 
-    def _interrupt_nodes(self, names: Sequence[str] | str, option: str) -> frozenset[str]:
+    def _interrupt_nodes(self, names: Sequence[str] | str | None, option: str) -> frozenset[str]:
+        if names is None:
+            return frozenset()
         if names == "*":
             return frozenset(self.nodes)
         if isinstance(names, str):

@@ -321,6 +321,15 @@ def test_interrupt_after_unknown_node() -> None:
     )
 
 
+def test_interrupt_before_and_after_none_pause_nowhere_as_langgraph_s_default() -> None:
+    # code that passes its own optional list through (`interrupt_before=before`) gives None
+    g = one_node().add_edge(START, "a")
+    app = g.compile(checkpointer=InMemorySaver(), interrupt_before=None, interrupt_after=None)
+    config: Any = {"configurable": {"thread_id": "t"}}
+    assert app.invoke({"x": 1}, config) == {"x": 1}
+    assert app.get_state(config).next == ()
+
+
 @pytest.mark.parametrize("option", ["interrupt_before", "interrupt_after"])
 def test_static_interrupts_need_a_checkpointer(option: str) -> None:
     g = one_node().add_edge(START, "a")

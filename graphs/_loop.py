@@ -1505,6 +1505,7 @@ class Run:
             yield from self.write_input(values)
         elif as_node is None:
             writes = [] if values is None else self.check_input(values, "update_state values")
+            self.check_replacements(writes)
             new_versions, appended = self.apply([("update_state", writes)], reducers=False)
             yield from self.carry_over("update", new_versions, {})
         else:
@@ -1541,6 +1542,30 @@ class Run:
             yield from self.save("update", names, new_versions, appended, paused)
         assert self.head_config is not None
         return self.head_config
+
+    def check_replacements(self, writes: list[tuple[str, Any]]) -> None:
+        """`update_state` without `as_node` replaces each key with the value given: refuse a
+        reducer key's list replaced by something that is not a list (one message, say, as
+        LangGraph's code passes for `add_messages` to merge), which would leave that one thing
+        as the key's whole value and lose the rest without a word."""
+        channels = self.graph.channels
+        for key, given in writes:
+            spec = channels[key]
+            value = _overwritten(given) if _is_overwrite(given) else given
+            current = self.values.get(key)
+            if spec.reducer is None or type(current) is not list:
+                continue
+            if value is None or isinstance(value, list):  # None: cleared on purpose
+                continue
+            reducer = getattr(spec.reducer, "__name__", type(spec.reducer).__name__)
+            raise InvalidUpdateError(
+                f"update_state without as_node replaces each key with the value given, and "
+                f"state key {key!r} (a list of {len(current)}, reducer {reducer}) was given "
+                f"{_short(value)}, which would become its whole value: "
+                f"pass the whole list, or as_node= the node whose update it is, to merge it "
+                f"with {reducer} (and take the edges after that node again, as LangGraph "
+                "does)"
+            )
 
     def update_gotos(self, what: str, goto: Any) -> list[str | Send]:
         """The `goto` of a `Command` given as input or to `update_state` (`what`), checked."""
@@ -1717,3 +1742,9 @@ class _Pairs(list):  # type: ignore[type-arg]
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_overwrite(value: Any) -> bool:
+    return type(value) is Overwrite or (
+        type(value) is dict and len(value) == 1 and OVERWRITE_KEY in value
+    )

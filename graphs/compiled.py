@@ -916,7 +916,10 @@ class CompiledGraph(RunnableMethods):
         """Amend the thread's state in a new checkpoint (`source="update"`); return its config.
 
         Without `as_node`, each key is replaced as given (reducers are not applied: pass the whole
-        intended value of an `operator.add` list), and the frontier and pending pauses are kept.
+        intended value of an `operator.add` list), and the frontier and pending pauses are kept
+        (a pending `Send` keeps its argument). A reducer key's list given something that is not a
+        list (one message, which LangGraph merges with `add_messages`) is refused with
+        `InvalidUpdateError`: it would become the whole value.
         With `as_node="x"`, the values go through the reducers as if node `x` had returned them
         (a `Command(update=, goto=)` too), and the frontier becomes what follows `x`; `START`
         (`"__start__"`) is the input just read: what follows is START's edges (on an input

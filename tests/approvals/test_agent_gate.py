@@ -279,6 +279,12 @@ async def test_each_gated_call_is_decided_on_its_own_in_both_agent_shapes(
         "c2": ("success", "refund 12.5"),
         "c3": ("error", rejected),
     }
+    # the whole conversation came back across the restart: the user's message, the model's
+    # turn with its three calls, one answer per call, then the model's reply
+    messages = info.values["messages"]
+    assert [m.type for m in messages] == ["human", "ai", "tool", "tool", "tool", "ai"]
+    assert [c["id"] for c in messages[1].tool_calls] == ["c1", "c2", "c3"]
+    assert messages[-1].content == "done"
 
     # resumed again (a duplicate resume, a replay): nothing runs twice
     await settle(probe)

@@ -69,6 +69,7 @@ from .checkpoint.base import (
 )
 from .errors import (
     CheckpointerRequiredError,
+    EmptyInputError,
     GraphRecursionError,
     InvalidUpdateError,
     NodeError,
@@ -978,6 +979,11 @@ class Run:
             if (yield from self.start_step()) and input is None:
                 return (yield from self.static_stop())
         is_command = isinstance(input, Command)
+        if is_command and not (input.has_resume or input.update is not None or input.goto):
+            raise EmptyInputError(
+                f"the input Command() is empty, so there is nothing to do on thread "
+                f"{self.thread_id!r}: give it resume=, update= or goto=, or pass None to go on"
+            )
         goto: list[str | Send] = []
         if is_command and input.goto:
             if tup is None:
@@ -993,7 +999,7 @@ class Run:
             if input is None or (is_command and input.has_resume):
                 raise self.nothing_to_resume(tup)
             if update is None:
-                raise InvalidUpdateError("the input is empty: pass a dict of state keys")
+                raise EmptyInputError("the input is empty: pass a dict of state keys")
             # A new run: the input goes through the reducers, START's edges pick the entry.
             keys = None if is_command else self.graph.input_keys
             given = self.check_input(update, "the input", keys, input=not is_command)

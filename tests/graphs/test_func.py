@@ -339,6 +339,40 @@ async def test_two_async_task_calls_that_pause_at_once_are_asked_in_one_pause(
     assert sorted(finished) == ["a", "b", "c"]
 
 
+def test_two_task_calls_of_a_state_graph_node_that_pause_at_once_are_asked_in_one_pause(
+    saver: BaseCheckpointSaver,
+) -> None:
+    ran = Ran()
+
+    @task
+    def approve(item: str) -> str:
+        ran.hit(item)
+        return f"{item}: {interrupt(f'approve {item}?')}"
+
+    class State(TypedDict, total=False):
+        items: list[str]
+        done: list[str]
+
+    def review(state: State) -> State:
+        calls = [approve(item) for item in state["items"]]
+        return {"done": [c.result() for c in calls]}
+
+    g = StateGraph(State)
+    g.add_node("review", review)
+    g.add_edge(START, "review")
+    g.add_edge("review", END)
+    app = g.compile(checkpointer=saver)
+    config = cfg("node-both")
+    with pytest.raises(GraphInterrupt) as paused:
+        app.invoke({"items": ["refund", "email"]}, config)
+    asked = paused.value.interrupts
+    assert [i.value for i in asked] == ["approve refund?", "approve email?"]
+    assert app.get_state(config).interrupts == asked
+    out = app.invoke(Command(resume={asked[0].id: "yes", asked[1].id: "no"}), config)
+    assert out["done"] == ["refund: yes", "email: no"]
+    assert ran == {"refund": 2, "email": 2}
+
+
 def test_a_task_called_in_a_state_graph_node_is_not_run_again_when_the_node_resumes(
     saver: BaseCheckpointSaver,
 ) -> None:

@@ -53,6 +53,9 @@ _DONE: Any = object()
 class GetHead(NamedTuple):
     """Load the thread's head checkpoint. Reply: its `CheckpointTuple`, or None if it has none."""
 
+    ns: str | None = None
+    """The namespace whose head to load, when not the run's own (an enclosing graph's)."""
+
 
 class PutCheckpoint(NamedTuple):
     """Save a checkpoint as the thread's new head (`saver.put`). Reply: the `RunConfig` of it."""
@@ -259,8 +262,9 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
                 saver.put_writes(*request)
         elif isinstance(request, GetHead):
             assert saver is not None
+            ns = run.ns if request.ns is None else request.ns
             result = saver.get_tuple(
-                {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
+                {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": ns}}
             )
         elif isinstance(request, Await):
             request.coro.close()
@@ -320,8 +324,9 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
                 await saver.aput_writes(*request)
         elif isinstance(request, GetHead):
             assert saver is not None
+            ns = run.ns if request.ns is None else request.ns
             result = await saver.aget_tuple(
-                {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
+                {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": ns}}
             )
         elif isinstance(request, Await):
             try:

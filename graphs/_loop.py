@@ -69,6 +69,7 @@ from .checkpoint.base import (
 )
 from .errors import (
     CheckpointerRequiredError,
+    EmptyInputError,
     GraphRecursionError,
     InvalidUpdateError,
     NodeError,
@@ -113,6 +114,11 @@ def _now() -> str:
 
 class Run:
     """The state of one invocation (or one `update_state`) on one thread."""
+
+    enclosing: Sequence[tuple[str, str]] = ()
+    """For an `update_state` on a subgraph's `checkpoint_ns`: each enclosing graph's namespace
+    and the segment (`node:task_id`, or a `checkpointer=True` subgraph's `node`) its task runs
+    the next level under, outermost first (`()` otherwise)."""
 
     def __init__(
         self,
@@ -973,6 +979,11 @@ class Run:
             if (yield from self.start_step()) and input is None:
                 return (yield from self.static_stop())
         is_command = isinstance(input, Command)
+        if is_command and not (input.has_resume or input.update is not None or input.goto):
+            raise EmptyInputError(
+                f"the input Command() is empty, so there is nothing to do on thread "
+                f"{self.thread_id!r}: give it resume=, update= or goto=, or pass None to go on"
+            )
         goto: list[str | Send] = []
         if is_command and input.goto:
             if tup is None:
@@ -988,7 +999,7 @@ class Run:
             if input is None or (is_command and input.has_resume):
                 raise self.nothing_to_resume(tup)
             if update is None:
-                raise InvalidUpdateError("the input is empty: pass a dict of state keys")
+                raise EmptyInputError("the input is empty: pass a dict of state keys")
             # A new run: the input goes through the reducers, START's edges pick the entry.
             keys = None if is_command else self.graph.input_keys
             given = self.check_input(update, "the input", keys, input=not is_command)
@@ -1466,6 +1477,8 @@ class Run:
         """One checkpoint of `update_state`s: `(values, as_node)` pairs, as if those nodes had
         run in one step (several need `as_node` each)."""
         tup = yield GetHead()
+        if self.enclosing:
+            yield from self.check_enclosing(tup)
         if tup is not None:
             self.restore(tup)
             if self.requested_id is not None and self.requested_id != self.head_id:
@@ -1477,6 +1490,43 @@ class Run:
                     "update the latest, drop checkpoint_id from the config"
                 )
         return (yield from self.amend_step(updates))
+
+    def check_enclosing(self, tup: CheckpointTuple | None) -> Loop[None]:
+        """An update of a subgraph's state goes on only where resuming its parent reads it:
+        the subgraph has a checkpoint there, and each enclosing graph's head still waits on
+        the task that runs it (pending, not finished), so the update is never written to a
+        subgraph run that is over. The update's checkpoint notes those heads as its `parents`
+        (and a `checkpointer=True` subgraph's, the task its head noted)."""
+        where = f"update_state on thread {self.thread_id!r}, checkpoint_ns {self.ns!r}"
+        if tup is None:
+            raise InvalidUpdateError(
+                f"{where}: no subgraph has run there (no checkpoint); pass the config of a "
+                "pending task's subgraph: get_state(config, subgraphs=True).tasks[i].state"
+            )
+        parents: dict[str, str] = {}
+        for ns, segment in self.enclosing:
+            head = yield GetHead(ns)
+            name, _, task_id = segment.partition(":")
+            level = f"namespace {ns!r}" if ns else "the thread"
+            waits = head is not None and (
+                not task_id  # a `checkpointer=True` subgraph keeps its state between runs
+                or (
+                    any(t == task_id for _, t in head.checkpoint["next_tasks"])
+                    and not any(t == task_id and c == DONE for t, c, _ in head.pending_writes)
+                )
+            )
+            if not waits:
+                raise InvalidUpdateError(
+                    f"{where}: the task of node {name!r} that ran this subgraph is over (not "
+                    f"pending at the head of {level}), so no run would read the update; a "
+                    "subgraph's state is updated while its parent waits on it (paused or failed "
+                    "inside it): read the head's tasks with get_state(config, subgraphs=True)"
+                )
+            assert head is not None
+            parents[ns] = head.checkpoint["id"]
+        self.parents = parents
+        if self.graph.persistent:
+            self.task_mark = tup.metadata.get("task")
 
     def amend(self, values: Any, as_node: str | None) -> Loop[RunConfig]:
         """Write `values` in a new checkpoint on the head (see `CompiledGraph.update_state`)."""

@@ -321,6 +321,11 @@ class Task:
             if run.messages is not None:
                 run.messages.task_finished(self)
         except Pause as p:
+            if self.calls is not None:  # `@task` calls that paused too are asked with it
+                from .func._call import gathered, wait_for
+
+                wait_for(self.calls)
+                p = gathered(p, self.calls)
             self.pause = p.interrupts
         except ParentCommand as c:
             self.result = c.command  # a subgraph's Command(graph=Command.PARENT)
@@ -397,6 +402,11 @@ class Task:
             if run.messages is not None:
                 run.messages.task_finished(self)
         except Pause as p:
+            if self.calls is not None:  # `@task` calls that paused too are asked with it
+                from .func._call import await_for, gathered
+
+                await await_for(self.calls)
+                p = gathered(p, self.calls)
             self.pause = p.interrupts
         except ParentCommand as c:
             self.result = c.command

@@ -200,8 +200,9 @@ class CompiledGraph(RunnableMethods):
         ns = configurable.get("checkpoint_ns") or ""
         if ":" in ns:
             raise InvalidUpdateError(
-                f"checkpoint_ns {ns!r} is a subgraph's (node:task_id): its runs and updates go "
-                "through the parent thread; pass the parent's config (without checkpoint_ns)"
+                f"checkpoint_ns {ns!r} is a subgraph's (node:task_id): its runs go through the "
+                "parent thread; pass the parent's config (without checkpoint_ns). To change the "
+                "subgraph's state first, update_state(config with that checkpoint_ns, values)"
             )
         run_config: RunConfig = {**config, "configurable": {**configurable, "thread_id": thread_id}}
         run = self.run_class(
@@ -746,15 +747,15 @@ class CompiledGraph(RunnableMethods):
 
     def _at(self, config: RunConfig) -> CompiledGraph:
         """The graph whose checkpoints the config's namespace holds: this one, or the subgraph
-        a node runs (`"node:task_id|..."`, one segment per level), so that a subgraph's
-        snapshots name its own subgraph tasks."""
+        a node runs or its function calls (`"node:task_id|..."`, one segment per level), so
+        that a subgraph's snapshots show its own keys and name its own subgraph tasks."""
+        ns = config_ns(config)
         graph = self
-        for segment in filter(None, config_ns(config).split("|")):
-            spec = graph.nodes.get(segment.split(":", 1)[0])
-            sub = getattr(spec.fn, "__self__", None) if spec is not None else None
-            if not isinstance(sub, SubgraphNode):
+        for _, segment in _levels(ns) if ns else ():
+            found = _called_graph(graph.nodes.get(segment.split(":", 1)[0]))
+            if found is None:
                 return self
-            graph = sub.graph
+            graph = found
         return graph
 
     def _read(
@@ -934,9 +935,9 @@ class CompiledGraph(RunnableMethods):
         it into a new thread instead.
         """
         saver = self._saver("update_state")
-        run = self._run(_thread_only(config), frozenset(), nest=False)
+        run, held = self._amending(config, "update_state")
         run.requested_id = config_checkpoint_id(config)
-        with saver.lock_thread(run.config):
+        with saver.lock_thread(held):
             gen = drive_sync(run, run.update(values, as_node))
             while True:
                 try:
@@ -953,11 +954,11 @@ class CompiledGraph(RunnableMethods):
         had run in that step (`as_node` is needed on each when there are several)."""
         saver = self._saver("bulk_update_state")
         _check_supersteps(supersteps)
-        first = self._run(_thread_only(config), frozenset(), nest=False)
+        first, held = self._amending(config, "bulk_update_state")
         head: RunConfig | None = None
-        with saver.lock_thread(first.config):
+        with saver.lock_thread(held):
             for i, step in enumerate(supersteps):
-                run = first if i == 0 else self._run(_thread_only(config), frozenset(), nest=False)
+                run = first if i == 0 else self._amending(config, "bulk_update_state")[0]
                 pairs = [(u[0], u[1] if len(u) > 1 else None) for u in step]
                 gen = drive_sync(run, run.update_step(pairs))
                 while True:
@@ -975,11 +976,11 @@ class CompiledGraph(RunnableMethods):
         """Async `bulk_update_state`."""
         saver = self._saver("abulk_update_state")
         _check_supersteps(supersteps)
-        first = self._run(_thread_only(config), frozenset(), nest=False)
+        first, held = self._amending(config, "abulk_update_state")
         out: list[RunConfig] = []
-        async with saver.alock_thread(first.config):
+        async with saver.alock_thread(held):
             for i, step in enumerate(supersteps):
-                run = first if i == 0 else self._run(_thread_only(config), frozenset(), nest=False)
+                run = first if i == 0 else self._amending(config, "abulk_update_state")[0]
                 pairs = [(u[0], u[1] if len(u) > 1 else None) for u in step]
                 async for _ in drive_async(run, run.update_step(pairs), out):
                     pass
@@ -989,13 +990,46 @@ class CompiledGraph(RunnableMethods):
         self, config: RunConfig, values: Any, as_node: str | None = None
     ) -> RunConfig:
         saver = self._saver("aupdate_state")
-        run = self._run(_thread_only(config), frozenset(), nest=False)
+        run, held = self._amending(config, "aupdate_state")
         run.requested_id = config_checkpoint_id(config)
         out: list[RunConfig] = []
-        async with saver.alock_thread(run.config):
+        async with saver.alock_thread(held):
             async for _ in drive_async(run, run.update(values, as_node), out):
                 pass
         return out[0]
+
+    def _amending(self, config: RunConfig, what: str) -> tuple[Run, RunConfig]:
+        """The run an update of `config`'s thread is written by, and the config of the thread
+        it holds meanwhile. For a subgraph's `checkpoint_ns` (`node:task_id|...`, as a pending
+        task's `state` gives it), a run of that subgraph on the parent's saver, which holds the
+        parent's thread: the update waits for no run and no run starts during it."""
+        own = _thread_only(config, what)
+        ns = config_ns(config)
+        if not ns:
+            return (run := self._run(own, frozenset(), nest=False)), run.config
+        saver = self._saver(what)
+        graph: CompiledGraph = self
+        levels = _levels(ns)
+        for _, segment in levels:
+            name = segment.split(":", 1)[0]
+            found = _called_graph(graph.nodes.get(name))
+            if found is None:
+                raise InvalidUpdateError(
+                    f"{what}: checkpoint_ns {ns!r} names node {name!r}, which "
+                    + (
+                        f"is not a node of {graph.name!r} (nodes: {sorted(graph.nodes)})"
+                        if name not in graph.nodes
+                        else "runs no subgraph that keeps state"
+                    )
+                    + "; pass the config of a pending task's subgraph: "
+                    "get_state(config, subgraphs=True).tasks[i].state"
+                )
+            graph = found
+        thread_id = str(config_thread_id(config))
+        run = graph.run_class(graph, own, thread_id, ns)
+        run.saver = saver  # a subgraph keeps its checkpoints in its parent's saver
+        run.enclosing = levels
+        return run, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
     def fork(
         self,
@@ -1127,6 +1161,32 @@ def _child_config(config: RunConfig, segment: str) -> RunConfig:
             "checkpoint_ns": f"{ns}|{segment}" if ns else segment,
         }
     }
+
+
+def _levels(ns: str) -> list[tuple[str, str]]:
+    """The levels of a subgraph's namespace: each enclosing graph's namespace and the segment
+    (`node:task_id`, or `node`) the next level runs under; a numbered segment (`|1`: a task's
+    second subgraph run) belongs to the level before it."""
+    parts = ns.split("|")
+    levels: list[tuple[str, str]] = []
+    i = 0
+    while i < len(parts):
+        j = i + 1
+        while j < len(parts) and parts[j].isdigit():
+            j += 1
+        levels.append(("|".join(parts[:i]), parts[i]))
+        i = j
+    return levels
+
+
+def _called_graph(spec: NodeSpec | None) -> CompiledGraph | None:
+    """The compiled graph a node runs: the node itself, or the first one its function uses
+    (found as LangGraph finds it, among the names the function's code refers to)."""
+    if spec is None:
+        return None
+    from ._draw import _subgraph_of as called
+
+    return called(spec.fn)
 
 
 def _segment(nodes: Mapping[str, NodeSpec], name: str, task_id: str) -> str:

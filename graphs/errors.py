@@ -5,7 +5,9 @@ GraphError                        root of everything below
 ├── GraphSetupError               the graph was built wrong (compile-time), also a ValueError
 │   └── InvalidCheckpointerError  compile(checkpointer=) given no saver, also a TypeError
 ├── InvalidUpdateError            a node or caller wrote a key or value the state cannot take
+│   ├── EmptyInputError           a run was given an input with nothing in it (`Command()`)
 │   └── MultipleSubgraphsError    one task ran two checkpointer=True subgraphs (one namespace)
+├── EmptyChannelError             a channel read before anything was written to it, also a LookupError
 ├── GraphRecursionError           more supersteps than `recursion_limit`, also a RecursionError
 ├── GraphInterrupt                the run paused; carries `.interrupts` and `.config`
 │   └── NodeInterrupt             raised by node code to pause with a value
@@ -23,12 +25,15 @@ GraphError                        root of everything below
 
 An exception raised by node code is not wrapped: it propagates with its own type, and a note
 naming the node and the thread is attached (`BaseException.add_note`).
+
+`ErrorCode` is LangGraph's enum of the troubleshooting codes its messages name (not an error).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,6 +43,9 @@ __all__ = [
     "CheckpointConflictError",
     "CheckpointFormatError",
     "CheckpointerRequiredError",
+    "EmptyChannelError",
+    "EmptyInputError",
+    "ErrorCode",
     "GraphError",
     "GraphInterrupt",
     "GraphRecursionError",
@@ -75,6 +83,38 @@ class InvalidCheckpointerError(GraphSetupError, TypeError):
 
 class InvalidUpdateError(GraphError, ValueError):
     """A node (or `update_state`, or the input) produced an update the state cannot accept."""
+
+
+class EmptyInputError(InvalidUpdateError):
+    """A run was given an input that holds nothing to do: a `Command()` with no `resume`,
+    `update` or `goto` (LangGraph's error of the same name, for the same input). Also an
+    `InvalidUpdateError`, what graphs raised for it before."""
+
+
+class EmptyChannelError(GraphError, LookupError):
+    """A channel was read before anything was written to it (LangGraph's meaning).
+
+    graphs keeps state in its runs and checkpoints, not in channel objects that can be read
+    on their own (`graphs.channels` holds markers only), and a key nothing was written to reads
+    as its empty value or is absent, so the runtime itself does not raise it; it is here for
+    code written against LangGraph that raises or catches it."""
+
+
+class ErrorCode(Enum):
+    """LangGraph's troubleshooting codes: the page a kind of error is explained on
+    (`https://docs.langchain.com/oss/python/langgraph/errors/<value>`)."""
+
+    GRAPH_RECURSION_LIMIT = "GRAPH_RECURSION_LIMIT"
+    """More supersteps than the recursion limit (`GraphRecursionError`)."""
+    INVALID_CONCURRENT_GRAPH_UPDATE = "INVALID_CONCURRENT_GRAPH_UPDATE"
+    """Two writes to a key without a reducer in one step (`InvalidUpdateError`)."""
+    INVALID_GRAPH_NODE_RETURN_VALUE = "INVALID_GRAPH_NODE_RETURN_VALUE"
+    """A node returned something that is not an update (`InvalidUpdateError`)."""
+    MULTIPLE_SUBGRAPHS = "MULTIPLE_SUBGRAPHS"
+    """One task ran two subgraphs that keep state under one namespace
+    (`MultipleSubgraphsError`)."""
+    INVALID_CHAT_HISTORY = "INVALID_CHAT_HISTORY"
+    """A chat history whose tool calls have no tool messages answering them."""
 
 
 class MultipleSubgraphsError(InvalidUpdateError):

@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .._context import _current
+from .._context import Pause, _current
 from .._task import Task
 from ..checkpoint.base import CALL
 from ..types import RetryPolicy
@@ -304,3 +304,23 @@ async def await_for(calls: Calls | None) -> None:
         await asyncio.wait(
             [inner if isinstance(inner, asyncio.Future) else asyncio.wrap_future(inner)]
         )
+
+
+def gathered(pause: Pause, calls: Calls | None) -> Pause:
+    """The pause of a node that stopped in `pause` (it waited for a call that paused, or
+    paused itself), with the pauses of its other calls that paused meanwhile: each call runs
+    on its own, so two that pause at once are both asked in one pause, as LangGraph asks them,
+    in the order the calls were made. Call it once the calls have settled (`wait_for`)."""
+    if calls is None:
+        return pause
+    found: dict[str, Any] = {}
+    for future in calls.futures:
+        inner = future._future
+        if inner.done() and not inner.cancelled():
+            error = inner.exception()
+            if isinstance(error, Pause):
+                found.update((i.id, i) for i in error.interrupts)
+    found.update((i.id, i) for i in pause.interrupts if i.id not in found)
+    if len(found) == len(pause.interrupts):
+        return pause
+    return Pause(tuple(found.values()))

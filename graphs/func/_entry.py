@@ -15,11 +15,11 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args, get_origin, get_type_hints
 
-from .._context import _current
+from .._context import Pause, _current
 from .._loop import Run
 from .._schema import ROOT, Channel
 from ..compiled import CompiledGraph
-from ._call import await_for, wait_for
+from ._call import await_for, gathered, wait_for
 
 if TYPE_CHECKING:
     from .._task import Task
@@ -148,6 +148,9 @@ def make_node(func: Callable[..., Any]) -> Callable[[Any], Any]:
             value, kwargs, task = call_args(state)
             try:
                 out = await func(value, **kwargs)
+            except Pause as pause:
+                await await_for(task.calls)
+                raise gathered(pause, task.calls) from None
             finally:
                 await await_for(task.calls)
             return out if isinstance(out, Final) else Final(out, out)
@@ -158,6 +161,9 @@ def make_node(func: Callable[..., Any]) -> Callable[[Any], Any]:
         value, kwargs, task = call_args(state)
         try:
             out = func(value, **kwargs)
+        except Pause as pause:
+            wait_for(task.calls)
+            raise gathered(pause, task.calls) from None
         finally:
             wait_for(task.calls)
         return out if isinstance(out, Final) else Final(out, out)

@@ -1,7 +1,7 @@
 """`graphs.graph`: where LangGraph applications import their graph from (`langgraph.graph`).
 
-`StateGraph`, `START` and `END` are the ones of `graphs`; `MessagesState` and `add_messages`
-come from `graphs.graph.message`, imported on first use so that this module does not load
+`StateGraph`, `START` and `END` are the ones of `graphs`; `MessagesState`, `add_messages` and
+(deprecated) `MessageGraph` come from `graphs.graph.message`, imported on first use so that this module does not load
 langchain_core.
 """
 
@@ -12,11 +12,19 @@ from ..compiled import CompiledGraph
 from ..types import END, START
 
 if TYPE_CHECKING:
-    from .message import MessagesState, add_messages
+    from .message import MessageGraph, MessagesState, add_messages
 
-__all__ = ["END", "START", "CompiledGraph", "MessagesState", "StateGraph", "add_messages"]
+__all__ = [
+    "END",
+    "START",
+    "CompiledGraph",
+    "MessageGraph",
+    "MessagesState",
+    "StateGraph",
+    "add_messages",
+]
 
-_LAZY = frozenset(["MessagesState", "add_messages"])
+_LAZY = frozenset(["MessageGraph", "MessagesState", "add_messages"])
 
 
 def __getattr__(name: str) -> Any:

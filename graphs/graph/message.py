@@ -16,8 +16,9 @@ def chat(state: State) -> dict[str, Any]:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import Annotated, TypedDict, Union, cast
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Annotated, Literal, TypedDict, Union, cast, overload
 
 from langchain_core.messages import (
     AIMessage,
@@ -38,10 +39,12 @@ from langchain_core.messages import (
 from .._context import _task
 from .._schema import APPENDS_ATTR
 from .._stream import task_metadata
+from ..builder import StateGraph
 
 __all__ = [
     "REMOVE_ALL_MESSAGES",
     "AnyMessage",
+    "MessageGraph",
     "Messages",
     "MessagesState",
     "add_messages",
@@ -80,7 +83,27 @@ def _as_messages(value: Messages) -> list[BaseMessage]:
     return [message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m for m in out]
 
 
-def add_messages(left: Messages, right: Messages) -> list[BaseMessage]:
+Format = Literal["langchain-openai"]
+"""The one message format `add_messages(format=...)` knows (LangGraph's)."""
+
+_FORMATS = ("langchain-openai",)
+
+
+@overload
+def add_messages(
+    left: Messages, right: Messages, *, format: Format | None = None
+) -> list[BaseMessage]: ...
+
+
+@overload
+def add_messages(
+    left: None = None, right: None = None, *, format: Format | None = None
+) -> Callable[[Messages, Messages], list[BaseMessage]]: ...
+
+
+def add_messages(
+    left: Messages | None = None, right: Messages | None = None, *, format: Format | None = None
+) -> list[BaseMessage] | Callable[[Messages, Messages], list[BaseMessage]]:
     """Merge `right` into `left`: append new messages, replace those whose id is already there.
 
     - Either side may be a message, a list of them, or anything langchain_core's
@@ -95,14 +118,47 @@ def add_messages(left: Messages, right: Messages) -> list[BaseMessage]:
     The result is a new list; `left` is left as it was. When the update only appends, the result
     begins with `left`'s very objects, so a checkpointer stores only the new messages.
 
+    Called with neither list, as LangGraph's, it returns the reducer: `Annotated[list,
+    add_messages(format="langchain-openai")]` merges the same way and gives each message it
+    adds the content OpenAI's format has (langchain_core's `convert_to_openai_messages`, then
+    back to messages): string, `text` and `image_url` blocks, an Anthropic-style `tool_use`
+    block as a tool call, a `tool_result` block as a `ToolMessage` of its own. Unlike
+    LangGraph's (whose formatted messages lose their ids), each message keeps its id (one that
+    becomes several: `id`, then `id:1`, `id:2`, ...).
+
     Raises:
-        ValueError: a `RemoveMessage` names an id that no message has.
+        ValueError: a `RemoveMessage` names an id that no message has; only one of `left` and
+            `right` is given; an unknown `format`.
     """
+    if left is None or right is None:
+        if left is not None or right is not None:
+            raise ValueError(
+                "Must specify non-null arguments for both 'left' and 'right'. Only received: "
+                f"'{'left' if left is not None else 'right'}'."
+            )
+        if format is None:
+            return add_messages
+        if format not in _FORMATS:
+            raise ValueError(f"Unrecognized {format=}. Expected one of 'langchain-openai', None.")
+        return add_messages_openai
+    if format is not None:
+        return add_messages_openai(left, right)
+    return _merge(left, right, None)
+
+
+def _merge(
+    left: Messages,
+    right: Messages,
+    formatted: Callable[[list[BaseMessage]], list[BaseMessage]] | None,
+) -> list[BaseMessage]:
+    """`add_messages`: `right` merged into `left`, each new message made by `formatted`."""
     old = _as_messages(left)
     new = _as_messages(right)
     for m in new:
         if m.id is None:
             m.id = str(uuid.uuid4())
+    if formatted is not None:
+        new = formatted(new)
     for i in range(len(new) - 1, -1, -1):
         if isinstance(new[i], RemoveMessage) and new[i].id == REMOVE_ALL_MESSAGES:
             old, new = [], new[i + 1 :]
@@ -139,6 +195,42 @@ def add_messages(left: Messages, right: Messages) -> list[BaseMessage]:
 setattr(add_messages, APPENDS_ATTR, True)
 
 
+def add_messages_openai(left: Messages, right: Messages) -> list[BaseMessage]:
+    """`add_messages(format="langchain-openai")`: `add_messages`, each message it adds in
+    OpenAI's format."""
+    if format_messages is None:
+        raise ValueError(
+            "add_messages(format='langchain-openai') needs langchain_core's "
+            "convert_to_openai_messages (langchain-core>=0.3.11)"
+        )
+    return _merge(left, right, format_messages)
+
+
+setattr(add_messages_openai, APPENDS_ATTR, True)
+
+
+def _openai(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Each message as OpenAI's format has it, keeping its id; `RemoveMessage`s as they are."""
+    out: list[BaseMessage] = []
+    for m in messages:
+        if isinstance(m, RemoveMessage):
+            out.append(m)
+            continue
+        made = convert_to_messages(convert_to_openai_messages([m]))
+        for k, f in enumerate(made):
+            f.id = m.id if k == 0 else f"{m.id}:{k}"
+        out.extend(made)
+    return out
+
+
+try:
+    from langchain_core.messages import convert_to_openai_messages
+except ImportError:  # pragma: no cover - langchain-core older than 0.3.11
+    format_messages: Callable[[list[BaseMessage]], list[BaseMessage]] | None = None
+else:
+    format_messages = _openai
+
+
 def _messages_delta_reducer(state: Messages, writes: list[Messages]) -> list[BaseMessage]:
     """`add_messages` for a `DeltaChannel` key: `state` merged with a step's writes, in order.
 
@@ -159,6 +251,25 @@ def _messages_delta_reducer(state: Messages, writes: list[Messages]) -> list[Bas
         else:
             flat.append(cast("MessageLikeRepresentation", write))
     return add_messages(state, flat)
+
+
+class MessageGraph(StateGraph):
+    """LangGraph's `MessageGraph` (deprecated there since 1.0, as here): a graph whose whole
+    state is one list of messages, merged by `add_messages`.
+
+    A root-channel `StateGraph(Annotated[list[AnyMessage], add_messages])`: each node gets the
+    list and returns a message or a list of them; `invoke` takes and returns the list. Prefer a
+    `StateGraph` with a `messages` key (`MessagesState`), which can hold other keys too.
+    """
+
+    def __init__(self) -> None:
+        warnings.warn(
+            "MessageGraph is deprecated (as in LangGraph 1.0): use StateGraph(MessagesState), a "
+            "state with a `messages` key merged by add_messages",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        super().__init__(Annotated[list[AnyMessage], add_messages])  # type: ignore[arg-type]  # a root channel
 
 
 class MessagesState(TypedDict):

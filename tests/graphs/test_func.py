@@ -251,6 +251,128 @@ def test_an_interrupt_inside_a_task_pauses_the_run_and_its_answer_reaches_the_ta
     assert ran == {"prepare": 1, "approve": 2}  # the asking task runs again, from its top
 
 
+def _two_approvals(saver: BaseCheckpointSaver, ran: Ran, finished: list[str]) -> Any:
+    @task
+    def approve(item: str) -> str:
+        ran.hit(item)
+        answer = interrupt(f"approve {item}?")
+        finished.append(item)
+        return f"{item}: {answer}"
+
+    @task
+    def count(items: list[str]) -> int:
+        ran.hit("count")
+        return len(items)
+
+    @entrypoint(checkpointer=saver, interrupt_mode="return")
+    def flow(items: list[str]) -> list[Any]:
+        calls = [approve(item) for item in items]  # both start before either is waited for
+        n = count(items)
+        return [*(c.result() for c in calls), n.result()]
+
+    return flow
+
+
+def test_two_task_calls_that_pause_at_once_are_asked_in_one_pause(
+    saver: BaseCheckpointSaver,
+) -> None:
+    ran, finished = Ran(), []
+    flow = _two_approvals(saver, ran, finished)
+    config = cfg("both")
+    out = flow.invoke(["refund", "email"], config)
+    asked = out["__interrupt__"]
+    assert [i.value for i in asked] == ["approve refund?", "approve email?"]  # call order
+    assert len({i.id for i in asked}) == 2
+    state = flow.get_state(config)
+    assert list(state.interrupts) == asked
+    assert list(state.tasks[0].interrupts) == asked
+
+    # One answer each, by id, in one resume: each task goes on once, the finished one is kept.
+    answers = {asked[1].id: "no", asked[0].id: "yes"}
+    assert flow.invoke(Command(resume=answers), config) == ["refund: yes", "email: no", 2]
+    assert sorted(finished) == ["email", "refund"]
+    assert ran == {"refund": 2, "email": 2, "count": 1}  # each asking task again, from its top
+    assert flow.get_state(config).next == ()
+
+
+def test_answering_one_of_two_pauses_asks_the_other_again_under_its_id(
+    saver: BaseCheckpointSaver,
+) -> None:
+    ran, finished = Ran(), []
+    flow = _two_approvals(saver, ran, finished)
+    config = cfg("one")
+    first, second = flow.invoke(["refund", "email"], config)["__interrupt__"]
+    out = flow.invoke(Command(resume={first.id: "yes"}), config)
+    assert out["__interrupt__"] == [second]
+    assert finished == ["refund"]
+    assert flow.invoke(Command(resume={second.id: "later"}), config) == [
+        "refund: yes",
+        "email: later",
+        2,
+    ]
+    assert finished == ["refund", "email"]  # the answered task finished once, not again
+    assert ran["refund"] == 2 and ran["email"] == 3
+
+
+async def test_two_async_task_calls_that_pause_at_once_are_asked_in_one_pause(
+    saver: BaseCheckpointSaver,
+) -> None:
+    finished: list[str] = []
+
+    @task
+    async def approve(item: str) -> str:
+        answer = interrupt(f"approve {item}?")
+        finished.append(item)
+        return f"{item}: {answer}"
+
+    @entrypoint(checkpointer=saver)
+    async def flow(items: list[str]) -> list[str]:
+        return list(await asyncio.gather(*[approve(item) for item in items]))
+
+    config = cfg("async-both")
+    with pytest.raises(GraphInterrupt) as paused:
+        await flow.ainvoke(["a", "b", "c"], config)
+    asked = paused.value.interrupts
+    assert [i.value for i in asked] == ["approve a?", "approve b?", "approve c?"]
+    answers = {i.id: n for n, i in enumerate(asked)}
+    assert await flow.ainvoke(Command(resume=answers), config) == ["a: 0", "b: 1", "c: 2"]
+    assert sorted(finished) == ["a", "b", "c"]
+
+
+def test_two_task_calls_of_a_state_graph_node_that_pause_at_once_are_asked_in_one_pause(
+    saver: BaseCheckpointSaver,
+) -> None:
+    ran = Ran()
+
+    @task
+    def approve(item: str) -> str:
+        ran.hit(item)
+        return f"{item}: {interrupt(f'approve {item}?')}"
+
+    class State(TypedDict, total=False):
+        items: list[str]
+        done: list[str]
+
+    def review(state: State) -> State:
+        calls = [approve(item) for item in state["items"]]
+        return {"done": [c.result() for c in calls]}
+
+    g = StateGraph(State)
+    g.add_node("review", review)
+    g.add_edge(START, "review")
+    g.add_edge("review", END)
+    app = g.compile(checkpointer=saver)
+    config = cfg("node-both")
+    with pytest.raises(GraphInterrupt) as paused:
+        app.invoke({"items": ["refund", "email"]}, config)
+    asked = paused.value.interrupts
+    assert [i.value for i in asked] == ["approve refund?", "approve email?"]
+    assert app.get_state(config).interrupts == asked
+    out = app.invoke(Command(resume={asked[0].id: "yes", asked[1].id: "no"}), config)
+    assert out["done"] == ["refund: yes", "email: no"]
+    assert ran == {"refund": 2, "email": 2}
+
+
 def test_a_task_called_in_a_state_graph_node_is_not_run_again_when_the_node_resumes(
     saver: BaseCheckpointSaver,
 ) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
+    AnyMessage,
     HumanMessage,
     RemoveMessage,
     SystemMessage,
@@ -158,3 +159,123 @@ def test_a_reducer_key_without_the_messages_state_base() -> None:
     g.add_edge(START, "a")
     out = g.compile().invoke({"history": [("user", "x")]})
     assert [m.content for m in out["history"]] == ["x", "hello"] and out["turns"] == 1
+
+
+# ---- add_messages(format="langchain-openai") and MessageGraph ---------------------------------
+
+
+def _anthropic_turn() -> list[Any]:
+    image = {"type": "base64", "media_type": "image/jpeg", "data": "1234"}
+    return [
+        HumanMessage(
+            [
+                {
+                    "type": "text",
+                    "text": "Here's an image:",
+                    "cache_control": {"type": "ephemeral"},
+                },
+                {"type": "image", "source": image},
+            ],
+            id="h",
+        ),
+        AIMessage(
+            [{"type": "tool_use", "name": "look", "input": {"at": "it"}, "id": "c1"}], id="a"
+        ),
+        HumanMessage(
+            [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "c1",
+                    "content": [{"type": "text", "text": "a cat"}],
+                },
+                {"type": "tool_result", "tool_use_id": "c2", "content": "nothing"},
+            ],
+            id="r",
+        ),
+    ]
+
+
+def test_the_openai_format_reducer_stores_each_added_message_as_openai_s_format(
+    tmp_path: Any,
+) -> None:
+    from graphs.checkpoint.sql import SQLSaver
+
+    class State(TypedDict):
+        messages: Annotated[list[AnyMessage], add_messages(format="langchain-openai")]
+
+    g = StateGraph(State)
+    g.add_node("turn", lambda state: {"messages": _anthropic_turn()})
+    g.add_edge(START, "turn")
+    g.add_edge("turn", END)
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'fmt.db'}")
+    saver.setup()
+    graph = g.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke({"messages": [("user", "meow")]}, config)["messages"]
+    assert [type(m).__name__ for m in out] == [
+        "HumanMessage",
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "ToolMessage",
+    ]
+    assert out[0].content == "meow"
+    assert out[1].content == [
+        {"type": "text", "text": "Here's an image:"},
+        {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,1234"}},
+    ]
+    assert out[2].content == "" and out[2].tool_calls == [
+        {"name": "look", "args": {"at": "it"}, "id": "c1", "type": "tool_call"}
+    ]
+    assert [(m.tool_call_id, m.content) for m in out[3:]] == [
+        ("c1", "a cat"),
+        ("c2", "nothing"),
+    ]
+    # Ids are kept (LangGraph's formatted messages lose theirs): one message made two has
+    # its id, then id:1; so an update by id still replaces the message.
+    assert [m.id for m in out[1:]] == ["h", "a", "r", "r:1"]
+    assert graph.get_state(config).values["messages"] == out
+    graph.update_state(config, {"messages": [AIMessage("edited", id="a")]}, as_node="turn")
+    assert [m.content for m in graph.get_state(config).values["messages"]][2] == "edited"
+
+
+def test_add_messages_without_lists_is_the_reducer_and_refuses_half_a_call() -> None:
+    assert add_messages() is add_messages
+    reducer = add_messages(format="langchain-openai")
+    assert reducer([HumanMessage("a", id="1")], [AIMessage("b", id="2")]) == [
+        HumanMessage("a", id="1"),
+        AIMessage("b", id="2"),
+    ]
+    with pytest.raises(ValueError, match="Only received: 'left'"):
+        add_messages([HumanMessage("a")], None)  # type: ignore[call-overload]
+    with pytest.raises(ValueError, match="Unrecognized format='xml'"):
+        add_messages(format="xml")  # type: ignore[call-overload]
+
+
+def test_a_message_graph_s_state_is_the_list_of_messages() -> None:
+    from graphs.graph import MessageGraph
+
+    with pytest.warns(DeprecationWarning, match="MessageGraph is deprecated"):
+        b = MessageGraph()
+    b.add_node("chatbot", lambda messages: [("assistant", f"{len(messages)} so far")])
+    b.add_node("again", lambda messages: AIMessage("bye", id="bye"))
+    b.add_edge(START, "chatbot")
+    b.add_edge("chatbot", "again")
+    b.add_edge("again", END)
+    graph = b.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke([("user", "hi")], config)
+    assert [(type(m).__name__, m.content) for m in out] == [
+        ("HumanMessage", "hi"),
+        ("AIMessage", "1 so far"),
+        ("AIMessage", "bye"),
+    ]
+    assert graph.get_state(config).values == out
+    # The thread's list goes on; "bye" (one id) is replaced where it was, not appended again.
+    assert [m.content for m in graph.invoke([HumanMessage("more")], config)] == [
+        "hi",
+        "1 so far",
+        "bye",
+        "more",
+        "4 so far",
+    ]

@@ -308,7 +308,7 @@ def database_unavailable(error: BaseException) -> bool:
     `OperationalError` (the server is down, restarting or unreachable, or ended the session,
     as `pg_terminate_backend` or a restart does); SQLite's `OperationalError` for a file that
     is locked past the busy timeout, cannot be opened, read or grown. The bot's
-    `database_down` reads errors the same way (but leaves out a locked SQLite file).
+    `database_down` reads PostgreSQL's errors the same way (it leaves SQLite's out).
     """
     seen: set[int] = set()
     e: BaseException | None = error

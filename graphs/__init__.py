@@ -28,6 +28,7 @@ from .errors import (
     SchemaVersionError,
     SerializationError,
     SideEffectUnknownError,
+    SideEffectUnrecordedError,
     ThreadBusyError,
 )
 from .types import (
@@ -78,6 +79,7 @@ __all__ = [
     "Send",
     "SerializationError",
     "SideEffectUnknownError",
+    "SideEffectUnrecordedError",
     "StateGraph",
     "StateSnapshot",
     "StateTask",

@@ -39,6 +39,11 @@ T = TypeVar("T")
 
 _current: ContextVar[Task | None] = ContextVar("graphs_current_task", default=None)
 
+RECORD_WAIT = 30.0
+"""Seconds `once()` keeps trying to record an effect's outcome while the database is
+unavailable, by default (`record_wait=`): a PostgreSQL restart or failover, a SQLite file
+locked by a long writer, fit in it."""
+
 
 class Pause(BaseException):
     """Raised by `interrupt()` to leave the node.
@@ -129,7 +134,12 @@ def _once_lookup(task: Task, key: str, retry_unknown: bool) -> tuple[bool, Any]:
 
 
 def once(
-    key: str, fn: Callable[..., T], *args: Any, retry_unknown: bool = False, **kwargs: Any
+    key: str,
+    fn: Callable[..., T],
+    *args: Any,
+    retry_unknown: bool = False,
+    record_wait: float = RECORD_WAIT,
+    **kwargs: Any,
 ) -> T:
     """Run `fn(*args, **kwargs)` once per thread; on replays return the stored result.
 
@@ -143,6 +153,12 @@ def once(
     of running it again, unless `retry_unknown=True`. If `fn` raises, nothing is stored and the
     next attempt runs it again.
 
+    If the database is unavailable when the result is to be recorded (a restart, a dropped
+    connection, a locked SQLite file), the record is tried again, with pauses from 0.05 s up
+    to 2 s, for up to `record_wait` seconds (default 30); `fn` is never run again for it. If
+    the database is still down then, `SideEffectUnrecordedError` (a `SideEffectUnknownError`)
+    is raised, holding the result, and the thread's next attempt finds the outcome unknown.
+
     Replaces: calling the effect directly in node code that may be replayed.
     """
     task = _task("once")
@@ -153,11 +169,17 @@ def once(
     task.record_once(key, "started")
     try:
         result = fn(*args, **kwargs)
-    except BaseException:
-        task.record_once(key, "failed")
+    except BaseException as e:
+        task.record_once(key, "failed", wait=_failed_wait(e, record_wait))
         raise
-    task.record_once(key, "done", result)
+    task.record_once(key, "done", result, wait=record_wait)
     return result
+
+
+def _failed_wait(error: BaseException, record_wait: float) -> float:
+    """How long to try to record that an effect raised `error`: not at all when that is the
+    run being stopped (a `KeyboardInterrupt`, a cancellation), which must not wait."""
+    return record_wait if isinstance(error, Exception) else 0.0
 
 
 async def aonce(
@@ -165,13 +187,15 @@ async def aonce(
     fn: Callable[..., Awaitable[T]],
     *args: Any,
     retry_unknown: bool = False,
+    record_wait: float = RECORD_WAIT,
     **kwargs: Any,
 ) -> T:
     """`once()` for a coroutine function, in an async node: `await aonce("draft", make_draft)`.
 
     Once begun, the effect is not cut short by the node being cancelled (a sibling task failed,
     the step timed out): it runs to its end and its result is recorded, then the cancellation
-    goes on. So a cancelled node has either not begun the effect or recorded it.
+    goes on. So a cancelled node has either not begun the effect or recorded it (or, with the
+    database down past `record_wait`, raised `SideEffectUnrecordedError`, as `once()` does).
     """
     task = _task("aonce")
     found, stored = _once_lookup(task, key, retry_unknown)
@@ -183,10 +207,10 @@ async def aonce(
         await task.arecord_once(key, "started")
         try:
             result = await fn(*args, **kwargs)
-        except BaseException:
-            await task.arecord_once(key, "failed")
+        except BaseException as e:
+            await task.arecord_once(key, "failed", wait=_failed_wait(e, record_wait))
             raise
-        await task.arecord_once(key, "done", result)
+        await task.arecord_once(key, "done", result, wait=record_wait)
         return result
 
     running = asyncio.ensure_future(effect())

@@ -77,6 +77,7 @@ from .errors import (
     ParentCommand,
     RecordedNodeError,
     ResumeError,
+    SideEffectUnrecordedError,
 )
 from .types import END, OVERWRITE_KEY, START, Command, Interrupt, Overwrite, RunConfig, Send
 
@@ -1248,6 +1249,10 @@ class Run:
                 writes = []
             elif t.cancelled:
                 writes = []  # it did not finish: it runs again when the step is resumed
+            elif isinstance(t.error, SideEffectUnrecordedError):
+                # The database stayed down through the effect's record: saving the error
+                # would fail too, and raise the database's error instead of this one.
+                writes = []
             elif t.error is not None:
                 writes = [(ERROR, repr(t.error))]  # LangGraph's StateTask.error text
             elif t.saved:

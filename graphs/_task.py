@@ -17,8 +17,8 @@ from ._context import Pause, _current
 from ._drive import asave_before_once, save_before_once
 from ._events import node_config, task_async, task_sync
 from ._internal._constants import CONFIG_KEY_NODE_FINISHED
-from .checkpoint.base import FAILED, ONCE
-from .errors import NodeError, NodeInterrupt, ParentCommand
+from .checkpoint.base import FAILED, ONCE, database_unavailable
+from .errors import NodeError, NodeInterrupt, ParentCommand, SideEffectUnrecordedError
 from .types import PULL, PUSH, Command, Interrupt, RunConfig, Send
 
 if TYPE_CHECKING:
@@ -36,6 +36,12 @@ sleep = time.sleep
 """How a sync node waits between retries (tests replace it)."""
 asleep = asyncio.sleep
 """How an async node waits between retries (tests replace it)."""
+
+RECORD_FIRST_PAUSE = 0.05
+"""Seconds before the first retry of a `once()` outcome the database could not take."""
+RECORD_MAX_PAUSE = 2.0
+"""The longest pause between two retries of it: a restarted PostgreSQL is back in a second or
+two, and the record should follow soon after."""
 
 OnceState = Literal["started", "done", "failed"]
 """The progress of a `once()` effect, as its pending writes record it."""
@@ -431,24 +437,81 @@ class Task:
         assert run.head_config is not None
         return run.saver, run.head_config, [(ONCE, [key, state, result])]
 
-    def record_once(self, key: str, state: OnceState, result: Any = None) -> None:
+    def record_once(
+        self, key: str, state: OnceState, result: Any = None, wait: float = 0.0
+    ) -> None:
         """Record that the `once()` effect `key` started, is done (with `result`) or failed.
-        Under `durability="exit"`, what the run has not saved is saved before it starts."""
+        Under `durability="exit"`, what the run has not saved is saved before it starts.
+
+        The outcome ("done", "failed") of an effect that ran is written again while the
+        database is unavailable, for up to `wait` seconds (see `_record_pause`): writing it
+        twice is harmless (the last record of a key is the one read), losing it leaves the
+        thread with an effect of unknown outcome."""
         if state == "started" and self.run.saver is not None:
             save_before_once(self.run)
         found = self._once_write(key, state, result)
-        if found is not None:
-            saver, config, writes = found
-            saver.put_writes(config, writes, self.id)
+        if found is None:
+            return
+        saver, config, writes = found
+        since, tries = time.monotonic(), 0
+        while True:
+            try:
+                saver.put_writes(config, writes, self.id)
+                return
+            except Exception as e:
+                if state == "started" or not database_unavailable(e):
+                    raise
+                tries += 1
+                pause = self._record_pause(key, state, result, e, since, tries, wait)
+            sleep(pause)
 
-    async def arecord_once(self, key: str, state: OnceState, result: Any = None) -> None:
+    async def arecord_once(
+        self, key: str, state: OnceState, result: Any = None, wait: float = 0.0
+    ) -> None:
         """Async form of `record_once`."""
         if state == "started" and self.run.saver is not None:
             await asave_before_once(self.run)
         found = self._once_write(key, state, result)
-        if found is not None:
-            saver, config, writes = found
-            await saver.aput_writes(config, writes, self.id)
+        if found is None:
+            return
+        saver, config, writes = found
+        since, tries = time.monotonic(), 0
+        while True:
+            try:
+                await saver.aput_writes(config, writes, self.id)
+                return
+            except Exception as e:
+                if state == "started" or not database_unavailable(e):
+                    raise
+                tries += 1
+                pause = self._record_pause(key, state, result, e, since, tries, wait)
+            await asleep(pause)
+
+    def _record_pause(
+        self,
+        key: str,
+        state: OnceState,
+        result: Any,
+        error: Exception,
+        since: float,
+        tries: int,
+        wait: float,
+    ) -> float:
+        """Seconds to wait before writing the outcome of `key` again, after the database
+        refused it `tries` times since `since`: 0.05 s, doubled each time up to 2 s, never
+        past `wait` seconds from the first try. Past them, `SideEffectUnrecordedError`."""
+        waited = time.monotonic() - since
+        left = wait - waited
+        if left <= 0:
+            raise SideEffectUnrecordedError(
+                self.run.thread_id,
+                key,
+                outcome=state,
+                result=result if state == "done" else None,
+                waited=waited,
+                error=error,
+            ) from error
+        return min(RECORD_FIRST_PAUSE * 2.0 ** min(tries - 1, 8), RECORD_MAX_PAUSE, left)
 
 
 def cache_key(spec: NodeSpec, state: Any) -> tuple[tuple[str, ...], str]:

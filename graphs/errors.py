@@ -19,6 +19,7 @@ GraphError                        root of everything below
 │   └── SchemaVersionError        the database's checkpoint schema is not the one this code knows
 ├── SerializationError            a value the checkpoint format cannot store
 ├── SideEffectUnknownError        a `once()` effect started but its outcome was never recorded
+│   └── SideEffectUnrecordedError an effect ran, but the database stayed down for its record
 ├── RecordedNodeError             a node's error read back from a checkpoint (for an error handler)
 └── ParentCommand                 carries a subgraph's `Command(graph=Command.PARENT)` to its parent
 ```
@@ -60,6 +61,7 @@ __all__ = [
     "SchemaVersionError",
     "SerializationError",
     "SideEffectUnknownError",
+    "SideEffectUnrecordedError",
     "ThreadBusyError",
 ]
 
@@ -279,6 +281,58 @@ class SideEffectUnknownError(GraphError, RuntimeError):
         )
         self.thread_id = thread_id
         self.key = key
+
+
+class SideEffectUnrecordedError(SideEffectUnknownError):
+    """A `once()` effect ran in this attempt, but its outcome could not be recorded: the
+    database stayed unavailable (down, restarting, unreachable, locked) for as long as
+    `once(..., record_wait=)` allows (30 s by default), the record being tried again meanwhile.
+
+    The effect is not run again. The thread holds only its start, so once the database is back
+    its next attempt raises `SideEffectUnknownError` for the key: a person has to settle it.
+    After an effect that returned, do not rerun it with `retry_unknown=True`: it happened.
+
+    Attributes:
+        thread_id: the thread.
+        key: the `once()` key.
+        outcome: `"done"` (the effect returned `result`) or `"failed"` (it raised).
+        result: what the effect returned (None when it raised), kept nowhere else.
+        waited: seconds the record was tried for.
+    """
+
+    def __init__(
+        self,
+        thread_id: str | None,
+        key: str,
+        *,
+        outcome: str,
+        result: Any,
+        waited: float,
+        error: BaseException,
+    ) -> None:
+        said = (str(error).strip().splitlines() or [""])[0]
+        cause = f"{type(error).__name__}: {said}" if said else type(error).__name__
+        if outcome == "done":
+            what = (
+                "ran, but its result could not be recorded: the database was unavailable for "
+                f"{waited:.0f}s ({cause}). It happened and is not run again: do not rerun it "
+                "with once(..., retry_unknown=True). Once the database is back, the thread's "
+                "next attempt raises SideEffectUnknownError for it; settle it by hand (its "
+                "result is this error's `result`)."
+            )
+        else:
+            what = (
+                "raised, but that could not be recorded: the database was unavailable for "
+                f"{waited:.0f}s ({cause}). Once the database is back, the thread's next attempt "
+                "raises SideEffectUnknownError for it: check whether it happened, then rerun "
+                "with once(..., retry_unknown=True) if it did not."
+            )
+        GraphError.__init__(self, f"Side effect {key!r} on thread {thread_id!r} {what}")
+        self.thread_id = thread_id
+        self.key = key
+        self.outcome = outcome
+        self.result = result
+        self.waited = waited
 
 
 class ParentCommand(GraphError):

@@ -39,6 +39,7 @@ GRAPHS_API = [
     "Send",
     "SerializationError",
     "SideEffectUnknownError",
+    "SideEffectUnrecordedError",
     "StateGraph",
     "StateSnapshot",
     "StateTask",

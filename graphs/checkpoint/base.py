@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import sqlite3
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -50,6 +51,7 @@ __all__ = [
     "config_checkpoint_id",
     "config_ns",
     "config_thread_id",
+    "database_unavailable",
     "empty_checkpoint",
     "new_checkpoint",
     "new_checkpoint_id",
@@ -279,6 +281,52 @@ def checkpoint_config(thread_id: str, ns: str, checkpoint_id: str) -> RunConfig:
             "checkpoint_id": checkpoint_id,
         }
     }
+
+
+_SQLITE_UNAVAILABLE = frozenset(
+    (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_PROTOCOL,
+    )
+)
+"""SQLite's primary result codes for a file that cannot take a write now (another writer holds
+it past the busy timeout; it cannot be opened, read or grown; it was moved): not a mistake in
+the statement, whose code is `SQLITE_ERROR` ("no such table", a syntax error)."""
+
+
+def database_unavailable(error: BaseException) -> bool:
+    """True when `error`, raised by a saver, means its database cannot be used right now, not
+    that the call was wrong: the same call may succeed once the database is back.
+
+    That is, for `error` or what caused it (`__cause__`, `__context__`): a `ConnectionError`;
+    a SQLAlchemy error of a connection that dropped (`connection_invalidated`); psycopg's
+    `OperationalError` (the server is down, restarting or unreachable, or ended the session,
+    as `pg_terminate_backend` or a restart does); SQLite's `OperationalError` for a file that
+    is locked past the busy timeout, cannot be opened, read or grown. The bot's
+    `database_down` reads PostgreSQL's errors the same way (it leaves SQLite's out).
+    """
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, ConnectionError) or getattr(e, "connection_invalidated", False) is True:
+            return True
+        if isinstance(e, sqlite3.OperationalError):
+            code = getattr(e, "sqlite_errorcode", None)
+            if code is None:  # raised by Python code, not by SQLite (the write gate's)
+                return str(e).startswith("database is locked")
+            return code & 0xFF in _SQLITE_UNAVAILABLE
+        if type(e).__module__.startswith("psycopg") and any(
+            c.__name__ == "OperationalError" for c in type(e).__mro__
+        ):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 class BaseCheckpointSaver:

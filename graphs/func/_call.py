@@ -69,11 +69,13 @@ class CallTask(Task):
         self.subgraphs = 0
         self.calls = Calls()
 
-    def record_once(self, key: str, state: Any, result: Any = None) -> None:
-        self.owner.record_once(key, state, result)
+    def record_once(self, key: str, state: Any, result: Any = None, wait: float = 0.0) -> None:
+        self.owner.record_once(key, state, result, wait)
 
-    async def arecord_once(self, key: str, state: Any, result: Any = None) -> None:
-        await self.owner.arecord_once(key, state, result)
+    async def arecord_once(
+        self, key: str, state: Any, result: Any = None, wait: float = 0.0
+    ) -> None:
+        await self.owner.arecord_once(key, state, result, wait)
 
 
 class TaskFuture(Generic[T]):

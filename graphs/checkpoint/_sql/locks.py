@@ -77,7 +77,8 @@ def _raw_unlock(raw: Any, key: int, close: bool = True) -> None:
         cursor.close()
         raw.dbapi_connection.autocommit = False
     except Exception:  # noqa: BLE001 (the session, and with it the lock, is gone)
-        raw.invalidate()
+        if raw.dbapi_connection is not None:  # None: invalidated already, when it dropped
+            raw.invalidate()
     finally:
         if close:
             raw.close()

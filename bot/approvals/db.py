@@ -17,8 +17,10 @@ and a ping before each checkout.
 
 Errors: a database that cannot be reached (server down, wrong host or port, a SQLite file that
 cannot be opened) raises `DatabaseUnavailable`, which says which database and what to check. A
-connection that drops mid-transaction raises it too. Other driver errors (a constraint, a
-serialization failure, "database is locked" after the busy timeout) pass through unchanged.
+connection that drops mid-transaction raises it too. No connection of the pool free within
+its timeout (every one in use) raises `DatabaseBusy`: nothing was recorded, try again. Other
+driver errors (a constraint, a serialization failure, "database is locked" after the busy
+timeout) pass through unchanged.
 A schema newer than this code raises `graphs.errors.SchemaVersionError`.
 """
 
@@ -563,6 +565,8 @@ class Database:
         """A connection from `engine`; failing to connect is `DatabaseUnavailable`."""
         try:
             conn = await engine.connect()
+        except sa.exc.TimeoutError as e:
+            raise self._pool_busy(engine.sync_engine, e) from e
         except (sa.exc.DBAPIError, OSError) as e:
             if self.dialect == "sqlite":
                 # aiosqlite (0.22) stops its worker thread after a failed connect without
@@ -579,6 +583,8 @@ class Database:
     def _sync_connection(self, engine: Engine) -> Iterator[Connection]:
         try:
             conn = engine.connect()
+        except sa.exc.TimeoutError as e:
+            raise self._pool_busy(engine, e) from e
         except (sa.exc.DBAPIError, OSError) as e:
             raise self._unavailable(e) from e
         with conn, self._translated_sync():
@@ -674,6 +680,22 @@ class Database:
             "SIGNOFF_DATABASE_URL is right"
         )
 
+    def _pool_busy(self, engine: Engine, error: sa.exc.TimeoutError) -> DatabaseBusy:
+        """No connection of this process's pool came free within the pool's timeout: every
+        one was in use by other requests (a burst, or slow statements)."""
+        pool = engine.pool
+        size = getattr(pool, "size", lambda: None)()
+        overflow = getattr(pool, "_max_overflow", None)
+        count = f"all {size + overflow} " if size is not None and overflow is not None else ""
+        waited = getattr(pool, "_timeout", None)
+        after = f" for {waited:g} s" if isinstance(waited, int | float) else ""
+        return DatabaseBusy(
+            f"{self.display_url} is busy: {count}connections this process may open to it were "
+            f"in use{after}; nothing was recorded, try again in a few seconds (if it keeps "
+            "happening, look for slow statements on the server, or run fewer requests at once)",
+            self.display_url,
+        )
+
     def _unavailable(self, error: BaseException) -> DatabaseUnavailable:
         cause = getattr(error, "orig", None) or error
         said = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
@@ -724,13 +746,14 @@ def database_down(error: BaseException) -> bool:
     """True when `error` (or what caused it) is the database going away, not the run failing.
 
     For errors that reached a caller untranslated, through code that is not this module's (a
-    graph run saving its checkpoint): a dropped connection, or psycopg's OperationalError.
+    graph run saving its checkpoint): a dropped connection, psycopg's OperationalError, or no
+    connection of the pool free within its timeout (the database busy: try again later).
     """
     seen: set[int] = set()
     e: BaseException | None = error
     while e is not None and id(e) not in seen:
         seen.add(id(e))
-        if isinstance(e, DatabaseUnavailable) or (
+        if isinstance(e, DatabaseUnavailable | sa.exc.TimeoutError) or (
             isinstance(e, sa.exc.DBAPIError) and e.connection_invalidated
         ):
             return True

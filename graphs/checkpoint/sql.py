@@ -104,7 +104,8 @@ class SQLSaver(BaseCheckpointSaver):
             survives power loss) or `"NORMAL"` (survives a process crash only; faster).
         busy_timeout: seconds a SQLite writer waits for another one (default 30).
         pool_size: PostgreSQL connections kept open per engine (default 5). A running thread
-            holds one for its lock and uses another for each write.
+            holds one for its lock, from a pool of its own (as large), and uses one of the
+            operations' pool for each write.
         max_overflow: PostgreSQL connections opened beyond `pool_size` under load (default 10).
         ping_after: PostgreSQL: a pooled connection idle this many seconds is pinged before
             use, and replaced if the server dropped it (default 1.0; 0 pings at every use).
@@ -141,6 +142,9 @@ class SQLSaver(BaseCheckpointSaver):
         self._read_engine: Engine | None = None
         self._aengine: AsyncEngine | None = None
         self._aread_engine: AsyncEngine | None = None
+        # PostgreSQL: the pools of the connections that hold runs' thread locks (`lock_thread`)
+        self._lock_engine: Engine | None = None
+        self._alock_engine: AsyncEngine | None = None
         self._schema_ok = False
         self._advisory = _AdvisoryLock(self._sync_engine)
         # The list channels last stored per thread: an update by id is stored as an edit.
@@ -188,24 +192,29 @@ class SQLSaver(BaseCheckpointSaver):
         From async code prefer `await aclose()`: connections of the async engine can only be
         closed on an event loop, so inside a running loop `close` just lets go of them.
         """
-        if self._engine is not None:
-            self._engine.dispose()
-        if self._aengine is not None:
+        for engine in (self._engine, self._lock_engine):
+            if engine is not None:
+                engine.dispose()
+        for aengine in (self._aengine, self._alock_engine):
+            if aengine is None:
+                continue
             try:
                 asyncio.get_running_loop()
             except RuntimeError:
                 try:
-                    asyncio.run(self._aengine.dispose())
+                    asyncio.run(aengine.dispose())
                 except Exception:  # noqa: BLE001 (closing is best effort; drop them)
-                    self._aengine.sync_engine.dispose(close=False)
+                    aengine.sync_engine.dispose(close=False)
             else:
-                self._aengine.sync_engine.dispose(close=False)
+                aengine.sync_engine.dispose(close=False)
 
     async def aclose(self) -> None:
-        if self._aengine is not None:
-            await self._aengine.dispose()
-        if self._engine is not None:
-            self._engine.dispose()
+        for aengine in (self._aengine, self._alock_engine):
+            if aengine is not None:
+                await aengine.dispose()
+        for engine in (self._engine, self._lock_engine):
+            if engine is not None:
+                engine.dispose()
 
     def _engine_kwargs(self) -> dict[str, Any]:
         if self._d.name == "sqlite":
@@ -243,6 +252,31 @@ class SQLSaver(BaseCheckpointSaver):
                 self._aread_engine = engine.execution_options(signoff_read=True)
                 self._aengine = engine
         return self._aread_engine if read else self._aengine  # type: ignore[return-value]
+
+    def _locks_engine(self) -> Engine:
+        """PostgreSQL: the pool of the connections that hold runs' thread locks (`lock_thread`),
+        apart from the one the operations use. A run holds its lock connection throughout and
+        checks out another for each write: from one pool, `pool_size + max_overflow` runs at
+        once held every connection, each waited for one more, and none got it (every request
+        of the process failed after the pool timeout). Apart, a run waits for a lock
+        connection holding nothing, and the operations' pool only ever serves transactions."""
+        if self._lock_engine is None:
+            with self._init_guard:
+                if self._lock_engine is None:
+                    engine = sa.create_engine(sync_url(self.url), **self._engine_kwargs())
+                    _install_pg_ping(engine, self._ping_after)
+                    self._lock_engine = engine
+        return self._lock_engine
+
+    def _alocks_engine(self) -> AsyncEngine:
+        """Async form of `_locks_engine`."""
+        if self._alock_engine is None:
+            with self._init_guard:
+                if self._alock_engine is None:
+                    engine = create_async_engine(async_url(self.url), **self._engine_kwargs())
+                    _install_pg_ping(engine.sync_engine, self._ping_after)
+                    self._alock_engine = engine
+        return self._alock_engine
 
     # ---- running operations -------------------------------------------------------------
     # Each operation is one transaction on a raw DBAPI cursor from SQLAlchemy's pool (which
@@ -609,7 +643,7 @@ class SQLSaver(BaseCheckpointSaver):
                 yield
             return
         with _proc_hold(self._proc_key(thread_id, ns)):
-            raw, key = self._advisory.retry(thread_id, ns, self._sync_engine().raw_connection)
+            raw, key = self._advisory.retry(thread_id, ns, self._locks_engine().raw_connection)
             me = (threading.get_ident(), thread_id, ns)
             self._lock_conns[me] = raw
             try:
@@ -628,7 +662,7 @@ class SQLSaver(BaseCheckpointSaver):
             return
         with _proc_hold(self._proc_key(thread_id, ns)):
             for attempt in (0, 1):
-                conn = await self._async_engine().connect()
+                conn = await self._alocks_engine().connect()
                 try:
                     key = await conn.run_sync(
                         lambda c: self._advisory.try_lock(c.connection, thread_id, ns)

@@ -5,8 +5,18 @@ PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
-from tests.api.conftest import BILLING_TOKEN, OPS_TOKEN, REFUND, Api
+import pytest
+import sqlalchemy as sa
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot.approvals import tables as t
+from bot.approvals.db import Database
+from bot.config import Settings
+from bot.server import Metrics, build_web_app
+from tests.api.conftest import API_POLICY, BILLING_TOKEN, OPS_TOKEN, REFUND, Api
+from tests.kit.signoff import Kit
 
 
 async def test_a_service_asks_a_person_approves_and_the_service_reads_the_decision(
@@ -227,3 +237,41 @@ async def test_odd_requests_get_a_4xx_that_says_why_never_a_500(api: Api) -> Non
         resp = await api.client.get(path, headers={"Authorization": f"Bearer {BILLING_TOKEN}"})
         assert resp.status in (400, 404), (path, resp.status)
     assert await api.kit.approvals() == []
+
+
+@pytest.mark.postgres
+async def test_a_run_asked_for_while_every_connection_is_in_use_is_a_503_to_retry(
+    pg_url: str, tmp_path: Path
+) -> None:
+    kit = Kit(pg_url, tmp_path)
+    kit.policy_path.write_text(API_POLICY, encoding="utf-8")
+    kit.db = Database(pg_url, pool_size=2, max_overflow=0, pool_timeout=0.5)
+    kit._dbs.append(kit.db)
+    kit.app = kit.new_app(sink=kit.sink, share_db=True)
+    await kit.db.upgrade()
+    settings = Settings(database_url=pg_url, policy_path=kit.policy_path, api_token="runs-token")
+
+    class Runner:
+        def kick(self) -> None:
+            pass
+
+    app = build_web_app(kit.app, settings, bolt_app=None, runner=Runner(), metrics=Metrics())  # type: ignore[arg-type]
+    run = {"workflow": "refund", "input": REFUND, "requester": "U_CAROL"}
+    headers = {"Authorization": "Bearer runs-token"}
+    try:
+        async with TestClient(TestServer(app)) as client:
+            async with kit.db.engine.connect(), kit.db.engine.connect():  # every connection
+                resp = await client.post("/api/runs", json=run, headers=headers)
+                assert resp.status == 503
+                assert (await resp.json())["error"] == (
+                    f"{kit.db.display_url} is busy: all 2 connections this process may open to "
+                    "it were in use for 0.5 s; nothing was recorded, try again in a few seconds "
+                    "(if it keeps happening, look for slow statements on the server, or run "
+                    "fewer requests at once)"
+                )
+            assert await kit.rows(sa.select(t.runs)) == []
+            resp = await client.post("/api/runs", json=run, headers=headers)  # the retry
+            assert resp.status == 201, await resp.text()
+            assert (await resp.json())["status"] == "paused"
+    finally:
+        await kit.aclose()

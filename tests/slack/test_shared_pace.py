@@ -6,6 +6,7 @@ limit is), instead of each pacing as if the channel were its own."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from bot.approvals.db import Database
 from bot.approvals.events import RetryLater
 from bot.sandbox.client import SandboxClient
+from bot.slack.pacing import Pace
 from bot.slack.shared_pace import SharedSlots
 from tests.kit.e2e import (
     API_TOKEN,
@@ -43,9 +45,11 @@ approvers = ["U0ALICE", "U0BOB"]
 expire_after = "1h"
 """
 
-CARDS = 12
-"""Cards requested, half through each replica, all at once: about twelve seconds of posts at
-Slack's pace for one channel."""
+CARDS = 20
+"""Cards requested, half through each replica, all at once: about twenty seconds of posts at
+Slack's pace for one channel; and more runs at once than a replica's connection pool holds (15),
+each holding its thread's lock on a connection until it pauses (when the locks took their
+connections from the pool the runs' writes need, the requests beyond it failed with a 500)."""
 
 
 @pytest.fixture
@@ -68,7 +72,8 @@ def databases() -> Iterator[list[str]]:
 
 async def post_cards(tmp_path: Path, fake: FakeSlackProcess, db_url: str, replicas: int) -> int:
     """Start `replicas` bots on `db_url`, request `CARDS` refunds through them (in turn) at
-    once, and wait until every card is in the channel; the chat.postMessage 429s Slack gave."""
+    once, each accepted, and wait until every card is in the channel, once; the
+    chat.postMessage 429s Slack gave."""
     tmp_path.mkdir()
     policy = write_policy(tmp_path, POLICY)
     bots: list[BotProcess] = []
@@ -79,7 +84,7 @@ async def post_cards(tmp_path: Path, fake: FakeSlackProcess, db_url: str, replic
             await slack.reset()
             await slack.set_rate_limits(True)
 
-            async def start(i: int) -> None:
+            async def start(i: int) -> str:
                 body: dict[str, Any] = {
                     "workflow": "refund",
                     "input": {
@@ -94,19 +99,24 @@ async def post_cards(tmp_path: Path, fake: FakeSlackProcess, db_url: str, replic
                 url = f"{bots[i % replicas].url}/api/runs"
                 async with http.post(url, json=body, headers=headers) as res:
                     assert res.status == 201, (await res.text(), [b.output() for b in bots])
+                    (approval,) = (await res.json())["approvals"]
+                    return str(approval)
 
-            await asyncio.gather(*(start(i) for i in range(CARDS)))
-            deadline = time.monotonic() + 90
+            approvals = await asyncio.gather(*(start(i) for i in range(CARDS)))
+            deadline = time.monotonic() + 120
             while True:
                 posted = [
                     c
                     for c in await slack.calls("chat.postMessage")
                     if c["params"].get("channel") == CHANNEL
                 ]
-                if sum(1 for c in posted if c["status"] == 200) >= CARDS:
+                cards = [json.dumps(c["params"]) for c in posted if c["status"] == 200]
+                times = {a: sum(a in card for card in cards) for a in approvals}
+                if all(times.values()):
                     break
-                assert time.monotonic() < deadline, [b.output() for b in bots]
+                assert time.monotonic() < deadline, (times, [b.output() for b in bots])
                 await asyncio.sleep(0.5)
+            assert set(times.values()) == {1} and len(cards) == CARDS, times  # each card once
             await slack.set_rate_limits(False)
             return sum(1 for c in posted if c["status"] == 429)
     finally:
@@ -149,6 +159,33 @@ async def test_a_429_told_to_one_process_paces_the_other_and_their_slots_never_o
     finally:
         for db in dbs:
             await db.aclose()
+
+
+async def test_a_call_waiting_for_its_shared_slot_holds_no_database_connection(
+    databases: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = Database(databases[0])
+    try:
+        await db.upgrade()
+        slots = SharedSlots(db, refresh=0)
+        pace = Pace(lambda key: (1, 1.0), shared=slots)
+        await slots.limited("post:C1", 1.0, 60.0)  # another replica was refused a second ago
+        pool = db.engine.sync_engine.pool
+        held: list[int] = []
+        sleep = asyncio.sleep
+
+        async def waiting(delay: float, *args: Any) -> Any:
+            if delay > 0.2:  # a wait for a turn
+                held.append(pool.checkedout())
+            return await sleep(delay, *args)
+
+        monkeypatch.setattr(asyncio, "sleep", waiting)
+        async with pace.turn("post:C1"):
+            pass
+        # the pool every request of the process draws on: none of it held through the wait
+        assert held == [0]
+    finally:
+        await db.aclose()
 
 
 async def test_shared_slots_refuse_sqlite(tmp_path: Path) -> None:

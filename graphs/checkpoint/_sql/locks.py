@@ -1,9 +1,9 @@
 """One run per thread (`SQLSaver.lock_thread`): the locks, in this process and across processes.
 
-PostgreSQL takes a session-level advisory lock on a pooled connection held for the run; SQLite
-takes a byte-range `fcntl` lock in `<file>.locks`. Either is released by the operating system
-or the server when the holding process dies, even by SIGKILL, so a crashed run can be resumed
-at once by another process.
+PostgreSQL takes a session-level advisory lock on a connection held for the run, from a pool
+of such connections only (`SQLSaver._locks_engine`); SQLite takes a byte-range `fcntl` lock in
+`<file>.locks`. Either is released by the operating system or the server when the holding
+process dies, even by SIGKILL, so a crashed run can be resumed at once by another process.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ and the thread id: a pause is only real when it survives that boundary.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +200,52 @@ async def test_async_runs_pause_and_resume(db_url: str) -> None:
         state = await graph.ainvoke(Command(resume={"approved": True}), worker.config("a"))
         assert state["log"] == ["draft", "approve", "act"]
         assert await saver.alist_paused() == []
+
+
+def _steps_graph(saver: SQLSaver, pause: Any) -> Any:
+    """a -> b -> c, a checkpoint each, every node calling `pause` (a sleep) so that runs overlap."""
+
+    def node(name: str) -> Any:
+        if asyncio.iscoroutinefunction(pause):
+
+            async def step(state: worker.State) -> dict[str, Any]:
+                await pause(0.05)
+                return {"log": [name]}
+
+            return step
+        return lambda state: pause(0.05) or {"log": [name]}
+
+    g = StateGraph(worker.State)
+    for name in "abc":
+        g.add_node(name, node(name))
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    g.add_edge("c", END)
+    return g.compile(checkpointer=saver)
+
+
+@pytest.mark.postgres
+async def test_more_runs_at_once_than_the_pool_holds_each_finish(pg_url: str) -> None:
+    # A run holds its thread's lock on a connection until it ends and writes each step on
+    # another: from one pool, two runs held both connections and waited for a third until the
+    # pool timeout (every run failed, QueuePool limit reached); now locks have a pool apart.
+    saver = SQLSaver(pg_url, pool_size=2, max_overflow=0, pool_timeout=10)
+    try:
+        await saver.asetup()
+        graph = _steps_graph(saver, asyncio.sleep)
+        states = await asyncio.gather(
+            *(graph.ainvoke({"log": []}, worker.config(f"async-{i}")) for i in range(6))
+        )
+        assert [s["log"] for s in states] == [["a", "b", "c"]] * 6
+        graph = _steps_graph(saver, time.sleep)
+        with ThreadPoolExecutor(6) as pool:
+            runs = [
+                pool.submit(graph.invoke, {"log": []}, worker.config(f"sync-{i}")) for i in range(6)
+            ]
+            assert [r.result()["log"] for r in runs] == [["a", "b", "c"]] * 6
+    finally:
+        await saver.aclose()
 
 
 def test_several_processes_write_one_sqlite_file_without_database_is_locked(

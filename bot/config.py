@@ -22,6 +22,7 @@ DEFAULT_DATABASE_URL = "sqlite:///signoff.db"
 DEFAULT_POLICY = "signoff.toml"
 DEFAULT_SWEEP_INTERVAL = 30.0
 DEFAULT_JOB_LEASE = 60.0
+DEFAULT_SLACK_TIMEOUT = 30.0
 DEFAULT_WORKERS = 2
 
 
@@ -61,6 +62,11 @@ class Settings:
     job_lease: float = DEFAULT_JOB_LEASE
     """`SIGNOFF_JOB_LEASE` (seconds, default 60): how long a job (a resume, a Slack message) stays
     claimed by the process working on it; a job whose process died is taken over after this."""
+    slack_timeout: float = DEFAULT_SLACK_TIMEOUT
+    """`SIGNOFF_SLACK_TIMEOUT` (seconds, default 30, slack_sdk's): how long the bot waits for
+    Slack to answer a Web API call. A message whose post got no answer in that time may still
+    be posted by Slack: the bot looks for it in the channel no sooner than as long again, and
+    posts it only if it is not there."""
     workers: int = DEFAULT_WORKERS
     """`SIGNOFF_WORKERS` (default 2): how many jobs (resumes, Slack messages) the bot performs at
     once; jobs of one thread still go one at a time, in order. They share the bot's event loop
@@ -85,6 +91,7 @@ class Settings:
             not in ("0", "false", "no"),
             sweep_interval=_seconds(env, "SIGNOFF_SWEEP_INTERVAL", DEFAULT_SWEEP_INTERVAL),
             job_lease=_seconds(env, "SIGNOFF_JOB_LEASE", DEFAULT_JOB_LEASE),
+            slack_timeout=_seconds(env, "SIGNOFF_SLACK_TIMEOUT", DEFAULT_SLACK_TIMEOUT),
             workers=_count(env, "SIGNOFF_WORKERS", DEFAULT_WORKERS),
         )
 

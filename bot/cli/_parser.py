@@ -100,6 +100,7 @@ environment:
   SIGNOFF_SLACK_API_URL    `run`: another Slack Web API base URL (the local sandbox, tests)
   SIGNOFF_SWEEP_INTERVAL   `run`: seconds between sweeps (default 30)
   SIGNOFF_JOB_LEASE        `run`: seconds a job stays claimed by its process (default 60)
+  SIGNOFF_SLACK_TIMEOUT    `run`: seconds to wait for Slack's answer to a call (default 30)
   SIGNOFF_WORKERS          `run`: jobs performed at once, 1 to 64 (default 2)
 
 The CLI is an operator's tool, trusted like shell access to the database: `start` does not

@@ -211,9 +211,21 @@ class SandboxClient:
         body = {"user": user, "inputs": inputs, "view_id": view_id}
         return dict(await self._request("POST", "act/submit", body))
 
-    async def command(self, user: str, channel: str, text: str, command: str = "/agent") -> JSON:
-        """`user` runs a slash command in `channel`; the app's answer."""
-        body = {"user": user, "channel": channel, "text": text, "command": command}
+    async def command(
+        self,
+        user: str,
+        channel: str,
+        text: str,
+        command: str = "/agent",
+        *,
+        trigger_id: str | None = None,
+    ) -> JSON:
+        """`user` runs a slash command in `channel`; the app's answer. With `trigger_id` (see
+        `trigger_id()`), the command carries that one instead of a fresh one: send it twice
+        with the same one and the app sees the same command twice."""
+        body: JSON = {"user": user, "channel": channel, "text": text, "command": command}
+        if trigger_id is not None:
+            body["trigger_id"] = trigger_id
         return dict(await self._request("POST", "act/command", body))
 
     async def open_home(self, user: str) -> JSON:

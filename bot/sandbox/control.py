@@ -23,7 +23,7 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 | `POST /_sandbox/response/{id}` | a response_url: what the app posts there is applied and recorded |
 | `POST /_sandbox/act/click` | `{"user", "channel", "ts", "action_id", "value"?}` → the app's answer |
 | `POST /_sandbox/act/submit` | `{"user", "inputs", "view_id"?}` → answer, errors, view after |
-| `POST /_sandbox/act/command` | `{"user", "channel", "text", "command"?}` → the app's answer |
+| `POST /_sandbox/act/command` | `{"user", "channel", "text", "command"?, "trigger_id"?}` → the app's answer (`trigger_id`: send that one, e.g. an earlier command's, instead of a fresh one) |
 | `POST /_sandbox/act/home` | `{"user"}` → the app's answer |
 | `POST /_sandbox/act/close` | `{"user", "view_id"?}`: the user closes their top modal (or `view_id`) |
 | `POST /_sandbox/act/message` | `{"user", "channel", "text", "thread_ts"?}`: the user writes a message |
@@ -259,9 +259,11 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
 
     async def command(request: web.Request) -> web.Response:
         b = await _body(request)
+        trigger_id = b.get("trigger_id")
         res = await slack.command(
-            b["user"], b["channel"], b.get("text", ""), b.get("command", "/agent")
-        )
+            b["user"], b["channel"], b.get("text", ""), b.get("command", "/agent"),
+            trigger_id=str(trigger_id) if trigger_id else None,
+        )  # fmt: skip
         return web.json_response(_answer(res))
 
     async def home(request: web.Request) -> web.Response:

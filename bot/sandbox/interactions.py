@@ -280,12 +280,23 @@ class AppDriver:
         return await self._send(request)
 
     async def command(
-        self, user: str, channel: str, text: str, command: str = "/agent"
+        self,
+        user: str,
+        channel: str,
+        text: str,
+        command: str = "/agent",
+        *,
+        trigger_id: str | None = None,
     ) -> AppResponse:
         """`user` types `{command} {text}` in `channel`; an ack with text shows it to them.
 
         Slack sends the text with `&`, `<` and `>` HTML-escaped (`&amp;`, `&lt;`, `&gt;`), as
         here; the answer is `late` (and not shown) when it missed the deadline.
+
+        Args:
+            trigger_id: Send this one (from `triggers.issue`, or an earlier command's) instead
+                of a fresh one: the same command twice, as a client or proxy that sends it again
+                would. Slack itself gives each command its own.
         """
         ws = self.slack.workspace
         person, conv = ws.user(user), ws.channel(channel)
@@ -296,7 +307,7 @@ class AppDriver:
             user_name=person.name,
             channel_id=conv.id,
             channel_name=conv.name,
-            trigger_id=self.slack.triggers.issue(person.id),
+            trigger_id=trigger_id or self.slack.triggers.issue(person.id),
             response_url=self.slack.responses.issue(conv.id, person.id),
             team_id=ws.team.id,
             team_domain=ws.team.domain,

@@ -479,10 +479,16 @@ class FakeSlack:
         return await self.driver.submit(user, inputs, view_id=view_id)
 
     async def command(
-        self, user: str, channel: str, text: str, command: str = "/agent"
+        self,
+        user: str,
+        channel: str,
+        text: str,
+        command: str = "/agent",
+        *,
+        trigger_id: str | None = None,
     ) -> AppResponse:
         """`user` types `/agent text` in `channel`; see `AppDriver.command`."""
-        return await self.driver.command(user, channel, text, command)
+        return await self.driver.command(user, channel, text, command, trigger_id=trigger_id)
 
     async def open_home(self, user: str) -> AppResponse:
         """`user` opens the app's Home tab; see `AppDriver.open_home`."""

@@ -274,6 +274,12 @@ class SlackSink:
             # its turn is far off: not sent, so the retry posts without looking for it first
             self._refused(key)
             raise
+        except TimeoutError as e:
+            # Sent, unanswered: Slack may be posting it still. Looked for as soon as the
+            # queue's backoff allows (a second), a post that lands later is posted twice; a
+            # wait as long as the one that timed out gives it that long again to land.
+            wait = float(self._poster.timeout)
+            raise RetryLater(wait, f"Slack did not answer chat.postMessage within {wait:g}s") from e
         except SlackApiError as e:
             if e.response is not None and e.response.status_code < 500:
                 # Slack answered and refused (a 429, `ok: false`): nothing was posted. A 5xx

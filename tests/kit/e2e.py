@@ -53,7 +53,7 @@ from tests.kit.pg import url_on as pg_url
 __all__ = [
     "ALICE", "API_TOKEN", "BOB", "CAROL", "CHANNEL", "DAVE", "E2E", "JSON", "SECRET", "WAIT",
     "BotDatabase", "BotProcess", "FakeSlackProcess", "Run", "TcpProxy", "action_ids", "card_of",
-    "ephemerals_of", "free_port", "in_channel", "messages_of", "pg_address", "pg_admin", "pg_schema",
+    "cards_of", "ephemerals_of", "free_port", "in_channel", "messages_of", "pg_address", "pg_admin", "pg_schema",
     "pg_server", "pg_url", "replies_of", "sqlite_url", "text_of", "write_policy",
 ]  # fmt: skip
 
@@ -96,6 +96,12 @@ class BotDatabase:
     def approval(self, approval_id: str) -> JSON:
         (row,) = self.rows(sa.select(t.approvals).where(t.approvals.c.id == approval_id))
         return row
+
+    def approvals_of(self, thread_id: str) -> list[str]:
+        """The ids of the thread's approvals, oldest first."""
+        a = t.approvals.c
+        query = sa.select(a.id).where(a.thread_id == thread_id).order_by(a.created_at, a.id)
+        return [r["id"] for r in self.rows(query)]
 
     def runs_count(self) -> int:
         return len(self.rows(sa.select(t.runs.c.thread_id)))
@@ -141,13 +147,19 @@ def in_channel(state: JSON, channel: str = CHANNEL) -> list[JSON]:
 
 def card_of(state: JSON, approval_id: str, channel: str = CHANNEL) -> JSON | None:
     """The top-level message whose blocks mention the approval (its card), if posted."""
+    found = cards_of(state, approval_id, channel)
+    return found[0] if found else None
+
+
+def cards_of(state: JSON, approval_id: str, channel: str = CHANNEL) -> list[JSON]:
+    """Every top-level message whose blocks mention the approval, oldest first: one, once its
+    card is posted (a second would be the card posted twice)."""
     needle = f"`{approval_id}`"
-    for m in messages_of(state, channel):
-        if m.get("thread_ts") not in (None, m["ts"]):
-            continue
-        if needle in text_of(m.get("blocks") or []):
-            return m
-    return None
+    return [
+        m
+        for m in messages_of(state, channel)
+        if m.get("thread_ts") in (None, m["ts"]) and needle in text_of(m.get("blocks") or [])
+    ]
 
 
 def replies_of(state: JSON, card: JSON) -> list[str]:

@@ -27,7 +27,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.approvals.models import Approval
 from bot.approvals.service import Signoff
-from bot.config import Settings
+from bot.config import DEFAULT_SLACK_TIMEOUT, Settings
 from bot.sandbox import AppResponse, FakeSlack, SlackRequest, SlackSigner, block_actions
 from bot.sandbox.interactions import find_element
 from bot.sandbox.processes import APP_TOKEN, CHANNEL, SIGNING_SECRET, sqlite_url, write_policy
@@ -127,6 +127,7 @@ async def running_scenario(
     *,
     transport: TransportName = "http",
     default_channel: str | None = CHANNEL,
+    slack_timeout: float = DEFAULT_SLACK_TIMEOUT,
 ) -> AsyncIterator[Scenario]:
     """A fake Slack and the bot's Bolt app on a fresh SQLite file in `directory`, serving while
     the block runs; on the way out the app's background work (a Home refresh) is let finish.
@@ -134,7 +135,8 @@ async def running_scenario(
     `transport`: how the fake's people reach the app: signed HTTP to its request URL, or
     Socket Mode envelopes through the real `AsyncSocketModeHandler` (an `xapp-` token, the app
     unsigned, as `signoff run` serves it then). `Scenario.send` (hand-made signed requests)
-    is HTTP's alone. `default_channel`: `SIGNOFF_DEFAULT_CHANNEL` (None: unset)."""
+    is HTTP's alone. `default_channel`: `SIGNOFF_DEFAULT_CHANNEL` (None: unset).
+    `slack_timeout`: `SIGNOFF_SLACK_TIMEOUT`."""
     async with FakeSlack.running() as slack:
         settings = Settings(
             database_url=sqlite_url(directory),
@@ -143,6 +145,7 @@ async def running_scenario(
             slack_signing_secret=SIGNING_SECRET,
             slack_api_url=slack.url,
             default_channel=default_channel,
+            slack_timeout=slack_timeout,
         )
         signoff, client = build_runtime(settings)
         await signoff.db.upgrade()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import parse_qs
 
 import aiohttp
 import pytest
@@ -148,6 +149,20 @@ async def test_acting_as_a_user_over_http(echo_app: tuple[str, list[dict[str, An
         with pytest.raises(SandboxError) as info:
             await remote.click("frank", "ops", "1.000000", "approve")
         assert info.value.body["error"] == "message_not_found"
+
+
+async def test_a_command_sent_with_a_trigger_id_carries_it_so_it_can_be_sent_twice(
+    echo_app: tuple[str, list[dict[str, Any]]],
+) -> None:
+    url, got = echo_app
+    async with start_fake_slack("--users", "erin", "--channels", "ops") as remote:
+        await remote.connect_app(url, "secret")
+        trigger = await remote.trigger_id("erin")
+        for _ in range(2):
+            await remote.command("erin", "ops", "run refund", trigger_id=trigger)
+        await remote.command("erin", "ops", "run refund")
+        sent = [parse_qs(g["body"])["trigger_id"] for g in got]
+        assert sent[:2] == [[trigger], [trigger]] and sent[2] != [trigger]
 
 
 def test_build_workspace_from_options() -> None:

@@ -11,8 +11,11 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from bot.approvals.models import Approval
 from bot.sandbox.processes import CHANNEL
+from bot.sandbox.transports import TransportName
 from bot.slack.payloads import APPROVE
 from tests.kit.e2e import text_of
 from tests.kit.scenario import Scenario, running_scenario
@@ -109,3 +112,42 @@ async def test_a_post_slack_refused_is_posted_on_its_retry_without_reading_the_c
         assert len(posts) >= 2  # the refused one, then the card
         assert cards_of(bot, approval) == [approval.message_ts]
         assert bot.slack.calls_to("conversations.history") == []
+
+
+SLOW = 3.0
+"""The bot's Slack timeout in the next test (seconds): the card's post is answered 2 s after it."""
+
+
+@pytest.mark.parametrize("transport", ["http", "socket"])
+async def test_a_card_slack_posts_after_the_bot_stopped_waiting_is_posted_once(
+    tmp_path: Path, transport: TransportName
+) -> None:
+    """Slack takes longer than the bot waits, and posts the card all the same (issue 15). The
+    retry waits as long again before it looks in the channel: it finds the card and posts
+    nothing. (Looked for after the queue's usual second, the card was not there yet.)"""
+    async with running_scenario(tmp_path, transport=transport, slack_timeout=SLOW) as bot:
+        sent = bot.slack.clock()
+        bot.slack.delay("chat.postMessage", SLOW + 2)
+        report = await bot.signoff.start(
+            "refund",
+            {"customer_id": "C-slow", "order_id": "o-1", "amount": 42.5, "reason": "damaged"},
+            requester="U0CAROL",
+            channel=CHANNEL,
+        )
+        (approval_id,) = report.approvals
+        await bot.settle()  # the post: no answer within the timeout
+        assert (await bot.signoff.get(approval_id)).message_ts is None
+        bot.slack.delay("chat.postMessage", 0)  # the retry is answered at once
+
+        def landed() -> bool:  # the slow post is in the channel, answered to no one
+            return any(c.time >= sent + SLOW + 2 for c in bot.slack.calls_to("chat.postMessage"))
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + PATIENCE
+        while not (landed() and (approval := await bot.signoff.get(approval_id)).message_ts):
+            assert loop.time() < deadline, "the slow card never landed and was recorded"
+            await bot.settle()
+            await asyncio.sleep(0.2)
+        await bot.settle()
+        assert cards_of(bot, approval) == [approval.message_ts]
+        assert len(bot.slack.calls_to("chat.postMessage")) == 1  # the retry only looked

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import itertools
 import operator
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -19,6 +15,7 @@ from graphs import START, Command, SQLSaver, StateGraph, aonce, interrupt, once
 from graphs.checkpoint.base import BaseCheckpointSaver
 from graphs.errors import GraphInterrupt
 from tests.graphs.checkpoint.test_contract import saver_fixture
+from tests.kit.graph_module import graph_module
 
 saver = saver_fixture("memory", "sqlite")
 
@@ -172,26 +169,15 @@ if __name__ == "__main__":
 def test_a_crash_after_a_once_effect_under_exit_does_not_run_it_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = tmp_path / "exit_crash_graph.py"
-    module.write_text(textwrap.dedent(CRASH_MODULE))
+    module = graph_module(tmp_path, "exit_crash_graph", CRASH_MODULE)
     counted = tmp_path / "count.txt"
     monkeypatch.setenv("COUNT_FILE", str(counted))
     url = f"sqlite:///{tmp_path / 'crash.db'}"
-    died = subprocess.run(
-        [sys.executable, str(module), url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        # The worktree's own `graphs`, whatever the environment's site-packages point at.
-        env={**os.environ, "CRASH": "1", "PYTHONPATH": str(Path(__file__).parents[2])},
-    )
+    died = module.run(url, timeout=60, CRASH="1")
     assert died.returncode == 3, died.stderr[-3000:]
     assert counted.read_text().split() == ["refund"]
 
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import exit_crash_graph  # type: ignore[import-not-found]
-
+    exit_crash_graph = module.load()
     with SQLSaver.from_conn_string(url) as fresh:
         app = exit_crash_graph.build(fresh)
         assert app.get_state(exit_crash_graph.CONFIG).next == ("refund",)

@@ -10,9 +10,6 @@ completes.
 from __future__ import annotations
 
 import operator
-import subprocess
-import sys
-import textwrap
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -30,6 +27,7 @@ from graphs import (
 )
 from graphs.checkpoint.base import BaseCheckpointSaver
 from tests.graphs.checkpoint.test_contract import saver_fixture
+from tests.kit.graph_module import graph_module
 
 saver = saver_fixture("memory", "sqlite")
 
@@ -272,22 +270,16 @@ if __name__ == "__main__":
 def test_a_new_process_sees_the_finished_writes_and_applies_them_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = tmp_path / "paused_graph.py"
-    module.write_text(textwrap.dedent(GRAPH_MODULE))
+    module = graph_module(tmp_path, "paused_graph", GRAPH_MODULE)
     counted = tmp_path / "count.txt"
     monkeypatch.setenv("COUNT_FILE", str(counted))
     url = f"sqlite:///{tmp_path / 'paused.db'}"
-    done = subprocess.run(
-        [sys.executable, str(module), url], capture_output=True, text=True, timeout=120, check=False
-    )
+    done = module.run(url)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "3"
 
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import paused_graph  # type: ignore[import-not-found]
-
     with SQLSaver.from_conn_string(url) as fresh:
-        app = paused_graph.build(fresh)
+        app = module.load().build(fresh)
         assert app.get_state(CONFIG).values == {"total": 3, "log": ["count"]}
         assert app.invoke(Command(resume="yes"), CONFIG) == {
             "total": 3,

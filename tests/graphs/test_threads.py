@@ -4,10 +4,6 @@ reported as each finishes (its writes saved as pending writes, then its chunks).
 from __future__ import annotations
 
 import operator
-import os
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -19,6 +15,7 @@ from graphs import START, Command, InMemorySaver, Send, SQLSaver, StateGraph, in
 from graphs.checkpoint.base import DONE, BaseCheckpointSaver
 from graphs.config import get_config, get_stream_writer
 from tests.graphs.checkpoint.test_contract import saver_fixture
+from tests.kit.graph_module import graph_module
 
 saver = saver_fixture("memory", "sqlite")
 
@@ -235,27 +232,15 @@ if __name__ == "__main__":
 def test_a_process_that_dies_mid_step_keeps_the_finished_tasks_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = tmp_path / "crash_graph.py"
-    module.write_text(textwrap.dedent(CRASH_MODULE))
+    module = graph_module(tmp_path, "crash_graph", CRASH_MODULE)
     counted = tmp_path / "count.txt"
     monkeypatch.setenv("COUNT_FILE", str(counted))
     url = f"sqlite:///{tmp_path / 'crash.db'}"
-    died = subprocess.run(
-        [sys.executable, str(module), url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        # The worktree's own `graphs`, whatever the environment's site-packages point at.
-        env={**os.environ, "CRASH": "1", "PYTHONPATH": str(Path(__file__).parents[2])},
-    )
+    died = module.run(url, timeout=60, CRASH="1")
     assert died.returncode == 3, died.stderr[-3000:]  # (4: fast's writes were never saved)
 
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import crash_graph  # type: ignore[import-not-found]
-
     with SQLSaver.from_conn_string(url) as fresh:
-        app = crash_graph.build(fresh)
+        app = module.load().build(fresh)
         assert app.get_state(CONFIG).next == ("crash",)
         assert app.invoke(None, CONFIG) == {"log": ["crash", "fast"]}
     assert counted.read_text().split() == ["fast"]  # ran in the first process only

@@ -64,14 +64,25 @@ def text(i: int, n: int = 200) -> str:
 
 
 def build(graph: ModuleType, prebuilt: ModuleType, checkpointer: Any, turns: int, update: bool):
-    """The agent: model -> tools -> model ... until the model answers without a tool call."""
+    """The agent: model -> tools -> model ... until the model answers without a tool call.
+
+    The script's texts (the model's reply of each turn, the tool's answer to each order) are
+    written here, before the thread is timed, as a scripted model's canned replies would be:
+    drawing 200 characters one `random.choice` at a time costs about 50 µs a message, two a
+    turn (more than our engine's own part of a step), the same for both engines, and no real
+    scripted model or tool does that work. The texts are the same as before, so are the digests
+    and the byte counts.
+    """
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.tools import tool
+
+    replies = [text(i) for i in range(turns + 1)]
+    answers = [text(i + 10_000) for i in range(turns + 1)]
 
     @tool
     def lookup(order: str) -> str:
         """Look an order up."""
-        return f"order {order}: " + text(int(order.split("-")[1]) + 10_000)
+        return f"order {order}: " + answers[int(order.split("-")[1])]
 
     def ai(n: int, content: str) -> Any:
         call = {"name": "lookup", "args": {"order": f"A-{n}"}, "id": f"call-{n}"}
@@ -81,9 +92,9 @@ def build(graph: ModuleType, prebuilt: ModuleType, checkpointer: Any, turns: int
         """The scripted model: one tool call per turn, then the answer; with `update`, also the
         AIMessage of turn n/2 revised (same id, so add_messages replaces it)."""
         n = sum(isinstance(m, ToolMessage) for m in messages)
-        reply = ai(n, text(n)) if n < turns else AIMessage(f"done after {n} lookups", id="final")
+        reply = ai(n, replies[n]) if n < turns else AIMessage(f"done after {n} lookups", id="final")
         if update and n > 0:
-            return [ai(n // 2, f"revised at turn {n}: " + text(n // 2)), reply]
+            return [ai(n // 2, f"revised at turn {n}: " + replies[n // 2]), reply]
         return [reply]
 
     # The functional form: its annotation is evaluated here, where `graph` is in scope.

@@ -36,6 +36,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=5, help="timed threads per saver and variant")
     p.add_argument("--turns", type=int, default=100)
     args = p.parse_args()
+    if args.engine == "graphs":  # this checkout's graphs, whatever the venv's editable install
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     graph = importlib.import_module(f"{args.engine}.graph")
     prebuilt = importlib.import_module(f"{args.engine}.prebuilt")
     from langchain_core.tools import BaseTool

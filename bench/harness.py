@@ -50,6 +50,20 @@ def cmdline(cmd: list[str]) -> str:
     return " ".join(show(c) for c in cmd)
 
 
+def engine_env(engine: str) -> dict[str, str]:
+    """The environment of an engine's subprocess: ours imports `graphs` from this checkout.
+
+    The project's venv may be shared by several checkouts (its editable install points at one
+    of them), and a script run from bench/ or ../shared/bench/ does not have the project root on
+    `sys.path`; without this, a bench run from one checkout could time another one's code.
+    """
+    env = dict(os.environ)
+    if engine == "graphs":
+        path = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = str(ROOT) + (os.pathsep + path if path else "")
+    return env
+
+
 def add_common_args(ap: argparse.ArgumentParser) -> None:
     venv = os.environ.get("LANGGRAPH_VENV", DEFAULT_LG_VENV)
     ours = ROOT / ".venv" / "bin" / "python"
@@ -129,6 +143,7 @@ class Session:
             capture_output=True,
             text=True,
             cwd=(ROOT / WORKLOADS).parent,
+            env=engine_env(engine),
         )
         if p.returncode != 0:
             lines = p.stderr.strip().splitlines()
@@ -156,7 +171,12 @@ class Session:
             print(f"... {engine}: {cmdline(shown)}", file=sys.stderr, flush=True)
             attempt.unlink(missing_ok=True)
             p = subprocess.run(
-                [*cmd, "--out", str(attempt)], check=False, capture_output=True, text=True, cwd=ROOT
+                [*cmd, "--out", str(attempt)],
+                check=False,
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                env=engine_env(engine),
             )
             error = None if p.returncode == 0 else (p.stderr.strip() or f"exit {p.returncode}")
             if error and tries < PG_RETRIES and any(m in error for m in PG_DOWN):

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import os
 import queue
 import threading
 import time
@@ -349,14 +350,60 @@ class _Ended:
         self.bug = bug
 
 
+class _Workers:
+    """The threads that run steps' sync tasks, kept once their task ends for the next one
+    (starting a thread costs more than a small node's whole run): a job goes to an idle
+    worker, or to a new one when none is idle (never waiting for one, so a node that runs a
+    subgraph's parallel step inside a worker cannot deadlock); at most `keep` stay idle. The
+    threads are daemons, as the ones started per task were; a forked child starts afresh."""
+
+    def __init__(self, keep: int) -> None:
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[tuple[Callable[[], None], Any]]] = []
+
+    def start(self, job: Callable[[], None]) -> None:
+        """Run `job` (which must not raise) in a worker thread; return once it has begun, as
+        `Thread.start` does (so a step's tasks begin in the order they are started)."""
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(inbox,), name="graphs", daemon=True).start()
+        began = threading.Lock()
+        began.acquire()
+        inbox.put((job, began))
+        began.acquire()  # released by the worker as it takes the job
+
+    def _serve(self, inbox: queue.SimpleQueue[tuple[Callable[[], None], Any]]) -> None:
+        while True:
+            job, began = inbox.get()
+            began.release()
+            job()
+            with self._lock:
+                if len(self._idle) >= self._keep:
+                    return
+                self._idle.append(inbox)
+
+    def forget(self) -> None:
+        """In a forked child: the parent's idle workers are not there."""
+        self._lock = threading.Lock()
+        self._idle = []
+
+
+_WORKERS = _Workers(keep=32)
+os.register_at_fork(after_in_child=_WORKERS.forget)
+
+
 def _run_threads(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
     """Run a step's sync tasks concurrently, one thread each, at most `max_concurrency` (of the
     run's config) at once, as LangGraph's thread pool does; as each ends, in the order they end,
     report it (`Run.finish`: its writes saved as pending writes, its `updates` chunk) and yield
     what node code streams (`custom`, `messages`, subgraphs' chunks) as it comes.
 
-    Each thread runs in a copy of the caller's context, so `interrupt()`, `get_config()` and
-    `get_stream_writer()` find their own task. A running thread cannot be stopped: after a task
+    Each task runs in a worker thread (`_Workers`, reused from step to step) in a copy of the
+    caller's context, so `interrupt()`, `get_config()` and `get_stream_writer()` find their own
+    task. A running thread cannot be stopped: after a task
     fails, or once the graph's `step_timeout` has run out, the tasks not yet started are not
     started (they are cancelled, and run when the step is resumed) and the running ones are
     waited for, keeping what they wrote if they finish; a timed-out step then fails with
@@ -372,7 +419,6 @@ def _run_threads(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
     deadline = None if timeout is None else time.monotonic() + timeout
     waiting = tasks[::-1]  # started from the end: frontier order
     running: list[Task] = []
-    threads: list[threading.Thread] = []
     late: list[str] | None = None
     stopping = False
     bug: BaseException | None = None
@@ -381,17 +427,19 @@ def _run_threads(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
         context = contextvars.copy_context()  # one copy per thread: its own current task
 
         def work() -> None:
+            thread = threading.current_thread()
+            thread.name = f"graphs-{task.name}"
             try:
                 context.run(task.run_sync)
             except BaseException as e:  # noqa: BLE001 - handed to the run's own thread
-                events.put(_Ended(task, e))
+                ended = _Ended(task, e)
             else:
-                events.put(_Ended(task))
+                ended = _Ended(task)
+            thread.name = "graphs"
+            events.put(ended)  # the last thing the worker does for this task
 
-        thread = threading.Thread(target=work, name=f"graphs-{task.name}", daemon=True)
         running.append(task)
-        threads.append(thread)
-        thread.start()
+        _WORKERS.start(work)
 
     try:
         while True:
@@ -418,8 +466,10 @@ def _run_threads(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
             yield from drive_sync(run, run.finish(item.task))
             stopping = stopping or item.task.failed
     finally:
-        for thread in threads:
-            thread.join()
+        while running:  # stopped early (an error, the consumer): the running tasks end first
+            item = events.get()
+            if type(item) is _Ended:
+                running.remove(item.task)
         run.sink = None
     if bug is not None:
         raise bug

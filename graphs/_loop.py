@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import operator
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -1776,7 +1777,7 @@ def _extends(new: Any, old: list[Any]) -> bool:
     """`new` is a list that begins with the very objects of `old` (it only appended to it)."""
     if type(new) is not list or len(new) < len(old):
         return False
-    return all(a is b for a, b in zip(old, new, strict=False))
+    return all(map(operator.is_, old, new))  # one pass in C: a message list at every step
 
 
 def _overwritten(value: Any) -> Any:

@@ -141,10 +141,17 @@ def _enc(value: Any) -> Any:
             return value
         return {_TAG: ["float", repr(value)]}
     if t is list:
-        return [_enc(v) for v in value]
+        # A str, an int, a bool or None is itself: no call for it (most leaves are).
+        return [
+            v if (u := type(v)) is str or u is int or u is bool or v is None else _enc(v)
+            for v in value
+        ]
     if t is dict:
         if all(type(k) is str for k in value):
-            out = {k: _enc(v) for k, v in value.items()}
+            out = {
+                k: v if (u := type(v)) is str or u is int or u is bool or v is None else _enc(v)
+                for k, v in value.items()
+            }
             if _TAG in value:
                 return {_TAG: ["dict", out]}
             return out

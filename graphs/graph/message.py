@@ -18,6 +18,7 @@ from __future__ import annotations
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Annotated, Literal, TypedDict, Union, cast, overload
 
 from langchain_core.messages import (
@@ -74,11 +75,16 @@ _MESSAGES = frozenset(
 and checking that is a tenth of converting it again at every step."""
 
 
+_ID = attrgetter("id")
+
+
 def _as_messages(value: Messages) -> list[BaseMessage]:
+    """`value` as a list of messages: a list of messages is returned as it is (not a copy; the
+    callers only read it), anything else converted."""
     # A list is many messages; anything else (a tuple too: `("user", "hi")`) is one.
     items = value if isinstance(value, list) else [cast("MessageLikeRepresentation", value)]
-    if all(type(m) in _MESSAGES for m in items):
-        return cast("list[BaseMessage]", list(items))
+    if _MESSAGES.issuperset(map(type, items)):  # one pass in C: a state's list at every step
+        return cast("list[BaseMessage]", items)
     out = convert_to_messages(items)
     return [message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m for m in out]
 
@@ -163,15 +169,19 @@ def _merge(
         if isinstance(new[i], RemoveMessage) and new[i].id == REMOVE_ALL_MESSAGES:
             old, new = [], new[i + 1 :]
             break
+    fresh = {m.id for m in new}
+    if (
+        len(fresh) == len(new)
+        and not any(isinstance(m, RemoveMessage) for m in new)
+        and {None, *fresh}.isdisjoint(map(_ID, old))  # one pass in C over the state's list
+    ):
+        # Only appends, and every message of `left` has an id: the common case (at every
+        # step of an agent), stored as a delta.
+        return [*old, *new]
     for m in old:
         if m.id is None:
             m.id = str(uuid.uuid4())
     index = {m.id: i for i, m in enumerate(old)}
-    fresh = {m.id for m in new}
-    if len(fresh) == len(new) and not any(
-        m.id in index or isinstance(m, RemoveMessage) for m in new
-    ):
-        return [*old, *new]  # only appends: the common case, stored as a delta
     merged: list[BaseMessage | None] = list(old)
     for m in new:
         at = index.get(m.id)

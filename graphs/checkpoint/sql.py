@@ -56,6 +56,7 @@ from sqlalchemy.pool import PoolProxiedConnection, StaticPool
 
 from ..types import RunConfig
 from . import _delta
+from ._sql import one_trip
 from ._sql.alembic import AlembicSchema
 from ._sql.engine import (
     _Dropped,
@@ -244,7 +245,10 @@ class SQLSaver(BaseCheckpointSaver):
             return engine
         with self._init_guard:
             if self._aengine is None:
-                engine = create_async_engine(async_url(self.url), **self._engine_kwargs())
+                options = self._engine_kwargs()
+                if self._d.name == "sqlite":  # one trip to aiosqlite's thread a statement
+                    options = {**one_trip.async_engine_options(), **options}
+                engine = create_async_engine(async_url(self.url), **options)
                 if self._d.name == "sqlite":
                     _install_sqlite_hooks(engine.sync_engine, self._busy_ms, self._synchronous)
                 else:

@@ -56,7 +56,6 @@ from sqlalchemy.pool import PoolProxiedConnection, StaticPool
 
 from ..types import RunConfig
 from . import _delta
-from ._sql import one_trip
 from ._sql.alembic import AlembicSchema
 from ._sql.engine import (
     _Dropped,
@@ -93,6 +92,18 @@ __all__ = ["AlembicSchema", "PausedThread", "SQLSaver", "async_url", "sync_url"]
 PausedThread.__module__ = __name__  # defined in `_sql/read.py`; this is its public home
 
 _T = TypeVar("_T")
+
+
+def _one_trip_options() -> dict[str, Any]:
+    """`create_async_engine` options for SQLite: `_sql.one_trip`'s driver where the installed
+    SQLAlchemy and aiosqlite are the ones it is written against, else none (SQLAlchemy's own
+    adapter, four trips to aiosqlite's thread a statement: slower under load, the same
+    results)."""
+    try:
+        from ._sql import one_trip
+    except ImportError:  # SQLAlchemy 2.0 builds its adapter otherwise (no `await_` to import)
+        return {}
+    return one_trip.async_engine_options()
 
 
 class SQLSaver(BaseCheckpointSaver):
@@ -247,7 +258,7 @@ class SQLSaver(BaseCheckpointSaver):
             if self._aengine is None:
                 options = self._engine_kwargs()
                 if self._d.name == "sqlite":  # one trip to aiosqlite's thread a statement
-                    options = {**one_trip.async_engine_options(), **options}
+                    options = {**_one_trip_options(), **options}
                 engine = create_async_engine(async_url(self.url), **options)
                 if self._d.name == "sqlite":
                     _install_sqlite_hooks(engine.sync_engine, self._busy_ms, self._synchronous)

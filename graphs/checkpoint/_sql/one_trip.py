@@ -13,8 +13,10 @@ same order, on the same connection, under the adapter's lock: the database sees 
 saw before, and the transaction, its commit and its fsync are untouched. Server-side cursors
 (`stream_results`) keep SQLAlchemy's own.
 
-Used by `SQLSaver`'s async engine on SQLite (`async_engine_options`); with an aiosqlite that
-lacks the calls this relies on, SQLAlchemy's adapter is used as it is.
+Used by `SQLSaver`'s async engine on SQLite (`async_engine_options`). It subclasses SQLAlchemy
+2.1's adapter and calls two private members of aiosqlite's connection (`_execute`, `_conn`):
+with another SQLAlchemy (2.0's adapter is built otherwise, and this module does not import
+there) or an aiosqlite without those members, SQLAlchemy's adapter is used as it is.
 """
 
 from __future__ import annotations
@@ -130,7 +132,10 @@ class _OneTripDBAPI(AsyncAdapt_aiosqlite_dbapi):
 
 def _supported() -> bool:
     import aiosqlite
+    import sqlalchemy
 
+    if sqlalchemy.__version__.split(".")[:2] != ["2", "1"]:  # the adapter subclassed here
+        return False
     return callable(getattr(aiosqlite.Connection, "_execute", None)) and isinstance(
         getattr(aiosqlite.Connection, "_conn", None), property
     )

@@ -310,6 +310,29 @@ async def test_asetup_and_async_calls(db_url: str) -> None:
         assert await saver.aget_tuple(thread("a")) is None
 
 
+@pytest.mark.parametrize("one_trip_driver", [True, False])
+async def test_async_calls_on_sqlite_with_and_without_the_one_trip_driver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_trip_driver: bool
+) -> None:
+    """Where the installed SQLAlchemy or aiosqlite is not the one `_sql.one_trip` is written
+    against, the async saver runs on SQLAlchemy's own adapter, with the same results."""
+    from graphs.checkpoint._sql import one_trip
+
+    if not one_trip_driver:
+        monkeypatch.setattr(one_trip, "_supported", lambda: False)
+    async with SQLSaver.afrom_conn_string(f"sqlite:///{tmp_path / 'a.db'}") as saver:
+        await saver.asetup()
+        dbapi = saver._async_engine().sync_engine.dialect.dbapi
+        assert isinstance(dbapi, one_trip._OneTripDBAPI) is one_trip_driver
+        cp = checkpoint(0, {"l": [1]}, {"l": 1})
+        config = await saver.aput(thread("a"), cp, {"step": 0}, {"l": 1})
+        await saver.aput_writes(config, [("x", 1), ("y", 2)], "t1")
+        got = await saver.aget_tuple(thread("a"))
+        assert got is not None and got.checkpoint["channel_values"] == {"l": [1]}
+        assert [w.value for w in got.pending_writes] == [1, 2]
+        assert [t.checkpoint["id"] async for t in saver.alist(thread("a"))] == [cp["id"]]
+
+
 def test_a_database_without_tables_asks_for_setup(db_url: str) -> None:
     with SQLSaver.from_conn_string(db_url) as saver:
         with pytest.raises(SchemaVersionError, match=r"call setup\(\)") as err:

@@ -18,9 +18,14 @@ project's `.venv`, LangGraph's the throwaway venv of bench/langgraph-venv.sh), a
 - Both again with an update by id every turn: the model's reply also carries an earlier
   `AIMessage` (the one half-way back) with the same id and a revised content, replacing it.
 
-Engines run with their default durability. Records go to bench/results/agent_loop-<UTC>.jsonl.
+Engines run with their default durability, which differ: ours saves each step before the next
+starts (its "async" too), so a pause or a `once()` effect is never ahead of what is saved;
+LangGraph's default, "async", writes a step's checkpoint while the next step runs.
+`--durability sync` (or `async`, `exit`) runs both with that one: "sync" is like for like.
+Records go to bench/results/agent_loop-<UTC>.jsonl.
 
     .venv/bin/python bench/agent_loop.py [--turns 100] [--size-turns 200] [--repeats 5] [--rounds 2]
+        [--durability default|sync|async|exit]
 """
 
 from __future__ import annotations
@@ -112,12 +117,15 @@ def build(graph: ModuleType, prebuilt: ModuleType, checkpointer: Any, turns: int
     return g.compile(checkpointer=checkpointer)
 
 
-def run_thread(agent: Any, thread: str, turns: int) -> tuple[float, list[Any]]:
+def run_thread(
+    agent: Any, thread: str, turns: int, durability: str = "default"
+) -> tuple[float, list[Any]]:
     from langchain_core.messages import HumanMessage
 
     config = {"configurable": {"thread_id": thread}, "recursion_limit": 2 * turns + 10}
+    extra = {} if durability == "default" else {"durability": durability}
     t0 = time.perf_counter()
-    out = agent.invoke({"messages": [HumanMessage("look my orders up", id="ask")]}, config)
+    out = agent.invoke({"messages": [HumanMessage("look my orders up", id="ask")]}, config, **extra)
     return time.perf_counter() - t0, out["messages"]
 
 
@@ -172,6 +180,7 @@ def child(args: argparse.Namespace) -> None:
             "workload": workload,
             "saver": saver,
             "variant": variant,
+            "durability": args.durability,
             "figures": figures,
             "ts": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "host": host,
@@ -194,7 +203,7 @@ def child(args: argparse.Namespace) -> None:
                 saver = makers[kind](path)
                 try:
                     agent = build(graph, prebuilt, saver, args.turns, update)
-                    seconds, msgs = run_thread(agent, f"t{i}", args.turns)
+                    seconds, msgs = run_thread(agent, f"t{i}", args.turns, args.durability)
                 finally:
                     close(saver)
                 if i:
@@ -257,6 +266,12 @@ def main() -> None:
         default=2,
         help="alternate the engines this many times; the median over rounds is reported",
     )
+    ap.add_argument(
+        "--durability",
+        choices=("default", "sync", "async", "exit"),
+        default="default",
+        help="the durability both engines' timed threads run with (default: each its own)",
+    )
     ap.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -284,6 +299,8 @@ def main() -> None:
                     str(args.size_turns),
                     "--repeats",
                     str(args.repeats),
+                    "--durability",
+                    args.durability,
                 ],
             )
 

@@ -263,6 +263,7 @@ async def test_a_run_asked_for_while_every_connection_is_in_use_is_a_503_to_retr
             async with kit.db.engine.connect(), kit.db.engine.connect():  # every connection
                 resp = await client.post("/api/runs", json=run, headers=headers)
                 assert resp.status == 503
+                assert resp.headers["Retry-After"] == "2"
                 assert (await resp.json())["error"] == (
                     f"{kit.db.display_url} is busy: all 2 connections this process may open to "
                     "it were in use for 0.5 s; nothing was recorded, try again in a few seconds "

@@ -317,7 +317,18 @@ def document() -> dict[str, Any]:
                         "content": {"application/json": {"schema": _ref("RunRequest")}},
                     },
                     "responses": {
-                        "201": _json(_ref("RunStarted"), "Started; paused or finished."),
+                        "201": _json(
+                            _ref("RunStarted"),
+                            "Started, and run until it paused (`approvals` it waits on) or "
+                            "ended (`completed`, or `failed` with `error`).",
+                        ),
+                        "202": _json(
+                            _ref("RunStarted"),
+                            "Started (`status` running), but the database was busy or "
+                            "unreachable while it ran: it was not failed for that, and goes "
+                            "on in the background from where it stopped once the database "
+                            "has room (`error` says so). Do not start it again.",
+                        ),
                         "400": _error("Malformed, or inputs the workflow refuses."),
                         "401": _error("Missing or wrong SIGNOFF_API_TOKEN."),
                         "403": _error("The requester may not start the workflow."),

@@ -382,7 +382,8 @@ def build_web_app(
                 "approvals": list(report.approvals),
                 "error": report.error,
             },
-            status=201,
+            # running: the database was busy mid-run, and the worker goes on with it (`error`)
+            status=202 if report.status == "running" else 201,
         )
 
     _approval_routes(routes, signoff, runner)

@@ -4,6 +4,7 @@ real webhook body."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import jsonschema
 
 from bot.approvals.external import SIGNATURE_HEADER, verify_webhook
 from tests.api.conftest import BILLING_TOKEN, REFUND, Api, bearer, serve_api
+from tests.kit import flows
 from tests.kit.signoff import Kit
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -125,6 +127,19 @@ async def test_real_answers_of_every_documented_status_fit_their_schemas(
         await answer("/api/openapi.json", "get", "/api/openapi.json", token=None)
     assert all("is busy" in b["error"] and "try again" in b["error"] for b in busy), busy
     assert await api.counts() == before
+
+    # The pool used up mid-run, between two of a start's checkpoints: 202, it goes on.
+    async with contextlib.AsyncExitStack() as held:
+
+        async def crowd() -> None:
+            await held.enter_async_context(api.crowd())
+
+        flows.CROWD.append(crowd)
+        crowding = {"workflow": "crowding", "input": {"action": "send_refund", "args": REFUND}}
+        went_on = await answer(
+            runs, "post", runs, json={**crowding, "requester": "U_CAROL"}, token="runs-token"
+        )
+    assert went_on["status"] == "running" and "goes on" in went_on["error"]
 
     documented = {
         (path, method, status)

@@ -11,6 +11,12 @@ Routes:
   for by services (`[services.NAME]` tokens; `bot.approvals.external`), and their webhooks.
 - `GET /api/openapi.json`: the OpenAPI description of the API routes (`bot.openapi`).
 - `/mcp`: the MCP server over streamable HTTP, for services with a token (`bot.mcp_http`).
+
+An `/api/` route that needs the database answers 503 when it is busy (every pooled connection
+in use) or cannot be reached: nothing was recorded, the body says which and what to check, and
+`Retry-After` when to ask again (`RETRY_AFTER`). A run whose start met that after its row was
+recorded is not failed for it: 202, `running`, and the worker goes on with it
+(`Runs._hand_over`).
 """
 
 from __future__ import annotations

@@ -725,11 +725,15 @@ class Runs:
     async def _go_on(self, job: Job) -> None:
         """Perform a retry job: run the thread on from its saved frontier, then record how it
         stopped. A run that is not `running` any more (cancelled since, or recorded by an
-        attempt that died after it) is left as it is."""
+        attempt that died after it) is left as it is; but a handed-over start recorded
+        `paused` has the approvals its pause asks for opened (`_open_approvals`)."""
         assert job.thread_id is not None
         thread_id = job.thread_id
         async with self.db.read() as conn:
             run = await store.get_run(conn, thread_id)
+        if run is not None and run["status"] == "paused" and job.payload.get("start"):
+            await self._open_approvals(job, run["workflow"])
+            return
         if run is None or run["status"] != "running":
             await self.jobs.finish(job.id)
             return
@@ -755,6 +759,31 @@ class Runs:
                 return
             result = e
         await self.after_run(thread_id, run["workflow"], result)
+        await self.jobs.finish(job.id)
+
+    async def _open_approvals(self, job: Job, workflow: str) -> None:
+        """A start handed over after its pause was recorded and before its approvals were
+        all opened (`_hand_over`): open those its pending interrupts ask for (once each: an
+        opened one is found by its interrupt id). Nothing else is changed: by now a decision
+        may have resumed it. The database busy again: the job is due again, backed off."""
+        assert job.thread_id is not None
+        try:
+            state = await self.graph(workflow).aget_state(self._config(job.thread_id))
+            asks = [
+                i
+                for i in state.interrupts
+                if isinstance(i.value, dict) and i.value.get("kind") == APPROVAL_KIND
+            ]
+            if asks:
+                conceal = await self.concealer(
+                    job.thread_id, workflow, dict(state.values), *(i.value for i in asks)
+                )
+                for intr in asks:
+                    await self.pauses.register(job.thread_id, workflow, intr, conceal)
+        except Exception as e:
+            if await self._due_again(job, e):
+                return
+            raise
         await self.jobs.finish(job.id)
 
     async def cancel(self, thread_id: str, *, actor: str, note: str = "") -> list[str]:

@@ -380,3 +380,44 @@ async def test_a_start_handed_over_before_any_checkpoint_starts_from_its_recorde
     assert run["status"] == "failed"
     assert "they hold secret fields, which are kept only in checkpoints" in run["error"]
     assert [a["thread_id"] for a in await api.kit.approvals()] == ["ask-early"]
+
+
+async def test_a_run_whose_approval_met_every_connection_in_use_gets_it_once_there_is_room(
+    crowded_api: Api,
+) -> None:
+    """The run paused and its pause was recorded; a burst took every connection just as its
+    approval was to be opened. The start answers 202 and the worker opens the approval (once),
+    rather than leaving the run paused on an approval nobody was asked for."""
+    api = crowded_api
+    pauses = api.kit.app.runs.pauses
+    real = pauses.register
+
+    async def in_a_burst(*args: Any, **kw: Any) -> str:
+        pauses.register = real  # type: ignore[method-assign]
+        async with api.crowd():
+            return await real(*args, **kw)
+
+    pauses.register = in_a_burst  # type: ignore[method-assign]
+    resp = await api.client.post(
+        "/api/runs",
+        json={
+            "workflow": "ask",
+            "input": {"action": "send_refund", "args": REFUND},
+            "requester": "U_CAROL",
+        },
+        headers={"Authorization": "Bearer runs-token"},
+    )
+    body = await resp.json()
+    assert resp.status == 202 and body["status"] == "running", body
+    thread_id = body["thread_id"]
+    assert await api.kit.approvals() == []
+    assert await api.kit.app.run_jobs(("resume",)) == 1
+    (row,) = await api.kit.approvals()
+    assert row["thread_id"] == thread_id and row["status"] == "pending"
+    assert await api.kit.app.run_jobs(("resume",)) == 0
+    await api.kit.app.decide(row["id"], "U_ALICE", True)
+    await api.kit.app.run_jobs(("resume",))
+    assert (await api.kit.run(thread_id))["status"] == "completed"
+    assert len(await api.kit.effects("act")) == 1
+    kinds = [e["kind"] for e in await api.kit.audit()]
+    assert kinds.count("requested") == 1 and "run_failed" not in kinds, kinds

@@ -421,3 +421,34 @@ async def test_a_run_whose_approval_met_every_connection_in_use_gets_it_once_the
     assert len(await api.kit.effects("act")) == 1
     kinds = [e["kind"] for e in await api.kit.audit()]
     assert kinds.count("requested") == 1 and "run_failed" not in kinds, kinds
+
+
+async def test_an_approval_asked_for_in_a_burst_is_asked_once_and_the_same_key_reads_it(
+    crowded_api: Api,
+) -> None:
+    """As above, over the approvals API: 202 pending, the same Idempotency-Key again is the
+    same approval (nothing new started), and the worker opens it once there is room."""
+    api = crowded_api
+    pauses = api.kit.app.runs.pauses
+    real = pauses.register
+
+    async def in_a_burst(*args: Any, **kw: Any) -> str:
+        pauses.register = real  # type: ignore[method-assign]
+        async with api.crowd():
+            return await real(*args, **kw)
+
+    pauses.register = in_a_burst  # type: ignore[method-assign]
+    request = {"action": "send_refund", "args": REFUND, "requester": "U_CAROL"}
+    status, first = await api.post(request, key="burst-1")
+    assert status == 202 and first["status"] == "pending", first
+    status, again = await api.post(request, key="burst-1")
+    assert status == 200 and again["approval_id"] == first["approval_id"]
+    assert len(await api.kit.rows(sa.select(t.runs))) == 1
+    await api.kit.app.run_jobs(("resume",))
+    (row,) = await api.kit.approvals()
+    assert row["thread_id"] == first["approval_id"] and row["status"] == "pending"
+    await api.kit.app.decide(row["id"], "U_ALICE", True)
+    status, seen = await api.get(f"/api/approvals/{first['approval_id']}")
+    assert status == 200 and seen["status"] == "approved"
+    kinds = [e["kind"] for e in await api.kit.audit()]
+    assert kinds.count("run_started") == kinds.count("requested") == 1, kinds

@@ -219,8 +219,17 @@ def _call(
     )
 
 
-def _backoff(attempt: int) -> float:
-    return float(min(8.0, BACKOFF * 2**attempt))
+MAX_RETRY_AFTER = 30.0
+"""The longest a server's `Retry-After` is waited before the next attempt."""
+
+
+def _backoff(attempt: int, retry_after: str | None = None) -> float:
+    """Seconds before the attempt after `attempt`: doubled each time, or what the last
+    answer's `Retry-After` (seconds) asked for when that is longer (at most 30 s)."""
+    wait = float(min(8.0, BACKOFF * 2**attempt))
+    if retry_after is not None and retry_after.isascii() and retry_after.isdigit():
+        wait = max(wait, min(float(retry_after), MAX_RETRY_AFTER))
+    return wait
 
 
 def _unavailable(url: str, error: object) -> SignoffUnavailable:
@@ -237,9 +246,11 @@ def _send(
     call: _Call, url: str, body: bytes | None, headers: dict[str, str], timeout: float
 ) -> dict[str, Any]:
     last: object = None
+    retry_after: str | None = None
     for attempt in range(RETRIES + 1):
         if attempt:
-            time.sleep(_backoff(attempt - 1))
+            time.sleep(_backoff(attempt - 1, retry_after))
+        retry_after = None
         request = urllib.request.Request(
             url, data=body, headers=headers, method="POST" if body is not None else "GET"
         )
@@ -251,6 +262,7 @@ def _send(
             if e.code not in _RETRY_STATUSES:
                 return call.read(e.code, text)
             last = f"HTTP {e.code}"
+            retry_after = e.headers.get("Retry-After")
         except (urllib.error.URLError, OSError) as e:
             last = e
     raise _unavailable(call.base, last)
@@ -302,9 +314,11 @@ async def _asend(
     import aiohttp
 
     last: object = None
+    retry_after: str | None = None
     for attempt in range(RETRIES + 1):
         if attempt:
-            await asyncio.sleep(_backoff(attempt - 1))
+            await asyncio.sleep(_backoff(attempt - 1, retry_after))
+        retry_after = None
         try:
             async with session.request(
                 "POST" if body is not None else "GET",
@@ -317,6 +331,7 @@ async def _asend(
                 if response.status not in _RETRY_STATUSES:
                     return call.read(response.status, text)
                 last = f"HTTP {response.status}"
+                retry_after = response.headers.get("Retry-After")
         except (TimeoutError, aiohttp.ClientError, OSError) as e:
             last = e
     raise _unavailable(call.base, last)

@@ -178,6 +178,21 @@ _SCHEMAS: dict[str, Any] = {
 
 _SERVICE: list[dict[str, list[str]]] = [{"serviceToken": []}]
 _401 = _error("Missing or wrong bearer token (recorded on the audit log).")
+_503 = {
+    **_error(
+        "The database is busy (every connection this process may open to it was in use) or "
+        "cannot be reached. Nothing was recorded: make the same request again after "
+        "`Retry-After` seconds. `error` says which and what to check."
+    ),
+    "headers": {
+        "Retry-After": {
+            "description": "Seconds to wait before asking again (2 when busy, 10 when the "
+            "database cannot be reached).",
+            "required": True,
+            "schema": {"type": "integer", "minimum": 1},
+        }
+    },
+}
 
 
 def document() -> dict[str, Any]:
@@ -239,6 +254,7 @@ def document() -> dict[str, Any]:
                             "Arguments or fields that do not fit, named one by one; or an "
                             "Idempotency-Key used for a different request.",
                         ),
+                        "503": _503,
                     },
                 },
                 "get": {
@@ -257,6 +273,7 @@ def document() -> dict[str, Any]:
                         "200": _json(_ref("ApprovalList"), "Oldest first, at most 200."),
                         "400": _error("A status other than pending."),
                         "401": _401,
+                        "503": _503,
                     },
                 },
             },
@@ -286,6 +303,7 @@ def document() -> dict[str, Any]:
                         "400": _error("wait is not a number of seconds."),
                         "401": _401,
                         "404": _error("No approval of this service has this id."),
+                        "503": _503,
                     },
                 }
             },
@@ -299,11 +317,23 @@ def document() -> dict[str, Any]:
                         "content": {"application/json": {"schema": _ref("RunRequest")}},
                     },
                     "responses": {
-                        "201": _json(_ref("RunStarted"), "Started; paused or finished."),
+                        "201": _json(
+                            _ref("RunStarted"),
+                            "Started, and run until it paused (`approvals` it waits on) or "
+                            "ended (`completed`, or `failed` with `error`).",
+                        ),
+                        "202": _json(
+                            _ref("RunStarted"),
+                            "Started (`status` running), but the database was busy or "
+                            "unreachable while it ran: it was not failed for that, and goes "
+                            "on in the background from where it stopped once the database "
+                            "has room (`error` says so). Do not start it again.",
+                        ),
                         "400": _error("Malformed, or inputs the workflow refuses."),
                         "401": _error("Missing or wrong SIGNOFF_API_TOKEN."),
                         "403": _error("The requester may not start the workflow."),
                         "404": _error("No such workflow, or the runs API is off."),
+                        "503": _503,
                     },
                 }
             },

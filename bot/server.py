@@ -11,6 +11,12 @@ Routes:
   for by services (`[services.NAME]` tokens; `bot.approvals.external`), and their webhooks.
 - `GET /api/openapi.json`: the OpenAPI description of the API routes (`bot.openapi`).
 - `/mcp`: the MCP server over streamable HTTP, for services with a token (`bot.mcp_http`).
+
+An `/api/` route that needs the database answers 503 when it is busy (every pooled connection
+in use) or cannot be reached: nothing was recorded, the body says which and what to check, and
+`Retry-After` when to ask again (`RETRY_AFTER`). A run whose start met that after its row was
+recorded is not failed for it: 202, `running`, and the worker goes on with it
+(`Runs._hand_over`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .approvals.errors import (
     ApprovalError,
+    DatabaseBusy,
     DatabaseUnavailable,
     GroupsUnavailable,
     IdempotencyConflict,
@@ -107,10 +114,27 @@ _STATUSES: tuple[tuple[type[ApprovalError], int], ...] = (
 """The HTTP status of each governance error, most specific first."""
 
 
+RETRY_AFTER: tuple[tuple[type[ApprovalError], int], ...] = (
+    (DatabaseBusy, 2),  # every connection was in use: a burst, over in moments
+    (DatabaseUnavailable, 10),  # down or unreachable: a restart takes some seconds
+    (GroupsUnavailable, 10),
+)
+"""The `Retry-After` (seconds) of each 503: when asking again is worth it. Nothing was
+recorded, so the same request can be made again as it is."""
+
+
 def _error_response(error: ApprovalError) -> web.Response:
     """The one place the HTTP API turns a governance error into a status and a message."""
     status = next(code for kind, code in _STATUSES if isinstance(error, kind))
-    return _json_error(status, error.message)
+    if status != 503:
+        return _json_error(status, error.message)
+    after = next(seconds for kind, seconds in RETRY_AFTER if isinstance(error, kind))
+    message = error.message
+    if isinstance(error, DatabaseUnavailable) and "nothing was recorded" not in message:
+        message += f"; nothing was recorded, try again in {after} s or more"
+    return web.json_response(
+        {"ok": False, "error": message}, status=503, headers={"Retry-After": str(after)}
+    )
 
 
 def _is_ssl_check(request: web.Request, text: str) -> bool:
@@ -274,7 +298,7 @@ def build_web_app(
         try:
             await signoff.db.ping(timeout=3.0)
         except DatabaseUnavailable as e:
-            return _error_response(e)
+            return _json_error(503, e.message)
         if slack_health is not None and slack_health.token_error:
             return web.json_response(
                 {
@@ -295,7 +319,7 @@ def build_web_app(
         try:
             counts = await signoff.approval_counts()
         except DatabaseUnavailable as e:
-            return _error_response(e)
+            return _json_error(503, e.message)
         for status in ("pending", "approved", "rejected", "expired", "cancelled"):
             metrics.approvals.labels(status).set(counts.get(status, 0))
         metrics.waiting_reads.set(signoff.external.waiting)
@@ -364,7 +388,8 @@ def build_web_app(
                 "approvals": list(report.approvals),
                 "error": report.error,
             },
-            status=201,
+            # running: the database was busy mid-run, and the worker goes on with it (`error`)
+            status=202 if report.status == "running" else 201,
         )
 
     _approval_routes(routes, signoff, runner)

@@ -42,6 +42,7 @@ from ._service_threads import EXTERNAL_WORKFLOW, external_thread_id, service_of
 from .errors import (
     AlreadyStartedError,
     ApprovalError,
+    DatabaseUnavailable,
     IdempotencyConflict,
     InvalidInputError,
     ServiceNotAllowed,
@@ -438,23 +439,25 @@ class ExternalApprovals:
 
     async def refuse_unauthenticated(self, reason: str, *, route: str = "") -> None:
         """Record a request that came without a valid token (`api_refused`, no actor)."""
-        async with self.signoff.db.transaction() as conn:
-            await self.signoff.audit.append(
-                conn,
-                "api_refused",
-                actor=None,
-                data={"refusal": "unauthenticated", "reason": reason, "route": route},
-            )
+        await self._audit_refusal(
+            None, {"refusal": "unauthenticated", "reason": reason, "route": route}
+        )
 
     async def refuse_malformed(self, service: str, reason: str) -> None:
         """Record `service`'s request that could not be read (`api_refused`)."""
-        async with self.signoff.db.transaction() as conn:
-            await self.signoff.audit.append(
-                conn,
-                "api_refused",
-                actor=service,
-                data={"service": service, "refusal": "malformed", "reason": reason},
-            )
+        await self._audit_refusal(
+            service, {"service": service, "refusal": "malformed", "reason": reason}
+        )
+
+    async def _audit_refusal(self, actor: str | None, data: Mapping[str, Any]) -> None:
+        """The `api_refused` entry, in a transaction of its own. A database that cannot take it
+        (busy, down) does not change the answer: the refusal is still told (a 401 stays a 401,
+        not a 500), and the log says it went unrecorded."""
+        try:
+            async with self.signoff.db.transaction() as conn:
+                await self.signoff.audit.append(conn, "api_refused", actor=actor, data=dict(data))
+        except DatabaseUnavailable as e:
+            log.warning("could not audit an API refusal (%s): %s", data.get("refusal"), e)
 
     async def _refused(self, error: ApprovalError, service: str, action: Any) -> ApprovalError:
         """Record the refusal `error` of `service`'s request (nothing else), and return it."""
@@ -466,8 +469,7 @@ class ExternalApprovals:
         }
         if isinstance(error, InvalidInputError):
             data["problems"] = error.problems
-        async with self.signoff.db.transaction() as conn:
-            await self.signoff.audit.append(conn, "api_refused", actor=service, data=data)
+        await self._audit_refusal(service, data)
         return error
 
     # ---- reading -------------------------------------------------------------------------

@@ -4,7 +4,10 @@ entries, its events), and the retention of finished runs."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import itertools
+import json
 import logging
 import socket
 import uuid
@@ -35,6 +38,7 @@ from .decisions import new_decision
 from .effects import Effects, NodeServices
 from .errors import (
     AlreadyStartedError,
+    DatabaseUnavailable,
     InvalidInputError,
     MissingInputError,
     RunControlRefused,
@@ -114,6 +118,7 @@ class Runs:
         self.pauses = pauses
         self.clock = clock
         self._graphs: dict[str, CompiledGraph] = {}
+        self._handing_over: set[asyncio.Future[None]] = set()
         self._effects = Effects(db.sync_engine, clock)
         self._secret_rules = {
             name: rule for rule in policy.actions.values() for name in rule.secret
@@ -301,8 +306,74 @@ class Runs:
         try:
             result: Any = await graph.ainvoke(dict(input), self._config(thread_id))
         except Exception as e:  # noqa: BLE001 - a failed run is recorded, not lost
+            if database_down(e):
+                return await self._hand_over(thread_id, workflow, input, e)
             result = e
-        return await self.after_run(thread_id, workflow, result)
+        try:
+            return await self.after_run(thread_id, workflow, result)
+        except Exception as e:  # recording how it stopped: the same, once there is room
+            if not (isinstance(e, DatabaseUnavailable) or database_down(e)):
+                raise
+            return await self._hand_over(thread_id, workflow, input, e)
+
+    async def _hand_over(
+        self, thread_id: str, workflow: str, input: Mapping[str, Any], error: BaseException
+    ) -> RunReport:
+        """A start's own run met the database busy (every pooled connection in use) or gone,
+        after its row and `run_started` were committed: a transient condition, not the
+        workflow's failure, so the run is not failed for it. It stays `running`, and a job is
+        queued for the worker to go on from its saved frontier (`_go_on`, backed off while the
+        database has no room), as a resume that meets it is. What it did is kept: a node that
+        finished is not run again, and nothing half-made is left (no `failed` run, no
+        approval without its run).
+
+        A run stopped before its input checkpoint was saved starts from the inputs on its row
+        (`runs.input`), when they are the inputs as given: with secret fields (hidden there,
+        and kept only in checkpoints) it cannot, and is failed saying to start it again.
+        If even the job cannot be written now, this process keeps trying in the background
+        (should it die first, the run is `running` with a dead owner: `signoff retry` it)."""
+        conceal = self._concealer(workflow).learn(input)
+        said = conceal.text(f"{type(error).__name__}: {error}")
+        log.warning(
+            "run %s met the database busy or down; it goes on once it has room: %s", thread_id, said
+        )
+        kept = self.hide_secrets(dict(input), workflow) == dict(input)
+        payload = {"retry": True, "by": "signoff", "start": True, "input_kept": kept}
+        try:
+            await self._queue_go_on(thread_id, payload)
+        except DatabaseUnavailable:
+            task = asyncio.ensure_future(self._queue_go_on_later(thread_id, payload))
+            self._handing_over.add(task)
+            task.add_done_callback(self._handing_over.discard)
+        return RunReport(
+            thread_id,
+            workflow,
+            "running",
+            error=(
+                f"the database was busy or unreachable while the run went on ({said}); it was "
+                "not failed for it: it goes on in the background from where it stopped as soon "
+                "as the database has room (its approvals are asked for then). Nothing needs "
+                "doing, and starting it again would start a second run"
+            ),
+        )
+
+    async def _queue_go_on(self, thread_id: str, payload: Mapping[str, Any]) -> None:
+        """Queue the job that goes on with a handed-over start (once: its key is the thread's)."""
+        async with self.db.transaction() as conn:
+            await store.enqueue(
+                conn, "resume", f"start:{thread_id}", payload, self.clock(), thread_id=thread_id
+            )
+
+    async def _queue_go_on_later(self, thread_id: str, payload: Mapping[str, Any]) -> None:
+        """`_queue_go_on`, tried again with backoff until the database takes it."""
+        for attempt in itertools.count():
+            await asyncio.sleep(min(0.5 * 2**attempt, 30.0))
+            try:
+                await self._queue_go_on(thread_id, payload)
+            except DatabaseUnavailable as e:
+                log.warning("run %s: could not queue its job yet, trying again: %s", thread_id, e)
+                continue
+            return
 
     async def after_run(
         self, thread_id: str, workflow: str, result: Any, *, resumed: _Resumed | None = None
@@ -654,11 +725,15 @@ class Runs:
     async def _go_on(self, job: Job) -> None:
         """Perform a retry job: run the thread on from its saved frontier, then record how it
         stopped. A run that is not `running` any more (cancelled since, or recorded by an
-        attempt that died after it) is left as it is."""
+        attempt that died after it) is left as it is; but a handed-over start recorded
+        `paused` has the approvals its pause asks for opened (`_open_approvals`)."""
         assert job.thread_id is not None
         thread_id = job.thread_id
         async with self.db.read() as conn:
             run = await store.get_run(conn, thread_id)
+        if run is not None and run["status"] == "paused" and job.payload.get("start"):
+            await self._open_approvals(job, run["workflow"])
+            return
         if run is None or run["status"] != "running":
             await self.jobs.finish(job.id)
             return
@@ -668,6 +743,15 @@ class Runs:
             state = await graph.aget_state(config)
             if state.next or state.interrupts:
                 result: Any = await graph.ainvoke(None, config)
+            elif state.created_at is None and job.payload.get("start"):
+                # A start handed over before its input checkpoint was saved (`_hand_over`)
+                if not job.payload.get("input_kept"):
+                    raise RunStateError(
+                        f"run {thread_id!r} met the database busy or unreachable before its "
+                        "inputs were saved, and they hold secret fields, which are kept only "
+                        "in checkpoints: nothing of it ran; start it again"
+                    )
+                result = await graph.ainvoke(json.loads(run["input"]), config)
             else:  # it had reached its end; only the record was missing
                 result = dict(state.values)
         except Exception as e:  # noqa: BLE001 - recorded on the run, or the job due again
@@ -675,6 +759,31 @@ class Runs:
                 return
             result = e
         await self.after_run(thread_id, run["workflow"], result)
+        await self.jobs.finish(job.id)
+
+    async def _open_approvals(self, job: Job, workflow: str) -> None:
+        """A start handed over after its pause was recorded and before its approvals were
+        all opened (`_hand_over`): open those its pending interrupts ask for (once each: an
+        opened one is found by its interrupt id). Nothing else is changed: by now a decision
+        may have resumed it. The database busy again: the job is due again, backed off."""
+        assert job.thread_id is not None
+        try:
+            state = await self.graph(workflow).aget_state(self._config(job.thread_id))
+            asks = [
+                i
+                for i in state.interrupts
+                if isinstance(i.value, dict) and i.value.get("kind") == APPROVAL_KIND
+            ]
+            if asks:
+                conceal = await self.concealer(
+                    job.thread_id, workflow, dict(state.values), *(i.value for i in asks)
+                )
+                for intr in asks:
+                    await self.pauses.register(job.thread_id, workflow, intr, conceal)
+        except Exception as e:
+            if await self._due_again(job, e):
+                return
+            raise
         await self.jobs.finish(job.id)
 
     async def cancel(self, thread_id: str, *, actor: str, note: str = "") -> list[str]:

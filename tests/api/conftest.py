@@ -3,6 +3,7 @@ with two services in its policy, and the bot's real aiohttp application in front
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ import sqlalchemy as sa
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.approvals import tables as t
+from bot.approvals.db import Database
 from bot.config import Settings
 from bot.server import Metrics, build_web_app
 from tests.kit.e2e_fixtures import fake_slack, http  # noqa: F401  (the end-to-end tests)
@@ -54,6 +56,17 @@ class Api:
     client: TestClient  # type: ignore[type-arg]
     kicks: list[None]
 
+    @contextlib.asynccontextmanager
+    async def crowd(self) -> AsyncIterator[int]:
+        """Hold every connection the bot's pool may open (yields how many), as a burst of
+        other requests would: until it ends, a request that needs one waits `POOL_TIMEOUT`."""
+        pool: Any = self.kit.db.engine.sync_engine.pool
+        every = pool.size() + pool._max_overflow
+        async with contextlib.AsyncExitStack() as held:
+            for _ in range(every):
+                await held.enter_async_context(self.kit.db.engine.connect())
+            yield every
+
     async def counts(self) -> dict[str, int]:
         """Runs, approvals and audit entries (by kind) recorded so far."""
         out = {
@@ -86,9 +99,33 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("pg_url"))
 
 
+POOL_TIMEOUT = 0.5
+"""Seconds a request waits for a pooled connection, in `crowded_api`."""
+
+
 @pytest.fixture
 async def api(db_url: str, tmp_path: Path) -> AsyncIterator[Api]:
+    async for found in serve_api(Kit(db_url, tmp_path)):
+        yield found
+
+
+@pytest.fixture
+async def crowded_api(db_url: str, tmp_path: Path) -> AsyncIterator[Api]:
+    """`api` on a pool `Api.crowd` can use up: on PostgreSQL two connections, on SQLite
+    SQLAlchemy's fifteen, each request waiting `POOL_TIMEOUT` for one."""
     kit = Kit(db_url, tmp_path)
+    await kit.db.aclose()
+    kit._dbs.remove(kit.db)
+    pool = {"pool_size": 2, "max_overflow": 0} if db_url.startswith("postgresql") else {}
+    kit.db = Database(db_url, pool_timeout=POOL_TIMEOUT, **pool)
+    kit._dbs.append(kit.db)
+    async for found in serve_api(kit):
+        yield found
+
+
+async def serve_api(kit: Kit) -> AsyncIterator[Api]:
+    """The bot's aiohttp application on `kit`'s database, with the API's policy and tokens."""
+    db_url = kit.db_url
     kit.policy_path.write_text(API_POLICY, encoding="utf-8")
     kit.app = kit.new_app(sink=kit.sink, share_db=True)
     kit.app.external.load_tokens(TOKENS)

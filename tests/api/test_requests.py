@@ -5,17 +5,21 @@ PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from aiohttp.test_utils import TestClient, TestServer
 
+from bot.approvals import store
 from bot.approvals import tables as t
-from bot.approvals.db import Database
+from bot.approvals.db import Database, DatabaseBusy
 from bot.config import Settings
 from bot.server import Metrics, build_web_app
 from tests.api.conftest import API_POLICY, BILLING_TOKEN, OPS_TOKEN, REFUND, Api
+from tests.kit import flows
 from tests.kit.signoff import Kit
 
 
@@ -263,6 +267,7 @@ async def test_a_run_asked_for_while_every_connection_is_in_use_is_a_503_to_retr
             async with kit.db.engine.connect(), kit.db.engine.connect():  # every connection
                 resp = await client.post("/api/runs", json=run, headers=headers)
                 assert resp.status == 503
+                assert resp.headers["Retry-After"] == "2"
                 assert (await resp.json())["error"] == (
                     f"{kit.db.display_url} is busy: all 2 connections this process may open to "
                     "it were in use for 0.5 s; nothing was recorded, try again in a few seconds "
@@ -275,3 +280,175 @@ async def test_a_run_asked_for_while_every_connection_is_in_use_is_a_503_to_retr
             assert (await resp.json())["status"] == "paused"
     finally:
         await kit.aclose()
+
+
+async def test_a_run_that_meets_every_connection_in_use_mid_run_goes_on_once_there_is_room(
+    crowded_api: Api,
+) -> None:
+    """The run's row is recorded, then between two of its checkpoints a burst of other requests
+    takes every connection: the start answers 202 (not a `failed` run), and the worker goes on
+    from where it stopped once the database has room, to a pause, a decision and its end."""
+    api = crowded_api
+    async with contextlib.AsyncExitStack() as held:
+
+        async def crowd() -> None:
+            await held.enter_async_context(api.crowd())
+
+        flows.CROWD.append(crowd)
+        resp = await api.client.post(
+            "/api/runs",
+            json={
+                "workflow": "crowding",
+                "input": {"action": "send_refund", "args": REFUND},
+                "requester": "U_CAROL",
+            },
+            headers={"Authorization": "Bearer runs-token"},
+        )
+        body = await resp.json()
+    assert resp.status == 202, body
+    assert body["status"] == "running" and body["approvals"] == []
+    assert body["error"].startswith("the database was busy or unreachable while the run went on")
+    assert "goes on in the background from where it stopped" in body["error"]
+    thread_id = body["thread_id"]
+
+    # The job that goes on is queued once the database takes it (here after the burst).
+    for _ in range(100):
+        jobs = await api.kit.rows(sa.select(t.jobs).where(t.jobs.c.kind == "resume"))
+        if jobs:
+            break
+        await asyncio.sleep(0.1)
+    assert [j["thread_id"] for j in jobs] == [thread_id]
+    assert (await api.kit.run(thread_id))["status"] == "running"
+    kinds = [e["kind"] for e in await api.kit.audit()]
+    assert kinds == ["run_started"]  # no run_failed, nothing half-made
+    assert await api.kit.approvals() == []
+
+    assert await api.kit.app.run_jobs(("resume",)) == 1
+    assert (await api.kit.run(thread_id))["status"] == "paused"
+    (row,) = await api.kit.approvals()
+    assert row["action"] == "send_refund" and row["status"] == "pending"
+    await api.kit.app.decide(row["id"], "U_ALICE", True)
+    await api.kit.app.run_jobs(("resume",))
+    assert (await api.kit.run(thread_id))["status"] == "completed"
+    (act,) = await api.kit.effects("act")
+    assert act["thread_id"] == thread_id
+    kinds = [e["kind"] for e in await api.kit.audit()]
+    assert "run_failed" not in kinds and kinds.count("run_started") == 1, kinds
+
+
+async def _handed_over_before_its_input_was_saved(api: Api, thread_id: str, input: Any) -> None:
+    """A start whose row is recorded and whose graph saved nothing (the database busy from
+    its first checkpoint on), handed to the worker as `Runs.start` hands it."""
+    runs, now = api.kit.app.runs, api.kit.clock()
+    async with api.kit.db.transaction() as conn:
+        await store.insert_run(
+            conn,
+            thread_id=thread_id,
+            workflow="ask",
+            requester="U_CAROL",
+            channel=None,
+            status="running",
+            owner=runs.jobs.worker_id,
+            input=store.dumps(runs.hide_secrets(input, "ask")),
+            created_at=now,
+            updated_at=now,
+        )
+    busy = DatabaseBusy(f"{api.kit.db.display_url} is busy", api.kit.db.display_url)
+    report = await runs._hand_over(thread_id, "ask", input, busy)
+    assert report.status == "running"
+
+
+async def test_a_start_handed_over_before_any_checkpoint_starts_from_its_recorded_inputs(
+    api: Api,
+) -> None:
+    await _handed_over_before_its_input_was_saved(
+        api, "ask-early", {"action": "send_refund", "args": REFUND}
+    )
+    assert await api.kit.app.run_jobs(("resume",)) == 1
+    assert (await api.kit.run("ask-early"))["status"] == "paused"
+    (row,) = await api.kit.approvals()
+    assert row["action"] == "send_refund" and row["status"] == "pending"
+
+    # Secret inputs are hidden on the row and kept only in checkpoints: none was saved, so
+    # the run cannot go on, and is failed saying so (never started on the hidden values).
+    card = {"card_number": "4111111111111111", "amount": 5}
+    await _handed_over_before_its_input_was_saved(
+        api, "ask-secret", {"action": "charge_card", "args": card}
+    )
+    assert await api.kit.app.run_jobs(("resume",)) == 1
+    run = await api.kit.run("ask-secret")
+    assert run["status"] == "failed"
+    assert "they hold secret fields, which are kept only in checkpoints" in run["error"]
+    assert [a["thread_id"] for a in await api.kit.approvals()] == ["ask-early"]
+
+
+async def test_a_run_whose_approval_met_every_connection_in_use_gets_it_once_there_is_room(
+    crowded_api: Api,
+) -> None:
+    """The run paused and its pause was recorded; a burst took every connection just as its
+    approval was to be opened. The start answers 202 and the worker opens the approval (once),
+    rather than leaving the run paused on an approval nobody was asked for."""
+    api = crowded_api
+    pauses = api.kit.app.runs.pauses
+    real = pauses.register
+
+    async def in_a_burst(*args: Any, **kw: Any) -> str:
+        pauses.register = real  # type: ignore[method-assign]
+        async with api.crowd():
+            return await real(*args, **kw)
+
+    pauses.register = in_a_burst  # type: ignore[method-assign]
+    resp = await api.client.post(
+        "/api/runs",
+        json={
+            "workflow": "ask",
+            "input": {"action": "send_refund", "args": REFUND},
+            "requester": "U_CAROL",
+        },
+        headers={"Authorization": "Bearer runs-token"},
+    )
+    body = await resp.json()
+    assert resp.status == 202 and body["status"] == "running", body
+    thread_id = body["thread_id"]
+    assert await api.kit.approvals() == []
+    assert await api.kit.app.run_jobs(("resume",)) == 1
+    (row,) = await api.kit.approvals()
+    assert row["thread_id"] == thread_id and row["status"] == "pending"
+    assert await api.kit.app.run_jobs(("resume",)) == 0
+    await api.kit.app.decide(row["id"], "U_ALICE", True)
+    await api.kit.app.run_jobs(("resume",))
+    assert (await api.kit.run(thread_id))["status"] == "completed"
+    assert len(await api.kit.effects("act")) == 1
+    kinds = [e["kind"] for e in await api.kit.audit()]
+    assert kinds.count("requested") == 1 and "run_failed" not in kinds, kinds
+
+
+async def test_an_approval_asked_for_in_a_burst_is_asked_once_and_the_same_key_reads_it(
+    crowded_api: Api,
+) -> None:
+    """As above, over the approvals API: 202 pending, the same Idempotency-Key again is the
+    same approval (nothing new started), and the worker opens it once there is room."""
+    api = crowded_api
+    pauses = api.kit.app.runs.pauses
+    real = pauses.register
+
+    async def in_a_burst(*args: Any, **kw: Any) -> str:
+        pauses.register = real  # type: ignore[method-assign]
+        async with api.crowd():
+            return await real(*args, **kw)
+
+    pauses.register = in_a_burst  # type: ignore[method-assign]
+    request = {"action": "send_refund", "args": REFUND, "requester": "U_CAROL"}
+    status, first = await api.post(request, key="burst-1")
+    assert status == 202 and first["status"] == "pending", first
+    status, again = await api.post(request, key="burst-1")
+    assert status == 200 and again["approval_id"] == first["approval_id"]
+    assert len(await api.kit.rows(sa.select(t.runs))) == 1
+    await api.kit.app.run_jobs(("resume",))
+    (row,) = await api.kit.approvals()
+    assert row["thread_id"] == first["approval_id"] and row["status"] == "pending"
+    await api.kit.app.decide(row["id"], "U_ALICE", True)
+    status, seen = await api.get(f"/api/approvals/{first['approval_id']}")
+    assert status == 200 and seen["status"] == "approved"
+    kinds = [e["kind"] for e in await api.kit.audit()]
+    assert kinds.count("run_started") == kinds.count("requested") == 1, kinds

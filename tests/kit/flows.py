@@ -9,6 +9,8 @@ the repository root on `PYTHONPATH`).
   resume changes the proposal.
 - `build_parallel`: two branches that each ask for an approval (`deploy`, `crowd`) at once.
 - `build_nested`: `build_ask`'s ask-then-act, run as a subgraph of a node `review`.
+- `build_crowding`: `build_ask` after a node `crowd` that first awaits what a test put in
+  `CROWD` (to use up the database's connections while the run is between two checkpoints).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import operator
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -44,6 +47,10 @@ starters = ["@support"]
 
 [workflows.nested]
 path = "tests.kit.flows:build_nested"
+starters = ["@support"]
+
+[workflows.crowding]
+path = "tests.kit.flows:build_crowding"
 starters = ["@support"]
 
 [actions.deploy]
@@ -121,6 +128,33 @@ def _declined(state: AskState, config: Any) -> dict[str, Any]:
         thread_id=svc.thread_id,
     )
     return {"outcome": f"declined ({d['status']}): {d['note']}"}
+
+
+CROWD: list[Callable[[], Awaitable[None]]] = []
+"""What `build_crowding`'s `crowd` node awaits (each once, then it is gone) before it returns."""
+
+
+async def _crowd(state: AskState) -> dict[str, Any]:
+    while CROWD:
+        await CROWD.pop(0)()
+    return {}
+
+
+def build_crowding() -> StateGraph:
+    """`build_ask`, after a node `crowd` that awaits what is in `CROWD`."""
+    g = StateGraph(AskState)
+    g.add_node("crowd", _crowd)
+    g.add_node("ask", _ask)
+    g.add_node("act", _act)
+    g.add_node("declined", _declined)
+    g.add_edge(START, "crowd")
+    g.add_edge("crowd", "ask")
+    g.add_conditional_edges(
+        "ask", lambda s: "act" if s["decision"]["approved"] else "declined", ["act", "declined"]
+    )
+    g.add_edge("act", END)
+    g.add_edge("declined", END)
+    return g
 
 
 def build_ask() -> StateGraph:

@@ -184,6 +184,13 @@ def once(
     the database is still down then, `SideEffectUnrecordedError` (a `SideEffectUnknownError`)
     is raised, holding the result, and the thread's next attempt finds the outcome unknown.
 
+    On a saver whose thread lock can end while its run goes on (PostgreSQL: a restart or an
+    ended session frees the lock, and another replica may take the thread), an attempt that
+    finds the effect started with no outcome first reads the thread again until one is
+    written, up to the started record's `record_wait` (plus one retry pause) from its start:
+    the run that started it may be recording it. That run, having lost its lock, records the
+    outcome and then stops (`ThreadLockLostError`); this one carries the thread on.
+
     Replaces: calling the effect directly in node code that may be replayed.
     """
     task = _task("once")

@@ -32,6 +32,7 @@ from .errors import (
     SideEffectUnknownError,
     SideEffectUnrecordedError,
     ThreadBusyError,
+    ThreadLockLostError,
 )
 from .types import (
     END,
@@ -88,6 +89,7 @@ __all__ = [
     "StateSnapshot",
     "StateTask",
     "ThreadBusyError",
+    "ThreadLockLostError",
     "aonce",
     "interrupt",
     "once",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -38,6 +39,10 @@ __all__ = ["aonce", "interrupt", "once"]
 T = TypeVar("T")
 
 _current: ContextVar[Task | None] = ContextVar("graphs_current_task", default=None)
+
+RECORD_MAX_PAUSE = 2.0
+"""The longest pause between two tries of an effect's outcome record (`Task.record_once`): a
+restarted PostgreSQL is back in a second or two, and the record should follow soon after."""
 
 RECORD_WAIT = 30.0
 """Seconds `once()` keeps trying to record an effect's outcome while the database is
@@ -119,18 +124,38 @@ def interrupt(value: Any = None) -> Any:
     raise Pause((Interrupt(value, iid, task.name, index),))
 
 
-def _once_lookup(task: Task, key: str, retry_unknown: bool) -> tuple[bool, Any]:
+def _once_lookup(task: Task, key: str) -> tuple[str, Any] | None:
+    """What the thread holds of the effect `key`: `(state, result)` of its last record, or
+    None when it never started."""
     done = task.run.once_results
     if key in done:
-        return True, done[key]
-    record = task.once.get(key)
-    if record is not None:
-        state, result = record
-        if state == "done":
-            return True, result
-        if state == "started" and not retry_unknown:
-            raise SideEffectUnknownError(task.run.thread_id, key)
-    return False, None
+        return "done", done[key]
+    return task.once.get(key)
+
+
+def _outcome_deadline(task: Task, started: Any) -> float | None:
+    """Until when (`time.time()`) to wait for the outcome of an effect found started with no
+    outcome, or None not to wait: the run that started it may still be recording it when the
+    saver's thread lock can end while its holder lives (PostgreSQL: a restart, a failover, an
+    ended session), and its start record says when it began and how long its run may try to
+    record the outcome (`record_wait`), plus one of that run's pauses."""
+    saver = task.run.saver
+    if saver is None or not saver.lock_may_be_lost or not isinstance(started, dict):
+        return None
+    at, wait = started.get("at"), started.get("wait")
+    if not isinstance(at, (int, float)) or not isinstance(wait, (int, float)):
+        return None  # recorded by code older than the wait
+    return float(at) + float(wait) + RECORD_MAX_PAUSE
+
+
+def _unknown(task: Task, key: str) -> SideEffectUnknownError:
+    return SideEffectUnknownError(task.run.thread_id, key)
+
+
+def _started(record_wait: float) -> dict[str, float]:
+    """What the start record of an effect holds: when it began, and for how long its outcome
+    will be tried (another run that finds the start alone waits as long for it)."""
+    return {"at": time.time(), "wait": record_wait}
 
 
 def once(
@@ -159,14 +184,26 @@ def once(
     the database is still down then, `SideEffectUnrecordedError` (a `SideEffectUnknownError`)
     is raised, holding the result, and the thread's next attempt finds the outcome unknown.
 
+    On a saver whose thread lock can end while its run goes on (PostgreSQL: a restart or an
+    ended session frees the lock, and another replica may take the thread), an attempt that
+    finds the effect started with no outcome first reads the thread again until one is
+    written, up to the started record's `record_wait` (plus one retry pause) from its start:
+    the run that started it may be recording it. That run, having lost its lock, records the
+    outcome and then stops (`ThreadLockLostError`); this one carries the thread on.
+
     Replaces: calling the effect directly in node code that may be replayed.
     """
     task = _task("once")
-    found, stored = _once_lookup(task, key, retry_unknown)
-    if found:
+    record = _once_lookup(task, key)
+    if record is not None and record[0] == "started" and not retry_unknown:
+        until = _outcome_deadline(task, record[1])
+        record = None if until is None else task.await_outcome(key, until)
+        if record is None:
+            raise _unknown(task, key)
+    if record is not None and record[0] == "done":
         # What `fn` returned on an earlier attempt, read back from the checkpoint.
-        return cast(T, stored)
-    task.record_once(key, "started")
+        return cast(T, record[1])
+    task.record_once(key, "started", _started(record_wait))
     try:
         result = fn(*args, **kwargs)
     except BaseException as e:
@@ -198,13 +235,18 @@ async def aonce(
     database down past `record_wait`, raised `SideEffectUnrecordedError`, as `once()` does).
     """
     task = _task("aonce")
-    found, stored = _once_lookup(task, key, retry_unknown)
-    if found:
+    record = _once_lookup(task, key)
+    if record is not None and record[0] == "started" and not retry_unknown:
+        until = _outcome_deadline(task, record[1])
+        record = None if until is None else await task.aawait_outcome(key, until)
+        if record is None:
+            raise _unknown(task, key)
+    if record is not None and record[0] == "done":
         # What `fn` returned on an earlier attempt, read back from the checkpoint.
-        return cast(T, stored)
+        return cast(T, record[1])
 
     async def effect() -> T:
-        await task.arecord_once(key, "started")
+        await task.arecord_once(key, "started", _started(record_wait))
         try:
             result = await fn(*args, **kwargs)
         except BaseException as e:

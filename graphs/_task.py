@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from contextvars import Token
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._context import Pause, _current
+from ._context import RECORD_MAX_PAUSE, Pause, _current
 from ._drive import asave_before_once, save_before_once
 from ._events import node_config, task_async, task_sync
 from ._internal._constants import CONFIG_KEY_NODE_FINISHED
@@ -39,9 +39,9 @@ asleep = asyncio.sleep
 
 RECORD_FIRST_PAUSE = 0.05
 """Seconds before the first retry of a `once()` outcome the database could not take."""
-RECORD_MAX_PAUSE = 2.0
-"""The longest pause between two retries of it: a restarted PostgreSQL is back in a second or
-two, and the record should follow soon after."""
+RECORD_POLL_PAUSE = 0.5
+"""The longest pause between two reads of a thread whose `once()` effect another run started
+and may still be recording (`Task.await_outcome`)."""
 
 OnceState = Literal["started", "done", "failed"]
 """The progress of a `once()` effect, as its pending writes record it."""
@@ -486,6 +486,44 @@ class Task:
                 tries += 1
                 pause = self._record_pause(key, state, result, e, since, tries, wait)
             await asleep(pause)
+
+    def _outcome_written(self, tup: Any, key: str) -> tuple[str, Any] | None:
+        """The last outcome ("done", "failed") of `key` among the pending writes of `tup`, the
+        run's head read again."""
+        found = None
+        if tup is not None and tup.checkpoint["id"] == self.run.head_id:
+            for task_id, channel, value in tup.pending_writes:
+                if task_id == self.id and channel == ONCE and value[0] == key:
+                    found = (value[1], value[2]) if value[1] != "started" else None
+        return found
+
+    def await_outcome(self, key: str, until: float) -> tuple[str, Any] | None:
+        """Read the run's head again until the outcome of `key` is written there, or the clock
+        (`time.time()`) passes `until`: another run that started the effect may be recording
+        it (see `once()`). The outcome, or None."""
+        run, tries = self.run, 0
+        assert run.saver is not None and run.head_config is not None
+        while True:
+            found = self._outcome_written(run.saver.get_tuple(run.head_config), key)
+            left = until - time.time()
+            if found is not None or left <= 0:
+                return found
+            tries += 1
+            sleep(min(RECORD_FIRST_PAUSE * 2.0 ** min(tries - 1, 8), RECORD_POLL_PAUSE, left))
+
+    async def aawait_outcome(self, key: str, until: float) -> tuple[str, Any] | None:
+        """Async form of `await_outcome`."""
+        run, tries = self.run, 0
+        assert run.saver is not None and run.head_config is not None
+        while True:
+            found = self._outcome_written(await run.saver.aget_tuple(run.head_config), key)
+            left = until - time.time()
+            if found is not None or left <= 0:
+                return found
+            tries += 1
+            await asleep(
+                min(RECORD_FIRST_PAUSE * 2.0 ** min(tries - 1, 8), RECORD_POLL_PAUSE, left)
+            )
 
     def _record_pause(
         self,

@@ -14,7 +14,8 @@ GraphError                        root of everything below
 ├── CheckpointerRequiredError     pausing or resuming without a checkpointer
 ├── ResumeError                   a resume that matches nothing (unknown thread, not paused, bad id)
 ├── ThreadBusyError               another run holds the thread (one run per thread)
-│   └── CheckpointConflictError   the thread's head moved under us; history never forks
+│   ├── CheckpointConflictError   the thread's head moved under us; history never forks
+│   └── ThreadLockLostError       the run's hold on the thread ended under it, and another run took it
 ├── CheckpointFormatError         a stored checkpoint the code can no longer read
 │   └── SchemaVersionError        the database's checkpoint schema is not the one this code knows
 ├── SerializationError            a value the checkpoint format cannot store
@@ -63,6 +64,7 @@ __all__ = [
     "SideEffectUnknownError",
     "SideEffectUnrecordedError",
     "ThreadBusyError",
+    "ThreadLockLostError",
 ]
 
 
@@ -220,6 +222,18 @@ class CheckpointConflictError(ThreadBusyError):
     """The thread's latest checkpoint is not the one this run started from.
 
     Another run wrote to the thread in between. Nothing was written; reload and try again.
+    """
+
+
+class ThreadLockLostError(ThreadBusyError):
+    """The run's hold on its thread ended while it ran, and it could not be taken back safely.
+
+    On PostgreSQL a run holds its thread by a lock of its database session; a server restart,
+    a failover or an ended session lets go of it while the run goes on. Before it writes again,
+    the run takes the lock back; when another run holds the thread by then, or wrote to it in
+    between, this run stops here and writes nothing more (the outcome of a `once()` effect that
+    ran is still recorded). The thread is not lost: the other run carries it on, or it can be
+    resumed as after a crash.
     """
 
 

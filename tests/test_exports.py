@@ -47,6 +47,7 @@ GRAPHS_API = [
     "StateSnapshot",
     "StateTask",
     "ThreadBusyError",
+    "ThreadLockLostError",
     "aonce",
     "interrupt",
     "once",

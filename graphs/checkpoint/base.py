@@ -336,6 +336,12 @@ class BaseCheckpointSaver:
     resume, `get_state`/`update_state`, history, one run per thread (through `lock_thread`).
     """
 
+    lock_may_be_lost: bool = False
+    """True when `lock_thread`'s hold on a thread can end while the run holding it goes on (a
+    PostgreSQL advisory lock goes with its session, which a restart, a failover or
+    `pg_terminate_backend` ends). Then a run that finds a `once()` effect started and not
+    recorded waits a while for its outcome: the run that started it may be recording it."""
+
     def __init__(self) -> None:
         self._locks_guard = threading.Lock()
         self._threads_held: set[tuple[str, str]] = set()

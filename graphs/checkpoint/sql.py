@@ -52,8 +52,9 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import PoolProxiedConnection, StaticPool
+from sqlalchemy.pool import StaticPool
 
+from ..errors import ThreadBusyError
 from ..types import RunConfig
 from . import _delta
 from ._sql.alembic import AlembicSchema
@@ -68,7 +69,16 @@ from ._sql.engine import (
     sync_url,
 )
 from ._sql.gate import WriteGate, write_gate
-from ._sql.locks import _AdvisoryLock, _file_lock, _proc_hold, _raw_unlock
+from ._sql.locks import (
+    _AdvisoryLock,
+    _file_lock,
+    _Hold,
+    _lost,
+    _moved,
+    _probe,
+    _proc_hold,
+    _raw_unlock,
+)
 from ._sql.prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
 from ._sql.read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
 from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
@@ -76,6 +86,7 @@ from ._sql.schema import _check_revision, _migrate, _schema_revision
 from ._sql.statements import _DIALECTS
 from ._sql.write import _put_args, _put_pg, _put_tx, _stored_lists, _writes_args, _writes_tx
 from .base import (
+    ONCE,
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
@@ -104,6 +115,19 @@ def _one_trip_options() -> dict[str, Any]:
     except ImportError:  # SQLAlchemy 2.0 builds its adapter otherwise (no `await_` to import)
         return {}
     return one_trip.async_engine_options()
+
+
+def _probe_sync(conn: Any) -> bool:
+    return _probe(conn.connection)
+
+
+def _is_outcome(writes: Sequence[tuple[str, Any]]) -> bool:
+    """The writes are the record of a `once()` effect's outcome ("done", "failed"): written
+    whether or not the run still holds its thread's lock, since the effect did run."""
+    if len(writes) != 1 or writes[0][0] != ONCE:
+        return False
+    value = writes[0][1]
+    return isinstance(value, (list, tuple)) and len(value) == 3 and value[1] != "started"
 
 
 class SQLSaver(BaseCheckpointSaver):
@@ -161,10 +185,15 @@ class SQLSaver(BaseCheckpointSaver):
         self._advisory = _AdvisoryLock(self._sync_engine)
         # The list channels last stored per thread: an update by id is stored as an edit.
         self._heads = _delta.Heads()
-        # (OS thread, thread id, ns) -> the connection holding the thread's advisory lock, while
-        # a sync `lock_thread` on PostgreSQL holds it (see `_run_thread`). Not the base class's
-        # `_threads_held`: the in-memory database locks threads with that one.
-        self._lock_conns: dict[tuple[int, str, str], PoolProxiedConnection] = {}
+        # (OS thread, thread id, ns) -> the hold of the thread's advisory lock, while a sync
+        # `lock_thread` on PostgreSQL holds it (its operations run on the lock's connection, see
+        # `_run_thread`). Not the base class's `_threads_held`: the in-memory database locks
+        # threads with that one.
+        self._lock_conns: dict[tuple[int, str, str], _Hold] = {}
+        # (thread id, ns) -> the hold of each thread `lock_thread`/`alock_thread` holds on
+        # PostgreSQL: its writes first make sure the lock is still held (`_keep_hold`).
+        self._holds: dict[tuple[str, str], _Hold] = {}
+        self.lock_may_be_lost = self._d.pg
         if self._d.name == "sqlite" and not self._memory:
             path = os.path.abspath(self.url.database or "")
             self._lock_path: str | None = path + ".locks"
@@ -394,22 +423,123 @@ class SQLSaver(BaseCheckpointSaver):
         connection drops, the operation goes to the pool as before (the lock went with the
         session, as it did before when the lock connection dropped mid-run).
         """
-        raw = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
-        if raw is None or not getattr(fn, "_single_statement", False):
+        hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
+        if hold is None or hold.lost or not getattr(fn, "_single_statement", False):
             return self._run(fn, *args, retry=retry)
         if not self._schema_ok:
             self._check_schema()
-        try:
-            return _transact(raw, fn, args, False, self._d.pg, self._sync_engine)
-        except _Dropped as dropped:
-            self._lock_conns.pop((threading.get_ident(), *key), None)
-            if not retry:
-                raise dropped.error from None
-            return self._run(fn, *args, retry=retry)
-        finally:
-            if raw.dbapi_connection is not None:  # None once invalidated
+        with hold.guard:
+            raw = hold.raw
+            try:
+                return _transact(raw, fn, args, False, self._d.pg, self._sync_engine)
+            except _Dropped as dropped:
+                hold.lost = True  # and the lock with the session: taken back before a write
+                if not retry:
+                    raise dropped.error from None
+            finally:
+                if raw.dbapi_connection is not None:  # None once invalidated
+                    with contextlib.suppress(Exception):
+                        raw.dbapi_connection.autocommit = True  # as `try_lock` left it
+        return self._run(fn, *args, retry=retry)
+
+    # ---- keeping the thread's lock --------------------------------------------------------
+
+    def _hold_of(self, thread_id: str, ns: str) -> _Hold | None:
+        """The hold this process has on the thread (a subgraph's namespace writes under its
+        top graph's), if it has one."""
+        holds = self._holds
+        if not holds:
+            return None
+        return holds.get((thread_id, ns)) or holds.get((thread_id, ""))
+
+    def _keep_hold(self, hold: _Hold) -> None:
+        """Make sure `hold` still holds its thread's lock before the run writes again: if its
+        session ended, take the lock again on a new one, if no other run holds the thread and
+        none wrote to it meanwhile (`_Hold.seen`).
+
+        Raises:
+            ThreadLockLostError: another run holds the thread, or wrote to it meanwhile.
+        """
+        with hold.guard:
+            if not hold.ended():
+                return
+            if not hold.lost and hold.conn is None and _probe(hold.raw):
+                return  # something else was sent on the session: it is alive
+            hold.lost = True
+            try:
+                raw, _ = self._advisory.retry(
+                    hold.thread_id, hold.ns, self._locks_engine().raw_connection
+                )
+            except ThreadBusyError:
+                raise _lost(hold.thread_id, "another run holds the thread now") from None
+            try:
+                why = _moved(raw, hold)
+            except BaseException:
+                _raw_unlock(raw, hold.key)
+                raise
+            if why is not None:
+                _raw_unlock(raw, hold.key)
+                raise _lost(hold.thread_id, f"another run wrote to it meanwhile ({why})")
+            old, old_conn = hold.raw, hold.conn
+            hold.raw, hold.conn, hold.lost = raw, None, False
+            if old_conn is None:
+                _raw_unlock(old, hold.key)  # the session is gone: this lets go of the connection
+
+    async def _akeep_hold(self, hold: _Hold) -> None:
+        """Async form of `_keep_hold`."""
+        if hold.aguard is None:  # a sync `lock_thread`'s hold
+            await asyncio.to_thread(self._keep_hold, hold)
+            return
+        async with hold.aguard:
+            if not hold.ended():
+                return
+            conn = hold.conn
+            if not hold.lost and conn is not None and await conn.run_sync(_probe_sync):
+                return  # something else was sent on the session: it is alive
+            hold.lost = True
+            try:
+                conn, _ = await self._atake(hold.thread_id, hold.ns)
+            except ThreadBusyError:
+                raise _lost(hold.thread_id, "another run holds the thread now") from None
+            try:
+                why = await conn.run_sync(lambda c: _moved(c.connection, hold))
+            except BaseException:
+                await self._arelease(conn, hold.key)
+                raise
+            if why is not None:
+                await self._arelease(conn, hold.key)
+                raise _lost(hold.thread_id, f"another run wrote to it meanwhile ({why})")
+            old = hold.conn
+            hold.conn, hold.raw, hold.lost = conn, await conn.get_raw_connection(), False
+            if old is not None:
                 with contextlib.suppress(Exception):
-                    raw.dbapi_connection.autocommit = True  # as `_AdvisoryLock.try_lock` left it
+                    await old.invalidate()
+                await old.close()
+
+    async def _atake(self, thread_id: str, ns: str) -> tuple[Any, int]:
+        """A connection of the async lock pool holding the thread's lock, and the lock's key;
+        a connection found dropped is replaced once."""
+        for attempt in (0, 1):
+            conn = await self._alocks_engine().connect()
+            try:
+                key = await conn.run_sync(
+                    lambda c: self._advisory.try_lock(c.connection, thread_id, ns)
+                )
+                return conn, key
+            except _Dropped as dropped:
+                await conn.close()
+                if attempt:
+                    raise dropped.error from None
+            except BaseException:
+                await conn.close()
+                raise
+        raise AssertionError("unreachable")
+
+    async def _arelease(self, conn: Any, key: int) -> None:
+        try:
+            await conn.run_sync(lambda c: _raw_unlock(c.connection, key, close=False))
+        finally:
+            await conn.close()
 
     # ---- schema -------------------------------------------------------------------------
 
@@ -469,15 +599,30 @@ class SQLSaver(BaseCheckpointSaver):
         thread_id, ns = self._key(config)
         if self._d.pg:
             checkpoint_id = config_checkpoint_id(config)
-            return self._run_thread((thread_id, ns), _get_pg, self._d, thread_id, ns, checkpoint_id)
+            tup = self._run_thread((thread_id, ns), _get_pg, self._d, thread_id, ns, checkpoint_id)
+            self._note_read(thread_id, ns, checkpoint_id, tup)
+            return tup
         return self._run(_get_tx, self._d, thread_id, ns, config_checkpoint_id(config), read=True)
 
     async def aget_tuple(self, config: RunConfig) -> CheckpointTuple | None:
         thread_id, ns = self._key(config)
         get = _get_pg if self._d.pg else _get_tx
-        return await self._arun(
-            get, self._d, thread_id, ns, config_checkpoint_id(config), read=True
-        )
+        checkpoint_id = config_checkpoint_id(config)
+        tup = await self._arun(get, self._d, thread_id, ns, checkpoint_id, read=True)
+        self._note_read(thread_id, ns, checkpoint_id, tup)
+        return tup
+
+    def _note_read(
+        self, thread_id: str, ns: str, checkpoint_id: str | None, tup: CheckpointTuple | None
+    ) -> None:
+        """A held thread's head was read: what its run knows of the thread now."""
+        hold = self._hold_of(thread_id, ns) if self._holds else None
+        if hold is None or checkpoint_id is not None:
+            return
+        if tup is None:
+            hold.note_read(ns, None, 0)
+        else:
+            hold.note_read(ns, tup.checkpoint["id"], len(tup.pending_writes))
 
     def list(
         self,
@@ -511,7 +656,12 @@ class SQLSaver(BaseCheckpointSaver):
         key = self._key(config)
         args = _put_args(key, config, checkpoint, metadata, new_versions, self._heads)
         if self._d.pg:
+            hold = self._hold_of(*key)
+            if hold is not None:
+                self._keep_hold(hold)
             self._run_thread(key, _put_pg, self._d, *args)
+            if hold is not None:
+                hold.note_put(key[1], checkpoint["id"])
         else:
             self._run(_put_tx, self._d, *args)
         _stored_lists(self._heads, key, config, checkpoint, new_versions)
@@ -526,7 +676,12 @@ class SQLSaver(BaseCheckpointSaver):
     ) -> RunConfig:
         key = self._key(config)
         args = _put_args(key, config, checkpoint, metadata, new_versions, self._heads)
+        hold = self._hold_of(*key)
+        if hold is not None:
+            await self._akeep_hold(hold)
         await self._arun(_put_pg if self._d.pg else _put_tx, self._d, *args)
+        if hold is not None:
+            hold.note_put(key[1], checkpoint["id"])
         _stored_lists(self._heads, key, config, checkpoint, new_versions)
         return checkpoint_config(args[0], args[1], checkpoint["id"])
 
@@ -538,8 +693,14 @@ class SQLSaver(BaseCheckpointSaver):
         task_path: str = "",
     ) -> None:
         args = _writes_args(self._key(config), config, writes, task_id)
-        if args is not None:
-            self._run_thread((args[0], args[1]), _writes_tx, self._d, *args, retry=False)
+        if args is None:
+            return
+        hold = self._hold_of(args[0], args[1])
+        if hold is not None and not _is_outcome(writes):
+            self._keep_hold(hold)
+        self._run_thread((args[0], args[1]), _writes_tx, self._d, *args, retry=False)
+        if hold is not None:
+            hold.note_writes(args[1], args[2], len(args[3]))
 
     async def aput_writes(
         self,
@@ -549,8 +710,14 @@ class SQLSaver(BaseCheckpointSaver):
         task_path: str = "",
     ) -> None:
         args = _writes_args(self._key(config), config, writes, task_id)
-        if args is not None:
-            await self._arun(_writes_tx, self._d, *args, retry=False)
+        if args is None:
+            return
+        hold = self._hold_of(args[0], args[1])
+        if hold is not None and not _is_outcome(writes):
+            await self._akeep_hold(hold)
+        await self._arun(_writes_tx, self._d, *args, retry=False)
+        if hold is not None:
+            hold.note_writes(args[1], args[2], len(args[3]))
 
     def delete_thread(self, thread_id: str) -> None:
         self._heads.forget(thread_id)
@@ -659,13 +826,16 @@ class SQLSaver(BaseCheckpointSaver):
             return
         with _proc_hold(self._proc_key(thread_id, ns)):
             raw, key = self._advisory.retry(thread_id, ns, self._locks_engine().raw_connection)
+            hold = _Hold(thread_id, ns, key, raw)
             me = (threading.get_ident(), thread_id, ns)
-            self._lock_conns[me] = raw
+            self._lock_conns[me] = self._holds[(thread_id, ns)] = hold
             try:
                 yield
             finally:
                 self._lock_conns.pop(me, None)
-                _raw_unlock(raw, key)
+                self._holds.pop((thread_id, ns), None)
+                with hold.guard:
+                    _raw_unlock(hold.raw, key)
 
     @contextlib.asynccontextmanager
     async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:
@@ -676,24 +846,15 @@ class SQLSaver(BaseCheckpointSaver):
                 yield
             return
         with _proc_hold(self._proc_key(thread_id, ns)):
-            for attempt in (0, 1):
-                conn = await self._alocks_engine().connect()
-                try:
-                    key = await conn.run_sync(
-                        lambda c: self._advisory.try_lock(c.connection, thread_id, ns)
-                    )
-                    break
-                except _Dropped as dropped:
-                    await conn.close()
-                    if attempt:
-                        raise dropped.error from None
-                except BaseException:
-                    await conn.close()
-                    raise
+            conn, key = await self._atake(thread_id, ns)
+            hold = _Hold(thread_id, ns, key, await conn.get_raw_connection(), conn)
+            hold.aguard = asyncio.Lock()
+            self._holds[(thread_id, ns)] = hold
             try:
                 yield
             finally:
-                try:
-                    await conn.run_sync(lambda c: _raw_unlock(c.connection, key, close=False))
-                finally:
-                    await conn.close()
+                self._holds.pop((thread_id, ns), None)
+                if hold.conn is not None:
+                    await self._arelease(hold.conn, key)
+                else:  # taken back by a sync write of the run (a sync node's once())
+                    await asyncio.to_thread(_raw_unlock, hold.raw, key)

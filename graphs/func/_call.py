@@ -77,6 +77,12 @@ class CallTask(Task):
     ) -> None:
         await self.owner.arecord_once(key, state, result, wait)
 
+    def await_outcome(self, key: str, until: float) -> tuple[str, Any] | None:
+        return self.owner.await_outcome(key, until)
+
+    async def aawait_outcome(self, key: str, until: float) -> tuple[str, Any] | None:
+        return await self.owner.aawait_outcome(key, until)
+
 
 class TaskFuture(Generic[T]):
     """The result of a `@task` call, to come: `.result()` waits for it (in sync code), `await`

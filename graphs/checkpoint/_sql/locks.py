@@ -13,13 +13,14 @@ import errno
 import fcntl
 import hashlib
 import os
+import select
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from ...errors import ThreadBusyError
+from ...errors import ThreadBusyError, ThreadLockLostError
 from .engine import _Dropped, _handle_drop
 
 # ---- process-wide lock registry ---------------------------------------------------------
@@ -155,3 +156,118 @@ class _AdvisoryLock:
             raw.dbapi_connection.autocommit = False
             raise _busy(thread_id, "another process")
         return key
+
+
+class _Hold:
+    """A run's hold on a thread's advisory lock (PostgreSQL), kept while the run goes on.
+
+    The lock goes with its session: a restart, a failover or `pg_terminate_backend` ends it
+    while the run lives, and another process may take the thread meanwhile. So before each
+    write of the thread the saver asks whether the session ended (`ended`, a look at its socket
+    that costs no round trip); if it did, it takes the lock again on a new session, and goes on
+    only if the thread is as this run left it (`seen`); else `ThreadLockLostError`.
+    """
+
+    __slots__ = ("aguard", "conn", "guard", "key", "lost", "ns", "raw", "seen", "thread_id")
+
+    def __init__(self, thread_id: str, ns: str, key: int, raw: Any, conn: Any = None) -> None:
+        self.thread_id = thread_id
+        self.ns = ns
+        self.key = key
+        self.raw = raw
+        """The pooled connection holding the lock (a `PoolProxiedConnection`)."""
+        self.conn = conn
+        """Async holds: the `AsyncConnection` of `raw`."""
+        self.lost = False
+        """Its session was found ended, and the lock not taken back yet."""
+        self.seen: dict[str, tuple[str | None, int]] = {}
+        """Per namespace written under the hold: the head this run last read or wrote, and how
+        many pending writes it knows of on it. The thread is "as this run left it" when the
+        database agrees for every one."""
+        self.guard = threading.Lock()
+        """Held while the lock's connection is used (a sync run's own operations run on it)."""
+        self.aguard: Any = None
+        """Async holds: an `asyncio.Lock`, held while the lock is checked or taken back."""
+
+    def note_read(self, ns: str, head_id: str | None, writes: int) -> None:
+        self.seen[ns] = (head_id, writes)
+
+    def note_put(self, ns: str, checkpoint_id: str) -> None:
+        self.seen[ns] = (checkpoint_id, 0)
+
+    def note_writes(self, ns: str, checkpoint_id: str, n: int) -> None:
+        known = self.seen.get(ns)
+        if known is not None and known[0] == checkpoint_id:
+            self.seen[ns] = (checkpoint_id, known[1] + n)
+        else:
+            self.seen.pop(ns, None)  # writes on another checkpoint: not followed
+
+    def ended(self) -> bool:
+        """True when the lock's session has ended, as far as can be told without a round trip:
+        the connection was invalidated or closed, or its socket has something to read (an idle
+        session in autocommit mode is sent nothing, except the server's last word as it ends
+        the session, or a notice: `probe` tells them apart)."""
+        if self.lost:
+            return True
+        driver = getattr(self.raw, "driver_connection", None)
+        if driver is None or getattr(driver, "closed", True) or getattr(driver, "broken", False):
+            return True
+        try:
+            fd = driver.pgconn.socket
+            return bool(select.select([fd], [], [], 0)[0])
+        except Exception:  # noqa: BLE001 (no socket to look at: the connection is gone)
+            return True
+
+
+def _probe(raw: Any) -> bool:
+    """True when the session of `raw` still answers (so it holds its locks)."""
+    try:
+        cursor = raw.cursor()
+        try:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+        finally:
+            cursor.close()
+    except Exception:  # noqa: BLE001 (it does not: the session ended)
+        return False
+    return True
+
+
+def _moved(raw: Any, hold: _Hold) -> str | None:
+    """What another run changed of the thread while `hold` had lost its lock, read on `raw`
+    (holding the lock again), or None when it is as the hold's run left it."""
+    cursor = raw.cursor()
+    try:
+        for ns, (head_id, writes) in hold.seen.items():
+            params = {"t": hold.thread_id, "ns": ns}
+            cursor.execute(
+                "SELECT head_id FROM checkpoint_threads"
+                " WHERE thread_id = %(t)s AND checkpoint_ns = %(ns)s",
+                params,
+            )
+            row = cursor.fetchone()
+            current = row[0] if row else None
+            if current != head_id:
+                return f"its head is {current!r}, not {head_id!r}"
+            if head_id is None:
+                continue
+            cursor.execute(
+                "SELECT count(*) FROM checkpoint_writes WHERE thread_id = %(t)s"
+                " AND checkpoint_ns = %(ns)s AND checkpoint_id = %(id)s",
+                {**params, "id": head_id},
+            )
+            count = int(cursor.fetchone()[0])
+            if count != writes:
+                return f"checkpoint {head_id!r} has {count} pending writes, not {writes}"
+    finally:
+        cursor.close()
+    return None
+
+
+def _lost(thread_id: str, why: str) -> ThreadLockLostError:
+    return ThreadLockLostError(
+        f"thread {thread_id!r}: this run's lock on it ended with its database session (a "
+        f"restart, a failover or an ended session), and {why}; this run stopped and wrote "
+        "nothing more (an effect's outcome it recorded stays). Resume the thread to go on.",
+        thread_id,
+    )

@@ -94,6 +94,7 @@ class Task:
         "run",
         "saved",
         "scope_id",
+        "shown",
         "spec",
         "split",
         "subgraphs",
@@ -141,6 +142,9 @@ class Task:
         self.cancelled = False
         self.clock: Any = None
         """The watch of an attempt run under a `timeout=` (`graphs.func._timeout.Clock`)."""
+        self.shown: list[Any] | None = None
+        """`{task_name: result}` of the `@task` calls it made that finished, for the `updates`
+        stream, held until it ends when the step's tasks do not run beside the consumer."""
         """It was cancelled before it finished, because a sibling failed or the step timed out
         (`_drive.run_step_async`): it keeps no writes and runs again when the step is resumed."""
         self.subgraphs = 0

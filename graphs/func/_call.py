@@ -173,6 +173,8 @@ class TaskFunction(Generic[T]):
         saved = owner.call_results
         if saved is None:
             saved = owner.call_results = {}  # here, before any call's thread writes to it
+            if owner.shown is None and "updates" in owner.run.modes:
+                owner.shown = []  # (the same: the node's first call comes from its own code)
         elif key in saved:
             return TaskFuture.of(saved[key])
         child = CallTask(owner, key, self.name)
@@ -307,8 +309,15 @@ class TaskFunction(Generic[T]):
         self._show(child, result)
 
     def _show(self, child: CallTask, result: Any) -> None:
-        """`{task: result}` in the `updates` stream, as LangGraph shows a task."""
-        child.owner.run.send("updates", {self.name: result})
+        """`{task: result}` in the `updates` stream, as LangGraph shows a task: at once when
+        the step's tasks run beside the consumer, else when the node's task ends (`Run.finish`
+        sends it just before the node's own update)."""
+        owner = child.owner
+        run = owner.run
+        if run.sink is not None:
+            run.send("updates", {self.name: result})
+        elif (shown := owner.shown) is not None:
+            shown.append({self.name: result})
 
 
 def wait_for(calls: Calls | None) -> None:

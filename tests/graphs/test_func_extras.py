@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import operator
 import threading
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from graphs import InMemorySaver, NodeTimeoutError, RetryPolicy
+from graphs import END, START, InMemorySaver, NodeTimeoutError, RetryPolicy, StateGraph
 from graphs.cache import CachePolicy
 from graphs.cache.memory import InMemoryCache
 from graphs.config import get_stream_writer
@@ -237,3 +238,92 @@ async def test_task_clear_cache_forgets_that_task_s_results_only() -> None:
     await triple.aclear_cache(cache)
     assert await flow.ainvoke(1) == [2, 3]
     assert runs == ["double", "triple", "double", "triple"]
+
+
+# ---- a task's `updates` chunk from a StateGraph node ----------------------------------------
+
+
+class State(TypedDict):
+    x: Annotated[list[Any], operator.add]
+
+
+@task
+def double(v: int) -> int:
+    return v * 2
+
+
+@task
+async def adouble(v: int) -> int:
+    return v * 2
+
+
+@task
+def outer(v: int) -> int:
+    return double(v).result() + 1
+
+
+def graph_of(*nodes: Any, saver: Any = None) -> Any:
+    builder = StateGraph(State)
+    for node in nodes:
+        builder.add_node(node)
+        builder.add_edge(START, node.__name__)
+        builder.add_edge(node.__name__, END)
+    return builder.compile(checkpointer=saver)
+
+
+def node(state: State) -> dict[str, Any]:
+    return {"x": [double(1).result(), double(2).result()]}
+
+
+async def anode(state: State) -> dict[str, Any]:
+    return {"x": [await adouble(1), await adouble(2)]}
+
+
+def nested(state: State) -> dict[str, Any]:
+    return {"x": [outer(1).result()]}
+
+
+def other(state: State) -> dict[str, Any]:
+    return {"x": ["o"]}
+
+
+NODE_UPDATES = [{"double": 2}, {"double": 4}, {"node": {"x": [2, 4]}}]
+
+
+def test_a_node_s_task_calls_stream_as_updates_before_the_node_s_own() -> None:
+    assert list(graph_of(node).stream({"x": []}, stream_mode="updates")) == NODE_UPDATES
+    saved = graph_of(node, saver=InMemorySaver())
+    assert list(saved.stream({"x": []}, cfg(), stream_mode="updates")) == NODE_UPDATES
+    chunks = list(graph_of(node).stream({"x": []}, stream_mode=["values", "updates"]))
+    assert chunks == [
+        ("values", {"x": []}),
+        *(("updates", update) for update in NODE_UPDATES),
+        ("values", {"x": [2, 4]}),
+    ]
+    assert list(graph_of(nested).stream({"x": []}, stream_mode="updates")) == [
+        {"double": 2},
+        {"outer": 3},
+        {"nested": {"x": [3]}},
+    ]
+
+
+def test_in_a_step_of_two_nodes_each_task_s_update_comes_before_its_node_s() -> None:
+    chunks = list(graph_of(node, other).stream({"x": []}, stream_mode="updates"))
+    assert sorted(map(str, chunks)) == sorted(map(str, [*NODE_UPDATES, {"other": {"x": ["o"]}}]))
+    mine = [c for c in chunks if "other" not in c]
+    assert mine == NODE_UPDATES
+
+
+async def test_async_a_node_s_task_calls_stream_as_updates_before_the_node_s_own() -> None:
+    graph = graph_of(anode)
+    chunks = [c async for c in graph.astream({"x": []}, stream_mode="updates")]
+    assert chunks == [{"adouble": 2}, {"adouble": 4}, {"anode": {"x": [2, 4]}}]
+    chunks = [c async for c in graph_of(node).astream({"x": []}, stream_mode="updates")]
+    assert chunks == NODE_UPDATES  # a sync node (in a thread) under astream
+    chunks = [c async for c in graph_of(anode, other).astream({"x": []}, stream_mode="updates")]
+    assert [c for c in chunks if "other" not in c] == [
+        {"adouble": 2},
+        {"adouble": 4},
+        {"anode": {"x": [2, 4]}},
+    ]
+    assert len(chunks) == 4

@@ -1130,6 +1130,10 @@ class Run:
         a task alone in its step comes once the step's checkpoint is saved). The step's writes
         still reach the reducers when it completes, in `write_order`."""
         t.ended = True
+        if t.shown:  # its `@task` calls' `{task_name: result}`, held while it ran
+            shown, t.shown = t.shown, None
+            for chunk in shown:
+                yield Emit("updates", chunk)
         if t.error is None and t.pause is None:
             self.to_writes(t)  # may find the result invalid: an error
             if t.pushed:  # push_message() wrote before the node returned

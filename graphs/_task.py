@@ -75,6 +75,7 @@ class Task:
         "call_results",
         "calls",
         "cancelled",
+        "clock",
         "done",
         "ended",
         "error",
@@ -93,6 +94,7 @@ class Task:
         "run",
         "saved",
         "scope_id",
+        "shown",
         "spec",
         "split",
         "subgraphs",
@@ -138,6 +140,11 @@ class Task:
         self.node_error: NodeError | None = None
         """What an error handler running now is handed as its `error` parameter."""
         self.cancelled = False
+        self.clock: Any = None
+        """The watch of an attempt run under a `timeout=` (`graphs.func._timeout.Clock`)."""
+        self.shown: list[Any] | None = None
+        """`{task_name: result}` of the `@task` calls it made that finished, for the `updates`
+        stream, held until it ends when the step's tasks do not run beside the consumer."""
         """It was cancelled before it finished, because a sibling failed or the step timed out
         (`_drive.run_step_async`): it keeps no writes and runs again when the step is resumed."""
         self.subgraphs = 0
@@ -159,9 +166,24 @@ class Task:
 
         run = self.run
         info = ExecutionInfo(run.head_id, run.ns, self.id, run.thread_id, self.attempt)
+        clock = self.clock
+        if clock is None:
+            return Runtime(
+                context=run.context, store=run.store, stream_writer=run.writer, execution_info=info
+            )
         return Runtime(
-            context=run.context, store=run.store, stream_writer=run.writer, execution_info=info
+            context=run.context,
+            store=run.store,
+            stream_writer=clock.writer(run.writer),
+            execution_info=info,
+            heartbeat=clock.heartbeat,
         )
+
+    def writer(self) -> Any:
+        """What `get_stream_writer()` gives its code: the run's writer (under a `timeout=`,
+        each write counting as progress)."""
+        clock = self.clock
+        return self.run.writer if clock is None else clock.writer(self.run.writer)
 
     @property
     def failed(self) -> bool:

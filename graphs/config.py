@@ -42,4 +42,4 @@ def get_stream_writer() -> StreamWriter:
     Raises:
         RuntimeError: called outside a running node.
     """
-    return _task("get_stream_writer").run.writer
+    return _task("get_stream_writer").writer()  # type: ignore[no-any-return]

@@ -21,6 +21,7 @@ GraphError                        root of everything below
 ├── SerializationError            a value the checkpoint format cannot store
 ├── SideEffectUnknownError        a `once()` effect started but its outcome was never recorded
 │   └── SideEffectUnrecordedError an effect ran, but the database stayed down for its record
+├── NodeTimeoutError              an async task or entrypoint ran past its `timeout=`
 ├── RecordedNodeError             a node's error read back from a checkpoint (for an error handler)
 └── ParentCommand                 carries a subgraph's `Command(graph=Command.PARENT)` to its parent
 ```
@@ -36,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from .types import Command, Interrupt, RunConfig
@@ -56,6 +57,7 @@ __all__ = [
     "InvalidUpdateError",
     "MultipleSubgraphsError",
     "NodeInterrupt",
+    "NodeTimeoutError",
     "ParentCommand",
     "RecordedNodeError",
     "ResumeError",
@@ -364,6 +366,56 @@ class ParentCommand(GraphError):
     def __init__(self, command: Command[Any]) -> None:
         super().__init__(command)
         self.command = command
+
+
+class NodeTimeoutError(GraphError):
+    """An attempt of an async `@task` or `@entrypoint` ran past its `timeout=`
+    (`TimeoutPolicy`), and was cancelled. Not a `TimeoutError` (an `OSError`, which the default
+    retry rule does not retry): a `retry_policy` retries it by default, as LangGraph's.
+
+    Attributes:
+        node: the task's or entrypoint's name.
+        kind: which timeout ran out, `"run"` or `"idle"`.
+        timeout: its seconds.
+        run_timeout: the policy's `run_timeout` (None if none).
+        idle_timeout: the policy's `idle_timeout` (None if none).
+        elapsed: seconds the attempt had run.
+    """
+
+    def __init__(
+        self,
+        node: str,
+        elapsed: float,
+        *,
+        kind: Literal["idle", "run"],
+        idle_timeout: float | None = None,
+        run_timeout: float | None = None,
+    ) -> None:
+        if kind == "idle":
+            if idle_timeout is None:
+                raise ValueError("idle_timeout is required when kind='idle'")
+            timeout = idle_timeout
+            message = (
+                f"Node '{node}' exceeded its idle timeout of {idle_timeout:.3f}s without making "
+                f"progress (elapsed: {elapsed:.3f}s)."
+            )
+        elif kind == "run":
+            if run_timeout is None:
+                raise ValueError("run_timeout is required when kind='run'")
+            timeout = run_timeout
+            message = (
+                f"Node '{node}' exceeded its run timeout of {run_timeout:.3f}s "
+                f"(elapsed: {elapsed:.3f}s)."
+            )
+        else:
+            raise ValueError("kind must be 'idle' or 'run'")
+        super().__init__(message)
+        self.node = node
+        self.elapsed = elapsed
+        self.kind = kind
+        self.timeout = timeout
+        self.idle_timeout = idle_timeout
+        self.run_timeout = run_timeout
 
 
 class RecordedNodeError(GraphError):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic
 
@@ -27,6 +28,10 @@ else:
 
 def _no_writer(chunk: Any) -> None:
     """Writes nowhere: the caller does not stream `custom`."""
+
+
+def _no_heartbeat() -> None:
+    """Nothing to refresh: the code runs under no `idle_timeout`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,9 @@ class Runtime(Generic[ContextT]):
     returned or saved; None in a `StateGraph` node."""
     execution_info: ExecutionInfo | None = None
     """The thread, task and checkpoint the node runs in."""
+    heartbeat: Callable[[], None] = _no_heartbeat
+    """Records progress for the `idle_timeout` of the async `@task` or `@entrypoint` it runs
+    in (`timeout=TimeoutPolicy(idle_timeout=...)`); does nothing elsewhere."""
 
 
 def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[ContextT]:

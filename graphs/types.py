@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, TypedDict
 
 from .cache import CachePolicy
@@ -35,6 +36,7 @@ __all__ = [
     "StateUpdate",
     "StreamMode",
     "StreamWriter",
+    "TimeoutPolicy",
     "interrupt",
 ]
 
@@ -214,6 +216,54 @@ class RetryPolicy:
         """Seconds to wait after the `failures`-th failed attempt (1 for the first)."""
         wait = min(self.max_interval, self.initial_interval * self.backoff_factor ** (failures - 1))
         return wait + random.uniform(0, 1) if self.jitter else wait
+
+
+def _seconds(value: float | timedelta | None, *, field: str) -> float | None:
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds <= 0:
+        raise ValueError(f"{field} must be greater than 0")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutPolicy:
+    """How long one attempt of an async `@task` or `@entrypoint` may run (their `timeout=`).
+
+    Past it, the attempt is cancelled and `NodeTimeoutError` is raised in it, which its
+    `retry_policy` may retry (the default rule does). A number or `timedelta` given as
+    `timeout=` is a `run_timeout`. Only async functions can be timed out: a sync one cannot be
+    stopped, so `timeout=` on one is refused when it is decorated.
+    """
+
+    run_timeout: float | timedelta | None = None
+    """Seconds an attempt may run in all, whatever it does."""
+    idle_timeout: float | timedelta | None = None
+    """Seconds an attempt may go without progress: a `runtime.heartbeat()`, and (with
+    `refresh_on="auto"`) a chunk written to the stream writer or a `@task` call it makes."""
+    refresh_on: Literal["auto", "heartbeat"] = "auto"
+    """What counts as progress for `idle_timeout`: `"auto"` (the default) the signals above,
+    `"heartbeat"` only `runtime.heartbeat()`."""
+
+    @classmethod
+    def coerce(cls, value: float | timedelta | TimeoutPolicy | None) -> TimeoutPolicy | None:
+        """`timeout=` as a policy of seconds (None for no timeout).
+
+        Raises:
+            ValueError: a timeout of 0 or less, or an unknown `refresh_on`.
+        """
+        if value is None:
+            return None
+        if not isinstance(value, TimeoutPolicy):
+            value = cls(run_timeout=value)
+        if value.refresh_on not in ("auto", "heartbeat"):
+            raise ValueError("refresh_on must be 'auto' or 'heartbeat'")
+        run = _seconds(value.run_timeout, field="run_timeout")
+        idle = _seconds(value.idle_timeout, field="idle_timeout")
+        if run is None and idle is None:
+            return None
+        return cls(run_timeout=run, idle_timeout=idle, refresh_on=value.refresh_on)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ GRAPHS_API = [
     "MemorySaver",
     "MultipleSubgraphsError",
     "NodeInterrupt",
+    "NodeTimeoutError",
     "ParentCommand",
     "RecordedNodeError",
     "ResumeError",

@@ -24,18 +24,22 @@ calls in the same order on every run of the function.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from .._schema import ROOT
 from ..builder import StateGraph
+from ..cache import CachePolicy
 from ..errors import GraphSetupError
-from ..types import END, START, RetryPolicy
+from ..types import END, START, RetryPolicy, TimeoutPolicy
 from ._call import TaskFunction, TaskFuture
 from ._entry import Entrypoint, Final, channels, make_node, read_input
+from ._timeout import refuse_sync
 
 if TYPE_CHECKING:
-    from ..cache import BaseCache, CachePolicy
+    from ..cache import BaseCache
     from ..checkpoint.base import BaseCheckpointSaver
     from ..store import BaseStore
 
@@ -52,6 +56,7 @@ def task(
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     cache_policy: CachePolicy | None = None,
+    timeout: float | timedelta | TimeoutPolicy | None = None,
 ) -> Callable[[Callable[..., Any]], TaskFunction[Any]]: ...
 
 
@@ -69,16 +74,22 @@ def task(
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     cache_policy: CachePolicy | None = None,
+    timeout: float | timedelta | TimeoutPolicy | None = None,
 ) -> TaskFunction[Any] | Callable[[Callable[..., Any]], TaskFunction[Any]]:
-    """Make a function a task: `@task` or `@task(name=, retry_policy=, cache_policy=)`.
+    """Make a function a task: `@task` or `@task(name=, retry_policy=, cache_policy=, timeout=)`.
 
     Calling it (only inside a running entrypoint, `StateGraph` node or task) starts it in the
     background and returns a `TaskFuture`: `.result()` waits for the result in sync code,
     `await` it in async code. Its arguments are passed as they are; its result must be
     storable in a checkpoint (JSON-like, as state is). A failed attempt is retried under the
     first `retry_policy` that retries the error; with `cache_policy` and the graph's
-    `cache=`, a result is reused for the same arguments (per `key_func`) across runs.
+    `cache=`, a result is reused for the same arguments (per `key_func`) across runs
+    (`my_task.clear_cache(cache)` forgets them). With `timeout=` (seconds, a `timedelta` or a
+    `TimeoutPolicy`; async functions only, a sync one is refused with a `ValueError`), an
+    attempt that runs past it is cancelled and fails with `NodeTimeoutError`, which
+    `retry_policy` may retry.
     """
+    limit = TimeoutPolicy.coerce(timeout)
     policies: Sequence[RetryPolicy]
     if retry_policy is None:
         policies = ()
@@ -90,7 +101,11 @@ def task(
     def decorate(fn: Callable[..., Any]) -> TaskFunction[Any]:
         if not callable(fn):
             raise TypeError(f"@task decorates a function, got {type(fn).__name__} {fn!r}")
-        return TaskFunction(fn, name=name, retry_policy=policies, cache_policy=cache_policy)
+        if limit is not None and not inspect.iscoroutinefunction(fn):
+            raise refuse_sync(str(name or getattr(fn, "__name__", type(fn).__name__)), "Task")
+        return TaskFunction(
+            fn, name=name, retry_policy=policies, cache_policy=cache_policy, timeout=limit
+        )
 
     return decorate if func is None else decorate(func)
 
@@ -114,6 +129,13 @@ class entrypoint(Generic[ContextT]):  # LangGraph's name, a class in lower case
         store: the `BaseStore` the function and its tasks get.
         cache: a `BaseCache` for tasks with a `cache_policy`.
         context_schema: what `invoke(..., context=)` holds (`runtime.context`).
+        cache_policy: with `cache`, a run with the same input (per its `key_func`, of the
+            input alone) returns the cached result without calling the function (its
+            `updates` chunk marked `"__metadata__": {"cached": True}`); `clear_cache()` on
+            the graph forgets them.
+        timeout: seconds, a `timedelta` or a `TimeoutPolicy` each attempt of an async
+            function may run (a sync one is refused with a `ValueError`): past it the attempt
+            is cancelled and fails with `NodeTimeoutError`, which `retry_policy` may retry.
         retry_policy: how a failed run of the function is retried (graphs' `RetryPolicy`).
         interrupt_mode: as `StateGraph.compile`'s: `"raise"` (default) or `"return"`.
     """
@@ -128,8 +150,10 @@ class entrypoint(Generic[ContextT]):  # LangGraph's name, a class in lower case
         store: BaseStore | None = None,
         cache: BaseCache | None = None,
         context_schema: type[ContextT] | None = None,
-        *,
+        cache_policy: CachePolicy | None = None,
         retry_policy: RetryPolicy | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
+        *,
         interrupt_mode: str | None = None,
     ) -> None:
         if callable(checkpointer) and not hasattr(checkpointer, "put_writes"):
@@ -142,7 +166,9 @@ class entrypoint(Generic[ContextT]):  # LangGraph's name, a class in lower case
         self.store = store
         self.cache = cache
         self.context_schema = context_schema
+        self.cache_policy = cache_policy
         self.retry_policy = retry_policy
+        self.timeout = TimeoutPolicy.coerce(timeout)
         self.interrupt_mode = interrupt_mode
 
     def __call__(self, func: Callable[..., Any]) -> Entrypoint:
@@ -153,9 +179,16 @@ class entrypoint(Generic[ContextT]):  # LangGraph's name, a class in lower case
             raise GraphSetupError(
                 "@entrypoint needs a named function (its name is the graph's node name)"
             )
+        if self.timeout is not None and not inspect.iscoroutinefunction(func):
+            raise refuse_sync(name, "Node")
         builder = StateGraph(object, self.context_schema)
         builder.channels.update(channels())
-        builder.add_node(name, make_node(func), retry_policy=self.retry_policy)
+        cache = self.cache_policy
+        if cache is not None:  # keyed by the input alone, as LangGraph's (not `previous`)
+            key_func = cache.key_func
+            cache = CachePolicy(key_func=lambda state: key_func(state[0]), ttl=cache.ttl)
+        node = make_node(func, self.timeout)
+        builder.add_node(name, node, retry_policy=self.retry_policy, cache_policy=cache)
         spec = builder.nodes[name]
         builder.nodes[name] = dataclasses.replace(spec, reads=read_input)
         builder.add_edge(START, name)

@@ -27,9 +27,11 @@ from .._context import Pause, _current
 from .._task import Task
 from ..checkpoint.base import CALL
 from ..types import RetryPolicy
+from ._timeout import Clock, timed
 
 if TYPE_CHECKING:
-    from ..cache import CachePolicy
+    from ..cache import BaseCache, CachePolicy
+    from ..types import TimeoutPolicy
 
 T = TypeVar("T")
 
@@ -131,17 +133,33 @@ class TaskFunction(Generic[T]):
         name: str | None,
         retry_policy: Sequence[RetryPolicy],
         cache_policy: CachePolicy | None,
+        timeout: TimeoutPolicy | None = None,
     ) -> None:
         self.func = func
         self.name: str = name or str(getattr(func, "__name__", type(func).__name__))
         self.retry_policy = tuple(retry_policy)
         self.cache_policy = cache_policy
+        self.timeout = timeout
+        """Each attempt's `TimeoutPolicy` (async functions only), or None."""
         self.is_async = asyncio.iscoroutinefunction(func)
         functools.update_wrapper(self, func)
         self.__name__ = self.name
 
     def __repr__(self) -> str:
         return f"<task {self.name}>"
+
+    def clear_cache(self, cache: BaseCache) -> None:
+        """Forget this task's cached results in `cache` (with a `cache_policy`)."""
+        if self.cache_policy is not None:
+            cache.clear([self._cache_ns()])
+
+    async def aclear_cache(self, cache: BaseCache) -> None:
+        """Async form of `clear_cache`."""
+        if self.cache_policy is not None:
+            await cache.aclear([self._cache_ns()])
+
+    def _cache_ns(self) -> tuple[str]:
+        return (f"task:{self.name}",)
 
     def __call__(self, *args: Any, **kwargs: Any) -> TaskFuture[T]:
         caller = _current.get()
@@ -151,6 +169,8 @@ class TaskFunction(Generic[T]):
                 "@entrypoint function, a StateGraph node, or another task"
             )
         owner = caller.owner if isinstance(caller, CallTask) else caller
+        if caller.clock is not None:
+            caller.clock.progress()  # a call made counts as progress for an idle timeout
         calls: Calls | None = caller.calls
         if calls is None:
             calls = caller.calls = Calls()
@@ -159,6 +179,8 @@ class TaskFunction(Generic[T]):
         saved = owner.call_results
         if saved is None:
             saved = owner.call_results = {}  # here, before any call's thread writes to it
+            if owner.shown is None and "updates" in owner.run.modes:
+                owner.shown = []  # (the same: the node's first call comes from its own code)
         elif key in saved:
             return TaskFuture.of(saved[key])
         child = CallTask(owner, key, self.name)
@@ -191,7 +213,7 @@ class TaskFunction(Generic[T]):
         policy = self.cache_policy
         assert policy is not None
         key = policy.key_func(*args, **kwargs)
-        return (f"task:{self.name}",), key.hex() if isinstance(key, bytes) else str(key)
+        return self._cache_ns(), key.hex() if isinstance(key, bytes) else str(key)
 
     def _run_in_thread(
         self,
@@ -245,7 +267,11 @@ class TaskFunction(Generic[T]):
         failures = 0
         while True:
             try:
-                result: T = await self.func(*args, **kwargs)  # type: ignore[misc]
+                if self.timeout is None:
+                    result: T = await self.func(*args, **kwargs)  # type: ignore[misc]
+                else:
+                    child.clock = Clock(self.timeout)  # this attempt's, seen by its own code
+                    result = await timed(self.name, child.clock, self.func(*args, **kwargs))  # type: ignore[arg-type]
                 break
             except Exception as e:
                 policy = self._retrying(e, failures)
@@ -289,8 +315,15 @@ class TaskFunction(Generic[T]):
         self._show(child, result)
 
     def _show(self, child: CallTask, result: Any) -> None:
-        """`{task: result}` in the `updates` stream, as LangGraph shows a task."""
-        child.owner.run.send("updates", {self.name: result})
+        """`{task: result}` in the `updates` stream, as LangGraph shows a task: at once when
+        the step's tasks run beside the consumer, else when the node's task ends (`Run.finish`
+        sends it just before the node's own update)."""
+        owner = child.owner
+        run = owner.run
+        if run.sink is not None:
+            run.send("updates", {self.name: result})
+        elif (shown := owner.shown) is not None:
+            shown.append({self.name: result})
 
 
 def wait_for(calls: Calls | None) -> None:

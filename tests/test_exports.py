@@ -162,6 +162,10 @@ LANGGRAPH_PATHS = {
     ],
     "graphs.checkpoint.memory": ["InMemorySaver", "MemorySaver"],
     "graphs.func": ["entrypoint", "task"],
+    "graphs.cache.memory": ["InMemoryCache"],
+    "graphs.cache.base": ["BaseCache"],
+    "graphs.cache.sqlite": ["SqliteCache"],
+    "graphs.cache.sql": ["SQLCache"],
     "graphs.channels": [
         "LastValue", "BinaryOperatorAggregate", "DeltaChannel", "UntrackedValue",
         "EphemeralValue", "Topic",

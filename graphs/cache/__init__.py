@@ -2,6 +2,10 @@
 `cache_policy=CachePolicy(...)` in a graph compiled with `cache=InMemoryCache()` runs once per
 distinct input; later tasks with the same input take the stored return value instead.
 
+`graphs.cache.sql.SQLCache` keeps the results in SQLite or PostgreSQL, shared by processes and
+kept across restarts (`graphs.cache.sqlite.SqliteCache` is LangGraph's name for it); it needs
+SQLAlchemy, so this module does not import it.
+
 Cache only pure nodes: a cached node's side effects, `interrupt()` and `once()` calls do not
 happen on a hit.
 """

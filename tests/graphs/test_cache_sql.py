@@ -1,0 +1,385 @@
+"""`SQLCache` (and LangGraph's `SqliteCache`): a cached node's result kept in SQLite or
+PostgreSQL, so a graph run by another process, or after a restart, takes it without running
+the node; TTLs on the wall clock; `clear`; results as tagged JSON, never pickled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+import sqlalchemy as sa
+
+from graphs import END, START, StateGraph
+from graphs.cache import BaseCache
+from graphs.cache.sql import SCHEMA, SQLCache
+from graphs.cache.sqlite import SqliteCache
+from graphs.checkpoint.sql import SQLSaver, sync_url
+from graphs.errors import SchemaVersionError, SerializationError
+from graphs.types import CachePolicy
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database: a SQLite file, or a PostgreSQL schema of the test's own."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'cache.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def cache(url: str) -> Iterator[SQLCache]:
+    c = SQLCache(url)
+    c.setup()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def _rows(url: str, sql: str) -> list[tuple[Any, ...]]:
+    engine = sa.create_engine(sync_url(url))
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.exec_driver_sql(sql)]
+    finally:
+        engine.dispose()
+
+
+def _python(code: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+class S(TypedDict, total=False):
+    x: int
+    y: int
+
+
+def _app(cache: BaseCache, calls: list[str], ttl: int | None = None) -> Any:
+    def double(state: S) -> dict[str, Any]:
+        calls.append(f"double:{state['x']}")
+        return {"y": state["x"] * 2}
+
+    def triple(state: S) -> dict[str, Any]:
+        calls.append(f"triple:{state['x']}")
+        return {"x": state["x"] * 3}
+
+    g = StateGraph(S)
+    g.add_node("triple", triple, cache_policy=CachePolicy(ttl=ttl))
+    g.add_node("double", double, cache_policy=CachePolicy(ttl=ttl))
+    g.add_edge(START, "triple")
+    g.add_edge("triple", "double")
+    g.add_edge("double", END)
+    return g.compile(cache=cache)
+
+
+# A process that runs a graph with a cached node, which leaves a line in a file when it runs;
+# it prints the `updates` chunks as JSON. argv: database ("path:<file>" for SqliteCache), log.
+_RUN = """
+import json, sys
+from typing import TypedDict
+from graphs import END, START, StateGraph
+from graphs.types import CachePolicy
+
+class S(TypedDict, total=False):
+    x: int
+    y: int
+
+def slow(state):
+    with open(sys.argv[2], "a") as log:
+        log.write(f"ran {state['x']}\\n")
+    return {"y": state["x"] * 10}
+
+if sys.argv[1].startswith("path:"):
+    from graphs.cache.sqlite import SqliteCache
+    cache = SqliteCache(path=sys.argv[1][5:])
+else:
+    from graphs.cache.sql import SQLCache
+    cache = SQLCache(sys.argv[1])
+    cache.setup()
+g = StateGraph(S)
+g.add_node("slow", slow, cache_policy=CachePolicy())
+g.add_edge(START, "slow")
+g.add_edge("slow", END)
+print(json.dumps(list(g.compile(cache=cache).stream({"x": 4}))))
+"""
+
+
+@pytest.mark.parametrize("how", ["url", "sqlite_path"])
+def test_a_second_process_takes_the_node_result_the_first_process_cached(
+    url: str, how: str, tmp_path: Path
+) -> None:
+    if how == "sqlite_path":
+        if not url.startswith("sqlite"):
+            pytest.skip("SqliteCache is SQLite's")
+        url = f"path:{tmp_path / 'langgraph.db'}"
+    log = tmp_path / "runs.log"
+    first = json.loads(_python(_RUN, url, str(log)))
+    second = json.loads(_python(_RUN, url, str(log)))
+    assert first == [{"slow": {"y": 40}}]
+    assert second == [{"slow": {"y": 40}, "__metadata__": {"cached": True}}]
+    assert log.read_text() == "ran 4\n"  # the node ran in the first process only
+
+
+def test_a_graph_run_twice_runs_each_cached_node_once(cache: SQLCache) -> None:
+    calls: list[str] = []
+    app = _app(cache, calls)
+    assert app.invoke({"x": 1}) == {"x": 3, "y": 6}
+    assert app.invoke({"x": 1}) == {"x": 3, "y": 6}
+    assert calls == ["triple:1", "double:3"]
+
+    async def arun() -> Any:
+        return await app.ainvoke({"x": 1}), await app.ainvoke({"x": 2})
+
+    assert asyncio.run(arun()) == ({"x": 3, "y": 6}, {"x": 6, "y": 12})
+    assert calls == ["triple:1", "double:3", "triple:2", "double:6"]
+
+
+def test_an_entry_is_not_returned_after_its_ttl_and_is_deleted(
+    cache: SQLCache, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import graphs.cache.sql as sql_cache
+
+    now = [1_800_000_000.0]
+    monkeypatch.setattr(sql_cache, "_now", lambda: now[0])
+    calls: list[str] = []
+    app = _app(cache, calls, ttl=60)
+    app.invoke({"x": 1})
+    now[0] += 59
+    app.invoke({"x": 1})
+    assert calls == ["triple:1", "double:3"]
+    now[0] += 2
+    app.invoke({"x": 1})
+    assert calls == ["triple:1", "double:3", "triple:1", "double:3"]
+    # An expired entry is deleted, by the get that meets it or by the next set.
+    cache.set({(("other",), "k"): ("soon gone", 10), (("kept",), "k"): ("kept", None)})
+    assert len(_rows(url, "SELECT * FROM cache_entries")) == 4
+    now[0] += 11
+    assert asyncio.run(cache.aget([(("other",), "k"), (("kept",), "k")])) == {
+        (("kept",), "k"): "kept"
+    }
+    assert sorted(_rows(url, "SELECT namespace, expires_at FROM cache_entries")) == [
+        ('["double"]', now[0] - 11 + 60),
+        ('["kept"]', None),
+        ('["triple"]', now[0] - 11 + 60),
+    ]
+    now[0] += 60
+    cache.set({(("new",), "k"): (1, None)})  # a set deletes what expired
+    assert sorted(_rows(url, "SELECT namespace FROM cache_entries")) == [
+        ('["kept"]',),
+        ('["new"]',),
+    ]
+
+
+def test_clear_drops_the_namespaces_given_or_everything(cache: SQLCache, url: str) -> None:
+    calls: list[str] = []
+    app = _app(cache, calls)
+    app.invoke({"x": 1})
+    app.clear_cache(["double"])
+    app.invoke({"x": 1})
+    assert calls == ["triple:1", "double:3", "double:3"]
+    asyncio.run(app.aclear_cache(["triple"]))
+    app.invoke({"x": 1})
+    assert calls[3:] == ["triple:1"]
+    # The cache's own forms: one namespace, several, every one.
+    pairs = {((ns,), k): (f"{ns}/{k}", None) for ns in ("a", "b", "c") for k in ("1", "2")}
+    cache.set(pairs)
+    cache.clear([("a",)])
+    asyncio.run(cache.aclear([("b",), ("no such",)]))
+    assert cache.get(list(pairs)) == {(("c",), "1"): "c/1", (("c",), "2"): "c/2"}
+    cache.clear()
+    assert _rows(url, "SELECT * FROM cache_entries") == []
+    assert asyncio.run(cache.aget(list(pairs))) == {}
+
+
+def test_a_clear_in_one_process_is_seen_by_the_next(url: str, tmp_path: Path) -> None:
+    log = tmp_path / "runs.log"
+    _python(_RUN, url, str(log))
+    with SQLCache.from_conn_string(url) as cache:
+        cache.clear([("slow",)])
+    assert json.loads(_python(_RUN, url, str(log))) == [{"slow": {"y": 40}}]
+    assert log.read_text() == "ran 4\nran 4\n"
+
+
+def test_results_are_tagged_json_and_come_back_as_they_were(cache: SQLCache, url: str) -> None:
+    from decimal import Decimal
+
+    value = {"price": Decimal("1.10"), "pair": (1, 2), "raw": b"\x00\xff", "tags": {"a"}}
+    cache.set({(("n",), "k"): (value, None)})
+    assert cache.get([(("n",), "k")]) == {(("n",), "k"): value}
+    [(text,)] = _rows(url, "SELECT value FROM cache_entries")
+    assert json.loads(text)["d"]["price"] == {"$t": ["decimal", "1.10"]}  # JSON, not a pickle
+
+
+class Opaque:
+    """A class on no allow-list: a checkpoint could not hold it, nor can the cache."""
+
+
+def test_a_result_a_checkpoint_cannot_hold_is_refused_and_nothing_is_cached(
+    cache: SQLCache, url: str
+) -> None:
+    def make(state: dict[str, Any]) -> dict[str, Any]:
+        return {"obj": Opaque()}
+
+    g = StateGraph(dict)
+    g.add_node("make", make, cache_policy=CachePolicy())
+    g.add_edge(START, "make")
+    g.add_edge("make", END)
+    app = g.compile(cache=cache)
+    message = (
+        r"cannot cache the result of 'make' \(key '[0-9a-f]+'\): the SQL cache stores results "
+        r"as checkpoints are stored, and cannot store a value of type "
+        r"test_cache_sql\.Opaque in a checkpoint"
+    )
+    with pytest.raises(SerializationError, match=message):
+        app.invoke({"x": 1})
+    with pytest.raises(SerializationError, match=message):
+        asyncio.run(app.ainvoke({"x": 1}))
+    with pytest.raises(SerializationError, match="builtins.object"):
+        cache.set({(("a",), "ok"): ("fine", None), (("a",), "bad"): (object(), None)})
+    assert _rows(url, "SELECT * FROM cache_entries") == []  # not even the storable one
+
+
+def test_every_call_before_setup_says_to_call_it(url: str) -> None:
+    cache = SQLCache(url)
+    try:
+        with pytest.raises(SchemaVersionError, match=r"no cache table .*call setup\(\)"):
+            cache.get([(("a",), "k")])
+        with pytest.raises(SchemaVersionError, match=r"call setup\(\)"):
+            asyncio.run(cache.aset({(("a",), "k"): (1, None)}))
+        asyncio.run(cache.asetup())
+        cache.setup()  # idempotent
+        cache.set({(("a",), "k"): (1, None)})
+        assert _rows(url, "SELECT version_num FROM cache_schema_version") == [(SCHEMA.head,)]
+    finally:
+        cache.close()
+
+
+def test_a_cache_table_migrated_by_newer_code_is_refused(cache: SQLCache, url: str) -> None:
+    engine = sa.create_engine(sync_url(url))
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE cache_schema_version SET version_num = 'c9999'")
+    engine.dispose()
+    with SQLCache.from_conn_string(url) as fresh:
+        with pytest.raises(SchemaVersionError, match="newer signoff"):
+            fresh.setup()
+        with pytest.raises(SchemaVersionError, match="does not know"):
+            fresh.clear()
+
+
+# Processes at once on one database: each sets up, then writes and reads its own keys and a
+# shared one.
+_BUSY = """
+import sys
+from graphs.cache.sql import SQLCache
+cache = SQLCache(sys.argv[1])
+cache.setup()
+me = sys.argv[2]
+for i in range(25):
+    cache.set({(("mine", me), str(i)): (i, None), (("shared",), "k"): (me, 3600)})
+    assert cache.get([(("mine", me), str(i))]) == {(("mine", me), str(i)): i}
+cache.close()
+"""
+
+
+def test_processes_sharing_the_database_at_once_each_keep_their_entries(url: str) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _BUSY, url, str(n)], cwd=ROOT, stderr=subprocess.PIPE
+        )
+        for n in range(3)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+    with SQLCache.from_conn_string(url) as cache:
+        mine = [(("mine", str(n)), str(i)) for n in range(3) for i in range(25)]
+        assert len(cache.get(mine)) == 75
+        assert cache.get([(("shared",), "k")])[(("shared",), "k")] in {"0", "1", "2"}
+
+
+def test_sqlite_cache_is_langgraph_s_constructor_with_its_table_ready(tmp_path: Path) -> None:
+    path = tmp_path / "lg.db"
+    cache = SqliteCache(path=str(path))
+    cache.set({(("n",), "k"): ({"y": 1}, None)})
+    cache.close()
+    reopened = SqliteCache(path=str(path))
+    assert reopened.get([(("n",), "k")]) == {(("n",), "k"): {"y": 1}}
+    reopened.close()
+    memory = SqliteCache(path=":memory:")
+    assert asyncio.run(memory.aget([(("n",), "k")])) == {}
+    with pytest.raises(TypeError, match="takes no serializer"):
+        SqliteCache(path=str(path), serde=object())
+
+
+def test_a_cache_on_a_saver_shares_its_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'both.db'}"
+    calls: list[str] = []
+    with SQLSaver.from_conn_string(url) as saver:
+        saver.setup()
+        cache = SQLCache(saver)
+        cache.setup()
+        app = _app(cache, calls)
+        app.invoke({"x": 2})
+        cache.close()  # leaves the saver's pool alone
+        assert list(saver.list(None)) == []  # the pool still works
+        with pytest.raises(TypeError, match="options are the saver's"):
+            SQLCache(saver, busy_timeout=1)
+    with SQLCache.from_conn_string(url) as reader:
+        _app(reader, calls).invoke({"x": 2})
+    assert calls == ["triple:2", "double:6"]
+
+
+def test_the_head_revision_is_the_newest_migration() -> None:
+    from alembic.script import ScriptDirectory
+
+    assert ScriptDirectory(str(SCHEMA.migrations)).get_current_head() == SCHEMA.head
+
+
+def test_the_migration_creates_exactly_the_table_tables_py_describes(cache: SQLCache) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from graphs.cache._tables import metadata
+
+    def ours(name: str | None, type_: str, parents: dict[str, str | None]) -> bool:
+        table = name if type_ == "table" else parents.get("table_name")
+        return type_ == "schema" or table == "cache_entries"
+
+    with cache._saver._sync_engine(read=True).connect() as conn:
+        context = MigrationContext.configure(
+            conn, opts={"compare_type": True, "include_name": ours}
+        )
+        assert compare_metadata(context, metadata) == []
+
+
+def test_the_alembic_command_line_sets_the_cache_up(url: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "alembic", "-c", "graphs/cache/migrations/alembic.ini"]
+        + ["-x", f"url={url}", "upgrade", "head"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with SQLCache.from_conn_string(url) as cache:  # no setup(): the table is there
+        cache.set({(("cli",), "k"): (True, None)})
+        assert cache.get([(("cli",), "k")]) == {(("cli",), "k"): True}

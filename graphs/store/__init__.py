@@ -15,9 +15,21 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
-__all__ = ["BaseStore", "InMemoryStore", "Item", "SearchItem"]
+__all__ = [
+    "BaseStore",
+    "GetOp",
+    "InMemoryStore",
+    "Item",
+    "ListNamespacesOp",
+    "MatchCondition",
+    "Op",
+    "PutOp",
+    "Result",
+    "SearchItem",
+    "SearchOp",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +61,68 @@ class SearchItem(Item):
 
     def dict(self) -> dict[str, Any]:
         return {**Item.dict(self), "score": self.score}
+
+
+class GetOp(NamedTuple):
+    """`batch`: read the item at `namespace` and `key` (its result: the `Item`, or None)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    refresh_ttl: bool = True
+    """LangGraph's; graphs' stores keep no TTLs yet, so it changes nothing."""
+
+
+class SearchOp(NamedTuple):
+    """`batch`: `search(namespace_prefix, filter=, limit=, offset=, query=)` (its result: the
+    list of `SearchItem`)."""
+
+    namespace_prefix: tuple[str, ...]
+    filter: dict[str, Any] | None = None
+    limit: int = 10
+    offset: int = 0
+    query: str | None = None
+    refresh_ttl: bool = True
+    """LangGraph's; graphs' stores keep no TTLs yet, so it changes nothing."""
+
+
+NamespacePath = tuple[str, ...]
+"""A namespace in a `MatchCondition`, where `"*"` matches any one part."""
+
+NamespaceMatchType = Literal["prefix", "suffix"]
+
+
+class MatchCondition(NamedTuple):
+    """A `ListNamespacesOp` condition: the namespace begins (`"prefix"`) or ends (`"suffix"`)
+    with `path`."""
+
+    match_type: NamespaceMatchType
+    path: NamespacePath
+
+
+class ListNamespacesOp(NamedTuple):
+    """`batch`: `list_namespaces` where every one of `match_conditions` holds (its result: the
+    list of namespaces)."""
+
+    match_conditions: tuple[MatchCondition, ...] | None = None
+    max_depth: int | None = None
+    limit: int = 100
+    offset: int = 0
+
+
+class PutOp(NamedTuple):
+    """`batch`: store `value` at `namespace` and `key`, or delete it when `value` is None (its
+    result: None)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: Mapping[str, Any] | None
+    index: Literal[False] | list[str] | None = None  # type: ignore[assignment]  # LangGraph names it so
+    ttl: float | None = None
+    """LangGraph's minutes to live; graphs' stores refuse one (no TTLs yet)."""
+
+
+Op = GetOp | SearchOp | PutOp | ListNamespacesOp
+Result = Item | list[Item] | list[SearchItem] | list[tuple[str, ...]] | None
 
 
 def _check_namespace(namespace: Any, what: str) -> tuple[str, ...]:
@@ -133,6 +207,56 @@ class BaseStore:
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
         raise NotImplementedError
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run `ops` in order and return one result for each (LangGraph's `batch`): reads see
+        what the store held before the batch, and its puts are applied after them, the last
+        put of a key winning, as in LangGraph.
+
+        Raises:
+            ValueError: an op is not a `GetOp`, `SearchOp`, `PutOp` or `ListNamespacesOp`; it
+                is raised before anything is read or written.
+        """
+        ops = _checked_ops(ops)
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self.get(op.namespace, op.key))
+            elif isinstance(op, SearchOp):
+                results.append(self.search(op.namespace_prefix, **_search_kw(op)))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(_list_by_conditions(self.list_namespaces(limit=2**62), op))
+            else:
+                results.append(None)
+        for op in _last_puts(ops):
+            _refuse_ttl(op)
+            if op.value is None:
+                self.delete(op.namespace, op.key)
+            else:
+                self.put(op.namespace, op.key, op.value, op.index)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async form of `batch` (it awaits the async methods)."""
+        ops = _checked_ops(ops)
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(await self.aget(op.namespace, op.key))
+            elif isinstance(op, SearchOp):
+                results.append(await self.asearch(op.namespace_prefix, **_search_kw(op)))
+            elif isinstance(op, ListNamespacesOp):
+                spaces = await self.alist_namespaces(limit=2**62)
+                results.append(_list_by_conditions(spaces, op))
+            else:
+                results.append(None)
+        for op in _last_puts(ops):
+            _refuse_ttl(op)
+            if op.value is None:
+                await self.adelete(op.namespace, op.key)
+            else:
+                await self.aput(op.namespace, op.key, op.value, op.index)
+        return results
 
     async def aget(self, namespace: tuple[str, ...], key: str, **kw: Any) -> Item | None:
         return self.get(namespace, key, **kw)
@@ -274,3 +398,60 @@ def _pick_namespaces(
         and (suffix is None or fits(ns, suffix, True))
     }
     return sorted(out)[offset : offset + limit]
+
+
+def _checked_ops(ops: Iterable[Op]) -> list[Op]:
+    ops = list(ops)
+    for op in ops:
+        if not isinstance(op, GetOp | SearchOp | PutOp | ListNamespacesOp):
+            raise ValueError(  # noqa: TRY004 (LangGraph raises ValueError)
+                f"batch: an op is a GetOp, SearchOp, PutOp or ListNamespacesOp, got {op!r}"
+            )
+    return ops
+
+
+def _search_kw(op: SearchOp) -> dict[str, Any]:
+    kw: dict[str, Any] = {"filter": op.filter, "limit": op.limit, "offset": op.offset}
+    if op.query is not None:
+        kw["query"] = op.query
+    return kw
+
+
+def _last_puts(ops: list[Op]) -> list[PutOp]:
+    """The batch's puts, one per (namespace, key): the last, in the order first seen."""
+    last: dict[tuple[tuple[str, ...], str], PutOp] = {}
+    for op in ops:
+        if isinstance(op, PutOp):
+            last[(tuple(op.namespace), op.key)] = op
+    return list(last.values())
+
+
+def _refuse_ttl(op: PutOp) -> None:
+    if op.ttl is not None:
+        raise NotImplementedError(
+            f"PutOp({op.namespace!r}, {op.key!r}, ttl={op.ttl!r}): graphs' stores keep no "
+            "TTLs yet; give ttl=None and delete the item when it should go"
+        )
+
+
+def _list_by_conditions(
+    spaces: Iterable[tuple[str, ...]], op: ListNamespacesOp
+) -> list[tuple[str, ...]]:
+    """`ListNamespacesOp`'s answer from every namespace the store holds: each condition's
+    prefix or suffix (`"*"` any one part) holds, cut to `max_depth`, sorted, paged."""
+    picked: Iterable[tuple[str, ...]] = spaces
+    for cond in op.match_conditions or ():
+        if cond.match_type not in ("prefix", "suffix"):
+            raise ValueError(
+                f"MatchCondition: match_type is 'prefix' or 'suffix', got {cond.match_type!r}"
+            )
+        at_end = cond.match_type == "suffix"
+        picked = _pick_namespaces(
+            picked,
+            None if at_end else tuple(cond.path),
+            tuple(cond.path) if at_end else None,
+            None,
+            2**62,
+            0,
+        )
+    return _pick_namespaces(picked, None, None, op.max_depth, op.limit, op.offset)

@@ -1,5 +1,31 @@
-"""`BaseStore` and `Item` under LangGraph's module path (`langgraph.store.base`)."""
+"""`BaseStore`, `Item` and the `batch` ops under LangGraph's module path (`langgraph.store.base`)."""
 
-from . import BaseStore, Item, SearchItem
+from . import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    NamespaceMatchType,
+    NamespacePath,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
 
-__all__ = ["BaseStore", "Item", "SearchItem"]
+__all__ = [
+    "BaseStore",
+    "GetOp",
+    "Item",
+    "ListNamespacesOp",
+    "MatchCondition",
+    "NamespaceMatchType",
+    "NamespacePath",
+    "Op",
+    "PutOp",
+    "Result",
+    "SearchItem",
+    "SearchOp",
+]

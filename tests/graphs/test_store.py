@@ -18,7 +18,7 @@ import pytest
 from graphs import END, START, BaseCheckpointSaver, Command, GraphInterrupt, StateGraph, interrupt
 from graphs.config import get_store
 from graphs.runtime import Runtime
-from graphs.store import BaseStore, InMemoryStore
+from graphs.store import BaseStore, InMemoryStore, Item
 from tests.graphs.checkpoint.test_contract import saver_fixture
 
 
@@ -244,3 +244,44 @@ def test_the_async_methods_answer_as_the_sync_ones(store: BaseStore) -> None:
     assert spaces == [("a", "b"), ("a", "c")]
     assert gone is None
     assert store.search(("a",)) == found
+
+
+def test_batch_reads_before_its_puts_and_answers_each_op_in_order(store: BaseStore) -> None:
+    from graphs.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+
+    store.put(("users", "u1"), "tea", {"likes": "green"})
+    store.put(("users", "u2", "notes"), "n1", {"text": "hi"})
+    results = store.batch(
+        [
+            PutOp(("users", "u1"), "tea", {"likes": "black"}),
+            GetOp(("users", "u1"), "tea"),
+            SearchOp(("users",), filter={"text": "hi"}),
+            ListNamespacesOp((MatchCondition("suffix", ("notes",)),)),
+            PutOp(("users", "u1"), "tea", {"likes": "oolong"}),
+            PutOp(("users", "u2", "notes"), "n1", None),
+        ]
+    )
+    assert results[0] is None and results[4] is None and results[5] is None
+    got = results[1]
+    assert isinstance(got, Item) and got.value == {"likes": "green"}
+    found = results[2]
+    assert isinstance(found, list) and [i.key for i in found] == ["n1"]
+    assert results[3] == [("users", "u2", "notes")]
+    after = store.get(("users", "u1"), "tea")
+    assert after is not None and after.value == {"likes": "oolong"}
+    assert store.get(("users", "u2", "notes"), "n1") is None
+    with pytest.raises(ValueError, match="an op is a GetOp"):
+        store.batch([GetOp(("users", "u1"), "tea"), "get"])  # type: ignore[list-item]
+    with pytest.raises(NotImplementedError, match="keep no TTLs yet"):
+        store.batch([PutOp(("users",), "k", {"a": 1}, ttl=5)])
+    async_results = asyncio.run(
+        store.abatch(
+            [
+                GetOp(("users", "u1"), "tea"),
+                ListNamespacesOp((MatchCondition("prefix", ("users", "*")),), max_depth=2, limit=1),
+            ]
+        )
+    )
+    item = async_results[0]
+    assert isinstance(item, Item) and item.value == {"likes": "oolong"}
+    assert async_results[1] == [("users", "u1")]

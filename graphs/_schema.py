@@ -287,6 +287,10 @@ def _check_reducer(schema: Any, key: str, reducer: Callable[..., Any]) -> None:
 
 
 def _initial(base: Any) -> Callable[[], Any] | None:
+    # As LangGraph's BinaryOperatorAggregate: Annotated/Required/NotRequired inside the type
+    # (`Annotated[NotRequired[list], add]`) do not hide its empty value.
+    while get_origin(base) in (typing.Annotated, typing.Required, typing.NotRequired):
+        base = get_args(base)[0]
     origin = get_origin(base) or base
     origin = _ABSTRACT.get(origin, origin)
     if isinstance(origin, type):

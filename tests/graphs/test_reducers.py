@@ -139,3 +139,26 @@ def test_input_goes_through_the_reducers_on_a_thread_that_has_state() -> None:
         "status": "a",
         "total": 0,  # an operator.add int key nothing wrote: int(), as in LangGraph
     }
+
+
+def test_required_inside_annotated_still_has_an_empty_value() -> None:
+    """`Annotated[NotRequired[list], add]` starts at `[]`, as LangGraph's does."""
+    import operator
+    from typing import Annotated, NotRequired, TypedDict
+
+    from graphs.graph import END, START, StateGraph
+
+    class S(TypedDict, total=False):
+        log: Annotated[NotRequired[list], operator.add]
+        x: str
+
+    g = StateGraph(S)
+    g.add_node("n", lambda s: {"log": ["n"]})
+    g.add_edge(START, "n")
+    g.add_edge("n", END)
+    assert g.compile().invoke({"x": "in", "log": ["a"]}) == {"x": "in", "log": ["a", "n"]}
+    g2 = StateGraph(S)
+    g2.add_node("n", lambda s: {"x": "out"})
+    g2.add_edge(START, "n")
+    g2.add_edge("n", END)
+    assert g2.compile().invoke({"x": "in"}) == {"x": "out", "log": []}

@@ -121,14 +121,20 @@ print(json.dumps(list(g.compile(cache=cache).stream({"x": 4}))))
 """
 
 
-@pytest.mark.parametrize("how", ["url", "sqlite_path"])
 def test_a_second_process_takes_the_node_result_the_first_process_cached(
-    url: str, how: str, tmp_path: Path
+    url: str, tmp_path: Path
 ) -> None:
-    if how == "sqlite_path":
-        if not url.startswith("sqlite"):
-            pytest.skip("SqliteCache is SQLite's")
-        url = f"path:{tmp_path / 'langgraph.db'}"
+    _second_process_hits(url, tmp_path)
+
+
+def test_a_second_process_takes_what_the_first_cached_through_sqlite_cache(
+    tmp_path: Path,
+) -> None:
+    """LangGraph's constructor, `SqliteCache(path=)`, in two processes."""
+    _second_process_hits(f"path:{tmp_path / 'langgraph.db'}", tmp_path)
+
+
+def _second_process_hits(url: str, tmp_path: Path) -> None:
     log = tmp_path / "runs.log"
     first = json.loads(_python(_RUN, url, str(log)))
     second = json.loads(_python(_RUN, url, str(log)))

@@ -25,27 +25,21 @@ processes may set the same key at once: the last write wins, whole.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
-
-from sqlalchemy.engine import URL, Connection
+from typing import Any
 
 from ..checkpoint import serde
 from ..checkpoint._sql.alembic import AlembicSchema
 from ..checkpoint._sql.engine import _Tx
 from ..checkpoint._sql.statements import _DIALECTS
-from ..checkpoint.sql import SQLSaver
-from ..errors import SchemaVersionError, SerializationError
+from ..checkpoint._sql.tableset import SQLTableSet
+from ..errors import SerializationError
 from . import BaseCache, FullKey, Namespace
 from ._tables import SCHEMA_REVISION, VERSION_TABLE
 
 __all__ = ["SQLCache"]
-
-_T = TypeVar("_T")
 
 SCHEMA = AlembicSchema(
     migrations=Path(__file__).parent / "migrations",
@@ -119,7 +113,7 @@ def _clear_tx(tx: _Tx, sql: dict[str, str], spaces: list[str] | None) -> None:
 # ---- the cache --------------------------------------------------------------------------
 
 
-class SQLCache(BaseCache):
+class SQLCache(SQLTableSet, BaseCache):
     """`BaseCache` on a SQLite or PostgreSQL database; see the module docstring.
 
     Args:
@@ -133,131 +127,9 @@ class SQLCache(BaseCache):
             or one of another revision.
     """
 
-    def __init__(self, url: str | URL | SQLSaver, **options: Any) -> None:
-        if isinstance(url, SQLSaver):
-            if options:
-                raise TypeError(
-                    f"SQLCache({url!r}, ...): options are the saver's when it is given; "
-                    f"set them on the saver instead of {sorted(options)}"
-                )
-            self._saver, self._owns = url, False
-        else:
-            self._saver, self._owns = SQLSaver(url, **options), True
-        self.url: URL = self._saver.url
-        self._sql = _RENDERED[self._saver._d.name]
-        self._schema_ok = False
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.url.render_as_string(hide_password=True)!r})"
-
-    @classmethod
-    @contextlib.contextmanager
-    def from_conn_string(cls, url: str | URL, **options: Any) -> Iterator[SQLCache]:
-        """`with SQLCache.from_conn_string(url) as cache:`; its connections are closed on exit."""
-        cache = cls(url, **options)
-        try:
-            yield cache
-        finally:
-            cache.close()
-
-    @classmethod
-    @contextlib.asynccontextmanager
-    async def afrom_conn_string(cls, url: str | URL, **options: Any) -> AsyncIterator[SQLCache]:
-        """`async with SQLCache.afrom_conn_string(url) as cache:`; closed on exit."""
-        cache = cls(url, **options)
-        try:
-            yield cache
-        finally:
-            await cache.aclose()
-
-    def close(self) -> None:
-        """Close the pooled connections (not a shared saver's: its owner closes those)."""
-        if self._owns:
-            self._saver.close()
-
-    async def aclose(self) -> None:
-        if self._owns:
-            await self._saver.aclose()
-
-    # ---- schema -------------------------------------------------------------------------
-
-    def setup(self) -> None:
-        """Create or upgrade the cache's table (Alembic migrations). Idempotent, and safe from
-        several processes at once (an advisory lock on PostgreSQL, the write lock on SQLite).
-
-        Raises:
-            SchemaVersionError: the database was migrated by newer code than this.
-        """
-        guard = self._saver._memory_guard if self._saver._memory else contextlib.nullcontext()
-        with guard, self._saver._sync_engine().begin() as conn:
-            self._migrate(conn)
-        self._schema_ok = True
-
-    async def asetup(self) -> None:
-        """Async form of `setup`."""
-        if self._saver._memory:
-            await asyncio.to_thread(self.setup)
-            return
-        async with self._saver.write_gate(), self._saver._async_engine().begin() as conn:
-            await conn.run_sync(self._migrate)
-        self._schema_ok = True
-
-    def _migrate(self, conn: Connection) -> None:
-        SCHEMA.lock(conn)
-        current = SCHEMA.current(conn)
-        if current == SCHEMA_REVISION:
-            return
-        if current is not None and current not in SCHEMA.known_revisions():
-            raise self._version_error(current)
-        SCHEMA.upgrade(conn)
-
-    def _version_error(self, revision: str | None) -> SchemaVersionError:
-        if revision is None:
-            text = (
-                f"{self!r} has no cache table (schema revision {SCHEMA_REVISION} expected); "
-                "call setup() (or asetup()) once to create it"
-            )
-        elif revision in SCHEMA.known_revisions():
-            text = (
-                f"{self!r} has cache schema revision {revision!r}, older than this code's "
-                f"{SCHEMA_REVISION!r}; call setup() to upgrade it"
-            )
-        else:
-            text = (
-                f"{self!r} has cache schema revision {revision!r}, which this code does not "
-                f"know (it knows up to {SCHEMA_REVISION!r}): the database was migrated by a "
-                "newer signoff. Upgrade signoff; do not downgrade the database."
-            )
-        return SchemaVersionError(text, db_revision=revision, code_revision=SCHEMA_REVISION)
-
-    def _accept(self, revision: str | None) -> None:
-        if revision != SCHEMA_REVISION:
-            raise self._version_error(revision)
-        self._schema_ok = True
-
-    def _check(self) -> None:
-        if self._schema_ok:
-            return
-        guard = self._saver._memory_guard if self._saver._memory else contextlib.nullcontext()
-        with guard, self._saver._sync_engine(read=True).connect() as conn:
-            self._accept(SCHEMA.current(conn))
-
-    async def _acheck(self) -> None:
-        if self._schema_ok:
-            return
-        if self._saver._memory:
-            await asyncio.to_thread(self._check)
-            return
-        async with self._saver._async_engine(read=True).connect() as conn:
-            self._accept(await conn.run_sync(SCHEMA.current))
-
-    def _run(self, fn: Callable[..., _T], *args: Any, read: bool = False) -> _T:
-        self._check()
-        return self._saver._run(fn, self._sql, *args, read=read, schema=False)
-
-    async def _arun(self, fn: Callable[..., _T], *args: Any, read: bool = False) -> _T:
-        await self._acheck()
-        return await self._saver._arun(fn, self._sql, *args, read=read, schema=False)
+    SCHEMA = SCHEMA
+    WHAT = "cache table"
+    STATEMENTS = _RENDERED
 
     # ---- the cache's methods ------------------------------------------------------------
 

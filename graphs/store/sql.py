@@ -23,27 +23,20 @@ are the database's.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
-
-from sqlalchemy.engine import URL, Connection
+from typing import Any
 
 from ..checkpoint import serde
 from ..checkpoint._sql.alembic import AlembicSchema
 from ..checkpoint._sql.engine import _Tx
-from ..checkpoint._sql.statements import _DIALECTS, _Dialect
-from ..checkpoint.sql import SQLSaver
-from ..errors import SchemaVersionError
+from ..checkpoint._sql.statements import _DIALECTS
+from ..checkpoint._sql.tableset import SQLTableSet
 from . import BaseStore, Item, SearchItem, _check_namespace, _matches, _pick_namespaces
 from ._tables import SCHEMA_REVISION, VERSION_TABLE
 
 __all__ = ["SQLStore"]
-
-_T = TypeVar("_T")
 
 SCHEMA = AlembicSchema(
     migrations=Path(__file__).parent / "migrations",
@@ -165,7 +158,7 @@ def _spaces_tx(tx: _Tx, sql: dict[str, str], prefix: str | None) -> set[tuple[st
 # ---- the store --------------------------------------------------------------------------
 
 
-class SQLStore(BaseStore):
+class SQLStore(SQLTableSet, BaseStore):
     """`InMemoryStore`'s methods on a SQLite or PostgreSQL database; see the module docstring.
 
     Args:
@@ -179,136 +172,9 @@ class SQLStore(BaseStore):
             or one of another revision.
     """
 
-    def __init__(self, url: str | URL | SQLSaver, **options: Any) -> None:
-        if isinstance(url, SQLSaver):
-            if options:
-                raise TypeError(
-                    f"SQLStore({url!r}, ...): options are the saver's when it is given; "
-                    f"set them on the saver instead of {sorted(options)}"
-                )
-            self._saver, self._owns = url, False
-        else:
-            self._saver, self._owns = SQLSaver(url, **options), True
-        self.url: URL = self._saver.url
-        self._d: _Dialect = self._saver._d
-        self._sql = _RENDERED[self._d.name]
-        self._schema_ok = False
-
-    def __repr__(self) -> str:
-        return f"SQLStore({self.url.render_as_string(hide_password=True)!r})"
-
-    @classmethod
-    @contextlib.contextmanager
-    def from_conn_string(cls, url: str | URL, **options: Any) -> Iterator[SQLStore]:
-        """`with SQLStore.from_conn_string(url) as store:`; its connections are closed on exit."""
-        store = cls(url, **options)
-        try:
-            yield store
-        finally:
-            store.close()
-
-    @classmethod
-    @contextlib.asynccontextmanager
-    async def afrom_conn_string(cls, url: str | URL, **options: Any) -> AsyncIterator[SQLStore]:
-        """`async with SQLStore.afrom_conn_string(url) as store:`; closed on exit."""
-        store = cls(url, **options)
-        try:
-            yield store
-        finally:
-            await store.aclose()
-
-    def close(self) -> None:
-        """Close the pooled connections (not a shared saver's: its owner closes those)."""
-        if self._owns:
-            self._saver.close()
-
-    async def aclose(self) -> None:
-        if self._owns:
-            await self._saver.aclose()
-
-    # ---- schema -------------------------------------------------------------------------
-
-    def setup(self) -> None:
-        """Create or upgrade the store's table (Alembic migrations). Idempotent, and safe from
-        several processes at once (an advisory lock on PostgreSQL, the write lock on SQLite).
-
-        Raises:
-            SchemaVersionError: the database was migrated by newer code than this.
-        """
-        if self._saver._memory:
-            with self._saver._memory_guard, self._saver._sync_engine().begin() as conn:
-                self._migrate(conn)
-        else:
-            with self._saver._sync_engine().begin() as conn:
-                self._migrate(conn)
-        self._schema_ok = True
-
-    async def asetup(self) -> None:
-        """Async form of `setup`."""
-        if self._saver._memory:
-            await asyncio.to_thread(self.setup)
-            return
-        async with self._saver.write_gate(), self._saver._async_engine().begin() as conn:
-            await conn.run_sync(self._migrate)
-        self._schema_ok = True
-
-    def _migrate(self, conn: Connection) -> None:
-        SCHEMA.lock(conn)
-        current = SCHEMA.current(conn)
-        if current == SCHEMA_REVISION:
-            return
-        if current is not None and current not in SCHEMA.known_revisions():
-            raise self._version_error(current)
-        SCHEMA.upgrade(conn)
-
-    def _version_error(self, revision: str | None) -> SchemaVersionError:
-        if revision is None:
-            text = (
-                f"{self!r} has no store table (schema revision {SCHEMA_REVISION} expected); "
-                "call setup() (or asetup()) once to create it"
-            )
-        elif revision in SCHEMA.known_revisions():
-            text = (
-                f"{self!r} has store schema revision {revision!r}, older than this code's "
-                f"{SCHEMA_REVISION!r}; call setup() to upgrade it"
-            )
-        else:
-            text = (
-                f"{self!r} has store schema revision {revision!r}, which this code does not "
-                f"know (it knows up to {SCHEMA_REVISION!r}): the database was migrated by a "
-                "newer signoff. Upgrade signoff; do not downgrade the database."
-            )
-        return SchemaVersionError(text, db_revision=revision, code_revision=SCHEMA_REVISION)
-
-    def _accept(self, revision: str | None) -> None:
-        if revision != SCHEMA_REVISION:
-            raise self._version_error(revision)
-        self._schema_ok = True
-
-    def _check(self) -> None:
-        if not self._schema_ok:
-            if self._saver._memory:
-                with self._saver._memory_guard, self._saver._sync_engine(read=True).connect() as c:
-                    self._accept(SCHEMA.current(c))
-            else:
-                with self._saver._sync_engine(read=True).connect() as conn:
-                    self._accept(SCHEMA.current(conn))
-
-    async def _acheck(self) -> None:
-        if not self._schema_ok:
-            if self._saver._memory:
-                await asyncio.to_thread(self._check)
-                return
-            async with self._saver._async_engine(read=True).connect() as conn:
-                self._accept(await conn.run_sync(SCHEMA.current))
-
-    def _run(self, fn: Callable[..., _T], *args: Any, read: bool = False) -> _T:
-        self._check()
-        return self._saver._run(fn, self._sql, *args, read=read, schema=False)
-
-    async def _arun(self, fn: Callable[..., _T], *args: Any, read: bool = False) -> _T:
-        await self._acheck()
-        return await self._saver._arun(fn, self._sql, *args, read=read, schema=False)
+    SCHEMA = SCHEMA
+    WHAT = "store table"
+    STATEMENTS = _RENDERED
 
     # ---- the store's methods ------------------------------------------------------------
 

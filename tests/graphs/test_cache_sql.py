@@ -13,17 +13,15 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
-import sqlalchemy as sa
 
 from graphs import END, START, StateGraph
 from graphs.cache import BaseCache
-from graphs.cache.sql import SCHEMA, SQLCache
+from graphs.cache.sql import SQLCache
 from graphs.cache.sqlite import SqliteCache
-from graphs.checkpoint.sql import SQLSaver, sync_url
-from graphs.errors import SchemaVersionError, SerializationError
+from graphs.checkpoint.sql import SQLSaver
+from graphs.errors import SerializationError
 from graphs.types import CachePolicy
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.kit.sql_tables import ROOT, python, rows
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -42,28 +40,6 @@ def cache(url: str) -> Iterator[SQLCache]:
         yield c
     finally:
         c.close()
-
-
-def _rows(url: str, sql: str) -> list[tuple[Any, ...]]:
-    engine = sa.create_engine(sync_url(url))
-    try:
-        with engine.connect() as conn:
-            return [tuple(r) for r in conn.exec_driver_sql(sql)]
-    finally:
-        engine.dispose()
-
-
-def _python(code: str, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 class S(TypedDict, total=False):
@@ -136,8 +112,8 @@ def test_a_second_process_takes_what_the_first_cached_through_sqlite_cache(
 
 def _second_process_hits(url: str, tmp_path: Path) -> None:
     log = tmp_path / "runs.log"
-    first = json.loads(_python(_RUN, url, str(log)))
-    second = json.loads(_python(_RUN, url, str(log)))
+    first = json.loads(python(_RUN, url, str(log)))
+    second = json.loads(python(_RUN, url, str(log)))
     assert first == [{"slow": {"y": 40}}]
     assert second == [{"slow": {"y": 40}, "__metadata__": {"cached": True}}]
     assert log.read_text() == "ran 4\n"  # the node ran in the first process only
@@ -175,19 +151,19 @@ def test_an_entry_is_not_returned_after_its_ttl_and_is_deleted(
     assert calls == ["triple:1", "double:3", "triple:1", "double:3"]
     # An expired entry is deleted, by the get that meets it or by the next set.
     cache.set({(("other",), "k"): ("soon gone", 10), (("kept",), "k"): ("kept", None)})
-    assert len(_rows(url, "SELECT * FROM cache_entries")) == 4
+    assert len(rows(url, "SELECT * FROM cache_entries")) == 4
     now[0] += 11
     assert asyncio.run(cache.aget([(("other",), "k"), (("kept",), "k")])) == {
         (("kept",), "k"): "kept"
     }
-    assert sorted(_rows(url, "SELECT namespace, expires_at FROM cache_entries")) == [
+    assert sorted(rows(url, "SELECT namespace, expires_at FROM cache_entries")) == [
         ('["double"]', now[0] - 11 + 60),
         ('["kept"]', None),
         ('["triple"]', now[0] - 11 + 60),
     ]
     now[0] += 60
     cache.set({(("new",), "k"): (1, None)})  # a set deletes what expired
-    assert sorted(_rows(url, "SELECT namespace FROM cache_entries")) == [
+    assert sorted(rows(url, "SELECT namespace FROM cache_entries")) == [
         ('["kept"]',),
         ('["new"]',),
     ]
@@ -210,16 +186,16 @@ def test_clear_drops_the_namespaces_given_or_everything(cache: SQLCache, url: st
     asyncio.run(cache.aclear([("b",), ("no such",)]))
     assert cache.get(list(pairs)) == {(("c",), "1"): "c/1", (("c",), "2"): "c/2"}
     cache.clear()
-    assert _rows(url, "SELECT * FROM cache_entries") == []
+    assert rows(url, "SELECT * FROM cache_entries") == []
     assert asyncio.run(cache.aget(list(pairs))) == {}
 
 
 def test_a_clear_in_one_process_is_seen_by_the_next(url: str, tmp_path: Path) -> None:
     log = tmp_path / "runs.log"
-    _python(_RUN, url, str(log))
+    python(_RUN, url, str(log))
     with SQLCache.from_conn_string(url) as cache:
         cache.clear([("slow",)])
-    assert json.loads(_python(_RUN, url, str(log))) == [{"slow": {"y": 40}}]
+    assert json.loads(python(_RUN, url, str(log))) == [{"slow": {"y": 40}}]
     assert log.read_text() == "ran 4\nran 4\n"
 
 
@@ -229,7 +205,7 @@ def test_results_are_tagged_json_and_come_back_as_they_were(cache: SQLCache, url
     value = {"price": Decimal("1.10"), "pair": (1, 2), "raw": b"\x00\xff", "tags": {"a"}}
     cache.set({(("n",), "k"): (value, None)})
     assert cache.get([(("n",), "k")]) == {(("n",), "k"): value}
-    [(text,)] = _rows(url, "SELECT value FROM cache_entries")
+    [(text,)] = rows(url, "SELECT value FROM cache_entries")
     assert json.loads(text)["d"]["price"] == {"$t": ["decimal", "1.10"]}  # JSON, not a pickle
 
 
@@ -259,34 +235,7 @@ def test_a_result_a_checkpoint_cannot_hold_is_refused_and_nothing_is_cached(
         asyncio.run(app.ainvoke({"x": 1}))
     with pytest.raises(SerializationError, match="builtins.object"):
         cache.set({(("a",), "ok"): ("fine", None), (("a",), "bad"): (object(), None)})
-    assert _rows(url, "SELECT * FROM cache_entries") == []  # not even the storable one
-
-
-def test_every_call_before_setup_says_to_call_it(url: str) -> None:
-    cache = SQLCache(url)
-    try:
-        with pytest.raises(SchemaVersionError, match=r"no cache table .*call setup\(\)"):
-            cache.get([(("a",), "k")])
-        with pytest.raises(SchemaVersionError, match=r"call setup\(\)"):
-            asyncio.run(cache.aset({(("a",), "k"): (1, None)}))
-        asyncio.run(cache.asetup())
-        cache.setup()  # idempotent
-        cache.set({(("a",), "k"): (1, None)})
-        assert _rows(url, "SELECT version_num FROM cache_schema_version") == [(SCHEMA.head,)]
-    finally:
-        cache.close()
-
-
-def test_a_cache_table_migrated_by_newer_code_is_refused(cache: SQLCache, url: str) -> None:
-    engine = sa.create_engine(sync_url(url))
-    with engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE cache_schema_version SET version_num = 'c9999'")
-    engine.dispose()
-    with SQLCache.from_conn_string(url) as fresh:
-        with pytest.raises(SchemaVersionError, match="newer signoff"):
-            fresh.setup()
-        with pytest.raises(SchemaVersionError, match="does not know"):
-            fresh.clear()
+    assert rows(url, "SELECT * FROM cache_entries") == []  # not even the storable one
 
 
 # Processes at once on one database: each sets up, then writes and reads its own keys and a
@@ -350,42 +299,3 @@ def test_a_cache_on_a_saver_shares_its_database(tmp_path: Path) -> None:
     with SQLCache.from_conn_string(url) as reader:
         _app(reader, calls).invoke({"x": 2})
     assert calls == ["triple:2", "double:6"]
-
-
-def test_the_head_revision_is_the_newest_migration() -> None:
-    from alembic.script import ScriptDirectory
-
-    assert ScriptDirectory(str(SCHEMA.migrations)).get_current_head() == SCHEMA.head
-
-
-def test_the_migration_creates_exactly_the_table_tables_py_describes(cache: SQLCache) -> None:
-    from alembic.autogenerate import compare_metadata
-    from alembic.runtime.migration import MigrationContext
-
-    from graphs.cache._tables import metadata
-
-    def ours(name: str | None, type_: str, parents: dict[str, str | None]) -> bool:
-        table = name if type_ == "table" else parents.get("table_name")
-        return type_ == "schema" or table == "cache_entries"
-
-    with cache._saver._sync_engine(read=True).connect() as conn:
-        context = MigrationContext.configure(
-            conn, opts={"compare_type": True, "include_name": ours}
-        )
-        assert compare_metadata(context, metadata) == []
-
-
-def test_the_alembic_command_line_sets_the_cache_up(url: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "alembic", "-c", "graphs/cache/migrations/alembic.ini"]
-        + ["-x", f"url={url}", "upgrade", "head"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    with SQLCache.from_conn_string(url) as cache:  # no setup(): the table is there
-        cache.set({(("cli",), "k"): (True, None)})
-        assert cache.get([(("cli",), "k")]) == {(("cli",), "k"): True}

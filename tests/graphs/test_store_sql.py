@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -16,15 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from graphs import END, START, StateGraph
 from graphs.checkpoint.sql import SQLSaver
-from graphs.errors import SchemaVersionError, SerializationError
+from graphs.errors import SerializationError
 from graphs.store import BaseStore
-from graphs.store.sql import SCHEMA, SQLStore
-
-ROOT = Path(__file__).resolve().parents[2]
+from graphs.store.sql import SQLStore
+from tests.kit.sql_tables import python, rows
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -43,17 +39,6 @@ def store(url: str) -> Iterator[SQLStore]:
         yield s
     finally:
         s.close()
-
-
-def _rows(url: str, sql: str) -> list[tuple[Any, ...]]:
-    from graphs.checkpoint.sql import sync_url
-
-    engine = sa.create_engine(sync_url(url))
-    try:
-        with engine.connect() as conn:
-            return [tuple(r) for r in conn.exec_driver_sql(sql)]
-    finally:
-        engine.dispose()
 
 
 # A process that uses the store and prints what it read, as JSON.
@@ -85,22 +70,9 @@ store.close()
 """
 
 
-def _python(code: str, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 def test_what_one_process_stores_the_next_one_reads_after_it_exits(url: str) -> None:
-    created, updated = _python(_WRITER, url).split()
-    out = json.loads(_python(_READER, url))
+    created, updated = python(_WRITER, url).split()
+    out = json.loads(python(_READER, url))
     assert [(i["namespace"], i["key"], i["value"]) for i in out["found"]] == [
         (["users", "u1"], "lang", {"value": "de"}),
         (["users", "u2"], "lang", {"value": "en"}),
@@ -138,46 +110,8 @@ store = SQLStore(sys.argv[1])
 store.setup()
 print(g.compile(store=store).invoke({}).get("lang"))
 """
-    assert _python(code, url, "write").strip() == "None"
-    assert _python(code, url, "read").strip() == "fr"
-
-
-def test_every_call_before_setup_says_to_call_it(url: str) -> None:
-    store = SQLStore(url)
-    try:
-        with pytest.raises(SchemaVersionError, match=r"no store table .*call setup\(\)"):
-            store.get(("a",), "k")
-        with pytest.raises(SchemaVersionError, match=r"call setup\(\)"):
-            asyncio.run(store.aput(("a",), "k", {}))
-        store.setup()
-        store.setup()  # idempotent
-        store.put(("a",), "k", {"v": 1})
-        assert _rows(url, "SELECT version_num FROM store_schema_version") == [(SCHEMA.head,)]
-    finally:
-        store.close()
-
-
-def test_the_head_revision_is_the_newest_migration() -> None:
-    from alembic.script import ScriptDirectory
-
-    assert ScriptDirectory(str(SCHEMA.migrations)).get_current_head() == SCHEMA.head
-
-
-def test_a_store_table_migrated_by_newer_code_is_refused(store: SQLStore, url: str) -> None:
-    from graphs.checkpoint.sql import sync_url
-
-    engine = sa.create_engine(sync_url(url))
-    with engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE store_schema_version SET version_num = 's9999'")
-    engine.dispose()
-    fresh = SQLStore(url)
-    try:
-        with pytest.raises(SchemaVersionError, match="newer signoff"):
-            fresh.setup()
-        with pytest.raises(SchemaVersionError, match="does not know"):
-            fresh.search(())
-    finally:
-        fresh.close()
+    assert python(code, url, "write").strip() == "None"
+    assert python(code, url, "read").strip() == "fr"
 
 
 def test_values_are_tagged_json_and_come_back_as_they_were_put(store: SQLStore, url: str) -> None:
@@ -187,7 +121,7 @@ def test_values_are_tagged_json_and_come_back_as_they_were_put(store: SQLStore, 
     item = store.get(("typed",), "k")
     assert item is not None and item.value == value
     assert isinstance(item.value["pair"], tuple)
-    [(text,)] = _rows(url, "SELECT value FROM store_items")
+    [(text,)] = rows(url, "SELECT value FROM store_items")
     stored = json.loads(text)  # JSON text, with type tags; nothing pickled
     assert '"$t"' in text and stored["d"]["price"] == {"$t": ["decimal", "1.10"]}
 
@@ -233,36 +167,3 @@ def test_an_in_memory_sqlite_store_works_in_one_process() -> None:
     with SQLStore.from_conn_string("sqlite://") as store:
         assert [i.value for i in asyncio.run(use(store))] == [{"v": 1}]
         assert store.list_namespaces() == [("m",)]
-
-
-def test_the_migration_creates_exactly_the_table_tables_py_describes(store: SQLStore) -> None:
-    from alembic.autogenerate import compare_metadata
-    from alembic.runtime.migration import MigrationContext
-
-    from graphs.store._tables import metadata
-
-    def ours(name: str | None, type_: str, parents: dict[str, str | None]) -> bool:
-        table = name if type_ == "table" else parents.get("table_name")
-        return type_ == "schema" or table == "store_items"
-
-    with store._saver._sync_engine(read=True).connect() as conn:
-        context = MigrationContext.configure(
-            conn, opts={"compare_type": True, "include_name": ours}
-        )
-        assert compare_metadata(context, metadata) == []
-
-
-def test_the_alembic_command_line_sets_the_store_up(url: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "alembic", "-c", "graphs/store/migrations/alembic.ini"]
-        + ["-x", f"url={url}", "upgrade", "head"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    with SQLStore.from_conn_string(url) as store:  # no setup(): the table is there
-        store.put(("cli",), "k", {"ok": True})
-        assert [i.key for i in store.search(("cli",))] == ["k"]

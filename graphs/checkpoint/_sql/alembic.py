@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import MetaData
 from sqlalchemy.engine import Connection
 
+from ...errors import SchemaVersionError
+
 if TYPE_CHECKING:
     from alembic.script import ScriptDirectory
 
@@ -74,6 +76,44 @@ class AlembicSchema:
         config.set_main_option("script_location", str(self.migrations))
         config.attributes["connection"] = conn
         command.upgrade(config, "head")
+
+    def migrate(self, conn: Connection, owner: object, what: str) -> None:
+        """Bring the tables to head inside the caller's transaction: take the lock, and
+        upgrade unless they are at head (refused if a newer code migrated them).
+
+        `owner` and `what` name them in the error (`version_error`).
+        """
+        self.lock(conn)
+        current = self.current(conn)
+        if current == self.head:
+            return
+        if current is not None and current not in self.known_revisions():
+            raise self.version_error(owner, current, what)
+        self.upgrade(conn)
+
+    def version_error(self, owner: object, revision: str | None, what: str) -> SchemaVersionError:
+        """The error for a database whose tables are at `revision`, not at head (None: not
+        there). `what` names the tables (`"store table"`, `"checkpoint tables"`): its first
+        word names their schema, and a plural is created as "them"."""
+        kind = what.split()[0]
+        if revision is None:
+            them = "them" if what.endswith("s") else "it"
+            text = (
+                f"{owner!r} has no {what} (schema revision {self.head} expected); "
+                f"call setup() (or asetup()) once to create {them}"
+            )
+        elif revision in self.known_revisions():
+            text = (
+                f"{owner!r} has {kind} schema revision {revision!r}, older than this code's "
+                f"{self.head!r}; call setup() to upgrade it"
+            )
+        else:
+            text = (
+                f"{owner!r} has {kind} schema revision {revision!r}, which this code does not "
+                f"know (it knows up to {self.head!r}): the database was migrated by a newer "
+                "signoff. Upgrade signoff; do not downgrade the database."
+            )
+        return SchemaVersionError(text, db_revision=revision, code_revision=self.head)
 
 
 @functools.cache

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ...errors import SchemaVersionError
 from .alembic import AlembicSchema
 from .tables import SCHEMA_REVISION, VERSION_TABLE
 
@@ -35,41 +34,10 @@ def _schema_revision(conn: Connection) -> str | None:
 
 def _check_revision(saver: SQLSaver, revision: str | None) -> None:
     """Raise `SchemaVersionError` unless the database is at this code's schema revision."""
-    if revision == SCHEMA_REVISION:
-        return
-    if revision is None:
-        raise SchemaVersionError(
-            f"{saver!r} has no checkpoint tables (schema revision {SCHEMA_REVISION} "
-            "expected); call setup() (or asetup()) once to create them",
-            db_revision=None,
-            code_revision=SCHEMA_REVISION,
-        )
-    if revision in SCHEMA.known_revisions():
-        raise SchemaVersionError(
-            f"{saver!r} has checkpoint schema revision {revision!r}, older than this code's "
-            f"{SCHEMA_REVISION!r}; call setup() to upgrade it",
-            db_revision=revision,
-            code_revision=SCHEMA_REVISION,
-        )
-    raise _newer_schema(saver, revision)
-
-
-def _newer_schema(saver: SQLSaver, revision: str) -> SchemaVersionError:
-    return SchemaVersionError(
-        f"{saver!r} has checkpoint schema revision {revision!r}, which this code does not know "
-        f"(it knows up to {SCHEMA_REVISION!r}): the database was migrated by a newer signoff. "
-        "Upgrade signoff; do not downgrade the database.",
-        db_revision=revision,
-        code_revision=SCHEMA_REVISION,
-    )
+    if revision != SCHEMA_REVISION:
+        raise SCHEMA.version_error(saver, revision, "checkpoint tables")
 
 
 def _migrate(conn: Connection, saver: SQLSaver) -> None:
     """Bring the schema to head inside the caller's transaction (which holds the lock)."""
-    SCHEMA.lock(conn)
-    current = SCHEMA.current(conn)
-    if current == SCHEMA_REVISION:
-        return
-    if current is not None and current not in SCHEMA.known_revisions():
-        raise _newer_schema(saver, current)
-    SCHEMA.upgrade(conn)
+    SCHEMA.migrate(conn, saver, "checkpoint tables")

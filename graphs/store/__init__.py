@@ -7,29 +7,73 @@ and a key. A graph compiled with `compile(store=...)` hands it to nodes that dec
 parameter (`def node(state, *, store: BaseStore)`), to `get_store()` and to `Runtime.store`;
 subgraphs use their parent's. Unlike checkpoints, what a node puts there is not undone when the
 node is replayed: write it after an `interrupt()`, or through `once()`.
+
+TTLs are LangGraph's: a store made with `ttl=TTLConfig(default_ttl=..., refresh_on_read=...)`
+(minutes) or a `put(..., ttl=minutes)` gives an item a time to live, counted again from each
+read that refreshes it (`get`/`search` with `refresh_ttl`, by default `refresh_on_read`, by
+default True). An expired item is never returned, nor its namespace listed, even before
+`sweep_ttl()` (or the thread of `start_ttl_sweeper()`) deletes it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import logging
+import math
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypedDict
 
 __all__ = [
+    "NOT_PROVIDED",
     "BaseStore",
     "GetOp",
     "InMemoryStore",
     "Item",
     "ListNamespacesOp",
     "MatchCondition",
+    "NotProvided",
     "Op",
     "PutOp",
     "Result",
     "SearchItem",
     "SearchOp",
+    "TTLConfig",
 ]
+
+logger = logging.getLogger(__name__)
+
+
+class NotProvided:
+    """The type of `NOT_PROVIDED`: `put(..., ttl=NOT_PROVIDED)` (the default) takes the
+    store's `default_ttl`, where `ttl=None` means no expiry (LangGraph's sentinel)."""
+
+    def __bool__(self) -> Literal[False]:
+        return False
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_PROVIDED = NotProvided()
+
+
+class TTLConfig(TypedDict, total=False):
+    """A store's TTL settings (LangGraph's `TTLConfig`), given as `ttl=` when it is made."""
+
+    refresh_on_read: bool
+    """Whether `get` and `search` count an item's TTL again from the read when they are not
+    told (`refresh_ttl=None`). Default True."""
+    omit_expired: bool
+    """LangGraph's; graphs' stores always omit expired items, so it changes nothing."""
+    default_ttl: float | None
+    """Minutes an item lives from its last put or refreshing read when `put` is not given a
+    `ttl`. Default None: no expiry."""
+    sweep_interval_minutes: int | None
+    """Minutes between the sweeps of `start_ttl_sweeper()` (default 5)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +113,7 @@ class GetOp(NamedTuple):
     namespace: tuple[str, ...]
     key: str
     refresh_ttl: bool = True
-    """LangGraph's; graphs' stores keep no TTLs yet, so it changes nothing."""
+    """Count the item's TTL again from this read (if it has one)."""
 
 
 class SearchOp(NamedTuple):
@@ -82,7 +126,7 @@ class SearchOp(NamedTuple):
     offset: int = 0
     query: str | None = None
     refresh_ttl: bool = True
-    """LangGraph's; graphs' stores keep no TTLs yet, so it changes nothing."""
+    """Count the TTL of each item returned again from this read (those that have one)."""
 
 
 NamespacePath = tuple[str, ...]
@@ -118,7 +162,8 @@ class PutOp(NamedTuple):
     value: Mapping[str, Any] | None
     index: Literal[False] | list[str] | None = None  # type: ignore[assignment]  # LangGraph names it so
     ttl: float | None = None
-    """LangGraph's minutes to live; graphs' stores refuse one (no TTLs yet)."""
+    """Minutes the item lives from this put (and from each refreshing read); None: no expiry.
+    Refused by a store whose `supports_ttl` is False."""
 
 
 Op = GetOp | SearchOp | PutOp | ListNamespacesOp
@@ -165,8 +210,12 @@ class BaseStore:
     """What a store offers nodes (LangGraph's `BaseStore` methods, sync and async).
 
     A subclass implements the sync methods; the async ones call them (override them for a
-    store whose I/O is async).
+    store whose I/O is async). A store that keeps TTLs sets `supports_ttl` and takes `ttl=`
+    in `put` and `refresh_ttl=` in `get` and `search`.
     """
+
+    supports_ttl: bool = False
+    ttl_config: TTLConfig | None = None
 
     def get(self, namespace: tuple[str, ...], key: str, **_: Any) -> Item | None:
         raise NotImplementedError
@@ -217,46 +266,58 @@ class BaseStore:
             ValueError: an op is not a `GetOp`, `SearchOp`, `PutOp` or `ListNamespacesOp`; it
                 is raised before anything is read or written.
         """
-        ops = _checked_ops(ops)
+        ops = _checked_ops(ops, self)
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):
-                results.append(self.get(op.namespace, op.key))
+                results.append(self.get(op.namespace, op.key, **self._refresh_kw(op)))
             elif isinstance(op, SearchOp):
-                results.append(self.search(op.namespace_prefix, **_search_kw(op)))
+                results.append(self.search(op.namespace_prefix, **self._search_kw(op)))
             elif isinstance(op, ListNamespacesOp):
                 results.append(_list_by_conditions(self.list_namespaces(limit=2**62), op))
             else:
                 results.append(None)
         for op in _last_puts(ops):
-            _refuse_ttl(op)
             if op.value is None:
                 self.delete(op.namespace, op.key)
             else:
-                self.put(op.namespace, op.key, op.value, op.index)
+                self.put(op.namespace, op.key, op.value, op.index, **self._ttl_kw(op))
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async form of `batch` (it awaits the async methods)."""
-        ops = _checked_ops(ops)
+        ops = _checked_ops(ops, self)
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):
-                results.append(await self.aget(op.namespace, op.key))
+                results.append(await self.aget(op.namespace, op.key, **self._refresh_kw(op)))
             elif isinstance(op, SearchOp):
-                results.append(await self.asearch(op.namespace_prefix, **_search_kw(op)))
+                results.append(await self.asearch(op.namespace_prefix, **self._search_kw(op)))
             elif isinstance(op, ListNamespacesOp):
                 spaces = await self.alist_namespaces(limit=2**62)
                 results.append(_list_by_conditions(spaces, op))
             else:
                 results.append(None)
         for op in _last_puts(ops):
-            _refuse_ttl(op)
             if op.value is None:
                 await self.adelete(op.namespace, op.key)
             else:
-                await self.aput(op.namespace, op.key, op.value, op.index)
+                await self.aput(op.namespace, op.key, op.value, op.index, **self._ttl_kw(op))
         return results
+
+    # A store without TTLs is not given the TTL arguments (its methods may not take them).
+
+    def _refresh_kw(self, op: GetOp | SearchOp) -> dict[str, Any]:
+        return {"refresh_ttl": op.refresh_ttl} if self.supports_ttl else {}
+
+    def _search_kw(self, op: SearchOp) -> dict[str, Any]:
+        kw: dict[str, Any] = {"filter": op.filter, "limit": op.limit, "offset": op.offset}
+        if op.query is not None:
+            kw["query"] = op.query
+        return {**kw, **self._refresh_kw(op)}
+
+    def _ttl_kw(self, op: PutOp) -> dict[str, Any]:
+        return {"ttl": op.ttl} if self.supports_ttl else {}
 
     async def aget(self, namespace: tuple[str, ...], key: str, **kw: Any) -> Item | None:
         return self.get(namespace, key, **kw)
@@ -291,20 +352,139 @@ class BaseStore:
         )
 
 
-class InMemoryStore(BaseStore):
+class _TTLStore(BaseStore):
+    """A store that keeps TTLs: `ttl_config`, its reading of `put`'s `ttl` and of
+    `refresh_ttl`, and the sweeper thread over its `sweep_ttl()`."""
+
+    supports_ttl = True
+
+    def __init__(self, ttl: TTLConfig | None, clock: Callable[[], float] | None) -> None:
+        if ttl is not None:
+            _check_ttl_config(ttl)
+        self.ttl_config = ttl
+        self._clock: Callable[[], float] = clock or time.time
+        self._sweeper: threading.Thread | None = None
+        self._sweep_stop = threading.Event()
+
+    def _ttl_minutes(self, ttl: float | None | NotProvided, where: str) -> float | None:
+        """The minutes `put(..., ttl=ttl)` gives an item (None: no expiry)."""
+        if isinstance(ttl, NotProvided):
+            return (self.ttl_config or {}).get("default_ttl")
+        if ttl is not None:
+            _check_minutes(ttl, where)
+        return ttl
+
+    def _refreshes(self, refresh_ttl: bool | None) -> bool:
+        if refresh_ttl is not None:
+            return refresh_ttl
+        return (self.ttl_config or {}).get("refresh_on_read", True)
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired items now; the number deleted."""
+        raise NotImplementedError
+
+    async def asweep_ttl(self) -> int:
+        """Async form of `sweep_ttl`."""
+        return self.sweep_ttl()
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: int | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Run `sweep_ttl()` every `sweep_interval_minutes` (default: the `TTLConfig`'s, or 5)
+        on a daemon thread, until `stop_ttl_sweeper()` or the returned future is cancelled.
+
+        Without a `TTLConfig` nothing is started (the future is already done), as in
+        LangGraph; a sweeper already running is left running.
+        """
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if not self.ttl_config:
+            future.set_result(None)
+            return future
+        future.add_done_callback(lambda f: self._sweep_stop.set() if f.cancelled() else None)
+        if self._sweeper is not None and self._sweeper.is_alive():
+            return future
+        minutes = sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5
+        _check_minutes(minutes, "start_ttl_sweeper")
+        self._sweep_stop.clear()
+
+        def sweep() -> None:
+            while not self._sweep_stop.wait(float(minutes) * 60):
+                try:
+                    if swept := self.sweep_ttl():
+                        logger.info("store TTL sweep deleted %d expired items", swept)
+                except Exception:  # keeps sweeping: the database may be back next time
+                    logger.exception("store TTL sweep failed")
+            if not future.done():
+                future.set_result(None)
+
+        self._sweeper = threading.Thread(target=sweep, daemon=True, name="store-ttl-sweeper")
+        self._sweeper.start()
+        return future
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread, waiting up to `timeout` seconds (None: until it stops);
+        True if it stopped or was not running."""
+        if self._sweeper is None or not self._sweeper.is_alive():
+            return True
+        self._sweep_stop.set()
+        self._sweeper.join(timeout)
+        if self._sweeper.is_alive():
+            return False
+        self._sweeper = None
+        return True
+
+
+class InMemoryStore(_TTLStore):
     """A store in this process's memory (tests, and state that may be lost on a restart).
 
     Safe to share between threads. `search` filters by namespace prefix and by `filter` on the
     value's keys, in the order items were first put; a semantic `query=` (LangGraph's `index=`
     embeddings) is refused.
+
+    Args:
+        ttl: LangGraph's `TTLConfig` (minutes); without one, an item expires only if `put`
+            is given a `ttl`.
+        clock: seconds since the epoch, read for timestamps and TTLs (default `time.time`).
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self, *, ttl: TTLConfig | None = None, clock: Callable[[], float] | None = None
+    ) -> None:
+        super().__init__(ttl, clock)
         self._items: dict[tuple[tuple[str, ...], str], Item] = {}
+        # (namespace, key) -> (expires at, seconds since the epoch; minutes to live), for the
+        # items that have a TTL
+        self._expiry: dict[tuple[tuple[str, ...], str], tuple[float, float]] = {}
         self._lock = threading.Lock()
 
-    def get(self, namespace: tuple[str, ...], key: str, **_: Any) -> Item | None:
-        return self._items.get((tuple(namespace), key))
+    def _live(self, at: tuple[tuple[str, ...], str], now: float) -> bool:
+        ttl = self._expiry.get(at)
+        return ttl is None or ttl[0] > now
+
+    def _read(self, at: tuple[tuple[str, ...], str], now: float, refresh: bool) -> None:
+        """(Under the lock) count a live item's TTL again from `now` if `refresh`."""
+        ttl = self._expiry.get(at)
+        if refresh and ttl is not None:
+            self._expiry[at] = (now + ttl[1] * 60, ttl[1])
+
+    def get(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        *,
+        refresh_ttl: bool | None = None,
+        **_: Any,
+    ) -> Item | None:
+        """The item at `namespace` and `key`, or None (also once it has expired)."""
+        at = (tuple(namespace), key)
+        refresh = self._refreshes(refresh_ttl)
+        with self._lock:
+            now = self._clock()
+            item = self._items.get(at)
+            if item is None or not self._live(at, now):
+                return None
+            self._read(at, now, refresh)
+            return item
 
     def put(
         self,
@@ -312,24 +492,42 @@ class InMemoryStore(BaseStore):
         key: str,
         value: Mapping[str, Any] | None,
         index: Any = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
         **_: Any,
     ) -> None:
-        """Store `value` (a dict) under `namespace` and `key`; `value=None` deletes it."""
+        """Store `value` (a dict) under `namespace` and `key`; `value=None` deletes it.
+
+        `ttl`: minutes it lives from now (and from each refreshing read); not given: the
+        store's `default_ttl`; None: no expiry.
+        """
         _check_namespace(namespace, "put")
         if value is None:
             self.delete(namespace, key)
             return
         if not isinstance(value, Mapping):
             raise TypeError(f"put({namespace!r}, {key!r}): the value must be a dict, got {value!r}")
-        now = datetime.now(UTC)
+        minutes = self._ttl_minutes(ttl, f"put({namespace!r}, {key!r})")
+        at = (namespace, key)
         with self._lock:
-            old = self._items.get((namespace, key))
+            seconds = self._clock()
+            now = datetime.fromtimestamp(seconds, UTC)
+            old = self._items.get(at)
+            if old is not None and not self._live(at, seconds):
+                del self._items[at]  # expired: this put makes a new item, last in order
+                old = None
             created = now if old is None else old.created_at
-            self._items[(namespace, key)] = Item(dict(value), key, namespace, created, now)
+            self._items[at] = Item(dict(value), key, namespace, created, now)
+            if minutes is None:
+                self._expiry.pop(at, None)
+            else:
+                self._expiry[at] = (seconds + minutes * 60, minutes)
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        at = (tuple(namespace), key)
         with self._lock:
-            self._items.pop((tuple(namespace), key), None)
+            self._items.pop(at, None)
+            self._expiry.pop(at, None)
 
     def search(
         self,
@@ -340,24 +538,29 @@ class InMemoryStore(BaseStore):
         filter: dict[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
+        refresh_ttl: bool | None = None,
         **_: Any,
     ) -> list[SearchItem]:
         """The items under `namespace_prefix` whose value matches `filter`, `limit` of them
-        from `offset`."""
+        from `offset` (not those that have expired)."""
         if query is not None:
             raise NotImplementedError(
                 "InMemoryStore has no semantic search (LangGraph's index= embeddings): search "
                 "with filter= and the namespace prefix instead"
             )
         n = len(namespace_prefix)
+        refresh = self._refreshes(refresh_ttl)
         with self._lock:
-            items = list(self._items.values())
-        found = [
-            SearchItem(i.value, i.key, i.namespace, i.created_at, i.updated_at)
-            for i in items
-            if i.namespace[:n] == tuple(namespace_prefix) and _matches(i.value, filter or {})
-        ]
-        return found[offset : offset + limit]
+            now = self._clock()
+            items = [i for at, i in self._items.items() if self._live(at, now)]
+            found = [
+                SearchItem(i.value, i.key, i.namespace, i.created_at, i.updated_at)
+                for i in items
+                if i.namespace[:n] == tuple(namespace_prefix) and _matches(i.value, filter or {})
+            ][offset : offset + limit]
+            for i in found:
+                self._read((i.namespace, i.key), now, refresh)
+        return found
 
     def list_namespaces(
         self,
@@ -371,8 +574,37 @@ class InMemoryStore(BaseStore):
         """The namespaces that hold items (cut to `max_depth` parts), sorted; `"*"` in
         `prefix` or `suffix` matches any one part."""
         with self._lock:
-            spaces = {ns for ns, _ in self._items}
+            now = self._clock()
+            spaces = {at[0] for at in self._items if self._live(at, now)}
         return _pick_namespaces(spaces, prefix, suffix, max_depth, limit, offset)
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired items now; the number deleted."""
+        with self._lock:
+            now = self._clock()
+            gone = [at for at, (expires, _) in self._expiry.items() if expires <= now]
+            for at in gone:
+                del self._items[at], self._expiry[at]
+        return len(gone)
+
+
+def _check_minutes(minutes: Any, where: str) -> None:
+    if (
+        isinstance(minutes, bool)
+        or not isinstance(minutes, int | float)
+        or not math.isfinite(minutes)
+        or minutes <= 0
+    ):
+        raise ValueError(f"{where}: a TTL is a positive number of minutes, got {minutes!r}")
+
+
+def _check_ttl_config(config: Mapping[str, Any]) -> None:
+    known = {"refresh_on_read", "omit_expired", "default_ttl", "sweep_interval_minutes"}
+    if not isinstance(config, Mapping) or set(config) - known:
+        raise ValueError(f"ttl: a TTLConfig takes {sorted(known)}, got {config!r}")
+    for name in ("default_ttl", "sweep_interval_minutes"):
+        if config.get(name) is not None:
+            _check_minutes(config[name], f"TTLConfig {name}")
 
 
 def _pick_namespaces(
@@ -400,21 +632,23 @@ def _pick_namespaces(
     return sorted(out)[offset : offset + limit]
 
 
-def _checked_ops(ops: Iterable[Op]) -> list[Op]:
+def _checked_ops(ops: Iterable[Op], store: BaseStore) -> list[Op]:
     ops = list(ops)
     for op in ops:
         if not isinstance(op, GetOp | SearchOp | PutOp | ListNamespacesOp):
             raise ValueError(  # noqa: TRY004 (LangGraph raises ValueError)
                 f"batch: an op is a GetOp, SearchOp, PutOp or ListNamespacesOp, got {op!r}"
             )
+        if isinstance(op, PutOp) and op.ttl is not None:
+            if not store.supports_ttl:
+                raise NotImplementedError(
+                    f"PutOp({op.namespace!r}, {op.key!r}, ttl={op.ttl!r}): TTL is not "
+                    f"supported by {type(store).__name__}; give ttl=None, or use a store "
+                    "that keeps TTLs (InMemoryStore, SQLStore)"
+                )
+            if op.value is not None:
+                _check_minutes(op.ttl, f"PutOp({op.namespace!r}, {op.key!r})")
     return ops
-
-
-def _search_kw(op: SearchOp) -> dict[str, Any]:
-    kw: dict[str, Any] = {"filter": op.filter, "limit": op.limit, "offset": op.offset}
-    if op.query is not None:
-        kw["query"] = op.query
-    return kw
 
 
 def _last_puts(ops: list[Op]) -> list[PutOp]:
@@ -424,14 +658,6 @@ def _last_puts(ops: list[Op]) -> list[PutOp]:
         if isinstance(op, PutOp):
             last[(tuple(op.namespace), op.key)] = op
     return list(last.values())
-
-
-def _refuse_ttl(op: PutOp) -> None:
-    if op.ttl is not None:
-        raise NotImplementedError(
-            f"PutOp({op.namespace!r}, {op.key!r}, ttl={op.ttl!r}): graphs' stores keep no "
-            "TTLs yet; give ttl=None and delete the item when it should go"
-        )
 
 
 def _list_by_conditions(

@@ -4,7 +4,8 @@
 cannot hold one), so the items under a prefix are one range of the unique index; `seq` keeps
 the order items were first put (an update keeps it, as `InMemoryStore` does); `value` is the
 dict as a tagged JSON record (`graphs.checkpoint.serde.dumps_record`); timestamps are seconds
-since the epoch, as in the checkpoint tables. `SCHEMA_REVISION` names the newest migration.
+since the epoch, as in the checkpoint tables; so is `expires_at` (None: no TTL), and
+`ttl_minutes` is what a refreshing read counts again from. `SCHEMA_REVISION` names the newest migration.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sqlalchemy import (
     Column,
     Double,
     Identity,
+    Index,
     Integer,
     MetaData,
     Table,
@@ -21,7 +23,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "s0001"
+SCHEMA_REVISION = "s0002"
 """The Alembic revision this code reads and writes (the head of `migrations/versions`)."""
 
 VERSION_TABLE = "store_schema_version"
@@ -40,5 +42,8 @@ items = Table(
     Column("value", Text, nullable=False),
     Column("created_at", Double, nullable=False),
     Column("updated_at", Double, nullable=False),
+    Column("expires_at", Double, nullable=True),
+    Column("ttl_minutes", Double, nullable=True),
     UniqueConstraint("namespace", "key", name="uq_store_items_namespace_key"),
+    Index("ix_store_items_expires_at", "expires_at"),
 )

@@ -1,6 +1,8 @@
-"""`BaseStore`, `Item` and the `batch` ops under LangGraph's module path (`langgraph.store.base`)."""
+"""`BaseStore`, `Item`, `TTLConfig` and the `batch` ops under LangGraph's module path
+(`langgraph.store.base`)."""
 
 from . import (
+    NOT_PROVIDED,
     BaseStore,
     GetOp,
     Item,
@@ -8,14 +10,17 @@ from . import (
     MatchCondition,
     NamespaceMatchType,
     NamespacePath,
+    NotProvided,
     Op,
     PutOp,
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
 )
 
 __all__ = [
+    "NOT_PROVIDED",
     "BaseStore",
     "GetOp",
     "Item",
@@ -23,9 +28,11 @@ __all__ = [
     "MatchCondition",
     "NamespaceMatchType",
     "NamespacePath",
+    "NotProvided",
     "Op",
     "PutOp",
     "Result",
     "SearchItem",
     "SearchOp",
+    "TTLConfig",
 ]

@@ -16,24 +16,40 @@ Its table (`store_items`) is migrated by Alembic as the checkpoint tables are, w
 table (`store_schema_version`) and a migration lock of its own: `setup()` before first use,
 from any number of processes at once. Values are stored as graphs' tagged JSON (nothing is
 pickled), so a value must be what a checkpoint could hold. Every call is one transaction,
-committed before it returns. `search(filter=...)` reads the items under the prefix in order
+committed before it returns (a read that refreshes TTLs writes them in a second one). TTLs
+(`ttl=TTLConfig(...)`, `put(..., ttl=minutes)`) run on the wall clock, which every process
+shares: an expired item is never returned, and `sweep_ttl()` (or `start_ttl_sweeper()`)
+deletes the expired rows. `search(filter=...)` reads the items under the prefix in order
 and tests the filter in Python, as `InMemoryStore` does; without a filter, `limit`/`offset`
 are the database's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy.engine import URL
 
 from ..checkpoint import serde
 from ..checkpoint._sql.alembic import AlembicSchema
 from ..checkpoint._sql.engine import _Tx
 from ..checkpoint._sql.statements import _DIALECTS
 from ..checkpoint._sql.tableset import SQLTableSet
-from . import BaseStore, Item, SearchItem, _check_namespace, _matches, _pick_namespaces
+from ..checkpoint.sql import SQLSaver
+from . import (
+    NOT_PROVIDED,
+    Item,
+    NotProvided,
+    SearchItem,
+    TTLConfig,
+    _check_namespace,
+    _matches,
+    _pick_namespaces,
+    _TTLStore,
+)
 from ._tables import SCHEMA_REVISION, VERSION_TABLE
 
 __all__ = ["SQLStore"]
@@ -46,26 +62,37 @@ SCHEMA = AlembicSchema(
 )
 """The store table's migrations, version table and lock."""
 
-_COLUMNS = "namespace, key, value, created_at, updated_at"
+_COLUMNS = "namespace, key, value, created_at, updated_at, ttl_minutes"
 # The namespaces under a prefix: itself, and the range of those that go on with "." (parts
 # hold no "."; "/" is the character after it, and both databases compare bytes).
 _UNDER = "(namespace = :ns OR (namespace >= :lo AND namespace < :hi))"
+_LIVE = "(expires_at IS NULL OR expires_at > :now)"  # not expired at :now
 _SQL = {
-    "get": f"SELECT {_COLUMNS} FROM store_items WHERE namespace = :ns AND key = :key",
+    "get": f"""SELECT {_COLUMNS} FROM store_items
+        WHERE namespace = :ns AND key = :key AND {_LIVE}""",
+    "drop_expired": """DELETE FROM store_items
+        WHERE namespace = :ns AND key = :key AND expires_at <= :now""",
     "put": """
-        INSERT INTO store_items (namespace, key, value, created_at, updated_at)
-        VALUES (:ns, :key, :value, :now, :now)
+        INSERT INTO store_items
+            (namespace, key, value, created_at, updated_at, expires_at, ttl_minutes)
+        VALUES (:ns, :key, :value, :now, :now, :expires, :minutes)
         ON CONFLICT (namespace, key) DO UPDATE
-        SET value = excluded.value, updated_at = excluded.updated_at""",
+        SET value = excluded.value, updated_at = excluded.updated_at,
+            expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes""",
+    "refresh": """UPDATE store_items SET expires_at = :now + ttl_minutes * 60
+        WHERE namespace = :ns AND key = :key AND ttl_minutes IS NOT NULL AND expires_at > :now""",
     "delete": "DELETE FROM store_items WHERE namespace = :ns AND key = :key",
-    "search_all": f"SELECT {_COLUMNS} FROM store_items ORDER BY seq",
-    "search_under": f"SELECT {_COLUMNS} FROM store_items WHERE {_UNDER} ORDER BY seq",
-    "page_all": f"SELECT {_COLUMNS} FROM store_items ORDER BY seq LIMIT :limit OFFSET :offset",
-    "page_under": f"""
-        SELECT {_COLUMNS} FROM store_items WHERE {_UNDER} ORDER BY seq
+    "sweep": "DELETE FROM store_items WHERE expires_at <= :now",
+    "search_all": f"SELECT {_COLUMNS} FROM store_items WHERE {_LIVE} ORDER BY seq",
+    "search_under": f"""SELECT {_COLUMNS} FROM store_items WHERE {_UNDER} AND {_LIVE}
+        ORDER BY seq""",
+    "page_all": f"""SELECT {_COLUMNS} FROM store_items WHERE {_LIVE} ORDER BY seq
         LIMIT :limit OFFSET :offset""",
-    "spaces_all": "SELECT DISTINCT namespace FROM store_items",
-    "spaces_under": f"SELECT DISTINCT namespace FROM store_items WHERE {_UNDER}",
+    "page_under": f"""
+        SELECT {_COLUMNS} FROM store_items WHERE {_UNDER} AND {_LIVE} ORDER BY seq
+        LIMIT :limit OFFSET :offset""",
+    "spaces_all": f"SELECT DISTINCT namespace FROM store_items WHERE {_LIVE}",
+    "spaces_under": f"SELECT DISTINCT namespace FROM store_items WHERE {_UNDER} AND {_LIVE}",
 }
 _RENDERED = {name: {k: d.render(v) for k, v in _SQL.items()} for name, d in _DIALECTS.items()}
 
@@ -97,31 +124,58 @@ def _time(seconds: float) -> datetime:
 
 
 def _item(row: Any) -> Item:
-    namespace, key, value, created, updated = row
+    namespace, key, value, created, updated, _ = row
     return Item(serde.loads_record(value), key, _split(namespace), _time(created), _time(updated))
 
 
 def _found(row: Any) -> SearchItem:
-    namespace, key, value, created, updated = row
+    namespace, key, value, created, updated, _ = row
     return SearchItem(
         serde.loads_record(value), key, _split(namespace), _time(created), _time(updated)
     )
 
 
+_Timed = list[dict[str, Any]]
+"""The items read that have a TTL, as `refresh` parameters (`ns`, `key`)."""
+
+
 # ---- each operation, as a function of one transaction -----------------------------------
 
 
-def _get_tx(tx: _Tx, sql: dict[str, str], ns: str, key: str) -> Item | None:
-    row = tx.one(sql["get"], {"ns": ns, "key": key})
-    return None if row is None else _item(row)
+def _get_tx(
+    tx: _Tx, sql: dict[str, str], ns: str, key: str, now: float
+) -> tuple[Item | None, _Timed]:
+    row = tx.one(sql["get"], {"ns": ns, "key": key, "now": now})
+    if row is None:
+        return None, []
+    return _item(row), [] if row[5] is None else [{"ns": ns, "key": key}]
 
 
-def _put_tx(tx: _Tx, sql: dict[str, str], ns: str, key: str, value: str, now: float) -> None:
-    tx.run(sql["put"], {"ns": ns, "key": key, "value": value, "now": now})
+def _put_tx(
+    tx: _Tx,
+    sql: dict[str, str],
+    ns: str,
+    key: str,
+    value: str,
+    minutes: float | None,
+    now: float,
+) -> None:
+    at = {"ns": ns, "key": key, "now": now}
+    tx.run(sql["drop_expired"], at)  # an expired item is gone: this put makes a new one
+    expires = None if minutes is None else now + minutes * 60
+    tx.run(sql["put"], {**at, "value": value, "expires": expires, "minutes": minutes})
+
+
+def _refresh_tx(tx: _Tx, sql: dict[str, str], timed: _Timed, now: float) -> None:
+    tx.many(sql["refresh"], [{**at, "now": now} for at in timed])
 
 
 def _delete_tx(tx: _Tx, sql: dict[str, str], ns: str, key: str) -> None:
     tx.run(sql["delete"], {"ns": ns, "key": key})
+
+
+def _sweep_tx(tx: _Tx, sql: dict[str, str], now: float) -> int:
+    return tx.count(sql["sweep"], {"now": now})
 
 
 def _search_tx(
@@ -131,39 +185,44 @@ def _search_tx(
     filter: Mapping[str, Any] | None,
     limit: int,
     offset: int,
-) -> list[SearchItem]:
+    now: float,
+) -> tuple[list[SearchItem], _Timed]:
     where = "all" if prefix == "" else "under"
-    params: dict[str, Any] = {} if prefix == "" else _under(prefix)
+    params: dict[str, Any] = {"now": now} if prefix == "" else {**_under(prefix), "now": now}
     if not filter:
         rows = tx.all(sql[f"page_{where}"], {**params, "limit": limit, "offset": offset})
-        return [_found(row) for row in rows]
-    found: list[SearchItem] = []
-    cur = tx.run(sql[f"search_{where}"], params)
-    while len(found) < offset + limit and (rows := cur.fetchmany(_BATCH)):
-        for row in rows:
-            item = _found(row)
-            if _matches(item.value, filter):
-                found.append(item)
-    return found[offset : offset + limit]
-
-
-def _spaces_tx(tx: _Tx, sql: dict[str, str], prefix: str | None) -> set[tuple[str, ...]]:
-    if prefix is None:
-        rows = tx.all(sql["spaces_all"])
     else:
-        rows = tx.all(sql["spaces_under"], _under(prefix))
+        matching: list[Any] = []
+        cur = tx.run(sql[f"search_{where}"], params)
+        while len(matching) < offset + limit and (batch := cur.fetchmany(_BATCH)):
+            matching.extend(r for r in batch if _matches(serde.loads_record(r[2]), filter))
+        rows = matching[offset : offset + limit]
+    timed = [{"ns": r[0], "key": r[1]} for r in rows if r[5] is not None]
+    return [_found(row) for row in rows], timed
+
+
+def _spaces_tx(
+    tx: _Tx, sql: dict[str, str], prefix: str | None, now: float
+) -> set[tuple[str, ...]]:
+    if prefix is None:
+        rows = tx.all(sql["spaces_all"], {"now": now})
+    else:
+        rows = tx.all(sql["spaces_under"], {**_under(prefix), "now": now})
     return {_split(row[0]) for row in rows}
 
 
 # ---- the store --------------------------------------------------------------------------
 
 
-class SQLStore(SQLTableSet, BaseStore):
+class SQLStore(SQLTableSet, _TTLStore):
     """`InMemoryStore`'s methods on a SQLite or PostgreSQL database; see the module docstring.
 
     Args:
         url: `sqlite:///path/to/file.db` or `postgresql://user@host/db`, or a `SQLSaver` whose
             engines (and pool) the store then shares.
+        ttl: LangGraph's `TTLConfig` (minutes).
+        clock: seconds since the epoch, read for timestamps and TTLs (default `time.time`;
+            every process on the database should read the same clock).
         **options: for a URL, passed to `SQLSaver` (`busy_timeout`, `sqlite_synchronous`,
             `pool_size`, `max_overflow`, `ping_after`, engine options).
 
@@ -176,23 +235,77 @@ class SQLStore(SQLTableSet, BaseStore):
     WHAT = "store table"
     STATEMENTS = _RENDERED
 
+    def __init__(
+        self,
+        url: str | URL | SQLSaver,
+        *,
+        ttl: TTLConfig | None = None,
+        clock: Callable[[], float] | None = None,
+        **options: Any,
+    ) -> None:
+        SQLTableSet.__init__(self, url, **options)
+        _TTLStore.__init__(self, ttl, clock)
+
+    def close(self) -> None:
+        """Stop the TTL sweeper, and close the pooled connections (not a shared saver's: its
+        owner closes those)."""
+        self.stop_ttl_sweeper()
+        super().close()
+
+    async def aclose(self) -> None:
+        self.stop_ttl_sweeper()
+        await super().aclose()
+
     # ---- the store's methods ------------------------------------------------------------
 
-    def get(self, namespace: tuple[str, ...], key: str, **_: Any) -> Item | None:
+    def get(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        *,
+        refresh_ttl: bool | None = None,
+        **_: Any,
+    ) -> Item | None:
+        """The item at `namespace` and `key`, or None (also once it has expired)."""
         ns = _joined(namespace)
-        return None if ns is None else self._run(_get_tx, ns, key, read=True)
+        if ns is None:
+            return None
+        now = self._clock()
+        item, timed = self._run(_get_tx, ns, key, now, read=True)
+        if timed and self._refreshes(refresh_ttl):
+            self._run(_refresh_tx, timed, now)
+        return item
 
-    async def aget(self, namespace: tuple[str, ...], key: str, **_: Any) -> Item | None:
+    async def aget(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        *,
+        refresh_ttl: bool | None = None,
+        **_: Any,
+    ) -> Item | None:
         ns = _joined(namespace)
-        return None if ns is None else await self._arun(_get_tx, ns, key, read=True)
+        if ns is None:
+            return None
+        now = self._clock()
+        item, timed = await self._arun(_get_tx, ns, key, now, read=True)
+        if timed and self._refreshes(refresh_ttl):
+            await self._arun(_refresh_tx, timed, now)
+        return item
 
     def _put_args(
-        self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any]
-    ) -> tuple[str, str, str, float]:
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        ttl: float | None | NotProvided,
+    ) -> tuple[str, str, str, float | None, float]:
         _check_namespace(namespace, "put")
         if not isinstance(value, Mapping):
             raise TypeError(f"put({namespace!r}, {key!r}): the value must be a dict, got {value!r}")
-        return ".".join(namespace), key, serde.dumps_record(dict(value)), _now()
+        minutes = self._ttl_minutes(ttl, f"put({namespace!r}, {key!r})")
+        text = serde.dumps_record(dict(value))
+        return ".".join(namespace), key, text, minutes, self._clock()
 
     def put(
         self,
@@ -200,14 +313,20 @@ class SQLStore(SQLTableSet, BaseStore):
         key: str,
         value: Mapping[str, Any] | None,
         index: Any = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
         **_: Any,
     ) -> None:
-        """Store `value` (a dict) under `namespace` and `key`; `value=None` deletes it."""
+        """Store `value` (a dict) under `namespace` and `key`; `value=None` deletes it.
+
+        `ttl`: minutes it lives from now (and from each refreshing read); not given: the
+        store's `default_ttl`; None: no expiry.
+        """
         if value is None:
             _check_namespace(namespace, "put")
             self.delete(namespace, key)
             return
-        self._run(_put_tx, *self._put_args(namespace, key, value))
+        self._run(_put_tx, *self._put_args(namespace, key, value, ttl))
 
     async def aput(
         self,
@@ -215,13 +334,15 @@ class SQLStore(SQLTableSet, BaseStore):
         key: str,
         value: Mapping[str, Any] | None,
         index: Any = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
         **_: Any,
     ) -> None:
         if value is None:
             _check_namespace(namespace, "put")
             await self.adelete(namespace, key)
             return
-        await self._arun(_put_tx, *self._put_args(namespace, key, value))
+        await self._arun(_put_tx, *self._put_args(namespace, key, value, ttl))
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         ns = _joined(namespace)
@@ -232,6 +353,13 @@ class SQLStore(SQLTableSet, BaseStore):
         ns = _joined(namespace)
         if ns is not None:
             await self._arun(_delete_tx, ns, key)
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired items now; the number deleted."""
+        return self._run(_sweep_tx, self._clock())
+
+    async def asweep_ttl(self) -> int:
+        return await self._arun(_sweep_tx, self._clock())
 
     def _search_args(self, namespace_prefix: Any, query: str | None) -> str | None:
         if query is not None:
@@ -250,14 +378,19 @@ class SQLStore(SQLTableSet, BaseStore):
         filter: dict[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
+        refresh_ttl: bool | None = None,
         **_: Any,
     ) -> list[SearchItem]:
         """The items under `namespace_prefix` whose value matches `filter`, `limit` of them
-        from `offset`, in the order they were first put."""
+        from `offset`, in the order they were first put (not those that have expired)."""
         prefix = self._search_args(namespace_prefix, query)
         if prefix is None:
             return []
-        return self._run(_search_tx, prefix, filter, limit, offset, read=True)
+        now = self._clock()
+        found, timed = self._run(_search_tx, prefix, filter, limit, offset, now, read=True)
+        if timed and self._refreshes(refresh_ttl):
+            self._run(_refresh_tx, timed, now)
+        return found
 
     async def asearch(
         self,
@@ -268,12 +401,18 @@ class SQLStore(SQLTableSet, BaseStore):
         filter: dict[str, Any] | None = None,
         limit: int = 10,
         offset: int = 0,
+        refresh_ttl: bool | None = None,
         **_: Any,
     ) -> list[SearchItem]:
         prefix = self._search_args(namespace_prefix, query)
         if prefix is None:
             return []
-        return await self._arun(_search_tx, prefix, filter, limit, offset, read=True)
+        now = self._clock()
+        args = (prefix, filter, limit, offset, now)
+        found, timed = await self._arun(_search_tx, *args, read=True)
+        if timed and self._refreshes(refresh_ttl):
+            await self._arun(_refresh_tx, timed, now)
+        return found
 
     def list_namespaces(
         self,
@@ -286,7 +425,7 @@ class SQLStore(SQLTableSet, BaseStore):
     ) -> list[tuple[str, ...]]:
         """The namespaces that hold items (cut to `max_depth` parts), sorted; `"*"` in
         `prefix` or `suffix` matches any one part."""
-        spaces = self._run(_spaces_tx, _fixed_prefix(prefix), read=True)
+        spaces = self._run(_spaces_tx, _fixed_prefix(prefix), self._clock(), read=True)
         return _pick_namespaces(spaces, prefix, suffix, max_depth, limit, offset)
 
     async def alist_namespaces(
@@ -298,7 +437,7 @@ class SQLStore(SQLTableSet, BaseStore):
         limit: int = 100,
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
-        spaces = await self._arun(_spaces_tx, _fixed_prefix(prefix), read=True)
+        spaces = await self._arun(_spaces_tx, _fixed_prefix(prefix), self._clock(), read=True)
         return _pick_namespaces(spaces, prefix, suffix, max_depth, limit, offset)
 
 
@@ -309,7 +448,3 @@ def _fixed_prefix(prefix: tuple[str, ...] | None) -> str | None:
         return None
     fixed = tuple(prefix[: prefix.index("*")] if "*" in prefix else prefix)
     return _joined(fixed) if fixed else None
-
-
-def _now() -> float:
-    return datetime.now(UTC).timestamp()

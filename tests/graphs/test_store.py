@@ -272,8 +272,6 @@ def test_batch_reads_before_its_puts_and_answers_each_op_in_order(store: BaseSto
     assert store.get(("users", "u2", "notes"), "n1") is None
     with pytest.raises(ValueError, match="an op is a GetOp"):
         store.batch([GetOp(("users", "u1"), "tea"), "get"])  # type: ignore[list-item]
-    with pytest.raises(NotImplementedError, match="keep no TTLs yet"):
-        store.batch([PutOp(("users",), "k", {"a": 1}, ttl=5)])
     async_results = asyncio.run(
         store.abatch(
             [

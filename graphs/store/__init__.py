@@ -97,11 +97,35 @@ class Item:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SearchItem(Item):
-    """An `Item` found by `search`; `score` is for a semantic query, which graphs has not."""
+    """An `Item` found by `search`; `score` is for a semantic query, which graphs has not.
 
-    score: float | None = None
+    Made as LangGraph's is, `SearchItem(namespace, key, value, created_at, updated_at,
+    score=None)`: positionally, the namespace comes first (where `Item`'s fields begin with
+    `value`).
+    """
+
+    score: float | None
+
+    def __init__(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        created_at: datetime,
+        updated_at: datetime,
+        score: float | None = None,
+    ) -> None:
+        for name, field in (
+            ("value", value),
+            ("key", key),
+            ("namespace", tuple(namespace)),
+            ("created_at", created_at),
+            ("updated_at", updated_at),
+            ("score", score),
+        ):
+            object.__setattr__(self, name, field)
 
     def dict(self) -> dict[str, Any]:
         return {**Item.dict(self), "score": self.score}
@@ -554,7 +578,7 @@ class InMemoryStore(_TTLStore):
             now = self._clock()
             items = [i for at, i in self._items.items() if self._live(at, now)]
             found = [
-                SearchItem(i.value, i.key, i.namespace, i.created_at, i.updated_at)
+                SearchItem(i.namespace, i.key, i.value, i.created_at, i.updated_at)
                 for i in items
                 if i.namespace[:n] == tuple(namespace_prefix) and _matches(i.value, filter or {})
             ][offset : offset + limit]

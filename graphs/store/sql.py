@@ -131,7 +131,7 @@ def _item(row: Any) -> Item:
 def _found(row: Any) -> SearchItem:
     namespace, key, value, created, updated, _ = row
     return SearchItem(
-        serde.loads_record(value), key, _split(namespace), _time(created), _time(updated)
+        _split(namespace), key, serde.loads_record(value), _time(created), _time(updated)
     )
 
 

@@ -18,7 +18,7 @@ import pytest
 from graphs import END, START, BaseCheckpointSaver, Command, GraphInterrupt, StateGraph, interrupt
 from graphs.config import get_store
 from graphs.runtime import Runtime
-from graphs.store import BaseStore, InMemoryStore, Item
+from graphs.store import BaseStore, InMemoryStore, Item, SearchItem
 from tests.graphs.checkpoint.test_contract import saver_fixture
 
 
@@ -283,3 +283,19 @@ def test_batch_reads_before_its_puts_and_answers_each_op_in_order(store: BaseSto
     item = async_results[0]
     assert isinstance(item, Item) and item.value == {"likes": "oolong"}
     assert async_results[1] == [("users", "u1")]
+
+
+def test_search_item_is_made_positionally_as_langgraph_s() -> None:
+    from datetime import UTC, datetime
+
+    when = datetime(2026, 12, 2, tzinfo=UTC)
+    found = SearchItem(["docs", "a"], "k", {"v": 1}, when, when, 0.5)  # type: ignore[arg-type]
+    assert (found.namespace, found.key, found.value, found.score) == (
+        ("docs", "a"),
+        "k",
+        {"v": 1},
+        0.5,
+    )
+    assert isinstance(found, Item) and SearchItem(("d",), "k", {}, when, when).score is None
+    assert found.dict()["namespace"] == ["docs", "a"] and found.dict()["score"] == 0.5
+    assert found == SearchItem(("docs", "a"), "k", {"v": 1}, when, when, 0.5)

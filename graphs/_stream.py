@@ -143,9 +143,9 @@ def _fold(writes: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def checkpoint_payload(run: Run, parent: Any, metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """A saved checkpoint as `get_state` shows it; a task that runs a subgraph has the config of
-    the subgraph's checkpoints as its `state`."""
-    from .compiled import _child_config, _is_subgraph, _segment
+    """A saved checkpoint as `get_state` shows it; a task that runs a subgraph (as its node, or
+    one its function calls) has the config of the subgraph's checkpoints as its `state`."""
+    from .compiled import _called_graph, _child_config, _is_subgraph, _segment
 
     nodes = run.graph.nodes
     config = run.head_config
@@ -162,7 +162,7 @@ def checkpoint_payload(run: Run, parent: Any, metadata: Mapping[str, Any]) -> di
                 "name": name,
                 "interrupts": (),
                 "state": _child_config(config, _segment(nodes, name, task_id))
-                if _is_subgraph(nodes.get(name))
+                if _is_subgraph(nodes.get(name)) or _called_graph(nodes.get(name)) is not None
                 else None,
             }
             for name, task_id in run.frontier

@@ -198,13 +198,17 @@ class CompiledGraph(RunnableMethods):
                 f"thread_id must be a non-empty string, an int or a UUID, got {thread_id!r}"
             )
         ns = configurable.get("checkpoint_ns") or ""
-        if ":" in ns:
-            raise InvalidUpdateError(
-                f"checkpoint_ns {ns!r} is a subgraph's (node:task_id): its runs go through the "
-                "parent thread; pass the parent's config (without checkpoint_ns). To change the "
-                "subgraph's state first, update_state(config with that checkpoint_ns, values)"
-            )
-        run_config: RunConfig = {**config, "configurable": {**configurable, "thread_id": thread_id}}
+        requested = config_checkpoint_id(config)
+        given = {**configurable, "thread_id": thread_id}
+        if ":" in ns or ns.split("|", 1)[0] in self.nodes:
+            # A subgraph's namespace (a pending task's `state`, a subgraph checkpoint's config):
+            # as LangGraph, the run is the graph's own, from the thread's head (the checkpoint
+            # id, a subgraph's, is dropped too); the parent's run goes on inside the subgraph.
+            ns = ""
+            given.update(checkpoint_ns="")
+            given.pop("checkpoint_id", None)
+            requested = None
+        run_config: RunConfig = {**config, "configurable": given}  # type: ignore[typeddict-item]
         run = self.run_class(
             self,
             run_config,
@@ -214,7 +218,7 @@ class CompiledGraph(RunnableMethods):
             subgraphs=subgraphs,
             context=self._context(context),
         )
-        run.requested_id = config_checkpoint_id(config)
+        run.requested_id = requested
         if run.messages is not None and self.checkpointer is None:
             run.messages.anonymous = configurable.get("thread_id") is None
         return run
@@ -769,12 +773,18 @@ class CompiledGraph(RunnableMethods):
                 try:
                     child_config = next(probe)
                     while True:
-                        child_config = probe.send(self._read(saver, child_config, True, False))
+                        graph, mine = self._reader(name, own, child_config)
+                        child = graph._read(saver, child_config, True, mine)
+                        child_config = probe.send(child)
                 except StopIteration as stop:
                     if stop.value is not None:
                         children[task_id] = stop.value
         return self._snapshot(
-            config, tup, children, own, latest=config_checkpoint_id(config) is None
+            config,
+            tup,
+            children if subgraphs else None,
+            own,
+            latest=config_checkpoint_id(config) is None,
         )
 
     async def aget_state(self, config: RunConfig, *, subgraphs: bool = False) -> StateSnapshot:
@@ -792,14 +802,31 @@ class CompiledGraph(RunnableMethods):
                 try:
                     child_config = next(probe)
                     while True:
-                        child = await self._aread(saver, child_config, True, False)
+                        graph, mine = self._reader(name, own, child_config)
+                        child = await graph._aread(saver, child_config, True, mine)
                         child_config = probe.send(child)
                 except StopIteration as stop:
                     if stop.value is not None:
                         children[task_id] = stop.value
         return self._snapshot(
-            config, tup, children, own, latest=config_checkpoint_id(config) is None
+            config,
+            tup,
+            children if subgraphs else None,
+            own,
+            latest=config_checkpoint_id(config) is None,
         )
+
+    def _reader(self, name: str, own: bool, child_config: RunConfig) -> tuple[CompiledGraph, bool]:
+        """The graph that reads the subgraph checkpoints of `child_config`, which a task of
+        node `name` ran, and whether they are that graph's own: the node's compiled graph (or
+        the one its function calls), so that its snapshot is the subgraph's own, as LangGraph
+        reads it (the head shows its finished tasks' writes). A task's later runs
+        (`|1`, `|2`: possibly other graphs) and nodes whose graph is not found are read
+        without it."""
+        graph = _called_graph(self.nodes.get(name)) if own else None
+        if graph is None or config_ns(child_config).rsplit("|", 1)[-1].isdigit():
+            return self, False
+        return graph, True
 
     def _child_probe(
         self, tup: CheckpointTuple, name: str, task_id: str, own: bool
@@ -876,7 +903,15 @@ class CompiledGraph(RunnableMethods):
             done = any(c == DONE for c, _ in writes)
             errors = [v for c, v in writes if c == ERROR]
             state: RunConfig | StateSnapshot | None = (children or {}).get(task_id)
-            if state is None and own and _is_subgraph(self.nodes.get(name)):
+            spec = self.nodes.get(name)
+            # A node function's subgraph run is looked for under `subgraphs=True` (`children`
+            # given), which leaves it out when that task ran none; else it is named as LangGraph
+            # names it, by the graph the function calls.
+            if (
+                state is None
+                and own
+                and (_is_subgraph(spec) or (children is None and _called_graph(spec) is not None))
+            ):
                 state = _child_config(tup.config, _segment(self.nodes, name, task_id))
             error = errors[-1] if errors and not done else None
             result: Any = None
@@ -1192,8 +1227,8 @@ def _called_graph(spec: NodeSpec | None) -> CompiledGraph | None:
 def _segment(nodes: Mapping[str, NodeSpec], name: str, task_id: str) -> str:
     """The namespace segment of the subgraph the task `task_id` of node `name` runs:
     `name:task_id`, or `name` for a node that is a `compile(checkpointer=True)` graph."""
-    sub = _subgraph_of(nodes.get(name))
-    if sub is not None and sub.graph.persistent:
+    graph = _called_graph(nodes.get(name))
+    if graph is not None and graph.persistent:
         return name
     return f"{name}:{task_id}"
 

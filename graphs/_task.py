@@ -339,7 +339,9 @@ class Task:
                 lc_token = _models_report_to(self, state)
             config = run.config if self.traced is None else node_config(self)
             args = (state, config) if spec.takes_config else (state,)
-            if spec.is_async:
+            if spec.timeout is not None:  # its async code, under the timeout (`compile` checked)
+                result = _run_coroutine_sync(self._timed(state, config), spec.name)
+            elif spec.is_async:
                 result = _run_coroutine_sync(spec.fn(*args), spec.name)
             else:
                 result = spec.fn(*args)
@@ -420,7 +422,9 @@ class Task:
             if run.messages is not None or self.traced is not None:
                 lc_token = _models_report_to(self, state)
             config = run.config if self.traced is None else node_config(self)
-            if spec.afn is not None:
+            if spec.timeout is not None:
+                coro = self._timed(state, config)
+            elif spec.afn is not None:
                 coro = spec.afn(state, config)
             else:
                 coro = spec.fn(state, config) if spec.takes_config else spec.fn(state)
@@ -444,6 +448,24 @@ class Task:
             _current.reset(token)
             if lc_token is not None:
                 lc_token.var.reset(lc_token)
+
+    async def _timed(self, state: Any, config: Any) -> Any:
+        """The node's async code, run under its `timeout=`: cancelled once the attempt runs
+        past it, with `NodeTimeoutError` raised in its place. The attempt's `Clock` is on the
+        task while it runs, where progress (its writer, `runtime.heartbeat()`) reaches it."""
+        from .func._timeout import Clock, timed
+
+        spec = self.spec
+        assert spec.timeout is not None
+        self.clock = Clock(spec.timeout)  # before the node's writer and runtime are made
+        try:
+            if spec.afn is not None:
+                coro = spec.afn(state, config)
+            else:
+                coro = spec.fn(state, config) if spec.takes_config else spec.fn(state)
+            return await timed(spec.name, self.clock, coro)
+        finally:
+            self.clock = None
 
     # ---- once() bookkeeping -----------------------------------------------------------
 

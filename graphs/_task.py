@@ -68,6 +68,7 @@ class Task:
     """One node to run in this step, with what it needs to replay deterministically."""
 
     __slots__ = (
+        "__weakref__",
         "answers",
         "arg",
         "attempt",
@@ -215,7 +216,17 @@ class Task:
 
     # ---- running --------------------------------------------------------------------
 
+    @property
+    def watched(self) -> bool:
+        """It runs under an `idle_timeout` that langchain_core callback events refresh."""
+        limit = self.spec.timeout
+        return limit is not None and limit.idle_timeout is not None and limit.refresh_on == "auto"
+
     def _reset(self) -> None:
+        if self.run.parent is not None:  # a subgraph's node starting: its parents progress
+            from .func._timeout import enclosing_progress
+
+            enclosing_progress(self.run)
         self.cached = False
         self.interrupt_count = 0
         self.scope_id = self.id
@@ -335,7 +346,7 @@ class Task:
                 if key in hit:
                     self.result, self.cached = hit[key], True
                     return
-            if run.messages is not None or self.traced is not None:
+            if run.messages is not None or self.traced is not None or self.watched:
                 lc_token = _models_report_to(self, state)
             config = run.config if self.traced is None else node_config(self)
             args = (state, config) if spec.takes_config else (state,)
@@ -419,7 +430,7 @@ class Task:
                 if key in hit:
                     self.result, self.cached = hit[key], True
                     return
-            if run.messages is not None or self.traced is not None:
+            if run.messages is not None or self.traced is not None or self.watched:
                 lc_token = _models_report_to(self, state)
             config = run.config if self.traced is None else node_config(self)
             if spec.timeout is not None:
@@ -610,16 +621,22 @@ def _models_report_to(task: Task, state: Any) -> Token[Any]:
     from langchain_core.runnables.config import var_child_runnable_config
 
     messages = task.run.messages
-    handler = messages.task_started(task, state) if messages is not None else None
+    handlers: list[Any] = []
+    if messages is not None:
+        handlers.append(messages.task_started(task, state))
+    if task.watched:  # its events refresh the node's idle timeout
+        from .func._timeout import progress_handler
+
+        handlers.append(progress_handler(task))
     outer = var_child_runnable_config.get() or {}
     callbacks = outer.get("callbacks") if task.traced is None else task.traced.get_child()
     if callbacks is None:
-        merged: Any = [handler]
+        merged: Any = handlers
     elif isinstance(callbacks, list):
-        merged = [*callbacks, handler] if handler is not None else callbacks
+        merged = [*callbacks, *handlers]
     else:  # a callback manager: its copy, with the stream's handler too
         merged = callbacks.copy()
-        if handler is not None:
+        for handler in handlers:
             merged.add_handler(handler, inherit=True)
     return var_child_runnable_config.set({**outer, "callbacks": merged})
 

@@ -59,7 +59,8 @@ class CallTask(Task):
 
     def __init__(self, owner: Task, key: str, name: str) -> None:
         for slot in Task.__slots__:
-            setattr(self, slot, getattr(owner, slot))
+            if slot != "__weakref__":
+                setattr(self, slot, getattr(owner, slot))
         self.owner = owner
         """The node's task: where the call's result and its `once()` records are saved."""
         self.key = key

@@ -160,3 +160,83 @@ async def test_set_node_defaults_timeout_applies_to_every_node_and_handler_unles
     mixed.add_edge(START, "a").add_edge("a", "b")
     with pytest.raises(ValueError, match="Node 'b' is sync"):
         mixed.compile()  # as LangGraph's: a default timeout reaches sync nodes too
+
+
+# ---- what refreshes an idle timeout ---------------------------------------------------------
+
+
+def slow_model() -> Any:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    return FakeListChatModel(responses=["abcdefgh"], sleep=0.05)  # 0.4 s, a token each 0.05 s
+
+
+async def test_a_model_s_streamed_tokens_refresh_an_idle_timeout_and_not_under_heartbeat() -> None:
+    async def chat(state: State, config: Any) -> dict[str, Any]:
+        text = ""
+        async for chunk in slow_model().astream("hi", config):
+            text += str(chunk.content)
+        return {"log": [text]}
+
+    async def chat_without_config(state: State) -> dict[str, Any]:
+        text = "".join([str(c.content) async for c in slow_model().astream("hi")])
+        return {"log": [text]}
+
+    idle = TimeoutPolicy(idle_timeout=0.15)
+    for node in (chat, chat_without_config):
+        app = one_node(node, timeout=idle).compile()
+        assert await app.ainvoke({"log": []}) == {"log": ["abcdefgh"]}
+        streamed = [m async for m, _ in app.astream({"log": []}, None, "messages")]
+        assert "".join(str(m.content) for m in streamed) == "abcdefgh"
+
+    strict = one_node(chat, timeout=TimeoutPolicy(idle_timeout=0.15, refresh_on="heartbeat"))
+    with pytest.raises(NodeTimeoutError, match="idle timeout"):
+        await strict.compile().ainvoke({"log": []})  # only runtime.heartbeat() refreshes it
+
+
+async def test_an_entrypoint_s_idle_timeout_is_refreshed_by_its_model_s_tokens() -> None:
+    from graphs.func import entrypoint
+
+    @entrypoint(timeout=TimeoutPolicy(idle_timeout=0.15))
+    async def flow(x: str) -> str:
+        return "".join([str(c.content) async for c in slow_model().astream(x)])
+
+    assert await flow.ainvoke("hi") == "abcdefgh"
+
+
+async def test_a_subgraph_s_nodes_and_chunks_refresh_the_idle_timeout_of_the_node_running_it() -> (
+    None
+):
+    async def step(state: State) -> dict[str, Any]:
+        await asyncio.sleep(0.1)
+        return {"log": ["step"]}
+
+    async def writes(state: State) -> dict[str, Any]:
+        for i in range(4):
+            await asyncio.sleep(0.1)
+            get_stream_writer()({"i": i})
+        return {"log": ["wrote"]}
+
+    sub = StateGraph(State)
+    sub.add_node("s1", step).add_node("s2", step).add_node("s3", writes)
+    sub.add_edge(START, "s1").add_edge("s1", "s2").add_edge("s2", "s3")
+    child = sub.compile()
+
+    async def runs_child(state: State) -> dict[str, Any]:
+        out = await child.ainvoke({"log": []})
+        return {"log": out["log"]}
+
+    idle = TimeoutPolicy(idle_timeout=0.15)  # 0.7 s in all, never 0.15 s without progress
+    for node in (runs_child, child):
+        app = one_node(node, timeout=idle).compile()
+        chunks = [c async for c in app.astream({"log": []}, None, "custom", subgraphs=True)]
+        assert [chunk for _, chunk in chunks] == [{"i": i} for i in range(4)]
+
+    chain = StateGraph(State)
+    for name in ("s1", "s2", "s3", "s4"):
+        chain.add_node(name, step)
+    chain.add_edge(START, "s1").add_edge("s1", "s2").add_edge("s2", "s3").add_edge("s3", "s4")
+    steps = chain.compile()  # 0.4 s in all; each of its nodes starting is progress
+    assert await one_node(steps, timeout=idle).compile().ainvoke({"log": []}) == {
+        "log": ["step"] * 4
+    }

@@ -608,10 +608,11 @@ class Task:
 
 
 def cache_key(spec: NodeSpec, state: Any) -> tuple[tuple[str, ...], str]:
-    """Where a cached node's result for this input is kept: `((node,), key)`."""
+    """Where a cached node's result for this input is kept: `(namespace, key)`, the namespace
+    LangGraph's (`graphs.cache.node_namespace`: its function's identity and its name)."""
     assert spec.cache is not None
     key = spec.cache.key_func(state)
-    return (spec.name,), key.hex() if isinstance(key, bytes) else str(key)
+    return spec.cache_namespace, key.hex() if isinstance(key, bytes) else str(key)
 
 
 def _models_report_to(task: Task, state: Any) -> Token[Any]:

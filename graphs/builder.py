@@ -82,6 +82,14 @@ class NodeSpec:
     `NodeTimeoutError`. Async nodes only."""
 
     @property
+    def cache_namespace(self) -> tuple[str, ...]:
+        """Where its results are cached: LangGraph's namespace, its function's identity
+        (`"module.qualname"` of what `add_node` was given) and its name."""
+        from .cache import node_namespace
+
+        return node_namespace(self.name, self.fn if self.given is None else self.given)
+
+    @property
     def timeable(self) -> bool:
         """Its code can be cancelled: an async function, or an object with `ainvoke`."""
         return self.is_async or self.afn is not None

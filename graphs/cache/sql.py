@@ -40,7 +40,7 @@ from ..checkpoint._sql.engine import _Tx
 from ..checkpoint._sql.statements import _DIALECTS
 from ..checkpoint.sql import SQLSaver
 from ..errors import SchemaVersionError, SerializationError
-from . import BaseCache, FullKey, Namespace
+from . import BaseCache, FullKey, Namespace, whose
 from ._tables import SCHEMA_REVISION, VERSION_TABLE
 
 __all__ = ["SQLCache"]
@@ -315,7 +315,7 @@ def _rows(pairs: Mapping[FullKey, tuple[Any, int | None]], now: float) -> list[_
         try:
             text = serde.dumps_record(value)
         except (SerializationError, ValueError) as e:
-            where = ".".join(namespace) or "()"
+            where = whose(namespace)
             raise SerializationError(
                 f"cannot cache the result of {where!r} (key {key!r}): the SQL cache stores "
                 f"results as checkpoints are stored, and {e}"

@@ -192,7 +192,8 @@ class entrypoint(Generic[ContextT]):  # LangGraph's name, a class in lower case
             name, node, retry_policy=self.retry_policy, cache_policy=cache, timeout=self.timeout
         )
         spec = builder.nodes[name]
-        builder.nodes[name] = dataclasses.replace(spec, reads=read_input)
+        # Its `runnable.func` and cache namespace are the user's function, as in LangGraph.
+        builder.nodes[name] = dataclasses.replace(spec, reads=read_input, given=func)
         builder.add_edge(START, name)
         builder.add_edge(name, END)
         options: dict[str, Any] = {"store": self.store, "cache": self.cache, "name": name}

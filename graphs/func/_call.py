@@ -159,8 +159,10 @@ class TaskFunction(Generic[T]):
         if self.cache_policy is not None:
             await cache.aclear([self._cache_ns()])
 
-    def _cache_ns(self) -> tuple[str]:
-        return (f"task:{self.name}",)
+    def _cache_ns(self) -> tuple[str, ...]:
+        from ..cache import task_namespace
+
+        return task_namespace(self.func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> TaskFuture[T]:
         caller = _current.get()

@@ -240,3 +240,18 @@ async def test_a_subgraph_s_nodes_and_chunks_refresh_the_idle_timeout_of_the_nod
     assert await one_node(steps, timeout=idle).compile().ainvoke({"log": []}) == {
         "log": ["step"] * 4
     }
+
+
+async def test_a_subgraph_node_and_a_send_s_task_are_timed_as_their_node() -> None:
+    from graphs.types import Send
+
+    inner = StateGraph(State)
+    inner.add_node("hangs", sleeps).add_edge(START, "hangs")
+    with pytest.raises(NodeTimeoutError, match="Node 'work' exceeded its run timeout"):
+        await one_node(inner.compile(), timeout=0.05).compile().ainvoke({"log": []})
+
+    g = StateGraph(State)
+    g.add_node("work", sleeps, timeout=0.05)
+    g.add_conditional_edges(START, lambda s: [Send("work", {"log": []})])
+    with pytest.raises(NodeTimeoutError, match="Node 'work'"):
+        await g.compile().ainvoke({"log": []})

@@ -117,7 +117,12 @@ async def task_async(task: Task, body: Any) -> None:
 def node_config(task: Task) -> Any:
     """The config a node that takes one is given in a traced run: the run's, with callbacks
     under the task's chain run (so a model or subgraph called with it nests there)."""
-    return {**task.run.config, "callbacks": task.traced.get_child()}
+    callbacks = task.traced.get_child()
+    if task.watched:  # its events refresh the node's idle timeout
+        from .func._timeout import progress_handler
+
+        callbacks.add_handler(progress_handler(task), inherit=True)
+    return {**task.run.config, "callbacks": callbacks}
 
 
 class _EventsSource:

@@ -235,6 +235,10 @@ class Run:
     def send(self, mode: str, chunk: Any) -> None:
         """Hand a chunk node code wrote to whoever streams it: this run's caller, and the top
         graph's stream when this is a subgraph's run and the top streams its subgraphs."""
+        if self.parent is not None:  # a subgraph's chunk: its parents progress
+            from .func._timeout import enclosing_progress
+
+            enclosing_progress(self)
         if mode in self.asked and self.sink is not None:
             self.sink(Emit(mode, chunk))
         if mode in self.forward:

@@ -68,6 +68,7 @@ class Task:
     """One node to run in this step, with what it needs to replay deterministically."""
 
     __slots__ = (
+        "__weakref__",
         "answers",
         "arg",
         "attempt",
@@ -215,7 +216,17 @@ class Task:
 
     # ---- running --------------------------------------------------------------------
 
+    @property
+    def watched(self) -> bool:
+        """It runs under an `idle_timeout` that langchain_core callback events refresh."""
+        limit = self.spec.timeout
+        return limit is not None and limit.idle_timeout is not None and limit.refresh_on == "auto"
+
     def _reset(self) -> None:
+        if self.run.parent is not None:  # a subgraph's node starting: its parents progress
+            from .func._timeout import enclosing_progress
+
+            enclosing_progress(self.run)
         self.cached = False
         self.interrupt_count = 0
         self.scope_id = self.id
@@ -335,11 +346,13 @@ class Task:
                 if key in hit:
                     self.result, self.cached = hit[key], True
                     return
-            if run.messages is not None or self.traced is not None:
+            if run.messages is not None or self.traced is not None or self.watched:
                 lc_token = _models_report_to(self, state)
             config = run.config if self.traced is None else node_config(self)
             args = (state, config) if spec.takes_config else (state,)
-            if spec.is_async:
+            if spec.timeout is not None:  # its async code, under the timeout (`compile` checked)
+                result = _run_coroutine_sync(self._timed(state, config), spec.name)
+            elif spec.is_async:
                 result = _run_coroutine_sync(spec.fn(*args), spec.name)
             else:
                 result = spec.fn(*args)
@@ -417,10 +430,12 @@ class Task:
                 if key in hit:
                     self.result, self.cached = hit[key], True
                     return
-            if run.messages is not None or self.traced is not None:
+            if run.messages is not None or self.traced is not None or self.watched:
                 lc_token = _models_report_to(self, state)
             config = run.config if self.traced is None else node_config(self)
-            if spec.afn is not None:
+            if spec.timeout is not None:
+                coro = self._timed(state, config)
+            elif spec.afn is not None:
                 coro = spec.afn(state, config)
             else:
                 coro = spec.fn(state, config) if spec.takes_config else spec.fn(state)
@@ -444,6 +459,24 @@ class Task:
             _current.reset(token)
             if lc_token is not None:
                 lc_token.var.reset(lc_token)
+
+    async def _timed(self, state: Any, config: Any) -> Any:
+        """The node's async code, run under its `timeout=`: cancelled once the attempt runs
+        past it, with `NodeTimeoutError` raised in its place. The attempt's `Clock` is on the
+        task while it runs, where progress (its writer, `runtime.heartbeat()`) reaches it."""
+        from .func._timeout import Clock, timed
+
+        spec = self.spec
+        assert spec.timeout is not None
+        self.clock = Clock(spec.timeout)  # before the node's writer and runtime are made
+        try:
+            if spec.afn is not None:
+                coro = spec.afn(state, config)
+            else:
+                coro = spec.fn(state, config) if spec.takes_config else spec.fn(state)
+            return await timed(spec.name, self.clock, coro)
+        finally:
+            self.clock = None
 
     # ---- once() bookkeeping -----------------------------------------------------------
 
@@ -575,10 +608,11 @@ class Task:
 
 
 def cache_key(spec: NodeSpec, state: Any) -> tuple[tuple[str, ...], str]:
-    """Where a cached node's result for this input is kept: `((node,), key)`."""
+    """Where a cached node's result for this input is kept: `(namespace, key)`, the namespace
+    LangGraph's (`graphs.cache.node_namespace`: its function's identity and its name)."""
     assert spec.cache is not None
     key = spec.cache.key_func(state)
-    return (spec.name,), key.hex() if isinstance(key, bytes) else str(key)
+    return spec.cache_namespace, key.hex() if isinstance(key, bytes) else str(key)
 
 
 def _models_report_to(task: Task, state: Any) -> Token[Any]:
@@ -588,16 +622,22 @@ def _models_report_to(task: Task, state: Any) -> Token[Any]:
     from langchain_core.runnables.config import var_child_runnable_config
 
     messages = task.run.messages
-    handler = messages.task_started(task, state) if messages is not None else None
+    handlers: list[Any] = []
+    if messages is not None:
+        handlers.append(messages.task_started(task, state))
+    if task.watched:  # its events refresh the node's idle timeout
+        from .func._timeout import progress_handler
+
+        handlers.append(progress_handler(task))
     outer = var_child_runnable_config.get() or {}
     callbacks = outer.get("callbacks") if task.traced is None else task.traced.get_child()
     if callbacks is None:
-        merged: Any = [handler]
+        merged: Any = handlers
     elif isinstance(callbacks, list):
-        merged = [*callbacks, handler] if handler is not None else callbacks
+        merged = [*callbacks, *handlers]
     else:  # a callback manager: its copy, with the stream's handler too
         merged = callbacks.copy()
-        if handler is not None:
+        for handler in handlers:
             merged.add_handler(handler, inherit=True)
     return var_child_runnable_config.set({**outer, "callbacks": merged})
 

@@ -9,6 +9,7 @@ import typing
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, get_origin
 
 from ._context import _current
@@ -23,7 +24,7 @@ from ._schema import (
     schema_keys,
 )
 from .errors import GraphSetupError, InvalidCheckpointerError, NodeError
-from .types import END, START, Command, RetryPolicy, Send
+from .types import END, START, Command, RetryPolicy, Send, TimeoutPolicy
 
 if TYPE_CHECKING:
     from .cache import BaseCache, CachePolicy
@@ -75,6 +76,23 @@ class NodeSpec:
     given: Any = None
     """What `add_node` was given: the function, the object with `invoke`, or the compiled
     graph (None for a spec graphs made itself; then `fn` is the function)."""
+    timeout: TimeoutPolicy | None = None
+    """How long each attempt may run (`add_node(timeout=)`, LangGraph's
+    `StateNodeSpec.timeout`): past it, the attempt is cancelled and fails with
+    `NodeTimeoutError`. Async nodes only."""
+
+    @property
+    def cache_namespace(self) -> tuple[str, ...]:
+        """Where its results are cached: LangGraph's namespace, its function's identity
+        (`"module.qualname"` of what `add_node` was given) and its name."""
+        from .cache import node_namespace
+
+        return node_namespace(self.name, self.fn if self.given is None else self.given)
+
+    @property
+    def timeable(self) -> bool:
+        """Its code can be cancelled: an async function, or an object with `ainvoke`."""
+        return self.is_async or self.afn is not None
 
     @property
     def runnable(self) -> Any:
@@ -473,6 +491,7 @@ class StateGraph:
         defer: bool = False,
         cache_policy: CachePolicy | None = None,
         error_handler: Callable[..., Any] | SupportsInvoke | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
     ) -> StateGraph:
         """Add a node: `fn(state)`, `fn(state, config)` or `fn(state, *, config)`, sync or
         async, returning a dict update (or a `Command`). An object with `invoke(state, config)`
@@ -511,6 +530,14 @@ class StateGraph:
         node's own edges do not follow a failure). The failure is saved first: if the handler
         fails or pauses, the resume runs the handler again, not the node. A failing handler
         fails the run.
+
+        `timeout`: seconds (or a `timedelta`) each attempt may run, or a `TimeoutPolicy` with
+        a `run_timeout` and an `idle_timeout` that progress refreshes (`runtime.heartbeat()`,
+        stream writes, `@task` calls, langchain_core callback events). Past it, the attempt is
+        cancelled and fails with `NodeTimeoutError`, which `retry_policy` retries by default
+        (each retry has the whole timeout again). Async nodes only, as LangGraph's: `compile`
+        refuses a timeout on a sync node with a `ValueError`, since Python cannot stop a
+        thread that runs sync code.
         """
         if fn is None:
             if not callable(name) and not _is_runnable(name):
@@ -532,6 +559,7 @@ class StateGraph:
             raise GraphSetupError(
                 f"node {name!r}: retry_policy must be a RetryPolicy, got {retry_policy!r}"
             )
+        limit = TimeoutPolicy.coerce(timeout)
         if isinstance(destinations, str):
             destinations = [destinations]
         labels = dict(destinations) if isinstance(destinations, Mapping) else None
@@ -572,6 +600,7 @@ class StateGraph:
             labels,
             handler,
             given,
+            limit,
         )
         return self
 
@@ -590,27 +619,24 @@ class StateGraph:
         retry_policy: RetryPolicy | None = None,
         cache_policy: CachePolicy | None = None,
         error_handler: Callable[..., Any] | SupportsInvoke | None = None,
-        timeout: Any = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
     ) -> StateGraph:
         """Policies for every node that does not set its own in `add_node`, applied when the
         graph is compiled (so before or after the nodes are added), as LangGraph's.
 
         `error_handler` runs (as `__default_error_handler__`) for any node without one of its
         own; a handler that fails is not handled again. Not inherited by subgraphs.
-        `timeout`: graphs has no per-node timeout (refused); a compiled graph's
-        `step_timeout` bounds each step.
+        `timeout` (as `add_node`'s) applies to every node, error handlers too, as LangGraph's:
+        `compile` then refuses a graph with a sync node.
         """
-        if timeout is not None:
-            raise GraphSetupError(
-                "set_node_defaults(timeout=...): graphs has no per-node timeout; set the "
-                "compiled graph's step_timeout (seconds a step may run under ainvoke)"
-            )
+        limit = TimeoutPolicy.coerce(timeout)
         if retry_policy is not None and not isinstance(retry_policy, RetryPolicy):
             raise GraphSetupError(f"retry_policy must be a RetryPolicy, got {retry_policy!r}")
         for key, value in (
             ("retry_policy", retry_policy),
             ("cache_policy", cache_policy),
             ("error_handler", error_handler),
+            ("timeout", limit),
         ):
             if value is not None:
                 self.node_defaults[key] = value
@@ -622,7 +648,7 @@ class StateGraph:
         if not defaults:
             return dict(self.nodes)
         retry, cache = defaults.get("retry_policy"), defaults.get("cache_policy")
-        fallback = defaults.get("error_handler")
+        fallback, limit = defaults.get("error_handler"), defaults.get("timeout")
         nodes: dict[str, NodeSpec] = {}
         for name, spec in self.nodes.items():
             changes: dict[str, Any] = {}
@@ -630,10 +656,16 @@ class StateGraph:
                 changes["retry"] = retry
             if cache is not None and spec.cache is None:
                 changes["cache"] = cache
+            if limit is not None and spec.timeout is None:
+                changes["timeout"] = limit
+            if limit is not None and spec.handler is not None and spec.handler.timeout is None:
+                changes["handler"] = dataclasses.replace(spec.handler, timeout=limit)
             if fallback is not None and spec.handler is None:
                 handler = self._handler(
                     "__default_error_handler__", fallback, spec.reads, spec.index
                 )
+                if limit is not None:
+                    handler = dataclasses.replace(handler, timeout=limit)
                 changes["handler"] = handler
                 changes["destinations"] = (
                     *spec.destinations,
@@ -847,6 +879,11 @@ class StateGraph:
             check(target, f"edge {list(sources)!r} -> {target!r}", "ending")
         nodes = self._with_defaults()
         for spec in nodes.values():
+            for timed in (spec, spec.handler):
+                if timed is not None and timed.timeout is not None and not timed.timeable:
+                    from .func._timeout import refuse_sync
+
+                    raise refuse_sync(timed.name, "Node")
             for dest in spec.destinations:
                 check(dest, f"the destinations of node {spec.name!r}")
         for br in self.branches:

@@ -668,11 +668,17 @@ class CompiledGraph(RunnableMethods):
     def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
         """Drop the cached results of `nodes` (default: every node) from `compile(cache=)`."""
         if self.cache is not None:
-            self.cache.clear([(n,) for n in (nodes if nodes is not None else self.nodes)])
+            self.cache.clear(self._cache_namespaces(nodes))
 
     async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
         if self.cache is not None:
-            await self.cache.aclear([(n,) for n in (nodes if nodes is not None else self.nodes)])
+            await self.cache.aclear(self._cache_namespaces(nodes))
+
+    def _cache_namespaces(self, nodes: Sequence[str] | None) -> list[tuple[str, ...]]:
+        """Where the results of `nodes` (default: every node) are cached; a name that is not
+        a node of this graph has none, as in LangGraph."""
+        names = nodes if nodes is not None else list(self.nodes)
+        return [self.nodes[n].cache_namespace for n in names if n in self.nodes]
 
     def get_graph(self, config: RunConfig | None = None, *, xray: bool | int = False) -> Graph:
         """The graph's shape as a langchain_core `Graph`, with the nodes and edges LangGraph

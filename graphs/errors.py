@@ -21,7 +21,7 @@ GraphError                        root of everything below
 ├── SerializationError            a value the checkpoint format cannot store
 ├── SideEffectUnknownError        a `once()` effect started but its outcome was never recorded
 │   └── SideEffectUnrecordedError an effect ran, but the database stayed down for its record
-├── NodeTimeoutError              an async task or entrypoint ran past its `timeout=`
+├── NodeTimeoutError              an async node, task or entrypoint ran past its `timeout=`
 ├── RecordedNodeError             a node's error read back from a checkpoint (for an error handler)
 └── ParentCommand                 carries a subgraph's `Command(graph=Command.PARENT)` to its parent
 ```
@@ -369,7 +369,7 @@ class ParentCommand(GraphError):
 
 
 class NodeTimeoutError(GraphError):
-    """An attempt of an async `@task` or `@entrypoint` ran past its `timeout=`
+    """An attempt of an async node, `@task` or `@entrypoint` ran past its `timeout=`
     (`TimeoutPolicy`), and was cancelled. Not a `TimeoutError` (an `OSError`, which the default
     retry rule does not retry): a `retry_policy` retries it by default, as LangGraph's.
 

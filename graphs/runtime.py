@@ -67,8 +67,8 @@ class Runtime(Generic[ContextT]):
     execution_info: ExecutionInfo | None = None
     """The thread, task and checkpoint the node runs in."""
     heartbeat: Callable[[], None] = _no_heartbeat
-    """Records progress for the `idle_timeout` of the async `@task` or `@entrypoint` it runs
-    in (`timeout=TimeoutPolicy(idle_timeout=...)`); does nothing elsewhere."""
+    """Records progress for the `idle_timeout` of the async node, `@task` or `@entrypoint` it
+    runs in (`timeout=TimeoutPolicy(idle_timeout=...)`); does nothing elsewhere."""
 
 
 def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[ContextT]:

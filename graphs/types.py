@@ -229,19 +229,23 @@ def _seconds(value: float | timedelta | None, *, field: str) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class TimeoutPolicy:
-    """How long one attempt of an async `@task` or `@entrypoint` may run (their `timeout=`).
+    """How long one attempt of an async node, `@task` or `@entrypoint` may run (their
+    `timeout=`; `add_node(timeout=)`, `set_node_defaults(timeout=)`).
 
     Past it, the attempt is cancelled and `NodeTimeoutError` is raised in it, which its
     `retry_policy` may retry (the default rule does). A number or `timedelta` given as
-    `timeout=` is a `run_timeout`. Only async functions can be timed out: a sync one cannot be
-    stopped, so `timeout=` on one is refused when it is decorated.
+    `timeout=` is a `run_timeout`. Only async code can be timed out: a thread running sync code
+    cannot be stopped, so `timeout=` on a sync function is refused when it is decorated, and on
+    a sync node when the graph is compiled.
     """
 
     run_timeout: float | timedelta | None = None
     """Seconds an attempt may run in all, whatever it does."""
     idle_timeout: float | timedelta | None = None
     """Seconds an attempt may go without progress: a `runtime.heartbeat()`, and (with
-    `refresh_on="auto"`) a chunk written to the stream writer or a `@task` call it makes."""
+    `refresh_on="auto"`) a chunk written to the stream writer, a `@task` call it makes, a
+    `push_message()`, a langchain_core callback event of its code (a model's tokens), a node
+    starting or a chunk streamed in a subgraph it runs."""
     refresh_on: Literal["auto", "heartbeat"] = "auto"
     """What counts as progress for `idle_timeout`: `"auto"` (the default) the signals above,
     `"heartbeat"` only `runtime.heartbeat()`."""

@@ -8,6 +8,12 @@ SQLAlchemy, so this module does not import it.
 
 Cache only pure nodes: a cached node's side effects, `interrupt()` and `once()` calls do not
 happen on a hit.
+
+An entry's namespace is LangGraph's: `("__pregel_ns_writes", "module.qualname", node)`, the
+node's function identity then its name (`"__dynamic__"` for an object or graph given as a
+node), so graphs sharing one cache database do not take each other's results even where they
+reuse a node name for another function; a `@task`'s is `("__pregel_ns_writes",
+"module.qualname")`. Renaming or moving a cached function starts its cache afresh.
 """
 
 from __future__ import annotations
@@ -24,6 +30,39 @@ __all__ = ["BaseCache", "CachePolicy", "InMemoryCache", "default_cache_key"]
 
 Namespace = tuple[str, ...]
 FullKey = tuple[Namespace, str]
+
+CACHE_NS_WRITES = "__pregel_ns_writes"
+"""The first part of each namespace graphs caches results under (LangGraph's)."""
+DYNAMIC = "__dynamic__"
+"""The identity of something without a module and qualified name (an object, a graph)."""
+
+
+def identifier(obj: Any) -> str | None:
+    """`"module.qualname"` of a function (or class), as LangGraph's cache namespaces name it;
+    None for what has none (an instance, a compiled graph)."""
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    module = getattr(obj, "__module__", None)
+    if not isinstance(name, str) or not isinstance(module, str):
+        return None
+    return f"{module}.{name}"
+
+
+def node_namespace(name: str, fn: Any) -> Namespace:
+    """Where the node `name`, running `fn` (what `add_node` was given), caches its results."""
+    return (CACHE_NS_WRITES, identifier(fn) or DYNAMIC, name)
+
+
+def task_namespace(fn: Any) -> Namespace:
+    """Where a `@task` of the function `fn` caches its results."""
+    return (CACHE_NS_WRITES, identifier(fn) or DYNAMIC)
+
+
+def whose(namespace: Namespace) -> str:
+    """What caches under `namespace`, for a message: a node's name, a task's function, or the
+    namespace's parts."""
+    if namespace[:1] == (CACHE_NS_WRITES,) and len(namespace) in (2, 3):
+        return namespace[-1]
+    return ".".join(namespace) or "()"
 
 
 def default_cache_key(*args: Any, **kwargs: Any) -> str:

@@ -36,7 +36,7 @@ from ..checkpoint._sql.engine import _Tx
 from ..checkpoint._sql.statements import _DIALECTS
 from ..checkpoint._sql.tableset import SQLTableSet
 from ..errors import SerializationError
-from . import BaseCache, FullKey, Namespace
+from . import BaseCache, FullKey, Namespace, whose
 from ._tables import SCHEMA_REVISION, VERSION_TABLE
 
 __all__ = ["SQLCache"]
@@ -187,7 +187,7 @@ def _rows(pairs: Mapping[FullKey, tuple[Any, int | None]], now: float) -> list[_
         try:
             text = serde.dumps_record(value)
         except (SerializationError, ValueError) as e:
-            where = ".".join(namespace) or "()"
+            where = whose(namespace)
             raise SerializationError(
                 f"cannot cache the result of {where!r} (key {key!r}): the SQL cache stores "
                 f"results as checkpoints are stored, and {e}"

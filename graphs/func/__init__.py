@@ -187,10 +187,13 @@ class entrypoint(Generic[ContextT]):  # LangGraph's name, a class in lower case
         if cache is not None:  # keyed by the input alone, as LangGraph's (not `previous`)
             key_func = cache.key_func
             cache = CachePolicy(key_func=lambda state: key_func(state[0]), ttl=cache.ttl)
-        node = make_node(func, self.timeout)
-        builder.add_node(name, node, retry_policy=self.retry_policy, cache_policy=cache)
+        node = make_node(func)
+        builder.add_node(
+            name, node, retry_policy=self.retry_policy, cache_policy=cache, timeout=self.timeout
+        )
         spec = builder.nodes[name]
-        builder.nodes[name] = dataclasses.replace(spec, reads=read_input)
+        # Its `runnable.func` and cache namespace are the user's function, as in LangGraph.
+        builder.nodes[name] = dataclasses.replace(spec, reads=read_input, given=func)
         builder.add_edge(START, name)
         builder.add_edge(name, END)
         options: dict[str, Any] = {"store": self.store, "cache": self.cache, "name": name}

@@ -59,7 +59,8 @@ class CallTask(Task):
 
     def __init__(self, owner: Task, key: str, name: str) -> None:
         for slot in Task.__slots__:
-            setattr(self, slot, getattr(owner, slot))
+            if slot != "__weakref__":
+                setattr(self, slot, getattr(owner, slot))
         self.owner = owner
         """The node's task: where the call's result and its `once()` records are saved."""
         self.key = key
@@ -158,8 +159,10 @@ class TaskFunction(Generic[T]):
         if self.cache_policy is not None:
             await cache.aclear([self._cache_ns()])
 
-    def _cache_ns(self) -> tuple[str]:
-        return (f"task:{self.name}",)
+    def _cache_ns(self) -> tuple[str, ...]:
+        from ..cache import task_namespace
+
+        return task_namespace(self.func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> TaskFuture[T]:
         caller = _current.get()

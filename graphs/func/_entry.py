@@ -20,11 +20,9 @@ from .._loop import Run
 from .._schema import ROOT, Channel
 from ..compiled import CompiledGraph
 from ._call import await_for, gathered, wait_for
-from ._timeout import Clock, timed
 
 if TYPE_CHECKING:
     from .._task import Task
-    from ..types import TimeoutPolicy
 
 R = TypeVar("R")
 S = TypeVar("S")
@@ -116,11 +114,9 @@ def _jsonschema(annotation: Any, title: str) -> dict[str, Any]:
     return {**schema, "title": schema.get("title", title)}
 
 
-def make_node(
-    func: Callable[..., Any], timeout: TimeoutPolicy | None = None
-) -> Callable[[Any], Any]:
-    """The entrypoint's node: calls `func(input, **injected)` and returns a `Final`; under
-    `timeout` (an async function's), each attempt is cancelled once it runs out."""
+def make_node(func: Callable[..., Any]) -> Callable[[Any], Any]:
+    """The entrypoint's node: calls `func(input, **injected)` and returns a `Final` (its
+    `timeout=` is the node's: the task runs it under its `Clock`)."""
     params = inspect.signature(func).parameters
     if not params:
         raise TypeError(
@@ -150,21 +146,13 @@ def make_node(
     if inspect.iscoroutinefunction(func):
 
         async def anode(state: tuple[Any, Any]) -> Any:
-            task = _current.get()
-            assert task is not None  # the node runs as a task
-            if timeout is not None:
-                task.clock = Clock(timeout)  # before its writer and runtime are made
             value, kwargs, task = call_args(state)
             try:
-                if timeout is None:
-                    out = await func(value, **kwargs)
-                else:
-                    out = await timed(func.__name__, task.clock, func(value, **kwargs))
+                out = await func(value, **kwargs)
             except Pause as pause:
                 await await_for(task.calls)
                 raise gathered(pause, task.calls) from None
             finally:
-                task.clock = None
                 await await_for(task.calls)
             return out if isinstance(out, Final) else Final(out, out)
 

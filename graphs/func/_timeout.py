@@ -2,17 +2,21 @@
 it once its `TimeoutPolicy` runs out, and raises `NodeTimeoutError` in its place.
 
 The attempt's `Clock` sits on its task (`Task.clock`), where the progress signals reach it:
-`runtime.heartbeat()`, and under `refresh_on="auto"` a chunk handed to the stream writer and a
-`@task` call made inside it.
+`runtime.heartbeat()`, and under `refresh_on="auto"` a chunk handed to the stream writer, a
+`@task` call made inside it, a `push_message()`, a langchain_core callback event of code it
+runs (a model's start, each token, its end; a tool's, a retriever's, a chain's, a custom
+event), and a chunk streamed or a node started by a subgraph it runs, as LangGraph's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import NodeTimeoutError
 from ..types import TimeoutPolicy
@@ -61,6 +65,49 @@ class Clock:
             base(chunk)
 
         return write
+
+
+@functools.cache
+def _handler_class() -> type:
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Progress(BaseCallbackHandler):
+        """Every callback event of the code a timed node runs is progress of its attempt."""
+
+        run_inline = True  # in the event's own order, not from a thread pool
+
+        def __init__(self, task: Any) -> None:
+            self._task = weakref.ref(task)  # an outliving callback manager keeps no task
+
+        def _touch(self, *args: Any, **kwargs: Any) -> None:
+            task = self._task()
+            clock = None if task is None else task.clock
+            if clock is not None:
+                clock.progress()
+
+        on_llm_start = on_chat_model_start = on_llm_new_token = on_llm_end = on_llm_error = _touch
+        on_chain_start = on_chain_end = on_chain_error = _touch
+        on_tool_start = on_tool_end = on_tool_error = _touch
+        on_retriever_start = on_retriever_end = on_retriever_error = _touch
+        on_agent_action = on_agent_finish = on_text = on_retry = on_custom_event = _touch
+
+    return Progress
+
+
+def progress_handler(task: Any) -> Any:
+    """A langchain_core callback handler under which each event is progress of `task`'s
+    attempt (its `clock`, read when the event comes, so set or not yet)."""
+    return _handler_class()(task)
+
+
+def enclosing_progress(run: Any) -> None:
+    """Something happened in `run`, a subgraph's run: progress of each timed task that runs
+    it, at every level up."""
+    task = run.parent
+    while task is not None:
+        if task.clock is not None:
+            task.clock.progress()
+        task = task.run.parent
 
 
 async def timed(name: str, clock: Clock, attempt: Awaitable[T]) -> T:

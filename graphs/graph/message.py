@@ -312,6 +312,8 @@ def push_message(
             "tell it apart from others: AIMessage(..., id=str(uuid.uuid4()))"
         )
     run = task.run
+    if task.clock is not None:
+        task.clock.progress()  # a write: progress for an idle timeout, as LangGraph's
     if run.messages is not None:
         run.messages.emit(found, task_metadata(task, run.step + 1), dedupe=False)
     if state_key:

@@ -156,10 +156,11 @@ def test_an_entry_is_not_returned_after_its_ttl_and_is_deleted(
     assert asyncio.run(cache.aget([(("other",), "k"), (("kept",), "k")])) == {
         (("kept",), "k"): "kept"
     }
+    here = "test_cache_sql._app.<locals>"
     assert sorted(rows(url, "SELECT namespace, expires_at FROM cache_entries")) == [
-        ('["double"]', now[0] - 11 + 60),
+        (f'["__pregel_ns_writes","{here}.double","double"]', now[0] - 11 + 60),
+        (f'["__pregel_ns_writes","{here}.triple","triple"]', now[0] - 11 + 60),
         ('["kept"]', None),
-        ('["triple"]', now[0] - 11 + 60),
     ]
     now[0] += 60
     cache.set({(("new",), "k"): (1, None)})  # a set deletes what expired
@@ -194,7 +195,7 @@ def test_a_clear_in_one_process_is_seen_by_the_next(url: str, tmp_path: Path) ->
     log = tmp_path / "runs.log"
     python(_RUN, url, str(log))
     with SQLCache.from_conn_string(url) as cache:
-        cache.clear([("slow",)])
+        cache.clear([("__pregel_ns_writes", "__main__.slow", "slow")])  # LangGraph's namespace
     assert json.loads(python(_RUN, url, str(log))) == [{"slow": {"y": 40}}]
     assert log.read_text() == "ran 4\nran 4\n"
 
@@ -299,3 +300,57 @@ def test_a_cache_on_a_saver_shares_its_database(tmp_path: Path) -> None:
     with SQLCache.from_conn_string(url) as reader:
         _app(reader, calls).invoke({"x": 2})
     assert calls == ["triple:2", "double:6"]
+
+
+# Two graphs of two programs share one cache file; each names a node "score", for another
+# function. argv: the SQLite file, which program ("a" or "b"), a log file.
+_SHARED = """
+import json, sys
+from typing import TypedDict
+from graphs import END, START, StateGraph
+from graphs.cache.sql import SQLCache
+from graphs.types import CachePolicy
+
+class S(TypedDict, total=False):
+    x: int
+    y: int
+
+def by_ten(state):
+    with open(sys.argv[3], "a") as log:
+        log.write("by_ten ran\\n")
+    return {"y": state["x"] * 10}
+
+def plus_one(state):
+    with open(sys.argv[3], "a") as log:
+        log.write("plus_one ran\\n")
+    return {"y": state["x"] + 1}
+
+cache = SQLCache(sys.argv[1])
+cache.setup()
+g = StateGraph(S)
+g.add_node("score", by_ten if sys.argv[2] == "a" else plus_one, cache_policy=CachePolicy())
+g.add_edge(START, "score").add_edge("score", END)
+app = g.compile(cache=cache)
+out = app.invoke({"x": 4})
+if len(sys.argv) > 4:
+    app.clear_cache()
+print(json.dumps(out))
+"""
+
+
+def test_graphs_sharing_a_cache_file_keep_apart_nodes_of_one_name_and_other_functions(
+    tmp_path: Path,
+) -> None:
+    url, log = f"sqlite:///{tmp_path / 'shared.db'}", tmp_path / "runs.log"
+    assert json.loads(python(_SHARED, url, "a", str(log))) == {"x": 4, "y": 40}
+    assert json.loads(python(_SHARED, url, "b", str(log))) == {"x": 4, "y": 5}  # not a's 40
+    assert json.loads(python(_SHARED, url, "a", str(log))) == {"x": 4, "y": 40}  # a's hit
+    assert json.loads(python(_SHARED, url, "b", str(log))) == {"x": 4, "y": 5}  # b's hit
+    assert log.read_text() == "by_ten ran\nplus_one ran\n"
+    spaces = sorted(ns for (ns,) in rows(url, "SELECT namespace FROM cache_entries"))
+    assert spaces == [
+        '["__pregel_ns_writes","__main__.by_ten","score"]',
+        '["__pregel_ns_writes","__main__.plus_one","score"]',
+    ]
+    python(_SHARED, url, "b", str(log), "clear")  # clear_cache() drops b's entries only
+    assert [ns for (ns,) in rows(url, "SELECT namespace FROM cache_entries")] == [spaces[0]]

@@ -10,7 +10,7 @@ import pytest
 from graphs import END, START, Command, StateGraph, interrupt
 from graphs import _task as task_module
 from graphs.checkpoint.base import BaseCheckpointSaver
-from graphs.errors import GraphSetupError, NodeError, RecordedNodeError
+from graphs.errors import NodeError, RecordedNodeError
 from graphs.types import RetryPolicy
 from tests.graphs.checkpoint.test_contract import saver_fixture
 
@@ -178,8 +178,6 @@ def test_set_node_defaults_gives_nodes_without_their_own_a_handler_and_a_retry(
     )
     assert g.compile().invoke({"log": []}) == {"log": ["default handled a", "own handled b"]}
     assert attempts == ["a", "a", "b", "b"]
-    with pytest.raises(GraphSetupError, match="no per-node timeout"):
-        g.set_node_defaults(timeout=5)
 
 
 def test_a_default_handler_that_fails_is_not_handled_again() -> None:

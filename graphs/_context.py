@@ -148,8 +148,10 @@ def _outcome_deadline(task: Task, started: Any) -> float | None:
     return float(at) + float(wait) + RECORD_MAX_PAUSE
 
 
-def _unknown(task: Task, key: str) -> SideEffectUnknownError:
-    return SideEffectUnknownError(task.run.thread_id, key)
+def _unknown(task: Task, key: str, since: float | None) -> SideEffectUnknownError:
+    """`since`: when this attempt began waiting for another run's outcome (None: it did not)."""
+    waited = None if since is None else time.monotonic() - since
+    return SideEffectUnknownError(task.run.thread_id, key, waited=waited)
 
 
 def _started(record_wait: float) -> dict[str, float]:
@@ -196,10 +198,10 @@ def once(
     task = _task("once")
     record = _once_lookup(task, key)
     if record is not None and record[0] == "started" and not retry_unknown:
-        until = _outcome_deadline(task, record[1])
+        until, since = _outcome_deadline(task, record[1]), time.monotonic()
         record = None if until is None else task.await_outcome(key, until)
         if record is None:
-            raise _unknown(task, key)
+            raise _unknown(task, key, None if until is None else since)
     if record is not None and record[0] == "done":
         # What `fn` returned on an earlier attempt, read back from the checkpoint.
         return cast(T, record[1])
@@ -237,10 +239,10 @@ async def aonce(
     task = _task("aonce")
     record = _once_lookup(task, key)
     if record is not None and record[0] == "started" and not retry_unknown:
-        until = _outcome_deadline(task, record[1])
+        until, since = _outcome_deadline(task, record[1]), time.monotonic()
         record = None if until is None else await task.aawait_outcome(key, until)
         if record is None:
-            raise _unknown(task, key)
+            raise _unknown(task, key, None if until is None else since)
     if record is not None and record[0] == "done":
         # What `fn` returned on an earlier attempt, read back from the checkpoint.
         return cast(T, record[1])

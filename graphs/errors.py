@@ -279,24 +279,39 @@ class SerializationError(GraphError, TypeError):
 class SideEffectUnknownError(GraphError, RuntimeError):
     """A `once()` effect was started on an earlier attempt, but its outcome was never recorded.
 
-    The process died after the effect began and before its result was recorded. It may or may
-    not have happened. Check the outside system; if it did not happen, call
+    The attempt that started it stopped after the effect began and before its result was
+    recorded (its process died, or the database stayed down for the record). On PostgreSQL,
+    where the run that started it may still be going on elsewhere after losing its thread lock,
+    this attempt first waited for that run's outcome (`waited`), and none came. The effect may
+    or may not have happened. Check the outside system; if it did not happen, call
     `once(..., retry_unknown=True)` to run it again on purpose (an effect that raised is not
     this error: its failure is recorded and the next attempt simply runs it again).
 
     Attributes:
         thread_id: the thread.
         key: the `once()` key.
+        waited: seconds this attempt waited for another run's outcome (None: it did not wait).
     """
 
-    def __init__(self, thread_id: str | None, key: str) -> None:
+    def __init__(self, thread_id: str | None, key: str, *, waited: float | None = None) -> None:
+        if waited is None:
+            how = (
+                "was started on an earlier attempt and its outcome was never recorded (that "
+                "attempt crashed, or the database stayed down for the record)"
+            )
+        else:
+            how = (
+                "was started by an earlier attempt or another replica's run, and no outcome "
+                f"was recorded in the {waited:.1f}s waited for it (that run stopped, or lost "
+                "the database)"
+            )
         super().__init__(
-            f"Side effect {key!r} on thread {thread_id!r} was started before a crash and its "
-            "outcome is unknown; check whether it happened, then rerun with "
-            "once(..., retry_unknown=True) if it did not."
+            f"Side effect {key!r} on thread {thread_id!r} {how}; check whether it happened, "
+            "then rerun with once(..., retry_unknown=True) if it did not."
         )
         self.thread_id = thread_id
         self.key = key
+        self.waited = waited
 
 
 class SideEffectUnrecordedError(SideEffectUnknownError):

@@ -164,10 +164,12 @@ def test_an_effect_started_but_not_recorded_is_not_run_again_blindly() -> None:
     with pytest.raises(SideEffectUnknownError) as info:
         charging_graph(saver, charges).invoke(None, config())
     assert str(info.value) == (
-        "Side effect 'charge' on thread 't' was started before a crash and its outcome is "
-        "unknown; check whether it happened, then rerun with once(..., retry_unknown=True) if "
+        "Side effect 'charge' on thread 't' was started on an earlier attempt and its outcome "
+        "was never recorded (that attempt crashed, or the database stayed down for the "
+        "record); check whether it happened, then rerun with once(..., retry_unknown=True) if "
         "it did not."
     )
+    assert info.value.waited is None
     assert (info.value.thread_id, info.value.key) == ("t", "charge")
     assert charges == ["Ada"]
 

@@ -360,4 +360,9 @@ async def test_a_refund_whose_run_died_is_called_unknown_once_its_record_wait_is
     assert type(unknown.value) is SideEffectUnknownError
     assert unknown.value.key == "refund"
     assert 0.3 < waited < 10
+    # It says it waited for another run, and how long: not "a crash" it cannot know of.
+    assert unknown.value.waited is not None and 0.3 < unknown.value.waited <= waited
+    assert f"no outcome was recorded in the {unknown.value.waited:.1f}s waited for it" in str(
+        unknown.value
+    )
     assert sent == ["Ada"]

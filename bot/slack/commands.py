@@ -173,7 +173,10 @@ class Commands(Listener):
                 request_key=trigger_id,  # one command, one run: a replay starts nothing
             )
             settled = [await self.signoff.get(a) for a in report.approvals]
-            text = messages.run_started(workflow, report.thread_id, report.status, settled)
+            if report.status == "running" and report.error:  # handed to the worker
+                text = messages.run_handed_over(workflow, report.thread_id)
+            else:
+                text = messages.run_started(workflow, report.thread_id, report.status, settled)
         except AlreadyStartedError as e:
             log.warning(
                 "/agent run by %s was sent again (trigger %s): not started", user, trigger_id

@@ -646,6 +646,18 @@ def run_started(
     return f"{emoji} {started}: {escape(status_word(status))}."
 
 
+def run_handed_over(workflow: str, thread_id: str) -> str:
+    """`/agent run` whose start met the database busy or unreachable after the run was recorded:
+    the worker carries it on (the API's 202). Said so, lest the person start a second run."""
+    return (
+        f"{RUN_STATUS_EMOJI['running']} Started {code(workflow)} as {code(thread_id)}: it is "
+        "recorded, and goes on by itself. The database was too busy to carry it on just now, "
+        "so it continues from where it stopped as soon as there is room (its approval cards "
+        "are posted then). Nothing needs doing: do not start it again, that would start a "
+        "second run."
+    )
+
+
 def command_error(detail: str) -> str:
     return f"⚠️ {escape(detail)}\n{usage_line()}"
 

@@ -13,9 +13,11 @@ through the real Bolt app and the Slack stand-in (`tests.kit.scenario`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -24,6 +26,7 @@ from bot.approvals import tables as t
 from bot.sandbox.processes import CHANNEL
 from bot.slack import messages
 from bot.slack.payloads import APPROVE, REASON_BLOCK, REJECT, RUN_CANCEL, RUN_RETRY
+from tests.kit import flows
 from tests.kit.e2e import text_of
 from tests.kit.scenario import POLICY, Scenario, running_scenario
 
@@ -330,3 +333,46 @@ async def test_a_failure_whose_card_is_elsewhere_is_told_without_a_second_set_of
     assert notice.thread_ts is None and buttons_of(notice) == []
     link = f"/archives/{CHANNEL}/p{failed.ts.replace('.', '')}?thread_ts={moved.message_ts}"
     assert f"{link}&cid={CHANNEL}|Retry or cancel it in the card's thread>" in notice.text
+
+
+CROWDING_POLICY = (
+    POLICY
+    + """
+[workflows.crowding]
+path = "tests.kit.flows:build_crowding"
+starters = ["U0CAROL"]
+"""
+)
+
+
+async def test_a_run_handed_over_when_the_database_was_full_says_it_goes_on_and_not_to_rerun(
+    tmp_path: Path,
+) -> None:
+    """The run's row is recorded, then every pooled connection is taken before its next
+    checkpoint: the start is handed to the worker (the API's 202). The person who typed
+    `/agent run` hears that it was recorded and goes on by itself, not a bare "running" that
+    invites a second start."""
+    async with running_scenario(tmp_path, CROWDING_POLICY) as bot:
+        engine: Any = bot.signoff.db.engine
+        pool = engine.sync_engine.pool
+        pool._timeout = 0.5  # a request waits half a second for a connection, not 30
+        async with contextlib.AsyncExitStack() as held:
+
+            async def crowd() -> None:
+                for _ in range(pool.size() + pool._max_overflow):
+                    await held.enter_async_context(engine.connect())
+
+            flows.CROWD.append(crowd)
+            await bot.slack.command(
+                "carol", CHANNEL, 'run crowding action=send_refund args={"amount":3}'
+            )
+            for _ in range(200):
+                if said_to(bot, CAROL):
+                    break
+                await asyncio.sleep(0.05)
+        ((source, text),) = said_to(bot, CAROL)
+        (thread_id,) = await thread_ids(bot)
+        assert source == "response_url"
+        assert text == messages.run_handed_over("crowding", thread_id)
+        assert "recorded" in text and "do not start it again" in text
+        assert (await bot.signoff.run_info(thread_id) or {})["status"] == "running"

@@ -43,13 +43,28 @@ def inner() -> Any:
     return b.compile()
 
 
+def parent(review: Any, saver: BaseCheckpointSaver) -> Any:
+    """A parent graph whose one node, `review`, is `review`: a compiled subgraph, or a function
+    that calls one."""
+    b = StateGraph(State)
+    b.add_node("review", review)
+    b.add_edge(START, "review")
+    return b.compile(checkpointer=saver)
+
+
+def calling(sub: Any) -> Any:
+    """A node function that runs `sub` on the node's whole state."""
+
+    def review(state: State) -> State:
+        return sub.invoke(state)
+
+    return review
+
+
 def test_a_paused_subgraph_s_snapshot_shows_its_finished_sibling_s_writes(
     saver: BaseCheckpointSaver,
 ) -> None:
-    b = StateGraph(State)
-    b.add_node("review", inner())
-    b.add_edge(START, "review")
-    graph = b.compile(checkpointer=saver)
+    graph = parent(inner(), saver)
     with pytest.raises(GraphInterrupt):
         graph.invoke({"notes": ["start"]}, config())
 
@@ -70,15 +85,7 @@ def test_a_paused_subgraph_s_snapshot_shows_its_finished_sibling_s_writes(
 def test_a_pending_task_whose_function_calls_a_subgraph_has_its_state_config(
     saver: BaseCheckpointSaver,
 ) -> None:
-    sub = inner()
-
-    def review(state: State) -> State:
-        return sub.invoke(state)
-
-    b = StateGraph(State)
-    b.add_node("review", review)
-    b.add_edge(START, "review")
-    graph = b.compile(checkpointer=saver)
+    graph = parent(calling(inner()), saver)
     with pytest.raises(GraphInterrupt):
         graph.invoke({"notes": ["start"]}, config())
 
@@ -94,10 +101,7 @@ def test_a_run_given_a_subgraph_s_config_is_the_parent_s_run_from_its_head(
 ) -> None:
     """As LangGraph: `invoke`/`stream` drop a subgraph's `checkpoint_ns` (and its checkpoint
     id) and run the graph's own thread, which goes on inside the subgraph."""
-    b = StateGraph(State)
-    b.add_node("review", inner())
-    b.add_edge(START, "review")
-    graph = b.compile(checkpointer=saver)
+    graph = parent(inner(), saver)
     with pytest.raises(GraphInterrupt):
         graph.invoke({"notes": ["start"]}, config())
     task = graph.get_state(config()).tasks[0]
@@ -146,15 +150,7 @@ def test_a_run_given_a_kept_subgraph_s_namespace_runs_the_parent(
 def test_the_checkpoints_stream_names_a_called_subgraph_s_state_as_get_state_does(
     saver: BaseCheckpointSaver,
 ) -> None:
-    sub = inner()
-
-    def review(state: State) -> State:
-        return sub.invoke(state)
-
-    b = StateGraph(State)
-    b.add_node("review", review)
-    b.add_edge(START, "review")
-    graph = b.compile(checkpointer=saver)
+    graph = parent(calling(inner()), saver)
     seen = []
     with pytest.raises(GraphInterrupt):
         for chunk in graph.stream({"notes": ["start"]}, config(), stream_mode="checkpoints"):

@@ -17,6 +17,7 @@ from ._context import RECORD_MAX_PAUSE, Pause, _current
 from ._drive import asave_before_once, save_before_once
 from ._events import node_config, task_async, task_sync
 from ._internal._constants import CONFIG_KEY_NODE_FINISHED
+from .cache import entry_key
 from .checkpoint.base import FAILED, ONCE, database_unavailable
 from .errors import NodeError, NodeInterrupt, ParentCommand, SideEffectUnrecordedError
 from .types import PULL, PUSH, Command, Interrupt, RunConfig, Send, TimeoutPolicy
@@ -637,8 +638,7 @@ def cache_key(spec: NodeSpec, state: Any) -> tuple[tuple[str, ...], str]:
     """Where a cached node's result for this input is kept: `(namespace, key)`, the namespace
     LangGraph's (`graphs.cache.node_namespace`: its function's identity and its name)."""
     assert spec.cache is not None
-    key = spec.cache.key_func(state)
-    return spec.cache_namespace, key.hex() if isinstance(key, bytes) else str(key)
+    return spec.cache_namespace, entry_key(spec.cache.key_func(state))
 
 
 def _models_report_to(task: Task, state: Any) -> Token[Any]:

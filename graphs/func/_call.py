@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._context import Pause, _current
 from .._task import Task
+from ..cache import entry_key
 from ..checkpoint.base import CALL
 from ..types import RetryPolicy
 from ._timeout import Clock, timed
@@ -215,8 +216,7 @@ class TaskFunction(Generic[T]):
     def _cache_key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         policy = self.cache_policy
         assert policy is not None
-        key = policy.key_func(*args, **kwargs)
-        return self._cache_ns(), key.hex() if isinstance(key, bytes) else str(key)
+        return self._cache_ns(), entry_key(policy.key_func(*args, **kwargs))
 
     def _run_in_thread(
         self,

@@ -28,7 +28,7 @@ from .._task import Task
 from ..cache import entry_key
 from ..checkpoint.base import CALL
 from ..types import RetryPolicy
-from ._timeout import Clock, timed
+from ._timeout import Clock, timed, watch_events
 
 if TYPE_CHECKING:
     from ..cache import BaseCache, CachePolicy
@@ -267,21 +267,30 @@ class TaskFunction(Generic[T]):
             hit = await cache.aget([key])
             if key in hit:
                 return hit[key]  # type: ignore[no-any-return]
-        failures = 0
-        while True:
-            try:
-                if self.timeout is None:
-                    result: T = await self.func(*args, **kwargs)  # type: ignore[misc]
-                else:
-                    child.clock = Clock(self.timeout)  # this attempt's, seen by its own code
-                    result = await timed(self.name, child.clock, self.func(*args, **kwargs))  # type: ignore[arg-type]
-                break
-            except Exception as e:
-                policy = self._retrying(e, failures)
-                if policy is None:
-                    raise
-                failures += 1
-                await asleep(policy.delay(failures))
+        limit = self.timeout
+        # Its code's callback events (a model's tokens) are progress of its own attempt.
+        token = None
+        if limit is not None and limit.idle_timeout is not None and limit.refresh_on == "auto":
+            token = watch_events(child)
+        try:
+            failures = 0
+            while True:
+                try:
+                    if limit is None:
+                        result: T = await self.func(*args, **kwargs)  # type: ignore[misc]
+                    else:
+                        child.clock = Clock(limit)  # this attempt's, seen by its own code
+                        result = await timed(self.name, child.clock, self.func(*args, **kwargs))  # type: ignore[arg-type]
+                    break
+                except Exception as e:
+                    policy = self._retrying(e, failures)
+                    if policy is None:
+                        raise
+                    failures += 1
+                    await asleep(policy.delay(failures))
+        finally:
+            if token is not None:
+                token.var.reset(token)
         if cache is not None:
             await cache.aset({key: (result, self.cache_policy.ttl)})  # type: ignore[union-attr]
         return result

@@ -235,8 +235,9 @@ class TimeoutPolicy:
     Past it, the attempt is cancelled and `NodeTimeoutError` is raised in it, which its
     `retry_policy` may retry (the default rule does). A number or `timedelta` given as
     `timeout=` is a `run_timeout`. Only async code can be timed out: a thread running sync code
-    cannot be stopped, so `timeout=` on a sync function is refused when it is decorated, and on
-    a sync node when the graph is compiled.
+    cannot be stopped, so `timeout=` on a sync function is refused when it is decorated, on
+    a sync node when the graph is compiled, and a `Send(timeout=)` to a sync node when its task
+    runs.
     """
 
     run_timeout: float | timedelta | None = None

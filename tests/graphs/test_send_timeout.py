@@ -88,7 +88,7 @@ def test_send_s_timeout_is_a_coerced_policy_in_equality_repr_hash_and_storage() 
 async def test_a_shorter_send_timeout_times_out_that_task_only() -> None:
     sends = [
         Send("work", {"name": "a", "sleep": 0.01}),
-        Send("work", {"name": "slow", "sleep": 2}, timeout=0.05),
+        Send("work", {"name": "slow", "sleep": 2}, timeout=0.2),
         Send("work", {"name": "b", "sleep": 0.01}),
     ]
     app = fan_out(work, sends, timeout=5).compile(checkpointer=InMemorySaver())
@@ -97,15 +97,15 @@ async def test_a_shorter_send_timeout_times_out_that_task_only() -> None:
         await app.ainvoke({"log": []}, cfg())
     assert time.monotonic() - began < 1
     error = caught.value
-    assert (error.node, error.kind, error.timeout) == ("work", "run", 0.05)
-    assert str(error).startswith("Node 'work' exceeded its run timeout of 0.050s")
+    assert (error.node, error.kind, error.timeout) == ("work", "run", 0.2)
+    assert str(error).startswith("Node 'work' exceeded its run timeout of 0.200s")
     tasks = (await app.aget_state(cfg())).tasks
     assert [(t.done, t.result) for t in tasks] == [
         (True, {"log": ["a"]}),
         (False, None),
         (True, {"log": ["b"]}),
     ]
-    assert tasks[1].error is not None and "0.050s" in tasks[1].error
+    assert tasks[1].error is not None and "0.200s" in tasks[1].error
 
 
 def test_a_longer_send_timeout_overrides_the_node_s_short_one() -> None:
@@ -228,7 +228,7 @@ async def test_a_paused_send_keeps_its_timeout_through_a_sqlite_file(tmp_path: P
 
     def build(saver: SQLSaver) -> Any:
         sends = [
-            Send("work", {"name": "timed"}, timeout=0.1),
+            Send("work", {"name": "timed"}, timeout=0.3),
             Send("work", {"name": "plain"}),
         ]
         return fan_out(ask, sends, timeout=5).compile(checkpointer=saver, interrupt_mode="return")
@@ -250,7 +250,7 @@ async def test_a_paused_send_keeps_its_timeout_through_a_sqlite_file(tmp_path: P
         with pytest.raises(NodeTimeoutError) as caught:
             await app.ainvoke(Command(resume={ids["timed"]: "2", ids["plain"]: "0.01"}), cfg())
         assert time.monotonic() - began < 1.5
-        assert (caught.value.node, caught.value.timeout) == ("work", 0.1)
+        assert (caught.value.node, caught.value.timeout) == ("work", 0.3)
         # The untimed Send ran under the node's 5 s and finished.
         tasks = (await app.aget_state(cfg())).tasks
         assert [(t.done, t.result) for t in tasks] == [
@@ -262,7 +262,7 @@ async def test_a_paused_send_keeps_its_timeout_through_a_sqlite_file(tmp_path: P
 
 
 CRASHING = """
-import asyncio, operator, os, sys
+import asyncio, operator, os, sys, time
 from typing import Annotated, TypedDict
 from graphs import END, START, SQLSaver, StateGraph
 from graphs.types import Send
@@ -274,6 +274,7 @@ def build(saver, crash):
     async def work(arg):
         if arg["name"] == "slow":
             if crash:
+                time.sleep(1)  # blocks its loop, so its timeout cannot fire; quick is saved by then
                 os._exit(3)  # the process dies inside the step, closing nothing
             await asyncio.sleep(2)
         return {"log": [arg["name"]]}
@@ -282,7 +283,7 @@ def build(saver, crash):
     g.add_node("work", work, timeout=5)
     g.add_conditional_edges(
         START,
-        lambda s: [Send("work", {"name": "quick"}), Send("work", {"name": "slow"}, timeout=0.1)],
+        lambda s: [Send("work", {"name": "quick"}), Send("work", {"name": "slow"}, timeout=0.3)],
     )
     g.add_edge("work", END)
     return g.compile(checkpointer=saver, interrupt_mode="return")
@@ -323,7 +324,7 @@ def test_a_send_pending_when_the_process_crashed_keeps_its_timeout(tmp_path: Pat
         with pytest.raises(NodeTimeoutError) as caught:
             app.invoke(None, cfg())
         assert time.monotonic() - began < 1.5
-        assert (caught.value.node, caught.value.timeout) == ("work", 0.1)
+        assert (caught.value.node, caught.value.timeout) == ("work", 0.3)
         tasks = app.get_state(cfg()).tasks
         assert [(t.done, t.result) for t in tasks] == [(True, {"log": ["quick"]}), (False, None)]
     finally:

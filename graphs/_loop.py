@@ -50,7 +50,7 @@ from ._schema import DELTA, EPHEMERAL, ROOT, TOPIC, UNTRACKED, Channel, updates_
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
-from ._task import SENDS_CHANNEL, Task
+from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL, Task
 from .checkpoint.base import (
     CALL,
     DONE,
@@ -80,7 +80,17 @@ from .errors import (
     ResumeError,
     SideEffectUnrecordedError,
 )
-from .types import END, OVERWRITE_KEY, START, Command, Interrupt, Overwrite, RunConfig, Send
+from .types import (
+    END,
+    OVERWRITE_KEY,
+    START,
+    Command,
+    Interrupt,
+    Overwrite,
+    RunConfig,
+    Send,
+    TimeoutPolicy,
+)
 
 if TYPE_CHECKING:
     from .checkpoint.base import BaseCheckpointSaver, PendingWrite
@@ -298,6 +308,9 @@ class Run:
             sends = self.internal[SENDS_CHANNEL]
             if task_id in sends:
                 task.arg = sends[task_id]
+                timeouts = self.internal.get(SEND_TIMEOUTS_CHANNEL)
+                if timeouts:
+                    task.send_timeout = timeouts.get(task_id)
         answered: dict[str, Any] = {}
         for channel, value in self.pending.get(task_id, ()):
             if channel == INTERRUPT:
@@ -847,6 +860,7 @@ class Run:
             return
         frontier: list[tuple[str, str]] = []
         sends: dict[str, Any] = {}
+        timeouts: dict[str, TimeoutPolicy] = {}
         for i, n in enumerate(names):
             if isinstance(n, str):
                 frontier.append((n, n if checkpoint_id is None else self.task_id(checkpoint_id, n)))
@@ -855,10 +869,25 @@ class Run:
             task_id = key if checkpoint_id is None else self.task_id(checkpoint_id, key)
             frontier.append((n.node, task_id))
             sends[task_id] = n.arg
+            if n.timeout is not None:
+                timeouts[task_id] = n.timeout
         self.frontier = frontier
         self.internal[SENDS_CHANNEL] = sends
         self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
             self.versions.get(SENDS_CHANNEL, 0) + 1
+        )
+        self.set_send_timeouts(timeouts, new_versions)
+
+    def set_send_timeouts(
+        self, timeouts: dict[str, TimeoutPolicy], new_versions: dict[str, int]
+    ) -> None:
+        """Note the `Send(timeout=)` of each frontier task sent one (a channel saved only
+        while some pending `Send` has a timeout)."""
+        if not timeouts and not self.internal.get(SEND_TIMEOUTS_CHANNEL):
+            return
+        self.internal[SEND_TIMEOUTS_CHANNEL] = timeouts
+        self.versions[SEND_TIMEOUTS_CHANNEL] = new_versions[SEND_TIMEOUTS_CHANNEL] = (
+            self.versions.get(SEND_TIMEOUTS_CHANNEL, 0) + 1
         )
 
     def clear_sends(self, new_versions: dict[str, int]) -> None:
@@ -868,6 +897,7 @@ class Run:
             self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
                 self.versions.get(SENDS_CHANNEL, 0) + 1
             )
+        self.set_send_timeouts({}, new_versions)
 
     def _checkpoint(
         self, checkpoint_id: str, paused: list[str], appended: dict[str, int]
@@ -1659,15 +1689,21 @@ class Run:
                 have.add(n)
         plain.sort(key=lambda pair: nodes[pair[0]].index)
         had = len(sends)
+        timeouts = dict(self.internal.get(SEND_TIMEOUTS_CHANNEL) or {})
+        timed = len(timeouts)
         for i, n in enumerate(g for g in goto if isinstance(g, Send)):
             task_id = self.task_id(self.head_id, f"{n.node}\x00input-send\x00{i}")
             sent.append((n.node, task_id))
             sends[task_id] = n.arg
+            if n.timeout is not None:
+                timeouts[task_id] = n.timeout
         if len(sends) != had:
             self.internal[SENDS_CHANNEL] = sends
             self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
                 self.versions.get(SENDS_CHANNEL, 0) + 1
             )
+        if len(timeouts) != timed:
+            self.set_send_timeouts(timeouts, new_versions)
         self.frontier = plain + sent
 
     def write_input(self, values: Any) -> Loop[None]:
@@ -1698,8 +1734,9 @@ class Run:
         self.restore(source)
         self.head_config = None  # the first checkpoint of this thread: no parent
         sends = self.internal.get(SENDS_CHANNEL) or {}
+        timeouts = self.internal.get(SEND_TIMEOUTS_CHANNEL) or {}
         names: list[str | Send] = [
-            Send(name, sends[task_id]) if task_id in sends else name
+            Send(name, sends[task_id], timeout=timeouts.get(task_id)) if task_id in sends else name
             for name, task_id in self.frontier
         ]
         origin = source.config["configurable"]

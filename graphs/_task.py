@@ -17,9 +17,10 @@ from ._context import RECORD_MAX_PAUSE, Pause, _current
 from ._drive import asave_before_once, save_before_once
 from ._events import node_config, task_async, task_sync
 from ._internal._constants import CONFIG_KEY_NODE_FINISHED
+from .cache import entry_key
 from .checkpoint.base import FAILED, ONCE, database_unavailable
 from .errors import NodeError, NodeInterrupt, ParentCommand, SideEffectUnrecordedError
-from .types import PULL, PUSH, Command, Interrupt, RunConfig, Send
+from .types import PULL, PUSH, Command, Interrupt, RunConfig, Send, TimeoutPolicy
 
 if TYPE_CHECKING:
     from ._loop import Run
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
 
 SENDS_CHANNEL = "__sends__"
 """`{task_id: arg}` of the frontier's `Send` tasks: what each runs on instead of the state."""
+
+SEND_TIMEOUTS_CHANNEL = "__send_timeouts__"
+"""`{task_id: TimeoutPolicy}` of the frontier's `Send` tasks sent with `Send(timeout=)` (saved
+only while there is one): each times its task in place of its node's `timeout=`."""
 
 STATE: Any = object()
 """`Task.arg` of a task that runs on the graph's state (not a `Send`)."""
@@ -95,6 +100,7 @@ class Task:
         "run",
         "saved",
         "scope_id",
+        "send_timeout",
         "shown",
         "spec",
         "split",
@@ -112,6 +118,8 @@ class Task:
         """Answers to its `interrupt()` calls, by interrupt id."""
         self.arg: Any = STATE
         """What the node runs on: the state (`STATE`), or a `Send`'s arg."""
+        self.send_timeout: TimeoutPolicy | None = None
+        """Its `Send`'s `timeout=`, which times it in place of the node's own."""
         self.interrupt_count = 0
         self.attempt = 1
         """Which attempt of the node runs (1 for the first; more under a `RetryPolicy`)."""
@@ -217,9 +225,16 @@ class Task:
     # ---- running --------------------------------------------------------------------
 
     @property
+    def limit(self) -> TimeoutPolicy | None:
+        """The `timeout=` its attempts run under: its `Send`'s, else its node's (an error
+        handler running in its place has its own, as LangGraph's)."""
+        sent = self.send_timeout
+        return self.spec.timeout if sent is None or self.failure is not None else sent
+
+    @property
     def watched(self) -> bool:
         """It runs under an `idle_timeout` that langchain_core callback events refresh."""
-        limit = self.spec.timeout
+        limit = self.limit
         return limit is not None and limit.idle_timeout is not None and limit.refresh_on == "auto"
 
     def _reset(self) -> None:
@@ -301,6 +316,18 @@ class Task:
             await saver.aput_writes(config, writes, self.id)
 
     def _attempts_sync(self) -> None:
+        if self.send_timeout is not None and not self.spec.timeable:
+            # As LangGraph's `run_with_retry`: refused before any attempt, not retried; an
+            # error handler takes it as any failure of the node.
+            from .func._timeout import refuse_sync
+
+            refused = refuse_sync(self.name, "Node")
+            refused.add_note(
+                f"It was sent a Send({self.name!r}, ..., timeout={self.send_timeout!r}): a "
+                "Send's timeout needs an async node too."
+            )
+            self.error = refused
+            return
         failures = 0
         while True:
             self._attempt_sync()
@@ -350,7 +377,7 @@ class Task:
                 lc_token = _models_report_to(self, state)
             config = run.config if self.traced is None else node_config(self)
             args = (state, config) if spec.takes_config else (state,)
-            if spec.timeout is not None:  # its async code, under the timeout (`compile` checked)
+            if self.limit is not None:  # its async code, under the timeout (`compile` checked)
                 result = _run_coroutine_sync(self._timed(state, config), spec.name)
             elif spec.is_async:
                 result = _run_coroutine_sync(spec.fn(*args), spec.name)
@@ -433,7 +460,7 @@ class Task:
             if run.messages is not None or self.traced is not None or self.watched:
                 lc_token = _models_report_to(self, state)
             config = run.config if self.traced is None else node_config(self)
-            if spec.timeout is not None:
+            if self.limit is not None:
                 coro = self._timed(state, config)
             elif spec.afn is not None:
                 coro = spec.afn(state, config)
@@ -466,9 +493,9 @@ class Task:
         task while it runs, where progress (its writer, `runtime.heartbeat()`) reaches it."""
         from .func._timeout import Clock, timed
 
-        spec = self.spec
-        assert spec.timeout is not None
-        self.clock = Clock(spec.timeout)  # before the node's writer and runtime are made
+        spec, limit = self.spec, self.limit
+        assert limit is not None
+        self.clock = Clock(limit)  # before the node's writer and runtime are made
         try:
             if spec.afn is not None:
                 coro = spec.afn(state, config)
@@ -611,8 +638,7 @@ def cache_key(spec: NodeSpec, state: Any) -> tuple[tuple[str, ...], str]:
     """Where a cached node's result for this input is kept: `(namespace, key)`, the namespace
     LangGraph's (`graphs.cache.node_namespace`: its function's identity and its name)."""
     assert spec.cache is not None
-    key = spec.cache.key_func(state)
-    return spec.cache_namespace, key.hex() if isinstance(key, bytes) else str(key)
+    return spec.cache_namespace, entry_key(spec.cache.key_func(state))
 
 
 def _models_report_to(task: Task, state: Any) -> Token[Any]:

@@ -235,8 +235,9 @@ class TimeoutPolicy:
     Past it, the attempt is cancelled and `NodeTimeoutError` is raised in it, which its
     `retry_policy` may retry (the default rule does). A number or `timedelta` given as
     `timeout=` is a `run_timeout`. Only async code can be timed out: a thread running sync code
-    cannot be stopped, so `timeout=` on a sync function is refused when it is decorated, and on
-    a sync node when the graph is compiled.
+    cannot be stopped, so `timeout=` on a sync function is refused when it is decorated, on
+    a sync node when the graph is compiled, and a `Send(timeout=)` to a sync node when its task
+    runs.
     """
 
     run_timeout: float | timedelta | None = None
@@ -270,7 +271,7 @@ class TimeoutPolicy:
         return cls(run_timeout=run, idle_timeout=idle, refresh_on=value.refresh_on)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Send:
     """Run `node` once in the next superstep with `arg` as its input state (map-reduce fan-out).
 
@@ -283,6 +284,25 @@ class Send:
     """The node to run."""
     arg: Any
     """Its input: passed to the node instead of the state. Must be storable in a checkpoint."""
+    timeout: TimeoutPolicy | None = None
+    """How long each attempt of this one task may run, in place of the node's own `timeout=`
+    (None: the node's), as LangGraph's `Send(timeout=)`: seconds or a `timedelta` (a
+    `run_timeout`), or a `TimeoutPolicy`, kept as a coerced policy. It is saved with the pending
+    `Send`, so a resumed or recovered run times the task the same. The node must be async: a
+    sync node sent one fails with a `ValueError` when the task runs (see docs/langgraph.md)."""
+
+    def __init__(
+        self, node: str, arg: Any, *, timeout: float | timedelta | TimeoutPolicy | None = None
+    ) -> None:
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "arg", arg)
+        object.__setattr__(self, "timeout", TimeoutPolicy.coerce(timeout))
+
+    def __repr__(self) -> str:
+        """LangGraph's: `Send(node='n', arg=1)`, with `timeout=...` only when one is given."""
+        if self.timeout is None:
+            return f"Send(node={self.node!r}, arg={self.arg!r})"
+        return f"Send(node={self.node!r}, arg={self.arg!r}, timeout={self.timeout!r})"
 
 
 @dataclass(frozen=True, slots=True)

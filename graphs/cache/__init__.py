@@ -65,6 +65,15 @@ def whose(namespace: Namespace) -> str:
     return ".".join(namespace) or "()"
 
 
+def entry_key(key: Any) -> str:
+    """The key an entry is stored under: a 128-bit hash (32 hex digits) of what `key_func`
+    returned (its UTF-8 text, its bytes, or the `str` of anything else), as LangGraph hashes
+    it (there with xxh3-128), so a key made of a whole input (a message list) is a short row
+    key, and distinct inputs still get distinct keys."""
+    raw = key if isinstance(key, bytes) else str(key).encode()
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
 def default_cache_key(*args: Any, **kwargs: Any) -> str:
     """A hash of the node's input (pickled; its `repr` if it cannot be pickled)."""
     try:
@@ -79,7 +88,8 @@ class CachePolicy:
     """How a node's results are cached (`add_node(..., cache_policy=CachePolicy(ttl=60))`)."""
 
     key_func: Callable[..., str | bytes] = default_cache_key
-    """Makes the cache key from the node's input (default: a hash of it)."""
+    """Makes the cache key from the node's input (default: a hash of it); an entry is stored
+    under a fixed-size hash of what it returns (`entry_key`), however long."""
     ttl: int | None = None
     """Seconds an entry lives; None: until the cache is cleared."""
 

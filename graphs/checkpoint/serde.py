@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import CheckpointFormatError, SerializationError
-from ..types import Command, Interrupt, Overwrite, Send
+from ..types import Command, Interrupt, Overwrite, Send, TimeoutPolicy
 
 __all__ = [
     "FORMAT_VERSION",
@@ -91,7 +91,19 @@ register_type(
     lambda v: [v.value, v.id, v.node, v.index, v.resumable],
     lambda d: Interrupt(d[0], d[1], d[2], d[3], d[4]),
 )
-register_type(Send, "send", lambda v: [v.node, v.arg], lambda d: Send(d[0], d[1]))
+register_type(
+    TimeoutPolicy,
+    "timeout_policy",
+    lambda v: [v.run_timeout, v.idle_timeout, v.refresh_on],
+    lambda d: TimeoutPolicy(run_timeout=d[0], idle_timeout=d[1], refresh_on=d[2]),
+)
+# `[node, arg]`, and `[node, arg, timeout]` for a `Send(timeout=)` (LangGraph's two forms).
+register_type(
+    Send,
+    "send",
+    lambda v: [v.node, v.arg] if v.timeout is None else [v.node, v.arg, v.timeout],
+    lambda d: Send(d[0], d[1]) if len(d) == 2 else Send(d[0], d[1], timeout=d[2]),
+)
 # A finished task's writes are saved as it finishes, so an `Overwrite` it returned is stored.
 register_type(Overwrite, "overwrite", lambda v: v.value, Overwrite)
 

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._context import Pause, _current
 from .._task import Task
+from ..cache import entry_key
 from ..checkpoint.base import CALL
 from ..types import RetryPolicy
-from ._timeout import Clock, timed
+from ._timeout import Clock, timed, watch_events
 
 if TYPE_CHECKING:
     from ..cache import BaseCache, CachePolicy
@@ -215,8 +216,7 @@ class TaskFunction(Generic[T]):
     def _cache_key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         policy = self.cache_policy
         assert policy is not None
-        key = policy.key_func(*args, **kwargs)
-        return self._cache_ns(), key.hex() if isinstance(key, bytes) else str(key)
+        return self._cache_ns(), entry_key(policy.key_func(*args, **kwargs))
 
     def _run_in_thread(
         self,
@@ -267,21 +267,30 @@ class TaskFunction(Generic[T]):
             hit = await cache.aget([key])
             if key in hit:
                 return hit[key]  # type: ignore[no-any-return]
-        failures = 0
-        while True:
-            try:
-                if self.timeout is None:
-                    result: T = await self.func(*args, **kwargs)  # type: ignore[misc]
-                else:
-                    child.clock = Clock(self.timeout)  # this attempt's, seen by its own code
-                    result = await timed(self.name, child.clock, self.func(*args, **kwargs))  # type: ignore[arg-type]
-                break
-            except Exception as e:
-                policy = self._retrying(e, failures)
-                if policy is None:
-                    raise
-                failures += 1
-                await asleep(policy.delay(failures))
+        limit = self.timeout
+        # Its code's callback events (a model's tokens) are progress of its own attempt.
+        token = None
+        if limit is not None and limit.idle_timeout is not None and limit.refresh_on == "auto":
+            token = watch_events(child)
+        try:
+            failures = 0
+            while True:
+                try:
+                    if limit is None:
+                        result: T = await self.func(*args, **kwargs)  # type: ignore[misc]
+                    else:
+                        child.clock = Clock(limit)  # this attempt's, seen by its own code
+                        result = await timed(self.name, child.clock, self.func(*args, **kwargs))  # type: ignore[arg-type]
+                    break
+                except Exception as e:
+                    policy = self._retrying(e, failures)
+                    if policy is None:
+                        raise
+                    failures += 1
+                    await asleep(policy.delay(failures))
+        finally:
+            if token is not None:
+                token.var.reset(token)
         if cache is not None:
             await cache.aset({key: (result, self.cache_policy.ttl)})  # type: ignore[union-attr]
         return result

@@ -100,6 +100,26 @@ def progress_handler(task: Any) -> Any:
     return _handler_class()(task)
 
 
+def watch_events(task: Any) -> Any:
+    """Make the langchain_core callback events of the code that runs from here on in this
+    context (a `@task` call's, in its own context) progress of `task`'s attempt, besides
+    whatever handlers the context had (the enclosing node's among them, as LangGraph's
+    descendants refresh their ancestors). Returns the token that undoes it."""
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    outer = var_child_runnable_config.get() or {}
+    callbacks = outer.get("callbacks")
+    handler = progress_handler(task)
+    if callbacks is None:
+        merged: Any = [handler]
+    elif isinstance(callbacks, list):
+        merged = [*callbacks, handler]
+    else:  # a callback manager: its copy, with the handler too
+        merged = callbacks.copy()
+        merged.add_handler(handler, inherit=True)
+    return var_child_runnable_config.set({**outer, "callbacks": merged})
+
+
 def enclosing_progress(run: Any) -> None:
     """Something happened in `run`, a subgraph's run: progress of each timed task that runs
     it, at every level up."""

@@ -210,6 +210,57 @@ def test_results_are_tagged_json_and_come_back_as_they_were(cache: SQLCache, url
     assert json.loads(text)["d"]["price"] == {"$t": ["decimal", "1.10"]}  # JSON, not a pickle
 
 
+def test_a_long_key_is_stored_as_a_fixed_size_hash_and_distinct_inputs_still_miss(
+    cache: SQLCache, url: str
+) -> None:
+    class Chat(TypedDict, total=False):
+        messages: list[str]
+        reply: str
+
+    calls: list[int] = []
+
+    def answer(state: Chat) -> dict[str, Any]:
+        calls.append(len(state["messages"]))
+        return {"reply": f"seen {len(state['messages'])}"}
+
+    # A key_func of the whole message list, as LangGraph's docs show: a long text.
+    policy = CachePolicy(key_func=lambda state: json.dumps(state["messages"]))
+    g = StateGraph(Chat)
+    g.add_node("answer", answer, cache_policy=policy)
+    g.add_edge(START, "answer").add_edge("answer", END)
+    app = g.compile(cache=cache)
+    long = [f"message {i} " + "x" * 1000 for i in range(200)]  # a key of about 200 kB
+    assert app.invoke({"messages": long})["reply"] == "seen 200"
+    assert app.invoke({"messages": long})["reply"] == "seen 200"  # a hit
+    changed = [*long[:-1], long[-1] + "!"]  # differs in the last character only
+    assert app.invoke({"messages": changed})["reply"] == "seen 200"
+    assert app.invoke({"messages": long[:1]})["reply"] == "seen 1"
+    assert calls == [200, 200, 1]
+    keys = [key for (key,) in rows(url, "SELECT key FROM cache_entries")]
+    assert len(keys) == 3 and len(set(keys)) == 3
+    assert all(len(key) == 32 for key in keys)  # 128 bits in hex, whatever the key's length
+
+
+def test_a_task_s_long_key_is_hashed_too(cache: SQLCache, url: str) -> None:
+    from graphs.func import entrypoint, task
+
+    calls: list[int] = []
+
+    @task(cache_policy=CachePolicy(key_func=lambda text: text))
+    def count(text: str) -> int:
+        calls.append(len(text))
+        return len(text)
+
+    @entrypoint(cache=cache)
+    def both(texts: list[str]) -> list[int]:
+        return [count(t).result() for t in texts]  # one after another: the third is a hit
+
+    long = "y" * 100_000
+    assert both.invoke([long, long + "z", long]) == [100_000, 100_001, 100_000]
+    assert calls == [100_000, 100_001]
+    assert sorted(len(key) for (key,) in rows(url, "SELECT key FROM cache_entries")) == [32, 32]
+
+
 class Opaque:
     """A class on no allow-list: a checkpoint could not hold it, nor can the cache."""
 

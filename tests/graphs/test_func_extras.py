@@ -327,3 +327,40 @@ async def test_async_a_node_s_task_calls_stream_as_updates_before_the_node_s_own
         {"anode": {"x": [2, 4]}},
     ]
     assert len(chunks) == 4
+
+
+async def test_a_task_s_idle_timeout_is_refreshed_by_its_own_model_s_tokens() -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    def model() -> Any:  # 8 tokens, one each 0.05 s: 0.4 s in all
+        return FakeListChatModel(responses=["abcdefgh"], sleep=0.05)
+
+    @task(timeout=TimeoutPolicy(idle_timeout=0.15))
+    async def chat(prompt: str) -> str:
+        return "".join([str(c.content) async for c in model().astream(prompt)])
+
+    @task(timeout=TimeoutPolicy(idle_timeout=0.15, refresh_on="heartbeat"))
+    async def chat_strict(prompt: str) -> str:
+        return "".join([str(c.content) async for c in model().astream(prompt)])
+
+    def flow_of(t: Any, timeout: Any = None) -> Any:
+        @entrypoint(timeout=timeout)
+        async def flow(x: str) -> str:
+            return await t(x)  # type: ignore[no-any-return]
+
+        return flow
+
+    # The entrypoint has no idle timeout of its own: the task's tokens refresh the task's.
+    assert await flow_of(chat).ainvoke("hi") == "abcdefgh"
+    # Called from a sync entrypoint under invoke (its async code on a loop of its own), the same.
+
+    @entrypoint()
+    def sync_flow(x: str) -> str:
+        return chat(x).result()
+
+    assert await asyncio.to_thread(sync_flow.invoke, "hi") == "abcdefgh"
+    # The enclosing entrypoint's idle timeout is refreshed by them too, as LangGraph's.
+    assert await flow_of(chat, TimeoutPolicy(idle_timeout=0.15)).ainvoke("hi") == "abcdefgh"
+    with pytest.raises(NodeTimeoutError) as caught:
+        await flow_of(chat_strict).ainvoke("hi")  # tokens are not heartbeats
+    assert (caught.value.node, caught.value.kind) == ("chat_strict", "idle")

@@ -18,7 +18,14 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from graphs.checkpoint import serde
-from graphs.store import BaseStore, InMemoryStore, SearchItem, get_text_at_path, tokenize_path
+from graphs.store import (
+    BaseStore,
+    InMemoryStore,
+    SearchItem,
+    SearchOp,
+    get_text_at_path,
+    tokenize_path,
+)
 from graphs.store.base import IndexConfig, ensure_embeddings
 from graphs.store.sql import SQLStore
 from tests.kit.sql_tables import python, rows, run
@@ -150,6 +157,8 @@ def test_a_query_ranks_items_by_cosine_similarity_and_scores_them(make: MakeStor
         [cos("green tea", DOCS[k]) for k in ("tea", "cake", "coffee")]
     )
     assert found[2].score == 0.0 and found[3].score is None  # not embedded: last, unscored
+    [by_op] = store.batch([SearchOp(("docs",), query="green tea", limit=2)])
+    assert keys(by_op) == ["tea", "cake"]  # type: ignore[arg-type]
     exact = store.search(("docs",), query=DOCS["coffee"], limit=1)
     assert keys(exact) == ["coffee"] and exact[0].score == pytest.approx(1.0)
     # without a query: the order first put, unscored

@@ -34,6 +34,7 @@ without vectors, and ignores `query=`.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -323,7 +324,8 @@ class SQLStore(SQLTableSet, _TTLStore):
         self.stop_ttl_sweeper()
         task, stop = self._asweeper, self._asweep_stop
         if task is not None and not task.done() and stop is not None:
-            task.get_loop().call_soon_threadsafe(stop.set)
+            with contextlib.suppress(RuntimeError):  # its loop is closed: the task ran out
+                task.get_loop().call_soon_threadsafe(stop.set)
         super().close()
 
     async def aclose(self) -> None:

@@ -162,6 +162,11 @@ LANGGRAPH_PATHS = {
     ],
     "graphs.checkpoint.memory": ["InMemorySaver", "MemorySaver"],
     "graphs.func": ["entrypoint", "task"],
+    "graphs.store.memory": ["InMemoryStore"],
+    "graphs.store.base": [
+        "BaseStore", "Item", "SearchItem", "IndexConfig", "TTLConfig", "ensure_embeddings",
+        "get_text_at_path", "tokenize_path", "EmbeddingsFunc", "AEmbeddingsFunc",
+    ],
     "graphs.cache.memory": ["InMemoryCache"],
     "graphs.cache.base": ["BaseCache"],
     "graphs.cache.sqlite": ["SqliteCache"],

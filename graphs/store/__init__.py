@@ -12,11 +12,21 @@ TTLs are LangGraph's: a store made with `ttl=TTLConfig(default_ttl=..., refresh_
 (minutes) or a `put(..., ttl=minutes)` gives an item a time to live, counted again from each
 read that refreshes it (`get`/`search` with `refresh_ttl`, by default `refresh_on_read`, by
 default True). An expired item is never returned, nor its namespace listed, even before
-`sweep_ttl()` (or the thread of `start_ttl_sweeper()`) deletes it.
+`sweep_ttl()` (or the thread of `start_ttl_sweeper()`, or the asyncio task of
+`astart_ttl_sweeper()`) deletes it.
+
+Semantic search is LangGraph's: a store made with `index=IndexConfig(embed=..., dims=...,
+fields=[...])` embeds the texts at `fields` of each item when it is put (`put(..., index=False)`
+or `index=[paths]` for one item), and `search(prefix, query="...")` ranks the items under the
+prefix that match `filter` by the cosine similarity of their best vector to the query's,
+highest first, with `SearchItem.score` set; the items without a vector come after them,
+unscored. A store without an index ignores `query=` (as LangGraph's do): its results are those
+of the same search without it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import math
@@ -25,13 +35,31 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
+
+from ._index import (
+    AEmbeddingsFunc,
+    EmbeddingsFunc,
+    FieldVector,
+    IndexConfig,
+    _Index,
+    ensure_embeddings,
+    get_text_at_path,
+    rank,
+    tokenize_path,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
 
 __all__ = [
     "NOT_PROVIDED",
+    "AEmbeddingsFunc",
     "BaseStore",
+    "EmbeddingsFunc",
     "GetOp",
     "InMemoryStore",
+    "IndexConfig",
     "Item",
     "ListNamespacesOp",
     "MatchCondition",
@@ -42,6 +70,9 @@ __all__ = [
     "SearchItem",
     "SearchOp",
     "TTLConfig",
+    "ensure_embeddings",
+    "get_text_at_path",
+    "tokenize_path",
 ]
 
 logger = logging.getLogger(__name__)
@@ -99,7 +130,8 @@ class Item:
 
 @dataclass(frozen=True, slots=True, init=False)
 class SearchItem(Item):
-    """An `Item` found by `search`; `score` is for a semantic query, which graphs has not.
+    """An `Item` found by `search`; `score` is its cosine similarity to a semantic `query=`
+    (None without one, or for an item that has no vector).
 
     Made as LangGraph's is, `SearchItem(namespace, key, value, created_at, updated_at,
     score=None)`: positionally, the namespace comes first (where `Item`'s fields begin with
@@ -240,6 +272,11 @@ class BaseStore:
 
     supports_ttl: bool = False
     ttl_config: TTLConfig | None = None
+    index_config: IndexConfig | None = None
+    """The store's `index=` (LangGraph's attribute), None without semantic search."""
+    embeddings: Embeddings | None = None
+    """The `Embeddings` of its index (its `embed`, as `ensure_embeddings` made it)."""
+    _index: _Index | None = None
 
     def get(self, namespace: tuple[str, ...], key: str, **_: Any) -> Item | None:
         raise NotImplementedError
@@ -389,6 +426,8 @@ class _TTLStore(BaseStore):
         self._clock: Callable[[], float] = clock or time.time
         self._sweeper: threading.Thread | None = None
         self._sweep_stop = threading.Event()
+        self._asweeper: asyncio.Task[None] | None = None
+        self._asweep_stop: asyncio.Event | None = None
 
     def _ttl_minutes(self, ttl: float | None | NotProvided, where: str) -> float | None:
         """The minutes `put(..., ttl=ttl)` gives an item (None: no expiry)."""
@@ -457,28 +496,91 @@ class _TTLStore(BaseStore):
         self._sweeper = None
         return True
 
+    async def astart_ttl_sweeper(
+        self, sweep_interval_minutes: int | None = None
+    ) -> asyncio.Task[None]:
+        """Run `asweep_ttl()` every `sweep_interval_minutes` (default: the `TTLConfig`'s, or 5)
+        in an asyncio task of the running loop, until `astop_ttl_sweeper()` or the task is
+        cancelled: the async form of `start_ttl_sweeper`, LangGraph's `start_ttl_sweeper` of
+        its async stores (`AsyncSqliteStore`, `AsyncPostgresStore`).
+
+        Without a `TTLConfig` nothing is started (the task returned does nothing), as in
+        LangGraph; while a sweeper task is running, that task is returned.
+        """
+        if not self.ttl_config:
+            return asyncio.create_task(asyncio.sleep(0))
+        if self._asweeper is not None and not self._asweeper.done():
+            return self._asweeper
+        minutes = sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5
+        _check_minutes(minutes, "astart_ttl_sweeper")
+        stop = self._asweep_stop = asyncio.Event()
+
+        async def sweep() -> None:
+            while True:
+                try:
+                    await asyncio.wait_for(stop.wait(), float(minutes) * 60)
+                    return
+                except TimeoutError:
+                    pass
+                try:
+                    if swept := await self.asweep_ttl():
+                        logger.info("store TTL sweep deleted %d expired items", swept)
+                except Exception:  # keeps sweeping: the database may be back next time
+                    logger.exception("store TTL sweep failed")
+
+        self._asweeper = asyncio.create_task(sweep(), name="store-ttl-sweeper")
+        return self._asweeper
+
+    async def astop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper task, waiting up to `timeout` seconds (None: until it stops); True
+        if it stopped or was not running (LangGraph's async `stop_ttl_sweeper`)."""
+        task = self._asweeper
+        if task is None or task.done():
+            self._asweeper = None
+            return True
+        if self._asweep_stop is not None:
+            self._asweep_stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+        except TimeoutError:
+            return False
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise
+        self._asweeper = None
+        return True
+
 
 class InMemoryStore(_TTLStore):
     """A store in this process's memory (tests, and state that may be lost on a restart).
 
     Safe to share between threads. `search` filters by namespace prefix and by `filter` on the
-    value's keys, in the order items were first put; a semantic `query=` (LangGraph's `index=`
-    embeddings) is refused.
+    value's keys, in the order items were first put; with an `index`, `search(query=...)`
+    ranks them by similarity (see the module docstring).
 
     Args:
+        index: LangGraph's `IndexConfig` (`embed`, `dims`, `fields`): semantic search; without
+            one, `put`'s `index` and `search`'s `query` are ignored, as in LangGraph.
         ttl: LangGraph's `TTLConfig` (minutes); without one, an item expires only if `put`
             is given a `ttl`.
         clock: seconds since the epoch, read for timestamps and TTLs (default `time.time`).
     """
 
     def __init__(
-        self, *, ttl: TTLConfig | None = None, clock: Callable[[], float] | None = None
+        self,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         super().__init__(ttl, clock)
+        _init_index(self, index)
         self._items: dict[tuple[tuple[str, ...], str], Item] = {}
         # (namespace, key) -> (expires at, seconds since the epoch; minutes to live), for the
         # items that have a TTL
         self._expiry: dict[tuple[tuple[str, ...], str], tuple[float, float]] = {}
+        # (namespace, key) -> the item's vectors, for the items embedded when put
+        self._vectors: dict[tuple[tuple[str, ...], str], list[FieldVector]] = {}
         self._lock = threading.Lock()
 
     def _live(self, at: tuple[tuple[str, ...], str], now: float) -> bool:
@@ -510,28 +612,70 @@ class InMemoryStore(_TTLStore):
             self._read(at, now, refresh)
             return item
 
+    def _texts(
+        self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any
+    ) -> list[tuple[str, str]]:
+        _check_namespace(namespace, "put")
+        if not isinstance(value, Mapping):
+            raise TypeError(f"put({namespace!r}, {key!r}): the value must be a dict, got {value!r}")
+        if self._index is None:
+            return []
+        return self._index.texts(value, index, f"put({namespace!r}, {key!r})")
+
     def put(
         self,
         namespace: tuple[str, ...],
         key: str,
         value: Mapping[str, Any] | None,
-        index: Any = None,
+        index: Literal[False] | list[str] | None = None,
         *,
         ttl: float | None | NotProvided = NOT_PROVIDED,
         **_: Any,
     ) -> None:
         """Store `value` (a dict) under `namespace` and `key`; `value=None` deletes it.
 
+        `index`: with the store's `index`, the paths embedded for this item (None: the index's
+        `fields`; False: none, so a query finds it only after those that have vectors).
         `ttl`: minutes it lives from now (and from each refreshing read); not given: the
         store's `default_ttl`; None: no expiry.
         """
-        _check_namespace(namespace, "put")
         if value is None:
+            _check_namespace(namespace, "put")
             self.delete(namespace, key)
             return
-        if not isinstance(value, Mapping):
-            raise TypeError(f"put({namespace!r}, {key!r}): the value must be a dict, got {value!r}")
+        texts = self._texts(namespace, key, value, index)
         minutes = self._ttl_minutes(ttl, f"put({namespace!r}, {key!r})")
+        vectors = self._index.vectors(texts) if self._index is not None else []
+        self._write(namespace, key, value, minutes, vectors)
+
+    async def aput(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any] | None,
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
+        **_: Any,
+    ) -> None:
+        """Async form of `put`: the index's async embedding (`aembed_documents`)."""
+        if value is None:
+            _check_namespace(namespace, "put")
+            self.delete(namespace, key)
+            return
+        texts = self._texts(namespace, key, value, index)
+        minutes = self._ttl_minutes(ttl, f"put({namespace!r}, {key!r})")
+        vectors = await self._index.avectors(texts) if self._index is not None else []
+        self._write(namespace, key, value, minutes, vectors)
+
+    def _write(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        minutes: float | None,
+        vectors: list[FieldVector],
+    ) -> None:
         at = (namespace, key)
         with self._lock:
             seconds = self._clock()
@@ -546,12 +690,17 @@ class InMemoryStore(_TTLStore):
                 self._expiry.pop(at, None)
             else:
                 self._expiry[at] = (seconds + minutes * 60, minutes)
+            if vectors:
+                self._vectors[at] = vectors
+            else:
+                self._vectors.pop(at, None)
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         at = (tuple(namespace), key)
         with self._lock:
             self._items.pop(at, None)
             self._expiry.pop(at, None)
+            self._vectors.pop(at, None)
 
     def search(
         self,
@@ -566,25 +715,63 @@ class InMemoryStore(_TTLStore):
         **_: Any,
     ) -> list[SearchItem]:
         """The items under `namespace_prefix` whose value matches `filter`, `limit` of them
-        from `offset` (not those that have expired)."""
-        if query is not None:
-            raise NotImplementedError(
-                "InMemoryStore has no semantic search (LangGraph's index= embeddings): search "
-                "with filter= and the namespace prefix instead"
-            )
+        from `offset` (not those that have expired): in the order first put, or with a `query`
+        (and the store's `index`) by similarity, scored (see the module docstring)."""
+        vector = self._index.query(query) if self._index is not None and query else None
+        return self._search(namespace_prefix, vector, filter, limit, offset, refresh_ttl)
+
+    async def asearch(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        **_: Any,
+    ) -> list[SearchItem]:
+        """Async form of `search`: the index's async embedding (`aembed_query`)."""
+        vector = await self._index.aquery(query) if self._index is not None and query else None
+        return self._search(namespace_prefix, vector, filter, limit, offset, refresh_ttl)
+
+    def _search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        vector: list[float] | None,
+        filter: dict[str, Any] | None,
+        limit: int,
+        offset: int,
+        refresh_ttl: bool | None,
+    ) -> list[SearchItem]:
         n = len(namespace_prefix)
         refresh = self._refreshes(refresh_ttl)
         with self._lock:
             now = self._clock()
-            items = [i for at, i in self._items.items() if self._live(at, now)]
-            found = [
-                SearchItem(i.namespace, i.key, i.value, i.created_at, i.updated_at)
-                for i in items
-                if i.namespace[:n] == tuple(namespace_prefix) and _matches(i.value, filter or {})
-            ][offset : offset + limit]
-            for i in found:
+            items = [
+                i
+                for at, i in self._items.items()
+                if self._live(at, now)
+                and i.namespace[:n] == tuple(namespace_prefix)
+                and _matches(i.value, filter or {})
+            ]
+            if vector is None:
+                page: list[tuple[Item, float | None]] = [
+                    (i, None) for i in items[offset : offset + limit]
+                ]
+            else:
+                candidates = [
+                    (i, [v for _, _, v in self._vectors.get((i.namespace, i.key), ())])
+                    for i in items
+                ]
+                page = rank(candidates, vector, limit, offset)
+            for i, _ in page:
                 self._read((i.namespace, i.key), now, refresh)
-        return found
+        return [
+            SearchItem(i.namespace, i.key, i.value, i.created_at, i.updated_at, score)
+            for i, score in page
+        ]
 
     def list_namespaces(
         self,
@@ -609,7 +796,16 @@ class InMemoryStore(_TTLStore):
             gone = [at for at, (expires, _) in self._expiry.items() if expires <= now]
             for at in gone:
                 del self._items[at], self._expiry[at]
+                self._vectors.pop(at, None)
         return len(gone)
+
+
+def _init_index(store: BaseStore, index: IndexConfig | None) -> None:
+    """Set a store's `index_config` and `embeddings` (LangGraph's attributes) from `index=`."""
+    checked = _Index(index) if index is not None else None
+    store._index = checked
+    store.index_config = checked.config if checked is not None else None
+    store.embeddings = checked.embeddings if checked is not None else None
 
 
 def _check_minutes(minutes: Any, where: str) -> None:

@@ -6,6 +6,13 @@ the order items were first put (an update keeps it, as `InMemoryStore` does); `v
 dict as a tagged JSON record (`graphs.checkpoint.serde.dumps_record`); timestamps are seconds
 since the epoch, as in the checkpoint tables; so is `expires_at` (None: no TTL), and
 `ttl_minutes` is what a refreshing read counts again from. `SCHEMA_REVISION` names the newest migration.
+
+`store_vectors`: the vectors of the items embedded when put (`index=`), one row per (namespace,
+key, field): the field is the path embedded (`"$"`, `"text"`, `"tags[*].0"` for the first of
+several texts), `text_sha256` the hash of the text embedded (the value holds the text), and
+`embedding` the vector as little-endian float64s, exactly the floats the embedding gave, in 8
+bytes a dimension (JSON takes about 19), read back with one `struct.unpack`, the same bytes on
+SQLite and PostgreSQL. A put replaces an item's rows; a delete and a sweep remove them.
 """
 
 from __future__ import annotations
@@ -17,13 +24,15 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
+    PrimaryKeyConstraint,
     Table,
     Text,
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "s0002"
+SCHEMA_REVISION = "s0003"
 """The Alembic revision this code reads and writes (the head of `migrations/versions`)."""
 
 VERSION_TABLE = "store_schema_version"
@@ -46,4 +55,15 @@ items = Table(
     Column("ttl_minutes", Double, nullable=True),
     UniqueConstraint("namespace", "key", name="uq_store_items_namespace_key"),
     Index("ix_store_items_expires_at", "expires_at"),
+)
+
+vectors = Table(
+    "store_vectors",
+    metadata,
+    Column("namespace", Id, nullable=False),
+    Column("key", Id, nullable=False),
+    Column("field", Text, nullable=False),
+    Column("text_sha256", Text, nullable=False),
+    Column("embedding", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("namespace", "key", "field", name="pk_store_vectors"),
 )

@@ -1,10 +1,13 @@
-"""`BaseStore`, `Item`, `TTLConfig` and the `batch` ops under LangGraph's module path
-(`langgraph.store.base`)."""
+"""`BaseStore`, `Item`, `TTLConfig`, `IndexConfig`, the `batch` ops and the embedding helpers
+under LangGraph's module path (`langgraph.store.base`)."""
 
 from . import (
     NOT_PROVIDED,
+    AEmbeddingsFunc,
     BaseStore,
+    EmbeddingsFunc,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -17,12 +20,18 @@ from . import (
     SearchItem,
     SearchOp,
     TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
 )
 
 __all__ = [
     "NOT_PROVIDED",
+    "AEmbeddingsFunc",
     "BaseStore",
+    "EmbeddingsFunc",
     "GetOp",
+    "IndexConfig",
     "Item",
     "ListNamespacesOp",
     "MatchCondition",
@@ -35,4 +44,7 @@ __all__ = [
     "SearchItem",
     "SearchOp",
     "TTLConfig",
+    "ensure_embeddings",
+    "get_text_at_path",
+    "tokenize_path",
 ]

@@ -22,14 +22,24 @@ shares: an expired item is never returned, and `sweep_ttl()` (or `start_ttl_swee
 deletes the expired rows. `search(filter=...)` reads the items under the prefix in order
 and tests the filter in Python, as `InMemoryStore` does; without a filter, `limit`/`offset`
 are the database's.
+
+Semantic search (`index=IndexConfig(...)`) is `InMemoryStore`'s: a put embeds the item's texts
+(once, before its transaction) and keeps the vectors in `store_vectors` (migration `s0003`),
+replacing the item's earlier ones; a delete and a TTL sweep remove them. `search(query=...)`
+embeds the query, reads the live items under the prefix that match `filter` and their vectors,
+and ranks them in Python by cosine similarity. Every process that opens the database with an
+index of the same embedding finds what the others put; a store made without `index=` puts items
+without vectors, and ignores `query=`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import struct
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy.engine import URL
 
@@ -41,15 +51,18 @@ from ..checkpoint._sql.tableset import SQLTableSet
 from ..checkpoint.sql import SQLSaver
 from . import (
     NOT_PROVIDED,
+    IndexConfig,
     Item,
     NotProvided,
     SearchItem,
     TTLConfig,
     _check_namespace,
+    _init_index,
     _matches,
     _pick_namespaces,
     _TTLStore,
 )
+from ._index import FieldVector, rank
 from ._tables import SCHEMA_REVISION, VERSION_TABLE
 
 __all__ = ["SQLStore"]
@@ -93,6 +106,15 @@ _SQL = {
         LIMIT :limit OFFSET :offset""",
     "spaces_all": f"SELECT DISTINCT namespace FROM store_items WHERE {_LIVE}",
     "spaces_under": f"SELECT DISTINCT namespace FROM store_items WHERE {_UNDER} AND {_LIVE}",
+    # the vectors of an item go with it: replaced by a put, removed by a delete and a sweep
+    "vectors_delete": "DELETE FROM store_vectors WHERE namespace = :ns AND key = :key",
+    "vectors_put": """INSERT INTO store_vectors (namespace, key, field, text_sha256, embedding)
+        VALUES (:ns, :key, :field, :sha, :embedding)""",
+    "vectors_sweep": """DELETE FROM store_vectors WHERE EXISTS (
+        SELECT 1 FROM store_items i WHERE i.namespace = store_vectors.namespace
+        AND i.key = store_vectors.key AND i.expires_at <= :now)""",
+    "vectors_all": "SELECT namespace, key, embedding FROM store_vectors",
+    "vectors_under": f"SELECT namespace, key, embedding FROM store_vectors WHERE {_UNDER}",
 }
 _RENDERED = {name: {k: d.render(v) for k, v in _SQL.items()} for name, d in _DIALECTS.items()}
 
@@ -119,6 +141,15 @@ def _split(joined: str) -> tuple[str, ...]:
     return tuple(joined.split(".")) if joined else ()
 
 
+def _pack(vector: list[float]) -> bytes:
+    return struct.pack(f"<{len(vector)}d", *vector)
+
+
+def _unpack(data: Any) -> list[float]:
+    data = bytes(data)
+    return list(struct.unpack(f"<{len(data) // 8}d", data))
+
+
 def _time(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
@@ -128,10 +159,10 @@ def _item(row: Any) -> Item:
     return Item(serde.loads_record(value), key, _split(namespace), _time(created), _time(updated))
 
 
-def _found(row: Any) -> SearchItem:
+def _found(row: Any, score: float | None = None) -> SearchItem:
     namespace, key, value, created, updated, _ = row
     return SearchItem(
-        _split(namespace), key, serde.loads_record(value), _time(created), _time(updated)
+        _split(namespace), key, serde.loads_record(value), _time(created), _time(updated), score
     )
 
 
@@ -159,11 +190,19 @@ def _put_tx(
     value: str,
     minutes: float | None,
     now: float,
+    vectors: list[FieldVector],
 ) -> None:
     at = {"ns": ns, "key": key, "now": now}
     tx.run(sql["drop_expired"], at)  # an expired item is gone: this put makes a new one
     expires = None if minutes is None else now + minutes * 60
     tx.run(sql["put"], {**at, "value": value, "expires": expires, "minutes": minutes})
+    tx.run(sql["vectors_delete"], {"ns": ns, "key": key})
+    if vectors:
+        rows = [
+            {"ns": ns, "key": key, "field": field, "sha": sha, "embedding": _pack(vector)}
+            for field, sha, vector in vectors
+        ]
+        tx.many(sql["vectors_put"], rows)
 
 
 def _refresh_tx(tx: _Tx, sql: dict[str, str], timed: _Timed, now: float) -> None:
@@ -171,10 +210,12 @@ def _refresh_tx(tx: _Tx, sql: dict[str, str], timed: _Timed, now: float) -> None
 
 
 def _delete_tx(tx: _Tx, sql: dict[str, str], ns: str, key: str) -> None:
+    tx.run(sql["vectors_delete"], {"ns": ns, "key": key})
     tx.run(sql["delete"], {"ns": ns, "key": key})
 
 
 def _sweep_tx(tx: _Tx, sql: dict[str, str], now: float) -> int:
+    tx.run(sql["vectors_sweep"], {"now": now})
     return tx.count(sql["sweep"], {"now": now})
 
 
@@ -201,6 +242,33 @@ def _search_tx(
     return [_found(row) for row in rows], timed
 
 
+def _query_tx(
+    tx: _Tx,
+    sql: dict[str, str],
+    prefix: str,
+    filter: Mapping[str, Any] | None,
+    query: list[float],
+    limit: int,
+    offset: int,
+    now: float,
+) -> tuple[list[SearchItem], _Timed]:
+    """A search ranked by `query` (a vector): every live item under the prefix that matches
+    `filter`, with its vectors, ranked in Python."""
+    where = "all" if prefix == "" else "under"
+    under = {} if prefix == "" else _under(prefix)
+    rows = [
+        r
+        for r in tx.all(sql[f"search_{where}"], {**under, "now": now})
+        if not filter or _matches(serde.loads_record(r[2]), filter)
+    ]
+    vectors: dict[tuple[str, str], list[list[float]]] = {}
+    for ns, key, data in tx.all(sql[f"vectors_{where}"], under):
+        vectors.setdefault((ns, key), []).append(_unpack(data))
+    page = rank([(r, vectors.get((r[0], r[1]), [])) for r in rows], query, limit, offset)
+    timed = [{"ns": r[0], "key": r[1]} for r, _ in page if r[5] is not None]
+    return [_found(r, score) for r, score in page], timed
+
+
 def _spaces_tx(
     tx: _Tx, sql: dict[str, str], prefix: str | None, now: float
 ) -> set[tuple[str, ...]]:
@@ -220,6 +288,8 @@ class SQLStore(SQLTableSet, _TTLStore):
     Args:
         url: `sqlite:///path/to/file.db` or `postgresql://user@host/db`, or a `SQLSaver` whose
             engines (and pool) the store then shares.
+        index: LangGraph's `IndexConfig` (`embed`, `dims`, `fields`): semantic search; without
+            one, `put`'s `index` and `search`'s `query` are ignored, as in LangGraph.
         ttl: LangGraph's `TTLConfig` (minutes).
         clock: seconds since the epoch, read for timestamps and TTLs (default `time.time`;
             every process on the database should read the same clock).
@@ -239,21 +309,28 @@ class SQLStore(SQLTableSet, _TTLStore):
         self,
         url: str | URL | SQLSaver,
         *,
+        index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         clock: Callable[[], float] | None = None,
         **options: Any,
     ) -> None:
+        _init_index(self, index)
         SQLTableSet.__init__(self, url, **options)
         _TTLStore.__init__(self, ttl, clock)
 
     def close(self) -> None:
-        """Stop the TTL sweeper, and close the pooled connections (not a shared saver's: its
-        owner closes those)."""
+        """Stop the TTL sweepers (the thread, and tell the asyncio task to stop), and close
+        the pooled connections (not a shared saver's: its owner closes those)."""
         self.stop_ttl_sweeper()
+        task, stop = self._asweeper, self._asweep_stop
+        if task is not None and not task.done() and stop is not None:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: the task ran out
+                task.get_loop().call_soon_threadsafe(stop.set)
         super().close()
 
     async def aclose(self) -> None:
         self.stop_ttl_sweeper()
+        await self.astop_ttl_sweeper()
         await super().aclose()
 
     # ---- the store's methods ------------------------------------------------------------
@@ -298,27 +375,33 @@ class SQLStore(SQLTableSet, _TTLStore):
         namespace: tuple[str, ...],
         key: str,
         value: Mapping[str, Any],
+        index: Any,
         ttl: float | None | NotProvided,
-    ) -> tuple[str, str, str, float | None, float]:
+    ) -> tuple[tuple[str, str, str, float | None], list[tuple[str, str]]]:
+        """The row's parameters (but the time), and the texts to embed."""
         _check_namespace(namespace, "put")
         if not isinstance(value, Mapping):
             raise TypeError(f"put({namespace!r}, {key!r}): the value must be a dict, got {value!r}")
         minutes = self._ttl_minutes(ttl, f"put({namespace!r}, {key!r})")
+        where = f"put({namespace!r}, {key!r})"
+        texts = self._index.texts(value, index, where) if self._index is not None else []
         text = serde.dumps_record(dict(value))
-        return ".".join(namespace), key, text, minutes, self._clock()
+        return (".".join(namespace), key, text, minutes), texts
 
     def put(
         self,
         namespace: tuple[str, ...],
         key: str,
         value: Mapping[str, Any] | None,
-        index: Any = None,
+        index: Literal[False] | list[str] | None = None,
         *,
         ttl: float | None | NotProvided = NOT_PROVIDED,
         **_: Any,
     ) -> None:
         """Store `value` (a dict) under `namespace` and `key`; `value=None` deletes it.
 
+        `index`: with the store's `index`, the paths embedded for this item (None: the index's
+        `fields`; False: none). The texts are embedded before the transaction, once.
         `ttl`: minutes it lives from now (and from each refreshing read); not given: the
         store's `default_ttl`; None: no expiry.
         """
@@ -326,23 +409,28 @@ class SQLStore(SQLTableSet, _TTLStore):
             _check_namespace(namespace, "put")
             self.delete(namespace, key)
             return
-        self._run(_put_tx, *self._put_args(namespace, key, value, ttl))
+        row, texts = self._put_args(namespace, key, value, index, ttl)
+        vectors = self._index.vectors(texts) if self._index is not None else []
+        self._run(_put_tx, *row, self._clock(), vectors)
 
     async def aput(
         self,
         namespace: tuple[str, ...],
         key: str,
         value: Mapping[str, Any] | None,
-        index: Any = None,
+        index: Literal[False] | list[str] | None = None,
         *,
         ttl: float | None | NotProvided = NOT_PROVIDED,
         **_: Any,
     ) -> None:
+        """Async form of `put`: the index's async embedding (`aembed_documents`)."""
         if value is None:
             _check_namespace(namespace, "put")
             await self.adelete(namespace, key)
             return
-        await self._arun(_put_tx, *self._put_args(namespace, key, value, ttl))
+        row, texts = self._put_args(namespace, key, value, index, ttl)
+        vectors = await self._index.avectors(texts) if self._index is not None else []
+        await self._arun(_put_tx, *row, self._clock(), vectors)
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         ns = _joined(namespace)
@@ -361,14 +449,6 @@ class SQLStore(SQLTableSet, _TTLStore):
     async def asweep_ttl(self) -> int:
         return await self._arun(_sweep_tx, self._clock())
 
-    def _search_args(self, namespace_prefix: Any, query: str | None) -> str | None:
-        if query is not None:
-            raise NotImplementedError(
-                "SQLStore has no semantic search (LangGraph's index= embeddings): search "
-                "with filter= and the namespace prefix instead"
-            )
-        return _joined(namespace_prefix)
-
     def search(
         self,
         namespace_prefix: tuple[str, ...],
@@ -382,12 +462,18 @@ class SQLStore(SQLTableSet, _TTLStore):
         **_: Any,
     ) -> list[SearchItem]:
         """The items under `namespace_prefix` whose value matches `filter`, `limit` of them
-        from `offset`, in the order they were first put (not those that have expired)."""
-        prefix = self._search_args(namespace_prefix, query)
+        from `offset` (not those that have expired): in the order they were first put, or
+        with a `query` (and the store's `index`) by similarity, scored."""
+        prefix = _joined(namespace_prefix)
         if prefix is None:
             return []
+        vector = self._index.query(query) if self._index is not None and query else None
         now = self._clock()
-        found, timed = self._run(_search_tx, prefix, filter, limit, offset, now, read=True)
+        if vector is None:
+            found, timed = self._run(_search_tx, prefix, filter, limit, offset, now, read=True)
+        else:
+            args = (prefix, filter, vector, limit, offset, now)
+            found, timed = self._run(_query_tx, *args, read=True)
         if timed and self._refreshes(refresh_ttl):
             self._run(_refresh_tx, timed, now)
         return found
@@ -404,12 +490,18 @@ class SQLStore(SQLTableSet, _TTLStore):
         refresh_ttl: bool | None = None,
         **_: Any,
     ) -> list[SearchItem]:
-        prefix = self._search_args(namespace_prefix, query)
+        """Async form of `search`: the index's async embedding (`aembed_query`)."""
+        prefix = _joined(namespace_prefix)
         if prefix is None:
             return []
+        vector = await self._index.aquery(query) if self._index is not None and query else None
         now = self._clock()
-        args = (prefix, filter, limit, offset, now)
-        found, timed = await self._arun(_search_tx, *args, read=True)
+        if vector is None:
+            args: tuple[Any, ...] = (prefix, filter, limit, offset, now)
+            found, timed = await self._arun(_search_tx, *args, read=True)
+        else:
+            args = (prefix, filter, vector, limit, offset, now)
+            found, timed = await self._arun(_query_tx, *args, read=True)
         if timed and self._refreshes(refresh_ttl):
             await self._arun(_refresh_tx, timed, now)
         return found

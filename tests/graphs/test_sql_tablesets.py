@@ -40,7 +40,7 @@ class Kind:
 STORE = Kind(
     SQLStore,
     "store table",
-    {"store_items"},
+    {"store_items", "store_vectors"},
     store_tables.metadata,
     "store_schema_version",
     "s9999",

@@ -163,8 +163,9 @@ def test_search_filters_by_prefix_value_and_operators_with_limit_and_offset(
     assert keys(("docs",), limit=2, offset=1) == ["k1", "k2"]
     assert keys(("docs",), filter={"n": {"$gt": 0, "$lt": 4}}, offset=1, limit=1) == ["k2"]
     assert keys(("docs",), filter={"tag": {"$ne": "x"}}) == ["k3", "k4"]
-    with pytest.raises(NotImplementedError, match="no semantic search"):
-        store.search(("docs",), query="about tea")
+    # without an index, a query is ignored, as in LangGraph: the same items, unscored
+    found = store.search(("docs",), query="about tea", filter={"tag": "x"})
+    assert [i.key for i in found] == ["k0", "k1", "k2"] and {i.score for i in found} == {None}
 
 
 def test_put_keeps_created_at_replaces_the_value_and_none_deletes(store: BaseStore) -> None:

@@ -247,6 +247,7 @@ def test_a_store_table_of_the_first_revision_is_upgraded_with_its_items(
     if not isinstance(first, SQLStore):
         return  # the upgrade is the SQL store's (memory has no schema)
     url = first.url.render_as_string(hide_password=False)
+    rows(url, "DROP TABLE store_vectors")
     rows(url, "DROP TABLE store_items")
     rows(url, "DROP TABLE store_schema_version")
     ini = SQLStore.SCHEMA.migrations / "alembic.ini"

@@ -182,14 +182,16 @@ def _signing_headers_fit(timestamp: str, signature: str) -> bool:
 
 def _nested_deeper(value: Any, limit: int) -> bool:
     """Whether `value` (parsed JSON) nests objects and arrays more than `limit` deep."""
-    stack = [(value, 1)]
+    if not isinstance(value, (dict, list)):
+        return False
+    stack = [(value, 1)]  # objects and arrays only: a click's message has hundreds of scalars
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth > limit:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
+        if depth > limit:
+            return True
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
     return False
 
 
@@ -241,9 +243,9 @@ def build_web_app(
 
     if bolt_app is not None:
         from slack_bolt.adapter.aiohttp import to_aiohttp_response
-        from slack_bolt.request.async_request import AsyncBoltRequest
         from slack_sdk.signature import SignatureVerifier
 
+        from .slack._request import bolt_request as slack_request
         from .slack.app import RECEIVED_AT
 
         verifier = SignatureVerifier(settings.slack_signing_secret or "socket-mode")
@@ -272,10 +274,10 @@ def build_web_app(
                 log.info("refused a Slack request: missing, wrong or stale signature")
                 return _json_error(401, "missing, wrong or stale Slack signature")
             try:
-                bolt_request = AsyncBoltRequest(
-                    body=text,
+                bolt_request = slack_request(  # Bolt's request, a click's form decoded in C
+                    text,
                     query=request.query_string,
-                    headers=request.headers,  # type: ignore[arg-type]  # a Mapping is enough
+                    headers=request.headers,
                     context={RECEIVED_AT: _arrived(received, received_wall, timestamp)},
                 )
             except RecursionError:

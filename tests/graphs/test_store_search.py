@@ -21,7 +21,6 @@ from graphs.checkpoint import serde
 from graphs.store import (
     BaseStore,
     InMemoryStore,
-    SearchItem,
     SearchOp,
     get_text_at_path,
     tokenize_path,
@@ -29,6 +28,7 @@ from graphs.store import (
 from graphs.store.base import IndexConfig, ensure_embeddings
 from graphs.store.sql import SQLStore
 from tests.kit.sql_tables import python, rows, run
+from tests.kit.stores import Clock, MakeStore, keys, store_maker, store_url
 
 # the embedding, as source: the child process of a test defines it too
 BOW = """
@@ -89,17 +89,6 @@ class BowEmbeddings(Embeddings):
         return bow([text])[0]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-MakeStore = Callable[..., Any]
-
-
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -107,35 +96,14 @@ def kind(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if kind == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    if kind == "postgres":
-        return str(request.getfixturevalue("pg_url"))
-    return ""
+    return store_url(kind, request, tmp_path)
 
 
 @pytest.fixture
 def make(url: str) -> Iterator[MakeStore]:
     """`make(index=..., ttl=..., clock=...)`: a store of the kind, on one database."""
-    made: list[SQLStore] = []
-
-    def make(**kw: Any) -> BaseStore:
-        if not url:
-            return InMemoryStore(**kw)
-        store = SQLStore(url, **kw)
-        store.setup()
-        made.append(store)
-        return store
-
-    try:
+    with store_maker(url) as make:
         yield make
-    finally:
-        for s in made:
-            s.close()
-
-
-def keys(found: list[SearchItem]) -> list[str]:
-    return [i.key for i in found]
 
 
 DOCS = {

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,57 +21,19 @@ from graphs.store import (
     InMemoryStore,
     Item,
     PutOp,
-    SearchItem,
     SearchOp,
     TTLConfig,
 )
 from graphs.store.sql import SQLStore
 from tests.kit.sql_tables import python, rows, run
-
-
-class Clock:
-    """Seconds since the epoch, moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def minutes(self, n: float) -> None:
-        self.now += n * 60
-
-
-MakeStore = Callable[..., Any]
+from tests.kit.stores import Clock, MakeStore, keys, store_maker, store_url
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeStore]:
     """`make(ttl=..., clock=...)`: a store of the kind, on one database for the test."""
-    made: list[SQLStore] = []
-    url = ""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'store.db'}"
-    elif request.param == "postgres":
-        url = str(request.getfixturevalue("pg_url"))
-
-    def make(**kw: Any) -> BaseStore:
-        if not url:
-            return InMemoryStore(**kw)
-        store = SQLStore(url, **kw)
-        store.setup()
-        made.append(store)
-        return store
-
-    try:
+    with store_maker(store_url(request.param, request, tmp_path)) as make:
         yield make
-    finally:
-        for s in made:
-            s.close()
-
-
-def _keys(found: list[SearchItem]) -> list[str]:
-    return [i.key for i in found]
 
 
 def test_an_item_with_a_ttl_is_gone_after_it_even_before_a_sweep(make: MakeStore) -> None:
@@ -86,8 +47,8 @@ def test_an_item_with_a_ttl_is_gone_after_it_even_before_a_sweep(make: MakeStore
     assert store.get(("u",), "short", refresh_ttl=False) is not None
     clock.minutes(0.2)
     assert store.get(("u",), "short") is None
-    assert _keys(store.search(("u",))) == ["forever"]
-    assert _keys(store.search((), filter={"v": 3})) == []
+    assert keys(store.search(("u",))) == ["forever"]
+    assert keys(store.search((), filter={"v": 3})) == []
     assert store.list_namespaces() == [("u",)]
     assert asyncio.run(store.aget(("w",), "short")) is None
     assert store.get(("u",), "forever") is not None
@@ -107,11 +68,11 @@ def test_a_read_counts_the_ttl_again_unless_told_not_to(make: MakeStore) -> None
     assert store.get(("u",), "a", refresh_ttl=False) is not None
     assert store.get(("u",), "b") is None
     # search refreshes what it returns
-    assert _keys(store.search(("u",))) == ["a"]  # lives to minute 22
+    assert keys(store.search(("u",))) == ["a"]  # lives to minute 22
     clock.minutes(9)  # minute 21
-    assert _keys(store.search(("u",), refresh_ttl=False)) == ["a"]
+    assert keys(store.search(("u",), refresh_ttl=False)) == ["a"]
     clock.minutes(2)  # minute 23
-    assert _keys(store.search(("u",))) == []
+    assert keys(store.search(("u",))) == []
 
 
 def test_ttl_config_gives_the_default_ttl_and_whether_reads_refresh(make: MakeStore) -> None:
@@ -128,7 +89,7 @@ def test_ttl_config_gives_the_default_ttl_and_whether_reads_refresh(make: MakeSt
     clock.minutes(2)
     assert store.get(("u",), "default") is None
     clock.minutes(17)  # minute 23
-    assert _keys(store.search(("u",))) == ["none", "own"]
+    assert keys(store.search(("u",))) == ["none", "own"]
 
 
 def test_a_put_gives_a_new_ttl_and_a_put_after_expiry_makes_a_new_item(make: MakeStore) -> None:
@@ -151,7 +112,7 @@ def test_a_put_gives_a_new_ttl_and_a_put_after_expiry_makes_a_new_item(make: Mak
     store.put(("u",), "k", {"v": 5})  # the expired one is gone: a new item, put last
     again = store.get(("u",), "k")
     assert again is not None and again.created_at > first.created_at
-    assert _keys(store.search(("u",))) == ["other", "k"]
+    assert keys(store.search(("u",))) == ["other", "k"]
 
 
 def test_batch_takes_put_op_ttls_and_get_and_search_op_refresh(make: MakeStore) -> None:
@@ -209,7 +170,7 @@ def test_the_sweeper_thread_deletes_expired_items_on_the_wall_clock(make: MakeSt
         time.sleep(0.05)
     assert store.stop_ttl_sweeper(timeout=5)
     assert _stored(store) == 1
-    assert _keys(store.search(("u",))) == ["stays"]
+    assert keys(store.search(("u",))) == ["stays"]
     without = make()  # no TTLConfig: nothing is started, as in LangGraph
     assert without.start_ttl_sweeper().done()
 
@@ -266,4 +227,4 @@ def test_a_store_table_of_the_first_revision_is_upgraded_with_its_items(
         assert old is not None and old.value == {"v": 1} and old.created_at.timestamp() == 1.0
         store.put(("u",), "new", {"v": 2}, ttl=0.005)
         time.sleep(0.4)
-        assert _keys(store.search(("u",))) == ["old"]
+        assert keys(store.search(("u",))) == ["old"]

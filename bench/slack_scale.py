@@ -2,7 +2,7 @@
 real bot and the Slack stand-in with Slack's rate limits on, over HTTP and Socket Mode.
 
     .venv/bin/python bench/slack_scale.py [--approvals 300] [--transports http,socket] [--wait 1800]
-        [--in-flight 16] [--clicks-only]
+        [--in-flight 16] [--clicks-only] [--no-rate-limits]
 
 For each transport it starts the fake Slack (`python -m bot.sandbox.slack_api`, rate limits
 switched on: chat.postMessage about 1 per second per channel, the other methods by tier) and
@@ -39,6 +39,13 @@ With `--clicks-only` it stops after the burst (and the clicks again of those ref
 the table's click columns and one line of clicks/s and ack p50/p99 with the load average, in
 about a minute at 60 approvals, for comparing two checkouts turn about. The bot and the stand-in
 run this checkout's code (its root goes first on `PYTHONPATH`).
+
+Each run also prints the CPU time each process spent per click of the burst (the bot's, the
+stand-in's, this driver's; all threads, from `/proc/<pid>/stat`): with a fixed number of clicks
+in flight the bot's CPU per click sets the ack, and unlike the ack it hardly moves with the
+machine's load. `--no-rate-limits` switches the stand-in's limits off so that many cards are
+posted in seconds (a burst of 1,000 clicks in about a minute, to profile or to weigh a change by
+its CPU per click); the goals' columns then mean nothing, so use it with `--clicks-only`.
 
 JSON lines go to bench/results/slack_scale-<UTC time>.jsonl. All traffic is on 127.0.0.1.
 """
@@ -112,6 +119,17 @@ def still_pending(directory: Path, ids: set[str]) -> set[str]:
     with sqlite3.connect(directory / "signoff.db", timeout=30) as db:
         rows = db.execute("SELECT id FROM approvals WHERE status = 'pending'").fetchall()
     return {r[0] for r in rows} & ids
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system, all threads) process `pid` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system
 
 
 def load_average() -> str:
@@ -191,13 +209,14 @@ async def one_transport(
     in_flight: int = CLICKS_IN_FLIGHT,
     *,
     clicks_only: bool = False,
+    rate_limits: bool = True,
 ) -> dict[str, Any]:
     load_before = load_average()
     fake = FakeSlackProcess(directory)
     bot: BotProcess | None = None
     try:
         async with SandboxClient(fake.url) as slack, aiohttp.ClientSession() as http:
-            await slack.set_rate_limits(True)
+            await slack.set_rate_limits(rate_limits)
             policy = write_policy(directory, POLICY)
             db = sqlite_url(directory)
             bot = BotProcess(
@@ -236,9 +255,14 @@ async def one_transport(
                     late += bool(answer.get("late"))
                     failed += answer.get("status") != 200
 
+            pids = {"bot": bot.proc.pid, "slack": fake.proc.pid}
+            cpu_before = {k: cpu_seconds(p) for k, p in pids.items()}
+            cpu_before["driver"] = own_cpu_seconds()
             burst_start = time.monotonic()
             await asyncio.gather(*(click(a, c) for a, c in cards.items()))
             burst_s = time.monotonic() - burst_start
+            cpu = {k: cpu_seconds(p) - cpu_before[k] for k, p in pids.items()}
+            cpu["driver"] = own_cpu_seconds() - cpu_before["driver"]
             # a click refused "busy, nothing was recorded: click again" is clicked again, as
             # the person is told to (counted: each is a click that failed them once)
             refused = 0
@@ -266,6 +290,11 @@ async def one_transport(
                 "clicks_per_s": round(len(cards) / burst_s, 1) if burst_s > 0 else None,
                 "ack_p50_ms": ms(pct(acks, 0.5)),
                 "ack_p99_ms": ms(pct(acks, 0.99)),
+                # CPU ms per click of the first burst, each process's threads together
+                "cpu_ms_per_click": {
+                    k: round(v * 1000 / max(1, len(cards)), 2) for k, v in cpu.items()
+                },
+                "rate_limits": rate_limits,
                 "load_after": load_average(),
             }
             if clicks_only:
@@ -335,6 +364,11 @@ async def one_transport(
         fake.stop()
 
 
+def cpu_line(row: dict[str, Any]) -> str:
+    by = row["cpu_ms_per_click"]
+    return f"bot {by['bot']}, stand-in {by['slack']}, driver {by['driver']}"
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--approvals", type=int, default=300)
@@ -351,6 +385,11 @@ async def main() -> int:
         action="store_true",
         help="stop after the burst of clicks (and the clicks again of those refused busy): "
         "the ack figures only, without waiting for the updates and the drain",
+    )
+    ap.add_argument(
+        "--no-rate-limits",
+        action="store_true",
+        help="the stand-in's rate limits off, to post many cards fast (with --clicks-only)",
     )
     args = ap.parse_args()
     # The bot and the stand-in are subprocesses (`python -m ...`): without this they would
@@ -374,6 +413,7 @@ async def main() -> int:
                 Path(tmp),
                 args.in_flight,
                 clicks_only=args.clicks_only,
+                rate_limits=not args.no_rate_limits,
             )
         with out.open("a") as f:
             f.write(json.dumps(row) + "\n")
@@ -392,6 +432,7 @@ async def main() -> int:
                 f"{row['load_after']} after the clicks)",
                 flush=True,
             )
+            print(f"  cpu ms per click ({row['transport']}): {cpu_line(row)}", flush=True)
             continue
         print(
             f"| {row['transport']} | {row['approvals']} | {row['cards_per_s']} ({row['cards_s']} s) "
@@ -412,6 +453,7 @@ async def main() -> int:
             f"{row['load_before']} before, {row['load_after']} after)",
             flush=True,
         )
+        print(f"  cpu ms per click ({row['transport']}): {cpu_line(row)}", flush=True)
     print(f"results: {out.relative_to(ROOT)}")
     return 0
 

@@ -2,7 +2,8 @@
 
 Requests `--approvals` refunds, then approves each one (as a click does: `vote(wait=2.5)`) with
 `--inflight` votes in flight at a time, and prints the votes' latency (p50/p99), how long they
-waited for SQLite's write gate and how long they held it, and how many commits the file saw.
+waited for SQLite's write gate and how long they held it, how many commits the file saw, and
+the process's CPU time per vote (all its threads: the event loop and aiosqlite's).
 
     python bench/vote_burst.py --approvals 200 --inflight 16 [--no-group]
 """
@@ -86,16 +87,18 @@ async def main(args: argparse.Namespace) -> None:
                         print("refused:", e, file=sys.stderr)
                     latencies.append(time.perf_counter() - t0)
 
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             await asyncio.gather(*(click(i) for i in ids))
             took = time.perf_counter() - start
+            cpu = time.process_time() - cpu_start
             print(
                 f"{'no group commit' if args.no_group else f'group commit (<= {_group_commit.MAX_GROUP})'}: "
                 f"{len(ids)} votes, {args.inflight} in flight, {took:.2f}s, load "
                 f"{os.getloadavg()[0]:.2f}: latency p50/p99 {pct(latencies, 0.5):.0f}/"
                 f"{pct(latencies, 0.99):.0f} ms; gate wait p50/p99 {pct(waits, 0.5):.1f}/"
                 f"{pct(waits, 0.99):.1f} ms; hold mean {statistics.mean(holds) * 1000:.1f} ms "
-                f"over {len(holds)} holds; {commits[0]} commits; {busy} refused"
+                f"over {len(holds)} holds; {commits[0]} commits; {busy} refused; "
+                f"CPU {cpu * 1000 / len(ids):.2f} ms a vote (all threads)"
             )
         finally:
             await kit.aclose()

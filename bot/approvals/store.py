@@ -1,15 +1,22 @@
 """Queries on the governance tables. Every function takes the caller's connection, so that a
-decision, its vote, its audit event and its jobs commit together or not at all."""
+decision, its vote, its audit event and its jobs commit together or not at all.
+
+The statements a click runs (and each job after it) are built once, with bound parameters, and
+executed with their values: SQLAlchemy then reuses the statement's cache key and compiled form
+where building the same statement again would coerce every value and walk it for its key each
+time (about 0.15 ms a statement, six a vote, where the statement itself takes microseconds).
+"""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Table, and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -37,24 +44,38 @@ dumps = stored_json
 """A JSON column's text (`stored_json`)."""
 
 
+_APPROVAL = select(t.approvals).where(t.approvals.c.id == bindparam("approval_id"))
+_APPROVAL_FOR_UPDATE = _APPROVAL.with_for_update()
+_VOTES = (
+    select(t.votes).where(t.votes.c.approval_id == bindparam("approval_id")).order_by(t.votes.c.id)
+)
+_WAITERS = (
+    select(t.approval_waiters.c.thread_id, t.approval_waiters.c.interrupt_id)
+    .where(t.approval_waiters.c.approval_id == bindparam("approval_id"))
+    .order_by(t.approval_waiters.c.created_at)
+)
+_PENDING_AT_VERSION = update(t.approvals).where(
+    t.approvals.c.id == bindparam("cas_id"),
+    t.approvals.c.version == bindparam("cas_version"),
+    t.approvals.c.status == "pending",
+)
+"""Compare-and-set on a pending approval's version: its SET clause is the columns the
+execution's parameters name besides `cas_id` and `cas_version`."""
+
+
 async def get_approval(
     conn: AsyncConnection, approval_id: str, *, for_update: bool = False
 ) -> Approval | None:
-    query = select(t.approvals).where(t.approvals.c.id == approval_id)
-    if for_update and conn.dialect.name == "postgresql":
-        query = query.with_for_update()
-    row = (await conn.execute(query)).mappings().first()
+    locked = for_update and conn.dialect.name == "postgresql"
+    query = _APPROVAL_FOR_UPDATE if locked else _APPROVAL
+    row = (await conn.execute(query, {"approval_id": approval_id})).mappings().first()
     if row is None:
         return None
     return Approval.from_row(row, await _votes(conn, approval_id))
 
 
 async def _votes(conn: AsyncConnection, approval_id: str) -> tuple[Vote, ...]:
-    rows = (
-        await conn.execute(
-            select(t.votes).where(t.votes.c.approval_id == approval_id).order_by(t.votes.c.id)
-        )
-    ).mappings()
+    rows = (await conn.execute(_VOTES, {"approval_id": approval_id})).mappings()
     return tuple(_vote(r) for r in rows)
 
 
@@ -129,11 +150,7 @@ async def add_waiter(
 
 
 async def waiters(conn: AsyncConnection, approval_id: str) -> list[tuple[str, str]]:
-    rows = await conn.execute(
-        select(t.approval_waiters.c.thread_id, t.approval_waiters.c.interrupt_id)
-        .where(t.approval_waiters.c.approval_id == approval_id)
-        .order_by(t.approval_waiters.c.created_at)
-    )
+    rows = await conn.execute(_WAITERS, {"approval_id": approval_id})
     return [(r[0], r[1]) for r in rows]
 
 
@@ -155,28 +172,23 @@ async def settle(
         "reason": reason,
         "version": approval.version + 1,
     }
-    result = await conn.execute(
-        update(t.approvals)
-        .where(
-            t.approvals.c.id == approval.id,
-            t.approvals.c.version == approval.version,
-            t.approvals.c.status == "pending",
-        )
-        .values(**values)
-    )
-    return result.rowcount == 1
+    return await _compare_and_set(conn, approval, values)
 
 
 async def bump(conn: AsyncConnection, approval: Approval, now: float, **values: Any) -> bool:
     """Change fields of a pending approval with compare-and-set (reminders, escalation, votes)."""
+    return await _compare_and_set(
+        conn, approval, {"updated_at": now, "version": approval.version + 1, **values}
+    )
+
+
+async def _compare_and_set(
+    conn: AsyncConnection, approval: Approval, values: Mapping[str, Any]
+) -> bool:
+    """Set `values` on `approval` if it is still pending at the version it was read at."""
+    _check_columns(t.approvals, values)
     result = await conn.execute(
-        update(t.approvals)
-        .where(
-            t.approvals.c.id == approval.id,
-            t.approvals.c.version == approval.version,
-            t.approvals.c.status == "pending",
-        )
-        .values(updated_at=now, version=approval.version + 1, **values)
+        _PENDING_AT_VERSION, {"cas_id": approval.id, "cas_version": approval.version, **values}
     )
     return result.rowcount == 1
 
@@ -207,11 +219,31 @@ async def _insert_once(conn: AsyncConnection, table: Any, **values: Any) -> bool
     """Insert a row unless a unique key already has one (False then), in one statement
     (`INSERT ... ON CONFLICT DO NOTHING`, on SQLite and PostgreSQL alike): the caller's
     transaction goes on either way. Other constraint violations still raise."""
-    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    statement = dialect_insert(table).values(**values).on_conflict_do_nothing()
-    # RETURNING, not rowcount: psycopg's async cursor through SQLAlchemy reports -1 here.
-    inserted = await conn.execute(statement.returning(*table.primary_key.columns))
+    _check_columns(table, values)
+    inserted = await conn.execute(_insert_once_statement(conn.dialect.name, table), values)
     return inserted.first() is not None
+
+
+def _check_columns(table: Table, values: Mapping[str, Any]) -> None:
+    """Refuse values for columns `table` does not have: executed as parameters, SQLAlchemy
+    would leave them out of the statement without a word."""
+    if not values.keys() <= _column_names(table):
+        unknown = sorted(set(values) - _column_names(table))
+        raise TypeError(f"table {table.name} has no column(s) {unknown}")
+
+
+@functools.cache
+def _column_names(table: Table) -> frozenset[str]:
+    return frozenset(table.c.keys())
+
+
+@functools.cache
+def _insert_once_statement(dialect: str, table: Table) -> Any:
+    """`INSERT ... ON CONFLICT DO NOTHING RETURNING <primary key>` into `table`, its columns
+    those its execution's parameters name."""
+    dialect_insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    # RETURNING, not rowcount: psycopg's async cursor through SQLAlchemy reports -1 here.
+    return dialect_insert(table).on_conflict_do_nothing().returning(*table.primary_key.columns)
 
 
 async def list_approvals(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from bot.approvals import store, tables
 from bot.approvals.errors import AlreadyDecidedError, AlreadyVotedError
 from tests.kit.signoff import Kit
 
@@ -73,3 +74,18 @@ async def test_a_click_on_an_approval_that_changed_since_is_judged_on_it_as_it_i
         ("U_BOB", "already_voted"),
         ("U_ALICE", "already_decided"),
     ]
+
+
+async def test_a_change_to_a_column_the_table_lacks_is_refused_not_left_out(kit: Kit) -> None:
+    """The vote's statements are built once and given their values as parameters, which
+    SQLAlchemy would quietly leave out of the statement when they name no column."""
+    (approval_id,) = (await kit.start("refund", REFUND)).approvals
+    a = await kit.app.get(approval_id)
+    async with kit.db.transaction() as conn:
+        with pytest.raises(TypeError, match=r"approvals has no column\(s\) \['remindedat'\]"):
+            await store.bump(conn, a, 1.0, remindedat=1.0)
+        with pytest.raises(TypeError, match=r"votes has no column\(s\) \['usr'\]"):
+            await store._insert_once(conn, tables.votes, approval_id=a.id, usr="U_ALICE")
+        assert await store.bump(conn, a, 2.0, reminded_at=2.0)  # a column it has: set
+    after = await kit.app.get(approval_id)
+    assert (after.version, after.reminded_at, after.votes) == (a.version + 1, 2.0, ())

@@ -546,15 +546,23 @@ class WebhookClient:
 
 
 def build_runtime(
-    settings: Settings, *, metrics: Metrics | None = None
+    settings: Settings, *, metrics: Metrics | None = None, session: Any = None
 ) -> tuple[Signoff, AsyncWebClient]:
-    """The governance core wired to Slack: events go to Slack, groups come from Slack."""
+    """The governance core wired to Slack: events go to Slack, groups come from Slack.
+
+    Args:
+        session: the `aiohttp.ClientSession` every call to Slack's Web API goes through (its
+            connections kept alive), which the caller closes; without one, slack_sdk opens a
+            session and a connection for each call.
+    """
     from .slack.app import SlackGroups
     from .slack.guard import TokenGuard
     from .slack.health import SlackHealth
     from .slack.notify import SlackSink
 
     kwargs: dict[str, Any] = {"token": settings.slack_bot_token, "timeout": settings.slack_timeout}
+    if session is not None:
+        kwargs["session"] = session
     if settings.slack_api_url:
         kwargs["base_url"] = settings.slack_api_url
     health = SlackHealth()
@@ -637,15 +645,24 @@ def _share_rate_limits(signoff: Signoff, client: AsyncWebClient) -> None:
 
 async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None:
     """Run the bot until SIGTERM or SIGINT."""
+    import aiohttp
+
     from .slack.app import build_bolt_app
 
     settings.check_slack()
     metrics = Metrics()
-    signoff, client = build_runtime(settings, metrics=metrics)
+    # One session for every Web API call, its connections kept alive: slack_sdk would open a
+    # session, a connection and (to Slack) a TLS handshake for each call otherwise. With a
+    # session of ours, slack_sdk times each call by the session's timeout.
+    slack_session = aiohttp.ClientSession(
+        timeout=aiohttp.ClientTimeout(total=settings.slack_timeout)
+    )
+    signoff, client = build_runtime(settings, metrics=metrics, session=slack_session)
     try:
         socket_url = await _check_tokens(client, settings.slack_app_token)
     except BaseException:
         await signoff.db.aclose()
+        await slack_session.close()
         raise
     await signoff.db.upgrade()
     _share_rate_limits(signoff, client)
@@ -718,4 +735,5 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
             await socket_handler.close_async()  # type: ignore[no-untyped-call]
         await web_runner.cleanup()
         await webhooks.close()
+        await slack_session.close()
         await signoff.db.aclose()

@@ -560,9 +560,11 @@ def build_runtime(
     from .slack.health import SlackHealth
     from .slack.notify import SlackSink
 
-    kwargs: dict[str, Any] = {"token": settings.slack_bot_token, "timeout": settings.slack_timeout}
-    if session is not None:
-        kwargs["session"] = session
+    kwargs: dict[str, Any] = {
+        "token": settings.slack_bot_token,
+        "timeout": settings.slack_timeout,
+        "session": session,
+    }
     if settings.slack_api_url:
         kwargs["base_url"] = settings.slack_api_url
     health = SlackHealth()

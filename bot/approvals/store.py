@@ -1,7 +1,7 @@
 """Queries on the governance tables. Every function takes the caller's connection, so that a
 decision, its vote, its audit event and its jobs commit together or not at all.
 
-The statements a click runs (and each job after it) are built once, with bound parameters, and
+The statements a click's vote runs are built once, with bound parameters, and
 executed with their values: SQLAlchemy then reuses the statement's cache key and compiled form
 where building the same statement again would coerce every value and walk it for its key each
 time (about 0.15 ms a statement, six a vote, where the statement itself takes microseconds).
@@ -215,7 +215,7 @@ async def insert_vote(
     )
 
 
-async def _insert_once(conn: AsyncConnection, table: Any, **values: Any) -> bool:
+async def _insert_once(conn: AsyncConnection, table: Table, **values: Any) -> bool:
     """Insert a row unless a unique key already has one (False then), in one statement
     (`INSERT ... ON CONFLICT DO NOTHING`, on SQLite and PostgreSQL alike): the caller's
     transaction goes on either way. Other constraint violations still raise."""

@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Self, TypeVar
@@ -521,14 +521,15 @@ class Database:
             said = (str(e.orig).strip().splitlines() or [type(e.orig).__name__])[0]
             raise self._busy(f"another writer held what this needs ({said})") from e
 
-    async def write(self, statement: sa.Executable) -> int:
-        """Run one write statement in a transaction of its own; return how many rows it changed.
+    async def write(self, statement: sa.Executable, params: Mapping[str, Any] | None = None) -> int:
+        """Run one write statement (with `params`, its bound parameters' values) in a
+        transaction of its own; return how many rows it changed.
 
         Raises:
             DatabaseUnavailable: the database cannot be reached or the connection dropped.
         """
         async with self.transaction() as conn:
-            return int((await conn.execute(statement)).rowcount)
+            return int((await conn.execute(statement, params)).rowcount)
 
     @asynccontextmanager
     async def read(self, *, deadline: float | None = None) -> AsyncIterator[AsyncConnection]:

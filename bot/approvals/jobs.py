@@ -18,9 +18,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from sqlalchemy import Select, exists, func, or_, select, update
+from sqlalchemy import Select, bindparam, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.dml import Update
 
@@ -236,14 +236,14 @@ class JobQueue:
             async with self.db.transaction() as conn:
                 row = None
                 for kind in order:
-                    due = _due_jobs(kind, now).limit(1).with_for_update(skip_locked=True, of=t.jobs)
-                    row = (await conn.execute(due)).mappings().first()
+                    due = _DUE_LOCKED[kind]
+                    row = (await conn.execute(due, {"now": now})).mappings().first()
                     if row is not None:
                         break
                 if row is None:
                     return None
                 job = Job.from_row(row)
-                if (await conn.execute(self._take_statement(job, now))).rowcount != 1:
+                if (await conn.execute(_TAKE, self._take(job, now))).rowcount != 1:
                     return None
             self.held.add(job.id)
             return job
@@ -251,16 +251,14 @@ class JobQueue:
             candidates = [
                 Job.from_row(row)
                 for kind in order
-                for row in (await conn.execute(_due_jobs(kind, now).limit(CLAIM_CANDIDATES)))
-                .mappings()
-                .all()
+                for row in (await conn.execute(_DUE[kind], {"now": now})).mappings().all()
             ]
         for job in candidates:
             if job.id in self.held:
                 continue
             self.held.add(job.id)
             try:
-                taken = await self.db.write(self._take_statement(job, now)) == 1
+                taken = await self.db.write(_TAKE, self._take(job, now)) == 1
             except BaseException:
                 self.held.discard(job.id)
                 raise
@@ -269,30 +267,21 @@ class JobQueue:
             self.held.discard(job.id)
         return None
 
-    def _take_statement(self, job: Job, now: float) -> Update:
-        """Lease `job` to this worker if it is still as it was read (nobody took it since)."""
-        j = t.jobs.c
-        return (
-            update(t.jobs)
-            .where(
-                j.id == job.id,
-                j.done_at.is_(None),
-                j.attempts == job.attempts,
-                j.available_at <= now,
-            )
-            .where((j.locked_until.is_(None)) | (j.locked_until < now))
-            .values(
-                locked_until=now + self.lease_seconds,
-                locked_by=self.worker_id,
-                attempts=j.attempts + 1,
-            )
-        )
+    def _take(self, job: Job, now: float) -> dict[str, Any]:
+        """`_TAKE`'s parameters: lease `job` to this worker if it is as it was read."""
+        return {
+            "job_id": job.id,
+            "read_attempts": job.attempts,
+            "now": now,
+            "lease_until": now + self.lease_seconds,
+            "worker": self.worker_id,
+        }
 
     async def finish(
         self, job_id: int, *, error: str | None = None, retry_in: float | None = None
     ) -> None:
         """Mark a job done (or due again in `retry_in` seconds) in a transaction of its own."""
-        await self.db.write(finish_statement(job_id, self.clock(), error=error, retry_in=retry_in))
+        await self.db.write(*finish_statement(job_id, self.clock(), error=error, retry_in=retry_in))
 
     async def deliver(self, job: Job, sink: EventSink) -> None:
         """Hand an event job to `sink`; done when it accepts, due again (backed off) if not."""
@@ -325,27 +314,14 @@ class JobQueue:
         from the queue itself, so a restart in between loses nothing: the later job is there."""
         if job.approval_id is None or job.payload.get("kind") not in CARD_UPDATES + ("escalated",):
             return False
-        j = t.jobs.c
-        later = (
-            select(j.id)
-            .where(
-                j.kind == "event",
-                j.thread_id == job.thread_id
-                if job.thread_id is not None
-                else j.thread_id.is_(None),
-                j.id > job.id,
-                j.done_at.is_(None),
-                or_(
-                    *(
-                        j.key.startswith(f"event:{kind}:{job.approval_id}:", autoescape=True)
-                        for kind in CARD_UPDATES
-                    )
-                ),
-            )
-            .limit(1)
-        )
+        later = _LATER_CARD_UPDATE[job.thread_id is None]
+        params = {
+            f"key_{kind}": _prefix(f"event:{kind}:{job.approval_id}:") for kind in CARD_UPDATES
+        }
         async with self.db.read() as conn:
-            return (await conn.scalar(later)) is not None
+            return (
+                await conn.scalar(later, {"id": job.id, "thread_id": job.thread_id, **params})
+            ) is not None
 
     # ---- looking after the queue ---------------------------------------------------------
 
@@ -453,10 +429,12 @@ def _undelivered(thread_id: str | None) -> Select[Any]:
     return query.order_by(j.id)
 
 
-def _due_jobs(kind: JobKind, now: float) -> Select[Any]:
-    """Due, unleased jobs of `kind`, oldest first (through the index `ix_jobs_pending`); a
-    thread's events only once the ones before them are done, so they go out in order."""
+def _due_jobs(kind: JobKind) -> Select[Any]:
+    """Due (at parameter `now`), unleased jobs of `kind`, oldest first (through the index
+    `ix_jobs_pending`); a thread's events only once the ones before them are done, so they go
+    out in order."""
     j = t.jobs.c
+    now = bindparam("now", type_=t.jobs.c.available_at.type)
     due = select(t.jobs).where(
         j.done_at.is_(None),
         j.kind == kind,
@@ -476,6 +454,56 @@ def _due_jobs(kind: JobKind, now: float) -> Select[Any]:
     return due.order_by(j.id)
 
 
+# A worker's statements, built once and executed with their values (see `store`): a job's
+# claim, take, delivery and finish are five of them, run for every job.
+_KINDS: tuple[JobKind, ...] = get_args(JobKind)
+_DUE = {kind: _due_jobs(kind).limit(CLAIM_CANDIDATES) for kind in _KINDS}
+_DUE_LOCKED = {
+    kind: _due_jobs(kind).limit(1).with_for_update(skip_locked=True, of=t.jobs) for kind in _KINDS
+}
+_TAKE = (
+    update(t.jobs)
+    .where(
+        t.jobs.c.id == bindparam("job_id"),
+        t.jobs.c.done_at.is_(None),
+        t.jobs.c.attempts == bindparam("read_attempts"),
+        t.jobs.c.available_at <= bindparam("now"),
+    )
+    .where((t.jobs.c.locked_until.is_(None)) | (t.jobs.c.locked_until < bindparam("now")))
+    .values(
+        locked_until=bindparam("lease_until"),
+        locked_by=bindparam("worker"),
+        attempts=t.jobs.c.attempts + 1,
+    )
+)
+"""Lease a job to a worker if it is still as it was read (nobody took it since)."""
+
+
+def _later_card_update(thread_is_null: bool) -> Select[Any]:
+    j = t.jobs.c
+    return (
+        select(j.id)
+        .where(
+            j.kind == "event",
+            j.thread_id.is_(None) if thread_is_null else j.thread_id == bindparam("thread_id"),
+            j.id > bindparam("id"),
+            j.done_at.is_(None),
+            or_(*(j.key.like(bindparam(f"key_{kind}"), escape="/") for kind in CARD_UPDATES)),
+        )
+        .limit(1)
+    )
+
+
+_LATER_CARD_UPDATE = {null: _later_card_update(null) for null in (False, True)}
+"""A queued event after parameter `id`, of its thread, whose key is one of the `key_<kind>`
+patterns (`_prefix`): keyed by whether the thread is None."""
+
+
+def _prefix(text: str) -> str:
+    """A LIKE pattern (escape character `/`) matching what starts with `text`."""
+    return text.replace("/", "//").replace("%", "/%").replace("_", "/_") + "%"
+
+
 async def finish_in(
     conn: AsyncConnection,
     job_id: int,
@@ -485,19 +513,38 @@ async def finish_in(
     retry_in: float | None = None,
 ) -> None:
     """Mark a job done (or due again in `retry_in` seconds) inside the caller's transaction."""
-    await conn.execute(finish_statement(job_id, now, error=error, retry_in=retry_in))
+    await conn.execute(*finish_statement(job_id, now, error=error, retry_in=retry_in))
+
+
+def _finish(*, done: bool) -> Update:
+    at = "done_at" if done else "available_at"
+    return (
+        update(t.jobs)
+        .where(t.jobs.c.id == bindparam("job_id"))
+        .values(
+            {
+                "locked_until": None,
+                "locked_by": None,
+                "last_error": bindparam("error"),
+                at: bindparam("at"),
+            }
+        )
+    )
+
+
+_DONE = _finish(done=True)
+_AGAIN = _finish(done=False)
 
 
 def finish_statement(
     job_id: int, now: float, *, error: str | None = None, retry_in: float | None = None
-) -> Update:
-    """Let go of a job's lease: done, or due again in `retry_in` seconds."""
-    values: dict[str, Any] = {"locked_until": None, "locked_by": None, "last_error": error}
+) -> tuple[Update, dict[str, Any]]:
+    """Let go of a job's lease: done, or due again in `retry_in` seconds (a statement and its
+    parameters)."""
+    params = {"job_id": job_id, "error": error}
     if retry_in is None:
-        values["done_at"] = now
-    else:
-        values["available_at"] = now + retry_in
-    return update(t.jobs).where(t.jobs.c.id == job_id).values(**values)
+        return _DONE, {**params, "at": now}
+    return _AGAIN, {**params, "at": now + retry_in}
 
 
 def _gone_from_this_host(worker_id: str) -> bool:

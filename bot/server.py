@@ -22,6 +22,8 @@ recorded is not failed for it: 202, `running`, and the worker goes on with it
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import hmac
 import json
 import logging
@@ -646,96 +648,121 @@ def _share_rate_limits(signoff: Signoff, client: AsyncWebClient) -> None:
 
 
 async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None:
-    """Run the bot until SIGTERM or SIGINT."""
+    """Run the bot until SIGTERM or SIGINT.
+
+    What it opens (the Slack session, the database, the Socket Mode connection, the port, the
+    workers) is closed in the reverse order on the way out, also when start-up stops half way:
+    a token Slack refuses, a database that is down, a port in use.
+    """
     import aiohttp
 
     from .slack.app import build_bolt_app
 
     settings.check_slack()
     metrics = Metrics()
-    # One session for every Web API call, its connections kept alive: slack_sdk would open a
-    # session, a connection and (to Slack) a TLS handshake for each call otherwise. With a
-    # session of ours, slack_sdk times each call by the session's timeout.
-    slack_session = aiohttp.ClientSession(
-        timeout=aiohttp.ClientTimeout(total=settings.slack_timeout)
-    )
-    signoff, client = build_runtime(settings, metrics=metrics, session=slack_session)
-    try:
+    async with contextlib.AsyncExitStack() as opened:
+        # One session for every Web API call, its connections kept alive: slack_sdk would open
+        # a session, a connection and (to Slack) a TLS handshake for each call otherwise. With
+        # a session of ours, slack_sdk times each call by the session's timeout.
+        slack_session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=settings.slack_timeout)
+        )
+        opened.push_async_callback(slack_session.close)
+        signoff, client = build_runtime(settings, metrics=metrics, session=slack_session)
+        opened.push_async_callback(signoff.db.aclose)
         socket_url = await _check_tokens(client, settings.slack_app_token)
-    except BaseException:
-        await signoff.db.aclose()
-        await slack_session.close()
-        raise
-    await signoff.db.upgrade()
-    _share_rate_limits(signoff, client)
-    await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once
-    await _release_held(signoff)
-    foreground = Foreground()  # the clicks being served; the job workers give way to them
-    runner = JobRunner(
-        signoff,
-        concurrency=settings.workers,
-        kinds=("resume", "event", "webhook"),
-        foreground=foreground,
-    )
-    webhooks = WebhookClient()
-    signoff.external.send = webhooks.send
-    bolt_app = build_bolt_app(
-        signoff,
-        client,
-        runner.kick,
-        # Socket Mode envelopes come over the app token's WebSocket, unsigned
-        signing_secret=None if settings.slack_app_token else settings.slack_signing_secret,
-        default_channel=settings.default_channel,
-        serving=foreground.serving,
-    )
-    socket_handler = None
-    if settings.slack_app_token:
-        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+        await signoff.db.upgrade()
+        _share_rate_limits(signoff, client)
+        await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once
+        await _release_held(signoff)
+        foreground = Foreground()  # the clicks being served; the job workers give way to them
+        runner = JobRunner(
+            signoff,
+            concurrency=settings.workers,
+            kinds=("resume", "event", "webhook"),
+            foreground=foreground,
+        )
+        webhooks = WebhookClient()
+        opened.push_async_callback(webhooks.close)
+        signoff.external.send = webhooks.send
+        bolt_app = build_bolt_app(
+            signoff,
+            client,
+            runner.kick,
+            # Socket Mode envelopes come over the app token's WebSocket, unsigned
+            signing_secret=None if settings.slack_app_token else settings.slack_signing_secret,
+            default_channel=settings.default_channel,
+            serving=foreground.serving,
+        )
+        socket_handler = None
+        if settings.slack_app_token:
+            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-        socket_handler = AsyncSocketModeHandler(bolt_app, settings.slack_app_token)
-        socket_handler.client.wss_uri = socket_url  # the check's URL: no second Tier 1 call
-        await socket_handler.connect_async()  # type: ignore[no-untyped-call]
-    web_app = build_web_app(
-        signoff,
-        settings,
-        bolt_app=None if socket_handler else bolt_app,
-        runner=runner,
-        metrics=metrics,
-        slack_health=getattr(signoff.sink, "health", None),
-    )
-    web_runner = web.AppRunner(web_app, access_log=None)
-    await web_runner.setup()
-    site = web.TCPSite(web_runner, host, port)
-    await site.start()
-    runner.start()
-    groups_task = _keep_groups_fresh(signoff)
-    scheduler = start_scheduler(signoff, sweep_every=settings.sweep_interval, jobs_every=None)
-    mode = (
-        "Socket Mode"
-        if socket_handler
-        else f"HTTP on {host}:{port}, Slack requests at /slack/events"
-    )
-    log.info("signoff running (%s); database %s", mode, signoff.db.display_url)
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        signoff.external.close()  # waiting reads answer now, with what they would read
-        scheduler.shutdown(wait=False)
+            socket_handler = AsyncSocketModeHandler(bolt_app, settings.slack_app_token)
+            opened.push_async_callback(socket_handler.close_async)
+            socket_handler.client.wss_uri = socket_url  # the check's URL: no second Tier 1 call
+            await socket_handler.connect_async()  # type: ignore[no-untyped-call]
+        web_app = build_web_app(
+            signoff,
+            settings,
+            bolt_app=None if socket_handler else bolt_app,
+            runner=runner,
+            metrics=metrics,
+            slack_health=getattr(signoff.sink, "health", None),
+        )
+        web_runner = web.AppRunner(web_app, access_log=None)
+        await web_runner.setup()
+        opened.push_async_callback(web_runner.cleanup)
+        await _listen(web.TCPSite(web_runner, host, port), host, port)
+        runner.start()
+        opened.push_async_callback(_stop_workers, signoff, runner)
+        groups_task = _keep_groups_fresh(signoff)
         if groups_task is not None:
-            groups_task.cancel()
-        await runner.stop()
-        try:  # what was recorded in the last moments goes into the audit chain before exit
-            await signoff.link_audit()
-        except Exception as e:  # noqa: BLE001 -- another process or the next start links it
-            log.warning("could not link the last audit entries on the way out: %s", e)
-        if socket_handler is not None:
-            await socket_handler.close_async()  # type: ignore[no-untyped-call]
-        await web_runner.cleanup()
-        await webhooks.close()
-        await slack_session.close()
-        await signoff.db.aclose()
+            opened.callback(groups_task.cancel)
+        scheduler = start_scheduler(signoff, sweep_every=settings.sweep_interval, jobs_every=None)
+        opened.callback(scheduler.shutdown, wait=False)
+        # first on the way out: reads waiting on a decision answer now, with what they would read
+        opened.callback(signoff.external.close)
+        mode = (
+            "Socket Mode"
+            if socket_handler
+            else f"HTTP on {host}:{port}, Slack requests at /slack/events"
+        )
+        log.info("signoff running (%s); database %s", mode, signoff.db.display_url)
+
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+
+
+async def _listen(site: web.TCPSite, host: str, port: int) -> None:
+    """Start listening on `host:port`, or say why it cannot and what to do.
+
+    Raises:
+        SettingsError: the port is taken (another `signoff run` or `signoff demo`?), or the
+            address is not one of this machine's, or the port needs privileges.
+    """
+    try:
+        await site.start()
+    except OSError as e:
+        why = {
+            errno.EADDRINUSE: "the port is in use (another signoff run or signoff demo?): stop "
+            "that one, or pass --port with a free one",
+            errno.EADDRNOTAVAIL: "the address is not one of this machine's: pass --host "
+            "127.0.0.1 (this machine only) or 0.0.0.0 (every interface)",
+            errno.EACCES: "a port below 1024 needs privileges: pass --port 1024 or above (the "
+            "default is 3000)",
+        }.get(e.errno or 0, f"{e.strerror or e}: pass another --host or --port")
+        raise SettingsError(f"cannot listen on {host}:{port}: {why}") from e
+
+
+async def _stop_workers(signoff: Signoff, runner: JobRunner) -> None:
+    """Let the job workers finish what they hold, then link what was recorded in the last
+    moments into the audit chain."""
+    await runner.stop()
+    try:
+        await signoff.link_audit()
+    except Exception as e:  # noqa: BLE001 -- another process or the next start links it
+        log.warning("could not link the last audit entries on the way out: %s", e)

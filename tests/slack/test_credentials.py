@@ -1,6 +1,7 @@
 """Bad credentials fail fast: `signoff run` asks Slack about its tokens before it serves, and a
 token Slack refuses stops it with one line saying which token, what Slack answered and where
 to get the right one, instead of a bot that answers /healthz 200 and fails on every message.
+A port it cannot listen on stops it the same way, with what it had opened closed.
 
 The bot is a real `signoff run` process against the stand-in process, whose control API
 revokes the token each test uses (`token_revoked`, `invalid_auth`, `account_inactive`)."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +33,12 @@ START_TIMEOUT = 60.0
 
 
 def run_bot(
-    tmp_path: Path, slack_url: str, bot_token: str, app_token: str | None = None
+    tmp_path: Path,
+    slack_url: str,
+    bot_token: str,
+    app_token: str | None = None,
+    *,
+    port: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
@@ -45,9 +52,9 @@ def run_bot(
     env.pop("SLACK_APP_TOKEN", None)
     if app_token is not None:
         env["SLACK_APP_TOKEN"] = app_token
-    port = str(free_port())
+    port = free_port() if port is None else port
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", "run", "--host", "127.0.0.1", "--port", port],
+        [sys.executable, "-m", "bot.cli", "run", "--host", "127.0.0.1", "--port", str(port)],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=START_TIMEOUT, check=False,
     )  # fmt: skip
 
@@ -102,6 +109,28 @@ async def test_signoff_run_with_a_revoked_app_token_exits_before_socket_mode_sta
     assert "Basic Information > App-Level Tokens" in done.stderr
     assert "Traceback" not in done.stderr
     assert "signoff running" not in done.stdout
+
+
+@pytest.mark.parametrize("app_token", [None, "xapp-1-fine"], ids=["http", "socket-mode"])
+async def test_signoff_run_on_a_port_in_use_says_so_in_one_line_and_closes_what_it_opened(
+    tmp_path: Path, fake_slack: FakeSlackProcess, app_token: str | None
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # the demo, or a first `signoff run`
+        port = taken.getsockname()[1]
+        done = run_bot(tmp_path, fake_slack.url, "xoxb-fine", app_token, port=port)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("signoff:")]
+    assert lines == [
+        (
+            f"signoff: cannot listen on 127.0.0.1:{port}: the port is in use (another signoff "
+            "run or signoff demo?): stop that one, or pass --port with a free one"
+        )
+    ], done.stderr
+    assert "Traceback" not in done.stderr
+    # the Slack session, the database and the Socket Mode connection were closed, not dropped
+    assert "Unclosed" not in done.stderr, done.stderr
+    assert "signoff running" not in done.stdout + done.stderr
 
 
 async def test_the_check_says_who_the_bot_is_when_slack_accepts_both_tokens(

@@ -454,8 +454,9 @@ def _due_jobs(kind: JobKind) -> Select[Any]:
     return due.order_by(j.id)
 
 
-# A worker's statements, built once and executed with their values (see `store`): a job's
-# claim, take, delivery and finish are five of them, run for every job.
+# A worker's statements, built once and executed with their values (see `store`); every job
+# runs them: the read of the due jobs and the take (its claim), the look for a later update
+# of its card (an event's delivery), its finish.
 _KINDS: tuple[JobKind, ...] = get_args(JobKind)
 _DUE = {kind: _due_jobs(kind).limit(CLAIM_CANDIDATES) for kind in _KINDS}
 _DUE_LOCKED = {

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Await",
     "Emit",
+    "GetCheckpoint",
     "GetHead",
     "Loop",
     "PutCheckpoint",
@@ -56,6 +57,14 @@ class GetHead(NamedTuple):
 
     ns: str | None = None
     """The namespace whose head to load, when not the run's own (an enclosing graph's)."""
+
+
+class GetCheckpoint(NamedTuple):
+    """Load one checkpoint of the thread, a past one too (`saver.get_tuple`). Reply: its
+    `CheckpointTuple`, or None if there is no such checkpoint."""
+
+    config: RunConfig
+    """Names the checkpoint: thread, namespace and `checkpoint_id`."""
 
 
 class PutCheckpoint(NamedTuple):
@@ -224,7 +233,7 @@ async def drive_run_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerato
         await unsaved.save_async(run.saver)
 
 
-Request = GetHead | PutCheckpoint | PutWrites | RunTasks | Await | Emit
+Request = GetHead | GetCheckpoint | PutCheckpoint | PutWrites | RunTasks | Await | Emit
 """What the loop can ask of its driver."""
 
 Loop = Generator[Request, Any, R]
@@ -267,6 +276,9 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
             result = saver.get_tuple(
                 {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": ns}}
             )
+        elif isinstance(request, GetCheckpoint):
+            assert saver is not None
+            result = saver.get_tuple(request.config)
         elif isinstance(request, Await):
             request.coro.close()
             raise TypeError(
@@ -329,6 +341,9 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
             result = await saver.aget_tuple(
                 {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": ns}}
             )
+        elif isinstance(request, GetCheckpoint):
+            assert saver is not None
+            result = await saver.aget_tuple(request.config)
         elif isinstance(request, Await):
             try:
                 result = await request.coro

@@ -39,6 +39,7 @@ from ._drive import (
     LIVE_MODES,
     Await,
     Emit,
+    GetCheckpoint,
     GetHead,
     Loop,
     PutCheckpoint,
@@ -1030,6 +1031,14 @@ class Run:
                 )
             goto = self.update_gotos("the input", input.goto)
         update = input.update if is_command else input
+        restarted: dict[str, int] = {}
+        if (
+            self.frontier
+            and input is not None
+            and not is_command
+            and self.graph.dialect == "langgraph"
+        ):
+            restarted = self.drop_frontier()
 
         if not self.frontier and not goto:
             if input is None or (is_command and input.has_resume):
@@ -1041,7 +1050,7 @@ class Run:
             given = self.check_input(update, "the input", keys, input=not is_command)
             if self.saver is not None:
                 # As LangGraph: an input checkpoint, whose `__start__` task then applies it.
-                yield from self.save_input(given)
+                yield from self.save_input(given, restarted)
                 if (yield from self.start_step()):
                     return (yield from self.static_stop())
             else:
@@ -1190,12 +1199,27 @@ class Run:
             kept = [(c, v) for c, v in kept if c not in self.graph.untracked]
         return [*kept, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
 
-    def save_input(self, writes: list[tuple[str, Any]]) -> Loop[None]:
+    def drop_frontier(self) -> dict[str, int]:
+        """LangGraph's dialect: new input on a paused or failed thread starts a new run from
+        START, so the tasks the head waits on are dropped, with their pending writes (answers
+        given, finished branches' writes) and its static pause; a tool call the person denied by
+        sending new input never runs. Returns the versions of the internal channels emptied."""
+        new_versions: dict[str, int] = {}
+        self.clear_sends(new_versions)
+        self.frontier = []
+        self.pending = {}
+        self.paused = []
+        return new_versions
+
+    def save_input(
+        self, writes: list[tuple[str, Any]], new_versions: dict[str, int] | None = None
+    ) -> Loop[None]:
         """Save an input checkpoint, LangGraph's: `source="input"`, its step the one after the
         head's (-1 on a new thread), the thread's values as they were, the input (the writes
         `check_input` made of it) in the `__start__` channel, and a frontier that begins with
         the `__start__` task that applies it (then the tasks a paused or failed thread keeps,
-        with their pending writes). `start_step` runs that task."""
+        with their pending writes). `start_step` runs that task. `new_versions`: other internal
+        channels the checkpoint changes (`drop_frontier`'s)."""
         if self.head_id is None:
             self.step = -2
         if self.frontier and self.frontier[0][0] == START:
@@ -1205,7 +1229,8 @@ class Run:
         self.internal[START_CHANNEL] = dict(writes)
         version = self.versions.get(START_CHANNEL, 0) + 1
         self.versions[START_CHANNEL] = version
-        yield from self.carry_over("input", {START_CHANNEL: version}, {}, start=True)
+        changed = {**(new_versions or {}), START_CHANNEL: version}
+        yield from self.carry_over("input", changed, {}, start=True)
 
     def start_step(self, *, show: bool = True) -> Loop[bool]:
         """Run the head's `__start__` task: its writes (the input its checkpoint holds) are
@@ -1533,7 +1558,34 @@ class Run:
                     "fork it into a new thread: graph.fork(config, thread_id, values=...); to "
                     "update the latest, drop checkpoint_id from the config"
                 )
+        if len(updates) == 1 and updates[0][1] is None and self.graph.dialect == "langgraph":
+            updates = [(updates[0][0], (yield from self.last_ran(tup)))]
         return (yield from self.amend_step(updates))
+
+    def last_ran(self, tup: CheckpointTuple | None) -> Loop[str]:
+        """LangGraph's dialect: the node an `update_state` without `as_node` is written as, the
+        one whose step made the state `tup` holds, so the update goes through the reducers as
+        that node's would and the edges after it are taken again (an edited message replaces
+        the one with its id, and the pending tool call sees it). Found by walking back from
+        `tup` past updates, forks and inputs to the last step that ran nodes (or `"__start__"`
+        where none ran yet). Raises `InvalidUpdateError` when that step ran several nodes."""
+        while tup is not None:
+            parent = tup.parent_config
+            if parent is None:
+                break
+            before: CheckpointTuple | None = yield GetCheckpoint(parent)
+            if tup.metadata.get("source") == "loop" and before is not None:
+                ran = list(dict.fromkeys(name for name, _ in before.checkpoint["next_tasks"]))
+                if len(ran) == 1:
+                    return ran[0]
+                raise InvalidUpdateError(
+                    f"update_state on thread {self.thread_id!r}: nodes {ran} ran in the step "
+                    "that made its latest state, so which node the update comes from is "
+                    "ambiguous (LangGraph's 'Ambiguous update, specify as_node'): pass "
+                    "as_node= the node whose update it is"
+                )
+            tup = before
+        return START
 
     def check_enclosing(self, tup: CheckpointTuple | None) -> Loop[None]:
         """An update of a subgraph's state goes on only where resuming its parent reads it:
@@ -1744,6 +1796,8 @@ class Run:
         # Every channel is new to this thread's saver.
         yield from self.save("fork", names, dict(self.versions), {}, self.paused, forked_from)
         if values is not None:
+            if as_node is None and self.graph.dialect == "langgraph":
+                as_node = yield from self.last_ran(source)
             return (yield from self.amend(values, as_node))
         assert self.head_config is not None
         return self.head_config

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, get_args, get_origin
 
 from ._context import _current
 from ._schema import (
@@ -24,7 +24,7 @@ from ._schema import (
     schema_keys,
 )
 from .errors import GraphSetupError, InvalidCheckpointerError, NodeError
-from .types import END, START, Command, RetryPolicy, Send, TimeoutPolicy
+from .types import END, START, Command, Dialect, RetryPolicy, Send, TimeoutPolicy
 
 if TYPE_CHECKING:
     from .cache import BaseCache, CachePolicy
@@ -357,6 +357,10 @@ class StateGraph:
     app = g.compile(checkpointer=InMemorySaver())
     ```
     """
+
+    dialect: ClassVar[Dialect] = "graphs"
+    """Seed 000's semantics where they differ from LangGraph's; `graphs.graph.StateGraph`, the
+    class LangGraph's module path gives, is this class with `"langgraph"` (see `Dialect`)."""
 
     def __init__(
         self,
@@ -806,7 +810,7 @@ class StateGraph:
         interrupt_before: Sequence[str] | Literal["*"] | None = (),
         interrupt_after: Sequence[str] | Literal["*"] | None = (),
         recursion_limit: int = DEFAULT_RECURSION_LIMIT,
-        interrupt_mode: Literal["raise", "return"] = "raise",
+        interrupt_mode: Literal["raise", "return"] | None = None,
         name: str | None = None,
         debug: bool = False,
         store: BaseStore | None = None,
@@ -826,9 +830,11 @@ class StateGraph:
                 LangGraph's default).
             interrupt_after: pause just after these nodes ran (`"*"`: all; None: none).
             recursion_limit: the most supersteps one invocation may run.
-            interrupt_mode: `"raise"` (default): a pause raises `GraphInterrupt`. `"return"`:
-                `invoke` returns the state with an `"__interrupt__"` key instead (the state
-                alone for an `interrupt_before`/`interrupt_after` pause, as LangGraph).
+            interrupt_mode: `"raise"`: a pause raises `GraphInterrupt` (the default of the
+                top-level `graphs.StateGraph`). `"return"`: `invoke` returns the state with an
+                `"__interrupt__"` key instead (the state alone for an `interrupt_before` or
+                `interrupt_after` pause), as LangGraph does (the default of
+                `graphs.graph.StateGraph`).
             name: the compiled graph's `name` (LangGraph's; default `"LangGraph"`).
             debug: every run prints its `updates` and `values` chunks as they come (LangGraph's
                 `debug`; a run's `print_mode=` picks other modes).
@@ -921,6 +927,8 @@ class StateGraph:
             raise GraphSetupError(
                 f"recursion_limit must be a positive int, got {recursion_limit!r}"
             )
+        if interrupt_mode is None:
+            interrupt_mode = "return" if self.dialect == "langgraph" else "raise"
         if interrupt_mode not in ("raise", "return"):
             raise GraphSetupError(
                 f"interrupt_mode must be 'raise' or 'return', got {interrupt_mode!r}"

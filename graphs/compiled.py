@@ -122,6 +122,8 @@ class CompiledGraph(RunnableMethods):
         self.interrupt_after = interrupt_after
         self.recursion_limit = recursion_limit
         self.interrupt_mode = interrupt_mode
+        self.dialect = builder.dialect
+        """Whose semantics it follows where seed 000's and LangGraph's differ (`Dialect`)."""
         self.coerce = builder.coerce
         self.managed: dict[str, Any] = builder.managed
         """Keys computed for each node run (`graphs.managed`), by their `ManagedValue`."""

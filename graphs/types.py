@@ -87,6 +87,14 @@ class StateUpdate(NamedTuple):
 OVERWRITE_KEY = "__overwrite__"
 """`{"__overwrite__": value}`: the JSON form of `Overwrite(value)`."""
 
+Dialect = Literal["graphs", "langgraph"]
+"""Whose semantics a graph follows where seed 000's and LangGraph's differ, chosen by where its
+builder was imported from, never by a global: `"graphs"` for the top-level `graphs.StateGraph`
+(a pause raises, `update_state` without `as_node` replaces values, input given to a paused thread
+is applied before its frontier runs), `"langgraph"` for `graphs.graph.StateGraph` and the other
+LangGraph module paths (a pause returns, `update_state` goes through the reducers as the node that
+ran last, new input on a paused thread starts over from START). docs/langgraph.md has the table."""
+
 Durability = Literal["sync", "async", "exit"]
 """LangGraph's `durability=` of a run. `"sync"` and `"async"` (and none given): every step is
 saved before the next one starts. `"exit"`: as LangGraph, the run's checkpoint and pending writes

@@ -146,6 +146,7 @@ def test_a_missing_name_is_an_attribute_error() -> None:
 # LangGraph's module paths: porting an application is an import change (langgraph -> graphs).
 LANGGRAPH_PATHS = {
     "graphs.graph": ["StateGraph", "START", "END", "MessagesState", "add_messages"],
+    "graphs.graph.state": ["StateGraph", "CompiledStateGraph"],
     "graphs.graph.message": [
         "add_messages", "MessagesState", "REMOVE_ALL_MESSAGES", "Messages", "AnyMessage",
     ],
@@ -198,7 +199,10 @@ def test_langgraph_s_module_paths_have_their_names() -> None:
     import graphs.graph.message
     import graphs.types
 
-    assert graphs.graph.StateGraph is graphs.StateGraph
+    # The same builder in LangGraph's dialect (`graphs.types.Dialect`): where the graph comes
+    # from chooses its semantics.
+    assert issubclass(graphs.graph.StateGraph, graphs.StateGraph)
+    assert (graphs.graph.StateGraph.dialect, graphs.StateGraph.dialect) == ("langgraph", "graphs")
     assert graphs.graph.add_messages is graphs.graph.message.add_messages
     assert graphs.types.interrupt is graphs.interrupt
     assert graphs.Send is graphs.types.Send

@@ -118,7 +118,7 @@ from graphs.graph import MessagesState, add_messages
 from graphs.graph import StateGraph as GraphStateGraph
 from graphs.types import interrupt as types_interrupt
 
-assert_type(GraphStateGraph, type[StateGraph])
+assert_type(GraphStateGraph(dict).compile(), CompiledGraph)  # LangGraph's dialect, same types
 assert_type(types_interrupt("x"), Any)
 assert_type(get_config(), RunConfig)
 assert_type(add_messages([], [("user", "hi")]), list[BaseMessage])

@@ -1,15 +1,16 @@
 """`graphs.graph`: where LangGraph applications import their graph from (`langgraph.graph`).
 
-`StateGraph`, `START` and `END` are the ones of `graphs`; `MessagesState`, `add_messages` and
+`StateGraph` is `graphs.graph.state`'s, in LangGraph's dialect (`graphs.types.Dialect`); `START`
+and `END` are the ones of `graphs`; `MessagesState`, `add_messages` and
 (deprecated) `MessageGraph` come from `graphs.graph.message`, imported on first use so that this module does not load
 langchain_core.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from ..builder import StateGraph
 from ..compiled import CompiledGraph
 from ..types import END, START
+from .state import StateGraph
 
 if TYPE_CHECKING:
     from .message import MessageGraph, MessagesState, add_messages

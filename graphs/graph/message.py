@@ -40,7 +40,7 @@ from langchain_core.messages import (
 from .._context import _task
 from .._schema import APPENDS_ATTR
 from .._stream import task_metadata
-from ..builder import StateGraph
+from .state import StateGraph
 
 __all__ = [
     "REMOVE_ALL_MESSAGES",

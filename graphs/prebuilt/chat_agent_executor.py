@@ -27,7 +27,6 @@ from typing_extensions import TypedDict
 
 from .._context import _current
 from ..builder import (
-    StateGraph,
     _config_by_name,
     _injected,
     _is_async,
@@ -39,6 +38,7 @@ from ..builder import (
 from ..checkpoint.base import BaseCheckpointSaver
 from ..compiled import CompiledGraph
 from ..graph.message import add_messages
+from ..graph.state import StateGraph
 from ..managed import RemainingSteps
 from ..store import BaseStore
 from ..types import END, START, RunConfig, Send

@@ -16,7 +16,6 @@ from pydantic import Field
 
 from graphs import END, START, Command, Send, StateGraph, interrupt
 from graphs.checkpoint.sql import SQLSaver
-from graphs.errors import GraphInterrupt
 from graphs.graph import MessagesState
 from graphs.prebuilt import (
     InjectedState,
@@ -219,8 +218,9 @@ def test_react_agent_takes_a_plain_function_as_model_and_interrupt_before() -> N
     agent = create_react_agent(
         model, _lookup_tools(log), checkpointer=saver, interrupt_before=["tools"]
     )
-    with pytest.raises(GraphInterrupt):  # graphs raises where LangGraph returns
-        agent.invoke({"messages": [HumanMessage("hi")]}, _config())
+    # As LangGraph: the pause returns the state (LangGraph's dialect, graphs.prebuilt's).
+    paused = agent.invoke({"messages": [HumanMessage("hi")]}, _config())
+    assert paused["messages"][-1].tool_calls[0]["name"] == "lookup"
     assert agent.get_state(_config()).next == ("tools",) and log == []
     out = agent.invoke(None, _config())
     assert out["messages"][-1].content == "ok" and log == ["lookup A1"]
@@ -271,9 +271,8 @@ def test_gated_calls_pause_once_each_and_are_answered_independently_across_proce
     agent = create_react_agent(
         _turn_model(), tools, checkpointer=s1, before_call=_ask, version=version
     )
-    with pytest.raises(GraphInterrupt) as paused:
-        agent.invoke({"messages": [HumanMessage("refund A1")]}, _config())
-    refund_i, email_i = paused.value.interrupts
+    paused = agent.invoke({"messages": [HumanMessage("refund A1")]}, _config())
+    refund_i, email_i = paused["__interrupt__"]  # as LangGraph, the pause returns
     assert (refund_i.value["tool"], email_i.value["tool"]) == ("refund", "email")
     assert refund_i.id != email_i.id
     tasks = agent.get_state(_config()).tasks
@@ -292,9 +291,8 @@ def test_gated_calls_pause_once_each_and_are_answered_independently_across_proce
         _turn_model(), _lookup_tools(log), checkpointer=s2, before_call=_ask, version=version
     )
     ans = {"approved": True, "args": {"order": "A1", "amount": 20}}
-    with pytest.raises(GraphInterrupt) as still:
-        agent2.invoke(Command(resume={refund_i.id: ans}), _config())
-    assert [i.id for i in still.value.interrupts] == [email_i.id]
+    still = agent2.invoke(Command(resume={refund_i.id: ans}), _config())
+    assert [i.id for i in still["__interrupt__"]] == [email_i.id]
     # v1 runs nothing until the turn is settled; v2 ran the approved refund in its task
     assert log == (ran_first if version == "v1" else [*ran_first, "refund A1 20"])
     assert [i.id for i in agent2.get_state(_config()).interrupts] == [email_i.id]
@@ -353,8 +351,7 @@ def test_an_approved_call_runs_at_most_once_across_a_crash(db: str) -> None:
     agent = create_react_agent(
         model, [refund, audit], checkpointer=s1, before_call=gate, version="v1"
     )
-    with pytest.raises(GraphInterrupt):
-        agent.invoke({"messages": [HumanMessage("go")]}, _config())
+    assert "__interrupt__" in agent.invoke({"messages": [HumanMessage("go")]}, _config())
     with pytest.raises(ConnectionResetError):
         agent.invoke(Command(resume=True), _config())
     assert log == ["refund A1"]
@@ -406,11 +403,10 @@ def test_v2_an_approved_call_runs_at_most_once_when_a_sibling_call_dies(db: str)
     )
     s1 = _saver(db)
     agent = create_react_agent(model, [refund, audit], checkpointer=s1, before_call=gate)
-    with pytest.raises(GraphInterrupt) as paused:
-        agent.invoke({"messages": [HumanMessage("go")]}, _config())
+    paused = agent.invoke({"messages": [HumanMessage("go")]}, _config())
     # both approved in one resume: each call's task runs its tool, and the audit's dies
     with pytest.raises(ConnectionResetError):
-        agent.invoke(Command(resume={i.id: True for i in paused.value.interrupts}), _config())
+        agent.invoke(Command(resume={i.id: True for i in paused["__interrupt__"]}), _config())
     assert log == ["refund A1"]
     s1.close()
 
@@ -466,9 +462,8 @@ def test_async_gated_calls_run_concurrently_after_approval(db: str) -> None:
         saver = SQLSaver(db.replace("sqlite:", "sqlite+aiosqlite:"))
         await saver.asetup()
         agent = create_react_agent(model, [slow], checkpointer=saver, before_call=gate)
-        with pytest.raises(GraphInterrupt) as p:
-            await agent.ainvoke({"messages": [HumanMessage("go")]}, _config())
-        ids = [i.id for i in p.value.interrupts]
+        paused = await agent.ainvoke({"messages": [HumanMessage("go")]}, _config())
+        ids = [i.id for i in paused["__interrupt__"]]
         out = await agent.ainvoke(Command(resume={i: True for i in ids}), _config())
         await saver.aclose()
         return out

@@ -19,7 +19,6 @@ from typing_extensions import TypedDict
 
 from graphs import Command, InMemorySaver, interrupt
 from graphs.checkpoint.sql import SQLSaver
-from graphs.errors import GraphInterrupt
 from graphs.graph.message import add_messages
 from graphs.prebuilt import (
     InjectedState,
@@ -229,9 +228,8 @@ def test_a_gated_call_to_an_injected_tool_shows_only_the_models_arguments(tmp_pa
     config: Any = {"configurable": {"thread_id": "t"}}
     s1 = SQLSaver(url)
     s1.setup()
-    with pytest.raises(GraphInterrupt) as paused:
-        agent(s1).invoke({"messages": [HumanMessage("refund me")], "customer": "ann"}, config)
-    assert paused.value.interrupts[0].value == {"tool": "refund", "args": {"amount": 20}}
+    paused = agent(s1).invoke({"messages": [HumanMessage("refund me")], "customer": "ann"}, config)
+    assert paused["__interrupt__"][0].value == {"tool": "refund", "args": {"amount": 20}}
     s1.close()
 
     s2 = SQLSaver(url)  # another process approves

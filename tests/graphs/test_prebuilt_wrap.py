@@ -16,7 +16,6 @@ from langchain_core.tools import tool
 
 from graphs import Command, interrupt
 from graphs.checkpoint.sql import SQLSaver
-from graphs.errors import GraphInterrupt
 from graphs.prebuilt import ToolCallRequest, ToolNode, create_react_agent
 
 
@@ -173,8 +172,7 @@ def test_a_wrapped_gated_call_runs_at_most_once_across_a_crash(tmp_path: Any) ->
     config: Any = {"configurable": {"thread_id": "t"}}
     s1 = SQLSaver(url)
     s1.setup()
-    with pytest.raises(GraphInterrupt):
-        agent(s1).invoke({"messages": [HumanMessage("refund")]}, config)
+    assert "__interrupt__" in agent(s1).invoke({"messages": [HumanMessage("refund")]}, config)
     assert wrapped == [] and refunds == []
     with pytest.raises(SystemExit):
         agent(s1).invoke(Command(resume=True), config)

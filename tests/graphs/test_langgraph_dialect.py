@@ -1,0 +1,170 @@
+"""LangGraph's dialect where it decides what runs: the same program, its imports switched
+between LangGraph and `graphs`' LangGraph module paths, does the same thing.
+
+Two patterns from LangGraph's guides, where the other dialect (seed 000's, the top-level
+`graphs` API) does the unsafe thing:
+
+- The customer-support tutorial denies a sensitive tool by sending a new message to the thread
+  paused before the tool node: new input on a paused thread starts again from START and the
+  pending tool call never runs.
+- The "review tool calls" how-to edits the pending call with `update_state(config,
+  {"messages": [edited]})`: the update goes through `add_messages` as the node that ran last,
+  replacing the message with that id, so the tool runs with the edited arguments.
+
+Each program is written once and run twice; what it records (the tools that ran, with their
+arguments, the final messages, the thread's next nodes) is compared whole.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+
+DIALECTS = {
+    "langgraph": ("langgraph.graph", "langgraph.checkpoint.memory"),
+    "graphs": ("graphs.graph", "graphs.checkpoint.memory"),
+}
+
+
+def imports(dialect: str) -> SimpleNamespace:
+    """What the program imports: `from <graph> import ...` and `InMemorySaver`."""
+    graph_path, memory_path = DIALECTS[dialect]
+    graph = importlib.import_module(graph_path)
+    memory = importlib.import_module(memory_path)
+    return SimpleNamespace(
+        StateGraph=graph.StateGraph,
+        MessagesState=graph.MessagesState,
+        START=graph.START,
+        END=graph.END,
+        InMemorySaver=memory.InMemorySaver,
+    )
+
+
+def booking_agent(lg: SimpleNamespace, booked: list[dict[str, Any]]) -> Any:
+    """An assistant that proposes `book_hotel`, a sensitive tool node that books (recording the
+    call in `booked`), paused before it (`interrupt_before`), as the customer-support tutorial."""
+
+    def assistant(state: dict[str, Any]) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if isinstance(last, HumanMessage):
+            call = {"name": "book_hotel", "args": {"hotel": "Ritz", "nights": 3}, "id": "call_1"}
+            return {"messages": [AIMessage(content="", tool_calls=[call], id="ai_1")]}
+        return {"messages": [AIMessage(content=f"noted: {last.content}", id="ai_2")]}
+
+    def sensitive_tools(state: dict[str, Any]) -> dict[str, Any]:
+        proposal = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
+        calls = proposal.tool_calls
+        booked.extend(dict(c["args"]) for c in calls)
+        return {"messages": [ToolMessage(content="booked", tool_call_id=c["id"]) for c in calls]}
+
+    def route(state: dict[str, Any]) -> str:
+        last = state["messages"][-1]
+        return "sensitive_tools" if getattr(last, "tool_calls", None) else lg.END
+
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("assistant", assistant)
+    builder.add_node("sensitive_tools", sensitive_tools)
+    builder.add_edge(lg.START, "assistant")
+    builder.add_conditional_edges("assistant", route, ["sensitive_tools", lg.END])
+    builder.add_edge("sensitive_tools", "assistant")
+    return builder.compile(checkpointer=lg.InMemorySaver(), interrupt_before=["sensitive_tools"])
+
+
+def _contents(messages: list[AnyMessage]) -> list[tuple[str, str, Any]]:
+    return [(m.type, str(m.content), getattr(m, "tool_calls", None) or None) for m in messages]
+
+
+def deny_by_new_message(dialect: str) -> dict[str, Any]:
+    """The tutorial's denial: at the pause, send the thread a ToolMessage saying no."""
+    lg = imports(dialect)
+    booked: list[dict[str, Any]] = []
+    graph = booking_agent(lg, booked)
+    config = {"configurable": {"thread_id": "ticket-1"}}
+    graph.invoke({"messages": [HumanMessage(content="book me the Ritz", id="h1")]}, config)
+    paused_at = graph.get_state(config).next
+    denial = ToolMessage(
+        content="API call denied by user. Reasoning: 'too expensive'.",
+        tool_call_id="call_1",
+        id="t1",
+    )
+    graph.invoke({"messages": [denial]}, config)
+    state = graph.get_state(config)
+    return {
+        "paused at": paused_at,
+        "booked": booked,
+        "messages": _contents(state.values["messages"]),
+        "next": state.next,
+        "sources": [s.metadata["source"] for s in graph.get_state_history(config)],
+    }
+
+
+def edit_pending_call(dialect: str) -> dict[str, Any]:
+    """The review how-to's edit: replace the pending AI message (same id) with new arguments,
+    then go on with `invoke(None)`."""
+    lg = imports(dialect)
+    booked: list[dict[str, Any]] = []
+    graph = booking_agent(lg, booked)
+    config = {"configurable": {"thread_id": "ticket-2"}}
+    graph.invoke({"messages": [HumanMessage(content="book me the Ritz", id="h1")]}, config)
+    pending = graph.get_state(config).values["messages"][-1]
+    call = dict(pending.tool_calls[0], args={"hotel": "Ritz", "nights": 1})
+    edited = AIMessage(content="", tool_calls=[call], id=pending.id)
+    graph.update_state(config, {"messages": [edited]})
+    shown = graph.get_state(config)
+    graph.invoke(None, config)
+    state = graph.get_state(config)
+    return {
+        "shown after the edit": (_contents(shown.values["messages"]), shown.next),
+        "booked": booked,
+        "messages": _contents(state.values["messages"]),
+        "next": state.next,
+    }
+
+
+@pytest.mark.parametrize("program", [deny_by_new_message, edit_pending_call])
+def test_a_ported_program_does_what_it_did_on_langgraph(program: Any) -> None:
+    assert program("graphs") == program("langgraph")
+
+
+def test_a_denied_tool_never_runs() -> None:
+    out = deny_by_new_message("graphs")
+    assert out["paused at"] == ("sensitive_tools",)
+    assert out["booked"] == []
+    denial = "API call denied by user. Reasoning: 'too expensive'."
+    assert out["messages"][-1] == ("ai", f"noted: {denial}", None)
+    assert out["next"] == ()
+
+
+def test_an_edited_tool_call_runs_edited() -> None:
+    out = edit_pending_call("graphs")
+    messages, next_nodes = out["shown after the edit"]
+    assert [m for m in messages if m[0] == "ai"][-1][2][0]["args"] == {"hotel": "Ritz", "nights": 1}
+    assert len(messages) == 2  # the edit replaced the message with that id
+    assert next_nodes == ("sensitive_tools",)
+    assert out["booked"] == [{"hotel": "Ritz", "nights": 1}]
+
+
+def test_the_top_level_api_keeps_seed_000s_semantics() -> None:
+    """The same denial through the top-level `graphs` API: input given to a paused thread is
+    applied before its frontier runs (seed 000's documented rule)."""
+    import graphs
+    from graphs.graph.message import MessagesState
+
+    booked: list[dict[str, Any]] = []
+    lg = SimpleNamespace(
+        StateGraph=graphs.StateGraph,
+        MessagesState=MessagesState,
+        START=graphs.START,
+        END=graphs.END,
+        InMemorySaver=graphs.InMemorySaver,
+    )
+    graph = booking_agent(lg, booked)
+    config = {"configurable": {"thread_id": "seed"}}
+    with pytest.raises(graphs.GraphInterrupt):
+        graph.invoke({"messages": [HumanMessage(content="book", id="h1")]}, config)
+    graph.invoke({"messages": [HumanMessage(content="and breakfast", id="h2")]}, config)
+    assert booked == [{"hotel": "Ritz", "nights": 3}]

@@ -32,9 +32,10 @@ from __future__ import annotations
 import inspect
 import typing
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
+from ._subgraph import graph_called_by
 from .types import END, START
 
 if TYPE_CHECKING:
@@ -257,27 +258,6 @@ def _channel(target: str) -> str:
     return END if target == END else _to(target)
 
 
-def _subgraph_of(fn: Callable[..., Any]) -> CompiledGraph | None:
-    """The compiled graph a node runs: itself (`add_node("child", child)`) or one its function
-    calls (found as LangGraph does, among the names the function's code uses)."""
-    from langchain_core.runnables.utils import get_function_nonlocals
-
-    from .compiled import CompiledGraph, SubgraphNode
-
-    owner = getattr(fn, "__self__", None)
-    if isinstance(owner, SubgraphNode):
-        found = [owner.graph]
-    elif inspect.isroutine(fn):
-        found = [getattr(v, "__self__", v) for v in get_function_nonlocals(inspect.unwrap(fn))]
-    else:
-        return None
-    for value in found:
-        # A subgraph compiled with checkpointer=False is not drawn inside (as in LangGraph).
-        if isinstance(value, CompiledGraph) and (value.inherit or value.checkpointer):
-            return value
-    return None
-
-
 def draw(graph: CompiledGraph, xray: bool | int = False) -> Graph:
     from langchain_core.runnables.graph import Graph, Node
 
@@ -285,7 +265,7 @@ def draw(graph: CompiledGraph, xray: bool | int = False) -> Graph:
     if xray:
         deeper = xray if isinstance(xray, bool) or xray <= 0 else xray - 1
         for name, spec in graph.nodes.items():
-            child = _subgraph_of(spec.fn)
+            child = graph_called_by(spec.fn)
             if child is not None:
                 subgraphs[name] = draw(child, deeper)
 

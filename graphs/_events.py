@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ._stream import task_metadata
+from ._timeout import progress_handler
 from .errors import GraphInterrupt
 
 if TYPE_CHECKING:
@@ -119,8 +120,6 @@ def node_config(task: Task) -> Any:
     under the task's chain run (so a model or subgraph called with it nests there)."""
     callbacks = task.traced.get_child()
     if task.watched:  # its events refresh the node's idle timeout
-        from .func._timeout import progress_handler
-
         callbacks.add_handler(progress_handler(task), inherit=True)
     return {**task.run.config, "callbacks": callbacks}
 

@@ -2,7 +2,7 @@
 
 One invocation is a `Run`. Its logic is written once, as a generator that *describes* I/O
 (load the head, save a checkpoint, save pending writes, run these tasks, emit a chunk: the
-requests of `_drive.py`) and never performs it; `drive_sync` and `drive_async` there perform
+requests of `_io.py`) and never performs it; `drive_sync` and `drive_async` (`_drive.py`) perform
 each request with the sync or async saver and task runner. So `invoke` and `ainvoke` share
 every rule. A task (one node run of a step) is a `Task`, in `_task.py`.
 
@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._context import interrupt_id
-from ._drive import (
+from ._io import (
     LIVE_MODES,
     Await,
     Emit,
@@ -52,6 +52,7 @@ from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_w
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
 from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL, Task
+from ._timeout import enclosing_progress
 from .checkpoint.base import (
     CALL,
     DONE,
@@ -247,8 +248,6 @@ class Run:
         """Hand a chunk node code wrote to whoever streams it: this run's caller, and the top
         graph's stream when this is a subgraph's run and the top streams its subgraphs."""
         if self.parent is not None:  # a subgraph's chunk: its parents progress
-            from .func._timeout import enclosing_progress
-
             enclosing_progress(self)
         if mode in self.asked and self.sink is not None:
             self.sink(Emit(mode, chunk))

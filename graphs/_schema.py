@@ -21,6 +21,7 @@ from .channels import (
     UntrackedValue,
 )
 from .errors import GraphSetupError
+from .managed import ManagedValue
 
 __all__ = [
     "APPENDS_ATTR",
@@ -169,8 +170,6 @@ def managed_from_schema(schema: Any) -> dict[str, Any]:
 def _managed(hint: Any) -> Any:
     """The `ManagedValue` class an annotation names (`Annotated[int, RemainingStepsManager]`,
     maybe under `NotRequired`), else None."""
-    from .managed import ManagedValue
-
     while get_origin(hint) in (typing.Required, typing.NotRequired):
         hint = get_args(hint)[0]
     if get_origin(hint) is not typing.Annotated:

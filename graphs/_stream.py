@@ -22,7 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._context import _current
-from ._drive import LIVE_MODES, Emit
+from ._io import LIVE_MODES, Emit
+from ._subgraph import called_graph, child_config, is_subgraph, segment_of
+from .types import Command
 
 if TYPE_CHECKING:
     from ._loop import Run
@@ -145,8 +147,6 @@ def _fold(writes: list[tuple[str, Any]]) -> dict[str, Any]:
 def checkpoint_payload(run: Run, parent: Any, metadata: Mapping[str, Any]) -> dict[str, Any]:
     """A saved checkpoint as `get_state` shows it; a task that runs a subgraph (as its node, or
     one its function calls) has the config of the subgraph's checkpoints as its `state`."""
-    from .compiled import _called_graph, _child_config, _is_subgraph, _segment
-
     nodes = run.graph.nodes
     config = run.head_config
     assert config is not None
@@ -161,8 +161,8 @@ def checkpoint_payload(run: Run, parent: Any, metadata: Mapping[str, Any]) -> di
                 "id": task_id,
                 "name": name,
                 "interrupts": (),
-                "state": _child_config(config, _segment(nodes, name, task_id))
-                if _is_subgraph(nodes.get(name)) or _called_graph(nodes.get(name)) is not None
+                "state": child_config(config, segment_of(nodes, name, task_id))
+                if is_subgraph(nodes.get(name)) or called_graph(nodes.get(name)) is not None
                 else None,
             }
             for name, task_id in run.frontier
@@ -236,8 +236,6 @@ class MessagesStream:
 
     def task_finished(self, task: Task) -> None:
         """Send the messages of the node's update that it did not read (or stream) already."""
-        from .types import Command
-
         result = task.result
         if result is None:
             return

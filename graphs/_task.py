@@ -13,13 +13,16 @@ from collections.abc import Mapping, Sequence
 from contextvars import Token
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._calls import await_for, gathered, wait_for
 from ._context import RECORD_MAX_PAUSE, Pause, _current
-from ._drive import asave_before_once, save_before_once
 from ._events import node_config, task_async, task_sync
 from ._internal._constants import CONFIG_KEY_NODE_FINISHED
+from ._io import asave_before_once, save_before_once
+from ._timeout import Clock, enclosing_progress, progress_handler, refuse_sync, timed
 from .cache import entry_key
 from .checkpoint.base import FAILED, ONCE, database_unavailable
 from .errors import NodeError, NodeInterrupt, ParentCommand, SideEffectUnrecordedError
+from .runtime import ExecutionInfo, Runtime
 from .types import PULL, PUSH, Command, Interrupt, RunConfig, Send, TimeoutPolicy
 
 if TYPE_CHECKING:
@@ -150,7 +153,7 @@ class Task:
         """What an error handler running now is handed as its `error` parameter."""
         self.cancelled = False
         self.clock: Any = None
-        """The watch of an attempt run under a `timeout=` (`graphs.func._timeout.Clock`)."""
+        """The watch of an attempt run under a `timeout=` (`graphs._timeout.Clock`)."""
         self.shown: list[Any] | None = None
         """`{task_name: result}` of the `@task` calls it made that finished, for the `updates`
         stream, held until it ends when the step's tasks do not run beside the consumer."""
@@ -171,8 +174,6 @@ class Task:
 
     def runtime(self) -> Any:
         """The `Runtime` handed to a node that declares a `runtime` parameter."""
-        from .runtime import ExecutionInfo, Runtime
-
         run = self.run
         info = ExecutionInfo(run.head_id, run.ns, self.id, run.thread_id, self.attempt)
         clock = self.clock
@@ -239,8 +240,6 @@ class Task:
 
     def _reset(self) -> None:
         if self.run.parent is not None:  # a subgraph's node starting: its parents progress
-            from .func._timeout import enclosing_progress
-
             enclosing_progress(self.run)
         self.cached = False
         self.interrupt_count = 0
@@ -319,8 +318,6 @@ class Task:
         if self.send_timeout is not None and not self.spec.timeable:
             # As LangGraph's `run_with_retry`: refused before any attempt, not retried; an
             # error handler takes it as any failure of the node.
-            from .func._timeout import refuse_sync
-
             refused = refuse_sync(self.name, "Node")
             refused.add_note(
                 f"It was sent a Send({self.name!r}, ..., timeout={self.send_timeout!r}): a "
@@ -390,8 +387,6 @@ class Task:
                 run.messages.task_finished(self)
         except Pause as p:
             if self.calls is not None:  # `@task` calls that paused too are asked with it
-                from .func._call import gathered, wait_for
-
                 wait_for(self.calls)
                 p = gathered(p, self.calls)
             self.pause = p.interrupts
@@ -473,8 +468,6 @@ class Task:
                 run.messages.task_finished(self)
         except Pause as p:
             if self.calls is not None:  # `@task` calls that paused too are asked with it
-                from .func._call import await_for, gathered
-
                 await await_for(self.calls)
                 p = gathered(p, self.calls)
             self.pause = p.interrupts
@@ -491,8 +484,6 @@ class Task:
         """The node's async code, run under its `timeout=`: cancelled once the attempt runs
         past it, with `NodeTimeoutError` raised in its place. The attempt's `Clock` is on the
         task while it runs, where progress (its writer, `runtime.heartbeat()`) reaches it."""
-        from .func._timeout import Clock, timed
-
         spec, limit = self.spec, self.limit
         assert limit is not None
         self.clock = Clock(limit)  # before the node's writer and runtime are made
@@ -652,8 +643,6 @@ def _models_report_to(task: Task, state: Any) -> Token[Any]:
     if messages is not None:
         handlers.append(messages.task_started(task, state))
     if task.watched:  # its events refresh the node's idle timeout
-        from .func._timeout import progress_handler
-
         handlers.append(progress_handler(task))
     outer = var_child_runnable_config.get() or {}
     callbacks = outer.get("callbacks") if task.traced is None else task.traced.get_child()

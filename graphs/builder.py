@@ -23,13 +23,16 @@ from ._schema import (
     root_channel,
     schema_keys,
 )
+from ._subgraph import SubgraphNode
+from ._timeout import refuse_sync
+from .cache import CachePolicy, node_namespace
+from .checkpoint.base import BaseCheckpointSaver
+from .compiled import CompiledGraph
 from .errors import GraphSetupError, InvalidCheckpointerError, NodeError
 from .types import END, START, Command, Dialect, RetryPolicy, Send, TimeoutPolicy
 
 if TYPE_CHECKING:
-    from .cache import BaseCache, CachePolicy
-    from .checkpoint.base import BaseCheckpointSaver
-    from .compiled import CompiledGraph
+    from .cache import BaseCache
     from .store import BaseStore
 
 __all__ = ["StateGraph"]
@@ -85,8 +88,6 @@ class NodeSpec:
     def cache_namespace(self) -> tuple[str, ...]:
         """Where its results are cached: LangGraph's namespace, its function's identity
         (`"module.qualname"` of what `add_node` was given) and its name."""
-        from .cache import node_namespace
-
         return node_namespace(self.name, self.fn if self.given is None else self.given)
 
     @property
@@ -567,15 +568,10 @@ class StateGraph:
         if isinstance(destinations, str):
             destinations = [destinations]
         labels = dict(destinations) if isinstance(destinations, Mapping) else None
-        if cache_policy is not None:
-            from .cache import CachePolicy
-
-            if not isinstance(cache_policy, CachePolicy):
-                raise GraphSetupError(
-                    f"node {name!r}: cache_policy must be a CachePolicy, got {cache_policy!r}"
-                )
-        from .compiled import CompiledGraph, SubgraphNode
-
+        if cache_policy is not None and not isinstance(cache_policy, CachePolicy):
+            raise GraphSetupError(
+                f"node {name!r}: cache_policy must be a CachePolicy, got {cache_policy!r}"
+            )
         given = fn
         if isinstance(fn, CompiledGraph):
             fn = SubgraphNode(fn, self.channels)
@@ -689,8 +685,6 @@ class StateGraph:
         is_async, takes_config, destinations, routes)` as `NodeSpec` holds them."""
         afn: Callable[..., Any] | None = None
         run: Callable[..., Any]
-        from .compiled import CompiledGraph, SubgraphNode
-
         if isinstance(fn, CompiledGraph):
             fn = SubgraphNode(fn, self.channels)
         if _is_runnable(fn):
@@ -848,9 +842,6 @@ class StateGraph:
             GraphSetupError: an edge names an unknown node, a node cannot be reached, the graph
                 has no entry point, or an option is invalid.
         """
-        from .checkpoint.base import BaseCheckpointSaver
-        from .compiled import CompiledGraph
-
         inherit = checkpointer is not False
         persistent = checkpointer is True
         if checkpointer is False or checkpointer is True:
@@ -887,8 +878,6 @@ class StateGraph:
         for spec in nodes.values():
             for timed in (spec, spec.handler):
                 if timed is not None and timed.timeout is not None and not timed.timeable:
-                    from .func._timeout import refuse_sync
-
                     raise refuse_sync(timed.name, "Node")
             for dest in spec.destinations:
                 check(dest, f"the destinations of node {spec.name!r}")

@@ -8,21 +8,31 @@ import uuid
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
-    Collection,
     Generator,
     Iterator,
-    Mapping,
     Sequence,
 )
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from ._context import Pause, _current
-from ._drive import Emit, Unsaved, drive_async, drive_run_async, drive_run_sync, drive_sync
+from ._draw import draw
+from ._drive import drive_async, drive_run_async, drive_run_sync, drive_sync
 from ._events import astream_events, start_async, start_sync, traced
+from ._io import Emit, Unsaved
+from ._jsonschema import context_jsonschema, input_model, output_model, state_jsonschema
 from ._loop import Paused, Run, finished_values, task_writes, waiting
 from ._runnable import RunnableMethods, merge_configs
 from ._schema import EPHEMERAL, ROOT, TOPIC, UNTRACKED, Channel, is_typed_class
 from ._stream import MODES
+from ._subgraph import (
+    SubgraphNode,
+    called_graph,
+    child_config,
+    is_subgraph,
+    namespace_levels,
+    segment_of,
+    subgraph_node_of,
+)
 from ._task import SENDS_CHANNEL, task_paths
 from .checkpoint.base import (
     DONE,
@@ -691,45 +701,33 @@ class CompiledGraph(RunnableMethods):
         `xray=True` draws each subgraph (a compiled graph added as a node, or one a node's
         function calls) inside its node, and theirs inside theirs; `xray=n` goes n levels deep.
         `config` is accepted for LangGraph's signature and changes nothing."""
-        from ._draw import draw
-
         return draw(self, xray)
 
     def get_input_jsonschema(self, config: RunConfig | None = None) -> dict[str, Any]:
         """The JSON schema of what `invoke` takes (the `input_schema`, else the state's), as
         LangGraph gives it. `config` is accepted for LangGraph's signature."""
-        from ._jsonschema import state_jsonschema
-
         builder = self.builder
         return state_jsonschema(builder, builder.input_schema, self.get_name("Input"))
 
     def get_output_jsonschema(self, config: RunConfig | None = None) -> dict[str, Any]:
         """The JSON schema of what `invoke` returns (the `output_schema`, else the state's)."""
-        from ._jsonschema import state_jsonschema
-
         builder = self.builder
         return state_jsonschema(builder, builder.output_schema, self.get_name("Output"))
 
     def get_context_jsonschema(self) -> dict[str, Any] | None:
         """The JSON schema of the `context_schema` (None without one)."""
-        from ._jsonschema import context_jsonschema
-
         return context_jsonschema(self.context_schema)
 
     @property
     def input_schema(self) -> type:
         """A pydantic model of the input, as LangGraph's: a pydantic `input_schema` itself,
         else a root model (`LangGraphInput`) of it."""
-        from ._jsonschema import input_model
-
         return input_model(self.builder, self.get_name("Input"))
 
     @property
     def output_schema(self) -> type:
         """A pydantic model of the output, as LangGraph's: `LangGraphOutput`, each output key
         typed and defaulting to None."""
-        from ._jsonschema import output_model
-
         return output_model(self.builder, self.get_name("Output"))
 
     async def aget_graph(
@@ -763,8 +761,8 @@ class CompiledGraph(RunnableMethods):
         that a subgraph's snapshots show its own keys and name its own subgraph tasks."""
         ns = config_ns(config)
         graph = self
-        for _, segment in _levels(ns) if ns else ():
-            found = _called_graph(graph.nodes.get(segment.split(":", 1)[0]))
+        for _, segment in namespace_levels(ns) if ns else ():
+            found = called_graph(graph.nodes.get(segment.split(":", 1)[0]))
             if found is None:
                 return self
             graph = found
@@ -831,7 +829,7 @@ class CompiledGraph(RunnableMethods):
         reads it (the head shows its finished tasks' writes). A task's later runs
         (`|1`, `|2`: possibly other graphs) and nodes whose graph is not found are read
         without it."""
-        graph = _called_graph(self.nodes.get(name)) if own else None
+        graph = called_graph(self.nodes.get(name)) if own else None
         if graph is None or config_ns(child_config).rsplit("|", 1)[-1].isdigit():
             return self, False
         return graph, True
@@ -848,20 +846,20 @@ class CompiledGraph(RunnableMethods):
         its last. `own`: the node is one of this graph's, so a compiled graph as a node (one
         run, its namespace known) is read directly.
         """
-        sub = _subgraph_of(self.nodes.get(name)) if own else None
+        sub = subgraph_node_of(self.nodes.get(name)) if own else None
         if sub is not None and sub.graph.persistent:
-            child = yield _child_config(tup.config, name)
+            child = yield child_config(tup.config, name)
             return child if child.created_at is not None else None
         found: list[StateSnapshot] = []
-        child_config = _child_config(tup.config, f"{name}:{task_id}")
-        child = yield child_config
+        first = child_config(tup.config, f"{name}:{task_id}")
+        child = yield first
         while child.created_at is not None:
             found.append(child)
             if sub is not None:
                 break  # a compiled graph as a node runs once per task
-            child = yield _child_config(child_config, str(len(found)))
+            child = yield child_config(first, str(len(found)))
         if sub is None:
-            kept = yield _child_config(tup.config, name)
+            kept = yield child_config(tup.config, name)
             if kept.created_at is not None and kept.metadata.get("task") == task_id:
                 found.append(kept)
         for child in found:
@@ -918,9 +916,9 @@ class CompiledGraph(RunnableMethods):
             if (
                 state is None
                 and own
-                and (_is_subgraph(spec) or (children is None and _called_graph(spec) is not None))
+                and (is_subgraph(spec) or (children is None and called_graph(spec) is not None))
             ):
-                state = _child_config(tup.config, _segment(self.nodes, name, task_id))
+                state = child_config(tup.config, segment_of(self.nodes, name, task_id))
             error = errors[-1] if errors and not done else None
             result: Any = None
             if done:  # what it wrote, by state key (LangGraph's `PregelTask.result`)
@@ -1052,10 +1050,10 @@ class CompiledGraph(RunnableMethods):
             return (run := self._run(own, frozenset(), nest=False)), run.config
         saver = self._saver(what)
         graph: CompiledGraph = self
-        levels = _levels(ns)
+        levels = namespace_levels(ns)
         for _, segment in levels:
             name = segment.split(":", 1)[0]
-            found = _called_graph(graph.nodes.get(name))
+            found = called_graph(graph.nodes.get(name))
             if found is None:
                 raise InvalidUpdateError(
                     f"{what}: checkpoint_ns {ns!r} names node {name!r}, which "
@@ -1163,92 +1161,6 @@ def _thread_only(config: RunConfig, what: str = "update_state") -> RunConfig:
         raise ValueError(f'{what} needs {{"configurable": {{"thread_id": ...}}}}')
     # An update always goes on top of the thread's latest checkpoint: history never forks.
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": config_ns(config)}}
-
-
-class SubgraphNode:
-    """A compiled graph added as a node (`add_node("child", child_graph)`).
-
-    It runs the subgraph on the keys of the parent's state that the subgraph has, and writes
-    back the keys of the subgraph's result that the parent has, as LangGraph does.
-    """
-
-    def __init__(self, graph: CompiledGraph, parent_keys: Collection[str]) -> None:
-        self.graph = graph
-        self.parent_keys = frozenset(parent_keys)
-
-    def _input(self, state: Any) -> Any:
-        if isinstance(state, Mapping):
-            return {k: v for k, v in state.items() if k in self.graph.channels}
-        return state
-
-    def _output(self, result: Any) -> Any:
-        if isinstance(result, Mapping):
-            return {k: v for k, v in result.items() if k in self.parent_keys}
-        return result  # a root-channel subgraph's value: the node's return, as the parent takes it
-
-    def invoke(self, state: Any, config: RunConfig | None = None, /) -> Any:
-        return self._output(self.graph.invoke(self._input(state), config))
-
-    async def ainvoke(self, state: Any, config: RunConfig | None = None, /) -> Any:
-        return self._output(await self.graph.ainvoke(self._input(state), config))
-
-
-def _child_config(config: RunConfig, segment: str) -> RunConfig:
-    """Where the subgraph run by a task (`segment`: see `_segment`) keeps its checkpoints."""
-    ns = config_ns(config)
-    thread_id = config_thread_id(config)
-    assert thread_id is not None  # the config of a stored checkpoint
-    return {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": f"{ns}|{segment}" if ns else segment,
-        }
-    }
-
-
-def _levels(ns: str) -> list[tuple[str, str]]:
-    """The levels of a subgraph's namespace: each enclosing graph's namespace and the segment
-    (`node:task_id`, or `node`) the next level runs under; a numbered segment (`|1`: a task's
-    second subgraph run) belongs to the level before it."""
-    parts = ns.split("|")
-    levels: list[tuple[str, str]] = []
-    i = 0
-    while i < len(parts):
-        j = i + 1
-        while j < len(parts) and parts[j].isdigit():
-            j += 1
-        levels.append(("|".join(parts[:i]), parts[i]))
-        i = j
-    return levels
-
-
-def _called_graph(spec: NodeSpec | None) -> CompiledGraph | None:
-    """The compiled graph a node runs: the node itself, or the first one its function uses
-    (found as LangGraph finds it, among the names the function's code refers to)."""
-    if spec is None:
-        return None
-    from ._draw import _subgraph_of as called
-
-    return called(spec.fn)
-
-
-def _segment(nodes: Mapping[str, NodeSpec], name: str, task_id: str) -> str:
-    """The namespace segment of the subgraph the task `task_id` of node `name` runs:
-    `name:task_id`, or `name` for a node that is a `compile(checkpointer=True)` graph."""
-    graph = _called_graph(nodes.get(name))
-    if graph is not None and graph.persistent:
-        return name
-    return f"{name}:{task_id}"
-
-
-def _subgraph_of(spec: NodeSpec | None) -> SubgraphNode | None:
-    """The compiled graph a node is (added with `add_node(name, graph)`), else None."""
-    sub = getattr(spec.fn, "__self__", None) if spec is not None else None
-    return sub if isinstance(sub, SubgraphNode) else None
-
-
-def _is_subgraph(spec: NodeSpec | None) -> bool:
-    return _subgraph_of(spec) is not None
 
 
 def _item(mode: str, chunk: Any, ns: tuple[str, ...], tagged: bool, subgraphs: bool) -> Any:

@@ -30,13 +30,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from .._schema import ROOT
+from .._timeout import refuse_sync
 from ..builder import StateGraph
 from ..cache import CachePolicy
 from ..errors import GraphSetupError
 from ..types import END, START, RetryPolicy, TimeoutPolicy
 from ._call import TaskFunction, TaskFuture
 from ._entry import Entrypoint, Final, channels, make_node, read_input
-from ._timeout import refuse_sync
 
 if TYPE_CHECKING:
     from ..cache import BaseCache

@@ -17,18 +17,18 @@ import concurrent.futures
 import contextvars
 import functools
 import hashlib
-import itertools
 import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .._context import Pause, _current
+from .._calls import Calls
+from .._context import _current
 from .._task import Task
-from ..cache import entry_key
+from .._timeout import Clock, timed, watch_events
+from ..cache import entry_key, task_namespace
 from ..checkpoint.base import CALL
 from ..types import RetryPolicy
-from ._timeout import Clock, timed, watch_events
 
 if TYPE_CHECKING:
     from ..cache import BaseCache, CachePolicy
@@ -40,16 +40,6 @@ sleep = time.sleep
 """How a sync task waits between retries (tests replace it)."""
 asleep = asyncio.sleep
 """How an async task waits between retries (tests replace it)."""
-
-
-class Calls:
-    """The `@task` calls one attempt of a node (or one running task) makes."""
-
-    __slots__ = ("counter", "futures")
-
-    def __init__(self) -> None:
-        self.counter = itertools.count()
-        self.futures: list[TaskFuture[Any]] = []
 
 
 class CallTask(Task):
@@ -161,8 +151,6 @@ class TaskFunction(Generic[T]):
             await cache.aclear([self._cache_ns()])
 
     def _cache_ns(self) -> tuple[str, ...]:
-        from ..cache import task_namespace
-
         return task_namespace(self.func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> TaskFuture[T]:
@@ -336,44 +324,3 @@ class TaskFunction(Generic[T]):
             run.send("updates", {self.name: result})
         elif (shown := owner.shown) is not None:
             shown.append({self.name: result})
-
-
-def wait_for(calls: Calls | None) -> None:
-    """Let the calls a node made and did not wait for finish (their results are saved)."""
-    if calls is None:
-        return
-    for future in calls.futures:
-        inner = future._future
-        if isinstance(inner, concurrent.futures.Future):
-            concurrent.futures.wait([inner])
-
-
-async def await_for(calls: Calls | None) -> None:
-    """Async form of `wait_for`."""
-    if calls is None:
-        return
-    pending = [f._future for f in calls.futures if not f.done()]
-    for inner in pending:
-        await asyncio.wait(
-            [inner if isinstance(inner, asyncio.Future) else asyncio.wrap_future(inner)]
-        )
-
-
-def gathered(pause: Pause, calls: Calls | None) -> Pause:
-    """The pause of a node that stopped in `pause` (it waited for a call that paused, or
-    paused itself), with the pauses of its other calls that paused meanwhile: each call runs
-    on its own, so two that pause at once are both asked in one pause, as LangGraph asks them,
-    in the order the calls were made. Call it once the calls have settled (`wait_for`)."""
-    if calls is None:
-        return pause
-    found: dict[str, Any] = {}
-    for future in calls.futures:
-        inner = future._future
-        if inner.done() and not inner.cancelled():
-            error = inner.exception()
-            if isinstance(error, Pause):
-                found.update((i.id, i) for i in error.interrupts)
-    found.update((i.id, i) for i in pause.interrupts if i.id not in found)
-    if len(found) == len(pause.interrupts):
-        return pause
-    return Pause(tuple(found.values()))

@@ -15,11 +15,11 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args, get_origin, get_type_hints
 
+from .._calls import await_for, gathered, wait_for
 from .._context import Pause, _current
 from .._loop import Run
 from .._schema import ROOT, Channel
 from ..compiled import CompiledGraph
-from ._call import await_for, gathered, wait_for
 
 if TYPE_CHECKING:
     from .._task import Task

@@ -40,6 +40,7 @@ from langchain_core.messages import (
 from .._context import _task
 from .._schema import APPENDS_ATTR
 from .._stream import task_metadata
+from ..errors import InvalidUpdateError
 from .state import StateGraph
 
 __all__ = [
@@ -318,8 +319,6 @@ def push_message(
         run.messages.emit(found, task_metadata(task, run.step + 1), dedupe=False)
     if state_key:
         if state_key not in run.graph.channels:
-            from ..errors import InvalidUpdateError
-
             raise InvalidUpdateError(
                 f"push_message(state_key={state_key!r}): the state has no such key; its keys "
                 f"are {sorted(run.graph.channels)} (state_key=None only streams the message)"

@@ -1,0 +1,197 @@
+"""The loop's I/O, as data: the requests it yields, and what a run under `durability="exit"`
+holds unsaved.
+
+`Run.execute` and `Run.update` (in `_loop.py`) are generators that never do I/O: each yields a
+request, one small immutable tuple per kind below, and is sent the reply. The drivers that perform
+them are `_drive.py`'s, above the loop; the tasks, the stream and the loop import from here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Generator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
+from .checkpoint.base import Checkpoint, CheckpointMetadata, checkpoint_config
+from .types import RunConfig
+
+if TYPE_CHECKING:
+    from ._loop import Run
+    from ._task import Task
+
+__all__ = [
+    "LIVE_MODES",
+    "Await",
+    "Emit",
+    "GetCheckpoint",
+    "GetHead",
+    "Loop",
+    "PutCheckpoint",
+    "PutWrites",
+    "Request",
+    "RunTasks",
+    "Unsaved",
+    "asave_before_once",
+    "save_before_once",
+]
+
+R = TypeVar("R")
+
+LIVE_MODES = frozenset({"custom", "messages"})
+"""Stream modes whose chunks node code writes while it runs: the step's tasks then run beside
+a consumer that hands each chunk on as it comes (`_run_threads`, `_run_concurrent_async`), even
+a step of one task; so do they when subgraphs stream into the graph's stream (`Run.live`)."""
+
+
+class GetHead(NamedTuple):
+    """Load the thread's head checkpoint. Reply: its `CheckpointTuple`, or None if it has none."""
+
+    ns: str | None = None
+    """The namespace whose head to load, when not the run's own (an enclosing graph's)."""
+
+
+class GetCheckpoint(NamedTuple):
+    """Load one checkpoint of the thread, a past one too (`saver.get_tuple`). Reply: its
+    `CheckpointTuple`, or None if there is no such checkpoint."""
+
+    config: RunConfig
+    """Names the checkpoint: thread, namespace and `checkpoint_id`."""
+
+
+class PutCheckpoint(NamedTuple):
+    """Save a checkpoint as the thread's new head (`saver.put`). Reply: the `RunConfig` of it."""
+
+    parent: RunConfig
+    """Points at the parent checkpoint (no `checkpoint_id` for a new thread)."""
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
+    new_versions: dict[str, int]
+    """The channels that changed in this step, with their new versions."""
+
+
+class PutWrites(NamedTuple):
+    """Save pending writes of one task on the head checkpoint (`saver.put_writes`). Reply: None."""
+
+    config: RunConfig
+    """Points at the checkpoint the writes belong to."""
+    writes: Sequence[tuple[str, Any]]
+    task_id: str
+
+
+class RunTasks(NamedTuple):
+    """Run these tasks of the step (each records its result, pause or error); a step of two or
+    more is reported task by task as each ends (`Run.finish`). Reply: None."""
+
+    tasks: list[Task]
+
+
+class Await(NamedTuple):
+    """Await an async router's coroutine (only `drive_async` can). Reply: what it returned."""
+
+    coro: Any
+    what: str
+    """Which router it is, for the error `drive_sync` raises."""
+    note: str
+    """Added to an error the router raises."""
+
+
+class Emit(NamedTuple):
+    """Hand a stream chunk to the caller. Reply: None."""
+
+    mode: str
+    """The stream mode it belongs to: `values` or `updates`."""
+    chunk: Any
+    ns: tuple[str, ...] = ()
+    """Where it comes from: `()` for the graph itself, `("node:task_id", ...)` for a subgraph."""
+
+
+class Unsaved:
+    """What a run under `durability="exit"` has not saved yet: its latest checkpoint (the ones
+    before it since the last save are skipped, as LangGraph skips them) and the pending writes
+    made on it. Saved when the run exits (completes, pauses or fails; a subgraph's run that
+    completes saves nothing unless it is persistent, as LangGraph's), and before a `once()`
+    effect begins (`save_before_once`), so the effect's record attaches to a saved checkpoint.
+
+    Tasks of a step run in threads (or beside each other on the event loop): a save and the
+    writes held meanwhile go one at a time (`lock`, `alock`)."""
+
+    def __init__(self) -> None:
+        self.checkpoint: PutCheckpoint | None = None
+        self.writes: list[PutWrites] = []
+        self.lock = threading.Lock()
+        self.alock: asyncio.Lock | None = None
+
+    def hold_checkpoint(self, request: PutCheckpoint) -> RunConfig:
+        """Keep `request` in place of the one held (whose pending writes are dropped, as
+        LangGraph drops them); its parent stays the last saved one, its new versions the
+        channels changed since. The reply a saver gives: the config of it."""
+        with self.lock:
+            held = self.checkpoint
+            if held is not None:
+                request = request._replace(
+                    parent=held.parent, new_versions={**held.new_versions, **request.new_versions}
+                )
+            self.checkpoint = request
+            self.writes = []
+        conf = request.parent["configurable"]
+        return checkpoint_config(
+            str(conf["thread_id"]), conf.get("checkpoint_ns") or "", request.checkpoint["id"]
+        )
+
+    def hold_writes(self, request: PutWrites) -> None:
+        with self.lock:
+            self.writes.append(request)
+
+    def _take(self) -> tuple[PutCheckpoint | None, list[PutWrites]]:
+        held, writes = self.checkpoint, self.writes
+        self.checkpoint, self.writes = None, []
+        return held, writes
+
+    def save_sync(self, saver: Any) -> None:
+        with self.lock:
+            held, writes = self._take()
+            if held is not None:
+                saver.put(*held)
+            for w in writes:
+                saver.put_writes(*w)
+
+    async def save_async(self, saver: Any) -> None:
+        if self.alock is None:
+            self.alock = asyncio.Lock()
+        async with self.alock:
+            with self.lock:
+                held, writes = self._take()
+            if held is not None:
+                await saver.aput(*held)
+            for w in writes:
+                await saver.aput_writes(*w)
+
+
+def _runs_from_top(run: Run) -> list[Run]:
+    runs = [run]
+    while runs[-1].parent is not None:
+        runs.append(runs[-1].parent.run)
+    return runs[::-1]
+
+
+def save_before_once(run: Run) -> None:
+    """Save what the runs from the top graph's down to `run` hold unsaved, top first (a
+    subgraph's namespace is named after its parent's checkpoint)."""
+    for r in _runs_from_top(run):
+        if r.unsaved is not None and r.saver is not None:
+            r.unsaved.save_sync(r.saver)
+
+
+async def asave_before_once(run: Run) -> None:
+    """Async form of `save_before_once`."""
+    for r in _runs_from_top(run):
+        if r.unsaved is not None and r.saver is not None:
+            await r.unsaved.save_async(r.saver)
+
+
+Request = GetHead | GetCheckpoint | PutCheckpoint | PutWrites | RunTasks | Await | Emit
+"""What the loop can ask of its driver."""
+
+Loop = Generator[Request, Any, R]
+"""The loop as its drivers see it: requests out, replies in (see each request), `R` at the end."""

@@ -17,7 +17,7 @@ from .checkpoint.base import config_ns, config_thread_id
 from .types import RunConfig
 
 if TYPE_CHECKING:
-    from .builder import NodeSpec
+    from ._nodes import NodeSpec
     from .compiled import CompiledGraph
 
 __all__ = [

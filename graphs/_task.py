@@ -27,7 +27,7 @@ from .types import PULL, PUSH, Command, Interrupt, RunConfig, Send, TimeoutPolic
 
 if TYPE_CHECKING:
     from ._loop import Run
-    from .builder import NodeSpec
+    from ._nodes import NodeSpec
     from .checkpoint.base import BaseCheckpointSaver
 
 SENDS_CHANNEL = "__sends__"

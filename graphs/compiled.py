@@ -66,8 +66,9 @@ if TYPE_CHECKING:
     from langchain_core.runnables.graph import Graph
     from pydantic import BaseModel
 
+    from ._nodes import Branch, Join, NodeSpec
     from ._task import Task
-    from .builder import Branch, Join, NodeSpec, StateGraph
+    from .builder import StateGraph
     from .checkpoint.base import BaseCheckpointSaver
 
     # What a run takes: state keys (a dict, or an instance of a dataclass or pydantic state

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from .._context import _current
-from ..builder import (
+from .._nodes import (
     _config_by_name,
     _injected,
     _is_async,

@@ -27,19 +27,24 @@ A superstep:
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import operator
 import re
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._algo import (
+    apply_writes,
+    expire,
+    name_messages,
+    short,
+    static_pause,
+    task_id_of,
+    write_order,
+)
 from ._context import interrupt_id
 from ._io import (
     LIVE_MODES,
     Await,
     Emit,
-    GetCheckpoint,
     GetHead,
     Loop,
     PutCheckpoint,
@@ -47,7 +52,7 @@ from ._io import (
     RunTasks,
     Unsaved,
 )
-from ._schema import DELTA, EPHEMERAL, ROOT, TOPIC, UNTRACKED, Channel, updates_of
+from ._schema import ROOT, updates_of
 from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
@@ -84,26 +89,22 @@ from .errors import (
 )
 from .types import (
     END,
-    OVERWRITE_KEY,
     START,
     Command,
     Interrupt,
-    Overwrite,
     RunConfig,
     Send,
     TimeoutPolicy,
 )
 
 if TYPE_CHECKING:
-    from .checkpoint.base import BaseCheckpointSaver, PendingWrite
+    from .checkpoint.base import BaseCheckpointSaver
     from .compiled import CompiledGraph
 
 ONCE_CHANNEL = "__once__"
 DEFER_CHANNEL = "__deferred__"
 """The `defer=True` nodes triggered that wait until no other node is to run."""
 _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
-INPUT = "__input__"
-"""`update_state(as_node="__input__")`: the values are written as a run's input is."""
 START_CHANNEL = START
 """The input an input checkpoint holds (a dict of state keys), until its `__start__` task
 applies it (LangGraph's `__start__` channel)."""
@@ -298,10 +299,6 @@ class Run:
 
     # ---- the pieces of a step ------------------------------------------------------
 
-    def task_id(self, checkpoint_id: str, name: str) -> str:
-        raw = f"{self.thread_id}\x00{self.ns}\x00{checkpoint_id}\x00{name}".encode()
-        return hashlib.blake2b(raw, digest_size=8).hexdigest()
-
     def make_task(self, name: str, task_id: str) -> Task:
         task = Task(self, self.graph.nodes[name], task_id)
         if SENDS_CHANNEL in self.internal:
@@ -442,7 +439,7 @@ class Run:
             update = typed
         else:
             task.error = InvalidUpdateError(
-                f"node {task.name!r} returned {type(result).__name__} {_short(result)}; a node "
+                f"node {task.name!r} returned {type(result).__name__} {short(result)}; a node "
                 "must return a dict of state updates (or None, or a Command)"
             )
             return None
@@ -543,7 +540,7 @@ class Run:
             update = {k: v for k, v in update.items() if k not in private}
         if not isinstance(update, Mapping):
             raise InvalidUpdateError(
-                f"{what} must be a dict of state keys, got {type(update).__name__} {_short(update)}"
+                f"{what} must be a dict of state keys, got {type(update).__name__} {short(update)}"
             )
         unknown = [k for k in update if k not in self.graph.channels]
         if unknown:
@@ -552,146 +549,6 @@ class Run:
                 f"{sorted(self.graph.channels)}"
             )
         return list(update.items())
-
-    def apply(
-        self, writes: list[tuple[str, list[tuple[str, Any]]]], *, reducers: bool = True
-    ) -> tuple[dict[str, int], dict[str, int]]:
-        """Apply `(node, writes)` in order. Returns (new_versions, appended)."""
-        grouped: dict[str, list[tuple[str, Any]]] = {}
-        for node, node_writes in writes:
-            for channel, value in node_writes:
-                grouped.setdefault(channel, []).append((node, value))
-        new_versions: dict[str, int] = {}
-        appended: dict[str, int] = {}
-        values, versions, channels = self.values, self.versions, self.graph.channels
-        for channel, items in grouped.items():
-            spec = channels[channel]
-            if spec.kind is not None and (reducers or spec.kind == UNTRACKED):
-                if not self.apply_marked(spec, items, appended):
-                    continue  # no version: nothing of it is stored
-            elif spec.reducer is None or not reducers:
-                if len(items) > 1:
-                    nodes = [n for n, _ in items]
-                    raise InvalidUpdateError(
-                        f"At key {channel!r}: Can receive only one value per step, got "
-                        f"{len(items)} (from {nodes}), and the key has no reducer: declare it "
-                        f"as Annotated[T, reducer] to merge them"
-                    )
-                value = items[0][1]
-                values[channel] = value.value if type(value) is Overwrite else value
-            else:
-                had = channel in values
-                current = values[channel] if had else (spec.initial() if spec.initial else None)
-                old_len = len(current) if had and type(current) is list else -1
-                overwritten = False
-                for node, value in items:
-                    if type(value) is Overwrite or (
-                        type(value) is dict and len(value) == 1 and OVERWRITE_KEY in value
-                    ):
-                        if overwritten:
-                            raise InvalidUpdateError(
-                                f"At key {channel!r}: Can receive only one Overwrite value per "
-                                f"super-step, got a second from {node!r}: only one writer may "
-                                "replace the value in a step"
-                            )
-                        current, had, overwritten = _overwritten(value), True, True
-                        old_len = -1  # a replaced list is stored whole, not as a delta
-                        continue
-                    if overwritten:
-                        continue  # as in LangGraph: after an Overwrite, the step's others are dropped
-                    if current is None and not had:
-                        current, had = value, True
-                        continue
-                    try:
-                        current = spec.reducer(current, value)
-                    except Exception as e:
-                        raise InvalidUpdateError(
-                            f"the reducer of state key {channel!r} failed on the value from "
-                            f"{node!r}: {type(e).__name__}: {e}"
-                        ) from e
-                if old_len >= 0 and (
-                    (spec.appends and type(current) is list)
-                    or (spec.maybe_appends and _extends(current, values[channel]))
-                ):
-                    appended[channel] = len(current) - old_len  # type: ignore[arg-type]
-                values[channel] = current
-            version = versions.get(channel, 0) + 1
-            versions[channel] = version
-            new_versions[channel] = version
-        return new_versions, appended
-
-    def apply_marked(
-        self, spec: Channel, items: list[tuple[str, Any]], appended: dict[str, int]
-    ) -> bool:
-        """Apply one step's writes `(node, value)` to a key of a `graphs.channels` marker.
-        Returns whether the key gets a new version (an `UntrackedValue` key has none)."""
-        channel, values, kind = spec.name, self.values, spec.kind
-        if kind == UNTRACKED or kind == EPHEMERAL:
-            if len(items) > 1 and spec.guard:
-                nodes = [n for n, _ in items]
-                cls = "UntrackedValue" if kind == UNTRACKED else "EphemeralValue"
-                raise InvalidUpdateError(
-                    f"state key {channel!r} got {len(items)} values in one step (from {nodes}) "
-                    f"but is an {cls}, which takes one: {cls}(guard=False) keeps the last"
-                )
-            value = items[-1][1]
-            values[channel] = value.value if type(value) is Overwrite else value
-            return kind == EPHEMERAL
-        if kind == TOPIC:
-            items_of = [x for _, v in items for x in (v if type(v) is list else (v,))]
-            old = values.get(channel)
-            if spec.accumulate and old is not None:
-                if items_of:
-                    values[channel] = [*old, *items_of]
-                    appended[channel] = len(items_of)
-            elif items_of:
-                values[channel] = items_of
-            else:
-                values.pop(channel, None)  # written only empty lists: an empty topic
-            return True
-        assert spec.kind == DELTA and spec.reducer is not None
-        had = channel in values
-        current: Any = values[channel] if had else (spec.initial() if spec.initial else None)
-        batch: list[Any] = []
-        replaced = False
-        for node, value in items:
-            if type(value) is Overwrite or (
-                type(value) is dict and len(value) == 1 and OVERWRITE_KEY in value
-            ):
-                if replaced:
-                    raise InvalidUpdateError(
-                        f"state key {channel!r} got two Overwrite values in one step (the "
-                        f"second from {node!r}); only one writer may replace it"
-                    )
-                current, replaced = _overwritten(value), True
-                if current is None and spec.initial is not None:
-                    current = spec.initial()
-            elif not replaced:
-                batch.append(value)
-        if batch and not replaced:  # as in LangGraph: an Overwrite drops the step's other writes
-            try:
-                current = spec.reducer(current, batch)
-            except Exception as e:
-                nodes = sorted({n for n, _ in items})
-                raise InvalidUpdateError(
-                    f"the reducer of state key {channel!r} (a DeltaChannel) failed on the "
-                    f"writes from {nodes}: {type(e).__name__}: {e}"
-                ) from e
-        old = values.get(channel)
-        if had and not replaced and type(old) is list and _extends(current, old):
-            appended[channel] = len(current) - len(old)
-        values[channel] = current
-        return True
-
-    def expire(self, new_versions: dict[str, int]) -> None:
-        """At the end of a step (not an input): empty the keys that last one step
-        (`EphemeralValue`, `Topic` without `accumulate`) that it did not write, giving each a
-        new version."""
-        values, versions = self.values, self.versions
-        for key in self.graph.fleeting:
-            if key in values and key not in new_versions:
-                del values[key]
-                versions[key] = new_versions[key] = versions.get(key, 0) + 1
 
     def await_routers(self, ran: list[str]) -> Loop[dict[int, Any]]:
         """Run the async routers after `ran` (awaited by the async driver; the sync one
@@ -828,7 +685,10 @@ class Run:
         if names and type(names[-1]) is not str or SENDS_CHANNEL in self.internal:
             self.set_frontier(names, checkpoint_id, new_versions)
         else:  # no Send (they come last): the hot path
-            self.frontier = [(n, self.task_id(checkpoint_id, n)) for n in names]  # type: ignore[misc, arg-type]
+            self.frontier = [
+                (n, task_id_of(self.thread_id, self.ns, checkpoint_id, n))  # type: ignore[misc, arg-type]
+                for n in names
+            ]
         return self._checkpoint(checkpoint_id, paused, appended)
 
     def hold_deferred(self, triggered: set[str], sends: bool, new_versions: dict[str, int]) -> None:
@@ -853,7 +713,12 @@ class Run:
         """Give each node of the next frontier its task id; note what each `Send` runs on."""
         if not names or type(names[-1]) is str:  # no Send (they come last)
             self.frontier = [
-                (n, n if checkpoint_id is None else self.task_id(checkpoint_id, n))  # type: ignore[misc, arg-type]
+                (
+                    n,
+                    n
+                    if checkpoint_id is None
+                    else task_id_of(self.thread_id, self.ns, checkpoint_id, n),  # type: ignore[arg-type]
+                )  # type: ignore[misc]
                 for n in names
             ]
             self.clear_sends(new_versions)
@@ -863,10 +728,21 @@ class Run:
         timeouts: dict[str, TimeoutPolicy] = {}
         for i, n in enumerate(names):
             if isinstance(n, str):
-                frontier.append((n, n if checkpoint_id is None else self.task_id(checkpoint_id, n)))
+                frontier.append(
+                    (
+                        n,
+                        n
+                        if checkpoint_id is None
+                        else task_id_of(self.thread_id, self.ns, checkpoint_id, n),
+                    )
+                )
                 continue
             key = f"{n.node}\x00send\x00{i}"
-            task_id = key if checkpoint_id is None else self.task_id(checkpoint_id, key)
+            task_id = (
+                key
+                if checkpoint_id is None
+                else task_id_of(self.thread_id, self.ns, checkpoint_id, key)
+            )
             frontier.append((n.node, task_id))
             sends[task_id] = n.arg
             if n.timeout is not None:
@@ -976,17 +852,6 @@ class Run:
             payload = checkpoint_payload(self, self.saved_parent(parent), metadata)
             yield from trace(self, "checkpoints", payload, self.step)
 
-    def static_pause(self, names: Sequence[str | Send], ran: list[str]) -> list[str]:
-        g = self.graph
-        if not (g.interrupt_before or g.interrupt_after) or not names:
-            return []
-        nodes = [n.node if isinstance(n, Send) else n for n in names]
-        hit = [n for n in dict.fromkeys(nodes) if n in g.interrupt_before]
-        hit += [n for n in ran if n in g.interrupt_after and n not in hit]
-        return hit
-
-    # ---- a whole invocation --------------------------------------------------------
-
     def execute(self, input: Any) -> Loop[Any]:
         tup = (yield GetHead()) if self.saver is not None else None
         if tup is not None:
@@ -1054,9 +919,13 @@ class Run:
                     return (yield from self.static_stop())
             else:
                 # Nothing is saved without a saver: the input's step (-1) is not a checkpoint.
-                new_versions, appended = self.apply([(START, given)])
+                new_versions, appended = apply_writes(
+                    self.graph.channels, self.values, self.versions, [(START, given)]
+                )
                 names = yield from self.next_frontier([START], [], new_versions)
-                paused = self.static_pause(names, [])
+                paused = static_pause(
+                    self.graph.interrupt_before, self.graph.interrupt_after, names, []
+                )
                 yield from self.save("loop", names, new_versions, appended, paused)
                 yield from self.emit_input(new_versions)
                 if paused:
@@ -1077,8 +946,11 @@ class Run:
                 # `Command(update=...)` is applied before the frontier runs, in a checkpoint of
                 # its own (`source="input"`, no `__start__` task); it may write any state key,
                 # as in LangGraph.
-                new_versions, appended = self.apply(
-                    [(START, self.check_input(update, "the input", None))]
+                new_versions, appended = apply_writes(
+                    self.graph.channels,
+                    self.values,
+                    self.versions,
+                    [(START, self.check_input(update, "the input", None))],
                 )
                 if goto:
                     self.add_to_frontier(goto, new_versions)
@@ -1136,9 +1008,11 @@ class Run:
                     gotos.extend(t.goto)
                 if t.once:
                     once.update((k, r) for k, (s, r) in t.once.items() if s == "done")
-            new_versions, appended = self.apply(writes)
+            new_versions, appended = apply_writes(
+                self.graph.channels, self.values, self.versions, writes
+            )
             if self.graph.fleeting:
-                self.expire(new_versions)
+                expire(self.graph.fleeting, self.values, self.versions, new_versions)
             if once:
                 merged = {**self.once_results, **once}
                 self.internal[ONCE_CHANNEL] = merged
@@ -1149,7 +1023,9 @@ class Run:
                 names = yield from self.next_frontier(ran, gotos, new_versions)
             else:  # the hot path
                 names = self.route(ran, gotos, new_versions)
-            paused = self.static_pause(names, ran)
+            paused = static_pause(
+                self.graph.interrupt_before, self.graph.interrupt_after, names, ran
+            )
             yield from self.save("loop", names, new_versions, appended, paused)
             if "updates" in self.modes and not self.concurrent:
                 # A step of one task saves no pending writes: its update shows once the step is
@@ -1192,7 +1068,7 @@ class Run:
     def finished_writes(self, t: Task) -> list[tuple[str, Any]]:
         """The pending writes that record finished task `t`: what it wrote (messages named,
         `UntrackedValue` keys left out), its gotos, and that it is done."""
-        _name_messages(self.graph.channels, t.writes)
+        name_messages(self.graph.channels, t.writes)
         kept = t.writes
         if self.graph.untracked:  # never stored, so a resumed run does not have them
             kept = [(c, v) for c, v in kept if c not in self.graph.untracked]
@@ -1242,21 +1118,25 @@ class Run:
         (_, start_id), *rest = self.frontier
         writes = list((self.internal.get(START_CHANNEL) or {}).items())
         if not any(channel == DONE for channel, _ in self.pending.get(start_id, ())):
-            _name_messages(self.graph.channels, writes)
+            name_messages(self.graph.channels, writes)
             kept = writes
             if self.graph.untracked:  # never stored (the run itself applies them)
                 kept = [(c, v) for c, v in writes if c not in self.graph.untracked]
             yield PutWrites(self._head(), [*kept, (DONE, True)], start_id)
         self.pending.pop(start_id, None)
         self.frontier = rest
-        new_versions, appended = self.apply([(START, writes)])
+        new_versions, appended = apply_writes(
+            self.graph.channels, self.values, self.versions, [(START, writes)]
+        )
         changed = dict(new_versions)  # (before saving adds the emptied `__start__` channel)
         paused: list[str] = []
         if rest:
             yield from self.carry_over("loop", new_versions, appended)
         else:
             names = yield from self.next_frontier([START], [], new_versions)
-            paused = self.static_pause(names, [])
+            paused = static_pause(
+                self.graph.interrupt_before, self.graph.interrupt_after, names, []
+            )
             yield from self.save("loop", names, new_versions, appended, paused)
         if show:
             yield from self.emit_input(changed)
@@ -1407,7 +1287,7 @@ class Run:
         values, versions = self.values, self.versions
         self.values, self.versions = dict(values), dict(versions)
         try:
-            self.apply(step)
+            apply_writes(self.graph.channels, self.values, self.versions, step)
             return self.output()
         except InvalidUpdateError:
             return None
@@ -1490,7 +1370,10 @@ class Run:
         self.step += 1
         checkpoint_id = new_checkpoint_id(checkpoint_seq(self.head_id) + 1)
         if start:
-            self.frontier = [(START, self.task_id(checkpoint_id, START)), *self.frontier]
+            self.frontier = [
+                (START, task_id_of(self.thread_id, self.ns, checkpoint_id, START)),
+                *self.frontier,
+            ]
         elif START_CHANNEL in self.internal and all(n != START for n, _ in self.frontier):
             self.drop_start(new_versions)
         cp = self._checkpoint(
@@ -1536,181 +1419,7 @@ class Run:
             self.thread_id,
         )
 
-    # ---- update_state ---------------------------------------------------------------
-
-    def update(self, values: Any, as_node: str | None) -> Loop[RunConfig]:
-        return (yield from self.update_step([(values, as_node)]))
-
-    def update_step(self, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunConfig]:
-        """One checkpoint of `update_state`s: `(values, as_node)` pairs, as if those nodes had
-        run in one step (several need `as_node` each)."""
-        tup = yield GetHead()
-        if self.enclosing:
-            yield from self.check_enclosing(tup)
-        if tup is not None:
-            self.restore(tup)
-            if self.requested_id is not None and self.requested_id != self.head_id:
-                raise InvalidUpdateError(
-                    f"update_state on thread {self.thread_id!r} names checkpoint "
-                    f"{self.requested_id}, which is not the thread's latest ({self.head_id}): an "
-                    "update goes on the latest checkpoint only. To change a past checkpoint, "
-                    "fork it into a new thread: graph.fork(config, thread_id, values=...); to "
-                    "update the latest, drop checkpoint_id from the config"
-                )
-        if len(updates) == 1 and updates[0][1] is None and self.graph.dialect == "langgraph":
-            updates = [(updates[0][0], (yield from self.last_ran(tup)))]
-        return (yield from self.amend_step(updates))
-
-    def last_ran(self, tup: CheckpointTuple | None) -> Loop[str]:
-        """LangGraph's dialect: the node an `update_state` without `as_node` is written as, the
-        one whose step made the state `tup` holds, so the update goes through the reducers as
-        that node's would and the edges after it are taken again (an edited message replaces
-        the one with its id, and the pending tool call sees it). Found by walking back from
-        `tup` past updates, forks and inputs to the last step that ran nodes (or `"__start__"`
-        where none ran yet). Raises `InvalidUpdateError` when that step ran several nodes."""
-        while tup is not None:
-            parent = tup.parent_config
-            if parent is None:
-                break
-            before: CheckpointTuple | None = yield GetCheckpoint(parent)
-            if tup.metadata.get("source") == "loop" and before is not None:
-                ran = list(dict.fromkeys(name for name, _ in before.checkpoint["next_tasks"]))
-                if len(ran) == 1:
-                    return ran[0]
-                raise InvalidUpdateError(
-                    f"update_state on thread {self.thread_id!r}: nodes {ran} ran in the step "
-                    "that made its latest state, so which node the update comes from is "
-                    "ambiguous (LangGraph's 'Ambiguous update, specify as_node'): pass "
-                    "as_node= the node whose update it is"
-                )
-            tup = before
-        return START
-
-    def check_enclosing(self, tup: CheckpointTuple | None) -> Loop[None]:
-        """An update of a subgraph's state goes on only where resuming its parent reads it:
-        the subgraph has a checkpoint there, and each enclosing graph's head still waits on
-        the task that runs it (pending, not finished), so the update is never written to a
-        subgraph run that is over. The update's checkpoint notes those heads as its `parents`
-        (and a `checkpointer=True` subgraph's, the task its head noted)."""
-        where = f"update_state on thread {self.thread_id!r}, checkpoint_ns {self.ns!r}"
-        if tup is None:
-            raise InvalidUpdateError(
-                f"{where}: no subgraph has run there (no checkpoint); pass the config of a "
-                "pending task's subgraph: get_state(config, subgraphs=True).tasks[i].state"
-            )
-        parents: dict[str, str] = {}
-        for ns, segment in self.enclosing:
-            head = yield GetHead(ns)
-            name, _, task_id = segment.partition(":")
-            level = f"namespace {ns!r}" if ns else "the thread"
-            waits = head is not None and (
-                not task_id  # a `checkpointer=True` subgraph keeps its state between runs
-                or (
-                    any(t == task_id for _, t in head.checkpoint["next_tasks"])
-                    and not any(t == task_id and c == DONE for t, c, _ in head.pending_writes)
-                )
-            )
-            if not waits:
-                raise InvalidUpdateError(
-                    f"{where}: the task of node {name!r} that ran this subgraph is over (not "
-                    f"pending at the head of {level}), so no run would read the update; a "
-                    "subgraph's state is updated while its parent waits on it (paused or failed "
-                    "inside it): read the head's tasks with get_state(config, subgraphs=True)"
-                )
-            assert head is not None
-            parents[ns] = head.checkpoint["id"]
-        self.parents = parents
-        if self.graph.persistent:
-            self.task_mark = tup.metadata.get("task")
-
-    def amend(self, values: Any, as_node: str | None) -> Loop[RunConfig]:
-        """Write `values` in a new checkpoint on the head (see `CompiledGraph.update_state`)."""
-        return (yield from self.amend_step([(values, as_node)]))
-
-    def amend_step(self, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunConfig]:
-        """Write one checkpoint of `(values, as_node)` pairs on the head (see `update_step`)."""
-        if not updates:
-            raise InvalidUpdateError(
-                "bulk_update_state: No updates provided in a step: give each step at least one "
-                "StateUpdate(values, as_node)"
-            )
-        if len(updates) > 1 and any(as_node is None for _, as_node in updates):
-            raise InvalidUpdateError(
-                "bulk_update_state: a step with several updates needs as_node on each (the "
-                "node each update is written as)"
-            )
-        (values, as_node), *_ = updates
-        # `values=None` writes nothing: with `as_node`, it records that node as having run.
-        if INPUT in (node for _, node in updates):
-            if len(updates) > 1:
-                raise InvalidUpdateError(
-                    "bulk_update_state: an update as_node='__input__' is written as a run's "
-                    "input, alone in its step: give it a step (an inner list) of its own"
-                )
-            yield from self.write_input(values)
-        elif as_node is None:
-            writes = [] if values is None else self.check_input(values, "update_state values")
-            self.check_replacements(writes)
-            new_versions, appended = self.apply([("update_state", writes)], reducers=False)
-            yield from self.carry_over("update", new_versions, {})
-        else:
-            ran: list[str] = []
-            gotos: list[str | Send] = []
-            step: list[tuple[str, list[tuple[str, Any]]]] = []
-            for values, node in updates:
-                assert node is not None
-                if node not in self.graph.nodes and node != START:
-                    raise InvalidUpdateError(
-                        f"update_state(as_node={node!r}): no such node; nodes are: "
-                        f"{sorted(self.graph.nodes)} (or START, '__start__', as if the input had "
-                        "just been read, and '__input__', written as a run's input)"
-                    )
-                if isinstance(values, Command):  # as if the node had returned it
-                    gotos += self.update_gotos(f"update_state(as_node={node!r})", values.goto)
-                    values = values.update
-                writes = [] if values is None else self.check_input(values, "update_state values")
-                step.append((node, writes))
-                ran.append(node)
-            if self.frontier and self.frontier[0][0] == START and START in ran:
-                # As LangGraph: an update as `"__start__"` on an input checkpoint is what its
-                # `__start__` task wrote (history shows it as the task's result).
-                writes = [w for node, ws in step if node == START for w in ws]
-                if self.graph.untracked:
-                    writes = [(c, v) for c, v in writes if c not in self.graph.untracked]
-                yield PutWrites(self._head(), [*writes, (DONE, True)], self.frontier[0][1])
-            new_versions, appended = self.apply(step)
-            if self.graph.fleeting:  # as if those nodes had run a step
-                self.expire(new_versions)
-            names = yield from self.next_frontier(ran, gotos, new_versions)
-            # As if those nodes had run: the next checkpoint pauses where a real step would.
-            paused = self.static_pause(names, ran)
-            yield from self.save("update", names, new_versions, appended, paused)
-        assert self.head_config is not None
-        return self.head_config
-
-    def check_replacements(self, writes: list[tuple[str, Any]]) -> None:
-        """`update_state` without `as_node` replaces each key with the value given: refuse a
-        reducer key's list replaced by something that is not a list (one message, say, as
-        LangGraph's code passes for `add_messages` to merge), which would leave that one thing
-        as the key's whole value and lose the rest without a word."""
-        channels = self.graph.channels
-        for key, given in writes:
-            spec = channels[key]
-            value = _overwritten(given) if _is_overwrite(given) else given
-            current = self.values.get(key)
-            if spec.reducer is None or type(current) is not list:
-                continue
-            if value is None or isinstance(value, list):  # None: cleared on purpose
-                continue
-            reducer = getattr(spec.reducer, "__name__", type(spec.reducer).__name__)
-            raise InvalidUpdateError(
-                f"update_state without as_node replaces each key with the value given, and "
-                f"state key {key!r} (a list of {len(current)}, reducer {reducer}) was given "
-                f"{_short(value)}, which would become its whole value: "
-                f"pass the whole list, or as_node= the node whose update it is, to merge it "
-                f"with {reducer} (and take the edges after that node again, as LangGraph "
-                "does)"
-            )
+    # ---- Command(goto=...) ----------------------------------------------------------
 
     def update_gotos(self, what: str, goto: Any) -> list[str | Send]:
         """The `goto` of a `Command` given as input or to `update_state` (`what`), checked."""
@@ -1736,14 +1445,16 @@ class Run:
         have = {n for n, _ in plain}
         for n in goto:
             if isinstance(n, str) and n not in have:
-                plain.append((n, self.task_id(self.head_id, n)))
+                plain.append((n, task_id_of(self.thread_id, self.ns, self.head_id, n)))
                 have.add(n)
         plain.sort(key=lambda pair: nodes[pair[0]].index)
         had = len(sends)
         timeouts = dict(self.internal.get(SEND_TIMEOUTS_CHANNEL) or {})
         timed = len(timeouts)
         for i, n in enumerate(g for g in goto if isinstance(g, Send)):
-            task_id = self.task_id(self.head_id, f"{n.node}\x00input-send\x00{i}")
+            task_id = task_id_of(
+                self.thread_id, self.ns, self.head_id, f"{n.node}\x00input-send\x00{i}"
+            )
             sent.append((n.node, task_id))
             sends[task_id] = n.arg
             if n.timeout is not None:
@@ -1756,50 +1467,6 @@ class Run:
         if len(timeouts) != timed:
             self.set_send_timeouts(timeouts, new_versions)
         self.frontier = plain + sent
-
-    def write_input(self, values: Any) -> Loop[None]:
-        """`update_state(as_node="__input__")`: save the input checkpoint `invoke(values)`
-        would (`save_input`), without running anything: its `__start__` task applies the input
-        when the thread is run on (`invoke(None, config)`), or `update_state(values,
-        as_node="__start__")` writes what the task would have written."""
-        if values is None:
-            raise InvalidUpdateError(
-                "update_state(as_node='__input__') needs values: the input to write (a dict of "
-                "state keys)"
-            )
-        writes = self.check_input(values, "update_state values", self.graph.input_keys, input=True)
-        yield from self.save_input(writes)
-
-    # ---- fork -----------------------------------------------------------------------
-
-    def fork(self, source: CheckpointTuple, values: Any, as_node: str | None) -> Loop[RunConfig]:
-        """Start this run's thread, which must not exist yet, at a copy of `source` (a
-        checkpoint of any thread): its state, and its frontier with task ids of this thread.
-        The frontier's tasks run afresh when the new thread is resumed; the source thread is
-        not touched. `values` are then written as `update_state` would."""
-        if (yield GetHead()) is not None:
-            raise InvalidUpdateError(
-                f"fork: thread {self.thread_id!r} already exists; a fork starts a new thread: "
-                "pass a thread id that has no checkpoint (or none, for a fresh one)"
-            )
-        self.restore(source)
-        self.head_config = None  # the first checkpoint of this thread: no parent
-        sends = self.internal.get(SENDS_CHANNEL) or {}
-        timeouts = self.internal.get(SEND_TIMEOUTS_CHANNEL) or {}
-        names: list[str | Send] = [
-            Send(name, sends[task_id], timeout=timeouts.get(task_id)) if task_id in sends else name
-            for name, task_id in self.frontier
-        ]
-        origin = source.config["configurable"]
-        forked_from = {"thread_id": origin["thread_id"], "checkpoint_id": origin["checkpoint_id"]}
-        # Every channel is new to this thread's saver.
-        yield from self.save("fork", names, dict(self.versions), {}, self.paused, forked_from)
-        if values is not None:
-            if as_node is None and self.graph.dialect == "langgraph":
-                as_node = yield from self.last_ran(source)
-            return (yield from self.amend(values, as_node))
-        assert self.head_config is not None
-        return self.head_config
 
 
 def finished_values(graph: CompiledGraph, tup: CheckpointTuple) -> dict[str, Any] | None:
@@ -1820,66 +1487,10 @@ def finished_values(graph: CompiledGraph, tup: CheckpointTuple) -> dict[str, Any
     if not step:
         return None
     try:
-        run.apply(step)
+        apply_writes(graph.channels, run.values, run.versions, step)
     except InvalidUpdateError:
         return None
     return run.values
-
-
-def write_order(tasks: list[Task]) -> list[Task]:
-    """The order a step's writes reach the reducers, LangGraph's (it sorts a step's tasks by
-    path): the tasks of the nodes edges, routers or gotos triggered, by node name, then the
-    `Send` tasks in the order they were made (the frontier has them last, in that order). Not
-    the order the tasks finished in, nor the order the nodes were added."""
-    if len(tasks) < 2:
-        return tasks
-    return sorted(tasks, key=_write_key)
-
-
-def _write_key(task: Task) -> tuple[bool, str]:
-    return (True, "") if task.is_send else (False, task.name)
-
-
-def waiting(writes: Sequence[tuple[str, Any]]) -> tuple[Interrupt, ...]:
-    """The unanswered interrupts among one task's pending writes (none once it is done)."""
-    asked: dict[str, Interrupt] = {}
-    answered: set[str] = set()
-    for channel, value in writes:
-        if channel == DONE:
-            return ()
-        if channel == INTERRUPT:
-            asked.setdefault(value.id, value)
-        elif channel == RESUME:
-            answered.add(value[0])
-    return tuple(i for iid, i in asked.items() if iid not in answered)
-
-
-def task_writes(writes: Sequence[PendingWrite], task_id: str) -> list[tuple[str, Any]]:
-    return [(c, v) for t, c, v in writes if t == task_id]
-
-
-def _name_messages(channels: Mapping[str, Any], writes: list[tuple[str, Any]]) -> None:
-    """Give each message without an id, written to a key whose reducer names messages
-    (`add_messages`), its id now, before the writes are saved as pending writes: the state a
-    pause shows, `get_state` and the completed step then hold the same ids."""
-    for channel, value in writes:
-        spec = channels.get(channel)
-        if spec is None or not spec.maybe_appends:
-            continue
-        for message in value if type(value) is list else (value,):
-            if getattr(message, "id", "") is None and hasattr(message, "content"):
-                message.id = str(uuid.uuid4())
-
-
-def _extends(new: Any, old: list[Any]) -> bool:
-    """`new` is a list that begins with the very objects of `old` (it only appended to it)."""
-    if type(new) is not list or len(new) < len(old):
-        return False
-    return all(map(operator.is_, old, new))  # one pass in C: a message list at every step
-
-
-def _overwritten(value: Any) -> Any:
-    return value.value if type(value) is Overwrite else value[OVERWRITE_KEY]
 
 
 class _Pairs(list):  # type: ignore[type-arg]
@@ -1891,14 +1502,3 @@ class _Pairs(list):  # type: ignore[type-arg]
 
     def items(self) -> list[tuple[str, Any]]:
         return list(super().__iter__())
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _is_overwrite(value: Any) -> bool:
-    return type(value) is Overwrite or (
-        type(value) is dict and len(value) == 1 and OVERWRITE_KEY in value
-    )

@@ -14,13 +14,15 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
+from . import _updates
+from ._algo import task_writes, waiting
 from ._context import Pause, _current
 from ._draw import draw
 from ._drive import drive_async, drive_run_async, drive_run_sync, drive_sync
 from ._events import astream_events, start_async, start_sync, traced
 from ._io import Emit, Unsaved
 from ._jsonschema import context_jsonschema, input_model, output_model, state_jsonschema
-from ._loop import Paused, Run, finished_values, task_writes, waiting
+from ._loop import Paused, Run, finished_values
 from ._runnable import RunnableMethods, merge_configs
 from ._schema import EPHEMERAL, ROOT, TOPIC, UNTRACKED, Channel, is_typed_class
 from ._stream import MODES
@@ -980,7 +982,7 @@ class CompiledGraph(RunnableMethods):
         run, held = self._amending(config, "update_state")
         run.requested_id = config_checkpoint_id(config)
         with saver.lock_thread(held):
-            gen = drive_sync(run, run.update(values, as_node))
+            gen = drive_sync(run, _updates.update(run, values, as_node))
             while True:
                 try:
                     next(gen)
@@ -1002,7 +1004,7 @@ class CompiledGraph(RunnableMethods):
             for i, step in enumerate(supersteps):
                 run = first if i == 0 else self._amending(config, "bulk_update_state")[0]
                 pairs = [(u[0], u[1] if len(u) > 1 else None) for u in step]
-                gen = drive_sync(run, run.update_step(pairs))
+                gen = drive_sync(run, _updates.update_step(run, pairs))
                 while True:
                     try:
                         next(gen)
@@ -1024,7 +1026,7 @@ class CompiledGraph(RunnableMethods):
             for i, step in enumerate(supersteps):
                 run = first if i == 0 else self._amending(config, "abulk_update_state")[0]
                 pairs = [(u[0], u[1] if len(u) > 1 else None) for u in step]
-                async for _ in drive_async(run, run.update_step(pairs), out):
+                async for _ in drive_async(run, _updates.update_step(run, pairs), out):
                     pass
         return out[-1]
 
@@ -1036,7 +1038,7 @@ class CompiledGraph(RunnableMethods):
         run.requested_id = config_checkpoint_id(config)
         out: list[RunConfig] = []
         async with saver.alock_thread(held):
-            async for _ in drive_async(run, run.update(values, as_node), out):
+            async for _ in drive_async(run, _updates.update(run, values, as_node), out):
                 pass
         return out[0]
 
@@ -1103,7 +1105,9 @@ class CompiledGraph(RunnableMethods):
         run, source = self._fork_run(config, thread_id)
         tup = saver.get_tuple(source)
         with saver.lock_thread(run.config):
-            gen = drive_sync(run, run.fork(self._fork_source(tup, source), values, as_node))
+            gen = drive_sync(
+                run, _updates.fork(run, self._fork_source(tup, source), values, as_node)
+            )
             while True:
                 try:
                     next(gen)
@@ -1125,7 +1129,7 @@ class CompiledGraph(RunnableMethods):
         tup = await saver.aget_tuple(source)
         out: list[RunConfig] = []
         async with saver.alock_thread(run.config):
-            gen = run.fork(self._fork_source(tup, source), values, as_node)
+            gen = _updates.fork(run, self._fork_source(tup, source), values, as_node)
             async for _ in drive_async(run, gen, out):
                 pass
         return out[0]

@@ -27,7 +27,6 @@ A superstep:
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -41,11 +40,11 @@ from ._algo import (
     write_order,
 )
 from ._context import interrupt_id
+from ._input import GO_ON, START_CHANNEL, take_input
 from ._io import (
     LIVE_MODES,
     Await,
     Emit,
-    GetHead,
     Loop,
     PutCheckpoint,
     PutWrites,
@@ -77,7 +76,6 @@ from .checkpoint.base import (
 )
 from .errors import (
     CheckpointerRequiredError,
-    EmptyInputError,
     GraphRecursionError,
     InvalidUpdateError,
     NodeError,
@@ -104,10 +102,6 @@ if TYPE_CHECKING:
 ONCE_CHANNEL = "__once__"
 DEFER_CHANNEL = "__deferred__"
 """The `defer=True` nodes triggered that wait until no other node is to run."""
-_ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
-START_CHANNEL = START
-"""The input an input checkpoint holds (a dict of state keys), until its `__start__` task
-applies it (LangGraph's `__start__` channel)."""
 
 
 class Paused:
@@ -853,116 +847,17 @@ class Run:
             yield from trace(self, "checkpoints", payload, self.step)
 
     def execute(self, input: Any) -> Loop[Any]:
-        tup = (yield GetHead()) if self.saver is not None else None
-        if tup is not None:
-            self.restore(tup)
-            if self.requested_id is not None and self.requested_id != self.head_id:
-                raise ResumeError(
-                    f"thread {self.thread_id!r}: runs continue from the latest checkpoint "
-                    f"({self.head_id}), not from {self.requested_id}: drop checkpoint_id from "
-                    "the config, or, to run again from that checkpoint, fork it into a new "
-                    "thread first: graph.invoke(None, graph.fork(config, thread_id))",
-                    self.thread_id,
-                )
-        if self.parent is not None and tup is not None and self.same_task(tup):
-            # The parent's task ran this subgraph on an earlier attempt (it paused or failed):
-            # go on from where it stopped, and a finished subgraph is not run again.
-            if not self.frontier:
-                return self.output()
-            yield from self.inherit_answers(self.parent.answers)
-            input = None
-        started = False
-        if self.frontier and self.frontier[0][0] == START:
-            # The head is an input checkpoint whose `__start__` task did not run (the process
-            # stopped after saving it, or `update_state(as_node="__input__")` wrote it): apply
-            # its input first, once, as the step it is.
-            started = True
-            if (yield from self.start_step()) and input is None:
-                return (yield from self.static_stop())
-        is_command = isinstance(input, Command)
-        if is_command and not (input.has_resume or input.update is not None or input.goto):
-            raise EmptyInputError(
-                f"the input Command() is empty, so there is nothing to do on thread "
-                f"{self.thread_id!r}: give it resume=, update= or goto=, or pass None to go on"
-            )
-        goto: list[str | Send] = []
-        if is_command and input.goto:
-            if tup is None:
-                raise InvalidUpdateError(
-                    f"Command(goto=...) as input goes on a thread's saved state, and thread "
-                    f"{self.thread_id!r} has none (or the graph has no checkpointer): start it "
-                    "with an input"
-                )
-            goto = self.update_gotos("the input", input.goto)
-        update = input.update if is_command else input
-        restarted: dict[str, int] = {}
-        if (
-            self.frontier
-            and input is not None
-            and not is_command
-            and self.graph.dialect == "langgraph"
-        ):
-            restarted = self.drop_frontier()
+        """One invocation: take the input (`take_input`), then run steps until none is left, or
+        one pauses or fails (`run_steps`)."""
+        stopped = yield from take_input(self, input)
+        if stopped is not GO_ON:
+            return stopped
+        return (yield from self.run_steps())
 
-        if not self.frontier and not goto:
-            if input is None or (is_command and input.has_resume):
-                raise self.nothing_to_resume(tup)
-            if update is None:
-                raise EmptyInputError("the input is empty: pass a dict of state keys")
-            # A new run: the input goes through the reducers, START's edges pick the entry.
-            keys = None if is_command else self.graph.input_keys
-            given = self.check_input(update, "the input", keys, input=not is_command)
-            if self.saver is not None:
-                # As LangGraph: an input checkpoint, whose `__start__` task then applies it.
-                yield from self.save_input(given, restarted)
-                if (yield from self.start_step()):
-                    return (yield from self.static_stop())
-            else:
-                # Nothing is saved without a saver: the input's step (-1) is not a checkpoint.
-                new_versions, appended = apply_writes(
-                    self.graph.channels, self.values, self.versions, [(START, given)]
-                )
-                names = yield from self.next_frontier([START], [], new_versions)
-                paused = static_pause(
-                    self.graph.interrupt_before, self.graph.interrupt_after, names, []
-                )
-                yield from self.save("loop", names, new_versions, appended, paused)
-                yield from self.emit_input(new_versions)
-                if paused:
-                    return (yield from self.static_stop())
-        elif not is_command and input is not None:
-            # Input on a paused or failed thread: an input checkpoint, as for a new run; its
-            # `__start__` task applies it, and the frontier (its task ids, its pending writes,
-            # the answers given) is kept, a static pause lifted.
-            given = self.check_input(update, "the input", self.graph.input_keys, input=True)
-            yield from self.save_input(given)
-            yield from self.start_step(show=False)
-            if "values" in self.modes:  # as LangGraph: a resumed run shows the state it resumes
-                yield Emit("values", self.output())
-        else:
-            if is_command and input.has_resume:
-                yield from self.answer(input.resume)
-            if update is not None:
-                # `Command(update=...)` is applied before the frontier runs, in a checkpoint of
-                # its own (`source="input"`, no `__start__` task); it may write any state key,
-                # as in LangGraph.
-                new_versions, appended = apply_writes(
-                    self.graph.channels,
-                    self.values,
-                    self.versions,
-                    [(START, self.check_input(update, "the input", None))],
-                )
-                if goto:
-                    self.add_to_frontier(goto, new_versions)
-                yield from self.carry_over("input", new_versions, appended)
-            elif goto:
-                new_versions = {}
-                self.add_to_frontier(goto, new_versions)
-                yield from self.carry_over("input", new_versions, {})
-            if "values" in self.modes and not started:
-                # As LangGraph: a resumed run shows the state it resumes.
-                yield Emit("values", self.output())
-
+    def run_steps(self) -> Loop[Any]:
+        """Run the frontier's tasks step after step: each step's writes reach the reducers when
+        all its tasks finished, the edges pick the next frontier, one checkpoint is saved; a
+        step where a task paused or failed keeps what the finished ones wrote (`stop`)."""
         self.steps = 0
         while self.frontier:
             if self.steps >= self.limit:
@@ -1073,85 +968,6 @@ class Run:
         if self.graph.untracked:  # never stored, so a resumed run does not have them
             kept = [(c, v) for c, v in kept if c not in self.graph.untracked]
         return [*kept, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
-
-    def drop_frontier(self) -> dict[str, int]:
-        """LangGraph's dialect: new input on a paused or failed thread starts a new run from
-        START, so the tasks the head waits on are dropped, with their pending writes (answers
-        given, finished branches' writes) and its static pause; a tool call the person denied by
-        sending new input never runs. Returns the versions of the internal channels emptied."""
-        new_versions: dict[str, int] = {}
-        self.clear_sends(new_versions)
-        self.frontier = []
-        self.pending = {}
-        self.paused = []
-        return new_versions
-
-    def save_input(
-        self, writes: list[tuple[str, Any]], new_versions: dict[str, int] | None = None
-    ) -> Loop[None]:
-        """Save an input checkpoint, LangGraph's: `source="input"`, its step the one after the
-        head's (-1 on a new thread), the thread's values as they were, the input (the writes
-        `check_input` made of it) in the `__start__` channel, and a frontier that begins with
-        the `__start__` task that applies it (then the tasks a paused or failed thread keeps,
-        with their pending writes). `start_step` runs that task. `new_versions`: other internal
-        channels the checkpoint changes (`drop_frontier`'s)."""
-        if self.head_id is None:
-            self.step = -2
-        if self.frontier and self.frontier[0][0] == START:
-            # `update_state(as_node="__input__")` on an input checkpoint: the new input
-            # replaces the one its `__start__` task had not applied (as LangGraph's channel).
-            self.pending.pop(self.frontier.pop(0)[1], None)
-        self.internal[START_CHANNEL] = dict(writes)
-        version = self.versions.get(START_CHANNEL, 0) + 1
-        self.versions[START_CHANNEL] = version
-        changed = {**(new_versions or {}), START_CHANNEL: version}
-        yield from self.carry_over("input", changed, {}, start=True)
-
-    def start_step(self, *, show: bool = True) -> Loop[bool]:
-        """Run the head's `__start__` task: its writes (the input its checkpoint holds) are
-        saved as its pending writes (so history shows the task and its result), applied
-        through the reducers, and the step's checkpoint (`source="loop"`) is saved, its frontier
-        START's edges, or the tasks the head kept after it (input on a paused thread). Run again
-        on a head whose step-0 checkpoint was not saved, it applies the same input once.
-        Returns whether that checkpoint is a static pause (`interrupt_before` a first node);
-        `show`: emit the `values` chunk of the input."""
-        (_, start_id), *rest = self.frontier
-        writes = list((self.internal.get(START_CHANNEL) or {}).items())
-        if not any(channel == DONE for channel, _ in self.pending.get(start_id, ())):
-            name_messages(self.graph.channels, writes)
-            kept = writes
-            if self.graph.untracked:  # never stored (the run itself applies them)
-                kept = [(c, v) for c, v in writes if c not in self.graph.untracked]
-            yield PutWrites(self._head(), [*kept, (DONE, True)], start_id)
-        self.pending.pop(start_id, None)
-        self.frontier = rest
-        new_versions, appended = apply_writes(
-            self.graph.channels, self.values, self.versions, [(START, writes)]
-        )
-        changed = dict(new_versions)  # (before saving adds the emptied `__start__` channel)
-        paused: list[str] = []
-        if rest:
-            yield from self.carry_over("loop", new_versions, appended)
-        else:
-            names = yield from self.next_frontier([START], [], new_versions)
-            paused = static_pause(
-                self.graph.interrupt_before, self.graph.interrupt_after, names, []
-            )
-            yield from self.save("loop", names, new_versions, appended, paused)
-        if show:
-            yield from self.emit_input(changed)
-        return bool(paused)
-
-    def emit_input(self, new_versions: dict[str, int]) -> Loop[None]:
-        """The `values` chunk of a run's input, given what applying it changed. As LangGraph:
-        an empty input shows no state; nor does an entrypoint's input (it writes a channel of
-        its own, not the root channel of return values)."""
-        if (
-            "values" in self.modes
-            and new_versions
-            and (not self.graph.root or ROOT in new_versions)
-        ):
-            yield Emit("values", self.output())
 
     def drop_start(self, new_versions: dict[str, int]) -> None:
         """The input the head held is applied (or an update replaced it): empty its channel."""
@@ -1294,66 +1110,6 @@ class Run:
         finally:
             self.values, self.versions = values, versions
 
-    def answer(self, resume: Any) -> Loop[None]:
-        """Record `Command(resume=...)` answers durably, before anything runs."""
-        tasks = [self.make_task(name, task_id) for name, task_id in self.frontier if name != START]
-        waiting = [(t, i) for t in tasks for i in self.unanswered(t)]
-        resumable = [(t, i) for t, i in waiting if i.resumable]
-        if not resumable:
-            if waiting:
-                nodes = sorted({t.name for t, _ in waiting})
-                raise ResumeError(
-                    f"thread {self.thread_id!r} is paused by NodeInterrupt in {nodes}, which "
-                    "takes no answer: fix the state with update_state if needed, then resume "
-                    "with invoke(None, config)",
-                    self.thread_id,
-                )
-            raise ResumeError(
-                f"thread {self.thread_id!r} has no pending interrupt() to answer (it waits to "
-                f"run {[n for n, _ in self.frontier]}): resume it with invoke(None, config)",
-                self.thread_id,
-            )
-        by_id = {i.id: (t, i) for t, i in resumable}
-        if isinstance(resume, Mapping) and resume and all(k in by_id for k in resume):
-            answers = [(by_id[k][0], by_id[k][1], v) for k, v in resume.items()]
-        elif (
-            isinstance(resume, Mapping)
-            and resume
-            and any(k in by_id or (isinstance(k, str) and _ID_LIKE.match(k)) for k in resume)
-        ):
-            unknown = [k for k in resume if k not in by_id]
-            raise ResumeError(
-                f"thread {self.thread_id!r}: no pending interrupt has id(s) {unknown}; pending: "
-                f"{sorted(by_id)}",
-                self.thread_id,
-            )
-        elif len(resumable) == 1:
-            t, i = resumable[0]
-            answers = [(t, i, resume)]
-        else:
-            raise ResumeError(
-                f"thread {self.thread_id!r} has {len(resumable)} pending interrupts; answer them "
-                "by id: Command(resume={interrupt_id: answer, ...}) with ids "
-                f"{[i.id for _, i in resumable]}",
-                self.thread_id,
-            )
-        for t, i, value in answers:
-            yield PutWrites(self._head(), [(RESUME, [i.id, value])], t.id)
-            self.pending.setdefault(t.id, []).append((RESUME, [i.id, value]))
-
-    def inherit_answers(self, answers: dict[str, Any]) -> Loop[None]:
-        """Record, for this subgraph's tasks, the answers its parent's task was given."""
-        if not answers:
-            return
-        for name, task_id in self.frontier:
-            if name == START:
-                continue
-            for i in self.unanswered(self.make_task(name, task_id)):
-                if i.id in answers:
-                    write = (RESUME, [i.id, answers[i.id]])
-                    yield PutWrites(self._head(), [write], task_id)
-                    self.pending.setdefault(task_id, []).append(write)
-
     def carry_over(
         self,
         source: str,
@@ -1404,69 +1160,7 @@ class Run:
         for task_id, writes in pending.items():
             yield PutWrites(head, writes, task_id)
 
-    def nothing_to_resume(self, tup: CheckpointTuple | None) -> ResumeError:
-        if self.saver is None:
-            return ResumeError("there is nothing to resume: the graph has no checkpointer")
-        if tup is None:
-            return ResumeError(
-                f"thread {self.thread_id!r} does not exist (no checkpoint), so there is nothing "
-                "to resume; check the thread id, or start a run with an input",
-                self.thread_id,
-            )
-        return ResumeError(
-            f"thread {self.thread_id!r} is not paused: its last run finished; start a new run "
-            "with an input",
-            self.thread_id,
-        )
-
     # ---- Command(goto=...) ----------------------------------------------------------
-
-    def update_gotos(self, what: str, goto: Any) -> list[str | Send]:
-        """The `goto` of a `Command` given as input or to `update_state` (`what`), checked."""
-        names: list[str | Send] = [goto] if isinstance(goto, (str, Send)) else list(goto)
-        nodes = self.graph.nodes
-        bad = [n for n in names if (n.node if isinstance(n, Send) else n) not in (*nodes, END)]
-        if bad:
-            raise InvalidUpdateError(
-                f"{what}: Command(goto={bad}) names unknown node(s); "
-                f"nodes are: {sorted(self.graph.nodes)}"
-            )
-        return [n for n in names if n != END]
-
-    def add_to_frontier(self, goto: list[str | Send], new_versions: dict[str, int]) -> None:
-        """`invoke(Command(goto=...))`: those nodes run in the step about to run, beside the
-        frontier's tasks (which keep their ids and pending writes), in the order nodes were
-        added, `Send`s last."""
-        assert self.head_id is not None
-        nodes = self.graph.nodes
-        sends = dict(self.internal.get(SENDS_CHANNEL) or {})
-        plain = [(n, t) for n, t in self.frontier if t not in sends]
-        sent = [(n, t) for n, t in self.frontier if t in sends]
-        have = {n for n, _ in plain}
-        for n in goto:
-            if isinstance(n, str) and n not in have:
-                plain.append((n, task_id_of(self.thread_id, self.ns, self.head_id, n)))
-                have.add(n)
-        plain.sort(key=lambda pair: nodes[pair[0]].index)
-        had = len(sends)
-        timeouts = dict(self.internal.get(SEND_TIMEOUTS_CHANNEL) or {})
-        timed = len(timeouts)
-        for i, n in enumerate(g for g in goto if isinstance(g, Send)):
-            task_id = task_id_of(
-                self.thread_id, self.ns, self.head_id, f"{n.node}\x00input-send\x00{i}"
-            )
-            sent.append((n.node, task_id))
-            sends[task_id] = n.arg
-            if n.timeout is not None:
-                timeouts[task_id] = n.timeout
-        if len(sends) != had:
-            self.internal[SENDS_CHANNEL] = sends
-            self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
-                self.versions.get(SENDS_CHANNEL, 0) + 1
-            )
-        if len(timeouts) != timed:
-            self.set_send_timeouts(timeouts, new_versions)
-        self.frontier = plain + sent
 
 
 def finished_values(graph: CompiledGraph, tup: CheckpointTuple) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._algo import apply_writes, expire, is_overwrite, overwrite_value, short, static_pause
+from ._input import save_input, update_gotos
 from ._io import GetCheckpoint, GetHead, Loop, PutWrites
 from ._loop import Run
 from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
@@ -166,7 +167,7 @@ def amend_step(run: Run, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunC
                     "just been read, and '__input__', written as a run's input)"
                 )
             if isinstance(values, Command):  # as if the node had returned it
-                gotos += run.update_gotos(f"update_state(as_node={node!r})", values.goto)
+                gotos += update_gotos(run, f"update_state(as_node={node!r})", values.goto)
                 values = values.update
             writes = [] if values is None else run.check_input(values, "update_state values")
             step.append((node, writes))
@@ -225,7 +226,7 @@ def write_input(run: Run, values: Any) -> Loop[None]:
             "state keys)"
         )
     writes = run.check_input(values, "update_state values", run.graph.input_keys, input=True)
-    yield from run.save_input(writes)
+    yield from save_input(run, writes)
 
 
 def fork(run: Run, source: CheckpointTuple, values: Any, as_node: str | None) -> Loop[RunConfig]:

@@ -36,8 +36,9 @@ from ..checkpoint._sql.engine import _Tx
 from ..checkpoint._sql.statements import _DIALECTS
 from ..checkpoint._sql.tableset import SQLTableSet
 from ..errors import SerializationError
-from . import BaseCache, FullKey, Namespace, whose
+from ._keys import FullKey, Namespace, whose
 from ._tables import SCHEMA_REVISION, VERSION_TABLE
+from .base import BaseCache
 
 __all__ = ["SQLCache"]
 

@@ -47,7 +47,7 @@ from ..checkpoint import serde
 from ..checkpoint._sql.alembic import AlembicSchema
 from ..checkpoint._sql.engine import _Tx
 from ..checkpoint._sql.statements import _DIALECTS
-from ..checkpoint._sql.tableset import SQLTableSet
+from ..checkpoint._tableset import SQLTableSet
 from ..checkpoint.sql import SQLSaver
 from ._index import FieldVector, rank
 from ._tables import SCHEMA_REVISION, VERSION_TABLE

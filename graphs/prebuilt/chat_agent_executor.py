@@ -21,8 +21,9 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
+from langchain_core.runnables import RunnableBinding
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 from typing_extensions import TypedDict
 
 from .._context import _current
@@ -319,8 +320,6 @@ class _StructuredNode:
         self.name = "generate_structured_response"
 
     def _structured(self, model: Any) -> Any:
-        from langchain_core.runnables import RunnableBinding
-
         if isinstance(model, RunnableBinding):  # a chosen model bound to its tools
             model = model.bound
         structured = getattr(model, "with_structured_output", None)
@@ -353,8 +352,6 @@ def _needs_binding(model: Any, tools: Sequence[BaseTool], builtin: int) -> bool:
     """Whether the agent binds the tools to `model`: not when it was bound to them already
     (`model.bind_tools(tools)`), which must then be bound to the same tools (and `builtin`
     provider tools), as LangGraph checks."""
-    from langchain_core.runnables import RunnableBinding
-
     if not isinstance(model, RunnableBinding) or "tools" not in model.kwargs:
         return True
     bound = model.kwargs["tools"]
@@ -415,8 +412,6 @@ def _llm_input_schema(state_schema: type[Any]) -> type[Any]:
     """The agent node's input when a `pre_model_hook` may give `llm_input_messages`: the
     state with that key too (a channel of its own, not in the graph's output)."""
     if isinstance(state_schema, type) and issubclass(state_schema, BaseModel):
-        from pydantic import create_model
-
         made: type[Any] = create_model(
             "CallModelInputSchema",
             llm_input_messages=(list[AnyMessage], []),
@@ -435,7 +430,7 @@ def _chat_model(model: Any) -> Any:
     `init_chat_model` makes of it, as LangGraph does."""
     if not isinstance(model, str):
         return model
-    try:
+    try:  # lazy: langchain (not langchain_core) is optional, needed only for a model's name
         from langchain.chat_models import (  # type: ignore[import-not-found,unused-ignore]
             init_chat_model,
         )

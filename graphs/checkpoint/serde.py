@@ -131,7 +131,7 @@ def _load_messages() -> bool:
     global _MESSAGES_LOADED
     if _MESSAGES_LOADED:
         return False
-    try:
+    try:  # lazy: `_messages` imports langchain_core, loaded only by a checkpoint holding messages
         from . import _messages
     except ImportError as e:  # stored by a process that had langchain_core; this one has not
         raise CheckpointFormatError(

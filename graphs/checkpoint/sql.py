@@ -43,59 +43,36 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, Engine
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.engine import URL
 
-from ..errors import ThreadBusyError
 from ..types import RunConfig
-from . import _delta
 from ._sql.alembic import AlembicSchema
 from ._sql.engine import (
     _Dropped,
-    _install_pg_ping,
-    _install_sqlite_hooks,
-    _is_memory,
-    _parse,
     _transact,
     async_url,
     sync_url,
 )
-from ._sql.gate import WriteGate, write_gate
-from ._sql.locks import (
-    _AdvisoryLock,
-    _file_lock,
-    _Hold,
-    _lost,
-    _moved,
-    _probe,
-    _proc_hold,
-    _raw_unlock,
-)
+from ._sql.holds import ThreadHolds
 from ._sql.prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
 from ._sql.read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
 from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
 from ._sql.schema import _check_revision, _migrate, _schema_revision
-from ._sql.statements import _DIALECTS
 from ._sql.write import _put_args, _put_pg, _put_tx, _stored_lists, _writes_args, _writes_tx
 from .base import (
     ONCE,
-    BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     checkpoint_config,
     config_checkpoint_id,
     config_list_ns,
-    config_ns,
-    config_thread_id,
 )
 
 __all__ = ["AlembicSchema", "PausedThread", "SQLSaver", "async_url", "sync_url"]
@@ -103,22 +80,6 @@ __all__ = ["AlembicSchema", "PausedThread", "SQLSaver", "async_url", "sync_url"]
 PausedThread.__module__ = __name__  # defined in `_sql/read.py`; this is its public home
 
 _T = TypeVar("_T")
-
-
-def _one_trip_options() -> dict[str, Any]:
-    """`create_async_engine` options for SQLite: `_sql.one_trip`'s driver where the installed
-    SQLAlchemy and aiosqlite are the ones it is written against, else none (SQLAlchemy's own
-    adapter, four trips to aiosqlite's thread a statement: slower under load, the same
-    results)."""
-    try:
-        from ._sql import one_trip
-    except ImportError:  # SQLAlchemy 2.0 builds its adapter otherwise (no `await_` to import)
-        return {}
-    return one_trip.async_engine_options()
-
-
-def _probe_sync(conn: Any) -> bool:
-    return _probe(conn.connection)
 
 
 def _is_outcome(writes: Sequence[tuple[str, Any]]) -> bool:
@@ -130,7 +91,7 @@ def _is_outcome(writes: Sequence[tuple[str, Any]]) -> bool:
     return isinstance(value, (list, tuple)) and len(value) == 3 and value[1] != "started"
 
 
-class SQLSaver(BaseCheckpointSaver):
+class SQLSaver(ThreadHolds):
     """Checkpoints in SQLite or PostgreSQL through SQLAlchemy Core; see the module docstring.
 
     Args:
@@ -147,60 +108,6 @@ class SQLSaver(BaseCheckpointSaver):
             use, and replaced if the server dropped it (default 1.0; 0 pings at every use).
         **engine_options: passed to `sqlalchemy.create_engine` / `create_async_engine`.
     """
-
-    def __init__(
-        self,
-        url: str | URL,
-        *,
-        sqlite_synchronous: str = "FULL",
-        busy_timeout: float = 30.0,
-        pool_size: int = 5,
-        max_overflow: int = 10,
-        ping_after: float = 1.0,
-        **engine_options: Any,
-    ) -> None:
-        super().__init__()
-        if sqlite_synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
-            raise ValueError(
-                f"sqlite_synchronous must be FULL, NORMAL or EXTRA, not {sqlite_synchronous!r}"
-            )
-        self.url = _parse(url)
-        self._d = _DIALECTS[self.url.drivername]
-        self._memory = self._d.name == "sqlite" and _is_memory(self.url)
-        self._synchronous = sqlite_synchronous.upper()
-        self._busy_ms = int(busy_timeout * 1000)
-        self._pool = {"pool_size": pool_size, "max_overflow": max_overflow}
-        self._ping_after = ping_after
-        self._engine_options = engine_options
-        self._init_guard = threading.Lock()
-        self._memory_guard = threading.RLock()
-        self._engine: Engine | None = None
-        self._read_engine: Engine | None = None
-        self._aengine: AsyncEngine | None = None
-        self._aread_engine: AsyncEngine | None = None
-        # PostgreSQL: the pools of the connections that hold runs' thread locks (`lock_thread`)
-        self._lock_engine: Engine | None = None
-        self._alock_engine: AsyncEngine | None = None
-        self._schema_ok = False
-        self._advisory = _AdvisoryLock(self._sync_engine)
-        # The list channels last stored per thread: an update by id is stored as an edit.
-        self._heads = _delta.Heads()
-        # (OS thread, thread id, ns) -> the hold of the thread's advisory lock, while a sync
-        # `lock_thread` on PostgreSQL holds it (its operations run on the lock's connection, see
-        # `_run_thread`). Not the base class's `_threads_held`: the in-memory database locks
-        # threads with that one.
-        self._lock_conns: dict[tuple[int, str, str], _Hold] = {}
-        # (thread id, ns) -> the hold of each thread `lock_thread`/`alock_thread` holds on
-        # PostgreSQL: its writes first make sure the lock is still held (`_keep_hold`).
-        self._holds: dict[tuple[str, str], _Hold] = {}
-        self.lock_may_be_lost = self._d.pg
-        if self._d.name == "sqlite" and not self._memory:
-            path = os.path.abspath(self.url.database or "")
-            self._lock_path: str | None = path + ".locks"
-            self._gate: WriteGate | None = write_gate(path, busy_timeout)
-        else:
-            self._lock_path = None
-            self._gate = None
 
     def __repr__(self) -> str:
         return f"SQLSaver({self.url.render_as_string(hide_password=True)!r})"
@@ -226,101 +133,6 @@ class SQLSaver(BaseCheckpointSaver):
             yield saver
         finally:
             await saver.aclose()
-
-    def close(self) -> None:
-        """Close every pooled connection (the saver can still be used: it reconnects).
-
-        From async code prefer `await aclose()`: connections of the async engine can only be
-        closed on an event loop, so inside a running loop `close` just lets go of them.
-        """
-        for engine in (self._engine, self._lock_engine):
-            if engine is not None:
-                engine.dispose()
-        for aengine in (self._aengine, self._alock_engine):
-            if aengine is None:
-                continue
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                try:
-                    asyncio.run(aengine.dispose())
-                except Exception:  # noqa: BLE001 (closing is best effort; drop them)
-                    aengine.sync_engine.dispose(close=False)
-            else:
-                aengine.sync_engine.dispose(close=False)
-
-    async def aclose(self) -> None:
-        for aengine in (self._aengine, self._alock_engine):
-            if aengine is not None:
-                await aengine.dispose()
-        for engine in (self._engine, self._lock_engine):
-            if engine is not None:
-                engine.dispose()
-
-    def _engine_kwargs(self) -> dict[str, Any]:
-        if self._d.name == "sqlite":
-            if self._memory:
-                return {"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
-            return {**self._engine_options}
-        return {**self._pool, **self._engine_options}
-
-    def _sync_engine(self, read: bool = False) -> Engine:
-        engine = self._read_engine if read else self._engine
-        if engine is not None:
-            return engine
-        with self._init_guard:
-            if self._engine is None:
-                engine = sa.create_engine(sync_url(self.url), **self._engine_kwargs())
-                if self._d.name == "sqlite":
-                    _install_sqlite_hooks(engine, self._busy_ms, self._synchronous, self._gate)
-                else:
-                    _install_pg_ping(engine, self._ping_after)
-                self._read_engine = engine.execution_options(signoff_read=True)
-                self._engine = engine
-        return self._read_engine if read else self._engine  # type: ignore[return-value]
-
-    def _async_engine(self, read: bool = False) -> AsyncEngine:
-        engine = self._aread_engine if read else self._aengine
-        if engine is not None:
-            return engine
-        with self._init_guard:
-            if self._aengine is None:
-                options = self._engine_kwargs()
-                if self._d.name == "sqlite":  # one trip to aiosqlite's thread a statement
-                    options = {**_one_trip_options(), **options}
-                engine = create_async_engine(async_url(self.url), **options)
-                if self._d.name == "sqlite":
-                    _install_sqlite_hooks(engine.sync_engine, self._busy_ms, self._synchronous)
-                else:
-                    _install_pg_ping(engine.sync_engine, self._ping_after)
-                self._aread_engine = engine.execution_options(signoff_read=True)
-                self._aengine = engine
-        return self._aread_engine if read else self._aengine  # type: ignore[return-value]
-
-    def _locks_engine(self) -> Engine:
-        """PostgreSQL: the pool of the connections that hold runs' thread locks (`lock_thread`),
-        apart from the one the operations use. A run holds its lock connection throughout and
-        checks out another for each write: from one pool, `pool_size + max_overflow` runs at
-        once held every connection, each waited for one more, and none got it (every request
-        of the process failed after the pool timeout). Apart, a run waits for a lock
-        connection holding nothing, and the operations' pool only ever serves transactions."""
-        if self._lock_engine is None:
-            with self._init_guard:
-                if self._lock_engine is None:
-                    engine = sa.create_engine(sync_url(self.url), **self._engine_kwargs())
-                    _install_pg_ping(engine, self._ping_after)
-                    self._lock_engine = engine
-        return self._lock_engine
-
-    def _alocks_engine(self) -> AsyncEngine:
-        """Async form of `_locks_engine`."""
-        if self._alock_engine is None:
-            with self._init_guard:
-                if self._alock_engine is None:
-                    engine = create_async_engine(async_url(self.url), **self._engine_kwargs())
-                    _install_pg_ping(engine.sync_engine, self._ping_after)
-                    self._alock_engine = engine
-        return self._alock_engine
 
     # ---- running operations -------------------------------------------------------------
     # Each operation is one transaction on a raw DBAPI cursor from SQLAlchemy's pool (which
@@ -442,105 +254,6 @@ class SQLSaver(BaseCheckpointSaver):
                         raw.dbapi_connection.autocommit = True  # as `try_lock` left it
         return self._run(fn, *args, retry=retry)
 
-    # ---- keeping the thread's lock --------------------------------------------------------
-
-    def _hold_of(self, thread_id: str, ns: str) -> _Hold | None:
-        """The hold this process has on the thread (a subgraph's namespace writes under its
-        top graph's), if it has one."""
-        holds = self._holds
-        if not holds:
-            return None
-        return holds.get((thread_id, ns)) or holds.get((thread_id, ""))
-
-    def _keep_hold(self, hold: _Hold) -> None:
-        """Make sure `hold` still holds its thread's lock before the run writes again: if its
-        session ended, take the lock again on a new one, if no other run holds the thread and
-        none wrote to it meanwhile (`_Hold.seen`).
-
-        Raises:
-            ThreadLockLostError: another run holds the thread, or wrote to it meanwhile.
-        """
-        with hold.guard:
-            if not hold.ended():
-                return
-            if not hold.lost and hold.conn is None and _probe(hold.raw):
-                return  # something else was sent on the session: it is alive
-            hold.lost = True
-            try:
-                raw, _ = self._advisory.retry(
-                    hold.thread_id, hold.ns, self._locks_engine().raw_connection
-                )
-            except ThreadBusyError:
-                raise _lost(hold.thread_id, "another run holds the thread now") from None
-            try:
-                why = _moved(raw, hold)
-            except BaseException:
-                _raw_unlock(raw, hold.key)
-                raise
-            if why is not None:
-                _raw_unlock(raw, hold.key)
-                raise _lost(hold.thread_id, f"another run wrote to it meanwhile ({why})")
-            old, old_conn = hold.raw, hold.conn
-            hold.raw, hold.conn, hold.lost = raw, None, False
-            if old_conn is None:
-                _raw_unlock(old, hold.key)  # the session is gone: this lets go of the connection
-
-    async def _akeep_hold(self, hold: _Hold) -> None:
-        """Async form of `_keep_hold`."""
-        if hold.aguard is None:  # a sync `lock_thread`'s hold
-            await asyncio.to_thread(self._keep_hold, hold)
-            return
-        async with hold.aguard:
-            if not hold.ended():
-                return
-            conn = hold.conn
-            if not hold.lost and conn is not None and await conn.run_sync(_probe_sync):
-                return  # something else was sent on the session: it is alive
-            hold.lost = True
-            try:
-                conn, _ = await self._atake(hold.thread_id, hold.ns)
-            except ThreadBusyError:
-                raise _lost(hold.thread_id, "another run holds the thread now") from None
-            try:
-                why = await conn.run_sync(lambda c: _moved(c.connection, hold))
-            except BaseException:
-                await self._arelease(conn, hold.key)
-                raise
-            if why is not None:
-                await self._arelease(conn, hold.key)
-                raise _lost(hold.thread_id, f"another run wrote to it meanwhile ({why})")
-            old = hold.conn
-            hold.conn, hold.raw, hold.lost = conn, await conn.get_raw_connection(), False
-            if old is not None:
-                with contextlib.suppress(Exception):
-                    await old.invalidate()
-                await old.close()
-
-    async def _atake(self, thread_id: str, ns: str) -> tuple[Any, int]:
-        """A connection of the async lock pool holding the thread's lock, and the lock's key;
-        a connection found dropped is replaced once."""
-        for attempt in (0, 1):
-            conn = await self._alocks_engine().connect()
-            try:
-                key = await conn.run_sync(
-                    lambda c: self._advisory.try_lock(c.connection, thread_id, ns)
-                )
-                return conn, key
-            except _Dropped as dropped:
-                await conn.close()
-                if attempt:
-                    raise dropped.error from None
-            except BaseException:
-                await conn.close()
-                raise
-        raise AssertionError("unreachable")
-
-    async def _arelease(self, conn: Any, key: int) -> None:
-        try:
-            await conn.run_sync(lambda c: _raw_unlock(c.connection, key, close=False))
-        finally:
-            await conn.close()
-
     # ---- schema -------------------------------------------------------------------------
 
     def _check_schema(self) -> None:
@@ -581,12 +294,6 @@ class SQLSaver(BaseCheckpointSaver):
         self._schema_ok = True
 
     # ---- reads --------------------------------------------------------------------------
-
-    def _key(self, config: RunConfig) -> tuple[str, str]:
-        thread_id = config_thread_id(config)
-        if not thread_id:
-            raise ValueError('config needs {"configurable": {"thread_id": ...}}')
-        return thread_id, config_ns(config)
 
     def _list_key(self, config: RunConfig | None) -> tuple[str, str | None] | None:
         """What `list` lists: every thread (None), or a thread's namespace (None: every one)."""
@@ -798,63 +505,3 @@ class SQLSaver(BaseCheckpointSaver):
     async def aprune_finished(self, older_than: timedelta) -> int:
         """Async form of `prune_finished`."""
         return await self._arun(_prune_finished_tx, self._d, older_than)
-
-    # ---- one run per thread -------------------------------------------------------------
-
-    def _proc_key(self, thread_id: str, ns: str) -> tuple[str, str, str]:
-        scope = self._lock_path or self.url.render_as_string(hide_password=True)
-        return (scope, thread_id, ns)
-
-    @contextlib.contextmanager
-    def lock_thread(self, config: RunConfig) -> Iterator[None]:
-        """Hold the thread for one run, across processes; refuse at once if it is held.
-
-        Raises:
-            ThreadBusyError: another run, in this process or another, holds the thread.
-        """
-        thread_id, ns = self._key(config)
-        if self._memory:
-            with super().lock_thread(config):
-                yield
-            return
-        if not self._d.pg:
-            with (
-                _proc_hold(self._proc_key(thread_id, ns)),
-                _file_lock(self._lock_path, thread_id, ns),
-            ):
-                yield
-            return
-        with _proc_hold(self._proc_key(thread_id, ns)):
-            raw, key = self._advisory.retry(thread_id, ns, self._locks_engine().raw_connection)
-            hold = _Hold(thread_id, ns, key, raw)
-            me = (threading.get_ident(), thread_id, ns)
-            self._lock_conns[me] = self._holds[(thread_id, ns)] = hold
-            try:
-                yield
-            finally:
-                self._lock_conns.pop(me, None)
-                self._holds.pop((thread_id, ns), None)
-                with hold.guard:
-                    _raw_unlock(hold.raw, key)
-
-    @contextlib.asynccontextmanager
-    async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:
-        """Async form of `lock_thread`."""
-        thread_id, ns = self._key(config)
-        if self._memory or not self._d.pg:
-            with self.lock_thread(config):  # no I/O wait: fcntl is asked not to block
-                yield
-            return
-        with _proc_hold(self._proc_key(thread_id, ns)):
-            conn, key = await self._atake(thread_id, ns)
-            hold = _Hold(thread_id, ns, key, await conn.get_raw_connection(), conn)
-            hold.aguard = asyncio.Lock()
-            self._holds[(thread_id, ns)] = hold
-            try:
-                yield
-            finally:
-                self._holds.pop((thread_id, ns), None)
-                if hold.conn is not None:
-                    await self._arelease(hold.conn, key)
-                else:  # taken back by a sync write of the run (a sync node's once())
-                    await asyncio.to_thread(_raw_unlock, hold.raw, key)

@@ -21,8 +21,9 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
+from langchain_core.runnables import RunnableBinding
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 from typing_extensions import TypedDict
 
 from .._context import _current
@@ -319,8 +320,6 @@ class _StructuredNode:
         self.name = "generate_structured_response"
 
     def _structured(self, model: Any) -> Any:
-        from langchain_core.runnables import RunnableBinding
-
         if isinstance(model, RunnableBinding):  # a chosen model bound to its tools
             model = model.bound
         structured = getattr(model, "with_structured_output", None)
@@ -353,8 +352,6 @@ def _needs_binding(model: Any, tools: Sequence[BaseTool], builtin: int) -> bool:
     """Whether the agent binds the tools to `model`: not when it was bound to them already
     (`model.bind_tools(tools)`), which must then be bound to the same tools (and `builtin`
     provider tools), as LangGraph checks."""
-    from langchain_core.runnables import RunnableBinding
-
     if not isinstance(model, RunnableBinding) or "tools" not in model.kwargs:
         return True
     bound = model.kwargs["tools"]
@@ -415,8 +412,6 @@ def _llm_input_schema(state_schema: type[Any]) -> type[Any]:
     """The agent node's input when a `pre_model_hook` may give `llm_input_messages`: the
     state with that key too (a channel of its own, not in the graph's output)."""
     if isinstance(state_schema, type) and issubclass(state_schema, BaseModel):
-        from pydantic import create_model
-
         made: type[Any] = create_model(
             "CallModelInputSchema",
             llm_input_messages=(list[AnyMessage], []),
@@ -435,7 +430,7 @@ def _chat_model(model: Any) -> Any:
     `init_chat_model` makes of it, as LangGraph does."""
     if not isinstance(model, str):
         return model
-    try:
+    try:  # lazy: langchain (not langchain_core) is optional, needed only for a model's name
         from langchain.chat_models import (  # type: ignore[import-not-found,unused-ignore]
             init_chat_model,
         )
@@ -564,6 +559,39 @@ def create_react_agent(
         reads_llm_input=pre_model_hook is not None,
         builtin=builtin,
     )
+    entry, last, done = _add_model_nodes(
+        graph, agent, state_schema, pre_model_hook, post_model_hook, model, response_format
+    )
+
+    def compiled() -> CompiledGraph:
+        return graph.compile(
+            checkpointer,
+            interrupt_before=interrupt_before or (),
+            interrupt_after=interrupt_after or (),
+            store=store,
+            name=name,
+        )
+
+    if not tool_list:
+        graph.add_edge(last, done)
+        return compiled()
+    graph.add_node("tools", tool_node)
+    _add_tool_routes(graph, tool_list, version, entry, done, post_model_hook is not None)
+    return compiled()
+
+
+def _add_model_nodes(
+    graph: StateGraph,
+    agent: _ModelNode,
+    state_schema: type[Any],
+    pre_model_hook: Any,
+    post_model_hook: Any,
+    model: Any,
+    response_format: ResponseFormat | None,
+) -> tuple[str, str, str]:
+    """`create_react_agent`'s nodes around the model (its hooks, the structured answer), and
+    the edges between them; returns where a turn starts, the node after which it routes, and
+    where the loop ends."""
     if pre_model_hook is not None:
         graph.add_node("agent", agent, input_schema=_llm_input_schema(state_schema))
         graph.add_node("pre_model_hook", pre_model_hook)
@@ -584,20 +612,19 @@ def create_react_agent(
         graph.add_node("generate_structured_response", _StructuredNode(model, response_format))
         graph.add_edge("generate_structured_response", END)
         done = "generate_structured_response"
+    return entry, last, done
 
-    def compiled() -> CompiledGraph:
-        return graph.compile(
-            checkpointer,
-            interrupt_before=interrupt_before or (),
-            interrupt_after=interrupt_after or (),
-            store=store,
-            name=name,
-        )
 
-    if not tool_list:
-        graph.add_edge(last, done)
-        return compiled()
-    graph.add_node("tools", tool_node)
+def _add_tool_routes(
+    graph: StateGraph,
+    tool_list: list[BaseTool],
+    version: Literal["v1", "v2"],
+    entry: str,
+    done: str,
+    post_hook: bool,
+) -> None:
+    """`create_react_agent`'s routes to the `tools` node (from the model, or from its post
+    hook) and back from it (to `entry`, or to `END` after a `return_direct` tool)."""
 
     def to_tools(pending: list[ToolCall], every: bool) -> str | list[Send]:
         """v1: one `tools` task for the calls (the node's own input when they are all of the
@@ -606,7 +633,7 @@ def create_react_agent(
             return [Send("tools", [call]) for call in pending]
         return "tools" if every else [Send("tools", pending)]
 
-    if post_model_hook is None:
+    if not post_hook:
 
         def after_agent(state: Any) -> str | list[Send]:
             messages = _get(state, "messages")
@@ -645,4 +672,3 @@ def create_react_agent(
         graph.add_conditional_edges("tools", after_tools, [entry, END])
     else:
         graph.add_edge("tools", entry)
-    return compiled()

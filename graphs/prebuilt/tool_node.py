@@ -42,8 +42,8 @@ import asyncio
 import inspect
 import json
 import typing
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal, TypeAlias
 
 from langchain_core.messages import (
@@ -55,7 +55,7 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, ToolException
+from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from pydantic import ValidationError
 
@@ -71,6 +71,28 @@ from ._injection import (
     _no_writer,
     _passing_commands,
     _Returned,
+)
+from ._tool_calls import (
+    AsyncToolCallWrapper,
+    BeforeCall,
+    Edited,
+    Rejected,
+    ToolCallRequest,
+    ToolCallWrapper,
+    _gotos,
+    _load,
+    _noted,
+    _store,
+)
+from ._tool_errors import (
+    INVALID_TOOL_NAME_ERROR_TEMPLATE,
+    TOOL_CALL_ERROR_TEMPLATE,
+    ErrorHandling,
+    ToolInvocationError,
+    _default_errors,
+    _error_content,
+    _handled_types,
+    _handles_own_errors,
 )
 
 __all__ = [
@@ -90,114 +112,6 @@ __all__ = [
     "tools_condition",
 ]
 
-INVALID_TOOL_NAME_ERROR_TEMPLATE = (
-    "Error: {requested_tool} is not a valid tool, try one of [{available_tools}]."
-)
-"""The content of the `ToolMessage` answering a call to a tool the node does not have."""
-TOOL_CALL_ERROR_TEMPLATE = "Error: {error}\n Please fix your mistakes."
-"""The content of the `ToolMessage` of a handled error (`handle_tool_errors=True`)."""
-TOOL_INVOCATION_ERROR_TEMPLATE = (
-    "Error invoking tool '{tool_name}' with kwargs {tool_kwargs} with error:\n"
-    " {error}\n"
-    " Please fix the error and try again."
-)
-"""The content of the `ToolMessage` answering a call whose arguments the tool refused."""
-
-
-class ToolInvocationError(ToolException):
-    """A tool call's arguments did not match the tool's schema (the model's mistake).
-
-    A langchain_core `ToolException`, as LangGraph's: `handle_tool_errors=(ToolException,)`
-    handles it too.
-
-    The message names only what the model sent, as LangGraph's: one `field: problem` line per
-    error, those about injected parameters (the state, the store, the runtime) left out, so
-    that no state reaches the model through an error.
-    """
-
-    def __init__(
-        self,
-        tool_name: str,
-        source: ValidationError,
-        tool_kwargs: dict[str, Any],
-        hidden: frozenset[str] = frozenset(),
-    ):
-        self.tool_name = tool_name
-        self.tool_kwargs = tool_kwargs
-        self.source = source
-        lines = [
-            f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}"
-            for e in source.errors()
-            if not (e["loc"] and e["loc"][0] in hidden)
-        ]
-        self.message = TOOL_INVOCATION_ERROR_TEMPLATE.format(
-            tool_name=tool_name, tool_kwargs=tool_kwargs, error="\n".join(lines)
-        )
-        super().__init__(self.message)
-
-
-@dataclass(frozen=True, slots=True)
-class Rejected:
-    """What a `before_call` hook returns to refuse a call: the model gets `reason` as an error
-    `ToolMessage` for that call, and the tool does not run."""
-
-    reason: str
-    """The message's content: who refused and why, for the model to read."""
-
-
-@dataclass(frozen=True, slots=True)
-class Edited:
-    """What a `before_call` hook returns to run a call with other arguments and say so: the
-    tool runs with `call` (same `id`), and its `ToolMessage` starts with `note`."""
-
-    call: ToolCall
-    """The call to run instead (a `ToolCall` with the original's `id`)."""
-    note: str
-    """Put before the tool's result (a text content), for the model to read."""
-
-
-@dataclass
-class ToolCallRequest:
-    """What a `wrap_tool_call` wrapper is handed for one call."""
-
-    tool_call: ToolCall
-    """The call (the model's, or the one a `before_call` hook put in its place)."""
-    tool: BaseTool | None
-    """The tool it names; None if the node has no such tool (`execute` then answers with
-    `INVALID_TOOL_NAME_ERROR_TEMPLATE`)."""
-    state: Any
-    """The state the node runs on."""
-    runtime: ToolRuntime[Any, Any]
-    """What a `runtime: ToolRuntime` parameter gets."""
-
-    def override(self, **changes: Any) -> ToolCallRequest:
-        """A copy with `tool_call`, `tool` or `state` replaced (this one is left as it is)."""
-        return replace(self, **changes)
-
-
-ToolCallWrapper: TypeAlias = Callable[
-    [ToolCallRequest, Callable[[ToolCallRequest], "ToolMessage | Command[Any]"]],
-    "ToolMessage | Command[Any]",
-]
-"""`wrapper(request, execute)`: runs the call by `execute(request)` (any number of times, with
-changed requests: retries, edits) or answers it itself, and returns the `ToolMessage` or
-`Command`."""
-
-AsyncToolCallWrapper: TypeAlias = Callable[
-    [ToolCallRequest, Callable[[ToolCallRequest], Awaitable["ToolMessage | Command[Any]"]]],
-    Awaitable["ToolMessage | Command[Any]"],
-]
-"""The async form of `ToolCallWrapper` (`ainvoke`)."""
-
-
-BeforeCall: TypeAlias = Callable[[ToolCall, Any, RunConfig], Any]
-"""`hook(call, state, config)` returning `None`, a replacement `ToolCall`, an `Edited`, a
-`ToolMessage` or a `Rejected` (or an awaitable of one, under `ainvoke`)."""
-
-ErrorHandling: TypeAlias = (
-    bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
-)
-
 
 def _is_calls(input: Any) -> bool:
     """A list of tool calls (`[{"name": ..., "args": ..., "id": ...}]`), not of messages."""
@@ -207,59 +121,6 @@ def _is_calls(input: Any) -> bool:
         and isinstance(input[-1], dict)
         and "args" in input[-1]
     )
-
-
-def _handles_own_errors(tool: BaseTool) -> bool:
-    """The tool was made with `handle_tool_error=` or `handle_validation_error=`: langchain_core
-    turns those errors into its answer (an error `ToolMessage`, when invoked with the call, as
-    LangGraph invokes every tool), whatever the node's `handle_tool_errors`."""
-    return bool(tool.handle_tool_error) or bool(tool.handle_validation_error)
-
-
-def _default_errors(e: Exception) -> str:
-    """LangGraph's default: a call with arguments the tool refuses is answered with the error,
-    for the model to fix; an error of the tool itself fails the node."""
-    if isinstance(e, ToolInvocationError):
-        return e.message
-    raise e
-
-
-def _handled_types(handler: ErrorHandling) -> tuple[type[Exception], ...]:
-    if isinstance(handler, type):
-        return (handler,)
-    if isinstance(handler, tuple):
-        return handler
-    if callable(handler) and handler is not _default_errors:
-        # `def handle(e: ValueError) -> str` handles only ValueError
-        try:
-            params = list(inspect.signature(handler).parameters.values())
-            hints = typing.get_type_hints(handler)
-        except (TypeError, ValueError, NameError):
-            return (Exception,)
-        if params and params[0].name in ("self", "cls") and len(params) == 2:
-            params = params[1:]  # a method taken from its class
-        hint = hints.get(params[0].name) if params else None
-        if hint is None:
-            return (Exception,)
-        found = typing.get_args(hint) if typing.get_args(hint) else (hint,)
-        if not all(isinstance(t, type) and issubclass(t, Exception) for t in found):
-            name = getattr(handler, "__name__", repr(handler))
-            raise ValueError(
-                f"ToolNode: handle_tool_errors={name} has its error parameter "
-                f"{params[0].name!r} annotated {hint!r}, which is not an exception class or a "
-                "union of them; annotate it with the errors it handles (`e: ValueError`, "
-                "`e: ValueError | TypeError`), or leave it unannotated to handle every error"
-            )
-        return typing.cast(tuple[type[Exception], ...], found)
-    return (Exception,)
-
-
-def _error_content(e: Exception, handler: ErrorHandling) -> str:
-    if isinstance(handler, str):
-        return handler
-    if callable(handler) and not isinstance(handler, type):
-        return handler(e)
-    return TOOL_CALL_ERROR_TEMPLATE.format(error=repr(e))
 
 
 def _content(output: Any) -> str | list[Any]:
@@ -313,40 +174,13 @@ def tools_condition(
     return "__end__"
 
 
+# defined in `_tool_calls.py` and `_tool_errors.py`; this is their public home (LangGraph's)
+for _public in (Edited, Rejected, ToolCallRequest, ToolInvocationError):
+    _public.__module__ = __name__
+del _public
+
 _Verdict: TypeAlias = "ToolMessage | str | None | Literal[False]"
 """What the hook decided for one call (see `ToolNode._decide`)."""
-
-
-def _noted(out: Any, note: str) -> Any:
-    """The tool's `ToolMessage` with `note` before its content (an `Edited` call's)."""
-    if not isinstance(out, ToolMessage):
-        return out  # a Command: its own messages say what they say
-    content = out.content
-    if isinstance(content, str):
-        noted: str | list[Any] = f"{note}\n\n{content}" if content else note
-    else:
-        noted = [{"type": "text", "text": note}, *content]
-    return out.model_copy(update={"content": noted})
-
-
-# the stored form of a tool's `Command` in a `once()` record (a `Command` is not storable)
-def _store(output: Any) -> Any:
-    if isinstance(output, Command):
-        return {"$command": [dict(output.update or {}), _gotos(output.goto)]}
-    return output
-
-
-def _load(stored: Any) -> Any:
-    if isinstance(stored, dict) and "$command" in stored:
-        update, goto = stored["$command"]
-        return Command(update=update, goto=goto)
-    return stored
-
-
-def _gotos(goto: Any) -> list[Any]:
-    if isinstance(goto, (str,)) or not isinstance(goto, Sequence):
-        return [goto] if goto else []
-    return list(goto)
 
 
 class ToolNode:

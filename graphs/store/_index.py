@@ -180,6 +180,7 @@ def ensure_embeddings(embed: Any) -> Embeddings:
         )
     if isinstance(embed, str):
         return _from_provider(embed)
+    # lazy: langchain_core is loaded only by a store with an index, not by `import graphs`
     from langchain_core.embeddings import Embeddings
 
     if isinstance(embed, Embeddings):
@@ -189,7 +190,7 @@ def ensure_embeddings(embed: Any) -> Embeddings:
             "index: 'embed' is a langchain_core Embeddings, a function texts -> vectors (sync "
             f"or async) or a 'provider:model' string, got {embed!r}"
         )
-    from ._embed import FunctionEmbeddings
+    from ._embed import FunctionEmbeddings  # lazy: it subclasses langchain_core's Embeddings
 
     return FunctionEmbeddings(embed)
 
@@ -201,7 +202,7 @@ _INSTEAD = (
 
 
 def _from_provider(spec: str) -> Embeddings:
-    try:
+    try:  # lazy: langchain (not langchain_core) is optional, needed only for a 'provider:model'
         from langchain.embeddings import init_embeddings  # type: ignore[import-not-found]
     except ImportError:
         raise ValueError(

@@ -47,9 +47,12 @@ from ..checkpoint import serde
 from ..checkpoint._sql.alembic import AlembicSchema
 from ..checkpoint._sql.engine import _Tx
 from ..checkpoint._sql.statements import _DIALECTS
-from ..checkpoint._sql.tableset import SQLTableSet
+from ..checkpoint._tableset import SQLTableSet
 from ..checkpoint.sql import SQLSaver
-from . import (
+from ._index import FieldVector, rank
+from ._tables import SCHEMA_REVISION, VERSION_TABLE
+from ._ttl import _TTLStore
+from .base import (
     NOT_PROVIDED,
     IndexConfig,
     Item,
@@ -60,10 +63,7 @@ from . import (
     _init_index,
     _matches,
     _pick_namespaces,
-    _TTLStore,
 )
-from ._index import FieldVector, rank
-from ._tables import SCHEMA_REVISION, VERSION_TABLE
 
 __all__ = ["SQLStore"]
 

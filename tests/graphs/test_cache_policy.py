@@ -56,7 +56,7 @@ def test_key_func_decides_what_counts_as_the_same_input() -> None:
 
 
 def test_an_entry_expires_after_its_ttl(monkeypatch: pytest.MonkeyPatch) -> None:
-    import graphs.cache as cache_module
+    import graphs.cache.memory as cache_module
 
     now = [1000.0]
     monkeypatch.setattr(cache_module.time, "monotonic", lambda: now[0])

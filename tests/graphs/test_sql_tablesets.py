@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from graphs.cache import _tables as cache_tables
 from graphs.cache.sql import SQLCache
-from graphs.checkpoint._sql.tableset import SQLTableSet
+from graphs.checkpoint._tableset import SQLTableSet
 from graphs.errors import SchemaVersionError
 from graphs.store import _tables as store_tables
 from graphs.store.sql import SQLStore

@@ -1,16 +1,24 @@
 """The implementation of `SQLSaver` (`graphs.checkpoint.sql`), one idea per module:
 
+- `engines.py`: `SQLEngines`, the saver's state and its engines, made on first use (the base
+  of `SQLSaver`);
+- `holds.py`: `ThreadHolds`, one run per thread (`lock_thread`), and a lost lock taken back
+  before a write (between `SQLEngines` and `SQLSaver`);
 - `engine.py`: URLs and drivers, the engines' hooks, raw-cursor transactions;
+- `one_trip.py`: the async SQLite driver with one trip to aiosqlite's thread a statement;
 - `statements.py`: the SQL, written once and rendered for each database;
 - `tables.py`: the tables, as SQLAlchemy metadata (the migrations create them);
 - `read.py`, `write.py`, `prune.py`: each operation as a function of one transaction;
 - `values.py`: stored rows back into values, appended lists rebuilt;
-- `locks.py`: one run per thread (`lock_thread`), by locks released when the holder dies, even
-  by SIGKILL;
+- `locks.py`: the locks of one run per thread, released when the holder dies, even by SIGKILL;
 - `gate.py`: on SQLite, one writer at a time per file within the process, handed over in order
   (SQLite's own busy wait sleeps and polls);
-- `schema.py`: the schema revision and its migrations (in `graphs/checkpoint/migrations/`).
+- `alembic.py`: a set of tables migrated by Alembic, with its own version table and lock;
+- `schema.py`: the checkpoint tables' schema revision and migrations (in
+  `graphs/checkpoint/migrations/`).
 
-Everything here needs SQLAlchemy, so nothing outside `sql.py` imports it: `import graphs` stays
-free of SQLAlchemy.
+Nothing here imports `sql.py`: the saver is built on these modules. Everything here needs
+SQLAlchemy, so only what needs a database imports it (`graphs.checkpoint.sql`,
+`graphs.store.sql`, `graphs.cache.sql`, the migrations' `env.py`, the bot's database), and
+`import graphs` stays free of SQLAlchemy.
 """

@@ -22,8 +22,11 @@ there) or an aiosqlite without those members, SQLAlchemy's adapter is used as it
 from __future__ import annotations
 
 import collections
+import sqlite3
 from typing import Any
 
+import aiosqlite
+import sqlalchemy
 from sqlalchemy.dialects.sqlite.aiosqlite import (
     AsyncAdapt_aiosqlite_connection,
     AsyncAdapt_aiosqlite_cursor,
@@ -131,9 +134,6 @@ class _OneTripDBAPI(AsyncAdapt_aiosqlite_dbapi):
 
 
 def _supported() -> bool:
-    import aiosqlite
-    import sqlalchemy
-
     if sqlalchemy.__version__.split(".")[:2] != ["2", "1"]:  # the adapter subclassed here
         return False
     return callable(getattr(aiosqlite.Connection, "_execute", None)) and isinstance(
@@ -146,8 +146,4 @@ def async_engine_options() -> dict[str, Any]:
     nothing (SQLAlchemy's) when the installed aiosqlite does not have what it needs."""
     if not _supported():
         return {}
-    import sqlite3
-
-    import aiosqlite
-
     return {"module": _OneTripDBAPI(aiosqlite, sqlite3)}

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .alembic import AlembicSchema
 from .tables import SCHEMA_REVISION, VERSION_TABLE
-
-if TYPE_CHECKING:
-    from ..sql import SQLSaver
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 SCHEMA = AlembicSchema(
@@ -32,12 +28,13 @@ def _schema_revision(conn: Connection) -> str | None:
     return revision
 
 
-def _check_revision(saver: SQLSaver, revision: str | None) -> None:
-    """Raise `SchemaVersionError` unless the database is at this code's schema revision."""
+def _check_revision(saver: object, revision: str | None) -> None:
+    """Raise `SchemaVersionError` unless the database is at this code's schema revision
+    (`saver` is named in its message)."""
     if revision != SCHEMA_REVISION:
         raise SCHEMA.version_error(saver, revision, "checkpoint tables")
 
 
-def _migrate(conn: Connection, saver: SQLSaver) -> None:
+def _migrate(conn: Connection, saver: object) -> None:
     """Bring the schema to head inside the caller's transaction (which holds the lock)."""
     SCHEMA.migrate(conn, saver, "checkpoint tables")

@@ -13,14 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from sqlalchemy.engine import URL, Connection
 
-from .alembic import AlembicSchema
-
-if TYPE_CHECKING:
-    from ..sql import SQLSaver
+from ._sql.alembic import AlembicSchema
+from .sql import SQLSaver
 
 __all__ = ["SQLTableSet"]
 
@@ -38,8 +36,6 @@ class SQLTableSet:
     """Its statements, rendered for each dialect (`_DIALECTS` name -> name -> SQL)."""
 
     def __init__(self, url: str | URL | SQLSaver, **options: Any) -> None:
-        from ..sql import SQLSaver
-
         if isinstance(url, SQLSaver):
             if options:
                 raise TypeError(

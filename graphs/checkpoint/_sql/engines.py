@@ -1,0 +1,205 @@
+"""`SQLEngines`, the base of `SQLSaver` (`graphs.checkpoint.sql`): the saver's state and its
+engines.
+
+It holds what `SQLSaver(url, ...)` was given (see its docstring for the arguments) and makes
+the engines on first use: a sync and an async one for the operations (each with a `read` form,
+for statements that take no write lock), and on PostgreSQL the pools of the connections that
+hold runs' thread locks; `close`/`aclose` let go of them all. The hooks the engines get (SQLite
+pragmas, the PostgreSQL ping) are `engine.py`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from ...types import RunConfig
+from .. import _delta
+from ..base import BaseCheckpointSaver, config_ns, config_thread_id
+from .engine import _install_pg_ping, _install_sqlite_hooks, _is_memory, _parse, async_url, sync_url
+from .gate import WriteGate, write_gate
+from .locks import _AdvisoryLock, _Hold
+from .statements import _DIALECTS
+
+__all__ = ["SQLEngines"]
+
+
+def _one_trip_options() -> dict[str, Any]:
+    """`create_async_engine` options for SQLite: `_sql.one_trip`'s driver where the installed
+    SQLAlchemy and aiosqlite are the ones it is written against, else none (SQLAlchemy's own
+    adapter, four trips to aiosqlite's thread a statement: slower under load, the same
+    results)."""
+    # Lazy: SQLAlchemy's aiosqlite adapter (and aiosqlite) is loaded only by an async SQLite
+    # engine, and only SQLAlchemy 2.1 has the one `one_trip` subclasses.
+    try:
+        from . import one_trip
+    except ImportError:  # SQLAlchemy 2.0 builds its adapter otherwise (no `await_` to import)
+        return {}
+    return one_trip.async_engine_options()
+
+
+class SQLEngines(BaseCheckpointSaver):
+    """A SQL saver's state and engines; `SQLSaver` is this with the checkpoint operations and
+    one run per thread (`holds.py`). Made with `SQLSaver`'s arguments."""
+
+    def __init__(
+        self,
+        url: str | URL,
+        *,
+        sqlite_synchronous: str = "FULL",
+        busy_timeout: float = 30.0,
+        pool_size: int = 5,
+        max_overflow: int = 10,
+        ping_after: float = 1.0,
+        **engine_options: Any,
+    ) -> None:
+        super().__init__()
+        if sqlite_synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
+            raise ValueError(
+                f"sqlite_synchronous must be FULL, NORMAL or EXTRA, not {sqlite_synchronous!r}"
+            )
+        self.url = _parse(url)
+        self._d = _DIALECTS[self.url.drivername]
+        self._memory = self._d.name == "sqlite" and _is_memory(self.url)
+        self._synchronous = sqlite_synchronous.upper()
+        self._busy_ms = int(busy_timeout * 1000)
+        self._pool = {"pool_size": pool_size, "max_overflow": max_overflow}
+        self._ping_after = ping_after
+        self._engine_options = engine_options
+        self._init_guard = threading.Lock()
+        self._memory_guard = threading.RLock()
+        self._engine: Engine | None = None
+        self._read_engine: Engine | None = None
+        self._aengine: AsyncEngine | None = None
+        self._aread_engine: AsyncEngine | None = None
+        # PostgreSQL: the pools of the connections that hold runs' thread locks (`lock_thread`)
+        self._lock_engine: Engine | None = None
+        self._alock_engine: AsyncEngine | None = None
+        self._schema_ok = False
+        self._advisory = _AdvisoryLock(self._sync_engine)
+        # The list channels last stored per thread: an update by id is stored as an edit.
+        self._heads = _delta.Heads()
+        # (OS thread, thread id, ns) -> the hold of the thread's advisory lock, while a sync
+        # `lock_thread` on PostgreSQL holds it (its operations run on the lock's connection, see
+        # `_run_thread`). Not the base class's `_threads_held`: the in-memory database locks
+        # threads with that one.
+        self._lock_conns: dict[tuple[int, str, str], _Hold] = {}
+        # (thread id, ns) -> the hold of each thread `lock_thread`/`alock_thread` holds on
+        # PostgreSQL: its writes first make sure the lock is still held (`_keep_hold`).
+        self._holds: dict[tuple[str, str], _Hold] = {}
+        self.lock_may_be_lost = self._d.pg
+        if self._d.name == "sqlite" and not self._memory:
+            path = os.path.abspath(self.url.database or "")
+            self._lock_path: str | None = path + ".locks"
+            self._gate: WriteGate | None = write_gate(path, busy_timeout)
+        else:
+            self._lock_path = None
+            self._gate = None
+
+    def close(self) -> None:
+        """Close every pooled connection (the saver can still be used: it reconnects).
+
+        From async code prefer `await aclose()`: connections of the async engine can only be
+        closed on an event loop, so inside a running loop `close` just lets go of them.
+        """
+        for engine in (self._engine, self._lock_engine):
+            if engine is not None:
+                engine.dispose()
+        for aengine in (self._aengine, self._alock_engine):
+            if aengine is None:
+                continue
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                try:
+                    asyncio.run(aengine.dispose())
+                except Exception:  # noqa: BLE001 (closing is best effort; drop them)
+                    aengine.sync_engine.dispose(close=False)
+            else:
+                aengine.sync_engine.dispose(close=False)
+
+    async def aclose(self) -> None:
+        for aengine in (self._aengine, self._alock_engine):
+            if aengine is not None:
+                await aengine.dispose()
+        for engine in (self._engine, self._lock_engine):
+            if engine is not None:
+                engine.dispose()
+
+    def _engine_kwargs(self) -> dict[str, Any]:
+        if self._d.name == "sqlite":
+            if self._memory:
+                return {"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
+            return {**self._engine_options}
+        return {**self._pool, **self._engine_options}
+
+    def _sync_engine(self, read: bool = False) -> Engine:
+        engine = self._read_engine if read else self._engine
+        if engine is not None:
+            return engine
+        with self._init_guard:
+            if self._engine is None:
+                engine = sa.create_engine(sync_url(self.url), **self._engine_kwargs())
+                if self._d.name == "sqlite":
+                    _install_sqlite_hooks(engine, self._busy_ms, self._synchronous, self._gate)
+                else:
+                    _install_pg_ping(engine, self._ping_after)
+                self._read_engine = engine.execution_options(signoff_read=True)
+                self._engine = engine
+        return self._read_engine if read else self._engine  # type: ignore[return-value]
+
+    def _async_engine(self, read: bool = False) -> AsyncEngine:
+        engine = self._aread_engine if read else self._aengine
+        if engine is not None:
+            return engine
+        with self._init_guard:
+            if self._aengine is None:
+                options = self._engine_kwargs()
+                if self._d.name == "sqlite":  # one trip to aiosqlite's thread a statement
+                    options = {**_one_trip_options(), **options}
+                engine = create_async_engine(async_url(self.url), **options)
+                if self._d.name == "sqlite":
+                    _install_sqlite_hooks(engine.sync_engine, self._busy_ms, self._synchronous)
+                else:
+                    _install_pg_ping(engine.sync_engine, self._ping_after)
+                self._aread_engine = engine.execution_options(signoff_read=True)
+                self._aengine = engine
+        return self._aread_engine if read else self._aengine  # type: ignore[return-value]
+
+    def _locks_engine(self) -> Engine:
+        """PostgreSQL: the pool of the connections that hold runs' thread locks (`lock_thread`),
+        apart from the one the operations use. A run holds its lock connection throughout and
+        checks out another for each write: from one pool, `pool_size + max_overflow` runs at
+        once held every connection, each waited for one more, and none got it (every request
+        of the process failed after the pool timeout). Apart, a run waits for a lock
+        connection holding nothing, and the operations' pool only ever serves transactions."""
+        if self._lock_engine is None:
+            with self._init_guard:
+                if self._lock_engine is None:
+                    engine = sa.create_engine(sync_url(self.url), **self._engine_kwargs())
+                    _install_pg_ping(engine, self._ping_after)
+                    self._lock_engine = engine
+        return self._lock_engine
+
+    def _alocks_engine(self) -> AsyncEngine:
+        """Async form of `_locks_engine`."""
+        if self._alock_engine is None:
+            with self._init_guard:
+                if self._alock_engine is None:
+                    engine = create_async_engine(async_url(self.url), **self._engine_kwargs())
+                    _install_pg_ping(engine.sync_engine, self._ping_after)
+                    self._alock_engine = engine
+        return self._alock_engine
+
+    def _key(self, config: RunConfig) -> tuple[str, str]:
+        thread_id = config_thread_id(config)
+        if not thread_id:
+            raise ValueError('config needs {"configurable": {"thread_id": ...}}')
+        return thread_id, config_ns(config)

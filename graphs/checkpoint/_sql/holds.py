@@ -1,0 +1,190 @@
+"""`ThreadHolds`: one run per thread for `SQLSaver` (`graphs.checkpoint.sql`), between its
+engines (`engines.py`) and its operations.
+
+`lock_thread`/`alock_thread` hold a thread for one run, across processes: in memory, the base
+class's lock; on SQLite, this process's hold and a file lock (`locks.py`); on PostgreSQL, an
+advisory lock on a connection of the lock pool, held through the run. A run whose lock
+connection dropped takes the lock again before it writes (`_keep_hold`), unless another run
+holds the thread or wrote to it meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from ...errors import ThreadBusyError
+from ...types import RunConfig
+from .engine import _Dropped
+from .engines import SQLEngines
+from .locks import _file_lock, _Hold, _lost, _moved, _probe, _proc_hold, _raw_unlock
+
+__all__ = ["ThreadHolds"]
+
+
+def _probe_sync(conn: Any) -> bool:
+    return _probe(conn.connection)
+
+
+class ThreadHolds(SQLEngines):
+    """`SQLEngines` with one run per thread; `SQLSaver` adds the checkpoint operations."""
+
+    def _proc_key(self, thread_id: str, ns: str) -> tuple[str, str, str]:
+        scope = self._lock_path or self.url.render_as_string(hide_password=True)
+        return (scope, thread_id, ns)
+
+    @contextlib.contextmanager
+    def lock_thread(self, config: RunConfig) -> Iterator[None]:
+        """Hold the thread for one run, across processes; refuse at once if it is held.
+
+        Raises:
+            ThreadBusyError: another run, in this process or another, holds the thread.
+        """
+        thread_id, ns = self._key(config)
+        if self._memory:
+            with super().lock_thread(config):
+                yield
+            return
+        if not self._d.pg:
+            with (
+                _proc_hold(self._proc_key(thread_id, ns)),
+                _file_lock(self._lock_path, thread_id, ns),
+            ):
+                yield
+            return
+        with _proc_hold(self._proc_key(thread_id, ns)):
+            raw, key = self._advisory.retry(thread_id, ns, self._locks_engine().raw_connection)
+            hold = _Hold(thread_id, ns, key, raw)
+            me = (threading.get_ident(), thread_id, ns)
+            self._lock_conns[me] = self._holds[(thread_id, ns)] = hold
+            try:
+                yield
+            finally:
+                self._lock_conns.pop(me, None)
+                self._holds.pop((thread_id, ns), None)
+                with hold.guard:
+                    _raw_unlock(hold.raw, key)
+
+    @contextlib.asynccontextmanager
+    async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:
+        """Async form of `lock_thread`."""
+        thread_id, ns = self._key(config)
+        if self._memory or not self._d.pg:
+            with self.lock_thread(config):  # no I/O wait: fcntl is asked not to block
+                yield
+            return
+        with _proc_hold(self._proc_key(thread_id, ns)):
+            conn, key = await self._atake(thread_id, ns)
+            hold = _Hold(thread_id, ns, key, await conn.get_raw_connection(), conn)
+            hold.aguard = asyncio.Lock()
+            self._holds[(thread_id, ns)] = hold
+            try:
+                yield
+            finally:
+                self._holds.pop((thread_id, ns), None)
+                if hold.conn is not None:
+                    await self._arelease(hold.conn, key)
+                else:  # taken back by a sync write of the run (a sync node's once())
+                    await asyncio.to_thread(_raw_unlock, hold.raw, key)
+
+    # ---- keeping the thread's lock --------------------------------------------------------
+
+    def _hold_of(self, thread_id: str, ns: str) -> _Hold | None:
+        """The hold this process has on the thread (a subgraph's namespace writes under its
+        top graph's), if it has one."""
+        holds = self._holds
+        if not holds:
+            return None
+        return holds.get((thread_id, ns)) or holds.get((thread_id, ""))
+
+    def _keep_hold(self, hold: _Hold) -> None:
+        """Make sure `hold` still holds its thread's lock before the run writes again: if its
+        session ended, take the lock again on a new one, if no other run holds the thread and
+        none wrote to it meanwhile (`_Hold.seen`).
+
+        Raises:
+            ThreadLockLostError: another run holds the thread, or wrote to it meanwhile.
+        """
+        with hold.guard:
+            if not hold.ended():
+                return
+            if not hold.lost and hold.conn is None and _probe(hold.raw):
+                return  # something else was sent on the session: it is alive
+            hold.lost = True
+            try:
+                raw, _ = self._advisory.retry(
+                    hold.thread_id, hold.ns, self._locks_engine().raw_connection
+                )
+            except ThreadBusyError:
+                raise _lost(hold.thread_id, "another run holds the thread now") from None
+            try:
+                why = _moved(raw, hold)
+            except BaseException:
+                _raw_unlock(raw, hold.key)
+                raise
+            if why is not None:
+                _raw_unlock(raw, hold.key)
+                raise _lost(hold.thread_id, f"another run wrote to it meanwhile ({why})")
+            old, old_conn = hold.raw, hold.conn
+            hold.raw, hold.conn, hold.lost = raw, None, False
+            if old_conn is None:
+                _raw_unlock(old, hold.key)  # the session is gone: this lets go of the connection
+
+    async def _akeep_hold(self, hold: _Hold) -> None:
+        """Async form of `_keep_hold`."""
+        if hold.aguard is None:  # a sync `lock_thread`'s hold
+            await asyncio.to_thread(self._keep_hold, hold)
+            return
+        async with hold.aguard:
+            if not hold.ended():
+                return
+            conn = hold.conn
+            if not hold.lost and conn is not None and await conn.run_sync(_probe_sync):
+                return  # something else was sent on the session: it is alive
+            hold.lost = True
+            try:
+                conn, _ = await self._atake(hold.thread_id, hold.ns)
+            except ThreadBusyError:
+                raise _lost(hold.thread_id, "another run holds the thread now") from None
+            try:
+                why = await conn.run_sync(lambda c: _moved(c.connection, hold))
+            except BaseException:
+                await self._arelease(conn, hold.key)
+                raise
+            if why is not None:
+                await self._arelease(conn, hold.key)
+                raise _lost(hold.thread_id, f"another run wrote to it meanwhile ({why})")
+            old = hold.conn
+            hold.conn, hold.raw, hold.lost = conn, await conn.get_raw_connection(), False
+            if old is not None:
+                with contextlib.suppress(Exception):
+                    await old.invalidate()
+                await old.close()
+
+    async def _atake(self, thread_id: str, ns: str) -> tuple[Any, int]:
+        """A connection of the async lock pool holding the thread's lock, and the lock's key;
+        a connection found dropped is replaced once."""
+        for attempt in (0, 1):
+            conn = await self._alocks_engine().connect()
+            try:
+                key = await conn.run_sync(
+                    lambda c: self._advisory.try_lock(c.connection, thread_id, ns)
+                )
+                return conn, key
+            except _Dropped as dropped:
+                await conn.close()
+                if attempt:
+                    raise dropped.error from None
+            except BaseException:
+                await conn.close()
+                raise
+        raise AssertionError("unreachable")
+
+    async def _arelease(self, conn: Any, key: int) -> None:
+        try:
+            await conn.run_sync(lambda c: _raw_unlock(c.connection, key, close=False))
+        finally:
+            await conn.close()

@@ -7,6 +7,17 @@ first use.
 from typing import TYPE_CHECKING, Any
 
 from ._context import aonce, interrupt, once
+from ._types import (
+    END,
+    START,
+    Command,
+    Interrupt,
+    RetryPolicy,
+    RunConfig,
+    Send,
+    StateSnapshot,
+    StateTask,
+)
 from .builder import StateGraph
 from .checkpoint import BaseCheckpointSaver, CheckpointTuple, InMemorySaver, MemorySaver
 from .compiled import CompiledGraph
@@ -34,17 +45,6 @@ from .errors import (
     SideEffectUnrecordedError,
     ThreadBusyError,
     ThreadLockLostError,
-)
-from .types import (
-    END,
-    START,
-    Command,
-    Interrupt,
-    RetryPolicy,
-    RunConfig,
-    Send,
-    StateSnapshot,
-    StateTask,
 )
 
 if TYPE_CHECKING:

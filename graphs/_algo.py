@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._schema import DELTA, EPHEMERAL, TOPIC, UNTRACKED, Channel
+from ._types import OVERWRITE_KEY, Interrupt, Overwrite, Send
 from .checkpoint.base import DONE, INTERRUPT, RESUME
 from .errors import InvalidUpdateError
-from .types import OVERWRITE_KEY, Interrupt, Overwrite, Send
 
 if TYPE_CHECKING:
     from ._task import Task

@@ -27,9 +27,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from ._types import Interrupt
 from .checkpoint import serde
 from .errors import CheckpointerRequiredError, SideEffectUnknownError
-from .types import Interrupt
 
 if TYPE_CHECKING:
     from ._task import Task

@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from ._subgraph import graph_called_by
-from .types import END, START
+from ._types import END, START
 
 if TYPE_CHECKING:
     from langchain_core.runnables.graph import Graph

@@ -21,9 +21,9 @@ from ._algo import apply_writes, name_messages, static_pause, task_id_of
 from ._io import Emit, GetHead, Loop, PutWrites
 from ._schema import ROOT
 from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
+from ._types import END, START, Command, Send
 from .checkpoint.base import DONE, RESUME, CheckpointTuple
 from .errors import EmptyInputError, InvalidUpdateError, ResumeError
-from .types import END, START, Command, Send
 
 if TYPE_CHECKING:
     from ._loop import Run

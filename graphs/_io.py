@@ -13,8 +13,8 @@ import threading
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from ._types import RunConfig
 from .checkpoint.base import Checkpoint, CheckpointMetadata, checkpoint_config
-from .types import RunConfig
 
 if TYPE_CHECKING:
     from ._loop import Run

@@ -57,6 +57,15 @@ from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
 from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL, Task
 from ._timeout import enclosing_progress
+from ._types import (
+    END,
+    START,
+    Command,
+    Interrupt,
+    RunConfig,
+    Send,
+    TimeoutPolicy,
+)
 from .checkpoint.base import (
     CALL,
     DONE,
@@ -84,15 +93,6 @@ from .errors import (
     RecordedNodeError,
     ResumeError,
     SideEffectUnrecordedError,
-)
-from .types import (
-    END,
-    START,
-    Command,
-    Interrupt,
-    RunConfig,
-    Send,
-    TimeoutPolicy,
 )
 
 if TYPE_CHECKING:

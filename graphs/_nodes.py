@@ -18,9 +18,9 @@ from typing import Any, Literal, Protocol, get_args, get_origin
 
 from ._context import _current
 from ._schema import is_root_schema
+from ._types import Command, RetryPolicy, TimeoutPolicy
 from .cache import CachePolicy, node_namespace
 from .errors import GraphSetupError, NodeError
-from .types import Command, RetryPolicy, TimeoutPolicy
 
 __all__ = ["Branch", "Join", "NodeFunction", "NodeSpec", "SupportsInvoke"]
 

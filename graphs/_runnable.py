@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from functools import cache
 from typing import Any, Self, cast
 
-from .types import RunConfig
+from ._types import RunConfig
 
 __all__ = ["RunnableMethods", "merge_configs"]
 

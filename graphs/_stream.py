@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ._context import _current
 from ._io import LIVE_MODES, Emit
 from ._subgraph import called_graph, child_config, is_subgraph, segment_of
-from .types import Command
+from ._types import Command
 
 if TYPE_CHECKING:
     from ._loop import Run

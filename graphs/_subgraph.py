@@ -13,8 +13,8 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._runnable import RunnableMethods
+from ._types import RunConfig
 from .checkpoint.base import config_ns, config_thread_id
-from .types import RunConfig
 
 if TYPE_CHECKING:
     from ._nodes import NodeSpec

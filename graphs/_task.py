@@ -19,11 +19,11 @@ from ._events import node_config, task_async, task_sync
 from ._internal._constants import CONFIG_KEY_NODE_FINISHED
 from ._io import asave_before_once, save_before_once
 from ._timeout import Clock, enclosing_progress, progress_handler, refuse_sync, timed
+from ._types import PULL, PUSH, Command, Interrupt, RunConfig, Send, TimeoutPolicy
 from .cache import entry_key
 from .checkpoint.base import FAILED, ONCE, database_unavailable
 from .errors import NodeError, NodeInterrupt, ParentCommand, SideEffectUnrecordedError
 from .runtime import ExecutionInfo, Runtime
-from .types import PULL, PUSH, Command, Interrupt, RunConfig, Send, TimeoutPolicy
 
 if TYPE_CHECKING:
     from ._loop import Run

@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from ._types import TimeoutPolicy
 from .errors import NodeTimeoutError
-from .types import TimeoutPolicy
 
 T = TypeVar("T")
 

@@ -18,9 +18,9 @@ from ._input import save_input, update_gotos
 from ._io import GetCheckpoint, GetHead, Loop, PutWrites
 from ._loop import Run
 from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
+from ._types import START, Command, RunConfig, Send
 from .checkpoint.base import DONE, CheckpointTuple
 from .errors import InvalidUpdateError
-from .types import START, Command, RunConfig, Send
 
 __all__ = ["fork", "update", "update_step"]
 

@@ -36,11 +36,11 @@ from ._schema import (
 )
 from ._subgraph import SubgraphNode
 from ._timeout import refuse_sync
+from ._types import END, START, Command, Dialect, RetryPolicy, Send, TimeoutPolicy
 from .cache import CachePolicy
 from .checkpoint.base import BaseCheckpointSaver
 from .compiled import CompiledGraph
 from .errors import GraphSetupError, InvalidCheckpointerError
-from .types import END, START, Command, Dialect, RetryPolicy, Send, TimeoutPolicy
 
 if TYPE_CHECKING:
     from .cache import BaseCache

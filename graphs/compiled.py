@@ -36,6 +36,17 @@ from ._subgraph import (
     subgraph_node_of,
 )
 from ._task import SENDS_CHANNEL, task_paths
+from ._types import (
+    START,
+    Command,
+    Durability,
+    Interrupt,
+    RunConfig,
+    StateSnapshot,
+    StateTask,
+    StateUpdate,
+    StreamMode,
+)
 from .checkpoint.base import (
     DONE,
     ERROR,
@@ -50,17 +61,6 @@ from .errors import (
     InvalidUpdateError,
     MultipleSubgraphsError,
     ResumeError,
-)
-from .types import (
-    START,
-    Command,
-    Durability,
-    Interrupt,
-    RunConfig,
-    StateSnapshot,
-    StateTask,
-    StateUpdate,
-    StreamMode,
 )
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._context import _task
-from .types import RunConfig, StreamWriter
+from ._types import RunConfig, StreamWriter
 
 if TYPE_CHECKING:
     from .store import BaseStore

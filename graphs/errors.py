@@ -40,7 +40,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from .types import Command, Interrupt, RunConfig
+    from ._types import Command, Interrupt, RunConfig
 
 __all__ = [
     "CheckpointConflictError",

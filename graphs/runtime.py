@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic
 
 from ._context import _task
-from .types import StreamWriter
+from ._types import StreamWriter
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar

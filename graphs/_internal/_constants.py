@@ -12,7 +12,7 @@ runner calls it. The other private keys of LangGraph's are not here: graphs' run
 read or set them.
 """
 
-from ..types import PULL, PUSH
+from .._types import PULL, PUSH
 
 CONFIG_KEY_NODE_FINISHED = "__pregel_node_finished"
 """`configurable[CONFIG_KEY_NODE_FINISHED] = fn`: `fn(node_name)` as each task finishes (the

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import hashlib
-import pickle
 from typing import Any
+
+from .._internal._cache import default_cache_key
 
 __all__ = [
     "CACHE_NS_WRITES",
@@ -63,13 +64,4 @@ def entry_key(key: Any) -> str:
     it (there with xxh3-128), so a key made of a whole input (a message list) is a short row
     key, and distinct inputs still get distinct keys."""
     raw = key if isinstance(key, bytes) else str(key).encode()
-    return hashlib.blake2b(raw, digest_size=16).hexdigest()
-
-
-def default_cache_key(*args: Any, **kwargs: Any) -> str:
-    """A hash of the node's input (pickled; its `repr` if it cannot be pickled)."""
-    try:
-        raw = pickle.dumps((args, kwargs), protocol=5)
-    except Exception:  # noqa: BLE001 -- an unpicklable input is keyed by its repr
-        raw = repr((args, kwargs)).encode()
     return hashlib.blake2b(raw, digest_size=16).hexdigest()

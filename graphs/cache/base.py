@@ -4,24 +4,13 @@ cached."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._keys import FullKey, Namespace, default_cache_key
+from .._types import CachePolicy
+from ._keys import FullKey, Namespace
 
 __all__ = ["BaseCache", "CachePolicy", "FullKey", "Namespace"]
-
-
-@dataclass(frozen=True, slots=True)
-class CachePolicy:
-    """How a node's results are cached (`add_node(..., cache_policy=CachePolicy(ttl=60))`)."""
-
-    key_func: Callable[..., str | bytes] = default_cache_key
-    """Makes the cache key from the node's input (default: a hash of it); an entry is stored
-    under a fixed-size hash of what it returns (`entry_key`), however long."""
-    ttl: int | None = None
-    """Seconds an entry lives; None: until the cache is cleared."""
 
 
 class BaseCache:

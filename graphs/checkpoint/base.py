@@ -34,8 +34,8 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypedDict
 
+from .._types import RunConfig
 from ..errors import ThreadBusyError
-from ..types import RunConfig
 
 __all__ = [
     "CHECKPOINT_VERSION",

@@ -16,8 +16,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._types import RunConfig
 from ..errors import CheckpointConflictError, CheckpointFormatError, SerializationError
-from ..types import RunConfig
 from . import _delta, serde
 from .base import (
     BaseCheckpointSaver,

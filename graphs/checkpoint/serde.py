@@ -25,8 +25,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from .._types import Command, Interrupt, Overwrite, Send, TimeoutPolicy
 from ..errors import CheckpointFormatError, SerializationError
-from ..types import Command, Interrupt, Overwrite, Send, TimeoutPolicy
 
 __all__ = [
     "FORMAT_VERSION",

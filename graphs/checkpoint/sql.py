@@ -51,7 +51,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 
-from ..types import RunConfig
+from .._types import RunConfig
 from ._sql.alembic import AlembicSchema
 from ._sql.engine import (
     _Dropped,

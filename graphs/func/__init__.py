@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from .._schema import ROOT
 from .._timeout import refuse_sync
+from .._types import END, START, RetryPolicy, TimeoutPolicy
 from ..builder import StateGraph
 from ..cache import CachePolicy
 from ..errors import GraphSetupError
-from ..types import END, START, RetryPolicy, TimeoutPolicy
 from ._call import TaskFunction, TaskFuture
 from ._entry import Entrypoint, Final, channels, make_node, read_input
 

@@ -26,13 +26,13 @@ from .._calls import Calls
 from .._context import _current
 from .._task import Task
 from .._timeout import Clock, timed, watch_events
+from .._types import RetryPolicy
 from ..cache import entry_key, task_namespace
 from ..checkpoint.base import CALL
-from ..types import RetryPolicy
 
 if TYPE_CHECKING:
+    from .._types import TimeoutPolicy
     from ..cache import BaseCache, CachePolicy
-    from ..types import TimeoutPolicy
 
 T = TypeVar("T")
 

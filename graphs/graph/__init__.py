@@ -8,8 +8,8 @@ langchain_core.
 
 from typing import TYPE_CHECKING, Any
 
+from .._types import END, START
 from ..compiled import CompiledGraph
-from ..types import END, START
 from .state import StateGraph
 
 if TYPE_CHECKING:

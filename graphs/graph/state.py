@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from .._types import Dialect
 from ..builder import StateGraph as _StateGraph
 from ..compiled import CompiledGraph
-from ..types import Dialect
 
 __all__ = ["CompiledStateGraph", "StateGraph"]
 

@@ -18,9 +18,9 @@ from langchain_core.tools.base import (
     get_all_basemodel_annotations,
 )
 
+from .._types import Command, StreamWriter
 from ..runtime import ExecutionInfo
 from ..store import BaseStore
-from ..types import Command, StreamWriter
 
 __all__ = ["InjectedState", "InjectedStore", "ToolRuntime"]
 

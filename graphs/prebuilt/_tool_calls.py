@@ -12,7 +12,7 @@ from typing import Any, TypeAlias
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 
-from ..types import Command, RunConfig
+from .._types import Command, RunConfig
 from ._injection import ToolRuntime
 
 __all__ = [

@@ -36,13 +36,13 @@ from .._nodes import (
     _with_config_by_name,
     _with_injected,
 )
+from .._types import END, START, RunConfig, Send
 from ..checkpoint.base import BaseCheckpointSaver
 from ..compiled import CompiledGraph
 from ..graph.message import add_messages
 from ..graph.state import StateGraph
 from ..managed import RemainingSteps
 from ..store import BaseStore
-from ..types import END, START, RunConfig, Send
 from .tool_node import BeforeCall, ToolNode, tools_condition
 
 __all__ = [

@@ -60,9 +60,9 @@ from langchain_core.tools import tool as as_tool
 from pydantic import ValidationError
 
 from .._context import Pause, _current, aonce, once, scope
+from .._types import Command, Interrupt, RunConfig
 from ..errors import GraphInterrupt
 from ..graph.message import REMOVE_ALL_MESSAGES
-from ..types import Command, Interrupt, RunConfig
 from ._injection import (
     InjectedState,
     InjectedStore,

@@ -20,7 +20,7 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
-from ...types import RunConfig
+from ..._types import RunConfig
 from .. import _delta
 from ..base import BaseCheckpointSaver, config_ns, config_thread_id
 from .engine import _install_pg_ping, _install_sqlite_hooks, _is_memory, _parse, async_url, sync_url

@@ -16,8 +16,8 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from ..._types import RunConfig
 from ...errors import ThreadBusyError
-from ...types import RunConfig
 from .engine import _Dropped
 from .engines import SQLEngines
 from .locks import _file_lock, _Hold, _lost, _moved, _probe, _proc_hold, _raw_unlock

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ...types import Interrupt, RunConfig
+from ..._types import Interrupt, RunConfig
 from ..base import INTERRUPT, RESUME, CheckpointTuple, config_checkpoint_id
 from .engine import _Tx
 from .statements import _NO_LIMIT, _Dialect

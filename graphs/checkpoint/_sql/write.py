@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..._types import RunConfig
 from ...errors import CheckpointConflictError
-from ...types import RunConfig
 from .. import _delta, serde
 from ..base import (
     ERROR,

@@ -45,18 +45,19 @@ from .errors import (
     DatabaseUnavailable,
     IdempotencyConflict,
     InvalidInputError,
-    ServiceNotAllowed,
-    UnknownAction,
     UnknownApprovalError,
 )
-from .jobs import Job, finish_in
+from .jobs import Job, JobQueue, finish_in
 from .models import ApprovalStatus, Decision, Workflow, iso
+from .policy import Policy, check_service
 from .policy.schema import Field, Schema
 from .request import request_approval
 
 if TYPE_CHECKING:
+    from .audit import AuditLog
+    from .db import Database
     from .models import Approval
-    from .service import Signoff
+    from .runs import Runs
 
 __all__ = [
     "EXTERNAL_WORKFLOW",
@@ -227,13 +228,35 @@ def verify_webhook(
 class ExternalApprovals:
     """Requests and reads of approvals by services (`signoff.external`).
 
+    Given only the parts of `Signoff` it uses, by name.
+
     Args:
-        signoff: the governance core the runs go through.
+        policy: the policy in force: the services, their actions, the actions' rules.
+        db: the governance database the runs and approvals are read from.
+        audit: where refusals and webhook deliveries are recorded.
+        jobs: the job queue whose `webhook` jobs `deliver` performs.
+        runs: what starts the run of the built-in workflow (`Runs.start`).
+        clock: the time now, in seconds (as the other parts').
         environ: where the services' tokens are read from (default `os.environ`), once, here.
     """
 
-    def __init__(self, signoff: Signoff, *, environ: Mapping[str, str] | None = None) -> None:
-        self.signoff = signoff
+    def __init__(
+        self,
+        policy: Policy,
+        db: Database,
+        audit: AuditLog,
+        jobs: JobQueue,
+        runs: Runs,
+        clock: Callable[[], float],
+        *,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.policy = policy
+        self.db = db
+        self.audit = audit
+        self.jobs = jobs
+        self.runs = runs
+        self.clock = clock
         self.send: WebhookSender | None = None
         """Delivers webhooks; set by the process that performs `webhook` jobs (`signoff run`)."""
         self.card_link: Callable[[Approval], Awaitable[str | None]] | None = None
@@ -252,7 +275,7 @@ class ExternalApprovals:
         """Read every service's token (and webhook secret) from `environ`. A token that is not
         set is warned about: that service cannot authenticate."""
         self._tokens, self._secrets = {}, {}
-        for name, svc in self.signoff.policy.services.items():
+        for name, svc in self.policy.services.items():
             token = environ.get(svc.token_env) or ""
             if not token:
                 log.warning(
@@ -261,7 +284,7 @@ class ExternalApprovals:
                     name,
                     svc.token_env,
                     name,
-                    self.signoff.policy.source or "the policy",
+                    self.policy.source or "the policy",
                 )
                 continue
             if len(token) < 16:
@@ -328,42 +351,10 @@ class ExternalApprovals:
             InvalidInputError: `.problems` names each field that is wrong (`args.amount`, ...).
             IdempotencyConflict: the key came before with a different request.
         """
-        policy = self.signoff.policy
-        svc = policy.services.get(service)
-        if svc is None:
-            raise await self._refused(
-                ServiceNotAllowed(
-                    f"{service!r} is not a service of the policy ([services.{service}])",
-                    service,
-                    str(action),
-                ),
-                service,
-                action,
-            )
-        rule = policy.actions.get(action) if isinstance(action, str) else None
-        if rule is None:
-            raise await self._refused(
-                UnknownAction(
-                    f"action {action!r} is not in the policy; signoff denies actions the policy "
-                    f"does not name (add [actions.{action}] and list it in "
-                    f"[services.{service}] actions)",
-                    str(action),
-                ),
-                service,
-                action,
-            )
-        if action not in svc.actions:
-            raise await self._refused(
-                ServiceNotAllowed(
-                    f"service {service!r} may not ask for {action!r}; it may ask for "
-                    + (", ".join(svc.actions) or "nothing")
-                    + f" (add it to [services.{service}] actions)",
-                    service,
-                    action,
-                ),
-                service,
-                action,
-            )
+        refusal = check_service(self.policy, service, action)
+        if refusal is not None:
+            raise await self._refused(refusal, service, action)
+        svc, rule = self.policy.services[service], self.policy.actions[action]
         problems = _request_problems(requester, title, dedupe_key, callback_url, idempotency_key)
         if not isinstance(args, Mapping):
             problems["args"] = "must be an object of the action's arguments"
@@ -406,7 +397,7 @@ class ExternalApprovals:
             "request_hash": request_hash,
         }
         try:
-            await self.signoff.runs.start(
+            await self.runs.start(
                 EXTERNAL_WORKFLOW,
                 inputs,
                 requester=requester,
@@ -416,7 +407,7 @@ class ExternalApprovals:
                 internal=True,
             )
         except AlreadyStartedError:
-            async with self.signoff.db.read() as conn:
+            async with self.db.read() as conn:
                 run = await store.get_run(conn, thread_id)
             stored = json.loads(run["input"]).get("request_hash") if run else None
             if stored != request_hash:
@@ -454,8 +445,8 @@ class ExternalApprovals:
         (busy, down) does not change the answer: the refusal is still told (a 401 stays a 401,
         not a 500), and the log says it went unrecorded."""
         try:
-            async with self.signoff.db.transaction() as conn:
-                await self.signoff.audit.append(conn, "api_refused", actor=actor, data=dict(data))
+            async with self.db.transaction() as conn:
+                await self.audit.append(conn, "api_refused", actor=actor, data=dict(data))
         except DatabaseUnavailable as e:
             log.warning("could not audit an API refusal (%s): %s", data.get("refusal"), e)
 
@@ -514,7 +505,7 @@ class ExternalApprovals:
     async def pending(self, *, service: str) -> list[ExternalApproval]:
         """`service`'s approvals that are still pending, oldest first (at most 200)."""
         r = t.runs.c
-        async with self.signoff.db.read() as conn:
+        async with self.db.read() as conn:
             rows = await conn.execute(
                 select(r.thread_id)
                 .where(
@@ -540,7 +531,7 @@ class ExternalApprovals:
     async def _read(self, thread_id: str) -> ExternalApproval | None:
         if not isinstance(thread_id, str) or service_of(thread_id) is None:
             return None
-        async with self.signoff.db.read() as conn:
+        async with self.db.read() as conn:
             run = await store.get_run(conn, thread_id)
             if run is None or run["workflow"] != EXTERNAL_WORKFLOW:
                 return None
@@ -554,7 +545,7 @@ class ExternalApprovals:
             approval = await store.get_approval(conn, latest) if latest else None
         inputs = json.loads(run["input"])
         action = inputs.get("action", "")
-        rule = self.signoff.policy.actions.get(action)
+        rule = self.policy.actions.get(action)
         if approval is None:
             status: ApprovalStatus = (
                 "pending" if run["status"] in ("running", "paused") else "cancelled"
@@ -609,7 +600,7 @@ class ExternalApprovals:
         again, backed off, up to `WEBHOOK_ATTEMPTS` tries (then `webhook_failed`). The delivery
         id is the same on every try: a receiver de-duplicates by it."""
         assert job.thread_id is not None  # a webhook job names its thread
-        jobs = self.signoff.jobs
+        jobs = self.jobs
         url, delivery_id = job.payload["url"], job.payload["delivery_id"]
         service = service_of(job.thread_id) or ""
         secret = self._secrets.get(service)
@@ -638,12 +629,12 @@ class ExternalApprovals:
             error = None if 200 <= status < 300 else f"the receiver answered HTTP {status}"
         except Exception as e:  # noqa: BLE001 - a failed delivery is retried, never lost
             error = f"{type(e).__name__}: {e}"
-        now = self.signoff.clock()
+        now = self.clock()
         tries = job.attempts + 1
         if error is None or tries >= WEBHOOK_ATTEMPTS:
-            async with self.signoff.db.transaction() as conn:
+            async with self.db.transaction() as conn:
                 await finish_in(conn, job.id, now, error=error)
-                await self.signoff.audit.append(
+                await self.audit.append(
                     conn,
                     "webhook_delivered" if error is None else "webhook_failed",
                     approval_id=job.approval_id,

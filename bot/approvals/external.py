@@ -47,7 +47,7 @@ from .errors import (
     InvalidInputError,
     UnknownApprovalError,
 )
-from .jobs import Job, JobQueue, finish_in
+from .jobs import Job, JobQueue, backoff, finish_in
 from .models import ApprovalStatus, Decision, Workflow, iso
 from .policy import Policy, check_service
 from .policy.schema import Field, Schema
@@ -409,7 +409,7 @@ class ExternalApprovals:
         except AlreadyStartedError:
             async with self.db.read() as conn:
                 run = await store.get_run(conn, thread_id)
-            stored = json.loads(run["input"]).get("request_hash") if run else None
+            stored = run.inputs.get("request_hash") if run else None
             if stored != request_hash:
                 raise await self._refused(
                     IdempotencyConflict(
@@ -533,7 +533,7 @@ class ExternalApprovals:
             return None
         async with self.db.read() as conn:
             run = await store.get_run(conn, thread_id)
-            if run is None or run["workflow"] != EXTERNAL_WORKFLOW:
+            if run is None or run.workflow != EXTERNAL_WORKFLOW:
                 return None
             w = t.approval_waiters.c
             latest = await conn.scalar(
@@ -543,12 +543,12 @@ class ExternalApprovals:
                 .limit(1)
             )
             approval = await store.get_approval(conn, latest) if latest else None
-        inputs = json.loads(run["input"])
+        inputs = run.inputs
         action = inputs.get("action", "")
         rule = self.policy.actions.get(action)
         if approval is None:
             status: ApprovalStatus = (
-                "pending" if run["status"] in ("running", "paused") else "cancelled"
+                "pending" if run.status in ("running", "paused") else "cancelled"
             )
             return ExternalApproval(
                 approval_id=thread_id,
@@ -557,8 +557,8 @@ class ExternalApprovals:
                 args=dict(inputs.get("args") or {}),
                 title=inputs.get("title") or (rule.title if rule else action),
                 service=inputs.get("service", ""),
-                requester=run["requester"],
-                created_at=iso(run["created_at"]),
+                requester=run.requester,
+                created_at=iso(run.created_at),
             )
         decision = None
         if approval.decision:
@@ -572,8 +572,8 @@ class ExternalApprovals:
             args=dict(approval.payload),
             title=approval.title,
             service=inputs.get("service", ""),
-            requester=run["requester"],
-            created_at=iso(run["created_at"]),
+            requester=run.requester,
+            created_at=iso(run.created_at),
             card_url=await self._card_url(approval),
             decision=decision,
         )
@@ -643,7 +643,7 @@ class ExternalApprovals:
                     data={"delivery_id": delivery_id, "url": url, "tries": tries, "error": error},
                 )
             return
-        delay = min(2.0**tries, WEBHOOK_BACKOFF_MAX)
+        delay = backoff(tries, first=1.0, most=WEBHOOK_BACKOFF_MAX)
         log.warning("webhook %s to %s failed (%s); again in %.0fs", delivery_id, url, error, delay)
         await jobs.finish(job.id, error=error, retry_in=delay)
 

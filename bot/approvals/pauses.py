@@ -72,8 +72,8 @@ class Pauses:
         if existing is not None:
             return existing.id
         run = await store.get_run(conn, thread_id)
-        requester = run["requester"] if run else "unknown"
-        channel = run["channel"] if run else None
+        requester = run.requester if run else "unknown"
+        channel = run.channel if run else None
         p = intr.value
         action, args, fp = p["action"], p["args"], p["fingerprint"]
         verdict = evaluate_request(self.policy, action, args)

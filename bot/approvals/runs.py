@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
-import json
 import logging
 import socket
 import uuid
@@ -47,8 +46,8 @@ from .errors import (
     UnknownRunError,
     UnknownWorkflowError,
 )
-from .jobs import Job, JobQueue, _gone_from_this_host, finish_in
-from .models import APPROVAL_KIND, RunStatus, Workflow
+from .jobs import Job, JobQueue, _gone_from_this_host, backoff, finish_in
+from .models import APPROVAL_KIND, RunRecord, RunStatus, Workflow
 from .pauses import Pauses
 from .policy import GroupResolver, Policy, may_start, resolve_members
 from .policy.schema import SchemaError
@@ -367,7 +366,7 @@ class Runs:
     async def _queue_go_on_later(self, thread_id: str, payload: Mapping[str, Any]) -> None:
         """`_queue_go_on`, tried again with backoff until the database takes it."""
         for attempt in itertools.count():
-            await asyncio.sleep(min(0.5 * 2**attempt, 30.0))
+            await asyncio.sleep(backoff(attempt, first=0.5, most=30.0))
             try:
                 await self._queue_go_on(thread_id, payload)
             except DatabaseUnavailable as e:
@@ -391,7 +390,7 @@ class Runs:
             error = conceal.text(f"{type(result).__name__}: {result}")
             log.warning("run %s %s: %s", thread_id, status, error)
             async with self.db.transaction() as conn:
-                await store.set_run(conn, thread_id, now, status=status, error=error)
+                await store.move_run(conn, thread_id, status, now, error=error)
                 await self.jobs.event(
                     conn,
                     "run_outcome_unknown" if unknown else "run_failed",
@@ -416,7 +415,7 @@ class Runs:
             # Paused before the approvals exist: once one does, a worker may resume and finish
             # the run at once, and its status must not be overwritten with "paused" after that.
             async with self.db.transaction() as conn:
-                await store.set_run(conn, thread_id, now, status="paused")
+                await store.move_run(conn, thread_id, "paused", now)
                 if resumed is not None:
                     await resumed.record(conn, self.audit, self.jobs.worker_id, now, finish=False)
             ids = []
@@ -430,9 +429,7 @@ class Runs:
         shown = conceal.hide(result)
         summary = store.dumps(shown)
         async with self.db.transaction() as conn:
-            await store.set_run(
-                conn, thread_id, now, status="completed", result=summary, error=None
-            )
+            await store.move_run(conn, thread_id, "completed", now, result=summary, error=None)
             await self.jobs.event(
                 conn,
                 "run_completed",
@@ -510,12 +507,12 @@ class Runs:
         if run is None:
             await self.jobs.finish(job.id, error=f"thread {thread_id!r} has no run record")
             return
-        if run["status"] == "cancelled":
+        if run.status == "cancelled":
             await self.jobs.finish(job.id, error="the run was cancelled; nothing was resumed")
             return
-        if job.approval_id is not None and not await self._as_recorded(job, run["workflow"]):
+        if job.approval_id is not None and not await self._as_recorded(job, run.workflow):
             return
-        graph = self.graph(run["workflow"])
+        graph = self.graph(run.workflow)
         config = self._config(thread_id)
         try:
             state = await graph.aget_state(config)
@@ -544,14 +541,12 @@ class Runs:
             # The graph went on to its end in an attempt that died before recording how it
             # stopped: record it now (and that it resumed), instead of leaving the run "paused"
             # or "running" and the audit log without its "resumed".
-            if run["status"] in ("paused", "running"):
-                await self.after_run(
-                    thread_id, run["workflow"], dict(state.values), resumed=resumed
-                )
+            if run.status in ("paused", "running"):
+                await self.after_run(thread_id, run.workflow, dict(state.values), resumed=resumed)
             else:
                 await self.jobs.finish(job.id)
             return
-        await self.after_run(thread_id, run["workflow"], result, resumed=resumed)
+        await self.after_run(thread_id, run.workflow, result, resumed=resumed)
 
     async def _due_again(self, job: Job, error: Exception) -> bool:
         """Whether `error`, met running `job`'s thread, is not the workflow's failure, and the
@@ -563,7 +558,7 @@ class Runs:
             return True
         if not database_down(error):
             return False
-        delay = min(2.0 ** min(job.attempts, 6), 60.0)
+        delay = backoff(job.attempts, first=1.0, most=60.0)
         log.warning(
             "resume of %s met the database down, retrying in %.0fs: %s", job.thread_id, delay, error
         )
@@ -599,7 +594,7 @@ class Runs:
         log.error("thread %s: %s", thread_id, error)
         now = self.clock()
         async with self.db.transaction() as conn:
-            await store.set_run(conn, thread_id, now, status="failed", error=error)
+            await store.move_run(conn, thread_id, "failed", now, error=error)
             await finish_in(conn, job.id, now, error=error)
             await self.jobs.event(
                 conn,
@@ -638,7 +633,7 @@ class Runs:
         for a in approvals:
             rule = self.policy.actions.get(a.action)
             entries += [*a.approvers, *(rule.approvers if rule else ())]
-        wf_policy = self.policy.workflows.get(run["workflow"])
+        wf_policy = self.policy.workflows.get(run.workflow)
         entries += list(wf_policy.starters if wf_policy else ())
         if user in await resolve_members(dict.fromkeys(entries), self.groups):
             return
@@ -648,11 +643,11 @@ class Runs:
                 "run_control_refused",
                 thread_id=thread_id,
                 actor=user,
-                data={"what": what, "workflow": run["workflow"]},
+                data={"what": what, "workflow": run.workflow},
             )
         raise RunControlRefused(
             f"{user} may not {what} run {thread_id!r}: only approvers of its actions and "
-            f"starters of {run['workflow']!r} may"
+            f"starters of {run.workflow!r} may"
         )
 
     async def retry(self, thread_id: str, *, actor: str) -> None:
@@ -675,21 +670,21 @@ class Runs:
                     f"run {thread_id!r} shared the outcome of run {leader!r} (it joined that "
                     f"run's approval) and has nothing of its own to retry: retry {leader!r}"
                 )
-            owner = await _owner(conn, run, now) if run["status"] == "running" else None
+            owner = await _owner(conn, run, now) if run.status == "running" else None
             if owner is not None and owner.queued:  # a worker is to take its job: retried already
                 raise RunStateError(_cannot("retry", thread_id, "running"))
             if owner is not None and owner.gone:
                 # Its process died: go on as after a failure. A job it held is given back (it
                 # carries a decision); a run it was starting gets a retry job.
                 await _release(conn, thread_id, owner.who)
-                error = f"its process ({owner.who}) died while it was running"
+                error: str | None = f"its process ({owner.who}) died while it was running"
                 moved = await conn.execute(
                     update(t.runs)
                     .where(t.runs.c.thread_id == thread_id, t.runs.c.status == "running")
                     .values(updated_at=now, owner=None)
                 )
             else:
-                error = run["error"]
+                error = run.error
                 moved = await conn.execute(
                     update(t.runs)
                     .where(t.runs.c.thread_id == thread_id, t.runs.c.status.in_(RETRYABLE))
@@ -697,7 +692,7 @@ class Runs:
                 )
             if moved.rowcount != 1:
                 now_is = await _get_run(conn, thread_id)
-                raise RunStateError(_cannot("retry", thread_id, now_is["status"]))
+                raise RunStateError(_cannot("retry", thread_id, now_is.status))
             if owner is None or not owner.held:
                 await store.enqueue(
                     conn,
@@ -712,14 +707,14 @@ class Runs:
                 "run_retried",
                 thread_id=thread_id,
                 actor=actor,
-                data={"workflow": run["workflow"], "error": error},
+                data={"workflow": run.workflow, "error": error},
             )
             await self.jobs.event(
                 conn,
                 "run_retried",
                 now,
                 thread_id=thread_id,
-                data={"workflow": run["workflow"], "by": actor},
+                data={"workflow": run.workflow, "by": actor},
             )
 
     async def _go_on(self, job: Job) -> None:
@@ -731,13 +726,13 @@ class Runs:
         thread_id = job.thread_id
         async with self.db.read() as conn:
             run = await store.get_run(conn, thread_id)
-        if run is not None and run["status"] == "paused" and job.payload.get("start"):
-            await self._open_approvals(job, run["workflow"])
+        if run is not None and run.status == "paused" and job.payload.get("start"):
+            await self._open_approvals(job, run.workflow)
             return
-        if run is None or run["status"] != "running":
+        if run is None or run.status != "running":
             await self.jobs.finish(job.id)
             return
-        graph = self.graph(run["workflow"])
+        graph = self.graph(run.workflow)
         config = self._config(thread_id)
         try:
             state = await graph.aget_state(config)
@@ -751,14 +746,14 @@ class Runs:
                         "inputs were saved, and they hold secret fields, which are kept only "
                         "in checkpoints: nothing of it ran; start it again"
                     )
-                result = await graph.ainvoke(json.loads(run["input"]), config)
+                result = await graph.ainvoke(run.inputs, config)
             else:  # it had reached its end; only the record was missing
                 result = dict(state.values)
         except Exception as e:  # noqa: BLE001 - recorded on the run, or the job due again
             if await self._due_again(job, e):
                 return
             result = e
-        await self.after_run(thread_id, run["workflow"], result)
+        await self.after_run(thread_id, run.workflow, result)
         await self.jobs.finish(job.id)
 
     async def _open_approvals(self, job: Job, workflow: str) -> None:
@@ -801,7 +796,7 @@ class Runs:
         async with self.db.transaction() as conn:
             run = await _get_run(conn, thread_id)
             cancellable = CANCELLABLE
-            if run["status"] == "running":
+            if run.status == "running":
                 owner = await _owner(conn, run, now)
                 if not owner.gone and not owner.queued:
                     raise RunStateError(_live(thread_id, owner.who))
@@ -813,7 +808,7 @@ class Runs:
             )
             if moved.rowcount != 1:
                 now_is = await _get_run(conn, thread_id)
-                raise RunStateError(_cannot("cancel", thread_id, now_is["status"]))
+                raise RunStateError(_cannot("cancel", thread_id, now_is.status))
             for a in await store.list_approvals(conn, statuses=("pending",), thread_id=thread_id):
                 if any(other != thread_id for other, _ in await store.waiters(conn, a.id)):
                     w = t.approval_waiters.c
@@ -851,14 +846,14 @@ class Runs:
                 "run_cancelled",
                 thread_id=thread_id,
                 actor=actor,
-                data={"workflow": run["workflow"], "note": note, "approvals": cancelled},
+                data={"workflow": run.workflow, "note": note, "approvals": cancelled},
             )
             await self.jobs.event(
                 conn,
                 "run_cancelled",
                 now,
                 thread_id=thread_id,
-                data={"workflow": run["workflow"], "by": actor, "note": note},
+                data={"workflow": run.workflow, "by": actor, "note": note},
             )
         return cancelled
 
@@ -901,7 +896,7 @@ class Runs:
         return len(threads)
 
 
-async def _get_run(conn: AsyncConnection, thread_id: str) -> Mapping[str, Any]:
+async def _get_run(conn: AsyncConnection, thread_id: str) -> RunRecord:
     run = await store.get_run(conn, thread_id)
     if run is None:
         raise UnknownRunError(
@@ -925,12 +920,12 @@ class _Owner:
     """Nobody holds it: its job waits for a worker (given back after its process died)."""
 
 
-async def _owner(conn: AsyncConnection, run: Mapping[str, Any], now: float) -> _Owner:
+async def _owner(conn: AsyncConnection, run: RunRecord, now: float) -> _Owner:
     j = t.jobs.c
     jobs = (
         await conn.execute(
             select(j.locked_by, j.locked_until).where(
-                j.thread_id == run["thread_id"], j.kind == "resume", j.done_at.is_(None)
+                j.thread_id == run.thread_id, j.kind == "resume", j.done_at.is_(None)
             )
         )
     ).all()
@@ -940,7 +935,7 @@ async def _owner(conn: AsyncConnection, run: Mapping[str, Any], now: float) -> _
         return _Owner(live[0] if live else leased[0][0], gone=not live, held=True)
     if jobs:
         return _Owner(None, gone=False, queued=True)
-    owner = run.get("owner")
+    owner = run.owner
     return _Owner(owner, gone=owner is not None and _dead(owner, None, now))
 
 

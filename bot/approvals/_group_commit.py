@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-__all__ = ["MAX_GROUP", "Batch", "Member", "RunAgain"]
+__all__ = ["MAX_GROUP", "Batch", "Member", "RunAgain", "answer", "finished"]
 
 MAX_GROUP = 32
 """The most writers one commit takes (the leader included)."""
@@ -134,3 +134,23 @@ class Batch:
 def _retrieve(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
+
+
+async def finished(member: Member) -> bool:
+    """Wait for a member's work to end (even when the leader is cancelled meanwhile: the member
+    is using the leader's connection); True when it is kept for the commit."""
+    try:
+        return await asyncio.shield(member.finished)
+    except asyncio.CancelledError:
+        await asyncio.wait([member.finished])
+        raise
+
+
+def answer(member: Member, error: BaseException | None) -> None:
+    """Tell a member how its group's transaction ended (`error` None: committed)."""
+    if member.committed.done():
+        return
+    if error is None:
+        member.committed.set_result(None)
+    else:
+        member.committed.set_exception(error)

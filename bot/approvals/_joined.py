@@ -62,8 +62,8 @@ async def followers_of(conn: AsyncConnection, leader: str) -> list[tuple[str, st
             if thread == leader or service_of(thread) is not None:
                 continue
             run = await store.get_run(conn, thread)
-            if run is not None and run["status"] == "paused":
-                found.append((thread, str(run["workflow"])))
+            if run is not None and run.status == "paused":
+                found.append((thread, str(run.workflow)))
     return found
 
 

@@ -22,6 +22,9 @@ its timeout (every one in use) raises `DatabaseBusy`: nothing was recorded, try 
 driver errors (a constraint, a serialization failure, "database is locked" after the busy
 timeout) pass through unchanged.
 A schema newer than this code raises `graphs.errors.SchemaVersionError`.
+
+Beside it: `_group_commit` (SQLite's grouped writers), `_db_errors` (how driver errors are
+told and said) and `_migrate` (the governance tables' migrations).
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from pathlib import Path
 from typing import Any, Self, TypeVar
 
 import sqlalchemy as sa
@@ -40,14 +42,18 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from graphs.checkpoint._sql.gate import WriteGate
-from graphs.checkpoint.sql import AlembicSchema, SQLSaver
+from graphs.checkpoint.sql import SQLSaver
 from graphs.errors import SchemaVersionError
 
+from ._db_errors import database_down, pool_busy, timed_out, unavailable, what_to_check
 from ._group_commit import Batch, Member, RunAgain
+from ._group_commit import answer as _answer
+from ._group_commit import finished as _finished
+from ._migrate import MIGRATIONS_DIR, SCHEMA, check_not_newer, migrate
 from .errors import DatabaseBusy, DatabaseUnavailable
-from .tables import SCHEMA_REVISION, VERSION_TABLE
 
 __all__ = [
+    "MIGRATIONS_DIR",
     "Database",
     "DatabaseBusy",
     "DatabaseUnavailable",
@@ -55,14 +61,8 @@ __all__ = [
     "database_down",
 ]
 
-MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 T = TypeVar("T")
-
-_SCHEMA = AlembicSchema(
-    MIGRATIONS_DIR, VERSION_TABLE, SCHEMA_REVISION, lock_name="signoff.approvals.migrations"
-)
-"""The governance tables, as Alembic migrates them."""
 
 
 class Database:
@@ -516,7 +516,7 @@ class Database:
         try:
             yield
         except sa.exc.DBAPIError as e:
-            if deadline is None or e.connection_invalidated or not _timed_out(e.orig):
+            if deadline is None or e.connection_invalidated or not timed_out(e.orig):
                 raise
             said = (str(e.orig).strip().splitlines() or [type(e.orig).__name__])[0]
             raise self._busy(f"another writer held what this needs ({said})") from e
@@ -567,14 +567,14 @@ class Database:
         try:
             conn = await engine.connect()
         except sa.exc.TimeoutError as e:
-            raise self._pool_busy(engine.sync_engine, e) from e
+            raise pool_busy(self.display_url, engine.sync_engine) from e
         except (sa.exc.DBAPIError, OSError) as e:
             if self.dialect == "sqlite":
                 # aiosqlite (0.22) stops its worker thread after a failed connect without
                 # waiting; the thread then reports to this loop. If the loop had closed by
                 # then (a CLI exiting on this very error), it would print a traceback.
                 await asyncio.sleep(0.05)
-            raise self._unavailable(e) from e
+            raise unavailable(self.url, e) from e
         try:
             yield conn
         finally:
@@ -585,9 +585,9 @@ class Database:
         try:
             conn = engine.connect()
         except sa.exc.TimeoutError as e:
-            raise self._pool_busy(engine, e) from e
+            raise pool_busy(self.display_url, engine) from e
         except (sa.exc.DBAPIError, OSError) as e:
-            raise self._unavailable(e) from e
+            raise unavailable(self.url, e) from e
         with conn, self._translated_sync():
             yield conn
 
@@ -603,7 +603,7 @@ class Database:
             yield
         except sa.exc.DBAPIError as e:
             if e.connection_invalidated:
-                raise self._unavailable(e) from e
+                raise unavailable(self.url, e) from e
             raise
 
     # ---- health -------------------------------------------------------------------------
@@ -624,7 +624,7 @@ class Database:
         except TimeoutError as e:
             raise DatabaseUnavailable(
                 f"the database {self.display_url} did not answer within {timeout:g} s; "
-                f"{self._what_to_check()}",
+                f"{what_to_check(self.url)}",
                 self.display_url,
             ) from e
 
@@ -643,154 +643,31 @@ class Database:
             DatabaseUnavailable: the database cannot be reached.
         """
         async with self.read() as conn:  # also: reachable, or DatabaseUnavailable
-            await conn.run_sync(_check_not_newer, self)
+            await conn.run_sync(check_not_newer, self.display_url)
         async with self._translated():
             await self.saver.asetup()
         async with self.transaction() as conn:
-            await conn.run_sync(_migrate, self)
+            await conn.run_sync(migrate, self.display_url)
 
     def upgrade_sync(self) -> None:
         """Sync form of `upgrade` (for the CLI and other sync callers)."""
         with self._sync_connection(self.saver._sync_engine(read=True)) as conn, conn.begin():
-            _check_not_newer(conn, self)
+            check_not_newer(conn, self.display_url)
         with self._translated_sync():
             self.saver.setup()
         with self._migration_connection() as conn:
-            _migrate(conn, self)
+            migrate(conn, self.display_url)
 
     @contextmanager
     def _migration_connection(self) -> Iterator[Connection]:
         """A sync connection in a write transaction that holds the governance migration lock
         (for `upgrade_sync` and the Alembic command line)."""
         with self._sync_connection(self.sync_engine) as conn, conn.begin():
-            _SCHEMA.lock(conn)
+            SCHEMA.lock(conn)
             yield conn
-
-    # ---- errors -------------------------------------------------------------------------
-
-    def _what_to_check(self) -> str:
-        if self.dialect == "sqlite":
-            return (
-                f"check that the directory of {self.url.database!r} exists and that this user "
-                "may read and write there, and that SIGNOFF_DATABASE_URL names the right file"
-            )
-        where = f"{self.url.host or 'localhost'}:{self.url.port or 5432}"
-        return (
-            f"check that PostgreSQL is running and accepts connections at {where}, that "
-            f"database {self.url.database!r} and user {self.url.username!r} exist, and that "
-            "SIGNOFF_DATABASE_URL is right"
-        )
-
-    def _pool_busy(self, engine: Engine, error: sa.exc.TimeoutError) -> DatabaseBusy:
-        """No connection of this process's pool came free within the pool's timeout: every
-        one was in use by other requests (a burst, or slow statements)."""
-        pool = engine.pool
-        size = getattr(pool, "size", lambda: None)()
-        overflow = getattr(pool, "_max_overflow", None)
-        count = f"all {size + overflow} " if size is not None and overflow is not None else ""
-        waited = getattr(pool, "_timeout", None)
-        after = f" for {waited:g} s" if isinstance(waited, int | float) else ""
-        return DatabaseBusy(
-            f"{self.display_url} is busy: {count}connections this process may open to it were "
-            f"in use{after}; nothing was recorded, try again in a few seconds (if it keeps "
-            "happening, look for slow statements on the server, or run fewer requests at once)",
-            self.display_url,
-        )
-
-    def _unavailable(self, error: BaseException) -> DatabaseUnavailable:
-        cause = getattr(error, "orig", None) or error
-        said = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-        verb = "open" if self.dialect == "sqlite" else "reach"
-        return DatabaseUnavailable(
-            f"cannot {verb} the database {self.display_url} ({said}); {self._what_to_check()}",
-            self.display_url,
-        )
 
 
 _PG_TIMEOUTS = sa.text(
     "SELECT set_config('lock_timeout', :ms, true), set_config('statement_timeout', :ms, true)"
 )
 """Bound this transaction's lock waits and statements (PostgreSQL; local to the transaction)."""
-
-_PG_TIMED_OUT = ("55P03", "57014")
-"""PostgreSQL's lock_not_available (lock_timeout) and query_canceled (statement_timeout)."""
-
-
-def _timed_out(error: BaseException | None) -> bool:
-    """True when the driver's `error` is the database giving up waiting, not a failure."""
-    if isinstance(error, sqlite3.OperationalError):
-        return "locked" in str(error) or "busy" in str(error)
-    return getattr(error, "sqlstate", None) in _PG_TIMED_OUT
-
-
-async def _finished(member: Member) -> bool:
-    """Wait for a member's work to end (even when the leader is cancelled meanwhile: the member
-    is using the leader's connection); True when it is kept for the commit."""
-    try:
-        return await asyncio.shield(member.finished)
-    except asyncio.CancelledError:
-        await asyncio.wait([member.finished])
-        raise
-
-
-def _answer(member: Member, error: BaseException | None) -> None:
-    """Tell a member how its group's transaction ended (`error` None: committed)."""
-    if member.committed.done():
-        return
-    if error is None:
-        member.committed.set_result(None)
-    else:
-        member.committed.set_exception(error)
-
-
-def database_down(error: BaseException) -> bool:
-    """True when `error` (or what caused it) is the database going away, not the run failing.
-
-    For errors that reached a caller untranslated, through code that is not this module's (a
-    graph run saving its checkpoint): a dropped connection, psycopg's OperationalError, or no
-    connection of the pool free within its timeout (the database busy: try again later).
-    """
-    seen: set[int] = set()
-    e: BaseException | None = error
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, DatabaseUnavailable | sa.exc.TimeoutError) or (
-            isinstance(e, sa.exc.DBAPIError) and e.connection_invalidated
-        ):
-            return True
-        if type(e).__module__.startswith("psycopg") and any(
-            c.__name__ == "OperationalError" for c in type(e).__mro__
-        ):
-            return True
-        e = e.__cause__ or e.__context__
-    return False
-
-
-# ---- migrations, on a sync connection ---------------------------------------------------
-
-
-def _check_not_newer(conn: Connection, db: Database) -> str | None:
-    """The governance revision in the database; `SchemaVersionError` if this code is older."""
-    current = _SCHEMA.current(conn)
-    if (
-        current is not None
-        and current != SCHEMA_REVISION
-        and current not in _SCHEMA.known_revisions()
-    ):
-        raise SchemaVersionError(
-            f"{db.display_url} has governance schema revision {current!r} (in table "
-            f"{VERSION_TABLE}), which this code does not know (it knows up to "
-            f"{SCHEMA_REVISION!r}): the database was migrated by a newer signoff. Upgrade "
-            "signoff; do not downgrade the database.",
-            db_revision=current,
-            code_revision=SCHEMA_REVISION,
-        )
-    return current
-
-
-def _migrate(conn: Connection, db: Database) -> None:
-    """Bring the governance tables to head inside the caller's write transaction."""
-    _SCHEMA.lock(conn)
-    if _check_not_newer(conn, db) == SCHEMA_REVISION:
-        return
-    _SCHEMA.upgrade(conn)

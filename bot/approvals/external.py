@@ -15,6 +15,9 @@ idempotency key per service (the same key is the same run, on every replica), re
 bounded long-poll, and the signed webhook a service is sent once its approval is settled.
 
 A service's token may request and read approvals. Nothing here decides one.
+
+Beside it: `_external_workflow` (the built-in workflow) and `_external_wire` (what a service
+sends and sees: the request's field checks, `ExternalApproval`, the webhook's signature).
 """
 
 from __future__ import annotations
@@ -26,18 +29,23 @@ import json
 import logging
 import os
 import time
-import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypedDict
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
-
-from graphs import END, START, StateGraph
 
 from . import store
 from . import tables as t
 from ._canonical import canonical_json
+from ._external_wire import (
+    SIGNATURE_HEADER,
+    ExternalApproval,
+    request_problems,
+    sign_webhook,
+    verify_webhook,
+)
+from ._external_workflow import external_workflow
 from ._service_threads import EXTERNAL_WORKFLOW, external_thread_id, service_of
 from .errors import (
     AlreadyStartedError,
@@ -45,18 +53,17 @@ from .errors import (
     DatabaseUnavailable,
     IdempotencyConflict,
     InvalidInputError,
-    ServiceNotAllowed,
-    UnknownAction,
     UnknownApprovalError,
 )
-from .jobs import Job, finish_in
-from .models import ApprovalStatus, Decision, Workflow, iso
-from .policy.schema import Field, Schema
-from .request import request_approval
+from .jobs import Job, JobQueue, backoff, finish_in
+from .models import ApprovalStatus, Decision, iso
+from .policy import Policy, check_service
 
 if TYPE_CHECKING:
+    from .audit import AuditLog
+    from .db import Database
     from .models import Approval
-    from .service import Signoff
+    from .runs import Runs
 
 __all__ = [
     "EXTERNAL_WORKFLOW",
@@ -79,8 +86,6 @@ MAX_WAIT = 60.0
 """The longest a read waits for a decision (`get(..., wait=)`), in seconds."""
 POLL_INTERVAL = 0.5
 """How often a waiting read looks at the database: the decision may be made by another process."""
-SIGNATURE_HEADER = "Signoff-Signature"
-"""The webhook's signature header: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`."""
 WEBHOOK_ATTEMPTS = 30
 """Tries of a webhook before it is given up on (backed off 2, 4, 8 s ... to an hour: about a day)."""
 WEBHOOK_BACKOFF_MAX = 3600.0
@@ -90,135 +95,6 @@ WebhookSender = Callable[[str, bytes, Mapping[str, str]], Awaitable[int]]
 wiring supplies one on aiohttp; governance does no HTTP itself). Raising counts as a failure."""
 
 _LIST_HINT = "GET /api/approvals lists your pending ones"
-_TEXT_MAX = 500
-_KEY_MAX = 200
-
-
-# ---- the built-in workflow -------------------------------------------------------------
-
-INPUTS = Schema(
-    {
-        "service": Field("string", required=True),
-        "action": Field("string", required=True),
-        "args": Field("any"),
-        "title": Field("string"),
-        "dedupe_key": Field("string"),
-        "callback_url": Field("string"),
-        "request_hash": Field("string"),
-    }
-)
-"""What a run of it holds: the request as the service made it (checked before the run starts)."""
-
-
-class _State(TypedDict, total=False):
-    service: str
-    action: str
-    args: dict[str, Any]
-    title: str
-    dedupe_key: str
-    callback_url: str
-    request_hash: str
-    decision: dict[str, Any]
-
-
-def _ask(state: _State) -> dict[str, Any]:
-    decision = request_approval(
-        state["action"],
-        state.get("args") or {},
-        title=state.get("title") or None,
-        dedupe_key=state.get("dedupe_key") or None,
-    )
-    return {"decision": decision.to_record()}
-
-
-def _build() -> StateGraph:
-    graph = StateGraph(_State)
-    graph.add_node("ask", _ask)
-    graph.add_edge(START, "ask")
-    graph.add_edge("ask", END)
-    return graph
-
-
-def external_workflow() -> Workflow:
-    """The workflow an external approval runs as; every `Signoff` registers it."""
-    return Workflow(
-        EXTERNAL_WORKFLOW,
-        _build,
-        "An approval asked for from outside signoff (the approvals API, MCP)",
-        INPUTS,
-    )
-
-
-# ---- what a service sees ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ExternalApproval:
-    """An approval a service asked for, as the service sees it (`to_json` is the wire shape of
-    the HTTP API, the MCP tools and the webhook's `approval`)."""
-
-    approval_id: str
-    """Opaque and stable: the id the API returns and reads by."""
-    status: ApprovalStatus
-    """`pending` until settled; then approved, rejected, expired or cancelled."""
-    action: str
-    args: dict[str, Any]
-    """As requested, fields the policy marks secret hidden (only their hash)."""
-    title: str
-    service: str
-    requester: str
-    created_at: str
-    """ISO-8601 UTC."""
-    card_url: str | None = None
-    """A link to the Slack card, once it is posted and the process can ask Slack for one."""
-    decision: Decision | None = None
-    """Once settled: approved, status, by, at, note, edits, and args with the edits applied."""
-    created: bool = field(default=True, compare=False)
-    """False when `request` found the approval its idempotency key made before (not on the wire)."""
-
-    @property
-    def approved(self) -> bool:
-        """True only when the action may run (never while pending; expired means not approved
-        unless the policy's `on_expiry = "approve"` said otherwise)."""
-        return self.decision is not None and self.decision.approved
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "approval_id": self.approval_id,
-            "status": self.status,
-            "approved": self.approved,
-            "action": self.action,
-            "args": self.args,
-            "title": self.title,
-            "service": self.service,
-            "requester": self.requester,
-            "created_at": self.created_at,
-            "card_url": self.card_url,
-            "decision": self.decision.to_json() if self.decision is not None else None,
-        }
-
-
-# ---- webhook signatures ----------------------------------------------------------------
-
-
-def sign_webhook(secret: str, timestamp: int, body: bytes) -> str:
-    """The `Signoff-Signature` header's value for `body` sent at `timestamp`."""
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
-    return f"t={timestamp},v1={mac.hexdigest()}"
-
-
-def verify_webhook(
-    secret: str, header: str, body: bytes, *, tolerance: float = 300.0, now: float | None = None
-) -> bool:
-    """Whether `header` signs `body` with `secret`, sent within `tolerance` seconds of `now`."""
-    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
-    stamp = parts.get("t", "")
-    if not stamp.isdigit():
-        return False
-    if abs((time.time() if now is None else now) - int(stamp)) > tolerance:
-        return False
-    expected = sign_webhook(secret, int(stamp), body).rpartition("v1=")[2]
-    return hmac.compare_digest(expected, parts.get("v1", ""))
 
 
 # ---- the door --------------------------------------------------------------------------
@@ -227,13 +103,35 @@ def verify_webhook(
 class ExternalApprovals:
     """Requests and reads of approvals by services (`signoff.external`).
 
+    Given only the parts of `Signoff` it uses, by name.
+
     Args:
-        signoff: the governance core the runs go through.
+        policy: the policy in force: the services, their actions, the actions' rules.
+        db: the governance database the runs and approvals are read from.
+        audit: where refusals and webhook deliveries are recorded.
+        jobs: the job queue whose `webhook` jobs `deliver` performs.
+        runs: what starts the run of the built-in workflow (`Runs.start`).
+        clock: the time now, in seconds (as the other parts').
         environ: where the services' tokens are read from (default `os.environ`), once, here.
     """
 
-    def __init__(self, signoff: Signoff, *, environ: Mapping[str, str] | None = None) -> None:
-        self.signoff = signoff
+    def __init__(
+        self,
+        policy: Policy,
+        db: Database,
+        audit: AuditLog,
+        jobs: JobQueue,
+        runs: Runs,
+        clock: Callable[[], float],
+        *,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.policy = policy
+        self.db = db
+        self.audit = audit
+        self.jobs = jobs
+        self.runs = runs
+        self.clock = clock
         self.send: WebhookSender | None = None
         """Delivers webhooks; set by the process that performs `webhook` jobs (`signoff run`)."""
         self.card_link: Callable[[Approval], Awaitable[str | None]] | None = None
@@ -252,7 +150,7 @@ class ExternalApprovals:
         """Read every service's token (and webhook secret) from `environ`. A token that is not
         set is warned about: that service cannot authenticate."""
         self._tokens, self._secrets = {}, {}
-        for name, svc in self.signoff.policy.services.items():
+        for name, svc in self.policy.services.items():
             token = environ.get(svc.token_env) or ""
             if not token:
                 log.warning(
@@ -261,7 +159,7 @@ class ExternalApprovals:
                     name,
                     svc.token_env,
                     name,
-                    self.signoff.policy.source or "the policy",
+                    self.policy.source or "the policy",
                 )
                 continue
             if len(token) < 16:
@@ -328,43 +226,11 @@ class ExternalApprovals:
             InvalidInputError: `.problems` names each field that is wrong (`args.amount`, ...).
             IdempotencyConflict: the key came before with a different request.
         """
-        policy = self.signoff.policy
-        svc = policy.services.get(service)
-        if svc is None:
-            raise await self._refused(
-                ServiceNotAllowed(
-                    f"{service!r} is not a service of the policy ([services.{service}])",
-                    service,
-                    str(action),
-                ),
-                service,
-                action,
-            )
-        rule = policy.actions.get(action) if isinstance(action, str) else None
-        if rule is None:
-            raise await self._refused(
-                UnknownAction(
-                    f"action {action!r} is not in the policy; signoff denies actions the policy "
-                    f"does not name (add [actions.{action}] and list it in "
-                    f"[services.{service}] actions)",
-                    str(action),
-                ),
-                service,
-                action,
-            )
-        if action not in svc.actions:
-            raise await self._refused(
-                ServiceNotAllowed(
-                    f"service {service!r} may not ask for {action!r}; it may ask for "
-                    + (", ".join(svc.actions) or "nothing")
-                    + f" (add it to [services.{service}] actions)",
-                    service,
-                    action,
-                ),
-                service,
-                action,
-            )
-        problems = _request_problems(requester, title, dedupe_key, callback_url, idempotency_key)
+        refusal = check_service(self.policy, service, action)
+        if refusal is not None:
+            raise await self._refused(refusal, service, action)
+        svc, rule = self.policy.services[service], self.policy.actions[action]
+        problems = request_problems(requester, title, dedupe_key, callback_url, idempotency_key)
         if not isinstance(args, Mapping):
             problems["args"] = "must be an object of the action's arguments"
         elif rule.args is not None:
@@ -406,7 +272,7 @@ class ExternalApprovals:
             "request_hash": request_hash,
         }
         try:
-            await self.signoff.runs.start(
+            await self.runs.start(
                 EXTERNAL_WORKFLOW,
                 inputs,
                 requester=requester,
@@ -416,9 +282,9 @@ class ExternalApprovals:
                 internal=True,
             )
         except AlreadyStartedError:
-            async with self.signoff.db.read() as conn:
+            async with self.db.read() as conn:
                 run = await store.get_run(conn, thread_id)
-            stored = json.loads(run["input"]).get("request_hash") if run else None
+            stored = run.inputs.get("request_hash") if run else None
             if stored != request_hash:
                 raise await self._refused(
                     IdempotencyConflict(
@@ -454,8 +320,8 @@ class ExternalApprovals:
         (busy, down) does not change the answer: the refusal is still told (a 401 stays a 401,
         not a 500), and the log says it went unrecorded."""
         try:
-            async with self.signoff.db.transaction() as conn:
-                await self.signoff.audit.append(conn, "api_refused", actor=actor, data=dict(data))
+            async with self.db.transaction() as conn:
+                await self.audit.append(conn, "api_refused", actor=actor, data=dict(data))
         except DatabaseUnavailable as e:
             log.warning("could not audit an API refusal (%s): %s", data.get("refusal"), e)
 
@@ -514,7 +380,7 @@ class ExternalApprovals:
     async def pending(self, *, service: str) -> list[ExternalApproval]:
         """`service`'s approvals that are still pending, oldest first (at most 200)."""
         r = t.runs.c
-        async with self.signoff.db.read() as conn:
+        async with self.db.read() as conn:
             rows = await conn.execute(
                 select(r.thread_id)
                 .where(
@@ -540,9 +406,9 @@ class ExternalApprovals:
     async def _read(self, thread_id: str) -> ExternalApproval | None:
         if not isinstance(thread_id, str) or service_of(thread_id) is None:
             return None
-        async with self.signoff.db.read() as conn:
+        async with self.db.read() as conn:
             run = await store.get_run(conn, thread_id)
-            if run is None or run["workflow"] != EXTERNAL_WORKFLOW:
+            if run is None or run.workflow != EXTERNAL_WORKFLOW:
                 return None
             w = t.approval_waiters.c
             latest = await conn.scalar(
@@ -552,12 +418,12 @@ class ExternalApprovals:
                 .limit(1)
             )
             approval = await store.get_approval(conn, latest) if latest else None
-        inputs = json.loads(run["input"])
+        inputs = run.inputs
         action = inputs.get("action", "")
-        rule = self.signoff.policy.actions.get(action)
+        rule = self.policy.actions.get(action)
         if approval is None:
             status: ApprovalStatus = (
-                "pending" if run["status"] in ("running", "paused") else "cancelled"
+                "pending" if run.status in ("running", "paused") else "cancelled"
             )
             return ExternalApproval(
                 approval_id=thread_id,
@@ -566,8 +432,8 @@ class ExternalApprovals:
                 args=dict(inputs.get("args") or {}),
                 title=inputs.get("title") or (rule.title if rule else action),
                 service=inputs.get("service", ""),
-                requester=run["requester"],
-                created_at=iso(run["created_at"]),
+                requester=run.requester,
+                created_at=iso(run.created_at),
             )
         decision = None
         if approval.decision:
@@ -581,8 +447,8 @@ class ExternalApprovals:
             args=dict(approval.payload),
             title=approval.title,
             service=inputs.get("service", ""),
-            requester=run["requester"],
-            created_at=iso(run["created_at"]),
+            requester=run.requester,
+            created_at=iso(run.created_at),
             card_url=await self._card_url(approval),
             decision=decision,
         )
@@ -609,7 +475,7 @@ class ExternalApprovals:
         again, backed off, up to `WEBHOOK_ATTEMPTS` tries (then `webhook_failed`). The delivery
         id is the same on every try: a receiver de-duplicates by it."""
         assert job.thread_id is not None  # a webhook job names its thread
-        jobs = self.signoff.jobs
+        jobs = self.jobs
         url, delivery_id = job.payload["url"], job.payload["delivery_id"]
         service = service_of(job.thread_id) or ""
         secret = self._secrets.get(service)
@@ -638,12 +504,12 @@ class ExternalApprovals:
             error = None if 200 <= status < 300 else f"the receiver answered HTTP {status}"
         except Exception as e:  # noqa: BLE001 - a failed delivery is retried, never lost
             error = f"{type(e).__name__}: {e}"
-        now = self.signoff.clock()
+        now = self.clock()
         tries = job.attempts + 1
         if error is None or tries >= WEBHOOK_ATTEMPTS:
-            async with self.signoff.db.transaction() as conn:
+            async with self.db.transaction() as conn:
                 await finish_in(conn, job.id, now, error=error)
-                await self.signoff.audit.append(
+                await self.audit.append(
                     conn,
                     "webhook_delivered" if error is None else "webhook_failed",
                     approval_id=job.approval_id,
@@ -652,54 +518,6 @@ class ExternalApprovals:
                     data={"delivery_id": delivery_id, "url": url, "tries": tries, "error": error},
                 )
             return
-        delay = min(2.0**tries, WEBHOOK_BACKOFF_MAX)
+        delay = backoff(tries, first=1.0, most=WEBHOOK_BACKOFF_MAX)
         log.warning("webhook %s to %s failed (%s); again in %.0fs", delivery_id, url, error, delay)
         await jobs.finish(job.id, error=error, retry_in=delay)
-
-
-def _request_problems(
-    requester: Any,
-    title: Any,
-    dedupe_key: Any,
-    callback_url: Any,
-    idempotency_key: Any,
-) -> dict[str, str]:
-    """What is wrong with a request's own fields (not its arguments), by field."""
-    problems: dict[str, str] = {}
-    if not isinstance(requester, str) or not requester.strip():
-        problems["requester"] = (
-            "is required: who asks (a Slack user id, or the agent's name); they may not "
-            "approve their own request"
-        )
-    elif len(requester) > _KEY_MAX or any(c.isspace() for c in requester):
-        problems["requester"] = f"must be an id without spaces, at most {_KEY_MAX} characters"
-    for name, value, limit in (
-        ("title", title, _TEXT_MAX),
-        ("dedupe_key", dedupe_key, _KEY_MAX),
-        ("idempotency_key", idempotency_key, _KEY_MAX),
-    ):
-        if value is None:
-            continue
-        if not isinstance(value, str) or not value.strip():
-            problems[name] = "must be a non-empty string when given"
-        elif len(value) > limit:
-            problems[name] = f"must be at most {limit} characters, got {len(value)}"
-    if callback_url is not None:
-        problem = _url_problem(callback_url)
-        if problem:
-            problems["callback_url"] = problem
-    return problems
-
-
-def _url_problem(url: Any) -> str | None:
-    if not isinstance(url, str) or len(url) > 2000:
-        return "must be an http(s) URL of at most 2000 characters"
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError as e:
-        return f"is not a URL: {e}"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"must be an http:// or https:// URL with a host, got {url[:80]!r}"
-    if parts.username or parts.password:
-        return "must not carry a user name or password (webhooks are signed instead)"
-    return None

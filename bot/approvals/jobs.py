@@ -40,6 +40,7 @@ __all__ = [
     "JobKind",
     "JobQueue",
     "Undelivered",
+    "backoff",
 ]
 
 log = logging.getLogger("signoff")
@@ -122,6 +123,12 @@ class Undelivered:
         )
 
 
+def backoff(attempt: int, *, first: float, most: float) -> float:
+    """How long to wait before try `attempt + 1`, in seconds: `first` doubled for each try made
+    (`attempt`, from 0), never more than `most`. The one backoff of governance's retries."""
+    return min(first * 2.0 ** min(attempt, 64), most)
+
+
 def new_worker_id() -> str:
     """`host:pid:tag`: names this process to the others (see `_gone_from_this_host`)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -201,7 +208,7 @@ class JobQueue:
             if service_of(thread_id) is None:
                 continue
             run = await store.get_run(conn, thread_id)
-            url = json.loads(run["input"]).get("callback_url") if run else None
+            url = run.inputs.get("callback_url") if run else None
             if not url:
                 continue
             delivery_id = (
@@ -301,7 +308,7 @@ class JobQueue:
         except Undeliverable as e:  # done, and marked for `undelivered` / `redeliver`
             await self.finish(job.id, error=UNDELIVERABLE + json.dumps(e.details, sort_keys=True))
         except Exception as e:  # noqa: BLE001 - retried with backoff, never lost
-            delay = min(2.0 ** min(job.attempts, 8), 300.0)
+            delay = backoff(min(job.attempts, 8), first=1.0, most=300.0)
             log.warning("event %s (%s) failed, retrying in %.0fs: %s", job.id, event.kind, delay, e)
             await self.finish(job.id, error=f"{type(e).__name__}: {e}", retry_in=delay)
         else:

@@ -1,5 +1,5 @@
-"""The governance layer's value types: an approval's lifecycle, a vote, and the decision a paused
-node receives."""
+"""The governance layer's value types: an approval's lifecycle, a run's lifecycle (its record and
+the moves its status may make), a vote, and the decision a paused node receives."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import datetime as dt
 import json
 import string
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal, cast
 
+from .errors import RunStateError
 from .policy.schema import Schema, display
 
 if TYPE_CHECKING:
@@ -17,10 +18,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APPROVAL_KIND",
+    "RUN_MOVES",
     "Approval",
     "ApprovalStatus",
     "Decision",
     "DecisionStatus",
+    "RunRecord",
     "RunStatus",
     "Vote",
     "Workflow",
@@ -56,6 +59,107 @@ RunStatus = Literal["running", "paused", "completed", "failed", "outcome_unknown
 - `cancelled`: an operator or approver cancelled it (`signoff cancel`, `/agent cancel`); its
   pending approvals were cancelled with it and it never runs again.
 """
+
+_MOVING: frozenset[RunStatus] = frozenset(
+    {"paused", "completed", "failed", "outcome_unknown", "cancelled"}
+)
+RUN_MOVES: Mapping[RunStatus, frozenset[RunStatus]] = {
+    "running": _MOVING | {"running"},
+    "paused": _MOVING,
+    "failed": _MOVING | {"running"},
+    "outcome_unknown": _MOVING,
+    "completed": frozenset(),
+    "cancelled": frozenset(),
+}
+"""Where a run's status may move from each status (`check_run_move` refuses any other move):
+
+- from `running`: to how its run stopped (paused, completed, failed, outcome_unknown), to
+  `cancelled` once its process is gone, and to `running` when a retry takes it over.
+- from `paused`: to how its resume stopped, or `cancelled`; it stays `paused` until a resume
+  has stopped (a resume that pauses again is `paused` to `paused`).
+- from `failed`: to `running` by a retry, to `cancelled`, or to how a resume by another of its
+  approvals stopped.
+- from `outcome_unknown`: as from `failed`, but never `running`: a retry is refused until a
+  person has checked the outside system.
+- `completed` and `cancelled` are final: nothing moves a run out of them.
+"""
+
+
+def check_run_move(thread_id: str, current: RunStatus, to: RunStatus) -> None:
+    """Refuse moving run `thread_id`'s status from `current` to `to` unless `RUN_MOVES` allows it.
+
+    Raises:
+        RunStateError: the move is not allowed; its message names the run and both statuses.
+    """
+    allowed = RUN_MOVES.get(current, frozenset())
+    if to in allowed:
+        return
+    where = (
+        f"{current} is final"
+        if not allowed
+        else f"from {current} a run moves only to {', '.join(sorted(allowed))}"
+    )
+    raise RunStateError(f"run {thread_id!r} cannot move from {current} to {to}: {where}")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """A run as its row of `runs` holds it, built once from the row (`from_row`, by
+    `store.get_run`): one thread of a workflow, who started it and where it stands."""
+
+    thread_id: str
+    """The run's thread: its checkpoints, approvals, jobs and audit entries are keyed by it."""
+    workflow: str
+    """The registered workflow it runs."""
+    requester: str
+    """Who started it (a Slack user id, a service's requester); they may not approve their own
+    requests unless the policy allows it."""
+    channel: str | None
+    """Where its cards and notifications go; None for the bot's channel."""
+    status: RunStatus
+    """Where it is in its life; moved only as `RUN_MOVES` allows (`check_move`)."""
+    input: str
+    """Its inputs as given (JSON), with every secret field hidden (only its hash)."""
+    result: str | None
+    """Its final values (JSON, secrets hidden) once `completed`; else None."""
+    error: str | None
+    """Why it failed, stopped or was cancelled (secrets hidden); None otherwise."""
+    owner: str | None
+    """The worker id (`host:pid:tag`) of the process that started it; None when not known."""
+    created_at: float
+    """When it started (Unix seconds)."""
+    updated_at: float
+    """When its row last changed (Unix seconds); what retention (`purge`) ages it by."""
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> RunRecord:
+        """From a row of `runs`, keyed by column name."""
+        return cls(
+            thread_id=row["thread_id"],
+            workflow=row["workflow"],
+            requester=row["requester"],
+            channel=row["channel"],
+            status=cast(RunStatus, row["status"]),
+            input=row["input"],
+            result=row["result"],
+            error=row["error"],
+            owner=row["owner"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+
+    def to_row(self) -> dict[str, Any]:
+        """The row again, keyed by column name (`Signoff.run_info`'s shape)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @property
+    def inputs(self) -> Any:
+        """`input` read back from its JSON."""
+        return json.loads(self.input)
+
+    def check_move(self, to: RunStatus) -> None:
+        """Refuse moving this run to `to` unless `RUN_MOVES` allows it (`check_run_move`)."""
+        check_run_move(self.thread_id, self.status, to)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from .audit import AuditKind, AuditLog
 from .decisions import new_decision, settled
 from .jobs import JobQueue
 from .models import DecisionStatus
-from .policy import Policy, evaluate_request, redact
+from .policy import ActionPolicy, Policy, evaluate_request, redact
 
 if TYPE_CHECKING:
     from .db import Database
@@ -72,8 +72,8 @@ class Pauses:
         if existing is not None:
             return existing.id
         run = await store.get_run(conn, thread_id)
-        requester = run["requester"] if run else "unknown"
-        channel = run["channel"] if run else None
+        requester = run.requester if run else "unknown"
+        channel = run.channel if run else None
         p = intr.value
         action, args, fp = p["action"], p["args"], p["fingerprint"]
         verdict = evaluate_request(self.policy, action, args)
@@ -112,18 +112,7 @@ class Pauses:
             reason = conceal.text(reason)
 
         approval_id = store.new_approval_id()
-        deadlines: dict[str, float | None] = {
-            "remind_at": None,
-            "escalate_at": None,
-            "expire_at": None,
-        }
-        if rule is not None and verdict_outcome == "ask":
-            for key, after in (
-                ("remind_at", rule.remind_after),
-                ("escalate_at", rule.escalate_after),
-                ("expire_at", rule.expire_after),
-            ):
-                deadlines[key] = now + after.total_seconds() if after else None
+        deadlines = _deadlines(rule if verdict_outcome == "ask" else None, now)
         status = {"ask": "pending", "auto_approve": "approved"}.get(verdict_outcome, "rejected")
         values = dict(
             id=approval_id,
@@ -185,6 +174,24 @@ class Pauses:
             )
             await settled(conn, self.jobs, approval_id, decision, now, opener=thread_id)
         return approval_id
+
+
+def _deadlines(rule: ActionPolicy | None, now: float) -> dict[str, float | None]:
+    """When a new approval of `rule` is reminded, escalated and expired (all None when it is
+    not asked of people: no rule, or decided at once)."""
+    deadlines: dict[str, float | None] = {
+        "remind_at": None,
+        "escalate_at": None,
+        "expire_at": None,
+    }
+    if rule is not None:
+        for key, after in (
+            ("remind_at", rule.remind_after),
+            ("escalate_at", rule.escalate_after),
+            ("expire_at", rule.expire_after),
+        ):
+            deadlines[key] = now + after.total_seconds() if after else None
+    return deadlines
 
 
 def _hide(conceal: Concealer | None, text: str) -> str:

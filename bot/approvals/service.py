@@ -76,7 +76,7 @@ class Signoff:
         workflows = {**workflows, EXTERNAL_WORKFLOW: external_workflow()}
         self.runs = Runs(db, policy, workflows, groups, self.audit, self.jobs, self.pauses, clock)
         self.views = Views(db, policy, groups)
-        self.external = ExternalApprovals(self)
+        self.external = ExternalApprovals(policy, db, self.audit, self.jobs, self.runs, clock)
         """Approvals asked for from outside: services over the HTTP API, MCP (`external.py`)."""
 
     # ---- what the parts share -------------------------------------------------------------

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import tables as t
 from ._canonical import stored_json
-from .models import Approval, Vote
+from .models import RUN_MOVES, Approval, RunRecord, RunStatus, Vote
 
 __all__ = [
     "add_waiter",
@@ -337,15 +337,39 @@ async def insert_run(conn: AsyncConnection, **values: Any) -> bool:
     return await _insert_once(conn, t.runs, **values)
 
 
-async def get_run(conn: AsyncConnection, thread_id: str) -> Mapping[str, Any] | None:
-    row = (await conn.execute(select(t.runs).where(t.runs.c.thread_id == thread_id))).first()
-    return row._asdict() if row is not None else None
-
-
-async def set_run(conn: AsyncConnection, thread_id: str, now: float, **values: Any) -> None:
-    await conn.execute(
-        update(t.runs).where(t.runs.c.thread_id == thread_id).values(updated_at=now, **values)
+async def get_run(conn: AsyncConnection, thread_id: str) -> RunRecord | None:
+    """The run of `thread_id`, or None: the one place a run's row is read into a `RunRecord`."""
+    row = (
+        (await conn.execute(select(t.runs).where(t.runs.c.thread_id == thread_id)))
+        .mappings()
+        .first()
     )
+    return RunRecord.from_row(row) if row is not None else None
+
+
+async def move_run(
+    conn: AsyncConnection, thread_id: str, to: RunStatus, now: float, **values: Any
+) -> None:
+    """Move run `thread_id` to status `to` (and set `values`), by compare-and-set on a status
+    `RUN_MOVES` lets it move from. A run that is gone (purged) is left alone.
+
+    Raises:
+        RunStateError: the run is where it cannot move to `to` from (`check_run_move`).
+    """
+    sources = [status for status, moves in RUN_MOVES.items() if to in moves]
+    c = t.runs.c
+    while True:
+        moved = await conn.execute(
+            update(t.runs)
+            .where(c.thread_id == thread_id, c.status.in_(sources))
+            .values(status=to, updated_at=now, **values)
+        )
+        if moved.rowcount == 1:
+            return
+        run = await get_run(conn, thread_id)
+        if run is None:
+            return
+        run.check_move(to)  # raises; had it moved in between, try again
 
 
 async def count_approvals(conn: AsyncConnection, where: ColumnElement[bool]) -> int:

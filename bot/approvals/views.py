@@ -151,8 +151,10 @@ class Views:
             return await store.recent_decided(conn, limit)
 
     async def run_info(self, thread_id: str) -> Mapping[str, Any] | None:
+        """The run's row (`RunRecord.to_row`), or None."""
         async with self.db.read() as conn:
-            return await store.get_run(conn, thread_id)
+            run = await store.get_run(conn, thread_id)
+        return run.to_row() if run is not None else None
 
     async def thread_approvals(self, thread_id: str) -> list[Approval]:
         async with self.db.read() as conn:

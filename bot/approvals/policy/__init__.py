@@ -96,7 +96,7 @@ Errors name the file, line and key, e.g. with `tier` misspelt in the example abo
 
 from ._edits import validate_edits
 from ._fingerprint import canonical_json, fingerprint, redact
-from .decide import RequestVerdict, check_voter, evaluate_request, may_start
+from .decide import RequestVerdict, check_service, check_voter, evaluate_request, may_start
 from .durations import format_duration, parse_duration
 from .groups import GroupResolver, StaticGroups, resolve_members
 from .load import MINIMAL_POLICY, load_policy, parse_policy
@@ -131,6 +131,7 @@ __all__ = [
     "StaticGroups",
     "WorkflowPolicy",
     "canonical_json",
+    "check_service",
     "check_voter",
     "display",
     "evaluate_request",

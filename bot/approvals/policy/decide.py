@@ -1,5 +1,5 @@
 """The pure decisions made from a policy: is a request asked, denied or approved by a rule; may
-this person vote; may this person start a workflow."""
+this person vote; may this person start a workflow; may this service ask for this action."""
 
 from __future__ import annotations
 
@@ -7,10 +7,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import DecisionRefused, NotAuthorizedError, SelfApprovalError
+from ..errors import (
+    DecisionRefused,
+    NotAuthorizedError,
+    SelfApprovalError,
+    ServiceNotAllowed,
+    UnknownAction,
+)
 from .model import ActionPolicy, Policy, WorkflowPolicy
 
-__all__ = ["RequestVerdict", "check_voter", "evaluate_request", "may_start"]
+__all__ = ["RequestVerdict", "check_service", "check_voter", "evaluate_request", "may_start"]
 
 
 @dataclass(frozen=True)
@@ -122,3 +128,41 @@ def may_start(workflow_policy: WorkflowPolicy | None, user: str, members: frozen
     if workflow_policy is None:
         return False
     return user in members or (not user.startswith("@") and user in workflow_policy.starters)
+
+
+def check_service(
+    policy: Policy, service: str, action: Any
+) -> ServiceNotAllowed | UnknownAction | None:
+    """Why `service` may not ask for an approval of `action`, or None when it may. Deny by
+    default: a service the policy does not name, an action it does not name, and an action the
+    service's `[services.NAME] actions` does not list are each refused.
+
+    Args:
+        policy: the policy in force.
+        service: the service's name (authenticated by its token).
+        action: the action asked for, as the request gave it (maybe not a string).
+    """
+    svc = policy.services.get(service)
+    if svc is None:
+        return ServiceNotAllowed(
+            f"{service!r} is not a service of the policy ([services.{service}])",
+            service,
+            str(action),
+        )
+    rule = policy.actions.get(action) if isinstance(action, str) else None
+    if rule is None:
+        return UnknownAction(
+            f"action {action!r} is not in the policy; signoff denies actions the policy "
+            f"does not name (add [actions.{action}] and list it in "
+            f"[services.{service}] actions)",
+            str(action),
+        )
+    if action not in svc.actions:
+        return ServiceNotAllowed(
+            f"service {service!r} may not ask for {action!r}; it may ask for "
+            + (", ".join(svc.actions) or "nothing")
+            + f" (add it to [services.{service}] actions)",
+            service,
+            action,
+        )
+    return None

@@ -1,0 +1,68 @@
+"""The built-in workflow an external approval runs as (`external_approval`): one node that asks
+`request_approval` with the request a service made, and returns the decision."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from graphs import END, START, StateGraph
+
+from ._service_threads import EXTERNAL_WORKFLOW
+from .models import Workflow
+from .policy.schema import Field, Schema
+from .request import request_approval
+
+__all__ = ["INPUTS", "external_workflow"]
+
+
+INPUTS = Schema(
+    {
+        "service": Field("string", required=True),
+        "action": Field("string", required=True),
+        "args": Field("any"),
+        "title": Field("string"),
+        "dedupe_key": Field("string"),
+        "callback_url": Field("string"),
+        "request_hash": Field("string"),
+    }
+)
+"""What a run of it holds: the request as the service made it (checked before the run starts)."""
+
+
+class _State(TypedDict, total=False):
+    service: str
+    action: str
+    args: dict[str, Any]
+    title: str
+    dedupe_key: str
+    callback_url: str
+    request_hash: str
+    decision: dict[str, Any]
+
+
+def _ask(state: _State) -> dict[str, Any]:
+    decision = request_approval(
+        state["action"],
+        state.get("args") or {},
+        title=state.get("title") or None,
+        dedupe_key=state.get("dedupe_key") or None,
+    )
+    return {"decision": decision.to_record()}
+
+
+def _build() -> StateGraph:
+    graph = StateGraph(_State)
+    graph.add_node("ask", _ask)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", END)
+    return graph
+
+
+def external_workflow() -> Workflow:
+    """The workflow an external approval runs as; every `Signoff` registers it."""
+    return Workflow(
+        EXTERNAL_WORKFLOW,
+        _build,
+        "An approval asked for from outside signoff (the approvals API, MCP)",
+        INPUTS,
+    )

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._algo import apply_writes, name_messages, static_pause, task_id_of
 from ._io import Emit, GetHead, Loop, PutWrites
+from ._routing import next_frontier
+from ._save import START_CHANNEL, carry_over, clear_sends, save, set_send_timeouts
 from ._schema import ROOT
 from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
 from ._types import END, START, Command, Send
@@ -41,9 +43,6 @@ __all__ = [
 
 GO_ON: Any = object()
 """What `take_input` returns when the run's steps are to run next."""
-START_CHANNEL = START
-"""The input an input checkpoint holds (a dict of state keys), until its `__start__` task
-applies it (LangGraph's `__start__` channel)."""
 _ID_LIKE = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -118,9 +117,9 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
             new_versions, appended = apply_writes(
                 run.graph.channels, run.values, run.versions, [(START, given)]
             )
-            names = yield from run.next_frontier([START], [], new_versions)
+            names = yield from next_frontier(run, [START], [], new_versions)
             paused = static_pause(run.graph.interrupt_before, run.graph.interrupt_after, names, [])
-            yield from run.save("loop", names, new_versions, appended, paused)
+            yield from save(run, "loop", names, new_versions, appended, paused)
             yield from emit_input(run, new_versions)
             if paused:
                 return (yield from run.static_stop())
@@ -148,11 +147,11 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
             )
             if goto:
                 add_to_frontier(run, goto, new_versions)
-            yield from run.carry_over("input", new_versions, appended)
+            yield from carry_over(run, "input", new_versions, appended)
         elif goto:
             new_versions = {}
             add_to_frontier(run, goto, new_versions)
-            yield from run.carry_over("input", new_versions, {})
+            yield from carry_over(run, "input", new_versions, {})
         if "values" in run.modes and not started:
             # As LangGraph: a resumed run shows the state it resumes.
             yield Emit("values", run.output())
@@ -165,7 +164,7 @@ def drop_frontier(run: Run) -> dict[str, int]:
     given, finished branches' writes) and its static pause; a tool call the person denied by
     sending new input never runs. Returns the versions of the internal channels emptied."""
     new_versions: dict[str, int] = {}
-    run.clear_sends(new_versions)
+    clear_sends(run, new_versions)
     run.frontier = []
     run.pending = {}
     run.paused = []
@@ -191,7 +190,7 @@ def save_input(
     version = run.versions.get(START_CHANNEL, 0) + 1
     run.versions[START_CHANNEL] = version
     changed = {**(new_versions or {}), START_CHANNEL: version}
-    yield from run.carry_over("input", changed, {}, start=True)
+    yield from carry_over(run, "input", changed, {}, start=True)
 
 
 def start_step(run: Run, *, show: bool = True) -> Loop[bool]:
@@ -218,11 +217,11 @@ def start_step(run: Run, *, show: bool = True) -> Loop[bool]:
     changed = dict(new_versions)  # (before saving adds the emptied `__start__` channel)
     paused: list[str] = []
     if rest:
-        yield from run.carry_over("loop", new_versions, appended)
+        yield from carry_over(run, "loop", new_versions, appended)
     else:
-        names = yield from run.next_frontier([START], [], new_versions)
+        names = yield from next_frontier(run, [START], [], new_versions)
         paused = static_pause(run.graph.interrupt_before, run.graph.interrupt_after, names, [])
-        yield from run.save("loop", names, new_versions, appended, paused)
+        yield from save(run, "loop", names, new_versions, appended, paused)
     if show:
         yield from emit_input(run, changed)
     return bool(paused)
@@ -357,5 +356,5 @@ def add_to_frontier(run: Run, goto: list[str | Send], new_versions: dict[str, in
             run.versions.get(SENDS_CHANNEL, 0) + 1
         )
     if len(timeouts) != timed:
-        run.set_send_timeouts(timeouts, new_versions)
+        set_send_timeouts(run, timeouts, new_versions)
     run.frontier = plain + sent

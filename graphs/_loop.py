@@ -26,45 +26,49 @@ A superstep:
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._algo import (
     apply_writes,
     expire,
-    name_messages,
     short,
     static_pause,
-    task_id_of,
     write_order,
 )
 from ._context import interrupt_id
-from ._input import GO_ON, START_CHANNEL, take_input
+from ._input import GO_ON, take_input
 from ._io import (
     LIVE_MODES,
-    Await,
     Emit,
     Loop,
-    PutCheckpoint,
     PutWrites,
     RunTasks,
     Unsaved,
 )
+from ._results import (
+    finished_output,
+    finished_updates,
+    finished_writes,
+    to_parent,
+    update_chunk,
+    update_of,
+    writes_of,
+)
+from ._routing import next_frontier, route
+from ._save import save
 from ._schema import ROOT, updates_of
-from ._stream import TRACE_MODES, MessagesStream, Sink, checkpoint_payload, no_writer, trace
+from ._stream import TRACE_MODES, MessagesStream, Sink, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
 from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL, Task
 from ._timeout import enclosing_progress
 from ._types import (
-    END,
     START,
     Command,
     Interrupt,
     RunConfig,
     Send,
-    TimeoutPolicy,
 )
 from .checkpoint.base import (
     CALL,
@@ -75,12 +79,7 @@ from .checkpoint.base import (
     INTERRUPT,
     ONCE,
     RESUME,
-    Checkpoint,
-    CheckpointMetadata,
     CheckpointTuple,
-    checkpoint_seq,
-    new_checkpoint,
-    new_checkpoint_id,
     noted_metadata,
 )
 from .errors import (
@@ -89,7 +88,6 @@ from .errors import (
     InvalidUpdateError,
     NodeError,
     NodeInterrupt,
-    ParentCommand,
     RecordedNodeError,
     ResumeError,
     SideEffectUnrecordedError,
@@ -100,8 +98,6 @@ if TYPE_CHECKING:
     from .compiled import CompiledGraph
 
 ONCE_CHANNEL = "__once__"
-DEFER_CHANNEL = "__deferred__"
-"""The `defer=True` nodes triggered that wait until no other node is to run."""
 
 
 class Paused:
@@ -115,10 +111,6 @@ class Paused:
         self.interrupts = interrupts
         self.config = config
         self.values = values
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat()
 
 
 class Run:
@@ -367,9 +359,9 @@ class Run:
         split: list[int] = []
         for part in parts:
             if isinstance(part, Command) and part.graph is not None:
-                self.to_parent(task, part)
+                to_parent(self, task, part)
                 return
-            one = self.writes_of(task, part)
+            one = writes_of(self, task, part)
             if one is None:
                 return
             writes += one[0]
@@ -379,115 +371,6 @@ class Run:
         task.split = split if len(split) > 1 else None
         if gotos:
             task.goto = gotos
-
-    def update_of(self, task: Task) -> Any:
-        """What the `updates` stream shows of a task: its update (the value, for a root
-        channel), None if it wrote nothing; a list return shows a list, one per item that
-        wrote something, as LangGraph."""
-        root = self.graph.root
-        writes = task.writes
-        if task.split is None:
-            if not writes:
-                return None
-            if root:
-                return writes[0][1]
-            if len(writes) > 1 and len({c for c, _ in writes}) < len(writes):
-                # A key written twice (`push_message()`, then the return): as LangGraph, one
-                # update per write, in the order written.
-                return [{c: v} for c, v in writes]
-            return dict(writes)
-        # `push_message()`'s writes come first, each an update of its own, then the items.
-        start = len(writes) - sum(task.split)
-        shown: list[Any] = [{c: v} for c, v in writes[:start]]
-        for n in task.split:
-            part = task.writes[start : start + n]
-            start += n
-            if part:
-                shown.append(part[0][1] if root else dict(part))
-        return shown or None
-
-    def update_chunk(self, task: Task) -> dict[str, Any]:
-        """A task's `updates` chunk: `{node: update}`, with `"__metadata__": {"cached": True}`
-        when its node's cache gave the result (the node did not run), as LangGraph marks it."""
-        if task.cached:
-            return {task.name: self.update_of(task), "__metadata__": {"cached": True}}
-        return {task.name: self.update_of(task)}
-
-    def writes_of(self, task: Task, result: Any) -> tuple[list[tuple[str, Any]], list[Any]] | None:
-        """One return value's writes and gotos; None (with `task.error` set) if invalid."""
-        goto: Any = ()
-        if result is None:
-            return [], []
-        if isinstance(result, Command):
-            update: Any = result.update or {}
-            if self.graph.root and result.update is not None:
-                update = {ROOT: result.update}
-            goto = result.goto
-        elif self.graph.root:
-            update = {ROOT: result}
-        elif isinstance(result, dict):
-            update = result
-        elif isinstance(result, Mapping):
-            update = dict(result)
-        elif (typed := updates_of(result)) is not None:
-            update = typed
-        else:
-            task.error = InvalidUpdateError(
-                f"node {task.name!r} returned {type(result).__name__} {short(result)}; a node "
-                "must return a dict of state updates (or None, or a Command)"
-            )
-            return None
-        if type(update) in (list, tuple) and all(
-            type(pair) is tuple and len(pair) == 2 for pair in update
-        ):
-            update = _Pairs(update)  # LangGraph's `[(key, value), ...]` update
-        elif not isinstance(update, Mapping) and (typed := updates_of(update)) is not None:
-            update = typed  # a pydantic instance with no field set is an empty update
-        channels = self.graph.channels
-        managed = self.graph.managed
-        if managed and any(key in managed for key in update):
-            update = _Pairs((k, v) for k, v in update.items() if k not in managed)
-        for key in update:
-            if key not in channels:
-                task.error = InvalidUpdateError(
-                    f"node {task.name!r} returned unknown state key {key!r}; the state's keys "
-                    f"are: {sorted(channels)}"
-                )
-                return None
-        if not goto:
-            return list(update.items()), []
-        names = [goto] if isinstance(goto, (str, Send)) else list(goto)
-        bad = [
-            n
-            for n in names
-            if (n.node if isinstance(n, Send) else n) not in self.graph.nodes and n != END
-        ]
-        if bad:
-            task.error = InvalidUpdateError(
-                f"node {task.name!r} returned Command(goto={bad}) naming unknown node(s); "
-                f"nodes are: {sorted(self.graph.nodes)}"
-            )
-            return None
-        return list(update.items()), names
-
-    def to_parent(self, task: Task, command: Command[Any]) -> None:
-        """`Command(graph=Command.PARENT)`: leave this run; the parent's task returns it."""
-        if command.graph != Command.PARENT:
-            task.error = InvalidUpdateError(
-                f"node {task.name!r} returned Command(graph={command.graph!r}); the only graph "
-                "a command can name is Command.PARENT"
-            )
-        elif self.parent is None:
-            # As LangGraph: the caller gets it (a node that invoked this graph applies it).
-            error = ParentCommand(Command(update=command.update, goto=command.goto))
-            error.add_note(
-                f"node {task.name!r} returned Command(graph=Command.PARENT), but its graph is "
-                "not running as a subgraph, so no parent graph applies it: the caller gets "
-                "it as ParentCommand (.command)"
-            )
-            task.error = error
-        else:
-            raise ParentCommand(Command(update=command.update, goto=command.goto))
 
     def view(self) -> dict[str, Any]:
         """The state as a node or a router sees it: a reducer key nothing was written to yet
@@ -544,118 +427,6 @@ class Run:
             )
         return list(update.items())
 
-    def await_routers(self, ran: list[str]) -> Loop[dict[int, Any]]:
-        """Run the async routers after `ran` (awaited by the async driver; the sync one
-        refuses them): what each returned, by `id` of its branch, for `route`."""
-        g = self.graph
-        out: dict[int, Any] = {}
-        state: Any = None
-        for name in dict.fromkeys(ran):
-            for br in g.branches.get(name, ()):
-                if not br.is_async:
-                    continue
-                if state is None:
-                    state = self.router_view()
-                coro = br.router(state, self.config) if br.takes_config else br.router(state)
-                name = getattr(br.router, "__name__", type(br.router).__name__)
-                what = f"router {name!r} of the conditional edges from {br.source!r}"
-                note = f"while routing after node {br.source!r} on thread {self.thread_id!r}"
-                out[id(br)] = yield Await(coro, what, note)
-        return out
-
-    def next_frontier(
-        self, ran: list[str], gotos: list[str | Send], new_versions: dict[str, int]
-    ) -> Loop[Sequence[str | Send]]:
-        """`route`, after awaiting the async routers it needs, if the graph has any."""
-        awaited = (yield from self.await_routers(ran)) if self.graph.async_routers else None
-        return self.route(ran, gotos, new_versions, awaited)
-
-    def route(
-        self,
-        ran: list[str],
-        gotos: list[str | Send],
-        new_versions: dict[str, int],
-        awaited: dict[int, Any] | None = None,
-    ) -> Sequence[str | Send]:
-        """The next frontier after `ran` finished: nodes in the order they were added, then
-        the `Send`s in the order they were made. `awaited`: what the async routers returned."""
-        g = self.graph
-        sends: list[str | Send] = []
-        triggered: set[str] = set()
-        if gotos:
-            for n in gotos:
-                if isinstance(n, str):
-                    triggered.add(n)
-                else:
-                    sends.append(n)
-        state: Any = None
-        # A node that ran as several `Send`s routes once.
-        for name in ran if len(ran) == 1 else dict.fromkeys(ran):
-            triggered.update(g.edges.get(name, ()))
-            for join in g.joins.get(name, ()):
-                seen = set(self.internal.get(join.key, ()))
-                seen.add(name)
-                if seen >= join.sources:
-                    triggered.add(join.target)
-                    seen = set()
-                self.internal[join.key] = sorted(seen)
-                version = self.versions.get(join.key, 0) + 1
-                self.versions[join.key] = new_versions[join.key] = version
-            for br in g.branches.get(name, ()):
-                if state is None:
-                    state = self.router_view()
-                for dest in self.resolve(br, state, awaited):
-                    if isinstance(dest, Send):
-                        sends.append(dest)
-                    else:
-                        triggered.add(dest)
-        triggered.discard(END)
-        if g.deferred:
-            self.hold_deferred(triggered, bool(sends), new_versions)
-        if sends:
-            return [*sorted(triggered, key=lambda n: g.nodes[n].index), *sends]
-        if len(triggered) == 1:
-            return list(triggered)
-        names: list[str] = sorted(triggered, key=lambda n: g.nodes[n].index)
-        return names
-
-    def resolve(
-        self, br: Any, state: dict[str, Any], awaited: dict[int, Any] | None = None
-    ) -> list[str | Send]:
-        if awaited is not None and br.is_async:
-            out = awaited[id(br)]
-        else:
-            try:
-                out = br.router(state, self.config) if br.takes_config else br.router(state)
-            except Exception as e:
-                e.add_note(f"while routing after node {br.source!r} on thread {self.thread_id!r}")
-                raise
-        results = out if isinstance(out, (list, tuple)) else [out]
-        dests: list[str | Send] = []
-        for r in results:
-            if isinstance(r, Send):
-                if r.node not in self.graph.nodes:
-                    raise InvalidUpdateError(
-                        f"router after {br.source!r} returned Send({r.node!r}, ...), which is "
-                        f"not a node; nodes are: {sorted(self.graph.nodes)}"
-                    )
-                dests.append(r)
-                continue
-            if br.path_map is not None:
-                if r not in br.path_map:
-                    raise InvalidUpdateError(
-                        f"router after {br.source!r} returned {r!r}, which is not in its "
-                        f"path_map {sorted(map(str, br.path_map))}"
-                    )
-                r = br.path_map[r]
-            if r != END and r not in self.graph.nodes:
-                raise InvalidUpdateError(
-                    f"router after {br.source!r} returned {r!r}, which is not a node; nodes "
-                    f"are: {sorted(self.graph.nodes)}"
-                )
-            dests.append(r)
-        return dests
-
     def output(self) -> Any:
         """The run's result: the state (the output schema's keys, a reducer key nothing was
         written to as its empty value, as LangGraph's), or a root-channel graph's value."""
@@ -666,185 +437,6 @@ class Run:
         if keys is None:
             return state
         return {k: v for k, v in state.items() if k in keys}
-
-    def checkpoint(
-        self,
-        names: Sequence[str | Send],
-        paused: list[str],
-        appended: dict[str, int],
-        new_versions: dict[str, int],
-    ) -> Checkpoint:
-        """The next checkpoint, whose frontier is `names` (each with a new task id)."""
-        checkpoint_id = new_checkpoint_id(checkpoint_seq(self.head_id) + 1)
-        if names and type(names[-1]) is not str or SENDS_CHANNEL in self.internal:
-            self.set_frontier(names, checkpoint_id, new_versions)
-        else:  # no Send (they come last): the hot path
-            self.frontier = [
-                (n, task_id_of(self.thread_id, self.ns, checkpoint_id, n))  # type: ignore[misc, arg-type]
-                for n in names
-            ]
-        return self._checkpoint(checkpoint_id, paused, appended)
-
-    def hold_deferred(self, triggered: set[str], sends: bool, new_versions: dict[str, int]) -> None:
-        """Keep back the triggered `defer=True` nodes while other nodes (or `Send`s) are to
-        run; let them all run once nothing else is (changing `triggered` in place)."""
-        held = self.internal.get(DEFER_CHANNEL) or []
-        waiting = {n for n in (*triggered, *held) if n in self.graph.deferred}
-        triggered.update(waiting)
-        if waiting and (sends or len(waiting) < len(triggered)):
-            triggered.difference_update(waiting)
-        else:
-            waiting = set()
-        now = sorted(waiting)
-        if now != held:
-            self.internal[DEFER_CHANNEL] = now
-            version = self.versions.get(DEFER_CHANNEL, 0) + 1
-            self.versions[DEFER_CHANNEL] = new_versions[DEFER_CHANNEL] = version
-
-    def set_frontier(
-        self, names: Sequence[str | Send], checkpoint_id: str | None, new_versions: dict[str, int]
-    ) -> None:
-        """Give each node of the next frontier its task id; note what each `Send` runs on."""
-        if not names or type(names[-1]) is str:  # no Send (they come last)
-            self.frontier = [
-                (
-                    n,
-                    n
-                    if checkpoint_id is None
-                    else task_id_of(self.thread_id, self.ns, checkpoint_id, n),  # type: ignore[arg-type]
-                )  # type: ignore[misc]
-                for n in names
-            ]
-            self.clear_sends(new_versions)
-            return
-        frontier: list[tuple[str, str]] = []
-        sends: dict[str, Any] = {}
-        timeouts: dict[str, TimeoutPolicy] = {}
-        for i, n in enumerate(names):
-            if isinstance(n, str):
-                frontier.append(
-                    (
-                        n,
-                        n
-                        if checkpoint_id is None
-                        else task_id_of(self.thread_id, self.ns, checkpoint_id, n),
-                    )
-                )
-                continue
-            key = f"{n.node}\x00send\x00{i}"
-            task_id = (
-                key
-                if checkpoint_id is None
-                else task_id_of(self.thread_id, self.ns, checkpoint_id, key)
-            )
-            frontier.append((n.node, task_id))
-            sends[task_id] = n.arg
-            if n.timeout is not None:
-                timeouts[task_id] = n.timeout
-        self.frontier = frontier
-        self.internal[SENDS_CHANNEL] = sends
-        self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
-            self.versions.get(SENDS_CHANNEL, 0) + 1
-        )
-        self.set_send_timeouts(timeouts, new_versions)
-
-    def set_send_timeouts(
-        self, timeouts: dict[str, TimeoutPolicy], new_versions: dict[str, int]
-    ) -> None:
-        """Note the `Send(timeout=)` of each frontier task sent one (a channel saved only
-        while some pending `Send` has a timeout)."""
-        if not timeouts and not self.internal.get(SEND_TIMEOUTS_CHANNEL):
-            return
-        self.internal[SEND_TIMEOUTS_CHANNEL] = timeouts
-        self.versions[SEND_TIMEOUTS_CHANNEL] = new_versions[SEND_TIMEOUTS_CHANNEL] = (
-            self.versions.get(SEND_TIMEOUTS_CHANNEL, 0) + 1
-        )
-
-    def clear_sends(self, new_versions: dict[str, int]) -> None:
-        """The frontier has no `Send` any more: empty the channel that held their args."""
-        if self.internal.get(SENDS_CHANNEL):
-            self.internal[SENDS_CHANNEL] = {}
-            self.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
-                self.versions.get(SENDS_CHANNEL, 0) + 1
-            )
-        self.set_send_timeouts({}, new_versions)
-
-    def _checkpoint(
-        self, checkpoint_id: str, paused: list[str], appended: dict[str, int]
-    ) -> Checkpoint:
-        """The run as it stands (values, versions, frontier) as a checkpoint."""
-        values = {**self.values, **self.internal}
-        if self.graph.untracked:
-            self.leave_untracked(values)
-        return new_checkpoint(
-            checkpoint_id,
-            _now(),
-            values,
-            dict(self.versions),
-            [[n, t] for n, t in self.frontier],
-            paused,
-            appended,
-        )
-
-    def leave_untracked(self, values: dict[str, Any]) -> None:
-        """Take the `UntrackedValue` keys out of a checkpoint's `values`, and out of the dict
-        arguments of the `Send`s it saves (the tasks of this run have them as they were)."""
-        untracked = self.graph.untracked
-        for key in untracked:
-            values.pop(key, None)
-        start = values.get(START_CHANNEL)
-        if start:
-            values[START_CHANNEL] = {k: v for k, v in start.items() if k not in untracked}
-        sends = values.get(SENDS_CHANNEL)
-        if sends:
-            values[SENDS_CHANNEL] = {
-                task_id: {k: v for k, v in arg.items() if k not in untracked}
-                if type(arg) is dict
-                else arg
-                for task_id, arg in sends.items()
-            }
-
-    def save(
-        self,
-        source: str,
-        names: Sequence[str | Send],
-        new_versions: dict[str, int],
-        appended: dict[str, int],
-        paused: list[str],
-        forked_from: dict[str, str] | None = None,
-    ) -> Loop[None]:
-        """Write the next checkpoint (or, without a saver, just move the frontier)."""
-        self.step += 1
-        self.pending = {}
-        self.paused = list(paused)
-        if self.saver is None:
-            if names and type(names[-1]) is not str or SENDS_CHANNEL in self.internal:
-                self.set_frontier(names, None, new_versions)
-            else:  # no Send (they come last): the hot path
-                self.frontier = [(n, n) for n in names]  # type: ignore[misc]
-            return
-        if START_CHANNEL in self.internal:  # the input it held is applied, or replaced
-            self.drop_start(new_versions)
-        cp = self.checkpoint(names, paused, appended, new_versions)
-        parent = self.head_config or {
-            "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
-        }
-        metadata: CheckpointMetadata = {
-            "source": source,
-            "step": self.step,
-            "parents": self.parents,
-        }
-        if forked_from is not None:
-            metadata["forked_from"] = forked_from
-        if self.task_mark is not None:
-            metadata["task"] = self.task_mark
-        if self.noted:
-            metadata.update(self.noted)  # type: ignore[typeddict-item]
-        self.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
-        self.head_id = cp["id"]
-        if self.trace:
-            payload = checkpoint_payload(self, self.saved_parent(parent), metadata)
-            yield from trace(self, "checkpoints", payload, self.step)
 
     def execute(self, input: Any) -> Loop[Any]:
         """One invocation: take the input (`take_input`), then run steps until none is left, or
@@ -869,7 +461,7 @@ class Run:
                 # wrote shows again, marked as not run now.
                 for t in tasks:
                     if t.done:
-                        update = {t.name: self.update_of(t), "__metadata__": {"cached": True}}
+                        update = {t.name: update_of(self, t), "__metadata__": {"cached": True}}
                         yield Emit("updates", update)
             if self.trace:
                 for t in todo:
@@ -915,18 +507,18 @@ class Run:
                     self.versions.get(ONCE_CHANNEL, 0) + 1
                 )
             if self.graph.async_routers:
-                names = yield from self.next_frontier(ran, gotos, new_versions)
+                names = yield from next_frontier(self, ran, gotos, new_versions)
             else:  # the hot path
-                names = self.route(ran, gotos, new_versions)
+                names = route(self, ran, gotos, new_versions)
             paused = static_pause(
                 self.graph.interrupt_before, self.graph.interrupt_after, names, ran
             )
-            yield from self.save("loop", names, new_versions, appended, paused)
+            yield from save(self, "loop", names, new_versions, appended, paused)
             if "updates" in self.modes and not self.concurrent:
                 # A step of one task saves no pending writes: its update shows once the step is
                 # saved, so a consumer that stops there leaves the step done.
                 for t in todo:
-                    yield Emit("updates", self.update_chunk(t))
+                    yield Emit("updates", update_chunk(self, t))
             if "values" in self.modes:
                 yield Emit("values", self.output())
             if paused:
@@ -953,27 +545,12 @@ class Run:
                 t.writes[:0] = t.pushed
         ok = t.error is None and t.pause is None
         if ok and self.concurrent and self.saver is not None:
-            yield PutWrites(self._head(), self.finished_writes(t), t.id)
+            yield PutWrites(self._head(), finished_writes(self, t), t.id)
             t.saved = True
         if ok and self.concurrent and "updates" in self.modes:
-            yield Emit("updates", self.update_chunk(t))
+            yield Emit("updates", update_chunk(self, t))
         if self.trace:
             yield from trace(self, "tasks", trace_result(t), self.step + 1)
-
-    def finished_writes(self, t: Task) -> list[tuple[str, Any]]:
-        """The pending writes that record finished task `t`: what it wrote (messages named,
-        `UntrackedValue` keys left out), its gotos, and that it is done."""
-        name_messages(self.graph.channels, t.writes)
-        kept = t.writes
-        if self.graph.untracked:  # never stored, so a resumed run does not have them
-            kept = [(c, v) for c, v in kept if c not in self.graph.untracked]
-        return [*kept, *([(GOTO, t.goto)] if t.goto else []), (DONE, True)]
-
-    def drop_start(self, new_versions: dict[str, int]) -> None:
-        """The input the head held is applied (or an update replaced it): empty its channel."""
-        del self.internal[START_CHANNEL]
-        version = self.versions.get(START_CHANNEL, 0) + 1
-        self.versions[START_CHANNEL] = new_versions[START_CHANNEL] = version
 
     def same_task(self, tup: CheckpointTuple) -> bool:
         """Whether this subgraph's head was made by the parent's task that runs it now (an
@@ -1017,7 +594,7 @@ class Run:
             elif t.saved:
                 continue  # saved as it finished (`finish`)
             else:
-                writes = self.finished_writes(t)
+                writes = finished_writes(self, t)
             for pause in t.pause or ():
                 if all(i.id != pause.id for i in t.recorded):
                     writes.append((INTERRUPT, pause))
@@ -1028,7 +605,7 @@ class Run:
         if "updates" in self.modes and not self.concurrent:
             for t in ran:  # a task alone in its step that finished (the step timed out)
                 if t.error is None and t.pause is None and not t.cancelled:
-                    yield Emit("updates", self.update_chunk(t))
+                    yield Emit("updates", update_chunk(self, t))
         errors = [
             t for t in stuck if t.error is not None and not isinstance(t.error, NodeInterrupt)
         ]
@@ -1062,9 +639,9 @@ class Run:
             asked[t.id] = (intr,)
         found = tuple(i for t in ran if t.id in asked for i in asked[t.id])
         before = self.output()
-        after = self.finished_output(tasks)
+        after = finished_output(self, tasks)
         if "updates" in self.modes:
-            yield from self.finished_updates(ran, asked)
+            yield from finished_updates(self, ran, asked)
             if not found:  # a subgraph's interrupt_before/after pause
                 yield Emit("updates", {"__interrupt__": ()})
         if "values" in self.modes:
@@ -1078,87 +655,6 @@ class Run:
             if after is not None:
                 yield Emit("values", after)
         return Paused(found, self.head_config, before if after is None else after)
-
-    def finished_updates(
-        self, ran: list[Task], asked: dict[str, tuple[Interrupt, ...]]
-    ) -> Loop[None]:
-        """The `updates` chunks of an incomplete step's pauses, in frontier order, after the
-        chunks of its finished tasks (each streamed as the task finished: `finish`)."""
-        for t in ran:
-            if t.id in asked:
-                yield Emit("updates", {"__interrupt__": asked[t.id]})
-
-    def finished_output(self, tasks: list[Task]) -> Any:
-        """The run's output with the writes of the step's finished tasks applied, on a copy
-        (the saved state stays the one from before the step); None if they wrote no output
-        key, or if their writes cannot be merged (the step reports that when it completes)."""
-        step = [
-            (t.name, t.writes)
-            for t in write_order(tasks)
-            if t.writes and t.error is None and t.pause is None
-        ]
-        keys = self.graph.output_keys
-        if not step or (keys is not None and not any(c in keys for _, w in step for c, _ in w)):
-            return None
-        values, versions = self.values, self.versions
-        self.values, self.versions = dict(values), dict(versions)
-        try:
-            apply_writes(self.graph.channels, self.values, self.versions, step)
-            return self.output()
-        except InvalidUpdateError:
-            return None
-        finally:
-            self.values, self.versions = values, versions
-
-    def carry_over(
-        self,
-        source: str,
-        new_versions: dict[str, int],
-        appended: dict[str, int],
-        *,
-        start: bool = False,
-    ) -> Loop[None]:
-        """Save a checkpoint that keeps the frontier, its task ids and their pending writes;
-        `start`: an input checkpoint, whose frontier begins with the `__start__` task."""
-        if self.saver is None:
-            return
-        pending = self.pending
-        self.step += 1
-        checkpoint_id = new_checkpoint_id(checkpoint_seq(self.head_id) + 1)
-        if start:
-            self.frontier = [
-                (START, task_id_of(self.thread_id, self.ns, checkpoint_id, START)),
-                *self.frontier,
-            ]
-        elif START_CHANNEL in self.internal and all(n != START for n, _ in self.frontier):
-            self.drop_start(new_versions)
-        cp = self._checkpoint(
-            checkpoint_id,
-            # An update leaves a static pause in place; input given on resume lifts it.
-            list(self.paused) if source == "update" else [],
-            appended,
-        )
-        # A new thread has no parent: a config without checkpoint_id (not an empty id).
-        parent = self.head_config or {
-            "configurable": {"thread_id": self.thread_id, "checkpoint_ns": self.ns}
-        }
-        metadata: CheckpointMetadata = {
-            "source": source,
-            "step": self.step,
-            "parents": self.parents,
-        }
-        if self.task_mark is not None:
-            metadata["task"] = self.task_mark
-        if self.noted:
-            metadata.update(self.noted)  # type: ignore[typeddict-item]
-        head: RunConfig = yield PutCheckpoint(parent, cp, metadata, new_versions)
-        self.head_config = head
-        self.head_id = cp["id"]
-        if self.trace:
-            payload = checkpoint_payload(self, self.saved_parent(parent), metadata)
-            yield from trace(self, "checkpoints", payload, self.step)
-        for task_id, writes in pending.items():
-            yield PutWrites(head, writes, task_id)
 
     # ---- Command(goto=...) ----------------------------------------------------------
 
@@ -1185,14 +681,3 @@ def finished_values(graph: CompiledGraph, tup: CheckpointTuple) -> dict[str, Any
     except InvalidUpdateError:
         return None
     return run.values
-
-
-class _Pairs(list):  # type: ignore[type-arg]
-    """An update given as `(key, value)` pairs: iterates its keys, `items()` gives the pairs
-    (so one key may be written twice, each through the reducer)."""
-
-    def __iter__(self) -> Any:
-        return (key for key, _ in super().__iter__())
-
-    def items(self) -> list[tuple[str, Any]]:
-        return list(super().__iter__())

@@ -17,6 +17,8 @@ from ._algo import apply_writes, expire, is_overwrite, overwrite_value, short, s
 from ._input import save_input, update_gotos
 from ._io import GetCheckpoint, GetHead, Loop, PutWrites
 from ._loop import Run
+from ._routing import next_frontier
+from ._save import carry_over, save
 from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
 from ._types import START, Command, RunConfig, Send
 from .checkpoint.base import DONE, CheckpointTuple
@@ -153,7 +155,7 @@ def amend_step(run: Run, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunC
             [("update_state", writes)],
             reducers=False,
         )
-        yield from run.carry_over("update", new_versions, {})
+        yield from carry_over(run, "update", new_versions, {})
     else:
         ran: list[str] = []
         gotos: list[str | Send] = []
@@ -182,10 +184,10 @@ def amend_step(run: Run, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunC
         new_versions, appended = apply_writes(run.graph.channels, run.values, run.versions, step)
         if run.graph.fleeting:  # as if those nodes had run a step
             expire(run.graph.fleeting, run.values, run.versions, new_versions)
-        names = yield from run.next_frontier(ran, gotos, new_versions)
+        names = yield from next_frontier(run, ran, gotos, new_versions)
         # As if those nodes had run: the next checkpoint pauses where a real step would.
         paused = static_pause(run.graph.interrupt_before, run.graph.interrupt_after, names, ran)
-        yield from run.save("update", names, new_versions, appended, paused)
+        yield from save(run, "update", names, new_versions, appended, paused)
     assert run.head_config is not None
     return run.head_config
 
@@ -250,7 +252,7 @@ def fork(run: Run, source: CheckpointTuple, values: Any, as_node: str | None) ->
     origin = source.config["configurable"]
     forked_from = {"thread_id": origin["thread_id"], "checkpoint_id": origin["checkpoint_id"]}
     # Every channel is new to this thread's saver.
-    yield from run.save("fork", names, dict(run.versions), {}, run.paused, forked_from)
+    yield from save(run, "fork", names, dict(run.versions), {}, run.paused, forked_from)
     if values is not None:
         if as_node is None and run.graph.dialect == "langgraph":
             as_node = yield from last_ran(run, source)

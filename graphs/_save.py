@@ -1,0 +1,265 @@
+"""Saving a run: the next checkpoint made from its state (its values, versions and frontier, each
+task with its id and each `Send` with its argument), written through the driver (`save`), or
+written keeping the frontier and its pending writes (`carry_over`: an input, an update, a
+resume's answers).
+
+Functions over a `Run` (`_loop.py`); they yield the `PutCheckpoint` and `PutWrites` requests of
+`_io.py`, and stream the `checkpoints`/`debug` modes' payload of what they saved.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._algo import task_id_of
+from ._io import Loop, PutCheckpoint, PutWrites
+from ._stream import checkpoint_payload, trace
+from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
+from ._types import START, RunConfig, Send, TimeoutPolicy
+from .checkpoint.base import (
+    Checkpoint,
+    CheckpointMetadata,
+    checkpoint_seq,
+    new_checkpoint,
+    new_checkpoint_id,
+)
+
+if TYPE_CHECKING:
+    from ._loop import Run
+
+__all__ = ["START_CHANNEL", "carry_over", "checkpoint", "clear_sends", "save", "set_send_timeouts"]
+
+START_CHANNEL = START
+"""The input an input checkpoint holds (a dict of state keys), until its `__start__` task
+applies it (LangGraph's `__start__` channel)."""
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
+def checkpoint(
+    run: Run,
+    names: Sequence[str | Send],
+    paused: list[str],
+    appended: dict[str, int],
+    new_versions: dict[str, int],
+) -> Checkpoint:
+    """The next checkpoint, whose frontier is `names` (each with a new task id)."""
+    checkpoint_id = new_checkpoint_id(checkpoint_seq(run.head_id) + 1)
+    if names and type(names[-1]) is not str or SENDS_CHANNEL in run.internal:
+        set_frontier(run, names, checkpoint_id, new_versions)
+    else:  # no Send (they come last): the hot path
+        run.frontier = [
+            (n, task_id_of(run.thread_id, run.ns, checkpoint_id, n))  # type: ignore[misc, arg-type]
+            for n in names
+        ]
+    return _checkpoint(run, checkpoint_id, paused, appended)
+
+
+def set_frontier(
+    run: Run, names: Sequence[str | Send], checkpoint_id: str | None, new_versions: dict[str, int]
+) -> None:
+    """Give each node of the next frontier its task id; note what each `Send` runs on."""
+    if not names or type(names[-1]) is str:  # no Send (they come last)
+        run.frontier = [
+            (
+                n,
+                n if checkpoint_id is None else task_id_of(run.thread_id, run.ns, checkpoint_id, n),  # type: ignore[arg-type]
+            )  # type: ignore[misc]
+            for n in names
+        ]
+        clear_sends(run, new_versions)
+        return
+    frontier: list[tuple[str, str]] = []
+    sends: dict[str, Any] = {}
+    timeouts: dict[str, TimeoutPolicy] = {}
+    for i, n in enumerate(names):
+        if isinstance(n, str):
+            frontier.append(
+                (
+                    n,
+                    n
+                    if checkpoint_id is None
+                    else task_id_of(run.thread_id, run.ns, checkpoint_id, n),
+                )
+            )
+            continue
+        key = f"{n.node}\x00send\x00{i}"
+        task_id = (
+            key if checkpoint_id is None else task_id_of(run.thread_id, run.ns, checkpoint_id, key)
+        )
+        frontier.append((n.node, task_id))
+        sends[task_id] = n.arg
+        if n.timeout is not None:
+            timeouts[task_id] = n.timeout
+    run.frontier = frontier
+    run.internal[SENDS_CHANNEL] = sends
+    run.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
+        run.versions.get(SENDS_CHANNEL, 0) + 1
+    )
+    set_send_timeouts(run, timeouts, new_versions)
+
+
+def set_send_timeouts(
+    run: Run, timeouts: dict[str, TimeoutPolicy], new_versions: dict[str, int]
+) -> None:
+    """Note the `Send(timeout=)` of each frontier task sent one (a channel saved only
+    while some pending `Send` has a timeout)."""
+    if not timeouts and not run.internal.get(SEND_TIMEOUTS_CHANNEL):
+        return
+    run.internal[SEND_TIMEOUTS_CHANNEL] = timeouts
+    run.versions[SEND_TIMEOUTS_CHANNEL] = new_versions[SEND_TIMEOUTS_CHANNEL] = (
+        run.versions.get(SEND_TIMEOUTS_CHANNEL, 0) + 1
+    )
+
+
+def clear_sends(run: Run, new_versions: dict[str, int]) -> None:
+    """The frontier has no `Send` any more: empty the channel that held their args."""
+    if run.internal.get(SENDS_CHANNEL):
+        run.internal[SENDS_CHANNEL] = {}
+        run.versions[SENDS_CHANNEL] = new_versions[SENDS_CHANNEL] = (
+            run.versions.get(SENDS_CHANNEL, 0) + 1
+        )
+    set_send_timeouts(run, {}, new_versions)
+
+
+def _checkpoint(
+    run: Run, checkpoint_id: str, paused: list[str], appended: dict[str, int]
+) -> Checkpoint:
+    """The run as it stands (values, versions, frontier) as a checkpoint."""
+    values = {**run.values, **run.internal}
+    if run.graph.untracked:
+        leave_untracked(run, values)
+    return new_checkpoint(
+        checkpoint_id,
+        _now(),
+        values,
+        dict(run.versions),
+        [[n, t] for n, t in run.frontier],
+        paused,
+        appended,
+    )
+
+
+def leave_untracked(run: Run, values: dict[str, Any]) -> None:
+    """Take the `UntrackedValue` keys out of a checkpoint's `values`, and out of the dict
+    arguments of the `Send`s it saves (the tasks of this run have them as they were)."""
+    untracked = run.graph.untracked
+    for key in untracked:
+        values.pop(key, None)
+    start = values.get(START_CHANNEL)
+    if start:
+        values[START_CHANNEL] = {k: v for k, v in start.items() if k not in untracked}
+    sends = values.get(SENDS_CHANNEL)
+    if sends:
+        values[SENDS_CHANNEL] = {
+            task_id: {k: v for k, v in arg.items() if k not in untracked}
+            if type(arg) is dict
+            else arg
+            for task_id, arg in sends.items()
+        }
+
+
+def save(
+    run: Run,
+    source: str,
+    names: Sequence[str | Send],
+    new_versions: dict[str, int],
+    appended: dict[str, int],
+    paused: list[str],
+    forked_from: dict[str, str] | None = None,
+) -> Loop[None]:
+    """Write the next checkpoint (or, without a saver, just move the frontier)."""
+    run.step += 1
+    run.pending = {}
+    run.paused = list(paused)
+    if run.saver is None:
+        if names and type(names[-1]) is not str or SENDS_CHANNEL in run.internal:
+            set_frontier(run, names, None, new_versions)
+        else:  # no Send (they come last): the hot path
+            run.frontier = [(n, n) for n in names]  # type: ignore[misc]
+        return
+    if START_CHANNEL in run.internal:  # the input it held is applied, or replaced
+        drop_start(run, new_versions)
+    cp = checkpoint(run, names, paused, appended, new_versions)
+    parent = run.head_config or {
+        "configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}
+    }
+    metadata: CheckpointMetadata = {
+        "source": source,
+        "step": run.step,
+        "parents": run.parents,
+    }
+    if forked_from is not None:
+        metadata["forked_from"] = forked_from
+    if run.task_mark is not None:
+        metadata["task"] = run.task_mark
+    if run.noted:
+        metadata.update(run.noted)  # type: ignore[typeddict-item]
+    run.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
+    run.head_id = cp["id"]
+    if run.trace:
+        payload = checkpoint_payload(run, run.saved_parent(parent), metadata)
+        yield from trace(run, "checkpoints", payload, run.step)
+
+
+def drop_start(run: Run, new_versions: dict[str, int]) -> None:
+    """The input the head held is applied (or an update replaced it): empty its channel."""
+    del run.internal[START_CHANNEL]
+    version = run.versions.get(START_CHANNEL, 0) + 1
+    run.versions[START_CHANNEL] = new_versions[START_CHANNEL] = version
+
+
+def carry_over(
+    run: Run,
+    source: str,
+    new_versions: dict[str, int],
+    appended: dict[str, int],
+    *,
+    start: bool = False,
+) -> Loop[None]:
+    """Save a checkpoint that keeps the frontier, its task ids and their pending writes;
+    `start`: an input checkpoint, whose frontier begins with the `__start__` task."""
+    if run.saver is None:
+        return
+    pending = run.pending
+    run.step += 1
+    checkpoint_id = new_checkpoint_id(checkpoint_seq(run.head_id) + 1)
+    if start:
+        run.frontier = [
+            (START, task_id_of(run.thread_id, run.ns, checkpoint_id, START)),
+            *run.frontier,
+        ]
+    elif START_CHANNEL in run.internal and all(n != START for n, _ in run.frontier):
+        drop_start(run, new_versions)
+    cp = _checkpoint(
+        run,
+        checkpoint_id,
+        # An update leaves a static pause in place; input given on resume lifts it.
+        list(run.paused) if source == "update" else [],
+        appended,
+    )
+    # A new thread has no parent: a config without checkpoint_id (not an empty id).
+    parent = run.head_config or {
+        "configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}
+    }
+    metadata: CheckpointMetadata = {
+        "source": source,
+        "step": run.step,
+        "parents": run.parents,
+    }
+    if run.task_mark is not None:
+        metadata["task"] = run.task_mark
+    if run.noted:
+        metadata.update(run.noted)  # type: ignore[typeddict-item]
+    head: RunConfig = yield PutCheckpoint(parent, cp, metadata, new_versions)
+    run.head_config = head
+    run.head_id = cp["id"]
+    if run.trace:
+        payload = checkpoint_payload(run, run.saved_parent(parent), metadata)
+        yield from trace(run, "checkpoints", payload, run.step)
+    for task_id, writes in pending.items():
+        yield PutWrites(head, writes, task_id)

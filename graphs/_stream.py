@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ._context import _current
 from ._io import LIVE_MODES, Emit
 from ._subgraph import called_graph, child_config, is_subgraph, segment_of
-from ._types import Command
+from ._types import Command, StreamMode
 
 if TYPE_CHECKING:
     from ._loop import Run
@@ -326,3 +326,37 @@ def _handler(stream: MessagesStream, metadata: dict[str, Any]) -> Any:
 
     stream_metadata = metadata
     return Handler()
+
+
+def stream_item(mode: str, chunk: Any, ns: tuple[str, ...], tagged: bool, subgraphs: bool) -> Any:
+    """One item of `stream`, in LangGraph's shapes."""
+    if subgraphs:
+        return (ns, mode, chunk) if tagged else (ns, chunk)
+    return (mode, chunk) if tagged else chunk
+
+
+def print_chunk(mode: str, chunk: Any, ns: tuple[str, ...], subgraphs: bool) -> None:
+    """A chunk of a `print_mode`, as LangGraph prints it: the mode in bold, a subgraph's
+    namespace in yellow (under `subgraphs=True`), then the chunk's repr."""
+    parts = [f"\033[1m[{mode}]\033[0m"]
+    if subgraphs and ns:
+        parts.append(f"\033[1;30;33m[graph={ns}]\033[0m")
+    parts.append(repr(chunk))
+    print(" ".join(parts))
+
+
+def stream_modes(
+    stream_mode: StreamMode | Sequence[StreamMode] | None,
+) -> tuple[frozenset[str], bool]:
+    """The modes `stream_mode` asks for, and whether each item is tagged with its mode (a list
+    of modes was given); `None` is LangGraph's StateGraph default, `"updates"`."""
+    if stream_mode is None:
+        stream_mode = "updates"  # LangGraph's StateGraph default
+    if isinstance(stream_mode, str):
+        modes, tagged = frozenset([stream_mode]), False
+    else:
+        modes, tagged = frozenset(stream_mode), True
+    unknown = modes - MODES
+    if unknown:
+        raise ValueError(f"unknown stream_mode {sorted(unknown)}; use any of {sorted(MODES)}")
+    return modes, tagged

@@ -8,6 +8,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from ._checks import check_shape
 from ._nodes import (
     Branch,
     Join,
@@ -35,7 +36,6 @@ from ._schema import (
     schema_keys,
 )
 from ._subgraph import SubgraphNode
-from ._timeout import refuse_sync
 from ._types import END, START, Command, Dialect, RetryPolicy, Send, TimeoutPolicy
 from .cache import CachePolicy
 from .checkpoint.base import BaseCheckpointSaver
@@ -561,55 +561,8 @@ class StateGraph:
                 f"None, True or False, got {type(checkpointer).__module__}.{type(checkpointer).__qualname__} "
                 f"{checkpointer!r}"
             )
-        known = set(self.nodes)
-
-        def check(name: str, where: str, end: str | None = None) -> None:
-            """`end`: "starting" or "ending", for an edge (LangGraph's words for it)."""
-            if name not in known and name not in (START, END):
-                nodes = sorted(known) or "none"
-                if end is None:
-                    raise GraphSetupError(
-                        f"{where} names unknown node {name!r}; nodes are: {nodes}"
-                    )
-                raise GraphSetupError(
-                    f"Found edge {end} at unknown node {name!r} ({where}); nodes are: {nodes}"
-                )
-
-        for a, b in self.edges:
-            check(a, f"edge {a!r} -> {b!r}", "starting")
-            check(b, f"edge {a!r} -> {b!r}", "ending")
-        for sources, target in self.joins:
-            for s in sources:
-                check(s, f"edge {list(sources)!r} -> {target!r}", "starting")
-            check(target, f"edge {list(sources)!r} -> {target!r}", "ending")
         nodes = self._with_defaults()
-        for spec in nodes.values():
-            for timed in (spec, spec.handler):
-                if timed is not None and timed.timeout is not None and not timed.timeable:
-                    raise refuse_sync(timed.name, "Node")
-            for dest in spec.destinations:
-                check(dest, f"the destinations of node {spec.name!r}")
-        for br in self.branches:
-            check(br.source, f"conditional edges from {br.source!r}", "starting")
-            for dest in (br.path_map or {}).values():
-                check(dest, f"path_map of conditional edges from {br.source!r}")
-
-        starts = [b for a, b in self.edges if a == START]
-        if not starts and not any(br.source == START for br in self.branches):
-            raise GraphSetupError(
-                "the graph has no entry point: add add_edge(START, 'first_node') "
-                "(or add_conditional_edges(START, router))"
-            )
-        if not self.nodes:
-            raise GraphSetupError("the graph has no nodes: add_node('name', fn)")
-
-        unreachable = known - self._reachable(nodes)
-        if unreachable:
-            raise GraphSetupError(
-                f"node(s) {sorted(unreachable)} cannot be reached from START: no edge, "
-                "path_map or destinations= leads to them, and no node or router on the way may "
-                "route anywhere else: add an edge to them, or remove them"
-            )
+        check_shape(self.nodes, nodes, self.edges, self.joins, self.branches)
 
         before = self._interrupt_nodes(interrupt_before, "interrupt_before")
         after = self._interrupt_nodes(interrupt_after, "interrupt_after")
@@ -679,31 +632,3 @@ class StateGraph:
                 f"{option} names unknown node(s) {unknown}; nodes are: {sorted(self.nodes)}"
             )
         return frozenset(names)
-
-    def _reachable(self, nodes: Mapping[str, NodeSpec]) -> set[str]:
-        """The nodes a run may reach from START. Once it reaches a node or a router that may
-        route where it did not declare (a `Command` without `destinations`, a router without
-        a `path_map`, a `Send`), every node counts as reachable, as LangGraph allows."""
-        anywhere = {spec.name for spec in nodes.values() if spec.routes}
-        anywhere.update(br.source for br in self.branches if br.path_map is None or br.sends)
-        out: dict[str, set[str]] = {}
-        for a, b in self.edges:
-            out.setdefault(a, set()).add(b)
-        for sources, target in self.joins:
-            for s in sources:
-                out.setdefault(s, set()).add(target)
-        for br in self.branches:
-            out.setdefault(br.source, set()).update((br.path_map or {}).values())
-        for spec in nodes.values():
-            out.setdefault(spec.name, set()).update(spec.destinations)
-        seen: set[str] = set()
-        todo = [START]
-        while todo:
-            node = todo.pop()
-            if node in anywhere:
-                return set(nodes)
-            for nxt in out.get(node, ()):
-                if nxt not in seen and nxt != END:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return seen

@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 description of signoff's HTTP API (`GET /api/openapi.json`).
 
-Written by hand, beside the handlers in `bot.server`; `tests/api/test_openapi.py` checks that
+Written by hand, beside the handlers in `bot.http.api`; `tests/api/test_openapi.py` checks that
 every `/api/` route is described and validates real responses against these schemas.
 """
 

@@ -57,7 +57,7 @@ from bot.sandbox.interactions import apply_response
 from bot.sandbox.signing import AppResponse
 
 if TYPE_CHECKING:
-    from bot.sandbox.slack_api import FakeSlack
+    from bot.sandbox.state import SlackState
 
 __all__ = ["add_control_routes"]
 
@@ -74,7 +74,7 @@ _GUARDED = ("/_sandbox/", "/_demo/")
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-def _guard(slack: FakeSlack) -> Middleware:
+def _guard(slack: SlackState) -> Middleware:
     """The middleware that keeps other sites' pages from driving the sandbox (module doc)."""
 
     @web.middleware
@@ -133,7 +133,7 @@ async def _body(request: web.Request) -> JSON:
     return body
 
 
-def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
+def add_control_routes(app: web.Application, slack: SlackState) -> None:
     """Add the `/_sandbox/` routes for `slack` to its aiohttp application."""
     app.middlewares.append(_guard(slack))
     app.middlewares.append(_errors)

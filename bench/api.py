@@ -29,7 +29,7 @@ from bot.approvals.db import Database
 from bot.approvals.policy import parse_policy
 from bot.approvals.service import Signoff
 from bot.config import Settings
-from bot.server import Metrics, build_web_app
+from bot.http import Metrics, build_web_app
 
 POLICY = """
 [actions.send_refund]

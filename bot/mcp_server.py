@@ -9,7 +9,7 @@ Tools (each answers in the approvals API's wire shape, `ExternalApproval.to_json
 
 Who asks is a service of the policy (`[services.NAME]`): `signoff mcp --service NAME` on stdio
 (a local agent, trusted like the CLI: it has the database), or the service whose bearer token
-came with the request on `/mcp` in `signoff run` (`bot.mcp_http`). A service may ask only for
+came with the request on `/mcp` in `signoff run` (`bot.http.mcp`). A service may ask only for
 the actions its section lists; anything else is refused as a tool error and nothing is
 recorded. While a tool waits it sends MCP progress notifications when the client asked for
 them (a progress token), so a client that resets its timeout on progress can wait long.

@@ -117,7 +117,7 @@ def _main(argv: list[str]) -> int:
             socket_mode=args.socket_mode,
         )
     if getattr(args, "serve", False):
-        from ..server import serve
+        from ..http import serve
 
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

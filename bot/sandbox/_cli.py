@@ -1,22 +1,20 @@
-"""`python -m bot.sandbox.slack_api`: the fake Slack as a process of its own.
+"""The command line of `python -m bot.sandbox.slack_api`, the fake Slack as a process of its
+own: its options and the workspace they describe.
 
-It prints one line, `SANDBOX_SLACK_URL=http://127.0.0.1:PORT/api/`, once it is serving (the Web
-API base URL; the control API is at `http://127.0.0.1:PORT/_sandbox/`), then serves until
-SIGINT or SIGTERM.
+The process prints one line, `SANDBOX_SLACK_URL=http://127.0.0.1:PORT/api/`, once it is serving
+(the Web API base URL; the control API is at `http://127.0.0.1:PORT/_sandbox/`), then serves
+until SIGINT or SIGTERM (`bot.sandbox.slack_api.main`).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import signal
 
 from bot.sandbox.limits import TRIGGER_ID_TTL
-from bot.sandbox.slack_api import FakeSlack
 from bot.sandbox.workspace import BOT_USER, User, UserGroup, Workspace
 
-__all__ = ["READY_PREFIX", "build_workspace", "parse_args", "run"]
+__all__ = ["READY_PREFIX", "build_workspace", "parse_args"]
 
 READY_PREFIX = "SANDBOX_SLACK_URL="
 """Start of the line printed once the fake is serving; the Web API base URL follows."""
@@ -97,32 +95,3 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--trigger-ttl", type=float, default=TRIGGER_ID_TTL, help="seconds a trigger_id lasts"
     )
     return p.parse_args(argv)
-
-
-async def _serve(args: argparse.Namespace) -> None:
-    slack = FakeSlack(
-        lambda: build_workspace(args.users, args.channels, args.usergroup),
-        tokens=set(args.token) if args.token else None,
-        app_tokens=set(args.app_token) if args.app_token else None,
-        socket_mode=args.socket_mode,
-        rate_limits=args.rate_limits,
-        app_url=args.app_url,
-        signing_secret=args.signing_secret,
-        trigger_ttl=args.trigger_ttl,
-    )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await slack.start(args.host, args.port)
-    print(f"{READY_PREFIX}{slack.url}", flush=True)
-    try:
-        await stop.wait()
-    finally:
-        await slack.stop()
-
-
-def run(argv: list[str] | None = None) -> int:
-    """Parse `argv`, serve until interrupted; the process's exit status."""
-    asyncio.run(_serve(parse_args(argv)))
-    return 0

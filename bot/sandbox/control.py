@@ -57,7 +57,7 @@ from bot.sandbox.interactions import apply_response
 from bot.sandbox.signing import AppResponse
 
 if TYPE_CHECKING:
-    from bot.sandbox.slack_api import FakeSlack
+    from bot.sandbox.state import SlackState
 
 __all__ = ["add_control_routes"]
 
@@ -74,7 +74,7 @@ _GUARDED = ("/_sandbox/", "/_demo/")
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-def _guard(slack: FakeSlack) -> Middleware:
+def _guard(slack: SlackState) -> Middleware:
     """The middleware that keeps other sites' pages from driving the sandbox (module doc)."""
 
     @web.middleware
@@ -133,10 +133,18 @@ async def _body(request: web.Request) -> JSON:
     return body
 
 
-def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
+def add_control_routes(app: web.Application, slack: SlackState) -> None:
     """Add the `/_sandbox/` routes for `slack` to its aiohttp application."""
     app.middlewares.append(_guard(slack))
     app.middlewares.append(_errors)
+    _inspection_routes(app.router, slack)
+    _setup_routes(app.router, slack)
+    _user_routes(app.router, slack)
+
+
+def _inspection_routes(r: web.UrlDispatcher, slack: SlackState) -> None:
+    """The reading routes: the calls made (`calls`, a page at a time, or counted), and the
+    workspace's state (waiting for a change past `after`)."""
 
     async def calls(request: web.Request) -> web.Response:
         since = int(request.query.get("since", "0"))
@@ -163,6 +171,16 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
             after = int(request.query["after"])
             await slack.wait_for_change(after, float(request.query.get("timeout", "25")))
         return web.json_response({"version": slack.version, **slack.workspace.to_state()})
+
+    r.add_get("/_sandbox/calls", calls)
+    r.add_get("/_sandbox/calls/summary", calls_summary)
+    r.add_get("/_sandbox/state", state)
+
+
+def _setup_routes(r: web.UrlDispatcher, slack: SlackState) -> None:
+    """The routes that set the fake up: faults, lost answers, delays, revoked tokens, rate
+    limits, the way to the app, Socket Mode disconnects, reset; trigger_ids and response_urls to
+    hand out, and the response_urls themselves."""
 
     async def fail_next(request: web.Request) -> web.Response:
         body = await _body(request)
@@ -210,9 +228,6 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
         reason = str((await _body(request)).get("reason") or "refresh_requested")
         return web.json_response({"ok": True, "told": await slack.sockets.disconnect(reason)})
 
-    async def ssl_check(request: web.Request) -> web.Response:
-        return web.json_response(_answer(await slack.ssl_check()))
-
     async def triggers(request: web.Request) -> web.Response:
         user = slack.workspace.user(str((await _body(request))["user"]))
         return web.json_response({"trigger_id": slack.triggers.issue(user.id)})
@@ -238,6 +253,26 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
             status, answer = (404 if failure.error in _GONE else 400), failure.to_response()
         slack.record("response_url", {**body, "response_url_id": rid}, status, answer)
         return web.json_response(answer, status=status)
+
+    r.add_post("/_sandbox/fail_next", fail_next)
+    r.add_post("/_sandbox/lose_next", lose_next)
+    r.add_post("/_sandbox/reset", reset)
+    r.add_post("/_sandbox/app", connect)
+    r.add_post("/_sandbox/delay", delay)
+    r.add_post("/_sandbox/revoke", revoke)
+    r.add_post("/_sandbox/rate_limits", rate_limits)
+    r.add_post("/_sandbox/socket/disconnect", disconnect)
+    r.add_post("/_sandbox/triggers", triggers)
+    r.add_post("/_sandbox/response_urls", response_urls)
+    r.add_post("/_sandbox/response/{id}", response)
+
+
+def _user_routes(r: web.UrlDispatcher, slack: SlackState) -> None:
+    """The routes that play the user (`/_sandbox/act/...`): a click, a submission, a command,
+    opening Home, closing a modal, typing a message, and Slack's own `ssl_check`."""
+
+    async def ssl_check(request: web.Request) -> web.Response:
+        return web.json_response(_answer(await slack.ssl_check()))
 
     async def click(request: web.Request) -> web.Response:
         b = await _body(request)
@@ -298,22 +333,7 @@ def add_control_routes(app: web.Application, slack: FakeSlack) -> None:
         slack.touch()
         return web.json_response({"ok": True, "channel": channel.id, "ts": msg.ts})
 
-    r = app.router
-    r.add_get("/_sandbox/calls", calls)
-    r.add_get("/_sandbox/calls/summary", calls_summary)
-    r.add_get("/_sandbox/state", state)
-    r.add_post("/_sandbox/fail_next", fail_next)
-    r.add_post("/_sandbox/lose_next", lose_next)
-    r.add_post("/_sandbox/reset", reset)
-    r.add_post("/_sandbox/app", connect)
-    r.add_post("/_sandbox/delay", delay)
-    r.add_post("/_sandbox/revoke", revoke)
-    r.add_post("/_sandbox/rate_limits", rate_limits)
-    r.add_post("/_sandbox/socket/disconnect", disconnect)
     r.add_post("/_sandbox/act/ssl_check", ssl_check)
-    r.add_post("/_sandbox/triggers", triggers)
-    r.add_post("/_sandbox/response_urls", response_urls)
-    r.add_post("/_sandbox/response/{id}", response)
     r.add_post("/_sandbox/act/click", click)
     r.add_post("/_sandbox/act/submit", submit)
     r.add_post("/_sandbox/act/command", command)

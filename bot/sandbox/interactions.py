@@ -15,13 +15,13 @@ import asyncio
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import aiohttp
 
 from bot.sandbox import limits
 from bot.sandbox.errors import SlackApiFailure
-from bot.sandbox.handles import ResponseTarget
+from bot.sandbox.handles import ResponseTarget, ResponseUrls, TriggerIds
 from bot.sandbox.signing import (
     AppResponse,
     SlackRequest,
@@ -35,10 +35,7 @@ from bot.sandbox.signing import (
 )
 from bot.sandbox.transports import HttpTransport, Transport
 from bot.sandbox.validation import check_message, check_view
-from bot.sandbox.workspace import JSON, View
-
-if TYPE_CHECKING:
-    from bot.sandbox.slack_api import FakeSlack
+from bot.sandbox.workspace import JSON, View, Workspace
 
 __all__ = [
     "REQUIRED_FIELD",
@@ -48,6 +45,26 @@ __all__ = [
     "apply_response",
     "find_element",
 ]
+
+
+class Slack(Protocol):
+    """What the user's side needs of the fake (`SlackState`): the workspace the person acts in,
+    the trigger_ids and response_urls it issues, a way to say the workspace changed and to
+    revoke a token (an uninstall)."""
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def triggers(self) -> TriggerIds: ...
+
+    @property
+    def responses(self) -> ResponseUrls: ...
+
+    def touch(self) -> None: ...
+
+    def revoke_token(self, token: str, error: str = "token_revoked") -> None: ...
+
 
 REQUIRED_FIELD = "Please complete this required field."
 """What Slack's client says under an empty required input (the app is not called)."""
@@ -101,7 +118,7 @@ def _flag(value: Any) -> bool:
     return value is True or value in ("true", "1")
 
 
-def apply_response(slack: FakeSlack, target: ResponseTarget, body: JSON) -> None:
+def apply_response(slack: Slack, target: ResponseTarget, body: JSON) -> None:
     """Do what Slack does with a post to a response_url.
 
     `delete_original` removes the clicked message; `replace_original` replaces its text and
@@ -148,7 +165,7 @@ class AppDriver:
 
     def __init__(
         self,
-        slack: FakeSlack,
+        slack: Slack,
         transport: Transport,
         *,
         event_retry_delays: Sequence[float] = limits.EVENT_RETRY_DELAYS,

@@ -1,5 +1,5 @@
 """The Slack app: the group resolver on Slack's user groups, and the Bolt app with every
-listener registered here, in one place. The process (`bot.server`) wires it to the governance
+listener registered here, in one place. The process (`bot.http`) wires it to the governance
 core and its configuration."""
 
 from __future__ import annotations

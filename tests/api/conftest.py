@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from bot.approvals import tables as t
 from bot.approvals.db import Database
 from bot.config import Settings
-from bot.server import Metrics, build_web_app
+from bot.http import Metrics, build_web_app
 from tests.kit.e2e_fixtures import fake_slack, http  # noqa: F401  (the end-to-end tests)
 from tests.kit.flows import POLICY
 from tests.kit.signoff import Kit

@@ -17,7 +17,7 @@ from bot.approvals import store
 from bot.approvals import tables as t
 from bot.approvals.db import Database, DatabaseBusy
 from bot.config import Settings
-from bot.server import Metrics, build_web_app
+from bot.http import Metrics, build_web_app
 from tests.api.conftest import API_POLICY, BILLING_TOKEN, OPS_TOKEN, REFUND, Api
 from tests.kit import flows
 from tests.kit.signoff import Kit

@@ -19,7 +19,7 @@ from bot.approvals.errors import InvalidEditError, InvalidInputError, MissingInp
 from bot.approvals.policy import evaluate_request, load_policy, parse_policy
 from bot.approvals.policy.schema import Field, Schema, SchemaError
 from bot.config import Settings
-from bot.server import Metrics, build_web_app
+from bot.http import Metrics, build_web_app
 from tests.kit.flows import DEMO_POLICY
 from tests.kit.signoff import Kit
 

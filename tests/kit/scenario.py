@@ -1,6 +1,6 @@
 """The real Bolt app in process: scenario tests through the front door, without processes.
 
-`running_scenario(directory)` wires the bot as `signoff run` does (`bot.server.build_runtime`:
+`running_scenario(directory)` wires the bot as `signoff run` does (`bot.http.build_runtime`:
 a `Signoff` on a SQLite file, Slack events delivered by the Slack sink, groups from Slack), builds
 its Bolt app (`bot.slack.app.build_bolt_app`) and serves it on 127.0.0.1 through Bolt's aiohttp
 adapter; its Web API client points at an in-process `FakeSlack`, which plays the people and
@@ -28,12 +28,12 @@ from slack_bolt.async_app import AsyncApp
 from bot.approvals.models import Approval
 from bot.approvals.service import Signoff
 from bot.config import DEFAULT_SLACK_TIMEOUT, Settings
+from bot.http import build_runtime
 from bot.sandbox import AppResponse, FakeSlack, SlackRequest, SlackSigner, block_actions
 from bot.sandbox.interactions import find_element
 from bot.sandbox.processes import APP_TOKEN, CHANNEL, SIGNING_SECRET, sqlite_url, write_policy
 from bot.sandbox.transports import TransportName
 from bot.sandbox.workspace import Message
-from bot.server import build_runtime
 from bot.slack.app import build_bolt_app
 
 __all__ = ["POLICY", "Scenario", "running_scenario"]

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
+from bot.http import build_runtime
 from bot.sandbox.processes import CHANNEL, SIGNING_SECRET, sqlite_url
-from bot.server import build_runtime
 from bot.slack.payloads import EDIT, NOTE_BLOCK, REASON_BLOCK, REJECT, edit_block_id
 from tests.approvals.test_agent_gate import ChatStandIn, chat_api  # noqa: F401 -- a fixture
 from tests.kit.e2e import text_of

@@ -17,9 +17,9 @@ from aiohttp import web
 
 from bot.approvals import tables as t
 from bot.config import Settings
+from bot.http import Metrics, build_web_app
 from bot.sandbox.processes import SIGNING_SECRET
 from bot.sandbox.signing import SlackSigner
-from bot.server import Metrics, build_web_app
 from tests.kit.scenario import Scenario, running_scenario
 
 TOKEN = "api-token"

@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 description of signoff's HTTP API (`GET /api/openapi.json`).
 
-Written by hand, beside the handlers in `bot.server`; `tests/api/test_openapi.py` checks that
+Written by hand, beside the handlers in `bot.http.api`; `tests/api/test_openapi.py` checks that
 every `/api/` route is described and validates real responses against these schemas.
 """
 
@@ -195,9 +195,143 @@ _503 = {
 }
 
 
+def _approval_paths() -> dict[str, Any]:
+    """The approvals API's paths: ask for an approval, list the pending ones, read one."""
+    approval = _json(_ref("Approval"), "The approval.")
+    return {
+        "/api/approvals": {
+            "post": {
+                "operationId": "requestApproval",
+                "summary": "Ask for an approval",
+                "security": _SERVICE,
+                "parameters": [
+                    {
+                        "name": "Idempotency-Key",
+                        "in": "header",
+                        "required": False,
+                        "schema": {"type": "string", "maxLength": 200},
+                        "description": "The same key again returns the same approval.",
+                    }
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("ApprovalRequest")}},
+                },
+                "responses": {
+                    "202": _json(_ref("Approval"), "Asked; the card is on its way."),
+                    "200": _json(_ref("Approval"), "This Idempotency-Key asked already."),
+                    "400": _error("The body is not a JSON object of the request's fields."),
+                    "401": _401,
+                    "403": _error(
+                        "The policy does not name the action, or the service may not ask "
+                        "for it (deny by default)."
+                    ),
+                    "422": _json(
+                        _ref("Problems"),
+                        "Arguments or fields that do not fit, named one by one; or an "
+                        "Idempotency-Key used for a different request.",
+                    ),
+                    "503": _503,
+                },
+            },
+            "get": {
+                "operationId": "listPendingApprovals",
+                "summary": "The service's pending approvals",
+                "security": _SERVICE,
+                "parameters": [
+                    {
+                        "name": "status",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"const": "pending"},
+                    }
+                ],
+                "responses": {
+                    "200": _json(_ref("ApprovalList"), "Oldest first, at most 200."),
+                    "400": _error("A status other than pending."),
+                    "401": _401,
+                    "503": _503,
+                },
+            },
+        },
+        "/api/approvals/{approval_id}": {
+            "get": {
+                "operationId": "getApproval",
+                "summary": "An approval, waiting up to `wait` seconds for its decision",
+                "security": _SERVICE,
+                "parameters": [
+                    {
+                        "name": "approval_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    },
+                    {
+                        "name": "wait",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "number", "minimum": 0},
+                        "description": "Long-poll up to this many seconds (at most 60; "
+                        "longer is cut to 60) until it is settled.",
+                    },
+                ],
+                "responses": {
+                    "200": approval,
+                    "400": _error("wait is not a number of seconds."),
+                    "401": _401,
+                    "404": _error("No approval of this service has this id."),
+                    "503": _503,
+                },
+            }
+        },
+    }
+
+
+def _run_paths() -> dict[str, Any]:
+    """The runs API's path, and this document's."""
+    return {
+        "/api/runs": {
+            "post": {
+                "operationId": "startRun",
+                "summary": "Start a workflow run",
+                "security": [{"runsToken": []}],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref("RunRequest")}},
+                },
+                "responses": {
+                    "201": _json(
+                        _ref("RunStarted"),
+                        "Started, and run until it paused (`approvals` it waits on) or "
+                        "ended (`completed`, or `failed` with `error`).",
+                    ),
+                    "202": _json(
+                        _ref("RunStarted"),
+                        "Started (`status` running), but the database was busy or "
+                        "unreachable while it ran: it was not failed for that, and goes "
+                        "on in the background from where it stopped once the database "
+                        "has room (`error` says so). Do not start it again.",
+                    ),
+                    "400": _error("Malformed, or inputs the workflow refuses."),
+                    "401": _error("Missing or wrong SIGNOFF_API_TOKEN."),
+                    "403": _error("The requester may not start the workflow."),
+                    "404": _error("No such workflow, or the runs API is off."),
+                    "503": _503,
+                },
+            }
+        },
+        "/api/openapi.json": {
+            "get": {
+                "operationId": "openapi",
+                "summary": "This document",
+                "responses": {"200": _json(_ref("OpenAPI"), "OpenAPI 3.1.")},
+            }
+        },
+    }
+
+
 def document() -> dict[str, Any]:
     """The OpenAPI document, as JSON values."""
-    approval = _json(_ref("Approval"), "The approval.")
     return {
         "openapi": "3.1.0",
         "info": {
@@ -221,130 +355,7 @@ def document() -> dict[str, Any]:
                 },
             },
         },
-        "paths": {
-            "/api/approvals": {
-                "post": {
-                    "operationId": "requestApproval",
-                    "summary": "Ask for an approval",
-                    "security": _SERVICE,
-                    "parameters": [
-                        {
-                            "name": "Idempotency-Key",
-                            "in": "header",
-                            "required": False,
-                            "schema": {"type": "string", "maxLength": 200},
-                            "description": "The same key again returns the same approval.",
-                        }
-                    ],
-                    "requestBody": {
-                        "required": True,
-                        "content": {"application/json": {"schema": _ref("ApprovalRequest")}},
-                    },
-                    "responses": {
-                        "202": _json(_ref("Approval"), "Asked; the card is on its way."),
-                        "200": _json(_ref("Approval"), "This Idempotency-Key asked already."),
-                        "400": _error("The body is not a JSON object of the request's fields."),
-                        "401": _401,
-                        "403": _error(
-                            "The policy does not name the action, or the service may not ask "
-                            "for it (deny by default)."
-                        ),
-                        "422": _json(
-                            _ref("Problems"),
-                            "Arguments or fields that do not fit, named one by one; or an "
-                            "Idempotency-Key used for a different request.",
-                        ),
-                        "503": _503,
-                    },
-                },
-                "get": {
-                    "operationId": "listPendingApprovals",
-                    "summary": "The service's pending approvals",
-                    "security": _SERVICE,
-                    "parameters": [
-                        {
-                            "name": "status",
-                            "in": "query",
-                            "required": False,
-                            "schema": {"const": "pending"},
-                        }
-                    ],
-                    "responses": {
-                        "200": _json(_ref("ApprovalList"), "Oldest first, at most 200."),
-                        "400": _error("A status other than pending."),
-                        "401": _401,
-                        "503": _503,
-                    },
-                },
-            },
-            "/api/approvals/{approval_id}": {
-                "get": {
-                    "operationId": "getApproval",
-                    "summary": "An approval, waiting up to `wait` seconds for its decision",
-                    "security": _SERVICE,
-                    "parameters": [
-                        {
-                            "name": "approval_id",
-                            "in": "path",
-                            "required": True,
-                            "schema": {"type": "string"},
-                        },
-                        {
-                            "name": "wait",
-                            "in": "query",
-                            "required": False,
-                            "schema": {"type": "number", "minimum": 0},
-                            "description": "Long-poll up to this many seconds (at most 60; "
-                            "longer is cut to 60) until it is settled.",
-                        },
-                    ],
-                    "responses": {
-                        "200": approval,
-                        "400": _error("wait is not a number of seconds."),
-                        "401": _401,
-                        "404": _error("No approval of this service has this id."),
-                        "503": _503,
-                    },
-                }
-            },
-            "/api/runs": {
-                "post": {
-                    "operationId": "startRun",
-                    "summary": "Start a workflow run",
-                    "security": [{"runsToken": []}],
-                    "requestBody": {
-                        "required": True,
-                        "content": {"application/json": {"schema": _ref("RunRequest")}},
-                    },
-                    "responses": {
-                        "201": _json(
-                            _ref("RunStarted"),
-                            "Started, and run until it paused (`approvals` it waits on) or "
-                            "ended (`completed`, or `failed` with `error`).",
-                        ),
-                        "202": _json(
-                            _ref("RunStarted"),
-                            "Started (`status` running), but the database was busy or "
-                            "unreachable while it ran: it was not failed for that, and goes "
-                            "on in the background from where it stopped once the database "
-                            "has room (`error` says so). Do not start it again.",
-                        ),
-                        "400": _error("Malformed, or inputs the workflow refuses."),
-                        "401": _error("Missing or wrong SIGNOFF_API_TOKEN."),
-                        "403": _error("The requester may not start the workflow."),
-                        "404": _error("No such workflow, or the runs API is off."),
-                        "503": _503,
-                    },
-                }
-            },
-            "/api/openapi.json": {
-                "get": {
-                    "operationId": "openapi",
-                    "summary": "This document",
-                    "responses": {"200": _json(_ref("OpenAPI"), "OpenAPI 3.1.")},
-                }
-            },
-        },
+        "paths": {**_approval_paths(), **_run_paths()},
         "webhooks": {
             "approval.settled": {
                 "post": {

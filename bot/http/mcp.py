@@ -25,10 +25,10 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from multidict import CIMultiDict
 
-from .mcp_server import build_mcp_server
+from ..mcp_server import build_mcp_server
 
 if TYPE_CHECKING:
-    from .approvals.service import Signoff
+    from ..approvals.service import Signoff
 
 __all__ = ["PATH", "mount_mcp"]
 

@@ -1,0 +1,136 @@
+"""The approval card's texts, and those of a decided, expired or cancelled card."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..mrkdwn import clean, code, date, escape, mention
+from ._words import (
+    FULL_PAYLOAD,
+    STATUS_EMOJI,
+    decider,
+    join,
+    plural,
+    sentence,
+    status_word,
+    tier_emoji,
+)
+
+# ---------------------------------------------------------------------------------------------
+# The card
+# ---------------------------------------------------------------------------------------------
+
+
+def card_fallback(title: str, action: str, tier_name: str, requester: str) -> str:
+    """The notification text of a new card (mrkdwn, user data escaped by the caller's parts)."""
+    return (
+        f"{tier_emoji(tier_name)} Approval needed: {escape(title)} ({escape(action)}), "
+        f"requested by {mention(requester)}"
+    )
+
+
+def fallback_deciders(approvers: str, expire_at: float | None) -> str:
+    """What the notification text adds: who must decide and by when (screen readers read only
+    the fallback text)."""
+    by = f" by {date(expire_at)}" if expire_at is not None else ""
+    return f". To decide{by}: {approvers}"
+
+
+def card_summary(requester: str, action: str) -> str:
+    return f"{mention(requester)} asks to run {code(action)}. Decide below."
+
+
+def expiry(seconds: float | None, at: float | None) -> str:
+    """The card's Expires field: a Slack date token (each reader sees it in their own time
+    zone, and it never goes stale as "in 2d 3h" on a card posted days ago would), `never`,
+    `now`."""
+    if seconds is None:
+        return "never"
+    if seconds <= 0:
+        return "now"
+    return date(at)
+
+
+def quorum(approved: int, required: int, users: Sequence[str]) -> str:
+    """`1 of 2 approvals: <@U_ALICE>`, or `needs 1 approval` when nobody has approved yet."""
+    if approved == 0:
+        return f"needs {plural(required, 'approval')}"
+    text = f"{approved} of {required} approvals"
+    if users:
+        text += ": " + join([mention(u) for u in users])
+    return text
+
+
+def fields_omitted(shown: int, total: int) -> str:
+    return f"Showing {shown} of {total} fields. *{FULL_PAYLOAD}* shows them all."
+
+
+def values_shortened() -> str:
+    return f"Long values are shortened here. *{FULL_PAYLOAD}* shows them in full."
+
+
+def card_footer(approval_id: str, created_at: float) -> str:
+    return f"Approval {code(approval_id)} · requested {date(created_at)}"
+
+
+def confirm_critical(title: str) -> str:
+    """Confirm dialog text (plain text: the dialog's text object is plain_text)."""
+    return (
+        f"“{clean(title)}” is a critical action and cannot be undone. "
+        "Approve it only if you have checked every field."
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Decided and expired cards
+# ---------------------------------------------------------------------------------------------
+
+
+def decided_line(status: str, by: Sequence[str], at: float | None) -> str:
+    """`✅ *Approved* by <@U_ALICE> and <@U_BOB> <!date...>`."""
+    emoji = STATUS_EMOJI.get(status, "•")
+    who_ = join([decider(b) for b in by]) or "someone"
+    return f"{emoji} *{status_word(status).capitalize()}* by {who_} {date(at)}"
+
+
+def expired_line(at: float | None, approved: bool) -> str:
+    outcome = "approved (the policy's expiry outcome)" if approved else "rejected"
+    return (
+        f"{STATUS_EMOJI['expired']} *Expired*: nobody decided by {date(at)}, so it was {outcome}."
+    )
+
+
+def cancelled_line(at: float | None) -> str:
+    return f"{STATUS_EMOJI['cancelled']} *Cancelled* {date(at)}: the run was withdrawn before anyone decided."
+
+
+def note_line(note: str) -> str:
+    return f"*Note:* {escape(note)}"
+
+
+def reason_line(reason: str) -> str:
+    return f"*Reason:* {escape(reason)}"
+
+
+def edits_heading() -> str:
+    return "*Edited before approval:*"
+
+
+def edited_heading(revision: int) -> str:
+    return (
+        f"*Edited (revision {revision}):* the values above are the ones that run; "
+        "an approval counts only for them."
+    )
+
+
+def edited_by(user: str) -> str:
+    return f" (by {mention(user)})"
+
+
+def stale_revision(detail: str) -> str:
+    return f"🔄 {escape(sentence(detail))}"
+
+
+def edit_change(field: str, before: str, after: str) -> str:
+    """One edit: `• *amount*: 120.0 → 100` (parts escaped by the caller)."""
+    return f"• *{field}*: {before} → {after}"

@@ -165,6 +165,9 @@ def importable_here() -> None:
         sys.path.append(here)
 
 
+_Commands = argparse._SubParsersAction  # what `add_subparsers` returns: one parser per command
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="signoff",
@@ -174,6 +177,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_run_commands(sub)
+    _add_decision_commands(sub)
+    _add_operator_commands(sub)
+    _add_process_commands(sub)
+    return p
+
+
+def _add_run_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
+    """db, start, pending, show: the schema, and runs started and read."""
     db = sub.add_parser("db", help="database schema").add_subparsers(
         dest="db_command", required=True
     )
@@ -243,6 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(fn=lambda app, a: cmd_decide(app, a, True))
 
+
+def _add_decision_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
+    """approve, reject, audit, sweep, worker: deciding, and what follows decisions."""
     s = sub.add_parser(
         "reject",
         help="reject an approval",
@@ -274,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     w.set_defaults(fn=cmd_worker)
 
+
+def _add_operator_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
+    """retry, redeliver, cancel, purge: an operator's control of runs and of what Slack refused."""
     s = sub.add_parser(
         "retry",
         help="go on with a failed run from its last checkpoint",
@@ -328,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(fn=cmd_purge)
 
+
+def _add_process_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
+    """run, demo, mcp, new: the processes signoff runs, and the scaffold."""
     s = sub.add_parser(
         "run", help="run the Slack bot (HTTP on --port, or Socket Mode with SLACK_APP_TOKEN)"
     )
@@ -405,4 +426,3 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", help="the workflow's name, a Python identifier (e.g. expense)")
     s.add_argument("--dir", type=Path, default=Path(), help="where to write them (default: here)")
     s.set_defaults(fn=None, scaffold=True)
-    return p

@@ -100,6 +100,8 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
         restarted = drop_frontier(run)
 
     if not run.frontier and not goto:
+        if input is None and tup is not None and run.graph.dialect == "langgraph":
+            return run.output()  # as LangGraph: a finished thread runs nothing, shows its state
         if input is None or (is_command and input.has_resume):
             raise nothing_to_resume(run, tup)
         if update is None:

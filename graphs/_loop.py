@@ -400,11 +400,16 @@ class Run:
     ) -> list[tuple[str, Any]]:
         """`update` as writes, refusing keys the graph does not take. `input`: it is a run's
         input (not a `Command`'s or `update_state`'s update), which drops the keys only nodes'
-        own schemas have, as LangGraph does (they are not in its input schema)."""
+        own schemas have, as LangGraph does (they are not in its input schema); in LangGraph's
+        dialect it drops every key the graph does not take, as LangGraph reads only its input
+        channels."""
         if self.graph.root:
             return [(ROOT, update)]
         if not isinstance(update, Mapping) and (typed := updates_of(update)) is not None:
             update = typed  # a pydantic instance with no field set is an empty input
+        if input and self.graph.dialect == "langgraph" and isinstance(update, Mapping):
+            taken = self.graph.channels if keys is None else keys
+            update = {k: v for k, v in update.items() if k in taken}
         if keys is not None and isinstance(update, Mapping):
             outside = [k for k in update if k not in keys]
             if outside:

@@ -147,6 +147,7 @@ def test_a_missing_name_is_an_attribute_error() -> None:
 LANGGRAPH_PATHS = {
     "graphs.graph": ["StateGraph", "START", "END", "MessagesState", "add_messages"],
     "graphs.graph.state": ["StateGraph", "CompiledStateGraph"],
+    "graphs.constants": ["START", "END", "TAG_NOSTREAM", "TAG_HIDDEN"],
     "graphs.graph.message": [
         "add_messages", "MessagesState", "REMOVE_ALL_MESSAGES", "Messages", "AnyMessage",
     ],

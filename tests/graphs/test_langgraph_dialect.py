@@ -125,7 +125,23 @@ def edit_pending_call(dialect: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("program", [deny_by_new_message, edit_pending_call])
+def finished_thread(dialect: str) -> dict[str, Any]:
+    """A thread whose run finished, invoked again with `None` (nothing to run: its state), then
+    with an input holding a key the state does not have (dropped, the rest applied)."""
+    lg = imports(dialect)
+    graph = booking_agent(lg, [])
+    config = {"configurable": {"thread_id": "ticket-3"}}
+    graph.invoke({"messages": [HumanMessage(content="hello", id="h1")], "mood": "x"}, config)
+    graph.invoke(None, config)  # paused before the tool: it runs now
+    again = graph.invoke(None, config)
+    more = graph.invoke({"messages": [HumanMessage(content="thanks", id="h2")], "mood": 1}, config)
+    return {
+        "again": _contents(again["messages"]),
+        "after more input": (_contents(more["messages"]), graph.get_state(config).next),
+    }
+
+
+@pytest.mark.parametrize("program", [deny_by_new_message, edit_pending_call, finished_thread])
 def test_a_ported_program_does_what_it_did_on_langgraph(program: Any) -> None:
     assert program("graphs") == program("langgraph")
 
@@ -168,3 +184,28 @@ def test_the_top_level_api_keeps_seed_000s_semantics() -> None:
         graph.invoke({"messages": [HumanMessage(content="book", id="h1")]}, config)
     graph.invoke({"messages": [HumanMessage(content="and breakfast", id="h2")]}, config)
     assert booked == [{"hotel": "Ritz", "nights": 3}]
+
+
+def test_an_answer_to_a_thread_that_is_not_paused_is_refused_in_both_dialects() -> None:
+    """The one place LangGraph's dialect keeps graphs' rule, for safety: LangGraph returns the
+    state for `Command(resume=...)` on a finished thread; an answer that reaches no pause (a
+    second click on a decided card) is refused loudly."""
+    from graphs.errors import ResumeError
+    from graphs.types import Command
+
+    lg = imports("graphs")
+    graph = booking_agent(lg, [])
+    config = {"configurable": {"thread_id": "ticket-4"}}
+    graph.invoke({"messages": [HumanMessage(content="hello", id="h1")]}, config)
+    graph.invoke(None, config)
+    with pytest.raises(ResumeError, match="is not paused: its last run finished"):
+        graph.invoke(Command(resume={"approved": True}), config)
+
+
+def test_graphs_constants_are_langgraphs() -> None:
+    import langgraph.constants
+
+    import graphs.constants
+
+    for name in graphs.constants.__all__:
+        assert getattr(graphs.constants, name) == getattr(langgraph.constants, name), name

@@ -1,9 +1,10 @@
 """The loop's I/O, as data: the requests it yields, and what a run under `durability="exit"`
 holds unsaved.
 
-`Run.execute` and `Run.update` (in `_loop.py`) are generators that never do I/O: each yields a
-request, one small immutable tuple per kind below, and is sent the reply. The drivers that perform
-them are `_drive.py`'s, above the loop; the tasks, the stream and the loop import from here.
+`Run.execute` (in `_loop.py`) and `update_state`'s `update` (in `_updates.py`) are generators
+that never do I/O: each yields a request, one small immutable tuple per kind below, and is sent
+the reply. The drivers that perform them are `_drive.py`'s, above the loop; the tasks, the
+stream and the loop import from here.
 """
 
 from __future__ import annotations

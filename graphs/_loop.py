@@ -6,6 +6,12 @@ requests of `_io.py`) and never performs it; `drive_sync` and `drive_async` (`_d
 each request with the sync or async saver and task runner. So `invoke` and `ainvoke` share
 every rule. A task (one node run of a step) is a `Task`, in `_task.py`.
 
+This module holds the run's state (`Run`: the head's values, versions, frontier and pending
+writes) and the step loop; the rest of a run is cut by job, each a module of functions over a
+`Run`: its input (`_input.py`), the step's pure functions (`_algo.py`), the next frontier
+(`_routing.py`), what a finished task's return becomes (`_results.py`), the checkpoint saved
+(`_save.py`), and `update_state`/`fork` (`_updates.py`).
+
 A run's input is saved first, as LangGraph saves it: an input checkpoint (`source="input"`, the
 thread's values as they were, the input in the `__start__` channel, the `__start__` task next),
 then that task's step applies it (step 0 on a new thread, `source="loop"`).

@@ -25,14 +25,18 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiohttp
 from aiohttp import web
 
-if TYPE_CHECKING:
-    from .sandbox.page import DemoPage
-    from .sandbox.slack_api import FakeSlack
+from .approvals.errors import PolicyError
+from .approvals.policy import load_policy
+from .sandbox.page import DemoPage, workflow_form
+from .sandbox.people import APPROVALS_CHANNEL, DEMO_POLICY, demo_workspace
+from .sandbox.slack_api import FakeSlack
+from .walkthrough import walkthrough as walk
+from .workflows import load_workflows
 
 __all__ = ["SANDBOX_DB", "DemoBusy", "DemoLock", "main", "run_sandbox"]
 
@@ -62,8 +66,6 @@ def main(
 ) -> int:
     """`signoff demo`: the sandbox and the bot until Ctrl-C; or the terminal walk-through."""
     if walkthrough:
-        from .walkthrough import walkthrough as walk
-
         return walk()
     try:
         return asyncio.run(
@@ -162,7 +164,6 @@ def _bot_env(
 
 def _agent_token_env(policy: Path) -> str | None:
     """The variable holding the demo service's token, when the policy has that service."""
-    from .approvals.policy import load_policy
 
     service = load_policy(policy).services.get(AGENT_SERVICE)
     return service.token_env if service else None
@@ -212,9 +213,6 @@ def demo_workflows(policy_path: Path) -> list[dict[str, Any]]:
         PolicyError: the policy file is missing or wrong.
         ValueError: a workflow's `path` does not import (the message names it).
     """
-    from .approvals.policy import load_policy
-    from .sandbox.page import workflow_form
-    from .workflows import load_workflows
 
     declared = load_policy(policy_path).workflows
     workflows = load_workflows({name: wf.path for name, wf in declared.items()})
@@ -259,10 +257,6 @@ async def run_sandbox(
         The exit status: 0 when stopped by a signal, 1 when something could not start or the
         bot died.
     """
-    from .approvals.errors import PolicyError
-    from .sandbox.page import DemoPage
-    from .sandbox.people import APPROVALS_CHANNEL, DEMO_POLICY, demo_workspace
-    from .sandbox.slack_api import FakeSlack
 
     db = Path(db or SANDBOX_DB).absolute()
     policy = (policy or DEMO_POLICY).absolute()
@@ -334,7 +328,6 @@ async def _serve(
     socket_mode: bool = False,
 ) -> int:
     """Empty the database (its lock is held), start the bot, and serve until a signal."""
-    from .sandbox.people import APPROVALS_CHANNEL
 
     for suffix in ("", "-wal", "-shm", ".locks"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
@@ -432,6 +425,5 @@ async def _serve(
 def _what_to_start(policy: Path) -> str:
     """What the start-up line suggests starting: the bundled policy's refund, or one of the
     workflows of the policy given with --policy (the page lists them)."""
-    from .sandbox.people import DEMO_POLICY
 
     return "a refund" if policy == DEMO_POLICY.absolute() else "one of its workflows"

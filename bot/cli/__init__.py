@@ -98,6 +98,8 @@ def _main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     importable_here()
     if getattr(args, "scaffold", False):
+        # each command's own modules are loaded for it alone, so `signoff --help` and the
+        # database commands start without aiohttp, Bolt or the sandbox
         from ..scaffold import ScaffoldError, write_workflow
 
         try:
@@ -106,7 +108,7 @@ def _main(argv: list[str]) -> int:
             return _exit_status(e)
         return 0
     if getattr(args, "demo", False):
-        from ..demo import main as demo_main
+        from ..demo import main as demo_main  # the sandbox and aiohttp (see above)
 
         return demo_main(
             port=args.port,
@@ -117,7 +119,7 @@ def _main(argv: list[str]) -> int:
             socket_mode=args.socket_mode,
         )
     if getattr(args, "serve", False):
-        from ..http import serve
+        from ..http import serve  # aiohttp, Bolt, the MCP SDK (see above)
 
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

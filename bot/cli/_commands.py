@@ -18,6 +18,7 @@ from ..approvals.db import Database
 from ..approvals.errors import ApprovalError
 from ..approvals.jobs import Undelivered
 from ..approvals.models import Approval, iso
+from ..approvals.policy import parse_duration
 from ..approvals.policy.schema import display
 from ..approvals.service import Signoff
 
@@ -423,6 +424,7 @@ async def cmd_worker(app: Signoff, args: argparse.Namespace) -> int:
         n = await app.run_jobs(("resume",))
         print(f"{n} job(s) done; sweep: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
         return 0
+    # APScheduler, for `signoff worker` alone: the other commands start without it
     from ..scheduler import start_scheduler
 
     scheduler = start_scheduler(app, sweep_every=args.interval, kinds=("resume",))
@@ -442,8 +444,6 @@ async def cmd_worker(app: Signoff, args: argparse.Namespace) -> int:
 
 
 async def cmd_purge(app: Signoff, args: argparse.Namespace) -> int:
-    from ..approvals.policy import parse_duration
-
     n = await app.purge(parse_duration(args.older_than).total_seconds())
     print(f"purged {n} finished run(s) (completed, cancelled, failed) older than {args.older_than}")
     return 0
@@ -451,6 +451,7 @@ async def cmd_purge(app: Signoff, args: argparse.Namespace) -> int:
 
 async def cmd_mcp(app: Signoff, args: argparse.Namespace) -> int:
     """The MCP server on standard input and output, asking as the service `--service`."""
+    # the MCP SDK, for `signoff mcp` alone: the other commands start without it
     from ..mcp_server import serve_stdio
 
     await serve_stdio(app, args.service)

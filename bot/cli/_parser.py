@@ -114,6 +114,8 @@ _RAW = argparse.RawDescriptionHelpFormatter
 
 def _workflows_text() -> str:
     """The workflows `start` knows under the current policy, for `start --help`."""
+    # the workflows (the support agent loads langchain_core), for `start --help` alone:
+    # `signoff --help` and the other commands start without them
     from ..approvals.policy import load_policy
     from ..workflows import BUILTIN, load_workflows
 

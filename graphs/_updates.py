@@ -21,7 +21,7 @@ from ._routing import next_frontier
 from ._save import carry_over, save
 from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
 from ._types import START, Command, RunConfig, Send
-from .checkpoint.base import DONE, CheckpointTuple
+from .checkpoint.base import DONE, CheckpointTuple, checkpoint_config
 from .errors import InvalidUpdateError
 
 __all__ = ["fork", "update", "update_step"]
@@ -61,10 +61,22 @@ def last_ran(run: Run, tup: CheckpointTuple | None) -> Loop[str]:
     that node's would and the edges after it are taken again (an edited message replaces
     the one with its id, and the pending tool call sees it). Found by walking back from
     `tup` past updates, forks and inputs to the last step that ran nodes (or `"__start__"`
-    where none ran yet). Raises `InvalidUpdateError` when that step ran several nodes."""
+    where none ran yet). Raises `InvalidUpdateError` when that step ran several nodes, or when
+    the checkpoint before it was not saved (`durability="exit"`), so which ran is not known."""
     while tup is not None:
         parent = tup.parent_config
+        origin = tup.metadata.get("forked_from")
+        if parent is None and origin is not None:  # a fork's first checkpoint: its source's
+            source = checkpoint_config(origin["thread_id"], run.ns, origin["checkpoint_id"])
+            tup = yield GetCheckpoint(source)
+            continue
         if parent is None:
+            if tup.metadata.get("source") == "loop" and tup.metadata.get("step", -1) >= 0:
+                raise InvalidUpdateError(
+                    f"update_state on thread {run.thread_id!r}: which node made its latest "
+                    "state is not recorded (the run saved no checkpoint before it, as under "
+                    "durability='exit'): pass as_node= the node whose update it is"
+                )
             break
         before: CheckpointTuple | None = yield GetCheckpoint(parent)
         if tup.metadata.get("source") == "loop" and before is not None:

@@ -209,3 +209,37 @@ def test_graphs_constants_are_langgraphs() -> None:
 
     for name in graphs.constants.__all__:
         assert getattr(graphs.constants, name) == getattr(langgraph.constants, name), name
+
+
+def test_an_update_whose_node_is_not_recorded_is_refused_not_guessed() -> None:
+    """Under `durability="exit"` the checkpoint before a run's last one is not saved, so which
+    node made the state is unknown: the update names it, rather than being written as START
+    (which would run the model again instead of the edited call)."""
+    from graphs.errors import InvalidUpdateError
+
+    lg = imports("graphs")
+    graph = booking_agent(lg, [])
+    config = {"configurable": {"thread_id": "ticket-5"}}
+    graph.invoke({"messages": [HumanMessage(content="book", id="h1")]}, config, durability="exit")
+    edited = AIMessage(content="no booking", id="ai_1")
+    with pytest.raises(InvalidUpdateError, match="pass as_node= the node whose update it is"):
+        graph.update_state(config, {"messages": [edited]})
+    graph.update_state(config, {"messages": [edited]}, as_node="assistant")
+    assert graph.get_state(config).next == ()
+
+
+def test_an_update_on_a_fresh_fork_is_written_as_the_node_that_made_its_source() -> None:
+    """A fork's first checkpoint has no parent in its own thread: the node that made the state
+    is read from the checkpoint it was forked from, so the edit replaces the pending call."""
+    lg = imports("graphs")
+    booked: list[dict[str, Any]] = []
+    graph = booking_agent(lg, booked)
+    config = {"configurable": {"thread_id": "ticket-6"}}
+    graph.invoke({"messages": [HumanMessage(content="book", id="h1")]}, config)
+    graph.fork(config, "ticket-6-fork")
+    forked = {"configurable": {"thread_id": "ticket-6-fork"}}
+    pending = graph.get_state(forked).values["messages"][-1]
+    call = dict(pending.tool_calls[0], args={"hotel": "Ritz", "nights": 2})
+    graph.update_state(forked, {"messages": [AIMessage("", tool_calls=[call], id=pending.id)]})
+    graph.invoke(None, forked)
+    assert booked == [{"hotel": "Ritz", "nights": 2}]

@@ -27,11 +27,11 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
 
 from .._schema import ROOT
 from .._timeout import refuse_sync
-from .._types import END, START, RetryPolicy, TimeoutPolicy
+from .._types import END, START, Dialect, RetryPolicy, TimeoutPolicy
 from ..builder import StateGraph
 from ..cache import CachePolicy
 from ..errors import GraphSetupError
@@ -44,6 +44,15 @@ if TYPE_CHECKING:
     from ..store import BaseStore
 
 __all__ = ["Entrypoint", "TaskFunction", "TaskFuture", "entrypoint", "task"]
+
+
+class _EntrypointGraph(StateGraph):
+    """An `@entrypoint`'s one-node graph. `graphs.func` is LangGraph's module path, so the graph
+    speaks LangGraph's dialect (`graphs.types.Dialect`): a pause returns `__interrupt__`, new
+    input on a paused thread starts a new run."""
+
+    dialect: ClassVar[Dialect] = "langgraph"
+
 
 T = TypeVar("T")
 ContextT = TypeVar("ContextT")
@@ -137,7 +146,8 @@ class entrypoint(Generic[ContextT]):  # LangGraph's name, a class in lower case
             function may run (a sync one is refused with a `ValueError`): past it the attempt
             is cancelled and fails with `NodeTimeoutError`, which `retry_policy` may retry.
         retry_policy: how a failed run of the function is retried (graphs' `RetryPolicy`).
-        interrupt_mode: as `StateGraph.compile`'s: `"raise"` (default) or `"return"`.
+        interrupt_mode: as `StateGraph.compile`'s: `"return"` (the default: `graphs.func` is
+            LangGraph's path, and speaks LangGraph's dialect) or `"raise"`.
     """
 
     final = Final
@@ -181,7 +191,7 @@ class entrypoint(Generic[ContextT]):  # LangGraph's name, a class in lower case
             )
         if self.timeout is not None and not inspect.iscoroutinefunction(func):
             raise refuse_sync(name, "Node")
-        builder = StateGraph(object, self.context_schema)
+        builder = _EntrypointGraph(object, self.context_schema)
         builder.channels.update(channels())
         cache = self.cache_policy
         if cache is not None:  # keyed by the input alone, as LangGraph's (not `previous`)

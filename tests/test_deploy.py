@@ -168,7 +168,9 @@ def test_the_wheel_pip_installs_holds_every_file_the_code_reads(tmp_path: Path) 
         check=False, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr[-3000:]
-    assert "deprecated" not in built.stderr, built.stderr  # pyproject.toml as setuptools reads it now
+    assert "deprecated" not in built.stderr, (
+        built.stderr
+    )  # pyproject.toml as setuptools reads it now
     (wheel,) = (tmp_path / "dist").glob("signoff-*.whl")
     inside = set(zipfile.ZipFile(wheel).namelist())
     needed = subprocess.run(

@@ -24,6 +24,7 @@ DEFAULT_SWEEP_INTERVAL = 30.0
 DEFAULT_JOB_LEASE = 60.0
 DEFAULT_SLACK_TIMEOUT = 30.0
 DEFAULT_WORKERS = 2
+DEFAULT_SOCKET_GRACE = 120.0
 
 
 class SettingsError(ValueError):
@@ -73,6 +74,10 @@ class Settings:
     with the clicks: on 2 cores, 4 made clicks slower and the backlog no shorter
     (`bench/load.py`); raise it when jobs mostly wait on Slack or on slow nodes."""
 
+    socket_grace: float = DEFAULT_SOCKET_GRACE
+    """`SIGNOFF_SOCKET_GRACE` (seconds, default 120): in Socket Mode, how long the connection to
+    Slack may be down (slack_sdk reconnecting) before `/healthz` answers 503 saying why."""
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
@@ -93,6 +98,7 @@ class Settings:
             job_lease=_seconds(env, "SIGNOFF_JOB_LEASE", DEFAULT_JOB_LEASE),
             slack_timeout=_seconds(env, "SIGNOFF_SLACK_TIMEOUT", DEFAULT_SLACK_TIMEOUT),
             workers=_count(env, "SIGNOFF_WORKERS", DEFAULT_WORKERS),
+            socket_grace=_seconds(env, "SIGNOFF_SOCKET_GRACE", DEFAULT_SOCKET_GRACE),
         )
 
     def check_slack(self) -> None:

@@ -24,6 +24,8 @@ DEFAULT_SWEEP_INTERVAL = 30.0
 DEFAULT_JOB_LEASE = 60.0
 DEFAULT_SLACK_TIMEOUT = 30.0
 DEFAULT_WORKERS = 2
+DEFAULT_WEBHOOK_WORKERS = 2
+DEFAULT_WEBHOOK_TIMEOUT = 10.0
 
 
 class SettingsError(ValueError):
@@ -72,6 +74,13 @@ class Settings:
     once; jobs of one thread still go one at a time, in order. They share the bot's event loop
     with the clicks: on 2 cores, 4 made clicks slower and the backlog no shorter
     (`bench/load.py`); raise it when jobs mostly wait on Slack or on slow nodes."""
+    webhook_workers: int = DEFAULT_WEBHOOK_WORKERS
+    """`SIGNOFF_WEBHOOK_WORKERS` (default 2): how many webhooks (a service's `callback_url`) the
+    bot delivers at once, on workers of their own: a receiver that is slow, or never answers,
+    holds up only webhooks, never the cards and resumes of `SIGNOFF_WORKERS`."""
+    webhook_timeout: float = DEFAULT_WEBHOOK_TIMEOUT
+    """`SIGNOFF_WEBHOOK_TIMEOUT` (seconds, default 10): how long one try of a webhook waits for
+    the receiver's answer (connecting included); past it the try has failed and is retried."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -93,6 +102,8 @@ class Settings:
             job_lease=_seconds(env, "SIGNOFF_JOB_LEASE", DEFAULT_JOB_LEASE),
             slack_timeout=_seconds(env, "SIGNOFF_SLACK_TIMEOUT", DEFAULT_SLACK_TIMEOUT),
             workers=_count(env, "SIGNOFF_WORKERS", DEFAULT_WORKERS),
+            webhook_workers=_count(env, "SIGNOFF_WEBHOOK_WORKERS", DEFAULT_WEBHOOK_WORKERS),
+            webhook_timeout=_seconds(env, "SIGNOFF_WEBHOOK_TIMEOUT", DEFAULT_WEBHOOK_TIMEOUT),
         )
 
     def check_slack(self) -> None:

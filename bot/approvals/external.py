@@ -87,7 +87,7 @@ MAX_WAIT = 60.0
 POLL_INTERVAL = 0.5
 """How often a waiting read looks at the database: the decision may be made by another process."""
 WEBHOOK_ATTEMPTS = 30
-"""Tries of a webhook before it is given up on (backed off 2, 4, 8 s ... to an hour: about a day)."""
+"""Tries of a webhook before it is given up on (backed off 2, 4, 8 s ... to an hour: about 19 h)."""
 WEBHOOK_BACKOFF_MAX = 3600.0
 
 WebhookSender = Callable[[str, bytes, Mapping[str, str]], Awaitable[int]]

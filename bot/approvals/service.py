@@ -21,7 +21,7 @@ from .audit import LINK_BATCH, AuditLog
 from .decisions import DecideResult, Decisions, idempotency_key
 from .events import EventSink, NullSink
 from .external import ExternalApprovals, external_workflow
-from .jobs import LEASE_SECONDS, JobKind, JobQueue, Undelivered
+from .jobs import LEASE_SECONDS, JobKind, JobQueue, Undelivered, WebhookDelivery
 from .models import Approval, Workflow
 from .pauses import Pauses
 from .policy import GroupResolver, Policy, StaticGroups
@@ -198,6 +198,11 @@ class Signoff:
         """Messages Slack refused for good (an archived channel, the bot not in it), of one
         thread or all, oldest first (`JobQueue.undelivered`)."""
         return await self.jobs.undelivered(thread_id)
+
+    async def webhooks(self, thread_id: str) -> list[WebhookDelivery]:
+        """The webhooks of a service's request (its thread), oldest first: delivered, retrying
+        (tries made, when next) or given up (`JobQueue.webhooks_of`)."""
+        return await self.jobs.webhooks_of(thread_id)
 
     async def redeliver(self, target: str, *, actor: str) -> list[Undelivered]:
         """Queue again the given-up messages of `target` (a thread id or a job id), once its

@@ -57,7 +57,7 @@ from .errors import (
 )
 from .jobs import Job, JobQueue, backoff, finish_in
 from .models import ApprovalStatus, Decision, iso
-from .policy import Policy, check_service
+from .policy import Policy, check_service, private_hint
 
 if TYPE_CHECKING:
     from .audit import AuditLog
@@ -69,6 +69,7 @@ __all__ = [
     "EXTERNAL_WORKFLOW",
     "MAX_WAIT",
     "SIGNATURE_HEADER",
+    "CallbackRefused",
     "ExternalApproval",
     "ExternalApprovals",
     "WebhookSender",
@@ -90,9 +91,17 @@ WEBHOOK_ATTEMPTS = 30
 """Tries of a webhook before it is given up on (backed off 2, 4, 8 s ... to an hour: about 19 h)."""
 WEBHOOK_BACKOFF_MAX = 3600.0
 
-WebhookSender = Callable[[str, bytes, Mapping[str, str]], Awaitable[int]]
-"""`await send(url, body, headers)` POSTs a webhook and returns the HTTP status (the process
-wiring supplies one on aiohttp; governance does no HTTP itself). Raising counts as a failure."""
+WebhookSender = Callable[..., Awaitable[int]]
+"""`await send(url, body, headers, allow_private=False)` POSTs a webhook and returns the HTTP
+status (the process wiring supplies one on aiohttp; governance does no HTTP itself). Raising
+counts as a failed try; raising `CallbackRefused` (the host resolved to an address that
+`allow_private` forbids: `policy.address_kind`) gives the webhook up at once."""
+
+
+class CallbackRefused(Exception):
+    """A webhook's address is refused (its host resolved to a private, loopback or link-local
+    address its service may not post to): given up at once, never retried."""
+
 
 _LIST_HINT = "GET /api/approvals lists your pending ones"
 
@@ -231,6 +240,10 @@ class ExternalApprovals:
             raise await self._refused(refusal, service, action)
         svc, rule = self.policy.services[service], self.policy.actions[action]
         problems = request_problems(requester, title, dedupe_key, callback_url, idempotency_key)
+        if callback_url is not None and "callback_url" not in problems:
+            refused = svc.callback_problem(callback_url)
+            if refused is not None:
+                problems["callback_url"] = refused
         if not isinstance(args, Mapping):
             problems["args"] = "must be an object of the action's arguments"
         elif rule.args is not None:
@@ -472,8 +485,10 @@ class ExternalApprovals:
     async def deliver(self, job: Job) -> None:
         """Perform a `webhook` job: POST the settled approval to its `callback_url`, signed with
         the service's secret. Done on a 2xx answer (audited `webhook_delivered`); otherwise due
-        again, backed off, up to `WEBHOOK_ATTEMPTS` tries (then `webhook_failed`). The delivery
-        id is the same on every try: a receiver de-duplicates by it."""
+        again, backed off, up to `WEBHOOK_ATTEMPTS` tries (then `webhook_failed`). An address
+        the service's policy refuses (checked again here, and after DNS by the sender) is given
+        up at once (`webhook_failed`, its error `refused: ...`). The delivery id is the same on
+        every try: a receiver de-duplicates by it."""
         assert job.thread_id is not None  # a webhook job names its thread
         jobs = self.jobs
         url, delivery_id = job.payload["url"], job.payload["delivery_id"]
@@ -499,14 +514,25 @@ class ExternalApprovals:
             SIGNATURE_HEADER: sign_webhook(secret, int(time.time()), body),
             "Signoff-Delivery": delivery_id,
         }
-        try:
-            status = await self.send(url, body, headers)
-            error = None if 200 <= status < 300 else f"the receiver answered HTTP {status}"
-        except Exception as e:  # noqa: BLE001 - a failed delivery is retried, never lost
-            error = f"{type(e).__name__}: {e}"
+        svc = self.policy.services.get(service)
+        refused = (
+            svc.callback_problem(url)
+            if svc is not None
+            else f"service {service} is no longer in the policy"
+        )
+        error = f"refused: {refused}" if refused else None
+        if error is None:
+            try:
+                allow_private = svc is not None and svc.callback_private
+                status = await self.send(url, body, headers, allow_private=allow_private)
+                error = None if 200 <= status < 300 else f"the receiver answered HTTP {status}"
+            except CallbackRefused as e:
+                error = f"refused: {e}; {private_hint(service)}"
+            except Exception as e:  # noqa: BLE001 - a failed delivery is retried, never lost
+                error = f"{type(e).__name__}: {e}"
         now = self.clock()
         tries = job.attempts + 1
-        if error is None or tries >= WEBHOOK_ATTEMPTS:
+        if error is None or tries >= WEBHOOK_ATTEMPTS or error.startswith("refused: "):
             async with self.db.transaction() as conn:
                 await finish_in(conn, job.id, now, error=error)
                 await self.audit.append(

@@ -89,7 +89,10 @@ _SCHEMAS: dict[str, Any] = {
             "callback_url": {
                 "type": "string",
                 "format": "uri",
-                "description": "http(s) URL POSTed the signed `approval.settled` webhook.",
+                "description": "http(s) URL POSTed the signed `approval.settled` webhook. Its "
+                "scheme, host and port must match the service's callback_urls in the policy; a "
+                "private, loopback or link-local address needs callback_private = true there "
+                "(else 422, naming callback_url).",
             },
         },
     },

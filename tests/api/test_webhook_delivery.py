@@ -51,8 +51,7 @@ token_env = "HOOK_BILLING_TOKEN"
 actions = ["send_refund"]
 {allow}
 """
-ALLOW_LOOPBACK = ""
-_X = """callback_urls = ["http://127.0.0.1:*/"]
+ALLOW_LOOPBACK = """callback_urls = ["http://127.0.0.1:*/"]
 callback_private = true
 """
 TOKEN = "hook-billing-token-0123456789abcdef"
@@ -254,3 +253,118 @@ async def test_signoff_show_tells_a_webhooks_tries_and_next_try(
         r"(next try in \d+s|being tried now)$",
         line,
     ), line
+
+
+# ---- where webhooks may go -------------------------------------------------------------------
+
+LOOPBACK_NAMED = """callback_urls = ["http://127.0.0.1:*", "http://localhost:*", "https://hooks.billing.example"]
+"""
+"""Origins on this machine listed, but `callback_private` not said: loopback stays refused."""
+
+
+@pytest.fixture
+def strict_bot(fake_slack: FakeSlackProcess, tmp_path: Path) -> Iterator[BotProcess]:
+    policy = write_policy(tmp_path, POLICY.replace("{allow}", LOOPBACK_NAMED))
+    found = BotProcess(
+        tmp_path, sqlite_url(tmp_path), fake_slack.url, policy, HOOK_BILLING_TOKEN=TOKEN
+    )
+    yield found
+    found.stop()
+
+
+async def test_a_callback_url_off_the_allow_list_or_at_a_private_address_is_refused(
+    strict_bot: BotProcess, http: aiohttp.ClientSession
+) -> None:
+    bot = strict_bot
+    status, body = await ask(http, bot, callback_url="https://attacker.example/hook")
+    assert status == 422, body
+    ((field, message),) = [(p["field"], p["message"]) for p in body["problems"]]
+    assert field == "callback_url"
+    assert message == (
+        "https://attacker.example:443 is not allowed for service billing (allowed: "
+        "http://127.0.0.1:*, http://localhost:*, https://hooks.billing.example); add its origin "
+        "to callback_urls in [services.billing] of the policy to allow it"
+    )
+
+    # The scheme and the port are part of the origin: http:// or another port is not allowed.
+    for url in ("http://hooks.billing.example/h", "https://hooks.billing.example:8443/h"):
+        status, body = await ask(http, bot, callback_url=url)
+        assert status == 422 and body["problems"][0]["field"] == "callback_url", body
+
+    # Its own /metrics, on loopback: listed, but loopback is not allowed without saying so.
+    status, body = await ask(http, bot, callback_url=bot.url + "/metrics")
+    assert status == 422, body
+    assert body["problems"] == [
+        {
+            "field": "callback_url",
+            "message": "127.0.0.1 is a loopback address; webhooks go to such addresses only "
+            "when [services.billing] says callback_private = true",
+        }
+    ]
+    db = BotDatabase(bot.db_url)
+    try:
+        assert db.runs_count() == 0  # nothing was asked of anyone
+    finally:
+        db.close()
+
+
+async def test_a_name_that_resolves_to_loopback_is_refused_at_delivery_and_shown(
+    fake_slack: FakeSlackProcess,
+    strict_bot: BotProcess,
+    http: aiohttp.ClientSession,
+    failing: Answering,
+) -> None:
+    bot = strict_bot
+    db = BotDatabase(bot.db_url)
+    url = failing.url.replace("127.0.0.1", "localhost")
+    try:
+        async with SandboxClient(fake_slack.url) as slack:
+            await fake_slack.connect(slack, bot.events_url)
+            approval_id = await approved(E2E(slack, bot, db, http), http, url)
+            await until(lambda: any(j["done_at"] for j in webhook_jobs(db)), "the give-up", bot)
+        (job,) = webhook_jobs(db)
+    finally:
+        db.close()
+    assert failing.tries == 0  # the receiver on loopback was never reached
+    reason = (
+        "refused: localhost resolves to 127.0.0.1, a loopback address; webhooks go to such "
+        "addresses only when [services.billing] says callback_private = true"
+    )
+    assert (job["attempts"], job["last_error"]) == (1, reason)
+
+    (hook,) = json.loads(show(bot, approval_id, "--json").stdout)["webhooks"]
+    assert (hook["state"], hook["tries"], hook["error"]) == ("given up", 1, reason)
+    (line,) = [ln for ln in show(bot, approval_id).stdout.splitlines() if "webhook dlv_" in ln]
+    assert f"to {url}: given up after 1 try ({reason})" in line
+
+
+async def test_a_redirect_is_not_followed(
+    fake_slack: FakeSlackProcess,
+    bot: BotProcess,
+    db: BotDatabase,
+    http: aiohttp.ClientSession,
+    failing: Answering,
+) -> None:
+    moved = web.Application()
+
+    async def redirect(request: web.Request) -> web.Response:
+        raise web.HTTPFound(failing.url)
+
+    moved.router.add_post("/hooks/signoff", redirect)
+    runner = web.AppRunner(moved)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        async with SandboxClient(fake_slack.url) as slack:
+            await fake_slack.connect(slack, bot.events_url)
+            approval_id = await approved(
+                E2E(slack, bot, db, http), http, f"http://127.0.0.1:{port}/hooks/signoff"
+            )
+            await until(lambda: any(j["last_error"] for j in webhook_jobs(db)), "a try", bot)
+        (hook,) = json.loads(show(bot, approval_id, "--json").stdout)["webhooks"]
+    finally:
+        await runner.cleanup()
+    assert failing.tries == 0  # where it was redirected to was never posted
+    assert hook["error"] == "the receiver answered HTTP 302"
+    assert hook["state"] == "retrying"

@@ -26,6 +26,7 @@ DEFAULT_SLACK_TIMEOUT = 30.0
 DEFAULT_WORKERS = 2
 DEFAULT_WEBHOOK_WORKERS = 2
 DEFAULT_WEBHOOK_TIMEOUT = 10.0
+DEFAULT_REFUSAL_WINDOW = 60.0
 
 
 class SettingsError(ValueError):
@@ -81,6 +82,11 @@ class Settings:
     webhook_timeout: float = DEFAULT_WEBHOOK_TIMEOUT
     """`SIGNOFF_WEBHOOK_TIMEOUT` (seconds, default 10): how long one try of a webhook waits for
     the receiver's answer (connecting included); past it the try has failed and is retried."""
+    refusal_window: float = DEFAULT_REFUSAL_WINDOW
+    """`SIGNOFF_REFUSAL_WINDOW` (seconds, default 60): a refusal repeated from the same source
+    (a request without a token from one address, a service's malformed request) within this
+    long after the first is counted, not logged again: one audit entry says how many came,
+    the first and the last time, once the window is over."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -104,6 +110,7 @@ class Settings:
             workers=_count(env, "SIGNOFF_WORKERS", DEFAULT_WORKERS),
             webhook_workers=_count(env, "SIGNOFF_WEBHOOK_WORKERS", DEFAULT_WEBHOOK_WORKERS),
             webhook_timeout=_seconds(env, "SIGNOFF_WEBHOOK_TIMEOUT", DEFAULT_WEBHOOK_TIMEOUT),
+            refusal_window=_seconds(env, "SIGNOFF_REFUSAL_WINDOW", DEFAULT_REFUSAL_WINDOW),
         )
 
     def check_slack(self) -> None:
@@ -190,8 +197,8 @@ class _SourcedAuditLog(AuditLog):
     (`"via": "cli"`): a vote cast with `signoff approve --as U_ALICE` is told apart from Alice's
     click in Slack."""
 
-    def __init__(self, key: bytes | None, via: str) -> None:
-        super().__init__(key)
+    def __init__(self, key: bytes | None, via: str, *, repeat_window: float) -> None:
+        super().__init__(key, repeat_window=repeat_window)
         self.via = via
         """What every event's `data["via"]` says."""
 
@@ -221,9 +228,9 @@ def build_signoff(
         policy,
         workflows,
         groups=groups,
-        audit=AuditLog(settings.audit_key)
+        audit=AuditLog(settings.audit_key, repeat_window=settings.refusal_window)
         if via is None
-        else _SourcedAuditLog(settings.audit_key, via),
+        else _SourcedAuditLog(settings.audit_key, via, repeat_window=settings.refusal_window),
         sink=sink,
         lease_seconds=settings.job_lease,
     )

@@ -37,6 +37,7 @@ from sqlalchemy import select
 
 from . import store
 from . import tables as t
+from ._audit_repeats import body_digest
 from ._canonical import canonical_json
 from ._external_wire import (
     SIGNATURE_HEADER,
@@ -220,6 +221,7 @@ class ExternalApprovals:
         dedupe_key: str | None = None,
         callback_url: str | None = None,
         idempotency_key: str | None = None,
+        body: bytes | None = None,
     ) -> ExternalApproval:
         """Ask for an approval of `action` with `args` on `service`'s behalf; return at once
         (the card is on its way). Checked before anything is recorded: the service may ask for
@@ -228,6 +230,7 @@ class ExternalApprovals:
 
         The same `idempotency_key` again (from this service) returns the same approval and
         starts nothing (`created` is False); with a different request it is refused.
+        `body`: the request as it came (HTTP), of which a refusal keeps the size and digest.
 
         Raises:
             ServiceNotAllowed: `service` is not in the policy, or may not ask for `action`.
@@ -235,9 +238,13 @@ class ExternalApprovals:
             InvalidInputError: `.problems` names each field that is wrong (`args.amount`, ...).
             IdempotencyConflict: the key came before with a different request.
         """
+        sent = body if body is not None else {
+            "action": action, "args": args, "requester": requester, "title": title,
+            "dedupe_key": dedupe_key, "callback_url": callback_url,
+        }  # fmt: skip
         refusal = check_service(self.policy, service, action)
         if refusal is not None:
-            raise await self._refused(refusal, service, action)
+            raise await self._refused(refusal, service, action, sent)
         svc, rule = self.policy.services[service], self.policy.actions[action]
         problems = request_problems(requester, title, dedupe_key, callback_url, idempotency_key)
         if callback_url is not None and "callback_url" not in problems:
@@ -264,6 +271,7 @@ class ExternalApprovals:
                 ),
                 service,
                 action,
+                sent,
             )
         request = {
             "action": action,
@@ -308,6 +316,7 @@ class ExternalApprovals:
                     ),
                     service,
                     action,
+                    sent,
                 ) from None
             found = await self._read(thread_id)
             assert found is not None  # its run exists
@@ -316,30 +325,49 @@ class ExternalApprovals:
         assert found is not None  # just started
         return found
 
-    async def refuse_unauthenticated(self, reason: str, *, route: str = "") -> None:
-        """Record a request that came without a valid token (`api_refused`, no actor)."""
-        await self._audit_refusal(
-            None, {"refusal": "unauthenticated", "reason": reason, "route": route}
-        )
+    async def refuse_unauthenticated(
+        self, reason: str, *, route: str = "", source: str | None = None
+    ) -> None:
+        """Record a request that came without a valid token (`api_refused`, no actor), from
+        `source` (the client's address): the same refusal from it again within the audit's
+        window is counted, not logged again (`AuditLog.refusal`)."""
+        data = {"refusal": "unauthenticated", "reason": reason, "route": route}
+        if source is not None:
+            data["from"] = source
+        await self._audit_refusal(None, f"address {source}", f"unauthenticated: {reason}", data)
 
-    async def refuse_malformed(self, service: str, reason: str) -> None:
-        """Record `service`'s request that could not be read (`api_refused`)."""
-        await self._audit_refusal(
-            service, {"service": service, "refusal": "malformed", "reason": reason}
-        )
+    async def refuse_malformed(
+        self, service: str, reason: str, *, body: bytes | None = None, code: str = "malformed"
+    ) -> None:
+        """Record `service`'s request that could not be read (`api_refused`): the `reason`,
+        cut to size, and of its `body` only the size and digest. `code` says what kind of
+        malformed it was (the same kind again within the window is counted)."""
+        data: dict[str, Any] = {"service": service, "refusal": "malformed", "reason": reason}
+        if body is not None:
+            data["body"] = body_digest(body)
+        await self._audit_refusal(service, f"service {service}", f"malformed: {code}", data)
 
-    async def _audit_refusal(self, actor: str | None, data: Mapping[str, Any]) -> None:
-        """The `api_refused` entry, in a transaction of its own. A database that cannot take it
-        (busy, down) does not change the answer: the refusal is still told (a 401 stays a 401,
-        not a 500), and the log says it went unrecorded."""
+    async def _audit_refusal(
+        self, actor: str | None, source: str, refusal: str, data: Mapping[str, Any]
+    ) -> None:
+        """The `api_refused` entry (or its count, `AuditLog.refusal`), in a transaction of its
+        own. A database that cannot take it (busy, down) does not change the answer: the
+        refusal is still told (a 401 stays a 401, not a 500), and the log says it went
+        unrecorded."""
         try:
             async with self.db.transaction() as conn:
-                await self.audit.append(conn, "api_refused", actor=actor, data=dict(data))
+                await self.audit.refusal(
+                    conn, "api_refused", actor=actor, source=source, refusal=refusal,
+                    data=dict(data), now=self.clock(),
+                )  # fmt: skip
         except DatabaseUnavailable as e:
             log.warning("could not audit an API refusal (%s): %s", data.get("refusal"), e)
 
-    async def _refused(self, error: ApprovalError, service: str, action: Any) -> ApprovalError:
-        """Record the refusal `error` of `service`'s request (nothing else), and return it."""
+    async def _refused(
+        self, error: ApprovalError, service: str, action: Any, request: Any = None
+    ) -> ApprovalError:
+        """Record the refusal `error` of `service`'s `request` (nothing else: of the request,
+        only its size and digest), and return it."""
         data: dict[str, Any] = {
             "service": service,
             "action": action if isinstance(action, str) else repr(action)[:100],
@@ -348,7 +376,11 @@ class ExternalApprovals:
         }
         if isinstance(error, InvalidInputError):
             data["problems"] = error.problems
-        await self._audit_refusal(service, data)
+        if isinstance(request, bytes):
+            data["body"] = body_digest(request)
+        elif request is not None:
+            data["body"] = body_digest(json.dumps(request, sort_keys=True, default=repr))
+        await self._audit_refusal(service, f"service {service}", data["refusal"], data)
         return error
 
     # ---- reading -------------------------------------------------------------------------

@@ -361,14 +361,16 @@ class Signoff:
     async def link_audit(self) -> int:
         """Link every committed audit entry into the hash chain (`AuditLog.link`), in batches;
         return how many. The bot does it every quarter of a second, the sweep and each
-        `signoff` command too; with nothing waiting it is one read."""
+        `signoff` command too; with nothing waiting it is one read. The refusals' windows
+        that are over by this `Signoff`'s clock are written too (`AuditLog.refusal`)."""
+        now = self.clock()
         async with self.db.read() as conn:
-            if not await self.audit.unlinked(conn):
+            if not await self.audit.unlinked(conn, now=now):
                 return 0
         linked = 0
         while True:
             async with self.db.transaction() as conn:
-                n = await self.audit.link(conn)
+                n = await self.audit.link(conn, now=now)
             linked += n
             if n < LINK_BATCH:
                 return linked

@@ -109,6 +109,9 @@ async def count_repeat(
     """
     key = _key(kind, source, refusal)
     r = audit_repeats.c
+    if conn.dialect.name == "postgresql":  # one refusal of a key at a time (SQLite: the write lock)
+        lock = int.from_bytes(bytes.fromhex(key[:16]), "big", signed=True)
+        await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock)))
     counted = await conn.execute(
         sa.update(audit_repeats)
         .where(r.key == key, r.until > now)
@@ -119,7 +122,9 @@ async def count_repeat(
     gone = (
         (
             await conn.execute(
-                sa.delete(audit_repeats).where(r.key == key).returning(*audit_repeats.c)
+                sa.delete(audit_repeats)
+                .where(r.key == key, r.until <= now)  # over; an open one is another writer's
+                .returning(*audit_repeats.c)
             )
         )
         .mappings()

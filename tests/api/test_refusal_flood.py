@@ -4,6 +4,7 @@ and last time, and a refused body is kept as its size and digest, never whole.""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 
@@ -96,3 +97,15 @@ async def test_a_refused_request_is_kept_as_its_size_and_digest_not_its_body(api
         "sha256": hashlib.sha256(raw).hexdigest(),
     }
     assert len(json.dumps(malformed["data"])) < 2_000
+
+
+async def test_refusals_at_the_same_moment_are_each_counted_once(api: Api) -> None:
+    async def unauthenticated() -> int:
+        resp = await api.client.post("/api/approvals", json={"action": "send_refund"})
+        return resp.status
+
+    assert set(await asyncio.gather(*(unauthenticated() for _ in range(50)))) == {401}
+    api.kit.clock.advance(WINDOW + 1)
+    entries = await api.kit.audit("api_refused")
+    assert sum(int(e["data"].get("count", 1)) for e in entries) == 50
+    assert len(entries) == 2, [(e["at"], e["data"]) for e in entries]

@@ -10,6 +10,9 @@ the graph's memory, these are the application's record (what was asked, who deci
 - `votes`: one row per person's decision on an approval.
 - `audit_events`: the append-only, hash-chained audit log.
 - `audit_inbox`: audit entries committed but not yet linked into the chain (moments, normally).
+- `audit_repeats`: refusals repeated within a window (`AuditLog.refusal`): per kind, source and
+  refusal, how many followed the first, and when the first and last came; one entry on the
+  chain for them all once the window is over.
 - `jobs`: the durable queue of work to do after a commit (resume a thread, deliver an event).
 - `effects`: what the bundled workflows' stand-in side effects did (refunds issued, rows
   deleted, emails sent), so that tests and the demo can count them.
@@ -48,6 +51,7 @@ __all__ = [
     "approvals",
     "audit_events",
     "audit_inbox",
+    "audit_repeats",
     "effects",
     "jobs",
     "metadata",
@@ -56,7 +60,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0006"
+SCHEMA_REVISION = "a0007"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -175,6 +179,23 @@ audit_inbox = Table(
     # `audit_events`, in `id` order, right after they commit.
     Column("id", _BigId, Identity(), primary_key=True),
     *_audit_entry(),
+)
+
+audit_repeats = Table(
+    "audit_repeats",
+    metadata,
+    # One open window of a refusal repeated (`AuditLog.refusal`): the first of the window is on
+    # the log at once; those that follow are counted here, and written as one entry when the
+    # window is over (`AuditLog.link`).
+    Column("key", String(64), primary_key=True),  # sha256 of kind, source and refusal
+    Column("kind", String(40), nullable=False),
+    Column("actor", Text, nullable=True),
+    Column("data", Text, nullable=False),  # the first refusal's entry (JSON), as it was logged
+    Column("count", Integer, nullable=False),  # how many followed it in the window
+    Column("first_at", Double, nullable=True),  # the first that followed (None: none yet)
+    Column("last_at", Double, nullable=True),
+    Column("until", Double, nullable=False),  # when the window closes
+    Index("ix_audit_repeats_until", "until"),
 )
 
 jobs = Table(

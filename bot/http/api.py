@@ -119,7 +119,9 @@ def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRun
         if service is not None:
             return service
         reason = "no bearer token" if not header else "a wrong bearer token"
-        await external.refuse_unauthenticated(reason, route=f"{request.method} {request.path}")
+        await external.refuse_unauthenticated(
+            reason, route=f"{request.method} {request.path}", source=request.remote
+        )
         return json_error(
             401,
             f"{reason}: send Authorization: Bearer <token>, the token of a service of the "
@@ -131,25 +133,33 @@ def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRun
         service = await service_of(request)
         if isinstance(service, web.Response):
             return service
+        raw = await request.read()
         try:
-            body = json.loads(await request.read())
+            body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = None
-        problem = None
+        problem = code = None
         if not isinstance(body, dict):
-            problem = (
-                'the body must be a JSON object: {"action": ..., "args": {...}, '
-                '"requester": ..., "title"?, "dedupe_key"?, "callback_url"?}'
+            code, problem = (
+                "not_an_object",
+                (
+                    'the body must be a JSON object: {"action": ..., "args": {...}, '
+                    '"requester": ..., "title"?, "dedupe_key"?, "callback_url"?}'
+                ),
             )
         elif set(body) - _REQUEST_KEYS:
-            problem = (
-                f"unknown field(s) {', '.join(sorted(set(body) - _REQUEST_KEYS))}; the fields "
-                f"are {', '.join(sorted(_REQUEST_KEYS))}"
+            code, problem = (
+                "unknown_fields",
+                (
+                    f"unknown field(s) {', '.join(sorted(set(body) - _REQUEST_KEYS))}; the fields "
+                    f"are {', '.join(sorted(_REQUEST_KEYS))}"
+                ),
             )
         elif not isinstance(body.get("action"), str) or not body["action"]:
+            code = "no_action"
             problem = '"action" (the policy\'s name of the action, a string) is required'
         if problem is not None:
-            await external.refuse_malformed(service, problem)
+            await external.refuse_malformed(service, problem, body=raw, code=code or "malformed")
             return json_error(400, problem)
         assert isinstance(body, dict)
         try:
@@ -162,6 +172,7 @@ def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRun
                 dedupe_key=body.get("dedupe_key"),
                 callback_url=body.get("callback_url"),
                 idempotency_key=request.headers.get("Idempotency-Key"),
+                body=raw,
             )
         except (InvalidInputError, IdempotencyConflict) as e:
             return problems_response(e)

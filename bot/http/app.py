@@ -99,8 +99,9 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
             concurrency=settings.workers,
             kinds=("resume", "event", "webhook"),
             foreground=foreground,
+            webhook_workers=settings.webhook_workers,  # a slow receiver never holds up a card
         )
-        webhooks = WebhookClient()
+        webhooks = WebhookClient(timeout=settings.webhook_timeout)
         opened.push_async_callback(webhooks.close)
         signoff.external.send = webhooks.send
         bolt_app = build_bolt_app(

@@ -81,7 +81,9 @@ def mount_mcp(app: web.Application, signoff: Signoff) -> None:
         header = request.headers.get("Authorization", "")
         if external.authenticate_header(header) is None:
             reason = "no bearer token" if not header else "a wrong bearer token"
-            await external.refuse_unauthenticated(reason, route=f"{request.method} {PATH}")
+            await external.refuse_unauthenticated(
+                reason, route=f"{request.method} {PATH}", source=request.remote
+            )
             return web.json_response(
                 {
                     "ok": False,

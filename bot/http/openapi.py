@@ -89,7 +89,10 @@ _SCHEMAS: dict[str, Any] = {
             "callback_url": {
                 "type": "string",
                 "format": "uri",
-                "description": "http(s) URL POSTed the signed `approval.settled` webhook.",
+                "description": "http(s) URL POSTed the signed `approval.settled` webhook. Its "
+                "scheme, host and port must match the service's callback_urls in the policy; a "
+                "private, loopback or link-local address needs callback_private = true there "
+                "(else 422, naming callback_url).",
             },
         },
     },
@@ -362,8 +365,11 @@ def document() -> dict[str, Any]:
                     "summary": "An approval the service asked for with a callback_url is settled",
                     "description": "Signed: `Signoff-Signature: t=<unix seconds>,v1=<hex "
                     'HMAC-SHA256 of "<t>.<raw body>">` with the service\'s webhook secret '
-                    "([services.NAME] webhook_secret_env, or its token). Retried with backoff "
-                    "until a 2xx answer; the delivery_id is the same on every try.",
+                    "([services.NAME] webhook_secret_env, or its token). Retried until a 2xx "
+                    "answer: each try waits SIGNOFF_WEBHOOK_TIMEOUT (10 s) for it, redirects are "
+                    "not followed, the next try comes 2, 4, 8 s ... later (doubling, at most an "
+                    "hour) and after 30 tries (about 19 hours) it is given up; `signoff show` "
+                    "tells where it stands. The delivery_id is the same on every try.",
                     "requestBody": {
                         "content": {"application/json": {"schema": _ref("Webhook")}},
                     },

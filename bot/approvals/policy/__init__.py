@@ -45,6 +45,10 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     actions = ["send_refund"]         # what it may ask for; default nothing
     webhook_secret_env = "BILLING_WEBHOOK_SECRET" # signs its webhooks; default: its token
     channel = "C0123ABCD"             # where its cards go; default the bot's channel
+    callback_urls = ["https://hooks.billing.example", "https://*.billing.example:8443"]
+                                      # where its callback_url may point (scheme, host, port;
+                                      # "*." any subdomain, ":*" any port); default nowhere
+    callback_private = false          # may they be private, loopback or link-local addresses
 
 A service's token lets it ask for approvals of the actions it lists and read them, never decide
 one. A token variable that is not set when signoff starts is warned about, and that service
@@ -94,6 +98,7 @@ Errors name the file, line and key, e.g. with `tier` misspelt in the example abo
     signoff.toml:11: actions.send_refund.teir: unknown key; did you mean 'tier'?
 """
 
+from ._callbacks import CallbackOrigin, address_kind, private_hint
 from ._edits import validate_edits
 from ._fingerprint import canonical_json, fingerprint, redact
 from .decide import RequestVerdict, check_service, check_voter, evaluate_request, may_start
@@ -118,6 +123,7 @@ __all__ = [
     "RISK_TIERS",
     "ActionPolicy",
     "AutoApproveRule",
+    "CallbackOrigin",
     "Condition",
     "ExpiryOutcome",
     "Field",
@@ -130,6 +136,7 @@ __all__ = [
     "ServicePolicy",
     "StaticGroups",
     "WorkflowPolicy",
+    "address_kind",
     "canonical_json",
     "check_service",
     "check_voter",
@@ -141,6 +148,7 @@ __all__ = [
     "may_start",
     "parse_duration",
     "parse_policy",
+    "private_hint",
     "redact",
     "resolve_members",
     "validate_edits",

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
 from ..errors import PolicyError
+from ._callbacks import CallbackOrigin, parse_origin
 from ._compare import _kind
 from ._locate import Path, _Locator
 from ._messages import (
@@ -79,7 +80,9 @@ _FIELD_KEYS = (
 )  # fmt: skip
 _RULE_KEYS = ("name", "when")
 _WORKFLOW_KEYS = ("starters", "path")
-_SERVICE_KEYS = ("token_env", "actions", "webhook_secret_env", "channel")
+_SERVICE_KEYS = (
+    "token_env", "actions", "webhook_secret_env", "channel", "callback_urls", "callback_private",
+)  # fmt: skip
 _SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _ACTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
@@ -193,8 +196,36 @@ class _Reader:
                 actions=tuple(names),
                 webhook_secret_env=secret_env,
                 channel=channel,
+                callback_urls=self.callback_urls(
+                    p + ("callback_urls",), t.get("callback_urls", [])
+                ),
+                callback_private=self.boolean(
+                    p + ("callback_private",), t.get("callback_private", False)
+                ),
             )
         return out
+
+    def callback_urls(self, path: Path, value: Any) -> tuple[CallbackOrigin, ...]:
+        """`callback_urls`: the origins a service's webhooks may go to."""
+        shape = (
+            'must be an array of origins like "https://hooks.example.com", '
+            '"https://*.example.com:8443" or "http://127.0.0.1:*" (scheme, host, port; a '
+            "path is not part of it)"
+        )
+        if not isinstance(value, list):
+            raise self.error(path, f"{shape}, got {_got(value)}")
+        found: list[CallbackOrigin] = []
+        for item in value:
+            origin = parse_origin(item) if isinstance(item, str) else None
+            if origin is None:
+                raise self.error(path, f"{shape}, got {_got(item)}")
+            found.append(origin)
+        return tuple(found)
+
+    def boolean(self, path: Path, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.error(path, f"must be true or false, got {_got(value)}")
+        return value
 
     def env_name(self, path: Path, value: Any) -> str:
         """The name of an environment variable (which holds a secret)."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from ..errors import PolicyError
+from ._callbacks import CallbackOrigin, callback_problem
 from ._compare import _compare
 from ._messages import (
     _AUTO_CRITICAL,
@@ -212,6 +213,19 @@ class ServicePolicy:
     they are signed with its token."""
     channel: str | None = None
     """Where the cards of its requests go. Default None: the bot's default channel."""
+    callback_urls: tuple[CallbackOrigin, ...] = ()
+    """The origins (scheme, host, port) its `callback_url` may name. Default none: a request
+    with a `callback_url` is refused."""
+    callback_private: bool = False
+    """Whether its webhooks may go to private, loopback or link-local addresses (a receiver on
+    this machine or the internal network). Default false: such an address is refused, in the
+    request and again at delivery, once the host's name is resolved."""
+
+    def callback_problem(self, url: str) -> str | None:
+        """Why `url` may not be this service's `callback_url` (None when it may)."""
+        return callback_problem(
+            url, self.callback_urls, allow_private=self.callback_private, service=self.name
+        )
 
     def __post_init__(self) -> None:
         if not self.token_env:

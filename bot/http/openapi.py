@@ -83,8 +83,9 @@ _SCHEMAS: dict[str, Any] = {
             "title": {"type": "string", "description": "The card's one-line summary."},
             "dedupe_key": {
                 "type": "string",
-                "description": "Names the entity acted on: a pending request with the same key "
-                "and arguments is joined.",
+                "description": "Names the entity acted on: a pending request of this service "
+                "with the same key and arguments is joined (never another service's or a "
+                "workflow's).",
             },
             "callback_url": {
                 "type": "string",

@@ -57,7 +57,7 @@ from .errors import (
 )
 from .jobs import Job, JobQueue, backoff, finish_in
 from .models import ApprovalStatus, Decision, iso
-from .policy import Policy, check_service
+from .policy import Policy, ServicePolicy, check_service, resolve_members
 
 if TYPE_CHECKING:
     from .audit import AuditLog
@@ -252,6 +252,7 @@ class ExternalApprovals:
                 service,
                 action,
             )
+        asker = await self._requester(svc, requester)
         request = {
             "action": action,
             "args": dict(args),
@@ -271,11 +272,13 @@ class ExternalApprovals:
             "callback_url": callback_url or "",
             "request_hash": request_hash,
         }
+        if asker != requester:
+            inputs["named_requester"] = requester
         try:
             await self.runs.start(
                 EXTERNAL_WORKFLOW,
                 inputs,
-                requester=requester,
+                requester=asker,
                 channel=svc.channel,
                 thread_id=thread_id,
                 request_key=thread_id if idempotency_key is not None else None,
@@ -302,6 +305,16 @@ class ExternalApprovals:
         found = await self._read(thread_id)
         assert found is not None  # just started
         return found
+
+    async def _requester(self, svc: ServicePolicy, named: str) -> str:
+        """Who a request of `svc` is asked as: the person it names when its policy section's
+        `may_act_for` lists them, else the service itself (the card says "via NAME"), so that a
+        service cannot put anyone's name on its request, nor take a person's self-approval rule
+        from them."""
+        if named == svc.name:
+            return named
+        allowed = await resolve_members(svc.may_act_for, self.runs.groups)
+        return named if named in allowed else svc.name
 
     async def refuse_unauthenticated(self, reason: str, *, route: str = "") -> None:
         """Record a request that came without a valid token (`api_refused`, no actor)."""

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .errors import RunStateError
 from .policy.schema import Schema, display
 
@@ -287,6 +288,12 @@ class Approval:
         """`value` of field `name` in its display format, or None when it has none (or the
         format does not apply: text, a redacted secret): show it as it is then."""
         return display(value, (self.formats or {}).get(name))
+
+    @property
+    def service(self) -> str | None:
+        """The service that asked for it over the approvals API or MCP, or None (a workflow's).
+        The card says "via NAME"; its owners may not approve it."""
+        return service_of(self.thread_id) if self.workflow == EXTERNAL_WORKFLOW else None
 
     @property
     def approvals_count(self) -> int:

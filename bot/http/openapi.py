@@ -77,8 +77,10 @@ _SCHEMAS: dict[str, Any] = {
             },
             "requester": {
                 "type": "string",
-                "description": "Who asks (a Slack user id, or the agent's name). They may not "
-                "approve their own request.",
+                "description": "Who asks (a Slack user id). They may not approve their own "
+                "request. Someone the service's [services.NAME] may_act_for does not list "
+                "makes the request the service's own: the answer's requester is then the "
+                "service.",
             },
             "title": {"type": "string", "description": "The card's one-line summary."},
             "dedupe_key": {

@@ -39,7 +39,7 @@ from .limits import (
     CONFIRM_TITLE_MAX,
     SECTION_TEXT_MAX,
 )
-from .mrkdwn import code, escape, escape_fit, mention, one_line, shorten
+from .mrkdwn import code, escape, escape_fit, one_line, shorten
 from .payloads import APPROVE, EDIT, PAYLOAD, REJECT
 
 __all__ = [
@@ -98,10 +98,15 @@ def _buttons(approval: Approval) -> dict[str, Any]:
 def _meta_fields(approval: Approval) -> list[str]:
     return [
         field(m.FIELD_RISK, m.tier(shorten(approval.risk_tier, 40))),
-        field(m.FIELD_REQUESTER, mention(shorten(approval.requester, 200))),
+        field(m.FIELD_REQUESTER, m.asker(shorten(approval.requester, 200), _via(approval))),
         field(m.FIELD_WORKFLOW, code(shorten(approval.workflow, 300))),
         field(m.FIELD_THREAD, code(shorten(approval.thread_id, 300))),
     ]
+
+
+def _via(approval: Approval) -> str | None:
+    """The service a request came through (the card says "via NAME"), or None."""
+    return shorten(approval.service, 40) if approval.service else None
 
 
 def _approvers(approval: Approval, mentions: Sequence[str] | None) -> str:
@@ -151,7 +156,11 @@ def approval_card(
     ]
     blocks = [
         header(f"{m.tier_emoji(approval.risk_tier)} {title}"),
-        section(m.card_summary(shorten(approval.requester, 200), shorten(approval.action, 300))),
+        section(
+            m.card_summary(
+                shorten(approval.requester, 200), shorten(approval.action, 300), _via(approval)
+            )
+        ),
         *field_sections(fields),
         *payload_sections(approval),
         *_pending_edits(approval),
@@ -163,6 +172,7 @@ def approval_card(
         shorten(approval.action, 300),
         shorten(approval.risk_tier, 40),
         shorten(approval.requester, 200),
+        _via(approval),
     ) + m.fallback_deciders(_approvers(approval, mentions), approval.expire_at)
     return message(fallback, blocks)
 

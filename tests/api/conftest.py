@@ -29,11 +29,13 @@ SERVICES = """
 [services.billing]
 token_env = "TEST_BILLING_TOKEN"
 actions = ["send_refund", "charge_card"]
+may_act_for = ["U_CAROL"]
 
 [services.ops-bot]
 token_env = "TEST_OPS_TOKEN"
 webhook_secret_env = "TEST_OPS_WEBHOOK_SECRET"
 actions = ["delete_row"]
+owners = ["U_DAVE"]
 """
 
 API_POLICY = POLICY + SERVICES

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from tests.api.conftest import REFUND, Api
 
-KEYED = {"action": "send_refund", "args": REFUND, "requester": "U_CAROL", "dedupe_key": "refund:o-1"}
+KEYED = {
+    "action": "send_refund",
+    "args": REFUND,
+    "requester": "U_CAROL",
+    "dedupe_key": "refund:o-1",
+}
 
 
 async def test_a_service_does_not_join_a_workflows_pending_refund(api: Api) -> None:

@@ -56,6 +56,7 @@ amount = { type = "number", required = true, exclusive_minimum = 0 }
 token_env = "E2E_BILLING_TOKEN"
 webhook_secret_env = "E2E_BILLING_WEBHOOK_SECRET"
 actions = ["send_refund"]
+may_act_for = ["U0CAROL"]
 """
 TOKEN = "e2e-billing-token-0123456789abcdef"
 WEBHOOK_SECRET = "whsec-e2e-0123456789"

@@ -79,7 +79,7 @@ _FIELD_KEYS = (
 )  # fmt: skip
 _RULE_KEYS = ("name", "when")
 _WORKFLOW_KEYS = ("starters", "path")
-_SERVICE_KEYS = ("token_env", "actions", "webhook_secret_env", "channel")
+_SERVICE_KEYS = ("token_env", "actions", "webhook_secret_env", "channel", "may_act_for", "owners")
 _SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _ACTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
@@ -193,6 +193,10 @@ class _Reader:
                 actions=tuple(names),
                 webhook_secret_env=secret_env,
                 channel=channel,
+                may_act_for=self.entries(
+                    p + ("may_act_for",), t.get("may_act_for", []), what="may_act_for"
+                ),
+                owners=self.entries(p + ("owners",), t.get("owners", []), what="owners"),
             )
         return out
 

@@ -212,6 +212,13 @@ class ServicePolicy:
     they are signed with its token."""
     channel: str | None = None
     """Where the cards of its requests go. Default None: the bot's default channel."""
+    may_act_for: tuple[str, ...] = ()
+    """The people (user ids, `@groups`) it may name as a request's `requester`. A request that
+    names anyone else is asked as the service itself ("via NAME" on the card). Default none:
+    every request is the service's own."""
+    owners: tuple[str, ...] = ()
+    """The people (user ids, `@groups`) who hold its token: they may not approve what it asks,
+    as nobody may approve their own request. Default none."""
 
     def __post_init__(self) -> None:
         if not self.token_env:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..mrkdwn import escape
 from ._card import (
+    asker,
     cancelled_line,
     card_fallback,
     card_footer,
@@ -213,6 +214,7 @@ __all__ = [
     "UNNAMED_FIELD",
     "already_decided",
     "approval_line",
+    "asker",
     "busy",
     "cancel_run_confirm",
     "cancelled_line",

@@ -21,11 +21,23 @@ from ._words import (
 # ---------------------------------------------------------------------------------------------
 
 
-def card_fallback(title: str, action: str, tier_name: str, requester: str) -> str:
+def asker(requester: str, via: str | None = None) -> str:
+    """Who asks: `<@U_ERIN>`; through a service, `<@U_ERIN> via *billing*`, or the service
+    alone (`*billing* (a service)`) when it may not name a person (`may_act_for`)."""
+    if via is None:
+        return mention(requester)
+    if requester == via:
+        return f"the service *{escape(via)}* (via *{escape(via)}*, for itself)"
+    return f"{mention(requester)} via *{escape(via)}*"
+
+
+def card_fallback(
+    title: str, action: str, tier_name: str, requester: str, via: str | None = None
+) -> str:
     """The notification text of a new card (mrkdwn, user data escaped by the caller's parts)."""
     return (
         f"{tier_emoji(tier_name)} Approval needed: {escape(title)} ({escape(action)}), "
-        f"requested by {mention(requester)}"
+        f"requested by {asker(requester, via)}"
     )
 
 
@@ -36,8 +48,16 @@ def fallback_deciders(approvers: str, expire_at: float | None) -> str:
     return f". To decide{by}: {approvers}"
 
 
-def card_summary(requester: str, action: str) -> str:
-    return f"{mention(requester)} asks to run {code(action)}. Decide below."
+def card_summary(requester: str, action: str, via: str | None = None) -> str:
+    """`<@U_ERIN> asks via *billing* to run `send_refund`. Decide below.`"""
+    if via is None:
+        return f"{mention(requester)} asks to run {code(action)}. Decide below."
+    if requester == via:
+        return (
+            f"The service *{escape(via)}* asks to run {code(action)} (via *{escape(via)}*, "
+            "for itself). Decide below."
+        )
+    return f"{mention(requester)} asks via *{escape(via)}* to run {code(action)}. Decide below."
 
 
 def expiry(seconds: float | None, at: float | None) -> str:

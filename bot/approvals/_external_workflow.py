@@ -48,8 +48,10 @@ def _ask(state: _State) -> dict[str, Any]:
     decision = request_approval(
         state["action"],
         state.get("args") or {},
-        title=state.get("title") or None,
+        # What the service wrote is its note, never the title: the header and a confirmation
+        # show only the action's title, filled with the arguments.
         dedupe_key=state.get("dedupe_key") or None,
+        note=state.get("title") or None,
     )
     return {"decision": decision.to_record()}
 

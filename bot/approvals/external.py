@@ -47,6 +47,7 @@ from ._external_wire import (
 )
 from ._external_workflow import external_workflow
 from ._service_threads import EXTERNAL_WORKFLOW, external_thread_id, service_of
+from ._titles import template_problem
 from .errors import (
     AlreadyStartedError,
     ApprovalError,
@@ -240,6 +241,10 @@ class ExternalApprovals:
                 canonical_json(dict(args))
             except (TypeError, ValueError) as e:
                 problems["args"] = f"must be plain JSON values: {e}"
+        if isinstance(title, str) and "title" not in problems and isinstance(args, Mapping):
+            problem = template_problem(title, args.keys())
+            if problem is not None:
+                problems["title"] = problem
         if problems:
             raise await self._refused(
                 InvalidInputError(
@@ -443,7 +448,8 @@ class ExternalApprovals:
                 status=status,
                 action=action,
                 args=dict(inputs.get("args") or {}),
-                title=inputs.get("title") or (rule.title if rule else action),
+                title=rule.title if rule else action,
+                note=inputs.get("title") or None,
                 service=inputs.get("service", ""),
                 requester=run.requester,
                 created_at=iso(run.created_at),
@@ -459,6 +465,7 @@ class ExternalApprovals:
             action=approval.action,
             args=dict(approval.payload),
             title=approval.title,
+            note=approval.note,
             service=inputs.get("service", ""),
             requester=run.requester,
             created_at=iso(run.created_at),

@@ -141,6 +141,7 @@ class Pauses:
             approvers=store.dumps(list(rule.approvers) if rule else []),
             editable=store.dumps(list(rule.editable) if rule else []),
             formats=store.dumps(rule.args.formats) if rule and rule.args else None,
+            note=_hide(conceal, p["note"]) if isinstance(p.get("note"), str) else None,
             escalated=False,
             channel=channel,
             created_at=now,

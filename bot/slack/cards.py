@@ -21,6 +21,7 @@ from ._blocks import (
     field,
     field_sections,
     header,
+    is_redacted,
     message,
     note_of,
     payload_sections,
@@ -28,6 +29,7 @@ from ._blocks import (
     proposed_of,
     section,
     title_of,
+    to_text,
     value_text,
 )
 from .limits import (
@@ -71,10 +73,21 @@ def _button(
     return button
 
 
+def _confirm_values(approval: Approval) -> str:
+    """The values that run, as plain text for the confirm dialog: `table: users, row_id: 7`."""
+    parts = []
+    for key, value in approval.current.items():
+        shown = approval.shown(str(key), value)
+        text = shown if shown is not None else ("•••" if is_redacted(value) else to_text(value))
+        parts.append(f"{one_line(str(key))[:40]}: {one_line(text)[:80]}")
+    return ", ".join(parts) or "no values"
+
+
 def _confirm(approval: Approval) -> dict[str, Any]:
+    text = m.confirm_critical(title_of(approval), _confirm_values(approval))
     return {
         "title": plain(m.CONFIRM_TITLE, CONFIRM_TITLE_MAX),
-        "text": plain(m.confirm_critical(title_of(approval)), CONFIRM_TEXT_MAX),
+        "text": plain(text, CONFIRM_TEXT_MAX),
         "confirm": plain(m.CONFIRM_YES, CONFIRM_BUTTON_MAX),
         "deny": plain(m.CONFIRM_NO, CONFIRM_BUTTON_MAX),
         "style": "danger",
@@ -161,6 +174,7 @@ def approval_card(
                 shorten(approval.requester, 200), shorten(approval.action, 300), _via(approval)
             )
         ),
+        *_asker_note(approval),
         *field_sections(fields),
         *payload_sections(approval),
         *_pending_edits(approval),
@@ -175,6 +189,16 @@ def approval_card(
         _via(approval),
     ) + m.fallback_deciders(_approvers(approval, mentions), approval.expire_at)
     return message(fallback, blocks)
+
+
+def _asker_note(approval: Approval) -> list[dict[str, Any]]:
+    """What the requester (a service) wrote beside the arguments, labelled as theirs: never the
+    header, never in the confirm dialog."""
+    if not approval.note:
+        return []
+    via = _via(approval)
+    who = escape(via) if via else m.asker(shorten(approval.requester, 200))
+    return [section(m.asker_note(who, shorten(approval.note, 2000)))]
 
 
 def _pending_edits(approval: Approval) -> list[dict[str, Any]]:
@@ -237,7 +261,7 @@ def _edit_lines(approval: Approval) -> str | None:
 
 def _settled_card(approval: Approval, line: str, emoji: str, fallback: str) -> dict[str, Any]:
     title = title_of(approval)
-    blocks = [header(f"{emoji} {title}"), section(line)]
+    blocks = [header(f"{emoji} {title}"), section(line), *_asker_note(approval)]
     note = note_of(approval)
     if note:
         blocks.append(section(m.note_line(shorten(note, SECTION_TEXT_MAX))))

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..mrkdwn import escape
 from ._card import (
     asker,
+    asker_note,
     cancelled_line,
     card_fallback,
     card_footer,
@@ -215,6 +216,7 @@ __all__ = [
     "already_decided",
     "approval_line",
     "asker",
+    "asker_note",
     "busy",
     "cancel_run_confirm",
     "cancelled_line",

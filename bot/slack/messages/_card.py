@@ -93,12 +93,18 @@ def card_footer(approval_id: str, created_at: float) -> str:
     return f"Approval {code(approval_id)} · requested {date(created_at)}"
 
 
-def confirm_critical(title: str) -> str:
-    """Confirm dialog text (plain text: the dialog's text object is plain_text)."""
+def confirm_critical(title: str, values: str) -> str:
+    """Confirm dialog text (plain text: the dialog's text object is plain_text): the values
+    that run first (`table: users, row_id: 7`), so that a long title cannot push them out."""
     return (
-        f"“{clean(title)}” is a critical action and cannot be undone. "
-        "Approve it only if you have checked every field."
+        f"You approve {clean(values)}. “{clean(title)}” is a critical action and cannot be "
+        "undone. Approve it only if you have checked every field."
     )
+
+
+def asker_note(who: str, note: str) -> str:
+    """The requester's own words, labelled as theirs (`who` is mrkdwn made by the caller)."""
+    return f"*Note from {who}* (their words, not checked against the values):\n{escape(note)}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -312,6 +312,8 @@ def _vote(r: Mapping[Any, Any]) -> Vote:
 
 
 async def recent_decided(conn: AsyncConnection, limit: int = 20) -> list[Approval]:
+    """The approvals decided last, newest first, with their votes: the values decided (an
+    approver's edits applied), not those first proposed, in their titles and fields."""
     rows = (
         (
             await conn.execute(
@@ -324,7 +326,8 @@ async def recent_decided(conn: AsyncConnection, limit: int = 20) -> list[Approva
         .mappings()
         .all()
     )
-    return [Approval.from_row(r) for r in rows]
+    votes = await _votes_of(conn, [r["id"] for r in rows])
+    return [Approval.from_row(r, votes.get(r["id"], ())) for r in rows]
 
 
 async def due_approvals(conn: AsyncConnection, now: float, limit: int = 500) -> list[Approval]:
@@ -349,7 +352,8 @@ async def due_approvals(conn: AsyncConnection, now: float, limit: int = 500) -> 
         .mappings()
         .all()
     )
-    return [Approval.from_row(r) for r in rows]
+    votes = await _votes_of(conn, [r["id"] for r in rows])
+    return [Approval.from_row(r, votes.get(r["id"], ())) for r in rows]
 
 
 # ---- runs ------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 from bot.approvals.models import Approval
 
 from . import messages as m
+from . import reveal
 from ._blocks import (
     action_value,
     context,
@@ -177,6 +178,7 @@ def approval_card(
         *_asker_note(approval),
         *field_sections(fields),
         *payload_sections(approval),
+        *_hidden_warning(approval),
         *_pending_edits(approval),
         context(m.card_footer(shorten(approval.id, 300), approval.created_at)),
         _buttons(approval),
@@ -189,6 +191,25 @@ def approval_card(
         _via(approval),
     ) + m.fallback_deciders(_approvers(approval, mentions), approval.expire_at)
     return message(fallback, blocks)
+
+
+_KINDS = {"hidden": "hidden characters", "look-alike": "letters of another script"}
+
+
+def _hidden_warning(approval: Approval) -> list[dict[str, Any]]:
+    """A warning line when a value people read on the card (a field, its name, the title, the
+    note) holds hidden or look-alike characters: they are shown marked ⟦…⟧ where they are."""
+    texts: list[tuple[str, str]] = [("title", approval.title), ("note", approval.note or "")]
+    for key, value in list(approval.current.items())[:CARD_FIELDS_MAX]:
+        if not is_redacted(value):
+            texts.append((str(key), f"{key} {to_text(value)}"))
+    found = []
+    for name, text in texts:
+        kinds = reveal.findings(shorten(text, 5000))
+        if kinds:
+            words = " and ".join(_KINDS[k] for k in sorted(kinds))
+            found.append((shorten(name, 100), words))
+    return [context(m.hidden_characters(found[:10]))] if found else []
 
 
 def _asker_note(approval: Approval) -> list[dict[str, Any]]:
@@ -271,6 +292,7 @@ def _settled_card(approval: Approval, line: str, emoji: str, fallback: str) -> d
     blocks += [
         *field_sections(_meta_fields(approval)),
         *payload_sections(approval),
+        *_hidden_warning(approval),
         context(m.card_footer(shorten(approval.id, 300), approval.created_at)),
     ]
     return message(fallback, blocks)

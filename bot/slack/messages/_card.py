@@ -102,6 +102,16 @@ def confirm_critical(title: str, values: str) -> str:
     )
 
 
+def hidden_characters(fields: Sequence[tuple[str, str]]) -> str:
+    """The card's warning: which fields hold hidden or look-alike characters (`(name, kinds)`,
+    kinds worded), shown marked ⟦…⟧ above."""
+    listed = ", ".join(f"*{escape(name)}* ({kinds})" for name, kinds in fields)
+    return (
+        f"⚠️ Hidden or look-alike characters in {listed}: shown as ⟦U+…⟧ marks. "
+        "Check what they really say before you decide."
+    )
+
+
 def asker_note(who: str, note: str) -> str:
     """The requester's own words, labelled as theirs (`who` is mrkdwn made by the caller)."""
     return f"*Note from {who}* (their words, not checked against the values):\n{escape(note)}"

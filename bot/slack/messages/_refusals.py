@@ -246,6 +246,15 @@ def edit_too_long(field: str, size: int) -> str:
     )
 
 
+def edit_hidden(field: str, shown: str) -> str:
+    """A field whose value holds hidden or look-alike characters: a text input would hide
+    them again (and an unchanged submission would keep them unseen)."""
+    return (
+        f"⚠️ *{escape(field)}* holds hidden or look-alike characters, marked ⟦…⟧: "
+        f"{escape(shown)}. It cannot be edited here; reject with a note if it must change."
+    )
+
+
 def edit_not_editable(field: str) -> str:
     return f"*{escape(field)}* is redacted, so it cannot be edited here."
 

@@ -18,6 +18,7 @@ from bot.sandbox.processes import CHANNEL
 from bot.sandbox.workspace import Message
 from bot.slack.payloads import APPROVE
 from tests.kit.scenario import POLICY, Scenario, running_scenario
+from tests.slack.test_card_links import home_of
 
 ALICE, BOB, CAROL = "U0ALICE", "U0BOB", "U0CAROL"
 
@@ -72,6 +73,8 @@ async def test_anyone_else_named_makes_the_request_the_services_own(bot: Scenari
 
 async def test_an_owner_of_the_service_may_not_approve_what_it_asks(bot: Scenario) -> None:
     approval, card = await asked(bot, CAROL)
+    assert "Nothing is waiting on you" in await home_of(bot, ALICE)  # not hers to decide
+    assert "Send a refund" in await home_of(bot, BOB)
     await bot.slack.click("alice", CHANNEL, card.ts, APPROVE)
     [refusal] = await bot.slack.wait_for(lambda s: s.workspace.ephemerals.get(ALICE))
     assert "You own the service *billing* that asked for this" in refusal.text

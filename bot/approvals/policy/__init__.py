@@ -45,10 +45,15 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     actions = ["send_refund"]         # what it may ask for; default nothing
     webhook_secret_env = "BILLING_WEBHOOK_SECRET" # signs its webhooks; default: its token
     channel = "C0123ABCD"             # where its cards go; default the bot's channel
+    may_act_for = ["@support"]        # whom it may name as requester; default nobody
+    owners = ["U_DAVE"]               # who hold its token: they may not approve what it asks
 
 A service's token lets it ask for approvals of the actions it lists and read them, never decide
 one. A token variable that is not set when signoff starts is warned about, and that service
-cannot authenticate until it is.
+cannot authenticate until it is. A request names its `requester`: that person is the requester
+only when `may_act_for` lists them (a user id, or through an `@group`); anyone else named makes
+the request the service's own. The card says "@Carol asks via billing" (or that the service
+asks for itself), and neither the requester nor an owner may approve it.
 
 An agent's tool call is gated by its tool's name: a tool named like an action asks for that
 action's approval with the call's arguments; a tool in `free_tools` runs without asking; any

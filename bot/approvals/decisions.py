@@ -27,6 +27,7 @@ from .errors import (
     DecisionRefused,
     InvalidEditError,
     NotAuthorizedError,
+    SelfApprovalError,
     StaleRevisionError,
     UnknownApprovalError,
 )
@@ -451,10 +452,12 @@ class Decisions:
         if a is None or a.status != "pending":
             return StaticGroups({})  # refused inside, without a lookup
         rule = self.policy.actions.get(a.action)
+        service = self.policy.services.get(a.service or "")
         entries = [
             *a.approvers,
             *(rule.approvers if rule else ()),
             *(rule.escalate_to if rule else ()),
+            *(service.owners if service else ()),
         ]
         names = sorted({e[1:] for e in entries if e.startswith("@")})
         return StaticGroups({name: await self.groups.members(name) for name in names})
@@ -495,6 +498,16 @@ class Decisions:
                 )
             return None
         refusal = check_voter(rule, requester=a.requester, actor=user, approvers=members)
+        service = self.policy.services.get(a.service or "")
+        if refusal is None and approve and service is not None and service.owners:
+            owners = await resolve_members(service.owners, groups)
+            if user in owners:
+                refusal = SelfApprovalError(
+                    f"you own the service {service.name} that asked for this ({rule.title}), "
+                    f"and nobody may approve their own request ([services.{service.name}] "
+                    "owners); ask another of its approvers",
+                    service=service.name,
+                )
         if refusal is not None:
             refusal.approval_id = a.id
             raise refusal

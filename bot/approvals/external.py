@@ -48,6 +48,7 @@ from ._external_wire import (
 )
 from ._external_workflow import external_workflow
 from ._service_threads import EXTERNAL_WORKFLOW, external_thread_id, service_of
+from ._titles import template_problem
 from .errors import (
     AlreadyStartedError,
     ApprovalError,
@@ -58,7 +59,7 @@ from .errors import (
 )
 from .jobs import Job, JobQueue, backoff, finish_in
 from .models import ApprovalStatus, Decision, iso
-from .policy import Policy, check_service, private_hint
+from .policy import Policy, ServicePolicy, check_service, private_hint, resolve_members
 
 if TYPE_CHECKING:
     from .audit import AuditLog
@@ -260,6 +261,10 @@ class ExternalApprovals:
                 canonical_json(dict(args))
             except (TypeError, ValueError) as e:
                 problems["args"] = f"must be plain JSON values: {e}"
+        if isinstance(title, str) and "title" not in problems and isinstance(args, Mapping):
+            problem = template_problem(title, args.keys())
+            if problem is not None:
+                problems["title"] = problem
         if problems:
             raise await self._refused(
                 InvalidInputError(
@@ -273,6 +278,7 @@ class ExternalApprovals:
                 action,
                 sent,
             )
+        asker = await self._requester(svc, requester)
         request = {
             "action": action,
             "args": dict(args),
@@ -292,11 +298,13 @@ class ExternalApprovals:
             "callback_url": callback_url or "",
             "request_hash": request_hash,
         }
+        if asker != requester:
+            inputs["named_requester"] = requester
         try:
             await self.runs.start(
                 EXTERNAL_WORKFLOW,
                 inputs,
-                requester=requester,
+                requester=asker,
                 channel=svc.channel,
                 thread_id=thread_id,
                 request_key=thread_id if idempotency_key is not None else None,
@@ -335,6 +343,16 @@ class ExternalApprovals:
         if source is not None:
             data["from"] = source
         await self._audit_refusal(None, f"address {source}", f"unauthenticated: {reason}", data)
+
+    async def _requester(self, svc: ServicePolicy, named: str) -> str:
+        """Who a request of `svc` is asked as: the person it names when its policy section's
+        `may_act_for` lists them, else the service itself (the card says "via NAME"), so that a
+        service cannot put anyone's name on its request, nor take a person's self-approval rule
+        from them."""
+        if named == svc.name:
+            return named
+        allowed = await resolve_members(svc.may_act_for, self.runs.groups)
+        return named if named in allowed else svc.name
 
     async def refuse_malformed(
         self, service: str, reason: str, *, body: bytes | None = None, code: str = "malformed"
@@ -475,7 +493,8 @@ class ExternalApprovals:
                 status=status,
                 action=action,
                 args=dict(inputs.get("args") or {}),
-                title=inputs.get("title") or (rule.title if rule else action),
+                title=rule.title if rule else action,
+                note=inputs.get("title") or None,
                 service=inputs.get("service", ""),
                 requester=run.requester,
                 created_at=iso(run.created_at),
@@ -491,6 +510,7 @@ class ExternalApprovals:
             action=approval.action,
             args=dict(approval.payload),
             title=approval.title,
+            note=approval.note,
             service=inputs.get("service", ""),
             requester=run.requester,
             created_at=iso(run.created_at),

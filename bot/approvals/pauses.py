@@ -14,6 +14,7 @@ from graphs import Interrupt
 
 from . import store
 from ._conceal import Concealer
+from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .audit import AuditKind, AuditLog
 from .decisions import new_decision, settled
 from .jobs import JobQueue
@@ -84,7 +85,8 @@ class Pauses:
             conceal = conceal.learn(p)
             shown = conceal.scrub(shown)
         if verdict.outcome == "ask" and p.get("dedupe_key"):
-            dup = await store.pending_duplicate(conn, action, p["dedupe_key"])
+            service = service_of(thread_id) if workflow == EXTERNAL_WORKFLOW else None
+            dup = await store.pending_duplicate(conn, action, p["dedupe_key"], service=service)
             if dup is not None and dup.fingerprint == fp:
                 await store.add_waiter(conn, dup.id, thread_id, intr.id, fp, now)
                 await self.audit.append(
@@ -97,11 +99,19 @@ class Pauses:
                 )
                 return dup.id
             if dup is not None:
+                # The pending one is this owner's own (`pending_duplicate`); a service knows
+                # it by the id the API gave it (its thread), never by another's approval id.
+                named = (
+                    f"your pending approval {dup.thread_id}"
+                    if service is not None
+                    else f"pending approval {dup.id}"
+                )
                 verdict_outcome, reason = (
                     "conflict",
                     (
-                        f"conflicts with pending approval {dup.id} for {p['dedupe_key']!r}, which "
-                        "proposes different arguments; decide that one first"
+                        f"conflicts with {named} for "
+                        f"{p['dedupe_key']!r}, which proposes different arguments; decide that "
+                        "one first"
                     ),
                 )
             else:
@@ -131,6 +141,7 @@ class Pauses:
             approvers=store.dumps(list(rule.approvers) if rule else []),
             editable=store.dumps(list(rule.editable) if rule else []),
             formats=store.dumps(rule.args.formats) if rule and rule.args else None,
+            note=_hide(conceal, p["note"]) if isinstance(p.get("note"), str) else None,
             escalated=False,
             channel=channel,
             created_at=now,

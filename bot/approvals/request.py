@@ -44,6 +44,7 @@ def request_approval(
     *,
     title: str | None = None,
     dedupe_key: str | None = None,
+    note: str | None = None,
 ) -> Decision:
     """Pause until `action` with `args` is approved or rejected; return the `Decision`.
 
@@ -60,6 +61,9 @@ def request_approval(
         dedupe_key: names the entity acted on (e.g. `"refund:order-1234"`): a second request
             with the same key while one is pending joins it, or is refused if its arguments
             differ.
+        note: the requester's own words beside the arguments (an external approval's is
+            what its service sent as `title`): the card shows it labelled as theirs, never as
+            its header or in a confirmation. Default none.
 
     Returns:
         The decision. Run the action only if `decision.approved`, with `decision.args`.
@@ -74,6 +78,8 @@ def request_approval(
         "title": title,
         "dedupe_key": dedupe_key,
     }
+    if note:
+        payload["note"] = note
     while True:
         decision = Decision.from_json(interrupt(payload))
         if decision.fingerprint == fp and decision.action == action:

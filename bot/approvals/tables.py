@@ -60,7 +60,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0007"
+SCHEMA_REVISION = "a0008"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -105,6 +105,7 @@ approvals = Table(
     Column("approvers", Text, nullable=False),
     Column("editable", Text, nullable=False),
     Column("formats", Text, nullable=True),
+    Column("note", Text, nullable=True),
     Column("escalated", Boolean, nullable=False, default=False),
     Column("decision", Text, nullable=True),
     Column("reason", Text, nullable=True),

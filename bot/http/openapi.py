@@ -77,14 +77,23 @@ _SCHEMAS: dict[str, Any] = {
             },
             "requester": {
                 "type": "string",
-                "description": "Who asks (a Slack user id, or the agent's name). They may not "
-                "approve their own request.",
+                "description": "Who asks (a Slack user id). They may not approve their own "
+                "request. Someone the service's [services.NAME] may_act_for does not list "
+                "makes the request the service's own: the answer's requester is then the "
+                "service.",
             },
-            "title": {"type": "string", "description": "The card's one-line summary."},
+            "title": {
+                "type": "string",
+                "description": "Your words for the request, shown on the card labelled as "
+                "your note (never as its header, which is the action's title filled with the "
+                "arguments). `{field}` placeholders name arguments (format specs up to width "
+                "40 and precision 20); 422 otherwise.",
+            },
             "dedupe_key": {
                 "type": "string",
-                "description": "Names the entity acted on: a pending request with the same key "
-                "and arguments is joined.",
+                "description": "Names the entity acted on: a pending request of this service "
+                "with the same key and arguments is joined (never another service's or a "
+                "workflow's).",
             },
             "callback_url": {
                 "type": "string",
@@ -121,7 +130,7 @@ _SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": [
             *("approval_id", "status", "approved", "action", "args", "title", "service"),
-            *("requester", "created_at", "card_url", "decision"),
+            *("note", "requester", "created_at", "card_url", "decision"),
         ],
         "additionalProperties": False,
         "properties": {
@@ -130,7 +139,14 @@ _SCHEMAS: dict[str, Any] = {
             "approved": {"type": "boolean"},
             "action": {"type": "string"},
             "args": {"type": "object", "description": "As requested; secret fields hidden."},
-            "title": {"type": "string"},
+            "title": {
+                "type": "string",
+                "description": "The action's title from the policy, filled with the arguments.",
+            },
+            "note": {
+                **_NULLABLE_STRING,
+                "description": "The request's own `title`, shown on the card as its note.",
+            },
             "service": {"type": "string"},
             "requester": {"type": "string"},
             "created_at": {"type": "string", "description": "ISO-8601 UTC."},

@@ -116,7 +116,7 @@ def _blank_texts(node: Any, at: str) -> list[str]:
         ("＞ wide quote", "\u00ad＞ wide quote"),
         ("nul\x00bell\x07", "nul\ufffdbell\ufffd"),
         ("crlf\r\nline", "crlf\nline"),
-        ("pay \u202e001", "pay \ufffd001"),
+        ("pay \u202e001", "pay ⟦U+202E⟧001"),
         ("lone \ud800", "lone \ufffd"),
         ("emoji 🎉", "emoji 🎉"),
         (":white_check_mark: ok", f"{ESC(':')}white_check_mark: ok"),

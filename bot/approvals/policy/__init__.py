@@ -49,10 +49,15 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
                                       # where its callback_url may point (scheme, host, port;
                                       # "*." any subdomain, ":*" any port); default nowhere
     callback_private = false          # may they be private, loopback or link-local addresses
+    may_act_for = ["@support"]        # whom it may name as requester; default nobody
+    owners = ["U_DAVE"]               # who hold its token: they may not approve what it asks
 
 A service's token lets it ask for approvals of the actions it lists and read them, never decide
 one. A token variable that is not set when signoff starts is warned about, and that service
-cannot authenticate until it is.
+cannot authenticate until it is. A request names its `requester`: that person is the requester
+only when `may_act_for` lists them (a user id, or through an `@group`); anyone else named makes
+the request the service's own. The card says "@Carol asks via billing" (or that the service
+asks for itself), and neither the requester nor an owner may approve it.
 
 An agent's tool call is gated by its tool's name: a tool named like an action asks for that
 action's approval with the call's arguments; a tool in `free_tools` runs without asking; any

@@ -82,6 +82,7 @@ _RULE_KEYS = ("name", "when")
 _WORKFLOW_KEYS = ("starters", "path")
 _SERVICE_KEYS = (
     "token_env", "actions", "webhook_secret_env", "channel", "callback_urls", "callback_private",
+    "may_act_for", "owners",
 )  # fmt: skip
 _SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -202,6 +203,10 @@ class _Reader:
                 callback_private=self.boolean(
                     p + ("callback_private",), t.get("callback_private", False)
                 ),
+                may_act_for=self.entries(
+                    p + ("may_act_for",), t.get("may_act_for", []), what="may_act_for"
+                ),
+                owners=self.entries(p + ("owners",), t.get("owners", []), what="owners"),
             )
         return out
 

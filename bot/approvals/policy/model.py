@@ -221,6 +221,14 @@ class ServicePolicy:
     this machine or the internal network). Default false: such an address is refused, in the
     request and again at delivery, once the host's name is resolved."""
 
+    may_act_for: tuple[str, ...] = ()
+    """The people (user ids, `@groups`) it may name as a request's `requester`. A request that
+    names anyone else is asked as the service itself ("via NAME" on the card). Default none:
+    every request is the service's own."""
+    owners: tuple[str, ...] = ()
+    """The people (user ids, `@groups`) who hold its token: they may not approve what it asks,
+    as nobody may approve their own request. Default none."""
+
     def callback_problem(self, url: str) -> str | None:
         """Why `url` may not be this service's `callback_url` (None when it may)."""
         return callback_problem(

@@ -15,9 +15,10 @@ from graphs import Interrupt
 from . import store
 from ._conceal import Concealer
 from .audit import AuditKind, AuditLog
-from .decisions import new_decision, settled
+from . import _turns
+from .decisions import block, new_decision, settled
 from .jobs import JobQueue
-from .models import DecisionStatus
+from .models import DecisionStatus, TurnPlace
 from .policy import ActionPolicy, Policy, evaluate_request, redact
 
 if TYPE_CHECKING:
@@ -138,6 +139,12 @@ class Pauses:
             version=0,
             **deadlines,
         )
+        place = TurnPlace.from_json(p.get("turn"))
+        turn_id = p.get("turn_id") if place is not None else None
+        if isinstance(turn_id, str) and place is not None:
+            values.update(turn_id=turn_id, turn=store.dumps(place.to_json()))
+        else:
+            turn_id = None
         if status != "pending":
             by = [f"rule:{verdict.auto_rule}"] if status == "approved" else ["policy"]
             decision_status: DecisionStatus = "approved" if status == "approved" else "denied"
@@ -159,6 +166,8 @@ class Pauses:
             await self.jobs.event(
                 conn, "approval_requested", now, thread_id=thread_id, approval_id=approval_id
             )
+            if turn_id is not None and place is not None and place.after:
+                await self._refused_before(conn, thread_id, turn_id, approval_id, now)
         else:
             kind: AuditKind = {
                 "approved": "auto_approved",
@@ -172,8 +181,22 @@ class Pauses:
                 actor=by[0],
                 data={**data, "reason": reason},
             )
-            await settled(conn, self.jobs, approval_id, decision, now, opener=thread_id)
+            await settled(
+                conn, self.jobs, approval_id, decision, now, opener=thread_id, turn_id=turn_id,
+                audit=self.audit,
+            )  # fmt: skip
         return approval_id
+
+    async def _refused_before(
+        self, conn: AsyncConnection, thread_id: str, turn_id: str, approval_id: str, now: float
+    ) -> None:
+        """A call asked for after a call of its turn it runs after was refused already (denied
+        by policy as it was asked for): it does not run either."""
+        turn = await _turns.turn_approvals(conn, thread_id, turn_id)
+        a = next((o for o in turn if o.id == approval_id), None)
+        refused = _turns.refused_by(a, turn) if a is not None else None
+        if a is not None and refused is not None:
+            await block(conn, self.jobs, self.audit, a, _turns.refusal_note(a, refused), now)
 
 
 def _deadlines(rule: ActionPolicy | None, now: float) -> dict[str, float | None]:

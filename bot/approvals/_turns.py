@@ -23,7 +23,7 @@ from . import tables as t
 from .models import Approval
 from .store import _votes_of
 
-__all__ = ["dependencies", "held_by", "refused_by", "refusal_note", "turn_approvals"]
+__all__ = ["dependencies", "held_by", "refusal_note", "refused_by", "turn_approvals"]
 
 
 async def turn_approvals(
@@ -79,9 +79,8 @@ def refusal_note(a: Approval, refused: Approval) -> str:
         "expired": "expired before anyone approved it",
         "cancelled": "was cancelled",
     }.get(str(status), f"was {status}")
-    return (
-        f"{a.action} runs only after {refused.action}, which {what}"
-        + (f": {why}" if why else "")
+    return f"{a.action} runs only after {refused.action}, which {what}" + (
+        f": {why}" if why else ""
     )
 
 

@@ -198,7 +198,12 @@ async def block(
 
 
 async def _ask_again(
-    conn: AsyncConnection, jobs: JobQueue, audit: AuditLog, a: Approval, edited: Approval, now: float
+    conn: AsyncConnection,
+    jobs: JobQueue,
+    audit: AuditLog,
+    a: Approval,
+    edited: Approval,
+    now: float,
 ) -> None:
     """`a` runs after `edited`, which was approved with edits: the votes `a` had were given
     against other values, so they count no more."""

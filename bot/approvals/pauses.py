@@ -12,10 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from graphs import Interrupt
 
-from . import store
+from . import _turns, store
 from ._conceal import Concealer
 from .audit import AuditKind, AuditLog
-from . import _turns
 from .decisions import block, new_decision, settled
 from .jobs import JobQueue
 from .models import DecisionStatus, TurnPlace

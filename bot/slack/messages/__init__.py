@@ -10,6 +10,7 @@ The modules follow the surfaces, each on the ones before it:
 - `_runs`: thread replies about runs, reminders, escalation.
 - `_refusals`: refusals and errors (ephemeral replies), and the modals' texts.
 - `_status`: `/agent status`, help and App Home.
+- `_turn`: the card of an agent's model turn (several tool calls on one message).
 
 Callers use this package's names (`from bot.slack import messages as m`); what only the texts
 use among themselves stays in their modules.
@@ -122,6 +123,17 @@ from ._status import (
     thread_paused_at,
     waits_on,
 )
+from ._turn import (
+    APPROVE_ALL,
+    approve_all_hint,
+    decide_again,
+    runs_after,
+    turn_call_line,
+    turn_fallback,
+    turn_header,
+    turn_summary,
+    waits_for,
+)
 from ._words import (
     APPROVE,
     CANCEL,
@@ -170,6 +182,7 @@ from ._words import (
 
 __all__ = [
     "APPROVE",
+    "APPROVE_ALL",
     "CANCEL",
     "CANCEL_RUN_BUTTON",
     "CANCEL_RUN_CONFIRM_NO",
@@ -213,6 +226,7 @@ __all__ = [
     "UNNAMED_FIELD",
     "already_decided",
     "approval_line",
+    "approve_all_hint",
     "busy",
     "cancel_run_confirm",
     "cancelled_line",
@@ -224,6 +238,7 @@ __all__ = [
     "command_error",
     "confirm_critical",
     "database_unavailable",
+    "decide_again",
     "decided_line",
     "decider",
     "duration",
@@ -285,6 +300,7 @@ __all__ = [
     "run_retried",
     "run_retried_line",
     "run_started",
+    "runs_after",
     "stale_button",
     "start_refused",
     "status_fallback",
@@ -302,11 +318,16 @@ __all__ = [
     "thread_paused_at",
     "tier",
     "tier_emoji",
+    "turn_call_line",
+    "turn_fallback",
+    "turn_header",
+    "turn_summary",
     "unknown_approval",
     "unknown_command",
     "unknown_thread",
     "unknown_workflow",
     "values_shortened",
+    "waits_for",
     "waits_on",
     "who",
 ]

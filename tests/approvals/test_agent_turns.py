@@ -55,8 +55,10 @@ async def test_a_rejected_refund_keeps_the_email_from_going_out_and_the_model_is
     said = await told(kit, "support_agent", report.thread_id)
     assert said["call_refund"] == (
         "error",
-        "Rejected: U_BOB rejected the call to send_refund, so it did not run. "
-        "Reason: the kettle was not returned",
+        (
+            "Rejected: U_BOB rejected the call to send_refund, so it did not run. "
+            "Reason: the kettle was not returned"
+        ),
     )
     status, content = said["call_email"]
     assert status == "error"
@@ -149,8 +151,10 @@ async def test_a_dependent_call_never_runs_before_its_dependency_in_both_agent_s
     said = await told(probe, workflow, report.thread_id)
     assert said["c3"] == (
         "error",
-        "Not run: email_customer runs only after send_refund, which was rejected by U_BOB: "
-        "no refunds today",
+        (
+            "Not run: email_customer runs only after send_refund, which was rejected by U_BOB: "
+            "no refunds today"
+        ),
     )
     assert (await probe.app.get(email["id"])).decided_by == ["policy"]
 
@@ -170,8 +174,8 @@ async def test_a_lone_gated_call_is_not_a_turn(probe: Kit) -> None:  # noqa: F81
          "signoff.toml:3: actions.a.after: 'a' cannot run after itself"),
         ('[actions.a]\napprovers = ["U_A"]\nafter = "b"\n',
          "signoff.toml:3: actions.a.after: must be an array of action names, got 'b'"),
-        ('[actions.a]\napprovers = ["U_A"]\nafter = ["b"]\n[actions.b]\napprovers = ["U_A"]\n'
-         'after = ["a"]\n',
+        (('[actions.a]\napprovers = ["U_A"]\nafter = ["b"]\n[actions.b]\napprovers = ["U_A"]\n'
+         'after = ["a"]\n'),
          "signoff.toml:3: actions.a.after: the actions wait for each other (a -> b -> a)"),
     ],
 )  # fmt: skip

@@ -81,7 +81,7 @@ async def test_the_turn_is_one_card_with_each_call_s_buttons_and_approve_all(
 
 
 async def test_a_rejected_refund_keeps_the_email_in_and_the_model_is_told(bot: Scenario) -> None:
-    thread_id, refund, email = await start(bot)
+    thread_id, _refund, _email = await start(bot)
     card = card_of(bot)
     assert (await bot.send(click_call(bot, "U0BOB", card, 1, REJECT))).status == 200
     await bot.slack.wait_for(lambda s: s.workspace.views.get("U0BOB"))
@@ -103,7 +103,7 @@ async def test_a_rejected_refund_keeps_the_email_in_and_the_model_is_told(bot: S
 async def test_an_email_approved_before_its_refund_is_edited_must_be_approved_again(
     bot: Scenario,
 ) -> None:
-    thread_id, refund, email = await start(bot)
+    thread_id, _refund, email = await start(bot)
     # Alice approves the email first: it waits for the refund
     assert (await bot.send(click_call(bot, "U0ALICE", card_of(bot), 2, APPROVE))).status == 200
     await bot.settle()

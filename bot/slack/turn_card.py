@@ -35,7 +35,7 @@ from .limits import BUTTON_TEXT_MAX, BUTTON_VALUE_MAX, MESSAGE_BLOCKS_MAX, SECTI
 from .mrkdwn import escape_fit, one_line, shorten, slack_len
 from .payloads import APPROVE_TURN, TurnValue
 
-__all__ = ["approve_all_value", "is_turn", "turn_card"]
+__all__ = ["approve_all_value", "is_turn", "turn_card", "waits_line"]
 
 _CALL_BLOCKS = 4
 """Blocks a call may take: its line, its values (a section, and a note when shortened), its
@@ -200,3 +200,20 @@ def turn_card(
         )
     fallback = m.turn_fallback(requester, [title_of(a) for a in turn])
     return message(fallback, blocks)
+
+
+def waits_line(a: Approval, approvals: Sequence[Approval]) -> str:
+    """What pending `a` waits for, in its run's words (`/agent status THREAD`): on whom, and,
+    for a call of an agent turn, the calls it runs after. `approvals`: its run's."""
+    turn = [o for o in approvals if a.turn_id is not None and o.turn_id == a.turn_id]
+    deps = _dependencies(a, turn)
+    approvers = [v.user_id for v in a.votes if v.decision == "approve"]
+    waiting = [d.action for d in deps if d.status == "pending"]
+    waits = m.waits_on(len(approvers), a.required, [shorten(x, 100) for x in a.approvers[:10]])
+    if waiting and len(approvers) >= a.required:
+        why = m.held_why(waiting, approvers)
+    elif deps:
+        why = m.after_why([d.action for d in deps], waits)
+    else:
+        why = waits
+    return m.run_waits_line(title_of(a)[:200], shorten(a.action, 100), why)

@@ -8,6 +8,7 @@ all" runs both, once each.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -161,3 +162,23 @@ async def test_approve_all_by_someone_who_may_not_approve_records_nothing(bot: S
     assert (await bot.signoff.get(email.id)).votes == ()
     [told] = bot.slack.workspace.ephemerals["U0CAROL"]
     assert "your own request" in told.text
+
+
+async def test_agent_status_says_which_calls_wait_and_on_whom(bot: Scenario) -> None:
+    thread_id, _, _ = await start(bot)
+    assert (await bot.send(click_call(bot, "U0ALICE", card_of(bot), 2, APPROVE))).status == 200
+    await bot.settle()
+    answer = await bot.slack.command("carol", CHANNEL, f"status {thread_id}")
+    assert answer.status == 200
+    await bot.settle()
+    # the reply: the command's answer, or a message only Carol sees
+    said = [json.loads(answer.body)] if answer.body.startswith("{") else []
+    said += [e.blocks for e in bot.slack.workspace.ephemerals.get("U0CAROL", [])]
+    shown = "\n".join(text_of(s) for s in said)
+    assert "*Waiting for* (2 decisions):" in shown
+    assert "• *Refund 129.00 to cust_12* (`send_refund`): needs 1 more approval from" in shown
+    assert (
+        "• *Email cust_12@example.com: Refund* (`email_customer`): approved by <@U0ALICE>; "
+        "runs once `send_refund` is approved"
+    ) in shown
+    assert "step -1" not in shown and "__start__" not in shown

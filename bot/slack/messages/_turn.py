@@ -61,3 +61,26 @@ def decide_again(action: str, changes: str) -> str:
 
 def approve_all_hint(count: int) -> str:
     return f"“{APPROVE_ALL}” approves the {plural(count, 'pending call')} as shown, in order."
+
+
+def run_waits_heading(count: int) -> str:
+    """`/agent status THREAD`'s section on a paused run: what it waits for, in its calls."""
+    return f"*Waiting for* ({plural(count, 'decision')}):"
+
+
+def run_waits_line(title: str, action: str, why: str) -> str:
+    """`• *Refund 42.50 to cust_9* (`send_refund`): needs 1 more approval from @finance`."""
+    return f"• *{escape(title)}* ({code(action)}): {why}"
+
+
+def held_why(actions: Sequence[str], approvers: Sequence[str]) -> str:
+    """What a call approved by its approvers waits for: the calls it runs after."""
+    return (
+        f"approved by {join([mention(u) for u in approvers])}; runs once "
+        f"{join([code(a) for a in actions])} is approved"
+    )
+
+
+def after_why(actions: Sequence[str], waits: str) -> str:
+    """What a call that runs after others waits for, besides its own approvers."""
+    return f"runs after {join([code(a) for a in actions])}; {waits}"

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, select
+import hashlib
+
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import tables as t
@@ -26,18 +28,24 @@ from .store import _votes_of
 __all__ = ["dependencies", "held_by", "refusal_note", "refused_by", "turn_approvals"]
 
 
-async def turn_approvals(
-    conn: AsyncConnection, thread_id: str, turn_id: str, *, lock: bool = False
-) -> list[Approval]:
-    """The approvals of one model turn of a thread, in the order the model proposed the calls.
+async def lock_turn(conn: AsyncConnection, thread_id: str, turn_id: str) -> None:
+    """On PostgreSQL, hold the turn until the transaction ends (an advisory lock), so that a
+    vote on a call that runs after another and the settlement of that other are judged one
+    after the other: neither reads the turn as it was before the other committed. Taken by
+    the vote before it writes anything, so that no row lock is held while it waits. SQLite's
+    write transactions are one at a time already."""
+    if conn.dialect.name == "postgresql":
+        key = hashlib.sha256(f"signoff.turn\0{thread_id}\0{turn_id}".encode()).digest()
+        await conn.execute(
+            select(func.pg_advisory_xact_lock(int.from_bytes(key[:8], "big", signed=True)))
+        )
 
-    `lock`: on PostgreSQL, hold their rows until the transaction ends, so that a vote on one
-    call and the settlement of a call it runs after are judged one after the other."""
+
+async def turn_approvals(conn: AsyncConnection, thread_id: str, turn_id: str) -> list[Approval]:
+    """The approvals of one model turn of a thread, in the order the model proposed the calls."""
     query = select(t.approvals).where(
         t.approvals.c.thread_id == thread_id, t.approvals.c.turn_id == turn_id
     )
-    if lock and conn.dialect.name == "postgresql":
-        query = query.with_for_update()
     rows = (await conn.execute(query)).mappings().all()
     votes = await _votes_of(conn, [row["id"] for row in rows])
     found = [Approval.from_row(row, votes.get(row["id"], ())) for row in rows]

@@ -165,6 +165,7 @@ async def _after_in_turn(
     """What the settlement of `approval_id` means for the calls of its turn that run after it
     (`_turns`): denied when it was not approved, asked again when it was approved with edits,
     settled when it was the last thing a call approved by its own approvers waited for."""
+    await _turns.lock_turn(conn, thread_id, turn_id)
     turn = await _turns.turn_approvals(conn, thread_id, turn_id)
     done = next((a for a in turn if a.id == approval_id), None)
     if done is None or done.turn is None:
@@ -307,7 +308,8 @@ async def _held(conn: AsyncConnection, a: Approval) -> bool:
     approval that runs after nothing)."""
     if a.turn is None or not a.turn.after or a.turn_id is None:
         return False
-    turn = await _turns.turn_approvals(conn, a.thread_id, a.turn_id, lock=True)
+    await _turns.lock_turn(conn, a.thread_id, a.turn_id)
+    turn = await _turns.turn_approvals(conn, a.thread_id, a.turn_id)
     return bool(_turns.held_by(a, turn))
 
 
@@ -436,10 +438,15 @@ class Decisions:
                 if plan is not None and not await self._claim(conn, plan, now):
                     plan = None
             if plan is None:
+                # A call that runs after another: its turn is locked before its row (`_held`)
+                known = seen if seen is not None and seen.id == approval_id else None
+                if known is None and conn.dialect.name == "postgresql":
+                    known = await store.get_approval(conn, approval_id)
+                held = await _held(conn, known) if known is not None else False
                 a = await store.get_approval(conn, approval_id, for_update=True)
                 if a is None:
                     raise UnknownApprovalError(approval_id)
-                held = await _held(conn, a)
+                held = await _held(conn, a) if known is None else held
                 plan = await self._plan(a, user, approve, note, edits, revision, now, groups, held)
                 if not await self._claim(conn, plan, now):
                     raise already(await store.get_approval(conn, a.id) or a)

@@ -191,6 +191,7 @@ class Pauses:
     ) -> None:
         """A call asked for after a call of its turn it runs after was refused already (denied
         by policy as it was asked for): it does not run either."""
+        await _turns.lock_turn(conn, thread_id, turn_id)
         turn = await _turns.turn_approvals(conn, thread_id, turn_id)
         a = next((o for o in turn if o.id == approval_id), None)
         refused = _turns.refused_by(a, turn) if a is not None else None

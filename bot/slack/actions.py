@@ -19,6 +19,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from ..approvals.decisions import stale
 from ..approvals.errors import ApprovalError, DecisionRefused
 from ..approvals.events import RetryLater
 from ..approvals.models import Approval
@@ -111,7 +112,9 @@ class Actions(Listener):
                     a = await self.signoff.get(approval_id, wait=wait)
                     shown = payloads.ActionValue(approval_id, value.thread_id, None, revision)
                     calls.append((_on_its_card(body, shown, a), revision))
-                for a, _ in calls:
+                for a, revision in calls:
+                    if a.revision != revision:  # an edit changed it since the card was drawn
+                        raise stale(a, revision)
                     await self.signoff.check_voter(a.id, user)
                 for a, revision in calls:
                     await self.signoff.vote(a.id, user, True, wait=wait, revision=revision)

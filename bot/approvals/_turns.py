@@ -14,9 +14,8 @@ The rules (applied by `decisions.settled` and the vote):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import hashlib
+from collections.abc import Sequence
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -25,7 +24,15 @@ from . import tables as t
 from .models import Approval
 from .store import _votes_of
 
-__all__ = ["dependencies", "held_by", "refusal_note", "refused_by", "turn_approvals"]
+__all__ = [
+    "dependencies",
+    "drop_votes",
+    "held_by",
+    "lock_turn",
+    "refusal_note",
+    "refused_by",
+    "turn_approvals",
+]
 
 
 async def lock_turn(conn: AsyncConnection, thread_id: str, turn_id: str) -> None:

@@ -4,8 +4,8 @@ a conflict, or approved by a rule), with its audit entry and event in the same t
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -138,12 +138,7 @@ class Pauses:
             version=0,
             **deadlines,
         )
-        place = TurnPlace.from_json(p.get("turn"))
-        turn_id = p.get("turn_id") if place is not None else None
-        if isinstance(turn_id, str) and place is not None:
-            values.update(turn_id=turn_id, turn=store.dumps(place.to_json()))
-        else:
-            turn_id = None
+        turn_id, place = _turn_of(p, values)
         if status != "pending":
             by = [f"rule:{verdict.auto_rule}"] if status == "approved" else ["policy"]
             decision_status: DecisionStatus = "approved" if status == "approved" else "denied"
@@ -165,8 +160,7 @@ class Pauses:
             await self.jobs.event(
                 conn, "approval_requested", now, thread_id=thread_id, approval_id=approval_id
             )
-            if turn_id is not None and place is not None and place.after:
-                await self._refused_before(conn, thread_id, turn_id, approval_id, now)
+            await self._refused_before(conn, thread_id, turn_id, place, approval_id, now)
         else:
             kind: AuditKind = {
                 "approved": "auto_approved",
@@ -187,16 +181,37 @@ class Pauses:
         return approval_id
 
     async def _refused_before(
-        self, conn: AsyncConnection, thread_id: str, turn_id: str, approval_id: str, now: float
+        self,
+        conn: AsyncConnection,
+        thread_id: str,
+        turn_id: str | None,
+        place: TurnPlace | None,
+        approval_id: str,
+        now: float,
     ) -> None:
         """A call asked for after a call of its turn it runs after was refused already (denied
         by policy as it was asked for): it does not run either."""
+        if turn_id is None or place is None or not place.after:
+            return
         await _turns.lock_turn(conn, thread_id, turn_id)
         turn = await _turns.turn_approvals(conn, thread_id, turn_id)
         a = next((o for o in turn if o.id == approval_id), None)
         refused = _turns.refused_by(a, turn) if a is not None else None
         if a is not None and refused is not None:
             await block(conn, self.jobs, self.audit, a, _turns.refusal_note(a, refused), now)
+
+
+def _turn_of(
+    payload: Mapping[str, Any], values: dict[str, Any]
+) -> tuple[str | None, TurnPlace | None]:
+    """The agent turn a request is a tool call of (`approval_gate`), and its place in it; put
+    in the approval's `values` too."""
+    place = TurnPlace.from_json(payload.get("turn"))
+    turn_id = payload.get("turn_id")
+    if place is None or not isinstance(turn_id, str):
+        return None, None
+    values.update(turn_id=turn_id, turn=store.dumps(place.to_json()))
+    return turn_id, place
 
 
 def _deadlines(rule: ActionPolicy | None, now: float) -> dict[str, float | None]:

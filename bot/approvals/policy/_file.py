@@ -441,7 +441,6 @@ class _Reader:
         if notify not in NOTIFY_MODES:
             raise self.error(p + ("notify",), _one_of(NOTIFY_MODES, notify))
 
-        after = self.after(p + ("after",), name, t.get("after", []))
         schema = self.schema(p + ("args",), t["args"]) if "args" in t else None
         if schema is not None:
             for f in (*editable, *secret):
@@ -475,7 +474,7 @@ class _Reader:
             auto_approve=rules,
             args=schema,
             notify=notify,
-            after=after,
+            after=self.after(p + ("after",), name, t.get("after", [])),
         )
 
     def schema(self, path: Path, value: Any) -> Schema:

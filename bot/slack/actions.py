@@ -97,10 +97,10 @@ class Actions(Listener):
     async def on_approve_turn(
         self, ack: AsyncAck, body: dict[str, Any], context: dict[str, Any] | None = None
     ) -> None:
-        """ "Approve all" on an agent turn's card: the clicker's approval of each pending call
-        it names, at the revision the card showed, in the order the model proposed them. Every
-        call is checked first (the button is on its card, the clicker may approve it): one
-        refusal refuses the click, and nothing is recorded."""
+        """Approve all, on an agent turn's card: the clicker's approval of each pending call it
+        names, at the revision the card showed, in the order the model proposed them. Every
+        call is checked first (the button is on its card, its values are those shown, the
+        clicker may approve it): one refusal refuses the click, and nothing is recorded."""
         with self.serving():
             user = (body.get("user") or {}).get("id", "")
             try:

@@ -185,3 +185,24 @@ def test_after_in_the_policy_is_checked(text: str, message: str) -> None:
     with pytest.raises(PolicyError) as e:
         parse_policy(text)
     assert str(e.value).startswith(message)
+
+
+@pytest.mark.parametrize("workflow", ["probe", "probe_v1"])
+async def test_a_refund_the_policy_denies_keeps_its_email_in_with_nobody_asked(
+    probe: Kit,  # noqa: F811
+    workflow: str,
+) -> None:
+    refused = _call("send_refund", "c2", customer_id="cust_9", amount=-5)
+    report = await start_probe(probe, refused, EMAIL, workflow=workflow)
+    await settle(probe)
+
+    assert (await probe.run(report.thread_id))["status"] == "completed"
+    assert await ran(probe) == []
+    refund, email = await probe.approvals(report.thread_id)
+    assert (refund["status"], email["status"]) == ("rejected", "rejected")
+    status, content = (await told(probe, workflow, report.thread_id))["c3"]
+    assert status == "error"
+    assert content.startswith(
+        "Not run: email_customer runs only after send_refund, which was denied by policy: "
+    )
+    assert "amount" in content  # the schema's reason, passed on

@@ -387,9 +387,12 @@ class SlackSink:
             "the card of approval %s in %s is gone (%s): posting it afresh in %s",
             a.id, a.channel, code, channel,
         )  # fmt: skip
-        tag = {"card": a.id, "replaces": a.message_ts}
+        turn = await self._turn(a)
+        tag = {"turn" if turn else "card": a.turn_id if turn else a.id, "replaces": a.message_ts}
         where, ts = await self._post(event, tag, channel, **body)
-        await self.signoff.mark_posted(a.id, where, ts)
+        for o in turn or [a]:  # every call of a turn was on the card that is gone
+            if o.id == a.id or o.message_ts == a.message_ts:
+                await self.signoff.mark_posted(o.id, where, ts)
         return await self.signoff.get(a.id)
 
     # ---- who is pinged ------------------------------------------------------------------

@@ -187,3 +187,15 @@ async def test_agent_status_says_which_calls_wait_and_on_whom(bot: Scenario) -> 
         "runs once `send_refund` is approved"
     ) in shown
     assert "step -1" not in shown and "__start__" not in shown
+
+
+async def test_a_deleted_turn_card_is_posted_again_with_every_call_on_it(bot: Scenario) -> None:
+    _, refund, email = await start(bot)
+    bot.slack.workspace.delete(card_of(bot))  # someone deleted the card
+    await bot.signoff.vote(refund.id, "U0ALICE", True)
+    await bot.settle()
+    refund, email = await bot.signoff.get(refund.id), await bot.signoff.get(email.id)
+    assert refund.message_ts == email.message_ts
+    card = bot.card(email)
+    assert "1. Refund 129.00 to cust_12" in text_of(card.blocks)
+    click_call(bot, "U0BOB", card, 2, REJECT)  # the email's buttons are on the new card

@@ -26,6 +26,7 @@ __all__ = [
     "DecisionStatus",
     "RunRecord",
     "RunStatus",
+    "TurnPlace",
     "Vote",
     "Workflow",
 ]
@@ -242,6 +243,36 @@ class Vote:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnPlace:
+    """Where a gated tool call is in its agent's model turn (`Approval.turn`)."""
+
+    call_id: str
+    """The tool call's id (the model's)."""
+    position: int
+    """Its place among the turn's gated calls, from 0 (the order the model proposed them)."""
+    after: tuple[str, ...] = ()
+    """The ids of the turn's calls it runs after (the policy's `after`): it never runs before
+    they are settled, not at all when one is refused, and is decided again when one is
+    approved with edits."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"call": self.call_id, "position": self.position, "after": list(self.after)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> TurnPlace | None:
+        """From the `turn` column, or an `interrupt()` payload's; None for anything else."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("call"), str):
+            return None
+        position = data.get("position")
+        after = data.get("after")
+        return cls(
+            call_id=data["call"],
+            position=position if isinstance(position, int) else 0,
+            after=tuple(a for a in after if isinstance(a, str)) if isinstance(after, list) else (),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Approval:
     """One approval request, as stored."""
 
@@ -287,6 +318,12 @@ class Approval:
     formats: Mapping[str, str] | None = None
     """Field name -> how people see its value (`"money"`: 42.50), from the action's declared
     arguments when it was asked for (`policy.schema.display`). Default none: as written."""
+    turn_id: str | None = None
+    """The agent's model turn this tool call was proposed in, when that turn proposed more
+    than one gated call (`approval_gate`): the approvals of one turn share one card. None
+    for any other approval."""
+    turn: TurnPlace | None = None
+    """Its place in that turn; None when `turn_id` is."""
 
     def shown(self, name: str, value: Any) -> str | None:
         """`value` of field `name` in its display format, or None when it has none (or the
@@ -377,7 +414,16 @@ class Approval:
             title_template=row["title"],
             note=fill_title(row["note"], current, formats) if row.get("note") else None,
             formats=formats,
+            turn_id=row.get("turn_id"),
+            turn=_turn_place(row.get("turn")),
         )
+
+
+def _turn_place(text: str | None) -> TurnPlace | None:
+    try:
+        return TurnPlace.from_json(json.loads(text)) if text else None
+    except ValueError:
+        return None
 
 
 def _formats(text: str | None) -> dict[str, str]:

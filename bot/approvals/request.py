@@ -32,7 +32,7 @@ from typing import Any
 
 from graphs import interrupt
 
-from .models import APPROVAL_KIND, Decision
+from .models import APPROVAL_KIND, Decision, TurnPlace
 from .policy import fingerprint
 
 __all__ = ["request_approval"]
@@ -68,6 +68,21 @@ def request_approval(
     Returns:
         The decision. Run the action only if `decision.approved`, with `decision.args`.
     """
+    return ask(action, args, title=title, dedupe_key=dedupe_key, note=note)
+
+
+def ask(
+    action: str,
+    args: Mapping[str, Any],
+    *,
+    title: str | None = None,
+    dedupe_key: str | None = None,
+    note: str | None = None,
+    turn: tuple[str, TurnPlace] | None = None,
+) -> Decision:
+    """`request_approval`, and for a tool call of an agent's model turn (`approval_gate`)
+    `turn`: the turn's id and the call's place in it, so that the turn's calls share one card
+    and a call waits for those it runs after."""
     proposal = dict(args)
     fp = fingerprint(action, proposal)
     payload = {
@@ -80,6 +95,8 @@ def request_approval(
     }
     if note:
         payload["note"] = note
+    if turn is not None:
+        payload["turn_id"], payload["turn"] = turn[0], turn[1].to_json()
     while True:
         decision = Decision.from_json(interrupt(payload))
         if decision.fingerprint == fp and decision.action == action:

@@ -5,6 +5,8 @@ the graph's memory, these are the application's record (what was asked, who deci
 
 - `runs`: one row per workflow run (thread): who started it, where its cards go, how it ended.
 - `approvals`: one row per approval request, with its status and deadlines.
+  A gated tool call of an agent's model turn says which turn (`turn_id`) and its place in it
+  (`turn`: its call id, position, and the calls it runs after).
 - `approval_waiters`: the paused interrupts an approval answers (more than one when a duplicate
   request joined a pending one).
 - `votes`: one row per person's decision on an approval.
@@ -60,7 +62,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0008"
+SCHEMA_REVISION = "a0009"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -120,10 +122,13 @@ approvals = Table(
     Column("reminded_at", Double, nullable=True),
     Column("escalated_at", Double, nullable=True),
     Column("version", Integer, nullable=False, default=0),
+    Column("turn_id", Text, nullable=True),
+    Column("turn", Text, nullable=True),
     Index("ix_approvals_status_created", "status", "created_at"),
     Index("ix_approvals_status_expire", "status", "expire_at"),
     Index("ix_approvals_dedupe", "action", "dedupe_key", "status"),
     Index("ix_approvals_thread", "thread_id"),
+    Index("ix_approvals_turn", "thread_id", "turn_id"),
 )
 
 approval_waiters = Table(

@@ -20,6 +20,10 @@ from ._locate import Path, _Locator
 from ._messages import (
     _AUTO_CRITICAL,
     _NO_APPROVERS,
+    _after_cycle,
+    _after_cycle_of,
+    _after_itself,
+    _after_unknown,
     _expiry_approve_refused,
     _free_and_action,
     _got,
@@ -72,7 +76,7 @@ _AGENT_KEYS = ("free_tools",)
 _ACTION_KEYS = (
     "title", "tier", "approvers", "required", "allow_self_approval", "editable", "secret",
     "remind_after", "escalate_after", "escalate_to", "expire_after", "on_expiry", "auto_approve",
-    "args", "notify",
+    "args", "notify", "after",
 )  # fmt: skip
 _FIELD_KEYS = (
     "type", "required", "minimum", "maximum", "exclusive_minimum", "exclusive_maximum",
@@ -365,10 +369,28 @@ class _Reader:
         return out
 
     def actions(self, value: Any, groups: Mapping[str, tuple[str, ...]]) -> dict[str, ActionPolicy]:
-        return {
+        out = {
             name: self.action(name, raw, groups)
             for name, raw in self.named_tables("actions", value).items()
         }
+        for name, rule in out.items():
+            for other in rule.after:
+                if other not in out:
+                    raise self.error(("actions", name, "after"), _after_unknown(other, out))
+        cycle = _after_cycle_of({name: rule.after for name, rule in out.items()})
+        if cycle:
+            raise self.error(("actions", cycle[0], "after"), _after_cycle(cycle))
+        return out
+
+    def after(self, path: Path, name: str, value: Any) -> tuple[str, ...]:
+        """`after = ["send_refund"]`: the actions a call of this one waits for in a turn."""
+        if not isinstance(value, list) or not all(
+            isinstance(v, str) and _ACTION_NAME.fullmatch(v) for v in value
+        ):
+            raise self.error(path, f"must be an array of action names, got {_got(value)}")
+        if name in value:
+            raise self.error(path, _after_itself(name))
+        return tuple(dict.fromkeys(value))
 
     def action(self, name: str, raw: Any, groups: Mapping[str, tuple[str, ...]]) -> ActionPolicy:
         p: Path = ("actions", name)
@@ -488,6 +510,7 @@ class _Reader:
             auto_approve=rules,
             args=schema,
             notify=notify,
+            after=self.after(p + ("after",), name, t.get("after", [])),
         )
 
     def schema(self, path: Path, value: Any) -> Schema:

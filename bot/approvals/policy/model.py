@@ -15,6 +15,10 @@ from ._compare import _compare
 from ._messages import (
     _AUTO_CRITICAL,
     _NO_APPROVERS,
+    _after_cycle,
+    _after_cycle_of,
+    _after_itself,
+    _after_unknown,
     _expiry_approve_refused,
     _free_and_action,
     _one_of,
@@ -150,6 +154,11 @@ class ActionPolicy:
     """What the request's arguments must be (`[actions.NAME.args]`): checked before any rule
     is considered and on every edit. A request whose arguments do not fit is denied. Default
     None: not checked (the policy loader warns)."""
+    after: tuple[str, ...] = ()
+    """Actions a call of this one runs after when an agent proposes them in the same model
+    turn (`after = ["send_refund"]` on `email_customer`): it never runs before they are
+    settled, does not run when one of them is rejected, denied or expires, and is decided
+    again when one of them is approved with edits. Default none."""
 
     def __post_init__(self) -> None:
         # The parser reports these with a line number first; this guards policies built in code.
@@ -175,6 +184,8 @@ class ActionPolicy:
                 raise PolicyError(_secret_editable(name), key=f"{key}.secret")
         if self.notify not in NOTIFY_MODES:
             raise PolicyError(_one_of(NOTIFY_MODES, self.notify), key=f"{key}.notify")
+        if self.action in self.after:
+            raise PolicyError(_after_itself(self.action), key=f"{key}.after")
 
     def approver_entries(self, *, escalated: bool = False) -> tuple[str, ...]:
         """The approvers, plus the escalation targets once the request has been escalated."""
@@ -274,6 +285,15 @@ class Policy:
                         _service_action_unknown(action, self.actions),
                         key=f"services.{service.name}.actions",
                     )
+        for rule in self.actions.values():
+            for name in rule.after:
+                if name not in self.actions:
+                    raise PolicyError(
+                        _after_unknown(name, self.actions), key=f"actions.{rule.action}.after"
+                    )
+        cycle = _after_cycle_of({name: rule.after for name, rule in self.actions.items()})
+        if cycle:
+            raise PolicyError(_after_cycle(cycle), key=f"actions.{cycle[0]}.after")
 
     @classmethod
     def empty(cls) -> Policy:

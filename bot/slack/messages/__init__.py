@@ -10,6 +10,7 @@ The modules follow the surfaces, each on the ones before it:
 - `_runs`: thread replies about runs, reminders, escalation.
 - `_refusals`: refusals and errors (ephemeral replies), and the modals' texts.
 - `_status`: `/agent status`, help and App Home.
+- `_turn`: the card of an agent's model turn (several tool calls on one message).
 
 Callers use this package's names (`from bot.slack import messages as m`); what only the texts
 use among themselves stays in their modules.
@@ -126,6 +127,21 @@ from ._status import (
     thread_paused_at,
     waits_on,
 )
+from ._turn import (
+    APPROVE_ALL,
+    after_why,
+    approve_all_hint,
+    decide_again,
+    held_why,
+    run_waits_heading,
+    run_waits_line,
+    runs_after,
+    turn_call_line,
+    turn_fallback,
+    turn_header,
+    turn_summary,
+    waits_for,
+)
 from ._words import (
     APPROVE,
     CANCEL,
@@ -174,6 +190,7 @@ from ._words import (
 
 __all__ = [
     "APPROVE",
+    "APPROVE_ALL",
     "CANCEL",
     "CANCEL_RUN_BUTTON",
     "CANCEL_RUN_CONFIRM_NO",
@@ -215,8 +232,10 @@ __all__ = [
     "RUN_STATUS_EMOJI",
     "STATUS_EMOJI",
     "UNNAMED_FIELD",
+    "after_why",
     "already_decided",
     "approval_line",
+    "approve_all_hint",
     "asker",
     "asker_note",
     "busy",
@@ -230,6 +249,7 @@ __all__ = [
     "command_error",
     "confirm_critical",
     "database_unavailable",
+    "decide_again",
     "decided_line",
     "decider",
     "duration",
@@ -250,6 +270,7 @@ __all__ = [
     "fallback_deciders",
     "field_required",
     "fields_omitted",
+    "held_why",
     "help_fallback",
     "help_text",
     "hidden_characters",
@@ -293,6 +314,9 @@ __all__ = [
     "run_retried",
     "run_retried_line",
     "run_started",
+    "run_waits_heading",
+    "run_waits_line",
+    "runs_after",
     "stale_button",
     "start_refused",
     "status_fallback",
@@ -310,11 +334,16 @@ __all__ = [
     "thread_paused_at",
     "tier",
     "tier_emoji",
+    "turn_call_line",
+    "turn_fallback",
+    "turn_header",
+    "turn_summary",
     "unknown_approval",
     "unknown_command",
     "unknown_thread",
     "unknown_workflow",
     "values_shortened",
+    "waits_for",
     "waits_on",
     "who",
 ]

@@ -315,6 +315,9 @@ class Approval:
     """The requester's own words beside the arguments (what a service sent as `title`), its
     placeholders filled as a title's: shown labelled as theirs, never as the header. Default
     none."""
+    asked_because: str | None = None
+    """Why a request one of the action's auto-approval rules matched was asked of people: the
+    rule was past its budget (which cap, how much it had spent). Default none."""
     formats: Mapping[str, str] | None = None
     """Field name -> how people see its value (`"money"`: 42.50), from the action's declared
     arguments when it was asked for (`policy.schema.display`). Default none: as written."""
@@ -413,6 +416,7 @@ class Approval:
             votes=votes,
             title_template=row["title"],
             note=fill_title(row["note"], current, formats) if row.get("note") else None,
+            asked_because=row.get("asked_because"),
             formats=formats,
             turn_id=row.get("turn_id"),
             turn=_turn_place(row.get("turn")),

@@ -5,6 +5,7 @@ a conflict, or approved by a rule), with its audit entry and event in the same t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
@@ -13,13 +14,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from graphs import Interrupt
 
 from . import _turns, store
+from ._budgets import past_budget
 from ._conceal import Concealer
 from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .audit import AuditKind, AuditLog
 from .decisions import block, new_decision, settled
 from .jobs import JobQueue
 from .models import DecisionStatus, TurnPlace
-from .policy import ActionPolicy, Policy, evaluate_request, redact
+from .policy import ActionPolicy, Policy, RequestVerdict, evaluate_request, redact
 
 if TYPE_CHECKING:
     from .db import Database
@@ -84,6 +86,9 @@ class Pauses:
         if conceal is not None:
             conceal = conceal.learn(p)
             shown = conceal.scrub(shown)
+        capped = await _past_budget(conn, verdict, shown, requester, now)
+        if capped is not None:
+            verdict = replace(verdict, outcome="ask", reason=capped)
         if verdict.outcome == "ask" and p.get("dedupe_key"):
             service = service_of(thread_id) if workflow == EXTERNAL_WORKFLOW else None
             dup = await store.pending_duplicate(conn, action, p["dedupe_key"], service=service)
@@ -142,6 +147,7 @@ class Pauses:
             editable=store.dumps(list(rule.editable) if rule else []),
             formats=store.dumps(rule.args.formats) if rule and rule.args else None,
             note=_hide(conceal, p["note"]) if isinstance(p.get("note"), str) else None,
+            asked_because=capped,
             escalated=False,
             channel=channel,
             created_at=now,
@@ -159,6 +165,8 @@ class Pauses:
             )
         await store.insert_approval(conn, values)
         data = {"action": action, "args": shown, "tier": values["risk_tier"], "workflow": workflow}
+        if capped is not None:
+            data["budget"] = capped
         if status == "pending":
             await self.audit.append(
                 conn,
@@ -245,3 +253,18 @@ def _deadlines(rule: ActionPolicy | None, now: float) -> dict[str, float | None]
 
 def _hide(conceal: Concealer | None, text: str) -> str:
     return conceal.text(text) if conceal is not None else text
+
+
+async def _past_budget(
+    conn: AsyncConnection,
+    verdict: RequestVerdict,
+    shown: Mapping[str, Any],
+    requester: str,
+    now: float,
+) -> str | None:
+    """For a request a rule would approve: why that would take the rule past its budget (the
+    request is then asked of people), else None."""
+    if verdict.outcome != "auto_approve" or verdict.rule is None:
+        return None
+    rule = next(r for r in verdict.rule.auto_approve if r.name == verdict.auto_rule)
+    return await past_budget(conn, verdict.rule.action, rule, shown, requester, now)

@@ -62,7 +62,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0009"
+SCHEMA_REVISION = "a0010"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -108,6 +108,7 @@ approvals = Table(
     Column("editable", Text, nullable=False),
     Column("formats", Text, nullable=True),
     Column("note", Text, nullable=True),
+    Column("asked_because", Text, nullable=True),
     Column("escalated", Boolean, nullable=False, default=False),
     Column("decision", Text, nullable=True),
     Column("reason", Text, nullable=True),

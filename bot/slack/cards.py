@@ -176,6 +176,11 @@ def approval_card(
             )
         ),
         *_asker_note(approval),
+        *(
+            [context(m.asked_because(shorten(approval.asked_because, 1000)))]
+            if approval.asked_because
+            else []
+        ),
         *field_sections(fields),
         *payload_sections(approval),
         *_hidden_warning(approval),

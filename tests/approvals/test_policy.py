@@ -24,6 +24,7 @@ from bot.approvals.errors import (
 from bot.approvals.policy import (
     ActionPolicy,
     AutoApproveRule,
+    AutoBudget,
     Condition,
     Policy,
     RequestVerdict,
@@ -84,7 +85,13 @@ def test_the_documented_example_is_valid() -> None:
         escalate_to=("@finance-leads",),
         expire_after=dt.timedelta(days=3),
         on_expiry="reject",
-        auto_approve=(AutoApproveRule("small refunds", (Condition("amount", "le", 50),)),),
+        auto_approve=(
+            AutoApproveRule(
+                "small refunds",
+                (Condition("amount", "le", 50),),
+                AutoBudget(dt.timedelta(days=1), 5, 100.0, "amount", ("customer_id",)),
+            ),
+        ),
     )
     assert p.groups == {"finance": ("U_ALICE", "U_BOB"), "finance-leads": ("U_ERIN",)}
     assert p.workflows == {"refund": WorkflowPolicy("refund", ("@support", "U_CAROL"), None)}

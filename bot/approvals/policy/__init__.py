@@ -36,6 +36,9 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     [[actions.send_refund.auto_approve]]  # routine cases decided by a rule; never for critical
     name = "small refunds"            # required; the audit log says which rule decided
     when = { amount = { le = 50 } }   # every condition must hold; ops: eq ne lt le gt ge in
+    budget = { count = 5, total = 100, of = "amount", per = ["customer_id"], window = "1d" }
+                                      # optional: past any cap in the window a person is asked
+                                      # (per: arguments, or "requester"; count, total or both)
 
     [agents]                          # AI agents' tool calls (`bot.approvals.approval_gate`)
     free_tools = ["lookup_order"]     # tools that run without approval (read-only ones)
@@ -114,6 +117,7 @@ from .model import (
     RISK_TIERS,
     ActionPolicy,
     AutoApproveRule,
+    AutoBudget,
     Condition,
     ExpiryOutcome,
     Policy,
@@ -128,6 +132,7 @@ __all__ = [
     "RISK_TIERS",
     "ActionPolicy",
     "AutoApproveRule",
+    "AutoBudget",
     "CallbackOrigin",
     "Condition",
     "ExpiryOutcome",

@@ -38,6 +38,7 @@ from .model import (
     RISK_TIERS,
     ActionPolicy,
     AutoApproveRule,
+    AutoBudget,
     Condition,
     Op,
     Policy,
@@ -82,7 +83,8 @@ _FIELD_KEYS = (
     "type", "required", "minimum", "maximum", "exclusive_minimum", "exclusive_maximum",
     "min_length", "max_length", "pattern", "enum", "description", "format",
 )  # fmt: skip
-_RULE_KEYS = ("name", "when")
+_RULE_KEYS = ("name", "when", "budget")
+_BUDGET_KEYS = ("count", "total", "of", "per", "window")
 _WORKFLOW_KEYS = ("starters", "path")
 _SERVICE_KEYS = (
     "token_env", "actions", "webhook_secret_env", "channel", "callback_urls", "callback_private",
@@ -563,9 +565,46 @@ class _Reader:
             if "when" not in t:
                 raise self.error(rp, "needs when = { ... } (use when = {} to match every request)")
             rules.append(
-                AutoApproveRule(name=name, conditions=self.conditions(rp + ("when",), t["when"]))
+                AutoApproveRule(
+                    name=name,
+                    conditions=self.conditions(rp + ("when",), t["when"]),
+                    budget=self.budget(rp + ("budget",), t["budget"]) if "budget" in t else None,
+                )
             )
         return tuple(rules)
+
+    def budget(self, path: Path, value: Any) -> AutoBudget:
+        """`budget = { count = 5, total = 25, of = "amount", per = ["customer_id"], window =
+        "1d" }`: at least one cap, and the window they count over."""
+        t = self.table(path, value, _BUDGET_KEYS, _dotted(path))
+        if "window" not in t:
+            raise self.error(path, 'needs window = "1d" (how long the caps count over)')
+        if "count" not in t and "total" not in t:
+            raise self.error(path, 'needs count = N, total = N (with of = "field"), or both')
+        count = t.get("count")
+        if count is not None and (type(count) is not int or count < 0):
+            raise self.error(
+                path + ("count",), f"must be a whole number, 0 or more, got {_got(count)}"
+            )
+        total = t.get("total")
+        if total is not None and (isinstance(total, bool) or not isinstance(total, (int, float))):
+            raise self.error(path + ("total",), f"must be a number, got {_got(total)}")
+        of = t.get("of")
+        if total is not None and not (isinstance(of, str) and of.strip()):
+            raise self.error(path + ("of",), 'total needs of = "field" (the argument it sums)')
+        per = t.get("per", [])
+        per = [per] if isinstance(per, str) else per
+        if not isinstance(per, list) or not all(isinstance(x, str) and x.strip() for x in per):
+            raise self.error(
+                path + ("per",), f"must be a field name or a list of them, got {_got(t['per'])}"
+            )
+        return AutoBudget(
+            window=self.duration(path + ("window",), t["window"]),
+            count=count,
+            total=float(total) if total is not None else None,
+            of=of if total is not None else None,
+            per=tuple(per),
+        )
 
     def conditions(self, path: Path, value: Any) -> tuple[Condition, ...]:
         if not isinstance(value, dict):

@@ -25,6 +25,7 @@ from ._messages import (
     _secret_editable,
     _service_action_unknown,
 )
+from .durations import format_duration
 from .schema import Schema
 
 __all__ = [
@@ -95,6 +96,36 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class AutoBudget:
+    """How much an auto-approval rule may approve in a window before a person is asked again
+    (`budget = { count = 5, total = 25, of = "amount", per = ["customer_id"], window = "1d" }`):
+    one request at a time, twelve refunds of 5.00 all look routine."""
+
+    window: dt.timedelta
+    """The sliding window the caps count over (`"1h"`, `"1d"`)."""
+    count: int | None = None
+    """At most this many approvals by the rule in the window. Default no cap."""
+    total: float | None = None
+    """At most this much of the argument `of`, summed over the rule's approvals in the window
+    (this request's included). Default no cap."""
+    of: str | None = None
+    """The numeric argument `total` sums (`"amount"`)."""
+    per: tuple[str, ...] = ()
+    """The caps hold per value of these arguments (`"customer_id"`), and per requester with
+    `"requester"`. Default: over every request of the action."""
+
+    def describe(self) -> str:
+        """`at most 5 approvals and 25 of amount per customer_id in 1d`."""
+        caps = []
+        if self.count is not None:
+            caps.append(f"{self.count} approval{'s' if self.count != 1 else ''}")
+        if self.total is not None:
+            caps.append(f"{self.total:g} of {self.of}")
+        per = f" per {' and '.join(self.per)}" if self.per else ""
+        return f"at most {' and '.join(caps)}{per} in {format_duration(self.window)}"
+
+
+@dataclass(frozen=True)
 class AutoApproveRule:
     """Requests of an action that are decided by a rule instead of a person. Audited by name."""
 
@@ -102,6 +133,9 @@ class AutoApproveRule:
     """Required; shown in the audit log as the decider."""
     conditions: tuple[Condition, ...] = ()
     """All must hold. Default none, which matches every request of the action."""
+    budget: AutoBudget | None = None
+    """How much it may approve in a window; past it, a person is asked and the card says
+    which cap. Default none: every matching request is approved."""
 
     def matches(self, args: Mapping[str, Any]) -> bool:
         """True when every condition holds. A missing field or a type mismatch does not match;

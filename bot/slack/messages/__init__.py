@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ..mrkdwn import escape
 from ._card import (
+    asked_because,
     asker,
     asker_note,
     cancelled_line,
@@ -236,6 +237,7 @@ __all__ = [
     "already_decided",
     "approval_line",
     "approve_all_hint",
+    "asked_because",
     "asker",
     "asker_note",
     "busy",

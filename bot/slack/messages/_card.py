@@ -112,6 +112,12 @@ def hidden_characters(fields: Sequence[tuple[str, str]]) -> str:
     )
 
 
+def asked_because(why: str) -> str:
+    """Why a request an auto-approval rule matched is asked of people: the rule is past its
+    budget (`why` says which cap and how much it spent)."""
+    return f"🧮 *Asked because* {escape(why)}"
+
+
 def asker_note(who: str, note: str) -> str:
     """The requester's own words, labelled as theirs (`who` is mrkdwn made by the caller)."""
     return f"*Note from {who}* (their words, not checked against the values):\n{escape(note)}"

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from langchain_core.messages import AIMessage, ToolCall
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 
 from graphs.prebuilt import BeforeCall, Edited, Rejected
 
@@ -76,7 +76,8 @@ def approval_gate(
             return Rejected(f"Error: the arguments of {name} must be an object, got {args!r}")
         # Not an action of the policy: request_approval is denied, and that is audited.
         turn = _turn_of(call, state, rules)
-        decision = ask(name, dict(args), title=chosen.get(name), turn=turn)
+        seen = _seen(call, state)
+        decision = ask(name, dict(args), title=chosen.get(name), turn=turn, seen=seen)
         return _verdict(call, decision)
 
     return gate
@@ -95,26 +96,63 @@ def _policy(policy: Policy | None, config: Any) -> Policy:
     )
 
 
-def _turn_of(call: Any, state: Any, policy: Policy) -> tuple[str, TurnPlace] | None:
-    """The model turn `call` was proposed in (its `AIMessage`, found in the state's messages)
-    and the call's place in it, when the turn proposed more than one gated call; else None."""
+def _messages(state: Any) -> list[Any]:
+    """The conversation in the tool node's state (a graph state's `messages`, or the list)."""
     if isinstance(state, Mapping):
         messages = state.get("messages")
     else:
         messages = state if isinstance(state, list) else getattr(state, "messages", None)
-    if not isinstance(messages, list):
-        return None
+    return messages if isinstance(messages, list) else []
+
+
+def _turn_message(call: Any, messages: list[Any]) -> tuple[int, AIMessage] | None:
+    """The model's message that proposed `call`, and where it is in the conversation."""
     call_id = call.get("id")
-    turn = next(
-        (
-            m
-            for m in reversed(messages)
-            if isinstance(m, AIMessage) and any(c.get("id") == call_id for c in m.tool_calls)
-        ),
-        None,
-    )
-    if turn is None or not call_id:
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, AIMessage) and any(c.get("id") == call_id for c in m.tool_calls):
+            return i, m
+    return None
+
+
+SEEN_TEXT_MAX = 4000
+"""Characters kept of the model's words and of each tool result a proposal rests on."""
+SEEN_RESULTS_MAX = 10
+"""Tool results kept of the turn before the proposal (the latest ones)."""
+
+
+def _seen(call: Any, state: Any) -> dict[str, Any] | None:
+    """What the model saw and said when it proposed `call`: the tool results that came back
+    since its previous turn (the facts the proposal rests on) and its own words beside the
+    call, for the card ("What the agent saw") and the payload view; None when the state holds
+    no conversation."""
+    messages = _messages(state)
+    found = _turn_message(call, messages)
+    if found is None:
         return None
+    at, turn = found
+    results: list[dict[str, str]] = []
+    for m in reversed(messages[:at]):
+        if isinstance(m, AIMessage):
+            break  # the model's previous turn: what came before it was seen then
+        if isinstance(m, ToolMessage):
+            text = m.content if isinstance(m.content, str) else str(m.content)
+            results.append({"tool": str(m.name or ""), "content": text[:SEEN_TEXT_MAX]})
+    reason = turn.content if isinstance(turn.content, str) else str(turn.content)
+    results = results[:SEEN_RESULTS_MAX][::-1]
+    if not results and not reason.strip():
+        return None
+    return {"reason": reason[:SEEN_TEXT_MAX], "results": results}
+
+
+def _turn_of(call: Any, state: Any, policy: Policy) -> tuple[str, TurnPlace] | None:
+    """The model turn `call` was proposed in (its `AIMessage`, found in the state's messages)
+    and the call's place in it, when the turn proposed more than one gated call; else None."""
+    call_id = call.get("id")
+    found = _turn_message(call, _messages(state))
+    if found is None or not call_id:
+        return None
+    turn = found[1]
     gated = [c for c in turn.tool_calls if c["name"] not in policy.free_tools and c.get("id")]
     if len(gated) < 2:
         return None

@@ -318,6 +318,10 @@ class Approval:
     asked_because: str | None = None
     """Why a request one of the action's auto-approval rules matched was asked of people: the
     rule was past its budget (which cap, how much it had spent). Default none."""
+    seen: Mapping[str, Any] | None = None
+    """For an agent's tool call: what the model saw and said when it proposed it (`reason`:
+    its words beside the call; `results`: the tool results it had just read, `{"tool",
+    "content"}`), secrets hidden. Default none."""
     formats: Mapping[str, str] | None = None
     """Field name -> how people see its value (`"money"`: 42.50), from the action's declared
     arguments when it was asked for (`policy.schema.display`). Default none: as written."""
@@ -417,6 +421,7 @@ class Approval:
             title_template=row["title"],
             note=fill_title(row["note"], current, formats) if row.get("note") else None,
             asked_because=row.get("asked_because"),
+            seen=_seen(row.get("agent_seen")),
             formats=formats,
             turn_id=row.get("turn_id"),
             turn=_turn_place(row.get("turn")),
@@ -466,3 +471,14 @@ class Workflow:
     def required(self) -> tuple[str, ...]:
         """The inputs a run cannot start without."""
         return self.schema.required
+
+
+def _seen(stored: Any) -> Mapping[str, Any] | None:
+    """The `agent_seen` column, read; None for a missing or unreadable one."""
+    if not isinstance(stored, str):
+        return None
+    try:
+        found = json.loads(stored)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None

@@ -148,6 +148,7 @@ class Pauses:
             formats=store.dumps(rule.args.formats) if rule and rule.args else None,
             note=_hide(conceal, p["note"]) if isinstance(p.get("note"), str) else None,
             asked_because=capped,
+            agent_seen=_seen_stored(conceal, p.get("seen")),
             escalated=False,
             channel=channel,
             created_at=now,
@@ -268,3 +269,25 @@ async def _past_budget(
         return None
     rule = next(r for r in verdict.rule.auto_approve if r.name == verdict.auto_rule)
     return await past_budget(conn, verdict.rule.action, rule, shown, requester, now)
+
+
+def _seen_stored(conceal: Concealer | None, seen: Any) -> str | None:
+    """What the agent saw, as stored: its texts with the thread's secrets hidden, as a title's
+    are (`_hide`); None for a request that is not an agent's tool call."""
+    if not isinstance(seen, Mapping):
+        return None
+    found = seen.get("results")
+    results: list[Any] = found if isinstance(found, list) else []
+    return store.dumps(
+        {
+            "reason": _hide(conceal, str(seen.get("reason") or "")),
+            "results": [
+                {
+                    "tool": _hide(conceal, str(r.get("tool") or "")),
+                    "content": _hide(conceal, str(r.get("content") or "")),
+                }
+                for r in results
+                if isinstance(r, Mapping)
+            ],
+        }
+    )

@@ -79,10 +79,12 @@ def ask(
     dedupe_key: str | None = None,
     note: str | None = None,
     turn: tuple[str, TurnPlace] | None = None,
+    seen: Mapping[str, Any] | None = None,
 ) -> Decision:
     """`request_approval`, and for a tool call of an agent's model turn (`approval_gate`)
     `turn`: the turn's id and the call's place in it, so that the turn's calls share one card
-    and a call waits for those it runs after."""
+    and a call waits for those it runs after; `seen`: what the model saw and said when it
+    proposed the call (`{"reason": ..., "results": [{"tool", "content"}]}`), for the card."""
     proposal = dict(args)
     fp = fingerprint(action, proposal)
     payload = {
@@ -97,6 +99,8 @@ def ask(
         payload["note"] = note
     if turn is not None:
         payload["turn_id"], payload["turn"] = turn[0], turn[1].to_json()
+    if seen is not None:
+        payload["seen"] = dict(seen)
     while True:
         decision = Decision.from_json(interrupt(payload))
         if decision.fingerprint == fp and decision.action == action:

@@ -109,6 +109,7 @@ approvals = Table(
     Column("formats", Text, nullable=True),
     Column("note", Text, nullable=True),
     Column("asked_because", Text, nullable=True),
+    Column("agent_seen", Text, nullable=True),
     Column("escalated", Boolean, nullable=False, default=False),
     Column("decision", Text, nullable=True),
     Column("reason", Text, nullable=True),

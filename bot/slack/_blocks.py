@@ -228,3 +228,24 @@ def deciders(approval: Approval) -> list[str]:
 def note_of(approval: Approval) -> str:
     note = decision_of(approval).get("note") or approval.reason or ""
     return note if isinstance(note, str) else str(note)
+
+
+SEEN_RESULTS_SHOWN = 3
+"""Tool results a card shows of what the agent saw (the latest); the payload view shows all."""
+
+
+def seen_blocks(approval: Approval) -> list[dict[str, Any]]:
+    """The card's "What the agent saw" line: the tool results the model had just read and its
+    words beside the call, shortened; none for a request that is not an agent's tool call."""
+    seen = approval.seen
+    if not seen:
+        return []
+    results = [
+        (shorten(str(r.get("tool") or ""), 60), one_line(shorten(str(r.get("content") or ""), 240)))
+        for r in (seen.get("results") or [])[-SEEN_RESULTS_SHOWN:]
+        if isinstance(r, Mapping)
+    ]
+    reason = one_line(shorten(str(seen.get("reason") or ""), 400))
+    if not results and not reason:
+        return []
+    return [context(m.agent_saw(reason, results))]

@@ -29,6 +29,7 @@ from ._blocks import (
     plain,
     proposed_of,
     section,
+    seen_blocks,
     title_of,
     to_text,
     value_text,
@@ -181,6 +182,7 @@ def approval_card(
             if approval.asked_because
             else []
         ),
+        *seen_blocks(approval),
         *field_sections(fields),
         *payload_sections(approval),
         *_hidden_warning(approval),

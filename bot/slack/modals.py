@@ -280,7 +280,7 @@ def payload_modal(approval: Approval) -> dict[str, Any]:
         text = _payload_json(approval, shown)
     except (TypeError, ValueError, RecursionError):
         text = repr(shown)
-    text = clean(text)
+    text = clean(text + _seen_text(approval))
     blocks: list[dict[str, Any]] = [
         section(m.payload_intro(title_of(approval), shorten(approval.action, 300)))
     ]
@@ -297,3 +297,17 @@ def payload_modal(approval: Approval) -> dict[str, Any]:
         used += size
         blocks.append(plain_section(chunk if chunk.strip() else chunk.replace(" ", "·") or "·"))
     return _modal(PAYLOAD_CALLBACK, m.PAYLOAD_MODAL_TITLE, blocks, metadata=_metadata(approval))
+
+
+def _seen_text(approval: Approval) -> str:
+    """What the agent saw when it proposed the call, whole, after the arguments (plain text)."""
+    seen = approval.seen
+    if not seen:
+        return ""
+    parts = ["", "", "What the agent saw"]
+    for r in seen.get("results") or []:
+        if isinstance(r, Mapping):
+            parts.append(f"- {r.get('tool') or 'a tool'} returned: {r.get('content') or ''}")
+    if seen.get("reason"):
+        parts.append(f"- the model said: {seen['reason']}")
+    return "\n".join(parts)

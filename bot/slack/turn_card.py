@@ -27,6 +27,7 @@ from ._blocks import (
     note_of,
     payload_sections,
     section,
+    seen_blocks,
     title_of,
     value_text,
 )
@@ -162,6 +163,7 @@ def turn_card(
     blocks: list[dict[str, Any]] = [
         header(m.turn_header(len(turn))),
         section(m.turn_summary(requester, workflow, len(turn))),
+        *seen_blocks(first),  # the calls of one turn rest on what it saw
         *field_sections(_meta_fields(first)[1:]),  # each call says its own risk
     ]
     room = MESSAGE_BLOCKS_MAX - len(blocks) - 2  # the Approve all row, the footer

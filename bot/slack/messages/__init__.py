@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ..mrkdwn import escape
 from ._card import (
+    agent_saw,
     asked_because,
     asker,
     asker_note,
@@ -234,6 +235,7 @@ __all__ = [
     "STATUS_EMOJI",
     "UNNAMED_FIELD",
     "after_why",
+    "agent_saw",
     "already_decided",
     "approval_line",
     "approve_all_hint",

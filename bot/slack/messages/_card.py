@@ -112,6 +112,16 @@ def hidden_characters(fields: Sequence[tuple[str, str]]) -> str:
     )
 
 
+def agent_saw(reason: str, results: Sequence[tuple[str, str]]) -> str:
+    """What an agent had just read and what it said when it proposed the call, each shortened
+    by the caller (the Full payload view holds them whole)."""
+    lines = ["*What the agent saw* (whole in Full payload)"]
+    lines += [f"{code(tool or 'a tool')} returned: {escape(content)}" for tool, content in results]
+    if reason:
+        lines.append(f"The model said: {escape(reason)}")
+    return "\n".join(lines)
+
+
 def asked_because(why: str) -> str:
     """Why a request an auto-approval rule matched is asked of people: the rule is past its
     budget (`why` says which cap and how much it spent)."""

@@ -76,6 +76,26 @@ class Starting(RunsBase):
                 await self._audit_refusal(workflow, input, requester, refusal)
             raise
 
+    async def refuse_malformed(self, reason: str, body: Any = None) -> None:
+        """Record a start refused before it could be read as one (a body that is not strict
+        JSON, or not a request: `start_refused`, with the `reason`); what `body` names of the
+        workflow and the requester, when it names them, is kept, never its inputs."""
+        fields = body if isinstance(body, Mapping) else {}
+        workflow, requester = fields.get("workflow"), fields.get("requester")
+        data: dict[str, Any] = {"refusal": "malformed", "reason": reason[:500]}
+        if isinstance(workflow, str):
+            data["workflow"] = workflow[:200]
+        try:
+            async with self.db.transaction() as conn:
+                await self.audit.append(
+                    conn,
+                    "start_refused",
+                    actor=requester[:200] if isinstance(requester, str) and requester else None,
+                    data=data,
+                )
+        except Exception as e:  # noqa: BLE001 - the refusal itself must still be told
+            log.warning("could not audit a malformed start request: %s", e)
+
     async def _audit_refusal(
         self, workflow: str, input: Any, requester: str, refusal: Exception
     ) -> None:

@@ -173,7 +173,7 @@ def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRun
                 service=service,
                 action=body["action"],
                 args=body.get("args", {}),
-                requester=body.get("requester"),  # type: ignore[arg-type]  # checked inside
+                requester=body.get("requester"),  # checked inside
                 title=body.get("title"),
                 dedupe_key=body.get("dedupe_key"),
                 callback_url=body.get("callback_url"),

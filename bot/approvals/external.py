@@ -315,6 +315,15 @@ class ExternalApprovals:
             service, {"service": service, "refusal": "malformed", "reason": reason}
         )
 
+    async def refuse_unreachable(self, service: str, action: str, reason: str) -> None:
+        """Record `service`'s request for `action` refused because no one could be asked: no
+        channel for its card, or fewer people who may approve it than it needs
+        (`api_refused`, refusal `unreachable`)."""
+        await self._audit_refusal(
+            service,
+            {"service": service, "action": action, "refusal": "unreachable", "reason": reason},
+        )
+
     async def _audit_refusal(self, actor: str | None, data: Mapping[str, Any]) -> None:
         """The `api_refused` entry, in a transaction of its own. A database that cannot take it
         (busy, down) does not change the answer: the refusal is still told (a 401 stays a 401,

@@ -233,7 +233,9 @@ def _approval_paths() -> dict[str, Any]:
                     "200": _json(_ref("Approval"), "This Idempotency-Key asked already."),
                     "400": _error(
                         "The body is not a JSON object of the request's fields, or not strict "
-                        "JSON within the limits (" + _BODY_LIMITS + ")."
+                        "JSON within the limits (" + _BODY_LIMITS + "); or the request could "
+                        "reach no one: no channel for its card, or fewer people who may "
+                        "approve it than it needs (`error` says which and what to configure)."
                     ),
                     "401": _401,
                     "403": _error(
@@ -330,7 +332,8 @@ def _run_paths() -> dict[str, Any]:
                     "400": _error(
                         "Malformed (not a JSON object of the request's fields, or not strict "
                         "JSON within the limits: " + _BODY_LIMITS + "), or inputs the "
-                        "workflow refuses."
+                        "workflow refuses; or no channel for the run's cards (neither "
+                        "`channel` nor SIGNOFF_DEFAULT_CHANNEL)."
                     ),
                     "401": _error("Missing or wrong SIGNOFF_API_TOKEN."),
                     "413": _TOO_LARGE,

@@ -96,9 +96,16 @@ Errors name the file, line and key, e.g. with `tier` misspelt in the example abo
 
 from ._edits import validate_edits
 from ._fingerprint import canonical_json, fingerprint, redact
-from .decide import RequestVerdict, check_service, check_voter, evaluate_request, may_start
+from .decide import (
+    RequestVerdict,
+    check_service,
+    check_voter,
+    evaluate_request,
+    may_start,
+    reach_problem,
+)
 from .durations import format_duration, parse_duration
-from .groups import GroupResolver, StaticGroups, resolve_members
+from .groups import GroupResolver, StaticGroups, resolve_members, unreachable
 from .load import MINIMAL_POLICY, load_policy, parse_policy
 from .model import (
     RISK_TIERS,
@@ -141,7 +148,9 @@ __all__ = [
     "may_start",
     "parse_duration",
     "parse_policy",
+    "reach_problem",
     "redact",
     "resolve_members",
+    "unreachable",
     "validate_edits",
 ]

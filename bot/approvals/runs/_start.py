@@ -76,13 +76,16 @@ class Starting(RunsBase):
                 await self._audit_refusal(workflow, input, requester, refusal)
             raise
 
-    async def refuse_malformed(self, reason: str, body: Any = None) -> None:
-        """Record a start refused before it could be read as one (a body that is not strict
-        JSON, or not a request: `start_refused`, with the `reason`); what `body` names of the
-        workflow and the requester, when it names them, is kept, never its inputs."""
+    async def refuse_at_door(
+        self, reason: str, body: Any = None, refusal: str = "malformed"
+    ) -> None:
+        """Record a start refused at the API's door, before the run is looked at: a body that
+        is not strict JSON or not a request (`malformed`), or a run that could reach no one
+        (`unreachable`: no channel for its cards). `start_refused`, with the `reason`; what
+        `body` names of the workflow and the requester is kept, never its inputs."""
         fields = body if isinstance(body, Mapping) else {}
         workflow, requester = fields.get("workflow"), fields.get("requester")
-        data: dict[str, Any] = {"refusal": "malformed", "reason": reason[:500]}
+        data: dict[str, Any] = {"refusal": refusal, "reason": reason[:500]}
         if isinstance(workflow, str):
             data["workflow"] = workflow[:200]
         try:

@@ -33,6 +33,7 @@ from .metrics import Metrics
 from .operations import operation_routes
 from .runtime import (
     build_runtime,
+    check_reach,
     check_tokens,
     keep_groups_fresh,
     release_held,
@@ -86,6 +87,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         signoff, client = build_runtime(settings, metrics=metrics, session=slack_session)
         opened.push_async_callback(signoff.db.aclose)
         socket_url = await check_tokens(client, settings.slack_app_token)
+        await check_reach(signoff, settings.default_channel)
         await signoff.db.upgrade()
         share_rate_limits(signoff, client)
         await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once

@@ -52,7 +52,9 @@ async def resolve_members(rule_entries: Iterable[str], resolver: GroupResolver) 
     return frozenset(out)
 
 
-async def unreachable(rule: ActionPolicy, requester: str, resolver: GroupResolver) -> str | None:
+async def unreachable(
+    rule: ActionPolicy, requester: str | None, resolver: GroupResolver
+) -> str | None:
     """Why `requester`'s request for `rule`'s action could never be approved by the people
     its approvers (and escalation targets) name now, or None (`reach_problem`).
 

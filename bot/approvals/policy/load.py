@@ -12,7 +12,7 @@ from ..errors import PolicyError
 from ._file import _Reader, _syntax_error
 from .model import Policy
 
-__all__ = ["MINIMAL_POLICY", "load_policy", "parse_policy"]
+__all__ = ["MINIMAL_POLICY", "load_policy", "parse_policy", "unknown_groups"]
 
 log = logging.getLogger("signoff.policy")
 # Shown where the process configures logging (`signoff run`, the demo); a one-shot CLI command
@@ -83,7 +83,7 @@ def parse_policy(text: str, source: str = "signoff.toml") -> Policy:
                 name,
                 name,
             )
-    for where, key, group in _unknown_groups(policy):
+    for where, key, group in unknown_groups(policy):
         if (source, where, key, group) in _warned:
             continue
         _warned.add((source, where, key, group))
@@ -91,7 +91,7 @@ def parse_policy(text: str, source: str = "signoff.toml") -> Policy:
     return policy
 
 
-def _unknown_groups(policy: Policy) -> Iterator[tuple[str, str, str]]:
+def unknown_groups(policy: Policy) -> Iterator[tuple[str, str, str]]:
     """(where, key, group) for each `@group` an action or workflow names that `[groups]` does
     not define: `("action send_refund", "approvers", "finanse")`."""
     for name, rule in policy.actions.items():

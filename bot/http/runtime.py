@@ -14,7 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from ..approvals.errors import GroupsUnavailable
 from ..approvals.policy import StaticGroups, load_policy, unreachable
-from ..approvals.policy.load import unknown_groups
+from ..approvals.policy.load import undefined_group
 from ..approvals.service import Signoff
 from ..config import Settings, SettingsError, build_signoff
 from ..slack.app import SlackGroups
@@ -116,15 +116,9 @@ async def check_reach(signoff: Signoff, default_channel: str | None) -> None:
         except Exception as e:  # noqa: BLE001 - Slack's word is wanted, not required
             log.warning("could not list Slack's user groups to check the policy's: %s", e)
             handles = None
-        if handles is not None:
-            for where, key, group in unknown_groups(policy):
-                if group not in handles:
-                    known = ", ".join(f"@{h}" for h in sorted(handles)) or "none"
-                    raise SettingsError(
-                        f"{policy.source or 'the policy'}: {where} names @{group} in {key}, and "
-                        f"neither [groups] nor Slack defines it (Slack's user groups: {known}): "
-                        "correct it, or define it under [groups]"
-                    )
+        undefined = undefined_group(policy, handles) if handles is not None else None
+        if undefined is not None:
+            raise SettingsError(undefined)
     for name, rule in policy.actions.items():
         try:
             problem = await unreachable(rule, None, signoff.groups)

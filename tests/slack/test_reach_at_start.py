@@ -6,6 +6,7 @@ Slack's groups; an action that fewer people may approve than it needs, and a mis
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,37 @@ def test_an_action_that_can_reach_no_one_is_warned_about_at_start(
     ) in printed, printed
     assert "action send_refund can reach no one" not in printed
     assert printed.count("signoff running (HTTP on 127.0.0.1:") == 1, printed
+
+
+def test_signoff_start_refuses_a_misspelt_group_slack_does_not_define(
+    tmp_path: Path, fake_slack: FakeSlackProcess
+) -> None:
+    env = {
+        **os.environ,
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SIGNOFF_SLACK_API_URL": fake_slack.url,
+        "SIGNOFF_DATABASE_URL": sqlite_url(tmp_path),
+        "SIGNOFF_POLICY": str(write_policy(tmp_path, MISSPELT)),
+    }
+    refund = '{"customer_id": "cust_1", "amount": 12}'
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "start", "refund", "--as", "U0CAROL", "--input", refund],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=START_TIMEOUT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"signoff: {tmp_path / 'policy.toml'}: action send_refund names @aprovers in approvers, "
+        "and neither [groups] nor Slack defines it (Slack's user groups: @approvers): correct "
+        "it, or define it under [groups]; nothing was started"
+    )
+    assert done.stdout == ""
+    with sqlite3.connect(tmp_path / "signoff.db") as db:
+        assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+    # Spelt right, it starts.
+    env["SIGNOFF_POLICY"] = str(write_policy(tmp_path, POLICY))
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "start", "refund", "--as", "U0CAROL", "--input", refund],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=START_TIMEOUT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "started refund" in done.stdout

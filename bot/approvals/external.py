@@ -56,6 +56,7 @@ from .errors import (
     UnknownApprovalError,
 )
 from .jobs import Job, JobQueue, backoff, finish_in
+from .limits import value_problems
 from .models import ApprovalStatus, Decision, iso
 from .policy import Policy, check_service
 
@@ -240,6 +241,8 @@ class ExternalApprovals:
                 canonical_json(dict(args))
             except (TypeError, ValueError) as e:
                 problems["args"] = f"must be plain JSON values: {e}"
+        if isinstance(args, Mapping):
+            problems.update(value_problems(args, "args"))
         if problems:
             raise await self._refused(
                 InvalidInputError(

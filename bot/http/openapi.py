@@ -75,7 +75,8 @@ _SCHEMAS: dict[str, Any] = {
             "args": {
                 "type": "object",
                 "description": "The action's arguments, checked against its schema "
-                "([actions.NAME.args]).",
+                "([actions.NAME.args]); each string at most 4,000 characters, all of them "
+                "at most 32 KiB as JSON (else 422, naming the field).",
             },
             "requester": {
                 "type": "string",
@@ -158,7 +159,11 @@ _SCHEMAS: dict[str, Any] = {
         "required": ["workflow", "requester"],
         "properties": {
             "workflow": {"type": "string"},
-            "input": {"type": "object"},
+            "input": {
+                "type": "object",
+                "description": "The workflow's inputs; each string at most 4,000 "
+                "characters, all of them at most 32 KiB as JSON.",
+            },
             "requester": {"type": "string"},
             "channel": {"type": "string"},
             "thread_id": {"type": "string"},

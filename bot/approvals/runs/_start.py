@@ -24,6 +24,7 @@ from ..errors import (
     UnknownWorkflowError,
 )
 from ..jobs import backoff
+from ..limits import value_problems
 from ..policy import may_start, resolve_members
 from ..policy.schema import SchemaError
 from ._record import RunReport, RunsBase
@@ -61,6 +62,10 @@ class Starting(RunsBase):
                     "approvals API, after that API's checks; it cannot be started by name (nor "
                     "an 'api.' thread id taken): POST /api/approvals with a service token"
                 )
+            if not internal and isinstance(input, Mapping):
+                over = value_problems(input, "")
+                if over:
+                    raise InvalidInputError(workflow, over)
             return await self._start(
                 workflow,
                 input,

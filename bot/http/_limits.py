@@ -106,15 +106,18 @@ def parse_json(raw: bytes) -> Any:
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value: dict[str, Any] = {}
-    for key, item in pairs:
-        if key in value:
+    value = dict(pairs)
+    if len(value) == len(pairs):
+        return value
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
             raise BodyRefused(
                 f"the JSON body has the key {_quoted(key)} twice in one object; each key may "
                 "appear once (which one counts would depend on the reader)"
             )
-        value[key] = item
-    return value
+        seen.add(key)
+    raise AssertionError("unreachable: fewer keys than pairs means one came twice")
 
 
 def _integer(written: str) -> int:

@@ -54,11 +54,12 @@ from .errors import (
     IdempotencyConflict,
     InvalidInputError,
     UnknownApprovalError,
+    Unreachable,
 )
 from .jobs import Job, JobQueue, backoff, finish_in
 from .limits import value_problems
 from .models import ApprovalStatus, Decision, iso
-from .policy import Policy, check_service
+from .policy import ActionPolicy, Policy, ServicePolicy, check_service, unreachable
 
 if TYPE_CHECKING:
     from .audit import AuditLog
@@ -139,6 +140,12 @@ class ExternalApprovals:
         """Finds a card's link (Slack's chat.getPermalink), when the process can."""
         self.waiting = 0
         """How many reads are waiting for a decision right now (`/metrics`)."""
+        self.check_reach = False
+        """Whether a request is first checked to reach someone (`Unreachable`): set by the
+        process that posts the cards (`signoff run`), which sees Slack's groups and knows its
+        default channel; not by `signoff mcp`, which sees neither."""
+        self.default_channel: str | None = None
+        """Where cards go when the service's section names no channel (`check_reach`)."""
         self._links: dict[str, str] = {}
         self._closing = asyncio.Event()
         self._tokens: dict[str, str] = {}
@@ -255,6 +262,9 @@ class ExternalApprovals:
                 service,
                 action,
             )
+        problem = await self._reach_problem(svc, rule, requester)
+        if problem is not None:
+            raise await self._refused(Unreachable(problem), service, action)
         request = {
             "action": action,
             "args": dict(args),
@@ -318,14 +328,24 @@ class ExternalApprovals:
             service, {"service": service, "refusal": "malformed", "reason": reason}
         )
 
-    async def refuse_unreachable(self, service: str, action: str, reason: str) -> None:
-        """Record `service`'s request for `action` refused because no one could be asked: no
-        channel for its card, or fewer people who may approve it than it needs
-        (`api_refused`, refusal `unreachable`)."""
-        await self._audit_refusal(
-            service,
-            {"service": service, "action": action, "refusal": "unreachable", "reason": reason},
-        )
+    async def _reach_problem(
+        self, svc: ServicePolicy, rule: ActionPolicy, requester: str
+    ) -> str | None:
+        """Why the request could reach no one (with `check_reach`), or None: no channel for
+        its card, or fewer people who may approve it than it needs, its groups resolved now.
+
+        Raises:
+            GroupsUnavailable: Slack could not say who is in a group.
+        """
+        if not self.check_reach:
+            return None
+        if not (svc.channel or self.default_channel):
+            return (
+                "no channel to post the card in, so no one would be asked: set channel (a "
+                f"channel id like C0123ABCD) in [services.{svc.name}] in the policy, or "
+                "SIGNOFF_DEFAULT_CHANNEL where signoff run runs; nothing was recorded"
+            )
+        return await unreachable(rule, requester, self.runs.groups)
 
     async def _audit_refusal(self, actor: str | None, data: Mapping[str, Any]) -> None:
         """The `api_refused` entry, in a transaction of its own. A database that cannot take it

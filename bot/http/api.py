@@ -25,7 +25,6 @@ from aiohttp import web
 
 from ..approvals.errors import ApprovalError, IdempotencyConflict, InvalidInputError
 from ..approvals.external import MAX_WAIT
-from ..approvals.policy import check_service, unreachable
 from ..approvals.service import Signoff
 from ..config import Settings
 from ..scheduler import JobRunner
@@ -91,7 +90,7 @@ def api_routes(signoff: Signoff, settings: Settings, runner: JobRunner) -> web.R
             status=202 if report.status == "running" else 201,
         )
 
-    _approval_routes(routes, signoff, settings, runner)
+    _approval_routes(routes, signoff, runner)
     return routes
 
 
@@ -146,35 +145,7 @@ def _approval_problem(body: Any) -> str | None:
     return None
 
 
-async def _reach_problem(
-    signoff: Signoff, default_channel: str | None, service: str, body: dict[str, Any]
-) -> str | None:
-    """Why the request `body` of `service` could reach no one who may approve it, or None:
-    no channel for its card, or fewer people who may approve it than it needs (its groups
-    resolved now, Slack's included). Left to `ExternalApprovals.request` to refuse: an
-    action the service may not ask for, and a missing requester.
-
-    Raises:
-        GroupsUnavailable: Slack could not say who is in a group.
-    """
-    policy, action = signoff.policy, body["action"]
-    if check_service(policy, service, action) is not None:
-        return None
-    if not (policy.services[service].channel or default_channel):
-        return (
-            f"no channel to post the card in, so no one would be asked: set channel (a channel "
-            f"id like C0123ABCD) in [services.{service}] in the policy, or "
-            "SIGNOFF_DEFAULT_CHANNEL where signoff run runs; nothing was recorded"
-        )
-    requester = body.get("requester")
-    if not isinstance(requester, str) or not requester:
-        return None
-    return await unreachable(policy.actions[action], requester, signoff.groups)
-
-
-def _approval_routes(
-    routes: web.RouteTableDef, signoff: Signoff, settings: Settings, runner: JobRunner
-) -> None:
+def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRunner) -> None:
     """The approvals API: services ask for approvals and read them (`bot.approvals.external`).
     A token names its service; it may request and read, never decide."""
     external = signoff.external
@@ -206,13 +177,6 @@ def _approval_routes(
         problem = _approval_problem(body)
         if problem is not None:
             await external.refuse_malformed(service, problem)
-            return json_error(400, problem)
-        try:
-            problem = await _reach_problem(signoff, settings.default_channel, service, body)
-        except ApprovalError as e:
-            return error_response(e)
-        if problem is not None:
-            await external.refuse_unreachable(service, body["action"], problem)
             return json_error(400, problem)
         try:
             found = await external.request(

@@ -59,6 +59,9 @@ def build_web_app(
     """The aiohttp application. `bolt_app` is None in Socket Mode (no Slack route is served);
     `slack_health` (the sink's) degrades `/healthz` once Slack refuses the bot token."""
     app = web.Application(client_max_size=1024 * 1024)
+    # This process posts the cards: a service's request that could reach no one is refused
+    signoff.external.check_reach = True
+    signoff.external.default_channel = settings.default_channel
     if bolt_app is not None:
         app.add_routes(slack_routes(bolt_app, settings.slack_signing_secret, metrics))
     app.add_routes(operation_routes(signoff, metrics, slack_health))

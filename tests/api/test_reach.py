@@ -6,6 +6,7 @@ Nothing is recorded but the refusal, on the audit log."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,7 @@ async def test_without_a_channel_a_service_request_is_refused_naming_its_section
     assert "[services.billing]" in answer["error"] and "SIGNOFF_DEFAULT_CHANNEL" in answer["error"]
     assert await api.counts() == {**before, "api_refused": 1}
     (refusal,) = await api.kit.audit("api_refused")
-    assert refusal["actor"] == "billing" and refusal["data"]["refusal"] == "unreachable"
+    assert refusal["actor"] == "billing" and refusal["data"]["refusal"] == "Unreachable"
     assert refusal["data"]["action"] == "send_refund"
     # The door's other refusals come first: an action the service may not ask for is a 403.
     status, answer = await _post(
@@ -123,3 +124,32 @@ async def test_a_request_no_one_may_approve_is_refused_saying_why(reach: Api) ->
         BILLING_TOKEN,
     )
     assert status == 202, answer
+
+
+async def test_an_mcp_call_no_one_may_approve_is_a_tool_error_saying_why(reach: Api) -> None:
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "request_approval",
+            "arguments": {"action": "wire_money", "args": {"amount": 5}, "wait_seconds": 0},
+        },
+    }
+    headers = {
+        **bearer(BILLING_TOKEN),
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    resp = await reach.client.post("/mcp", json=call, headers=headers)
+    text = await resp.text()
+    assert resp.status == 200, text
+    (data,) = [
+        line.removeprefix("data: ") for line in text.splitlines() if line.startswith("data:")
+    ]
+    result = json.loads(data)["result"]
+    assert result["isError"], result
+    assert "nobody may approve wire_money for billing" in result["content"][0]["text"]
+    assert await reach.kit.approvals() == []
+    (refusal,) = await reach.kit.audit("api_refused")
+    assert refusal["data"]["refusal"] == "Unreachable"

@@ -24,6 +24,10 @@ DEFAULT_SWEEP_INTERVAL = 30.0
 DEFAULT_JOB_LEASE = 60.0
 DEFAULT_SLACK_TIMEOUT = 30.0
 DEFAULT_WORKERS = 2
+DEFAULT_SOCKET_GRACE = 120.0
+DEFAULT_WEBHOOK_WORKERS = 2
+DEFAULT_WEBHOOK_TIMEOUT = 10.0
+DEFAULT_REFUSAL_WINDOW = 60.0
 
 
 class SettingsError(ValueError):
@@ -72,6 +76,22 @@ class Settings:
     once; jobs of one thread still go one at a time, in order. They share the bot's event loop
     with the clicks: on 2 cores, 4 made clicks slower and the backlog no shorter
     (`bench/load.py`); raise it when jobs mostly wait on Slack or on slow nodes."""
+    webhook_workers: int = DEFAULT_WEBHOOK_WORKERS
+    """`SIGNOFF_WEBHOOK_WORKERS` (default 2): how many webhooks (a service's `callback_url`) the
+    bot delivers at once, on workers of their own: a receiver that is slow, or never answers,
+    holds up only webhooks, never the cards and resumes of `SIGNOFF_WORKERS`."""
+    webhook_timeout: float = DEFAULT_WEBHOOK_TIMEOUT
+    """`SIGNOFF_WEBHOOK_TIMEOUT` (seconds, default 10): how long one try of a webhook waits for
+    the receiver's answer (connecting included); past it the try has failed and is retried."""
+    refusal_window: float = DEFAULT_REFUSAL_WINDOW
+    """`SIGNOFF_REFUSAL_WINDOW` (seconds, default 60): a refusal repeated from the same source
+    (a request without a token from one address, a service's malformed request) within this
+    long after the first is counted, not logged again: one audit entry says how many came,
+    the first and the last time, once the window is over."""
+
+    socket_grace: float = DEFAULT_SOCKET_GRACE
+    """`SIGNOFF_SOCKET_GRACE` (seconds, default 120): in Socket Mode, how long the connection to
+    Slack may be down (slack_sdk reconnecting) before `/healthz` answers 503 saying why."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -93,6 +113,10 @@ class Settings:
             job_lease=_seconds(env, "SIGNOFF_JOB_LEASE", DEFAULT_JOB_LEASE),
             slack_timeout=_seconds(env, "SIGNOFF_SLACK_TIMEOUT", DEFAULT_SLACK_TIMEOUT),
             workers=_count(env, "SIGNOFF_WORKERS", DEFAULT_WORKERS),
+            socket_grace=_seconds(env, "SIGNOFF_SOCKET_GRACE", DEFAULT_SOCKET_GRACE),
+            webhook_workers=_count(env, "SIGNOFF_WEBHOOK_WORKERS", DEFAULT_WEBHOOK_WORKERS),
+            webhook_timeout=_seconds(env, "SIGNOFF_WEBHOOK_TIMEOUT", DEFAULT_WEBHOOK_TIMEOUT),
+            refusal_window=_seconds(env, "SIGNOFF_REFUSAL_WINDOW", DEFAULT_REFUSAL_WINDOW),
         )
 
     def check_slack(self) -> None:
@@ -179,8 +203,8 @@ class _SourcedAuditLog(AuditLog):
     (`"via": "cli"`): a vote cast with `signoff approve --as U_ALICE` is told apart from Alice's
     click in Slack."""
 
-    def __init__(self, key: bytes | None, via: str) -> None:
-        super().__init__(key)
+    def __init__(self, key: bytes | None, via: str, *, repeat_window: float) -> None:
+        super().__init__(key, repeat_window=repeat_window)
         self.via = via
         """What every event's `data["via"]` says."""
 
@@ -210,9 +234,9 @@ def build_signoff(
         policy,
         workflows,
         groups=groups,
-        audit=AuditLog(settings.audit_key)
+        audit=AuditLog(settings.audit_key, repeat_window=settings.refusal_window)
         if via is None
-        else _SourcedAuditLog(settings.audit_key, via),
+        else _SourcedAuditLog(settings.audit_key, via, repeat_window=settings.refusal_window),
         sink=sink,
         lease_seconds=settings.job_lease,
     )

@@ -37,6 +37,7 @@ from .sandbox.people import APPROVALS_CHANNEL, DEMO_POLICY, demo_workspace
 from .sandbox.slack_api import FakeSlack
 from .walkthrough import walkthrough as walk
 from .workflows import load_workflows
+from .workflows.llm import MODEL_SETTINGS, model_in_words
 
 __all__ = ["SANDBOX_DB", "DemoBusy", "DemoLock", "main", "run_sandbox"]
 
@@ -146,7 +147,11 @@ def _bot_env(
     bot_token: str | None = None,
 ) -> dict[str, str]:
     """The bot's environment: the tokens the sandbox issued (or `bot_token`), its URL, ..."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SLACK_", "SIGNOFF_")) or k in MODEL_SETTINGS
+    }  # the demo's own Slack and database; the model the caller chose
     env.update(
         SLACK_BOT_TOKEN=bot_token or slack.bot_token,
         SLACK_SIGNING_SECRET=secret,
@@ -269,7 +274,8 @@ async def run_sandbox(
     try:
         workflows = demo_workflows(policy)
         workspace = demo_workspace(policy)
-    except (PolicyError, ValueError, OSError) as e:
+        model = model_in_words(os.environ)
+    except (PolicyError, ValueError, OSError, RuntimeError) as e:
         print(f"signoff demo: {e}", file=sys.stderr)
         return 1
 
@@ -307,6 +313,7 @@ async def run_sandbox(
             bot_port=bot_port,
             policy=policy,
             socket_mode=socket_mode,
+            model=model,
             bot_token=bot_token,
         )
     finally:
@@ -333,9 +340,11 @@ async def _serve(
     bot_port: int,
     policy: Path,
     socket_mode: bool = False,
+    model: str = "",
     bot_token: str | None = None,
 ) -> int:
-    """Empty the database (its lock is held), start the bot, and serve until a signal."""
+    """Empty the database (its lock is held), start the bot, and serve until a signal.
+    `model`: which model the support agent talks to, in words (`model_in_words`)."""
 
     for suffix in ("", "-wal", "-shm", ".locks"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
@@ -397,6 +406,7 @@ async def _serve(
             )
             + f"  a local Slack with the demo people (policy {policy.name}); "
             f"pick who you are, start {_what_to_start(policy)}, approve it.\n"
+            f"  the support agent's model: {model}\n"
             + (
                 f"  From any agent (README): export SIGNOFF_URL={bot_url} "
                 f"SIGNOFF_TOKEN={agent_token}\n"

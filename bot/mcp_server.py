@@ -162,7 +162,12 @@ def build_mcp_server(signoff: Signoff, service_of: ServiceOf) -> MCPServer:
         ],
         ctx: Context[Any, Any],
         title: Annotated[
-            str | None, Field(description="One line for the approvers (default: the policy's).")
+            str | None,
+            Field(
+                description="A note for the approvers, shown labelled as yours (the card's "
+                "header is the policy's title, filled with the arguments); {field} "
+                "placeholders must name arguments."
+            ),
         ] = None,
         wait_seconds: _Wait = DEFAULT_WAIT,
     ) -> dict[str, Any]:

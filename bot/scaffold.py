@@ -131,7 +131,8 @@ amount = {{ type = "number", required = true, exclusive_minimum = 0, format = "m
 _TEST = '''\
 """{name}: asked, approved or rejected, done once or not at all, on a temporary SQLite database.
 
-Written by `signoff new workflow {name}`; run it with `pytest test_{name}.py`.
+Written by `signoff new workflow {name}`; run it with `python test_{name}.py`, or with
+`pytest test_{name}.py` where pytest is installed.
 """
 
 from __future__ import annotations
@@ -185,6 +186,19 @@ def test_rejected_it_is_not_done(tmp_path: Path) -> None:
     done = run(tmp_path / "test.db", approve=False)
     assert done["status"] == "completed"
     assert json.loads(done["result"])["outcome"] == "not done (rejected): not this one"
+
+
+if __name__ == "__main__":  # without pytest: each test on a database of its own
+    import tempfile
+
+    for test in (
+        test_approved_it_is_done,
+        test_approved_with_an_edit_it_is_done_with_the_edit,
+        test_rejected_it_is_not_done,
+    ):
+        with tempfile.TemporaryDirectory() as where:
+            test(Path(where))
+        print(f"passed  {{test.__name__}}")
 '''
 
 
@@ -227,7 +241,7 @@ def write_workflow(name: str, directory: Path = Path()) -> str:
         path.write_text(text, encoding="utf-8")
     module, policy, test = (str(path) for path in files)
     steps = [
-        (f"pytest {test}", "it asks, Alice approves, it is done"),
+        (f"python {test}", "it asks, Alice approves, it is done (or: pytest)"),
         (f"signoff demo --policy {policy}", "start it as Carol, approve it as Alice"),
     ]
     width = max(len(command) for command, _ in steps)

@@ -90,6 +90,11 @@ class JobRunner:
     under a burst the card updates keep up with the clicks while the resumes catch up. Each
     `kick()` wakes one idle worker; when all are busy it is remembered, so a worker that
     finishes its pass looks again at once.
+
+    With `webhook_workers`, webhook deliveries (when `kinds` has them) get workers of their own
+    and the other workers never take one: a receiver that answers slowly, or never (each try
+    ends at the sender's timeout), holds up only webhooks, never a card or a resume. A kick
+    wakes a worker of each.
     """
 
     def __init__(
@@ -101,9 +106,12 @@ class JobRunner:
         concurrency: int = 2,
         link_every: float = 0.25,
         foreground: Foreground | None = None,
+        webhook_workers: int = 0,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {concurrency}")
+        if webhook_workers < 0:
+            raise ValueError(f"webhook_workers must be 0 or more, not {webhook_workers}")
         self.signoff = signoff
         self.every = every
         self.kinds = kinds
@@ -112,19 +120,34 @@ class JobRunner:
         self.foreground = foreground or Foreground()
         """The clicks being served, which each job (and each pass of the audit linker) waits
         for a lull in (`Foreground.lull`)."""
-        self._kicks: asyncio.Queue[None] = asyncio.Queue(maxsize=concurrency)
+        own = "webhook" in kinds and webhook_workers > 0 and len(kinds) > 1
+        self.lanes: list[tuple[tuple[JobKind, ...], int]] = (
+            [
+                (tuple(k for k in kinds if k != "webhook"), concurrency),
+                (("webhook",), webhook_workers),
+            ]
+            if own
+            else [(kinds, concurrency)]
+        )
+        """Each pool of workers: the job kinds it takes, and how many workers it has."""
+        self._kicks: list[asyncio.Queue[None]] = [asyncio.Queue(maxsize=n) for _, n in self.lanes]
         self._tasks: list[asyncio.Task[None]] = []
 
     def kick(self) -> None:
-        """Have a worker look for due jobs now (or as soon as one is free)."""
-        with contextlib.suppress(asyncio.QueueFull):
-            self._kicks.put_nowait(None)
+        """Have a worker (of each pool) look for due jobs now (or as soon as one is free)."""
+        for kicks in self._kicks:
+            with contextlib.suppress(asyncio.QueueFull):
+                kicks.put_nowait(None)
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._tasks = [
-            loop.create_task(self._loop(self.kinds[i % len(self.kinds)]), name=f"signoff-jobs-{i}")
-            for i in range(self.concurrency)
+            loop.create_task(
+                self._loop(kinds, kinds[i % len(kinds)], kicks),
+                name=f"signoff-jobs-{'-'.join(kinds)}-{i}",
+            )
+            for (kinds, workers), kicks in zip(self.lanes, self._kicks, strict=True)
+            for i in range(workers)
         ]
         self._tasks.append(loop.create_task(self._link_loop(), name="signoff-audit-linker"))
 
@@ -136,16 +159,16 @@ class JobRunner:
                 await task
         self._tasks = []
 
-    async def _loop(self, prefer: JobKind) -> None:
+    async def _loop(
+        self, kinds: tuple[JobKind, ...], prefer: JobKind, kicks: asyncio.Queue[None]
+    ) -> None:
         while True:
             try:
-                await self.signoff.run_jobs(
-                    self.kinds, prefer=prefer, before_each=self.foreground.lull
-                )
+                await self.signoff.run_jobs(kinds, prefer=prefer, before_each=self.foreground.lull)
             except Exception:
                 log.exception("job worker failed; it runs again in %ss", self.every)
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._kicks.get(), self.every)
+                await asyncio.wait_for(kicks.get(), self.every)
 
     async def _link_loop(self) -> None:
         """Link committed audit entries into the chain (`Signoff.link_audit`), a few times a

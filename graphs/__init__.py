@@ -22,6 +22,7 @@ from .builder import StateGraph
 from .checkpoint import BaseCheckpointSaver, CheckpointTuple, InMemorySaver, MemorySaver
 from .compiled import CompiledGraph
 from .errors import (
+    AmbiguousResumeError,
     CheckpointConflictError,
     CheckpointerRequiredError,
     CheckpointFormatError,
@@ -55,6 +56,7 @@ __version__ = "0.1.0"
 __all__ = [
     "END",
     "START",
+    "AmbiguousResumeError",
     "BaseCheckpointSaver",
     "CheckpointConflictError",
     "CheckpointFormatError",

@@ -105,7 +105,8 @@ def interrupt(value: Any = None) -> Any:
     returns `answer`. Several calls in one node are answered one after another.
 
     Raises:
-        CheckpointerRequiredError: the graph has no checkpointer, so it cannot pause.
+        CheckpointerRequiredError: the graph has no checkpointer, so it cannot pause (in
+            LangGraph's dialect, as in LangGraph, the run returns the pause unsaved instead).
         RuntimeError: called outside a running node.
     """
     task = _task("interrupt")
@@ -114,7 +115,9 @@ def interrupt(value: Any = None) -> Any:
     iid = interrupt_id(task.run.thread_id, task.run.ns, task.scope_id, index)
     if iid in task.answers:
         return task.answers[iid]
-    if task.run.saver is None:
+    if task.run.saver is None and task.run.graph.dialect != "langgraph":
+        # LangGraph's dialect pauses unsaved, as LangGraph does: the run returns the pause,
+        # and nothing can resume it.
         raise CheckpointerRequiredError(
             f"node {task.name!r} called interrupt(), but the graph was compiled without a "
             "checkpointer, so it cannot pause: compile(checkpointer=InMemorySaver()) for "

@@ -25,14 +25,13 @@ from ._schema import ROOT
 from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
 from ._types import END, START, Command, Send
 from .checkpoint.base import DONE, RESUME, CheckpointTuple
-from .errors import EmptyInputError, InvalidUpdateError, ResumeError
+from .errors import AmbiguousResumeError, EmptyInputError, InvalidUpdateError, ResumeError
 
 if TYPE_CHECKING:
     from ._loop import Run
 
 __all__ = [
     "GO_ON",
-    "START_CHANNEL",
     "add_to_frontier",
     "answer",
     "drop_frontier",
@@ -274,9 +273,10 @@ def answer(run: Run, resume: Any) -> Loop[None]:
         t, i = resumable[0]
         answers = [(t, i, resume)]
     else:
-        raise ResumeError(
-            f"thread {run.thread_id!r} has {len(resumable)} pending interrupts; answer them "
-            "by id: Command(resume={interrupt_id: answer, ...}) with ids "
+        raise AmbiguousResumeError(
+            "When there are multiple pending interrupts, you must specify the interrupt id "
+            f"when resuming. Thread {run.thread_id!r} has {len(resumable)}; answer them by "
+            "id: Command(resume={interrupt_id: answer, ...}) with ids "
             f"{[i.id for _, i in resumable]}",
             run.thread_id,
         )

@@ -634,7 +634,8 @@ class Run:
                 )
             err.add_note(note)
             raise err
-        if saver is None:
+        if saver is None and self.graph.dialect != "langgraph":
+            # (LangGraph's dialect returns the pause unsaved, as LangGraph: it cannot be resumed.)
             raise CheckpointerRequiredError(
                 f"node(s) {[t.name for t in stuck]} paused, but the graph was compiled without a "
                 "checkpointer, so the pause cannot be saved: compile(checkpointer=InMemorySaver()) "
@@ -645,7 +646,7 @@ class Run:
             intr = Interrupt(
                 t.error.value, interrupt_id(self.thread_id, self.ns, t.id, -1), t.name, -1, False
             )
-            if all(i.id != intr.id for i in t.recorded):
+            if saver is not None and all(i.id != intr.id for i in t.recorded):
                 yield PutWrites(self._head(), [(INTERRUPT, intr)], t.id)
             asked[t.id] = (intr,)
         found = tuple(i for t in ran if t.id in asked for i in asked[t.id])

@@ -102,13 +102,16 @@ def writes_of(run: Run, task: Task, result: Any) -> tuple[list[tuple[str, Any]],
     managed = run.graph.managed
     if managed and any(key in managed for key in update):
         update = _Pairs((k, v) for k, v in update.items() if k not in managed)
-    for key in update:
-        if key not in channels:
-            task.error = InvalidUpdateError(
-                f"node {task.name!r} returned unknown state key {key!r}; the state's keys "
-                f"are: {sorted(channels)}"
-            )
-            return None
+    unknown = [key for key in update if key not in channels]
+    if unknown and run.graph.dialect == "langgraph":
+        # As LangGraph: a node's update keeps the state's keys and drops the others.
+        update = _Pairs((k, v) for k, v in update.items() if k in channels)
+    elif unknown:
+        task.error = InvalidUpdateError(
+            f"node {task.name!r} returned unknown state key {unknown[0]!r}; the state's keys "
+            f"are: {sorted(channels)}"
+        )
+        return None
     if not goto:
         return list(update.items()), []
     names = [goto] if isinstance(goto, (str, Send)) else list(goto)

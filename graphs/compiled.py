@@ -429,7 +429,7 @@ class CompiledGraph(SavedState, Described, RunnableMethods):
         except BaseException as e:
             run.chain.on_chain_error(e)
             raise
-        run.chain.on_chain_end(out[-1])
+        run.chain.on_chain_end(_reported(out[-1]))
 
     @overload
     async def ainvoke(  # type: ignore[overload-overlap]
@@ -534,7 +534,7 @@ class CompiledGraph(SavedState, Described, RunnableMethods):
                 await run.chain.on_chain_error(e)
             raise
         if run.chain is not None:
-            await run.chain.on_chain_end(out[-1])
+            await run.chain.on_chain_end(_reported(out[-1]))
 
     def stream(
         self,
@@ -679,3 +679,11 @@ def _check_durability(durability: object) -> None:
         raise ValueError(
             f"durability must be 'sync', 'async' or 'exit' (LangGraph's modes), got {durability!r}"
         )
+
+
+def _reported(output: Any) -> Any:
+    """What the graph's chain run ends with for its callbacks: the output, without the pause
+    a returned `__interrupt__` shows (as LangGraph reports the state a paused run ends at)."""
+    if isinstance(output, dict) and "__interrupt__" in output:
+        return {k: v for k, v in output.items() if k != "__interrupt__"}
+    return output

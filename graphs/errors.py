@@ -13,6 +13,7 @@ GraphError                        root of everything below
 │   └── NodeInterrupt             raised by node code to pause with a value
 ├── CheckpointerRequiredError     pausing or resuming without a checkpointer
 ├── ResumeError                   a resume that matches nothing (unknown thread, not paused, bad id)
+│   └── AmbiguousResumeError      a bare answer while several interrupts wait, also a RuntimeError
 ├── ThreadBusyError               another run holds the thread (one run per thread)
 │   ├── CheckpointConflictError   the thread's head moved under us; history never forks
 │   └── ThreadLockLostError       the run's hold on the thread ended under it, and another run took it
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from ._types import Command, Interrupt, RunConfig
 
 __all__ = [
+    "AmbiguousResumeError",
     "CheckpointConflictError",
     "CheckpointFormatError",
     "CheckpointerRequiredError",
@@ -206,6 +208,11 @@ class ResumeError(GraphError, ValueError):
     def __init__(self, message: str, thread_id: str | None = None) -> None:
         super().__init__(message)
         self.thread_id = thread_id
+
+
+class AmbiguousResumeError(ResumeError, RuntimeError):
+    """A bare `Command(resume=answer)` on a thread paused at several interrupts: which one it
+    answers is not known (a `RuntimeError` too, as LangGraph raises)."""
 
 
 class ThreadBusyError(GraphError, RuntimeError):

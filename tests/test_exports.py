@@ -35,6 +35,7 @@ GRAPHS_API = [
     "NodeTimeoutError",
     "ParentCommand",
     "RecordedNodeError",
+    "AmbiguousResumeError",
     "ResumeError",
     "RetryPolicy",
     "RunConfig",

@@ -277,7 +277,9 @@ def test_the_http_example_works_against_signoff_demo(tmp_path: Path) -> None:
         approval = json.loads(out.strip().splitlines()[-1])
         assert (approval["status"], approval["approved"]) == ("approved", True)
         assert approval["service"] == "demo-agent"
-        assert approval["title"] == "Refund 42.50 to cust_9"
+        # The policy's title is the header; the service's own words are its note.
+        assert approval["title"] == "Send a refund"
+        assert approval["note"] == "Refund 42.50 to cust_9"
         assert approval["decision"]["by"] == ["U_ALICE"]
     finally:
         if script is not None and script.poll() is None:

@@ -54,6 +54,28 @@ def test_the_scaffolded_test_passes_under_pytest(scaffolded: Path) -> None:
     assert "3 passed" in done.stdout
 
 
+def test_the_scaffolded_test_runs_where_pytest_is_not_installed(tmp_path: Path) -> None:
+    """`signoff new`'s first hint works after the README's first command, which installs no
+    pytest: the test file runs as a script (here with pytest made unimportable)."""
+    done = signoff(tmp_path, "new", "workflow", "expense")
+    hint = next(line for line in done.stdout.splitlines() if line.startswith("  python "))
+    assert hint.split("#")[0].split() == ["python", "test_expense.py"]
+    no_pytest = (
+        "import runpy, sys; sys.modules['pytest'] = None; "
+        "runpy.run_path('test_expense.py', run_name='__main__')"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", no_pytest],
+        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stdout.splitlines() == [
+        "passed  test_approved_it_is_done",
+        "passed  test_approved_with_an_edit_it_is_done_with_the_edit",
+        "passed  test_rejected_it_is_not_done",
+    ]
+
+
 def test_the_signoff_script_finds_the_workflow_here(scaffolded: Path) -> None:
     settings = {
         "SIGNOFF_POLICY": "expense.toml",

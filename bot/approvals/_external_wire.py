@@ -40,6 +40,7 @@ class ExternalApproval:
     args: dict[str, Any]
     """As requested, fields the policy marks secret hidden (only their hash)."""
     title: str
+    """The action's title, filled with the arguments (never the service's own words)."""
     service: str
     requester: str
     created_at: str
@@ -48,6 +49,8 @@ class ExternalApproval:
     """A link to the Slack card, once it is posted and the process can ask Slack for one."""
     decision: Decision | None = None
     """Once settled: approved, status, by, at, note, edits, and args with the edits applied."""
+    note: str | None = None
+    """What the service sent as `title`: shown on the card labelled as its note."""
     created: bool = field(default=True, compare=False)
     """False when `request` found the approval its idempotency key made before (not on the wire)."""
 
@@ -65,6 +68,7 @@ class ExternalApproval:
             "action": self.action,
             "args": self.args,
             "title": self.title,
+            "note": self.note,
             "service": self.service,
             "requester": self.requester,
             "created_at": self.created_at,

@@ -24,6 +24,7 @@ INPUTS = Schema(
         "dedupe_key": Field("string"),
         "callback_url": Field("string"),
         "request_hash": Field("string"),
+        "named_requester": Field("string"),
     }
 )
 """What a run of it holds: the request as the service made it (checked before the run starts)."""
@@ -37,6 +38,9 @@ class _State(TypedDict, total=False):
     dedupe_key: str
     callback_url: str
     request_hash: str
+    named_requester: str
+    """Whom the request named as requester when the service may not act for them (the run's
+    requester is then the service)."""
     decision: dict[str, Any]
 
 
@@ -44,8 +48,10 @@ def _ask(state: _State) -> dict[str, Any]:
     decision = request_approval(
         state["action"],
         state.get("args") or {},
-        title=state.get("title") or None,
+        # What the service wrote is its note, never the title: the header and a confirmation
+        # show only the action's title, filled with the arguments.
         dedupe_key=state.get("dedupe_key") or None,
+        note=state.get("title") or None,
     )
     return {"decision": decision.to_record()}
 

@@ -40,6 +40,10 @@ second) it sits in the inbox, where someone with write access to the database co
 unseen. `verify` counts what is still waiting (`AuditReport.unlinked`); `signoff audit verify`
 links first.
 
+Refusals (`refusal`): the first of a kind from a source is an entry at once; repeats within
+`repeat_window` seconds are one entry (`count`, `first_at`, `last_at`) once it is over
+(`_audit_repeats`). A refused body is never stored, only its size and digest.
+
 Secrets: `data` is stored as given. Callers redact secret fields before appending (policy marks
 them; the log keeps their hash).
 """
@@ -61,6 +65,7 @@ from typing import Any, Literal, TextIO, get_args
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from ._audit_repeats import REPEAT_WINDOW, Repeats, bounded, closed_windows, closing, count_repeat
 from ._canonical import canonical_json
 from ._service_threads import service_of
 from .tables import audit_events, audit_inbox
@@ -213,10 +218,13 @@ class AuditLog:
     Args:
         key: the HMAC key; None for plain SHA-256. Verify with the key the log was written
             with: another key (or none) makes every row fail.
+        repeat_window: seconds in which a refusal repeated from one source is counted rather
+            than logged again (`refusal`).
     """
 
-    def __init__(self, key: bytes | None = None) -> None:
+    def __init__(self, key: bytes | None = None, *, repeat_window: float = REPEAT_WINDOW) -> None:
         self._key = key or None
+        self.repeat_window = repeat_window
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AuditLog:
@@ -287,6 +295,41 @@ class AuditLog:
             )
         )
 
+    async def refusal(
+        self,
+        conn: AsyncConnection,
+        kind: AuditKind,
+        *,
+        actor: str | None,
+        source: str,
+        refusal: str,
+        data: Mapping[str, Any],
+        now: float,
+    ) -> bool:
+        """Record a refusal (`refusal`: `unauthenticated`, `InvalidInputError`, ...) from
+        `source` (a service, an address) in the caller's write transaction: logged when the
+        first in `repeat_window` seconds, else counted (module docstring); what a caller sent
+        cut to size (`bounded`). Returns True when it was logged, False when counted."""
+        data = bounded(self.stamped(data))
+        counted, closed = await count_repeat(
+            conn, kind=kind, actor=actor, source=source, refusal=refusal, data=data,
+            now=now, window=self.repeat_window,
+        )  # fmt: skip
+        await self._append_repeats(conn, closed)
+        if not counted:
+            await self.append(conn, kind, actor=actor, data=data, at=now)
+        return not counted
+
+    async def _append_repeats(self, conn: AsyncConnection, closed: list[Repeats]) -> None:
+        rows = [
+            _inbox_row(
+                r.kind, approval_id=None, thread_id=None, actor=r.actor, data=r.data, at=r.at
+            )
+            for r in closed
+        ]
+        if rows:
+            await conn.execute(audit_inbox.insert(), rows)
+
     def stamped(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
         """`data` as every entry of this log writes it (`append`, `append_many`): as given.
         A log that marks where its entries came from overrides it (`"via": "cli"`)."""
@@ -321,12 +364,19 @@ class AuditLog:
         if rows:
             await conn.execute(audit_inbox.insert(), rows)
 
-    async def link(self, conn: AsyncConnection, *, limit: int = LINK_BATCH) -> int:
+    async def link(
+        self, conn: AsyncConnection, *, limit: int = LINK_BATCH, now: float | None = None
+    ) -> int:
         """Move up to `limit` committed inbox entries, oldest first, into the chain; return how
-        many. Call it in a write transaction of its own (`Database.transaction()`): on
-        PostgreSQL it holds the linkers' lock until that transaction ends."""
+        many. First, the refusals' windows that are over (at `now`, default the time now)
+        become their entries in the inbox. Call it in a write transaction of its own
+        (`Database.transaction()`): on PostgreSQL it holds the linkers' lock until that
+        transaction ends."""
         if conn.dialect.name == "postgresql":
             await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_LINK_LOCK_KEY)))
+        await self._append_repeats(
+            conn, await closed_windows(conn, time.time() if now is None else now)
+        )
         oldest = sa.select(audit_inbox.c.id).order_by(audit_inbox.c.id).limit(limit)
         taken = (
             await conn.execute(
@@ -434,9 +484,11 @@ class AuditLog:
                 return True
         return False
 
-    async def unlinked(self, conn: AsyncConnection) -> int:
-        """How many committed entries wait in the inbox to be linked."""
-        return await conn.scalar(sa.select(sa.func.count()).select_from(audit_inbox)) or 0
+    async def unlinked(self, conn: AsyncConnection, *, now: float | None = None) -> int:
+        """How many committed entries wait to be linked: in the inbox, and the refusals'
+        windows that are over (at `now`, default the time now) with repeats to write."""
+        waiting = await conn.scalar(sa.select(sa.func.count()).select_from(audit_inbox)) or 0
+        return waiting + await closing(conn, time.time() if now is None else now)
 
     # ---- reading ------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from . import store
+from . import _turns, store
 from ._joined import resumed_by_decision
 from .audit import AuditKind, AuditLog
 from .errors import (
@@ -27,6 +27,7 @@ from .errors import (
     DecisionRefused,
     InvalidEditError,
     NotAuthorizedError,
+    SelfApprovalError,
     StaleRevisionError,
     UnknownApprovalError,
 )
@@ -121,11 +122,15 @@ async def settled(
     now: float,
     *,
     opener: str,
+    turn_id: str | None = None,
+    audit: AuditLog | None = None,
 ) -> None:
     """Enqueue a resume for the thread that acts on the decision (a run that joined the
     approval as a duplicate ends as that one does instead: `_joined`), the webhooks of those an
     outside service asked for, and the `decided` event. `opener`: the thread that opened the
-    approval (`Approval.thread_id`)."""
+    approval (`Approval.thread_id`). `turn_id`: the agent turn it is a call of
+    (`Approval.turn_id`), whose calls that run after it are then settled, held or asked again
+    as `_turns` says, each on `audit`."""
     waiting = await store.waiters(conn, approval_id)
     for thread_id, interrupt_id in resumed_by_decision(opener, waiting):
         await jobs.resume(
@@ -144,6 +149,97 @@ async def settled(
         now,
         thread_id=thread,
         approval_id=approval_id,
+    )
+    if turn_id is not None and audit is not None:
+        await _after_in_turn(conn, jobs, audit, opener, turn_id, approval_id, decision, now)
+
+
+async def _after_in_turn(
+    conn: AsyncConnection,
+    jobs: JobQueue,
+    audit: AuditLog,
+    thread_id: str,
+    turn_id: str,
+    approval_id: str,
+    decision: Decision,
+    now: float,
+) -> None:
+    """What the settlement of `approval_id` means for the calls of its turn that run after it
+    (`_turns`): denied when it was not approved, asked again when it was approved with edits,
+    settled when it was the last thing a call approved by its own approvers waited for."""
+    await _turns.lock_turn(conn, thread_id, turn_id)
+    turn = await _turns.turn_approvals(conn, thread_id, turn_id)
+    done = next((a for a in turn if a.id == approval_id), None)
+    if done is None or done.turn is None:
+        return
+    for a in turn:
+        if a.status != "pending" or a.turn is None or done.turn.call_id not in a.turn.after:
+            continue
+        refused = _turns.refused_by(a, turn)
+        if refused is not None:
+            await block(conn, jobs, audit, a, _turns.refusal_note(a, refused), now)
+        elif decision.edits:
+            await _ask_again(conn, jobs, audit, a, done, now)
+        elif not _turns.held_by(a, turn) and a.approvals_count >= a.required:
+            await _release(conn, jobs, audit, a, now)
+
+
+async def block(
+    conn: AsyncConnection, jobs: JobQueue, audit: AuditLog, a: Approval, note: str, now: float
+) -> None:
+    """Deny pending `a`, a call whose turn refused a call it runs after (`note` says which)."""
+    decision = new_decision(a, "denied", ["policy"], note, {}, now)
+    if not await store.settle(conn, a, "rejected", decision.to_record(), now, reason=note):
+        return  # settled meanwhile (PostgreSQL): that settlement stands
+    data = {"action": a.action, "args": a.payload, "reason": note, "after": True}
+    await audit.append(
+        conn, "denied", approval_id=a.id, thread_id=a.thread_id, actor="policy", data=data
+    )
+    await settled(
+        conn, jobs, a.id, decision, now, opener=a.thread_id, turn_id=a.turn_id, audit=audit
+    )
+
+
+async def _ask_again(
+    conn: AsyncConnection,
+    jobs: JobQueue,
+    audit: AuditLog,
+    a: Approval,
+    edited: Approval,
+    now: float,
+) -> None:
+    """`a` runs after `edited`, which was approved with edits: the votes `a` had were given
+    against other values, so they count no more."""
+    if not a.votes or not await store.bump(conn, a, now):
+        return
+    await _turns.drop_votes(conn, a.id)
+    data = {
+        "again": True,
+        "because": f"{edited.action} was approved with edits",
+        "votes_dropped": [v.user_id for v in a.votes],
+    }
+    await audit.append(
+        conn, "requested", approval_id=a.id, thread_id=a.thread_id, actor="policy", data=data
+    )
+    await jobs.event(conn, "vote_recorded", now, thread_id=a.thread_id, approval_id=a.id)
+
+
+async def _release(
+    conn: AsyncConnection, jobs: JobQueue, audit: AuditLog, a: Approval, now: float
+) -> None:
+    """Settle `a`, approved by its own approvers while a call it runs after was pending."""
+    by = [v.user_id for v in a.votes if v.decision == "approve"]
+    edits = {k: v for vote in a.votes for k, v in vote.edits.items()}
+    notes = "; ".join(v.note for v in a.votes if v.note)
+    decision = new_decision(a, "approved", by, notes, edits, now)
+    if not await store.settle(conn, a, "approved", decision.to_record(), now):
+        return
+    data = {"by": by, "note": notes, "edits": edits}
+    await audit.append(
+        conn, "approved", approval_id=a.id, thread_id=a.thread_id, actor=by[-1], data=data
+    )
+    await settled(
+        conn, jobs, a.id, decision, now, opener=a.thread_id, turn_id=a.turn_id, audit=audit
     )
 
 
@@ -207,6 +303,16 @@ def _short(value: Any) -> str:
 
 
 log = logging.getLogger("signoff")
+
+
+async def _held(conn: AsyncConnection, a: Approval) -> bool:
+    """Whether a call `a` runs after in its agent turn is not settled yet (no query for an
+    approval that runs after nothing)."""
+    if a.turn is None or not a.turn.after or a.turn_id is None:
+        return False
+    await _turns.lock_turn(conn, a.thread_id, a.turn_id)
+    turn = await _turns.turn_approvals(conn, a.thread_id, a.turn_id)
+    return bool(_turns.held_by(a, turn))
 
 
 class Decisions:
@@ -324,17 +430,26 @@ class Decisions:
                 # and decision moves the version), so it need not be read again while the
                 # vote holds the write lock. A refusal, or a change since, is judged again on
                 # the row as it is now.
+                held = await _held(conn, seen)
                 try:
-                    plan = await self._plan(seen, user, approve, note, edits, revision, now, groups)
+                    plan = await self._plan(
+                        seen, user, approve, note, edits, revision, now, groups, held
+                    )
                 except DecisionRefused:
                     plan = None
                 if plan is not None and not await self._claim(conn, plan, now):
                     plan = None
             if plan is None:
+                # A call that runs after another: its turn is locked before its row (`_held`)
+                known = seen if seen is not None and seen.id == approval_id else None
+                if known is None and conn.dialect.name == "postgresql":
+                    known = await store.get_approval(conn, approval_id)
+                held = await _held(conn, known) if known is not None else False
                 a = await store.get_approval(conn, approval_id, for_update=True)
                 if a is None:
                     raise UnknownApprovalError(approval_id)
-                plan = await self._plan(a, user, approve, note, edits, revision, now, groups)
+                held = await _held(conn, a) if known is None else held
+                plan = await self._plan(a, user, approve, note, edits, revision, now, groups, held)
                 if not await self._claim(conn, plan, now):
                     raise already(await store.get_approval(conn, a.id) or a)
             await self._record(conn, plan, user, note, now)
@@ -352,8 +467,11 @@ class Decisions:
         revision: int | None,
         now: float,
         groups: GroupResolver,
+        held: bool = False,
     ) -> _Plan:
-        """What `user`'s vote on `a` does, or the refusal (nothing written yet)."""
+        """What `user`'s vote on `a` does, or the refusal (nothing written yet). `held`: a call
+        `a` runs after is not settled yet, so an approval reaching the quorum does not settle
+        it (the settlement of that call does, `settled`)."""
         rule = await self._check(a, user, now, groups, approve=approve)
         if revision is not None and revision != a.revision:
             raise stale(a, revision)
@@ -376,7 +494,7 @@ class Decisions:
             raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
         approvers_so_far = [v.user_id for v in a.votes if v.decision == "approve"]
         decision: Decision | None = None
-        if not approve or len(approvers_so_far) + 1 >= a.required:
+        if not approve or (len(approvers_so_far) + 1 >= a.required and not held):
             status: DecisionStatus = "approved" if approve else "rejected"
             by = approvers_so_far + [user] if approve else [user]
             all_edits = {**{k: v for vote in a.votes for k, v in vote.edits.items()}, **clean}
@@ -413,20 +531,25 @@ class Decisions:
                 ("edited", {"before": {k: a.current.get(k) for k in clean}, "after": clean})
             )
         if decision is not None:
-            await settled(conn, self.jobs, a.id, decision, now, opener=a.thread_id)
             audit.append(
                 (
                     decision.status,
                     {"by": list(decision.by), "note": decision.note, "edits": decision.edits},
                 )
             )
+        await self.audit.append_many(
+            conn, audit, approval_id=a.id, thread_id=a.thread_id, actor=user
+        )
+        if decision is not None:
+            # after its entries: the calls of its turn it settles are logged after it
+            await settled(
+                conn, self.jobs, a.id, decision, now, opener=a.thread_id, turn_id=a.turn_id,
+                audit=self.audit,
+            )  # fmt: skip
         else:
             await self.jobs.event(
                 conn, "vote_recorded", now, thread_id=a.thread_id, approval_id=a.id
             )
-        await self.audit.append_many(
-            conn, audit, approval_id=a.id, thread_id=a.thread_id, actor=user
-        )
 
     async def _groups_for(
         self, approval_id: str, deadline: float | None, seen: Approval | None
@@ -455,10 +578,12 @@ class Decisions:
         if a is None or a.status != "pending":
             return StaticGroups({})  # refused inside, without a lookup
         rule = self.policy.actions.get(a.action)
+        service = self.policy.services.get(a.service or "")
         entries = [
             *a.approvers,
             *(rule.approvers if rule else ()),
             *(rule.escalate_to if rule else ()),
+            *(service.owners if service else ()),
         ]
         names = sorted({e[1:] for e in entries if e.startswith("@")})
         return StaticGroups({name: await self.groups.members(name) for name in names})
@@ -499,6 +624,16 @@ class Decisions:
                 )
             return None
         refusal = check_voter(rule, requester=a.requester, actor=user, approvers=members)
+        service = self.policy.services.get(a.service or "")
+        if refusal is None and approve and service is not None and service.owners:
+            owners = await resolve_members(service.owners, groups)
+            if user in owners:
+                refusal = SelfApprovalError(
+                    f"you own the service {service.name} that asked for this ({rule.title}), "
+                    f"and nobody may approve their own request ([services.{service.name}] "
+                    "owners); ask another of its approvers",
+                    service=service.name,
+                )
         if refusal is not None:
             refusal.approval_id = a.id
             raise refusal

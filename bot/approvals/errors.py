@@ -124,7 +124,14 @@ class NotAuthorizedError(DecisionRefused):
 
 
 class SelfApprovalError(DecisionRefused):
+    """Attributes: `service`, the service whose owner tried to approve what it asked (its
+    `[services.NAME] owners`), or None when the voter asked for it themselves."""
+
     code = "self_approval"
+
+    def __init__(self, message: str, approval_id: str = "", service: str | None = None) -> None:
+        super().__init__(message, approval_id)
+        self.service = service
 
 
 class AlreadyDecidedError(DecisionRefused):

@@ -37,6 +37,7 @@ from sqlalchemy import select
 
 from . import store
 from . import tables as t
+from ._audit_repeats import body_digest
 from ._canonical import canonical_json
 from ._external_wire import (
     SIGNATURE_HEADER,
@@ -47,6 +48,7 @@ from ._external_wire import (
 )
 from ._external_workflow import external_workflow
 from ._service_threads import EXTERNAL_WORKFLOW, external_thread_id, service_of
+from ._titles import template_problem
 from .errors import (
     AlreadyStartedError,
     ApprovalError,
@@ -59,7 +61,15 @@ from .errors import (
 from .jobs import Job, JobQueue, backoff, finish_in
 from .limits import value_problems
 from .models import ApprovalStatus, Decision, iso
-from .policy import ActionPolicy, Policy, ServicePolicy, check_service, unreachable
+from .policy import (
+    ActionPolicy,
+    Policy,
+    ServicePolicy,
+    check_service,
+    private_hint,
+    resolve_members,
+    unreachable,
+)
 
 if TYPE_CHECKING:
     from .audit import AuditLog
@@ -71,6 +81,7 @@ __all__ = [
     "EXTERNAL_WORKFLOW",
     "MAX_WAIT",
     "SIGNATURE_HEADER",
+    "CallbackRefused",
     "ExternalApproval",
     "ExternalApprovals",
     "WebhookSender",
@@ -89,12 +100,20 @@ MAX_WAIT = 60.0
 POLL_INTERVAL = 0.5
 """How often a waiting read looks at the database: the decision may be made by another process."""
 WEBHOOK_ATTEMPTS = 30
-"""Tries of a webhook before it is given up on (backed off 2, 4, 8 s ... to an hour: about a day)."""
+"""Tries of a webhook before it is given up on (backed off 2, 4, 8 s ... to an hour: about 19 h)."""
 WEBHOOK_BACKOFF_MAX = 3600.0
 
-WebhookSender = Callable[[str, bytes, Mapping[str, str]], Awaitable[int]]
-"""`await send(url, body, headers)` POSTs a webhook and returns the HTTP status (the process
-wiring supplies one on aiohttp; governance does no HTTP itself). Raising counts as a failure."""
+WebhookSender = Callable[..., Awaitable[int]]
+"""`await send(url, body, headers, allow_private=False)` POSTs a webhook and returns the HTTP
+status (the process wiring supplies one on aiohttp; governance does no HTTP itself). Raising
+counts as a failed try; raising `CallbackRefused` (the host resolved to an address that
+`allow_private` forbids: `policy.address_kind`) gives the webhook up at once."""
+
+
+class CallbackRefused(Exception):
+    """A webhook's address is refused (its host resolved to a private, loopback or link-local
+    address its service may not post to): given up at once, never retried."""
+
 
 _LIST_HINT = "GET /api/approvals lists your pending ones"
 
@@ -219,6 +238,7 @@ class ExternalApprovals:
         dedupe_key: str | None = None,
         callback_url: str | None = None,
         idempotency_key: str | None = None,
+        body: bytes | None = None,
     ) -> ExternalApproval:
         """Ask for an approval of `action` with `args` on `service`'s behalf; return at once
         (the card is on its way). Checked before anything is recorded: the service may ask for
@@ -227,6 +247,7 @@ class ExternalApprovals:
 
         The same `idempotency_key` again (from this service) returns the same approval and
         starts nothing (`created` is False); with a different request it is refused.
+        `body`: the request as it came (HTTP), of which a refusal keeps the size and digest.
 
         Raises:
             ServiceNotAllowed: `service` is not in the policy, or may not ask for `action`.
@@ -234,11 +255,19 @@ class ExternalApprovals:
             InvalidInputError: `.problems` names each field that is wrong (`args.amount`, ...).
             IdempotencyConflict: the key came before with a different request.
         """
+        sent = body if body is not None else {
+            "action": action, "args": args, "requester": requester, "title": title,
+            "dedupe_key": dedupe_key, "callback_url": callback_url,
+        }  # fmt: skip
         refusal = check_service(self.policy, service, action)
         if refusal is not None:
-            raise await self._refused(refusal, service, action)
+            raise await self._refused(refusal, service, action, sent)
         svc, rule = self.policy.services[service], self.policy.actions[action]
         problems = request_problems(requester, title, dedupe_key, callback_url, idempotency_key)
+        if callback_url is not None and "callback_url" not in problems:
+            refused = svc.callback_problem(callback_url)
+            if refused is not None:
+                problems["callback_url"] = refused
         if not isinstance(args, Mapping):
             problems["args"] = "must be an object of the action's arguments"
         elif rule.args is not None:
@@ -250,6 +279,10 @@ class ExternalApprovals:
                 problems["args"] = f"must be plain JSON values: {e}"
         if isinstance(args, Mapping):
             problems.update(value_problems(args, "args"))
+        if isinstance(title, str) and "title" not in problems and isinstance(args, Mapping):
+            problem = template_problem(title, args.keys())
+            if problem is not None:
+                problems["title"] = problem
         if problems:
             raise await self._refused(
                 InvalidInputError(
@@ -261,10 +294,12 @@ class ExternalApprovals:
                 ),
                 service,
                 action,
+                sent,
             )
-        problem = await self._reach_problem(svc, rule, requester)
-        if problem is not None:
-            raise await self._refused(Unreachable(problem), service, action)
+        asker = await self._requester(svc, requester)
+        unreached = await self._reach_problem(svc, rule, asker)
+        if unreached is not None:
+            raise await self._refused(Unreachable(unreached), service, action, sent)
         request = {
             "action": action,
             "args": dict(args),
@@ -284,11 +319,13 @@ class ExternalApprovals:
             "callback_url": callback_url or "",
             "request_hash": request_hash,
         }
+        if asker != requester:
+            inputs["named_requester"] = requester
         try:
             await self.runs.start(
                 EXTERNAL_WORKFLOW,
                 inputs,
-                requester=requester,
+                requester=asker,
                 channel=svc.channel,
                 thread_id=thread_id,
                 request_key=thread_id if idempotency_key is not None else None,
@@ -308,6 +345,7 @@ class ExternalApprovals:
                     ),
                     service,
                     action,
+                    sent,
                 ) from None
             found = await self._read(thread_id)
             assert found is not None  # its run exists
@@ -316,17 +354,26 @@ class ExternalApprovals:
         assert found is not None  # just started
         return found
 
-    async def refuse_unauthenticated(self, reason: str, *, route: str = "") -> None:
-        """Record a request that came without a valid token (`api_refused`, no actor)."""
-        await self._audit_refusal(
-            None, {"refusal": "unauthenticated", "reason": reason, "route": route}
-        )
+    async def refuse_unauthenticated(
+        self, reason: str, *, route: str = "", source: str | None = None
+    ) -> None:
+        """Record a request that came without a valid token (`api_refused`, no actor), from
+        `source` (the client's address): the same refusal from it again within the audit's
+        window is counted, not logged again (`AuditLog.refusal`)."""
+        data = {"refusal": "unauthenticated", "reason": reason, "route": route}
+        if source is not None:
+            data["from"] = source
+        await self._audit_refusal(None, f"address {source}", f"unauthenticated: {reason}", data)
 
-    async def refuse_malformed(self, service: str, reason: str) -> None:
-        """Record `service`'s request that could not be read (`api_refused`)."""
-        await self._audit_refusal(
-            service, {"service": service, "refusal": "malformed", "reason": reason}
-        )
+    async def _requester(self, svc: ServicePolicy, named: str) -> str:
+        """Who a request of `svc` is asked as: the person it names when its policy section's
+        `may_act_for` lists them, else the service itself (the card says "via NAME"), so that a
+        service cannot put anyone's name on its request, nor take a person's self-approval rule
+        from them."""
+        if named == svc.name:
+            return named
+        allowed = await resolve_members(svc.may_act_for, self.runs.groups)
+        return named if named in allowed else svc.name
 
     async def _reach_problem(
         self, svc: ServicePolicy, rule: ActionPolicy, requester: str
@@ -347,18 +394,38 @@ class ExternalApprovals:
             )
         return await unreachable(rule, requester, self.runs.groups)
 
-    async def _audit_refusal(self, actor: str | None, data: Mapping[str, Any]) -> None:
-        """The `api_refused` entry, in a transaction of its own. A database that cannot take it
-        (busy, down) does not change the answer: the refusal is still told (a 401 stays a 401,
-        not a 500), and the log says it went unrecorded."""
+    async def refuse_malformed(
+        self, service: str, reason: str, *, body: bytes | None = None, code: str = "malformed"
+    ) -> None:
+        """Record `service`'s request that could not be read (`api_refused`): the `reason`,
+        cut to size, and of its `body` only the size and digest. `code` says what kind of
+        malformed it was (the same kind again within the window is counted)."""
+        data: dict[str, Any] = {"service": service, "refusal": "malformed", "reason": reason}
+        if body is not None:
+            data["body"] = body_digest(body)
+        await self._audit_refusal(service, f"service {service}", f"malformed: {code}", data)
+
+    async def _audit_refusal(
+        self, actor: str | None, source: str, refusal: str, data: Mapping[str, Any]
+    ) -> None:
+        """The `api_refused` entry (or its count, `AuditLog.refusal`), in a transaction of its
+        own. A database that cannot take it (busy, down) does not change the answer: the
+        refusal is still told (a 401 stays a 401, not a 500), and the log says it went
+        unrecorded."""
         try:
             async with self.db.transaction() as conn:
-                await self.audit.append(conn, "api_refused", actor=actor, data=dict(data))
+                await self.audit.refusal(
+                    conn, "api_refused", actor=actor, source=source, refusal=refusal,
+                    data=dict(data), now=self.clock(),
+                )  # fmt: skip
         except DatabaseUnavailable as e:
             log.warning("could not audit an API refusal (%s): %s", data.get("refusal"), e)
 
-    async def _refused(self, error: ApprovalError, service: str, action: Any) -> ApprovalError:
-        """Record the refusal `error` of `service`'s request (nothing else), and return it."""
+    async def _refused(
+        self, error: ApprovalError, service: str, action: Any, request: Any = None
+    ) -> ApprovalError:
+        """Record the refusal `error` of `service`'s `request` (nothing else: of the request,
+        only its size and digest), and return it."""
         data: dict[str, Any] = {
             "service": service,
             "action": action if isinstance(action, str) else repr(action)[:100],
@@ -367,7 +434,11 @@ class ExternalApprovals:
         }
         if isinstance(error, InvalidInputError):
             data["problems"] = error.problems
-        await self._audit_refusal(service, data)
+        if isinstance(request, bytes):
+            data["body"] = body_digest(request)
+        elif request is not None:
+            data["body"] = body_digest(json.dumps(request, sort_keys=True, default=repr))
+        await self._audit_refusal(service, f"service {service}", data["refusal"], data)
         return error
 
     # ---- reading -------------------------------------------------------------------------
@@ -462,7 +533,8 @@ class ExternalApprovals:
                 status=status,
                 action=action,
                 args=dict(inputs.get("args") or {}),
-                title=inputs.get("title") or (rule.title if rule else action),
+                title=rule.title if rule else action,
+                note=inputs.get("title") or None,
                 service=inputs.get("service", ""),
                 requester=run.requester,
                 created_at=iso(run.created_at),
@@ -478,6 +550,7 @@ class ExternalApprovals:
             action=approval.action,
             args=dict(approval.payload),
             title=approval.title,
+            note=approval.note,
             service=inputs.get("service", ""),
             requester=run.requester,
             created_at=iso(run.created_at),
@@ -504,8 +577,10 @@ class ExternalApprovals:
     async def deliver(self, job: Job) -> None:
         """Perform a `webhook` job: POST the settled approval to its `callback_url`, signed with
         the service's secret. Done on a 2xx answer (audited `webhook_delivered`); otherwise due
-        again, backed off, up to `WEBHOOK_ATTEMPTS` tries (then `webhook_failed`). The delivery
-        id is the same on every try: a receiver de-duplicates by it."""
+        again, backed off, up to `WEBHOOK_ATTEMPTS` tries (then `webhook_failed`). An address
+        the service's policy refuses (checked again here, and after DNS by the sender) is given
+        up at once (`webhook_failed`, its error `refused: ...`). The delivery id is the same on
+        every try: a receiver de-duplicates by it."""
         assert job.thread_id is not None  # a webhook job names its thread
         jobs = self.jobs
         url, delivery_id = job.payload["url"], job.payload["delivery_id"]
@@ -531,14 +606,25 @@ class ExternalApprovals:
             SIGNATURE_HEADER: sign_webhook(secret, int(time.time()), body),
             "Signoff-Delivery": delivery_id,
         }
-        try:
-            status = await self.send(url, body, headers)
-            error = None if 200 <= status < 300 else f"the receiver answered HTTP {status}"
-        except Exception as e:  # noqa: BLE001 - a failed delivery is retried, never lost
-            error = f"{type(e).__name__}: {e}"
+        svc = self.policy.services.get(service)
+        refused = (
+            svc.callback_problem(url)
+            if svc is not None
+            else f"service {service} is no longer in the policy"
+        )
+        error = f"refused: {refused}" if refused else None
+        if error is None:
+            try:
+                allow_private = svc is not None and svc.callback_private
+                status = await self.send(url, body, headers, allow_private=allow_private)
+                error = None if 200 <= status < 300 else f"the receiver answered HTTP {status}"
+            except CallbackRefused as e:
+                error = f"refused: {e}; {private_hint(service)}"
+            except Exception as e:  # noqa: BLE001 - a failed delivery is retried, never lost
+                error = f"{type(e).__name__}: {e}"
         now = self.clock()
         tries = job.attempts + 1
-        if error is None or tries >= WEBHOOK_ATTEMPTS:
+        if error is None or tries >= WEBHOOK_ATTEMPTS or error.startswith("refused: "):
             async with self.db.transaction() as conn:
                 await finish_in(conn, job.id, now, error=error)
                 await self.audit.append(

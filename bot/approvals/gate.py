@@ -19,12 +19,18 @@ Each tool call the model makes is gated by its tool's name, as the policy says:
 - a tool in `[agents] free_tools` runs without asking;
 - any other tool call is denied, like an action the policy does not name.
 
-Several gated calls in one model turn ask one approval each, decided independently (the
-`ToolNode` pauses once per call), and a call let through runs at most once per tool call id,
-across replays, crashes and restarts. With `create_react_agent`'s default `version="v2"` each
-call is a task of its own, so an approved call (and a free one) runs as soon as it is settled,
-whatever the others wait on; with `version="v1"` (or one `ToolNode` for the turn, as
-`support_agent` has) no tool of the turn runs until all are settled.
+Several gated calls in one model turn are one decision for people: each call keeps its own
+approval (the policy applies per call: approvers, quorum, self-approval, auto-approval), and
+they share the turn's id, so that Slack shows them on one card, each with its own buttons. A
+call whose action the policy says runs `after` another (`[actions.email_customer] after =
+["send_refund"]`) waits for that call of the same turn: it never runs before it is settled,
+does not run when it is rejected, denied or expires (the model is told which call was refused,
+by whom and why), and is decided again when it is approved with edits. A call let through runs
+at most once per tool call id, across replays, crashes and restarts. With
+`create_react_agent`'s default `version="v2"` each call is a task of its own, so an approved
+call (and a free one) runs as soon as it is settled, whatever the others wait on; with
+`version="v1"` (or one `ToolNode` for the turn, as `support_agent` has) no tool of the turn
+runs until all are settled.
 """
 
 from __future__ import annotations
@@ -32,14 +38,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from langchain_core.messages import ToolCall
+from langchain_core.messages import AIMessage, ToolCall
 
 from graphs.prebuilt import BeforeCall, Edited, Rejected
 
 from .effects import NodeServices
-from .models import Decision
+from .models import Decision, TurnPlace
 from .policy import Policy
-from .request import request_approval
+from .request import ask
 
 __all__ = ["approval_gate", "decision_note"]
 
@@ -61,15 +67,16 @@ def approval_gate(
     chosen = dict(titles or {})
 
     def gate(call: Any, state: Any, config: Any) -> Edited | Rejected | None:
-        del state
         name = call["name"]
-        if name in _policy(policy, config).free_tools:
+        rules = _policy(policy, config)
+        if name in rules.free_tools:
             return None
         args = call.get("args") or {}
         if not isinstance(args, Mapping):
             return Rejected(f"Error: the arguments of {name} must be an object, got {args!r}")
         # Not an action of the policy: request_approval is denied, and that is audited.
-        decision = request_approval(name, dict(args), title=chosen.get(name))
+        turn = _turn_of(call, state, rules)
+        decision = ask(name, dict(args), title=chosen.get(name), turn=turn)
         return _verdict(call, decision)
 
     return gate
@@ -88,6 +95,37 @@ def _policy(policy: Policy | None, config: Any) -> Policy:
     )
 
 
+def _turn_of(call: Any, state: Any, policy: Policy) -> tuple[str, TurnPlace] | None:
+    """The model turn `call` was proposed in (its `AIMessage`, found in the state's messages)
+    and the call's place in it, when the turn proposed more than one gated call; else None."""
+    if isinstance(state, Mapping):
+        messages = state.get("messages")
+    else:
+        messages = state if isinstance(state, list) else getattr(state, "messages", None)
+    if not isinstance(messages, list):
+        return None
+    call_id = call.get("id")
+    turn = next(
+        (
+            m
+            for m in reversed(messages)
+            if isinstance(m, AIMessage) and any(c.get("id") == call_id for c in m.tool_calls)
+        ),
+        None,
+    )
+    if turn is None or not call_id:
+        return None
+    gated = [c for c in turn.tool_calls if c["name"] not in policy.free_tools and c.get("id")]
+    if len(gated) < 2:
+        return None
+    rule = policy.actions.get(call["name"])
+    waits_for = set(rule.after) if rule is not None else set()
+    after = tuple(str(c["id"]) for c in gated if c["name"] in waits_for and c["id"] != call_id)
+    position = next(i for i, c in enumerate(gated) if c.get("id") == call_id)
+    turn_id = turn.id or str(gated[0]["id"])
+    return turn_id, TurnPlace(str(call_id), position, after)
+
+
 def _verdict(call: Any, decision: Decision) -> Edited | Rejected | None:
     if not decision.approved:
         return Rejected(decision_note(call["name"], decision))
@@ -104,6 +142,8 @@ def decision_note(name: str, decision: Decision, proposed: Any = None) -> str:
     why = decision.note or "no reason given"
     if decision.status == "rejected":
         return f"Rejected: {who} rejected the call to {name}, so it did not run. Reason: {why}"
+    if decision.status == "denied" and why.startswith(f"{name} runs only after "):
+        return f"Not run: {why}"  # a call of its turn that it runs after was refused
     if decision.status == "denied":
         return f"Denied: signoff's policy refused the call to {name}, so it did not run: {why}"
     if decision.status == "expired":

@@ -40,6 +40,7 @@ __all__ = [
     "JobKind",
     "JobQueue",
     "Undelivered",
+    "WebhookDelivery",
     "backoff",
 ]
 
@@ -120,6 +121,40 @@ class Undelivered:
             method=str(details.get("method", "")),
             channel=str(details.get("channel", "")),
             at=float(row["done_at"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookDelivery:
+    """A webhook job as `signoff show` tells it: where it goes, how many tries, what now."""
+
+    delivery_id: str
+    url: str
+    tries: int
+    """Tries made so far (one being made counts)."""
+    state: Literal["delivered", "retrying", "given up"]
+    """`delivered`: the receiver answered 2xx. `retrying`: due again at `next_try`. `given up`:
+    its last try failed (`error`); nothing more is sent."""
+    error: str | None
+    """Why the last try failed (None once delivered, or before the first try)."""
+    next_try: float | None
+    """When it is tried next (epoch seconds), while `retrying`."""
+    at: float | None
+    """When it was delivered or given up on (epoch seconds)."""
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> WebhookDelivery:
+        payload = json.loads(row["payload"])
+        done = row["done_at"] is not None
+        error = row["last_error"]
+        return cls(
+            delivery_id=str(payload.get("delivery_id", "")),
+            url=str(payload.get("url", "")),
+            tries=int(row["attempts"]),
+            state=("given up" if error else "delivered") if done else "retrying",
+            error=error,
+            next_try=None if done else float(row["available_at"]),
+            at=float(row["done_at"]) if done else None,
         )
 
 
@@ -350,6 +385,14 @@ class JobQueue:
         async with self.db.read() as conn:
             rows = (await conn.execute(_undelivered(thread_id))).mappings().all()
         return [Undelivered.from_row(r) for r in rows]
+
+    async def webhooks_of(self, thread_id: str) -> list[WebhookDelivery]:
+        """The webhooks of `thread_id` (a service's `callback_url`), oldest first."""
+        j = t.jobs.c
+        query = select(t.jobs).where(j.kind == "webhook", j.thread_id == thread_id).order_by(j.id)
+        async with self.db.read() as conn:
+            rows = (await conn.execute(query)).mappings().all()
+        return [WebhookDelivery.from_row(r) for r in rows]
 
     async def redeliver_in(
         self, conn: AsyncConnection, target: str, now: float

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from ._service_threads import EXTERNAL_WORKFLOW, service_of
+from ._titles import fill_title
 from .errors import RunStateError
 from .policy.schema import Schema, display
 
@@ -25,6 +26,7 @@ __all__ = [
     "DecisionStatus",
     "RunRecord",
     "RunStatus",
+    "TurnPlace",
     "Vote",
     "Workflow",
 ]
@@ -241,6 +243,36 @@ class Vote:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnPlace:
+    """Where a gated tool call is in its agent's model turn (`Approval.turn`)."""
+
+    call_id: str
+    """The tool call's id (the model's)."""
+    position: int
+    """Its place among the turn's gated calls, from 0 (the order the model proposed them)."""
+    after: tuple[str, ...] = ()
+    """The ids of the turn's calls it runs after (the policy's `after`): it never runs before
+    they are settled, not at all when one is refused, and is decided again when one is
+    approved with edits."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"call": self.call_id, "position": self.position, "after": list(self.after)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> TurnPlace | None:
+        """From the `turn` column, or an `interrupt()` payload's; None for anything else."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("call"), str):
+            return None
+        position = data.get("position")
+        after = data.get("after")
+        return cls(
+            call_id=data["call"],
+            position=position if isinstance(position, int) else 0,
+            after=tuple(a for a in after if isinstance(a, str)) if isinstance(after, list) else (),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Approval:
     """One approval request, as stored."""
 
@@ -279,14 +311,30 @@ class Approval:
     title_template: str = ""
     """The title as the workflow wrote it, `{field}` placeholders unfilled (stored in the
     `title` column); `title` is it filled with the current values. Default: `title`."""
+    note: str | None = None
+    """The requester's own words beside the arguments (what a service sent as `title`), its
+    placeholders filled as a title's: shown labelled as theirs, never as the header. Default
+    none."""
     formats: Mapping[str, str] | None = None
     """Field name -> how people see its value (`"money"`: 42.50), from the action's declared
     arguments when it was asked for (`policy.schema.display`). Default none: as written."""
+    turn_id: str | None = None
+    """The agent's model turn this tool call was proposed in, when that turn proposed more
+    than one gated call (`approval_gate`): the approvals of one turn share one card. None
+    for any other approval."""
+    turn: TurnPlace | None = None
+    """Its place in that turn; None when `turn_id` is."""
 
     def shown(self, name: str, value: Any) -> str | None:
         """`value` of field `name` in its display format, or None when it has none (or the
         format does not apply: text, a redacted secret): show it as it is then."""
         return display(value, (self.formats or {}).get(name))
+
+    @property
+    def service(self) -> str | None:
+        """The service that asked for it over the approvals API or MCP, or None (a workflow's).
+        The card says "via NAME"; its owners may not approve it."""
+        return service_of(self.thread_id) if self.workflow == EXTERNAL_WORKFLOW else None
 
     @property
     def approvals_count(self) -> int:
@@ -364,8 +412,18 @@ class Approval:
             version=row["version"],
             votes=votes,
             title_template=row["title"],
+            note=fill_title(row["note"], current, formats) if row.get("note") else None,
             formats=formats,
+            turn_id=row.get("turn_id"),
+            turn=_turn_place(row.get("turn")),
         )
+
+
+def _turn_place(text: str | None) -> TurnPlace | None:
+    try:
+        return TurnPlace.from_json(json.loads(text)) if text else None
+    except ValueError:
+        return None
 
 
 def _formats(text: str | None) -> dict[str, str]:
@@ -377,59 +435,6 @@ def _formats(text: str | None) -> dict[str, str]:
     if not isinstance(data, Mapping):
         return {}
     return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
-
-
-class _TitleFormatter(string.Formatter):
-    """`str.format` for titles: plain field names only (no attributes, no indexes); a value its
-    format spec does not fit (a redacted field under `:.2f`) is shown as it is; a placeholder
-    without a spec of its own (`{amount}`) shows its field's display format."""
-
-    def __init__(self, formats: Mapping[str, str]) -> None:
-        self.formats = formats
-
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, str]:
-        if field_name not in kwargs:
-            raise KeyError(field_name)
-        value = kwargs[field_name]
-        shown = display(value, self.formats.get(field_name))
-        return (_Shown(shown, value) if shown is not None else value), field_name
-
-    def convert_field(self, value: Any, conversion: str | None) -> Any:
-        if isinstance(value, _Shown) and conversion:
-            value = value.value
-        return super().convert_field(value, conversion)
-
-    def format_field(self, value: Any, format_spec: str) -> str:
-        if isinstance(value, _Shown):
-            return value.text if not format_spec else self.format_field(value.value, format_spec)
-        if isinstance(value, Mapping) and "redacted" in value:
-            return "•••"
-        try:
-            return format(value, format_spec)
-        except (TypeError, ValueError):
-            return str(value)
-
-
-@dataclass(frozen=True, slots=True)
-class _Shown:
-    """A value in its display format (`text`), and the value, for a placeholder's own spec."""
-
-    text: str
-    value: Any
-
-
-def fill_title(
-    template: str | None, values: Mapping[str, Any], formats: Mapping[str, str] | None = None
-) -> str:
-    """A title with its `{field}` placeholders filled from `values` (`"Refund {amount:.2f} to
-    {customer_id}"`), so that after an edit it names what runs. A title that is not a template
-    (no placeholders, or ones that do not name a value) is returned as it is."""
-    if not template or "{" not in template:
-        return template or ""
-    try:
-        return _TitleFormatter(formats or {}).vformat(template, (), dict(values))
-    except (KeyError, IndexError, ValueError, TypeError, AttributeError):
-        return template
 
 
 def iso(ts: float) -> str:

@@ -4,20 +4,21 @@ a conflict, or approved by a rule), with its audit entry and event in the same t
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from graphs import Interrupt
 
-from . import store
+from . import _turns, store
 from ._conceal import Concealer
+from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .audit import AuditKind, AuditLog
-from .decisions import new_decision, settled
+from .decisions import block, new_decision, settled
 from .jobs import JobQueue
-from .models import DecisionStatus
+from .models import DecisionStatus, TurnPlace
 from .policy import ActionPolicy, Policy, evaluate_request, redact
 
 if TYPE_CHECKING:
@@ -84,7 +85,8 @@ class Pauses:
             conceal = conceal.learn(p)
             shown = conceal.scrub(shown)
         if verdict.outcome == "ask" and p.get("dedupe_key"):
-            dup = await store.pending_duplicate(conn, action, p["dedupe_key"])
+            service = service_of(thread_id) if workflow == EXTERNAL_WORKFLOW else None
+            dup = await store.pending_duplicate(conn, action, p["dedupe_key"], service=service)
             if dup is not None and dup.fingerprint == fp:
                 await store.add_waiter(conn, dup.id, thread_id, intr.id, fp, now)
                 await self.audit.append(
@@ -97,11 +99,19 @@ class Pauses:
                 )
                 return dup.id
             if dup is not None:
+                # The pending one is this owner's own (`pending_duplicate`); a service knows
+                # it by the id the API gave it (its thread), never by another's approval id.
+                named = (
+                    f"your pending approval {dup.thread_id}"
+                    if service is not None
+                    else f"pending approval {dup.id}"
+                )
                 verdict_outcome, reason = (
                     "conflict",
                     (
-                        f"conflicts with pending approval {dup.id} for {p['dedupe_key']!r}, which "
-                        "proposes different arguments; decide that one first"
+                        f"conflicts with {named} for "
+                        f"{p['dedupe_key']!r}, which proposes different arguments; decide that "
+                        "one first"
                     ),
                 )
             else:
@@ -131,6 +141,7 @@ class Pauses:
             approvers=store.dumps(list(rule.approvers) if rule else []),
             editable=store.dumps(list(rule.editable) if rule else []),
             formats=store.dumps(rule.args.formats) if rule and rule.args else None,
+            note=_hide(conceal, p["note"]) if isinstance(p.get("note"), str) else None,
             escalated=False,
             channel=channel,
             created_at=now,
@@ -138,6 +149,7 @@ class Pauses:
             version=0,
             **deadlines,
         )
+        turn_id, place = _turn_of(p, values)
         if status != "pending":
             by = [f"rule:{verdict.auto_rule}"] if status == "approved" else ["policy"]
             decision_status: DecisionStatus = "approved" if status == "approved" else "denied"
@@ -159,6 +171,7 @@ class Pauses:
             await self.jobs.event(
                 conn, "approval_requested", now, thread_id=thread_id, approval_id=approval_id
             )
+            await self._refused_before(conn, thread_id, turn_id, place, approval_id, now)
         else:
             kind: AuditKind = {
                 "approved": "auto_approved",
@@ -172,8 +185,44 @@ class Pauses:
                 actor=by[0],
                 data={**data, "reason": reason},
             )
-            await settled(conn, self.jobs, approval_id, decision, now, opener=thread_id)
+            await settled(
+                conn, self.jobs, approval_id, decision, now, opener=thread_id, turn_id=turn_id,
+                audit=self.audit,
+            )  # fmt: skip
         return approval_id
+
+    async def _refused_before(
+        self,
+        conn: AsyncConnection,
+        thread_id: str,
+        turn_id: str | None,
+        place: TurnPlace | None,
+        approval_id: str,
+        now: float,
+    ) -> None:
+        """A call asked for after a call of its turn it runs after was refused already (denied
+        by policy as it was asked for): it does not run either."""
+        if turn_id is None or place is None or not place.after:
+            return
+        await _turns.lock_turn(conn, thread_id, turn_id)
+        turn = await _turns.turn_approvals(conn, thread_id, turn_id)
+        a = next((o for o in turn if o.id == approval_id), None)
+        refused = _turns.refused_by(a, turn) if a is not None else None
+        if a is not None and refused is not None:
+            await block(conn, self.jobs, self.audit, a, _turns.refusal_note(a, refused), now)
+
+
+def _turn_of(
+    payload: Mapping[str, Any], values: dict[str, Any]
+) -> tuple[str | None, TurnPlace | None]:
+    """The agent turn a request is a tool call of (`approval_gate`), and its place in it; put
+    in the approval's `values` too."""
+    place = TurnPlace.from_json(payload.get("turn"))
+    turn_id = payload.get("turn_id")
+    if place is None or not isinstance(turn_id, str):
+        return None, None
+    values.update(turn_id=turn_id, turn=store.dumps(place.to_json()))
+    return turn_id, place
 
 
 def _deadlines(rule: ActionPolicy | None, now: float) -> dict[str, float | None]:

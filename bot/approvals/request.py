@@ -32,7 +32,7 @@ from typing import Any
 
 from graphs import interrupt
 
-from .models import APPROVAL_KIND, Decision
+from .models import APPROVAL_KIND, Decision, TurnPlace
 from .policy import fingerprint
 
 __all__ = ["request_approval"]
@@ -44,6 +44,7 @@ def request_approval(
     *,
     title: str | None = None,
     dedupe_key: str | None = None,
+    note: str | None = None,
 ) -> Decision:
     """Pause until `action` with `args` is approved or rejected; return the `Decision`.
 
@@ -60,10 +61,28 @@ def request_approval(
         dedupe_key: names the entity acted on (e.g. `"refund:order-1234"`): a second request
             with the same key while one is pending joins it, or is refused if its arguments
             differ.
+        note: the requester's own words beside the arguments (an external approval's is
+            what its service sent as `title`): the card shows it labelled as theirs, never as
+            its header or in a confirmation. Default none.
 
     Returns:
         The decision. Run the action only if `decision.approved`, with `decision.args`.
     """
+    return ask(action, args, title=title, dedupe_key=dedupe_key, note=note)
+
+
+def ask(
+    action: str,
+    args: Mapping[str, Any],
+    *,
+    title: str | None = None,
+    dedupe_key: str | None = None,
+    note: str | None = None,
+    turn: tuple[str, TurnPlace] | None = None,
+) -> Decision:
+    """`request_approval`, and for a tool call of an agent's model turn (`approval_gate`)
+    `turn`: the turn's id and the call's place in it, so that the turn's calls share one card
+    and a call waits for those it runs after."""
     proposal = dict(args)
     fp = fingerprint(action, proposal)
     payload = {
@@ -74,6 +93,10 @@ def request_approval(
         "title": title,
         "dedupe_key": dedupe_key,
     }
+    if note:
+        payload["note"] = note
+    if turn is not None:
+        payload["turn_id"], payload["turn"] = turn[0], turn[1].to_json()
     while True:
         decision = Decision.from_json(interrupt(payload))
         if decision.fingerprint == fp and decision.action == action:

@@ -21,7 +21,7 @@ from .audit import LINK_BATCH, AuditLog
 from .decisions import DecideResult, Decisions, idempotency_key
 from .events import EventSink, NullSink
 from .external import ExternalApprovals, external_workflow
-from .jobs import LEASE_SECONDS, JobKind, JobQueue, Undelivered
+from .jobs import LEASE_SECONDS, JobKind, JobQueue, Undelivered, WebhookDelivery
 from .models import Approval, Workflow
 from .pauses import Pauses
 from .policy import GroupResolver, Policy, StaticGroups
@@ -199,6 +199,11 @@ class Signoff:
         thread or all, oldest first (`JobQueue.undelivered`)."""
         return await self.jobs.undelivered(thread_id)
 
+    async def webhooks(self, thread_id: str) -> list[WebhookDelivery]:
+        """The webhooks of a service's request (its thread), oldest first: delivered, retrying
+        (tries made, when next) or given up (`JobQueue.webhooks_of`)."""
+        return await self.jobs.webhooks_of(thread_id)
+
     async def redeliver(self, target: str, *, actor: str) -> list[Undelivered]:
         """Queue again the given-up messages of `target` (a thread id or a job id), once its
         cause is fixed; audited (`redelivered`). The worker delivers them, looking first for
@@ -356,14 +361,16 @@ class Signoff:
     async def link_audit(self) -> int:
         """Link every committed audit entry into the hash chain (`AuditLog.link`), in batches;
         return how many. The bot does it every quarter of a second, the sweep and each
-        `signoff` command too; with nothing waiting it is one read."""
+        `signoff` command too; with nothing waiting it is one read. The refusals' windows
+        that are over by this `Signoff`'s clock are written too (`AuditLog.refusal`)."""
+        now = self.clock()
         async with self.db.read() as conn:
-            if not await self.audit.unlinked(conn):
+            if not await self.audit.unlinked(conn, now=now):
                 return 0
         linked = 0
         while True:
             async with self.db.transaction() as conn:
-                n = await self.audit.link(conn)
+                n = await self.audit.link(conn, now=now)
             linked += n
             if n < LINK_BATCH:
                 return linked

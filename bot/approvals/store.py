@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import tables as t
 from ._canonical import stored_json
+from ._service_threads import EXTERNAL_WORKFLOW
 from .models import RUN_MOVES, Approval, RunRecord, RunStatus, Vote
 
 __all__ = [
@@ -90,15 +91,24 @@ async def approval_for_interrupt(conn: AsyncConnection, interrupt_id: str) -> Ap
     return await get_approval(conn, row[0]) if row else None
 
 
-async def pending_duplicate(conn: AsyncConnection, action: str, dedupe_key: str) -> Approval | None:
-    """The pending approval of `action` for `dedupe_key`, if any.
+async def pending_duplicate(
+    conn: AsyncConnection, action: str, dedupe_key: str, *, service: str | None
+) -> Approval | None:
+    """The pending approval of `action` for `dedupe_key` that its owner may join, if any.
+
+    A dedupe key belongs to whoever made it: `service`'s own requests (the approvals API, MCP)
+    for a service, and the workflows' for a workflow (`service` None). A service never joins a
+    workflow's pending request (one click would then act twice), nor takes a key a workflow
+    will need (a person's request would be refused as a conflict), nor sees another's.
 
     On PostgreSQL the key stays locked until the caller's transaction ends, so two requests for
     one entity at the same moment cannot both find none and open two approvals (on SQLite the
     write transaction serializes them already).
     """
     if conn.dialect.name == "postgresql":
-        digest = hashlib.sha256(f"signoff.dedupe\0{action}\0{dedupe_key}".encode()).digest()
+        owner = f"service:{service}" if service else "workflows"
+        key = f"signoff.dedupe\0{owner}\0{action}\0{dedupe_key}"
+        digest = hashlib.sha256(key.encode()).digest()
         await conn.execute(
             select(func.pg_advisory_xact_lock(int.from_bytes(digest[:8], "big", signed=True)))
         )
@@ -109,6 +119,7 @@ async def pending_duplicate(conn: AsyncConnection, action: str, dedupe_key: str)
                     t.approvals.c.action == action,
                     t.approvals.c.dedupe_key == dedupe_key,
                     t.approvals.c.status == "pending",
+                    *_owned_by(service),
                 )
             )
         )
@@ -116,6 +127,18 @@ async def pending_duplicate(conn: AsyncConnection, action: str, dedupe_key: str)
         .first()
     )
     return Approval.from_row(row) if row else None
+
+
+def _owned_by(service: str | None) -> tuple[Any, ...]:
+    """Where an approval belongs to `service` (its thread is `api.<service>.<hex>`), or to the
+    workflows (`service` None: any run but an external approval's)."""
+    a = t.approvals.c
+    if service is None:
+        return (a.workflow != EXTERNAL_WORKFLOW,)
+    return (
+        a.workflow == EXTERNAL_WORKFLOW,
+        a.thread_id.startswith(f"api.{service}.", autoescape=True),
+    )
 
 
 async def insert_approval(conn: AsyncConnection, values: Mapping[str, Any]) -> None:
@@ -289,6 +312,8 @@ def _vote(r: Mapping[Any, Any]) -> Vote:
 
 
 async def recent_decided(conn: AsyncConnection, limit: int = 20) -> list[Approval]:
+    """The approvals decided last, newest first, with their votes: the values decided (an
+    approver's edits applied), not those first proposed, in their titles and fields."""
     rows = (
         (
             await conn.execute(
@@ -301,7 +326,8 @@ async def recent_decided(conn: AsyncConnection, limit: int = 20) -> list[Approva
         .mappings()
         .all()
     )
-    return [Approval.from_row(r) for r in rows]
+    votes = await _votes_of(conn, [r["id"] for r in rows])
+    return [Approval.from_row(r, votes.get(r["id"], ())) for r in rows]
 
 
 async def due_approvals(conn: AsyncConnection, now: float, limit: int = 500) -> list[Approval]:
@@ -326,7 +352,8 @@ async def due_approvals(conn: AsyncConnection, now: float, limit: int = 500) -> 
         .mappings()
         .all()
     )
-    return [Approval.from_row(r) for r in rows]
+    votes = await _votes_of(conn, [r["id"] for r in rows])
+    return [Approval.from_row(r, votes.get(r["id"], ())) for r in rows]
 
 
 # ---- runs ------------------------------------------------------------------------------

@@ -65,7 +65,10 @@ class Sweeper:
                             actor="sweep",
                             data={"outcome": outcome},
                         )
-                        await settled(conn, self.jobs, cur.id, decision, now, opener=cur.thread_id)
+                        await settled(
+                            conn, self.jobs, cur.id, decision, now, opener=cur.thread_id,
+                            turn_id=cur.turn_id, audit=self.audit,
+                        )  # fmt: skip
                         counts["expired"] += 1
                 elif cur.escalate_at is not None and now >= cur.escalate_at and not cur.escalated:
                     extra = list(rule.escalate_to) if rule else []

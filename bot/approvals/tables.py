@@ -5,11 +5,16 @@ the graph's memory, these are the application's record (what was asked, who deci
 
 - `runs`: one row per workflow run (thread): who started it, where its cards go, how it ended.
 - `approvals`: one row per approval request, with its status and deadlines.
+  A gated tool call of an agent's model turn says which turn (`turn_id`) and its place in it
+  (`turn`: its call id, position, and the calls it runs after).
 - `approval_waiters`: the paused interrupts an approval answers (more than one when a duplicate
   request joined a pending one).
 - `votes`: one row per person's decision on an approval.
 - `audit_events`: the append-only, hash-chained audit log.
 - `audit_inbox`: audit entries committed but not yet linked into the chain (moments, normally).
+- `audit_repeats`: refusals repeated within a window (`AuditLog.refusal`): per kind, source and
+  refusal, how many followed the first, and when the first and last came; one entry on the
+  chain for them all once the window is over.
 - `jobs`: the durable queue of work to do after a commit (resume a thread, deliver an event).
 - `effects`: what the bundled workflows' stand-in side effects did (refunds issued, rows
   deleted, emails sent), so that tests and the demo can count them.
@@ -48,6 +53,7 @@ __all__ = [
     "approvals",
     "audit_events",
     "audit_inbox",
+    "audit_repeats",
     "effects",
     "jobs",
     "metadata",
@@ -56,7 +62,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0006"
+SCHEMA_REVISION = "a0009"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -101,6 +107,7 @@ approvals = Table(
     Column("approvers", Text, nullable=False),
     Column("editable", Text, nullable=False),
     Column("formats", Text, nullable=True),
+    Column("note", Text, nullable=True),
     Column("escalated", Boolean, nullable=False, default=False),
     Column("decision", Text, nullable=True),
     Column("reason", Text, nullable=True),
@@ -115,10 +122,13 @@ approvals = Table(
     Column("reminded_at", Double, nullable=True),
     Column("escalated_at", Double, nullable=True),
     Column("version", Integer, nullable=False, default=0),
+    Column("turn_id", Text, nullable=True),
+    Column("turn", Text, nullable=True),
     Index("ix_approvals_status_created", "status", "created_at"),
     Index("ix_approvals_status_expire", "status", "expire_at"),
     Index("ix_approvals_dedupe", "action", "dedupe_key", "status"),
     Index("ix_approvals_thread", "thread_id"),
+    Index("ix_approvals_turn", "thread_id", "turn_id"),
 )
 
 approval_waiters = Table(
@@ -175,6 +185,23 @@ audit_inbox = Table(
     # `audit_events`, in `id` order, right after they commit.
     Column("id", _BigId, Identity(), primary_key=True),
     *_audit_entry(),
+)
+
+audit_repeats = Table(
+    "audit_repeats",
+    metadata,
+    # One open window of a refusal repeated (`AuditLog.refusal`): the first of the window is on
+    # the log at once; those that follow are counted here, and written as one entry when the
+    # window is over (`AuditLog.link`).
+    Column("key", String(64), primary_key=True),  # sha256 of kind, source and refusal
+    Column("kind", String(40), nullable=False),
+    Column("actor", Text, nullable=True),
+    Column("data", Text, nullable=False),  # the first refusal's entry (JSON), as it was logged
+    Column("count", Integer, nullable=False),  # how many followed it in the window
+    Column("first_at", Double, nullable=True),  # the first that followed (None: none yet)
+    Column("last_at", Double, nullable=True),
+    Column("until", Double, nullable=False),  # when the window closes
+    Index("ix_audit_repeats_until", "until"),
 )
 
 jobs = Table(

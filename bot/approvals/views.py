@@ -136,6 +136,9 @@ class Views:
         if rule is None:
             return False
         members = await resolve_members(approval.approvers, self.groups)
+        service = self.policy.services.get(approval.service or "")
+        if service is not None and user in await resolve_members(service.owners, self.groups):
+            return False  # an owner of the service that asked may not approve it
         return (
             check_voter(rule, requester=approval.requester, actor=user, approvers=members) is None
         )

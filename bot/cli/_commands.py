@@ -16,7 +16,8 @@ import sqlalchemy as sa
 
 from ..approvals.db import Database
 from ..approvals.errors import ApprovalError
-from ..approvals.jobs import Undelivered
+from ..approvals.external import WEBHOOK_ATTEMPTS
+from ..approvals.jobs import Undelivered, WebhookDelivery
 from ..approvals.models import Approval, iso
 from ..approvals.policy import parse_duration
 from ..approvals.policy.load import undefined_group
@@ -214,6 +215,32 @@ def _undelivered_line(u: Undelivered) -> str:
     return f"{what}: Slack answered {u.error}{to}{where}, {_age(u.at)} ago"
 
 
+def _webhook_json(w: WebhookDelivery) -> dict[str, Any]:
+    return {
+        "delivery_id": w.delivery_id,
+        "url": w.url,
+        "state": w.state,
+        "tries": w.tries,
+        "most_tries": WEBHOOK_ATTEMPTS,
+        "error": w.error,
+        "next_try": iso(w.next_try) if w.next_try is not None else None,
+        "at": iso(w.at) if w.at is not None else None,
+    }
+
+
+def _webhook_line(w: WebhookDelivery) -> str:
+    """`webhook dlv_1 to https://...: try 3 of 30 failed (HTTP 500); next try in 8s`."""
+    head = f"webhook {w.delivery_id} to {w.url}: "
+    tries = f"{w.tries} {'try' if w.tries == 1 else 'tries'}"
+    if w.state == "delivered":
+        return head + f"delivered after {tries}, {_age(w.at or 0)} ago"
+    if w.state == "given up":
+        return head + f"given up after {tries} ({w.error}), {_age(w.at or 0)} ago"
+    wait = max(0, int((w.next_try or 0) - time.time()))
+    failed = f"try {w.tries} of {WEBHOOK_ATTEMPTS} failed ({w.error}); " if w.error else ""
+    return head + failed + (f"next try in {wait}s" if wait else "being tried now")
+
+
 def _print_undelivered(items: list[Undelivered]) -> None:
     print(
         f"\nnot delivered to Slack ({len(items)}: Slack refused them for good; fix the cause, "
@@ -280,6 +307,7 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
     approvals = await app.thread_approvals(args.thread_id)
     values = await app.hide_thread_secrets(args.thread_id, run["workflow"], state.values)
     undelivered = await app.undelivered(args.thread_id)
+    webhooks = await app.webhooks(args.thread_id)
     if args.json:
         print(
             json.dumps(
@@ -293,6 +321,7 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
                     "next": state.next,
                     "approvals": [_approval_json(a) for a in approvals],
                     "undelivered": [_undelivered_json(u) for u in undelivered],
+                    "webhooks": [_webhook_json(w) for w in webhooks],
                 },
                 indent=2,
                 default=str,
@@ -326,6 +355,8 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
         print(f"  not delivered: {_undelivered_line(u)}")
     if undelivered:
         print(f"  fix the cause, then `signoff redeliver {args.thread_id}`")
+    for w in webhooks:
+        print(f"  {_webhook_line(w)}")
     return 0
 
 

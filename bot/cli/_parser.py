@@ -102,6 +102,12 @@ environment:
   SIGNOFF_JOB_LEASE        `run`: seconds a job stays claimed by its process (default 60)
   SIGNOFF_SLACK_TIMEOUT    `run`: seconds to wait for Slack's answer to a call (default 30)
   SIGNOFF_WORKERS          `run`: jobs performed at once, 1 to 64 (default 2)
+  SIGNOFF_SOCKET_GRACE     `run` in Socket Mode: seconds the link may be down before
+                           /healthz answers 503 (default 120)
+  SIGNOFF_WEBHOOK_WORKERS  `run`: webhooks delivered at once, on workers of their own (default 2)
+  SIGNOFF_WEBHOOK_TIMEOUT  `run`: seconds one try of a webhook waits for an answer (default 10)
+  SIGNOFF_REFUSAL_WINDOW   seconds in which a refusal repeated from one source is one audit
+                           entry with its count (default 60)
 
 The CLI is an operator's tool, trusted like shell access to the database: `start` does not
 check the policy's starters. Votes are checked as clicks are, and the audit log records that

@@ -41,12 +41,14 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class BodyRefused(Exception):
-    """A request body the routes do not take: `status` (400, or 413 when too large) and what
-    was wrong, in `message`."""
+    """A request body the routes do not take: `status` (400, or 413 when too large), what was
+    wrong, in `message`, and its kind in a word, `code` (`too_deep`, `duplicate_key`, ...: the
+    audit log counts repeats of one kind)."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, code: str, status: int = 400) -> None:
         super().__init__(message)
         self.message = message
+        self.code = code
         self.status = status
 
 
@@ -62,6 +64,7 @@ async def read_json(request: web.Request) -> Any:
         raise BodyRefused(
             f"the body is larger than {MAX_BODY_BYTES:,} bytes (1 MiB), the most the bot reads; "
             "send the large values by reference (an id or a URL) instead",
+            "too_large",
             413,
         ) from None
     return parse_json(raw)
@@ -76,13 +79,14 @@ def parse_json(raw: bytes) -> Any:
         BodyRefused: what was wrong, where it can be told (a 400).
     """
     if not raw.strip():
-        raise BodyRefused("the body is empty: send a JSON object")
+        raise BodyRefused("the body is empty: send a JSON object", "empty")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise BodyRefused(
             f"the body is not UTF-8: byte 0x{raw[e.start]:02x} at offset {e.start} is not "
-            "valid there; send JSON encoded in UTF-8"
+            "valid there; send JSON encoded in UTF-8",
+            "not_utf8",
         ) from None
     try:
         value = json.loads(
@@ -93,13 +97,13 @@ def parse_json(raw: bytes) -> Any:
             parse_constant=_constant,
         )
     except RecursionError:
-        raise BodyRefused(TOO_DEEP) from None
+        raise BodyRefused(TOO_DEEP, "too_deep") from None
     except json.JSONDecodeError as e:
         raise BodyRefused(
-            f"the body is not JSON: {e.msg} at line {e.lineno}, column {e.colno}"
+            f"the body is not JSON: {e.msg} at line {e.lineno}, column {e.colno}", "not_json"
         ) from None
     if nested_deeper(value, MAX_JSON_DEPTH):
-        raise BodyRefused(TOO_DEEP)
+        raise BodyRefused(TOO_DEEP, "too_deep")
     if _SURROGATE_ESCAPE.search(text):
         _no_lone_surrogates(value)
     return value
@@ -114,7 +118,8 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         if key in seen:
             raise BodyRefused(
                 f"the JSON body has the key {_quoted(key)} twice in one object; each key may "
-                "appear once (which one counts would depend on the reader)"
+                "appear once (which one counts would depend on the reader)",
+                "duplicate_key",
             )
         seen.add(key)
     raise AssertionError("unreachable: fewer keys than pairs means one came twice")
@@ -131,13 +136,14 @@ def _float(written: str) -> float:
     if math.isinf(value):
         raise BodyRefused(
             f"the number {written} in the JSON body is beyond what a 64-bit float holds "
-            "(about 1.8e308); send it as a string"
+            "(about 1.8e308); send it as a string",
+            "number_too_large",
         )
     return value
 
 
 def _constant(written: str) -> Any:
-    raise BodyRefused(f"{written} is not JSON: numbers in a JSON body are finite")
+    raise BodyRefused(f"{written} is not JSON: numbers in a JSON body are finite", "not_finite")
 
 
 def _short(written: str) -> None:
@@ -145,7 +151,8 @@ def _short(written: str) -> None:
         raise BodyRefused(
             f"a number in the JSON body is written with {len(written):,} characters "
             f"({written[:12]}...); at most {MAX_NUMBER_CHARS} are read: send a longer one as "
-            "a string"
+            "a string",
+            "number_too_long",
         )
 
 
@@ -169,7 +176,8 @@ def _no_lone_surrogates(value: Any) -> None:
                 raise BodyRefused(
                     "a string in the JSON body holds a lone surrogate "
                     f"(\\u{ord(found.group()):04x}), which is not text: escape a character "
-                    "outside the BMP as a pair of them, or send it as UTF-8"
+                    "outside the BMP as a pair of them, or send it as UTF-8",
+                    "lone_surrogate",
                 )
 
 

@@ -131,18 +131,19 @@ _APPROVAL_SHAPE = (
 )
 
 
-def _approval_problem(body: Any) -> str | None:
-    """What makes `body` (parsed JSON) not a request for an approval, or None."""
+def _approval_problem(body: Any) -> tuple[str | None, str]:
+    """What makes `body` (parsed JSON) not a request for an approval, or None; and the kind
+    of it, for the audit log's count of repeated refusals."""
     if not isinstance(body, dict):
-        return _APPROVAL_SHAPE
+        return _APPROVAL_SHAPE, "not_an_object"
     if set(body) - _REQUEST_KEYS:
         return (
             f"unknown field(s) {', '.join(sorted(set(body) - _REQUEST_KEYS))}; the fields "
             f"are {', '.join(sorted(_REQUEST_KEYS))}"
-        )
+        ), "unknown_fields"
     if not isinstance(body.get("action"), str) or not body["action"]:
-        return '"action" (the policy\'s name of the action, a string) is required'
-    return None
+        return '"action" (the policy\'s name of the action, a string) is required', "no_action"
+    return None, "malformed"
 
 
 def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRunner) -> None:
@@ -157,7 +158,9 @@ def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRun
         if service is not None:
             return service
         reason = "no bearer token" if not header else "a wrong bearer token"
-        await external.refuse_unauthenticated(reason, route=f"{request.method} {request.path}")
+        await external.refuse_unauthenticated(
+            reason, route=f"{request.method} {request.path}", source=request.remote
+        )
         return json_error(
             401,
             f"{reason}: send Authorization: Bearer <token>, the token of a service of the "
@@ -172,11 +175,13 @@ def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRun
         try:
             body = await read_json(request)
         except BodyRefused as e:
-            await external.refuse_malformed(service, e.message)
+            raw = await request.read() if e.status != 413 else None  # cached when read whole
+            await external.refuse_malformed(service, e.message, body=raw, code=e.code)
             return json_error(e.status, f"{e.message}; {_APPROVAL_SHAPE}")
-        problem = _approval_problem(body)
+        raw = await request.read()
+        problem, code = _approval_problem(body)
         if problem is not None:
-            await external.refuse_malformed(service, problem)
+            await external.refuse_malformed(service, problem, body=raw, code=code)
             return json_error(400, problem)
         try:
             found = await external.request(
@@ -188,6 +193,7 @@ def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRun
                 dedupe_key=body.get("dedupe_key"),
                 callback_url=body.get("callback_url"),
                 idempotency_key=request.headers.get("Idempotency-Key"),
+                body=raw,
             )
         except (InvalidInputError, IdempotencyConflict) as e:
             return problems_response(e)

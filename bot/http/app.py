@@ -27,6 +27,7 @@ from ..config import Settings, SettingsError
 from ..scheduler import Foreground, JobRunner, start_scheduler
 from ..slack.app import build_bolt_app
 from ..slack.health import SlackHealth
+from ..slack.socket_link import SocketLink
 from .api import api_routes
 from .mcp import mount_mcp
 from .metrics import Metrics
@@ -55,16 +56,18 @@ def build_web_app(
     runner: JobRunner,
     metrics: Metrics,
     slack_health: SlackHealth | None = None,
+    socket_link: SocketLink | None = None,
 ) -> web.Application:
     """The aiohttp application. `bolt_app` is None in Socket Mode (no Slack route is served);
-    `slack_health` (the sink's) degrades `/healthz` once Slack refuses the bot token."""
+    `slack_health` (the sink's) degrades `/healthz` once Slack refuses the bot token,
+    `socket_link` once the Socket Mode connection is gone past its grace."""
     app = web.Application(client_max_size=1024 * 1024)
     # This process posts the cards: a service's request that could reach no one is refused
     signoff.external.check_reach = True
     signoff.external.default_channel = settings.default_channel
     if bolt_app is not None:
         app.add_routes(slack_routes(bolt_app, settings.slack_signing_secret, metrics))
-    app.add_routes(operation_routes(signoff, metrics, slack_health))
+    app.add_routes(operation_routes(signoff, metrics, slack_health, socket_link))
     app.add_routes(api_routes(signoff, settings, runner))
     mount_mcp(app, signoff)  # `/mcp`: the MCP server, for services with a bearer token
     return app
@@ -101,8 +104,9 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
             concurrency=settings.workers,
             kinds=("resume", "event", "webhook"),
             foreground=foreground,
+            webhook_workers=settings.webhook_workers,  # a slow receiver never holds up a card
         )
-        webhooks = WebhookClient()
+        webhooks = WebhookClient(timeout=settings.webhook_timeout)
         opened.push_async_callback(webhooks.close)
         signoff.external.send = webhooks.send
         bolt_app = build_bolt_app(
@@ -114,12 +118,21 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
             default_channel=settings.default_channel,
             serving=foreground.serving,
         )
-        socket_handler = None
+        socket_handler = socket_link = None
         if settings.slack_app_token:
             socket_handler = AsyncSocketModeHandler(bolt_app, settings.slack_app_token)
             opened.push_async_callback(socket_handler.close_async)
             socket_handler.client.wss_uri = socket_url  # the check's URL: no second Tier 1 call
             await socket_handler.connect_async()  # type: ignore[no-untyped-call]
+            metrics.socket_connected.set(1)
+            socket_link = SocketLink(
+                socket_handler.client,
+                client,
+                settings.slack_app_token,
+                grace=settings.socket_grace,
+                on_change=lambda up: metrics.socket_connected.set(1 if up else 0),
+            )
+            opened.push_async_callback(socket_link.start())
         web_app = build_web_app(
             signoff,
             settings,
@@ -127,6 +140,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
             runner=runner,
             metrics=metrics,
             slack_health=getattr(signoff.sink, "health", None),
+            socket_link=socket_link,
         )
         web_runner = web.AppRunner(web_app, access_log=None)
         await web_runner.setup()

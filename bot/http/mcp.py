@@ -87,7 +87,9 @@ def mount_mcp(app: web.Application, signoff: Signoff) -> None:
         service = external.authenticate_header(header)
         if service is None:
             reason = "no bearer token" if not header else "a wrong bearer token"
-            await external.refuse_unauthenticated(reason, route=f"{request.method} {PATH}")
+            await external.refuse_unauthenticated(
+                reason, route=f"{request.method} {PATH}", source=request.remote
+            )
             return web.json_response(
                 {
                     "ok": False,
@@ -102,7 +104,8 @@ def mount_mcp(app: web.Application, signoff: Signoff) -> None:
             try:
                 await read_json(request)
             except BodyRefused as e:
-                await external.refuse_malformed(service, e.message)
+                raw = await request.read() if e.status != 413 else None
+                await external.refuse_malformed(service, e.message, body=raw, code=e.code)
                 return web.json_response(
                     {
                         "jsonrpc": "2.0",

@@ -41,3 +41,9 @@ class Metrics:
             ["status"],
             registry=self.registry,
         )
+        self.socket_connected = Gauge(
+            "signoff_slack_socket_connected",
+            "Socket Mode: 1 while the connection to Slack holds (or is within its grace), 0 once "
+            "it has been down longer than SIGNOFF_SOCKET_GRACE",
+            registry=self.registry,
+        )

@@ -80,19 +80,31 @@ _SCHEMAS: dict[str, Any] = {
             },
             "requester": {
                 "type": "string",
-                "description": "Who asks (a Slack user id, or the agent's name). They may not "
-                "approve their own request.",
+                "description": "Who asks (a Slack user id). They may not approve their own "
+                "request. Someone the service's [services.NAME] may_act_for does not list "
+                "makes the request the service's own: the answer's requester is then the "
+                "service.",
             },
-            "title": {"type": "string", "description": "The card's one-line summary."},
+            "title": {
+                "type": "string",
+                "description": "Your words for the request, shown on the card labelled as "
+                "your note (never as its header, which is the action's title filled with the "
+                "arguments). `{field}` placeholders name arguments (format specs up to width "
+                "40 and precision 20); 422 otherwise.",
+            },
             "dedupe_key": {
                 "type": "string",
-                "description": "Names the entity acted on: a pending request with the same key "
-                "and arguments is joined.",
+                "description": "Names the entity acted on: a pending request of this service "
+                "with the same key and arguments is joined (never another service's or a "
+                "workflow's).",
             },
             "callback_url": {
                 "type": "string",
                 "format": "uri",
-                "description": "http(s) URL POSTed the signed `approval.settled` webhook.",
+                "description": "http(s) URL POSTed the signed `approval.settled` webhook. Its "
+                "scheme, host and port must match the service's callback_urls in the policy; a "
+                "private, loopback or link-local address needs callback_private = true there "
+                "(else 422, naming callback_url).",
             },
         },
     },
@@ -121,7 +133,7 @@ _SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": [
             *("approval_id", "status", "approved", "action", "args", "title", "service"),
-            *("requester", "created_at", "card_url", "decision"),
+            *("note", "requester", "created_at", "card_url", "decision"),
         ],
         "additionalProperties": False,
         "properties": {
@@ -130,7 +142,14 @@ _SCHEMAS: dict[str, Any] = {
             "approved": {"type": "boolean"},
             "action": {"type": "string"},
             "args": {"type": "object", "description": "As requested; secret fields hidden."},
-            "title": {"type": "string"},
+            "title": {
+                "type": "string",
+                "description": "The action's title from the policy, filled with the arguments.",
+            },
+            "note": {
+                **_NULLABLE_STRING,
+                "description": "The request's own `title`, shown on the card as its note.",
+            },
             "service": {"type": "string"},
             "requester": {"type": "string"},
             "created_at": {"type": "string", "description": "ISO-8601 UTC."},
@@ -390,8 +409,11 @@ def document() -> dict[str, Any]:
                     "summary": "An approval the service asked for with a callback_url is settled",
                     "description": "Signed: `Signoff-Signature: t=<unix seconds>,v1=<hex "
                     'HMAC-SHA256 of "<t>.<raw body>">` with the service\'s webhook secret '
-                    "([services.NAME] webhook_secret_env, or its token). Retried with backoff "
-                    "until a 2xx answer; the delivery_id is the same on every try.",
+                    "([services.NAME] webhook_secret_env, or its token). Retried until a 2xx "
+                    "answer: each try waits SIGNOFF_WEBHOOK_TIMEOUT (10 s) for it, redirects are "
+                    "not followed, the next try comes 2, 4, 8 s ... later (doubling, at most an "
+                    "hour) and after 30 tries (about 19 hours) it is given up; `signoff show` "
+                    "tells where it stands. The delivery_id is the same on every try.",
                     "requestBody": {
                         "content": {"application/json": {"schema": _ref("Webhook")}},
                     },

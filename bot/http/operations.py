@@ -1,5 +1,6 @@
 """The operations surface: `GET /healthz` (200 when the database answers, 503 with the reason
-when it does not, or when Slack refuses the bot token) and `GET /metrics` (Prometheus text:
+when it does not, when Slack refuses the bot token, or when the Socket Mode connection has been
+gone past its grace) and `GET /metrics` (Prometheus text:
 approvals by status, decision latency, resume failures)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from ..approvals.errors import DatabaseUnavailable
 from ..approvals.service import Signoff
 from ..slack.health import SlackHealth
+from ..slack.socket_link import SocketLink
 from ._responses import json_error
 from .metrics import Metrics
 
@@ -18,10 +20,14 @@ __all__ = ["operation_routes"]
 
 
 def operation_routes(
-    signoff: Signoff, metrics: Metrics, slack_health: SlackHealth | None
+    signoff: Signoff,
+    metrics: Metrics,
+    slack_health: SlackHealth | None,
+    socket_link: SocketLink | None = None,
 ) -> web.RouteTableDef:
     """`/healthz` and `/metrics`; `slack_health` (the sink's) degrades `/healthz` once Slack
-    refuses the bot token."""
+    refuses the bot token, `socket_link` (Socket Mode) once the connection to Slack has been
+    gone longer than its grace."""
     routes = web.RouteTableDef()
 
     @routes.get("/healthz")
@@ -42,6 +48,10 @@ def operation_routes(
                     "app if it was uninstalled) and restart signoff",
                 },
                 status=503,
+            )
+        if socket_link is not None and socket_link.problem is not None:
+            return web.json_response(
+                {"ok": False, "slack": "socket_mode", "error": socket_link.problem}, status=503
             )
         return web.json_response({"ok": True, "database": signoff.db.display_url})
 

@@ -2,31 +2,85 @@
 
 from __future__ import annotations
 
+import socket
+import urllib.parse
 from collections.abc import Mapping
-from typing import Any
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
 
-__all__ = ["WebhookClient"]
+from ..approvals.external import CallbackRefused
+from ..approvals.policy import address_kind
+
+__all__ = ["WebhookClient", "WebhookTimeout"]
+
+
+class WebhookTimeout(Exception):
+    """The receiver did not answer one try of a webhook in time (the try failed; retried)."""
+
+
+class _PublicOnly(AbstractResolver):
+    """Resolves as aiohttp does, and refuses a name that resolves to any address that is not
+    public (loopback, private, link-local, ...): checked on the addresses the connection is
+    then made to, so a name cannot be checked once and point elsewhere when it is used."""
+
+    def __init__(self) -> None:
+        self._inner = DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = await self._inner.resolve(host, port, family)
+        for result in found:
+            kind = address_kind(result["host"])
+            if kind is not None:
+                raise CallbackRefused(f"{host} resolves to {result['host']}, {kind} address")
+        return found
+
+    async def close(self) -> None:
+        await self._inner.close()
 
 
 class WebhookClient:
-    """Delivers webhooks (`ExternalApprovals.send`) with one aiohttp session: 10 s per try,
-    redirects not followed (a receiver answers itself; a redirect is a failure, retried)."""
+    """Delivers webhooks (`ExternalApprovals.send`): `timeout` seconds per try
+    (`SIGNOFF_WEBHOOK_TIMEOUT`, connecting and the answer included), redirects not followed (a
+    receiver answers itself; a redirect is a failure, retried). Unless `allow_private`, the
+    host's addresses must be public (`CallbackRefused` otherwise), checked after DNS."""
 
-    def __init__(self) -> None:
-        self._session: Any = None
+    def __init__(self, *, timeout: float = 10.0) -> None:
+        self.timeout = timeout
+        self._sessions: dict[bool, aiohttp.ClientSession] = {}
 
-    async def send(self, url: str, body: bytes, headers: Mapping[str, str]) -> int:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
-        async with self._session.post(
-            url, data=body, headers=dict(headers), allow_redirects=False
-        ) as response:
-            await response.read()
-            return int(response.status)
+    def _session(self, allow_private: bool) -> aiohttp.ClientSession:
+        session = self._sessions.get(allow_private)
+        if session is None:
+            connector = aiohttp.TCPConnector(resolver=None if allow_private else _PublicOnly())
+            session = aiohttp.ClientSession(
+                connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout)
+            )
+            self._sessions[allow_private] = session
+        return session
+
+    async def send(
+        self, url: str, body: bytes, headers: Mapping[str, str], *, allow_private: bool = False
+    ) -> int:
+        host = urllib.parse.urlsplit(url).hostname or ""
+        kind = None if allow_private else address_kind(host)
+        if kind is not None:  # an address, not a name: no resolver is asked
+            raise CallbackRefused(f"{host} is {kind} address")
+        try:
+            async with self._session(allow_private).post(
+                url, data=body, headers=dict(headers), allow_redirects=False
+            ) as response:
+                await response.read()
+                return int(response.status)
+        except TimeoutError as e:
+            raise WebhookTimeout(
+                f"no answer within {self.timeout:g}s (SIGNOFF_WEBHOOK_TIMEOUT)"
+            ) from e
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions.clear()

@@ -37,7 +37,7 @@ STATIC = Path(__file__).with_name("static")
 EXAMPLES: dict[str, dict[str, Any]] = {
     "refund": {"customer_id": "cust_9", "order_id": "o-1001", "amount": 42.5, "reason": "damaged item"},
     "delete_row": {"table": "users", "row_id": "7", "reason": "GDPR erasure request"},
-    "vendor_payment": {"vendor": "Acme Ltd", "invoice_id": "INV-2001", "amount": 1200},
+    "vendor_payment": {"vendor": "acme-ltd", "invoice_id": "INV-2001", "amount": 1200},
     "support_agent": {"ticket": "My kettle from order o-1001 arrived broken.", "customer_id": "cust_9"},
 }  # fmt: skip
 """What the "start a workflow" form is filled in with at first, per bundled workflow."""

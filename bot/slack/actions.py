@@ -1,4 +1,5 @@
-"""The buttons on a card: Approve, Reject, Edit, Full payload.
+"""The buttons on a card: Approve, Reject, Edit, Full payload; and on an agent turn's card,
+"Approve all".
 
 Every click is answered within Slack's 3 seconds: the decision is committed first, then the
 request is acknowledged, and the resume and the card update run in the background (the job
@@ -18,6 +19,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from ..approvals.decisions import stale
 from ..approvals.errors import ApprovalError, DecisionRefused
 from ..approvals.events import RetryLater
 from ..approvals.models import Approval
@@ -91,6 +93,40 @@ class Actions(Listener):
             await ack()
             approval = await self._refused_approval(e)
             await self._ephemeral(body, messages.refusal_text(e, approval))
+
+    async def on_approve_turn(
+        self, ack: AsyncAck, body: dict[str, Any], context: dict[str, Any] | None = None
+    ) -> None:
+        """Approve all, on an agent turn's card: the clicker's approval of each pending call it
+        names, at the revision the card showed, in the order the model proposed them. Every
+        call is checked first (the button is on its card, its values are those shown, the
+        clicker may approve it): one refusal refuses the click, and nothing is recorded."""
+        with self.serving():
+            user = (body.get("user") or {}).get("id", "")
+            try:
+                actions = body.get("actions") or [{}]
+                value = payloads.TurnValue.decode(actions[0].get("value"))
+                wait = click_wait(context)
+                calls = []
+                for approval_id, revision in value.calls:
+                    a = await self.signoff.get(approval_id, wait=wait)
+                    shown = payloads.ActionValue(approval_id, value.thread_id, None, revision)
+                    calls.append((_on_its_card(body, shown, a), revision))
+                for a, revision in calls:
+                    if a.revision != revision:  # an edit changed it since the card was drawn
+                        raise stale(a, revision)
+                    await self.signoff.check_voter(a.id, user)
+                for a, revision in calls:
+                    await self.signoff.vote(a.id, user, True, wait=wait, revision=revision)
+            except (payloads.BadPayload, ApprovalError) as e:  # say why
+                log.info("refused an Approve all from %s: %s", user, e)
+                await ack()
+                approval = await self._refused_approval(e)
+                await self._ephemeral(body, messages.refusal_text(e, approval))
+                return
+            await ack()
+            self.kick()
+            self.home.refresh_home_soon(user)
 
     async def on_run_button(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """Retry or Cancel on a failed run's message: allowed to the people `/agent retry` and

@@ -267,6 +267,7 @@ def build_bolt_app(
     on = _answered_at_ack
     app.action(re.compile(r"^signoff\.(approve|reject|edit|payload)$"))(on(h.actions.on_button))
     app.action(re.compile(r"^signoff\.run_(retry|cancel)$"))(on(h.actions.on_run_button))
+    app.action(payloads.APPROVE_TURN)(on(h.actions.on_approve_turn))
     app.view(payloads.REJECT_CALLBACK)(on(h.views.on_reject_submit))
     app.view(payloads.EDIT_CALLBACK)(on(h.views.on_edit_submit))
     app.command("/agent")(on(h.commands.on_agent))

@@ -13,6 +13,7 @@ from typing import Any
 from bot.approvals.models import Approval
 
 from . import messages as m
+from . import reveal
 from ._blocks import (
     action_value,
     context,
@@ -21,6 +22,7 @@ from ._blocks import (
     field,
     field_sections,
     header,
+    is_redacted,
     message,
     note_of,
     payload_sections,
@@ -28,6 +30,7 @@ from ._blocks import (
     proposed_of,
     section,
     title_of,
+    to_text,
     value_text,
 )
 from .limits import (
@@ -39,7 +42,7 @@ from .limits import (
     CONFIRM_TITLE_MAX,
     SECTION_TEXT_MAX,
 )
-from .mrkdwn import code, escape, escape_fit, mention, one_line, shorten
+from .mrkdwn import code, escape, escape_fit, one_line, shorten
 from .payloads import APPROVE, EDIT, PAYLOAD, REJECT
 
 __all__ = [
@@ -71,10 +74,21 @@ def _button(
     return button
 
 
+def _confirm_values(approval: Approval) -> str:
+    """The values that run, as plain text for the confirm dialog: `table: users, row_id: 7`."""
+    parts = []
+    for key, value in approval.current.items():
+        shown = approval.shown(str(key), value)
+        text = shown if shown is not None else ("•••" if is_redacted(value) else to_text(value))
+        parts.append(f"{one_line(str(key))[:40]}: {one_line(text)[:80]}")
+    return ", ".join(parts) or "no values"
+
+
 def _confirm(approval: Approval) -> dict[str, Any]:
+    text = m.confirm_critical(title_of(approval), _confirm_values(approval))
     return {
         "title": plain(m.CONFIRM_TITLE, CONFIRM_TITLE_MAX),
-        "text": plain(m.confirm_critical(title_of(approval)), CONFIRM_TEXT_MAX),
+        "text": plain(text, CONFIRM_TEXT_MAX),
         "confirm": plain(m.CONFIRM_YES, CONFIRM_BUTTON_MAX),
         "deny": plain(m.CONFIRM_NO, CONFIRM_BUTTON_MAX),
         "style": "danger",
@@ -98,10 +112,15 @@ def _buttons(approval: Approval) -> dict[str, Any]:
 def _meta_fields(approval: Approval) -> list[str]:
     return [
         field(m.FIELD_RISK, m.tier(shorten(approval.risk_tier, 40))),
-        field(m.FIELD_REQUESTER, mention(shorten(approval.requester, 200))),
+        field(m.FIELD_REQUESTER, m.asker(shorten(approval.requester, 200), _via(approval))),
         field(m.FIELD_WORKFLOW, code(shorten(approval.workflow, 300))),
         field(m.FIELD_THREAD, code(shorten(approval.thread_id, 300))),
     ]
+
+
+def _via(approval: Approval) -> str | None:
+    """The service a request came through (the card says "via NAME"), or None."""
+    return shorten(approval.service, 40) if approval.service else None
 
 
 def _approvers(approval: Approval, mentions: Sequence[str] | None) -> str:
@@ -151,9 +170,15 @@ def approval_card(
     ]
     blocks = [
         header(f"{m.tier_emoji(approval.risk_tier)} {title}"),
-        section(m.card_summary(shorten(approval.requester, 200), shorten(approval.action, 300))),
+        section(
+            m.card_summary(
+                shorten(approval.requester, 200), shorten(approval.action, 300), _via(approval)
+            )
+        ),
+        *_asker_note(approval),
         *field_sections(fields),
         *payload_sections(approval),
+        *_hidden_warning(approval),
         *_pending_edits(approval),
         context(m.card_footer(shorten(approval.id, 300), approval.created_at)),
         _buttons(approval),
@@ -163,8 +188,38 @@ def approval_card(
         shorten(approval.action, 300),
         shorten(approval.risk_tier, 40),
         shorten(approval.requester, 200),
+        _via(approval),
     ) + m.fallback_deciders(_approvers(approval, mentions), approval.expire_at)
     return message(fallback, blocks)
+
+
+_KINDS = {"hidden": "hidden characters", "look-alike": "letters of another script"}
+
+
+def _hidden_warning(approval: Approval) -> list[dict[str, Any]]:
+    """A warning line when a value people read on the card (a field, its name, the title, the
+    note) holds hidden or look-alike characters: they are shown marked ⟦…⟧ where they are."""
+    texts: list[tuple[str, str]] = [("title", approval.title), ("note", approval.note or "")]
+    for key, value in list(approval.current.items())[:CARD_FIELDS_MAX]:
+        if not is_redacted(value):
+            texts.append((str(key), f"{key} {to_text(value)}"))
+    found = []
+    for name, text in texts:
+        kinds = reveal.findings(shorten(text, 5000))
+        if kinds:
+            words = " and ".join(_KINDS[k] for k in sorted(kinds))
+            found.append((shorten(name, 100), words))
+    return [context(m.hidden_characters(found[:10]))] if found else []
+
+
+def _asker_note(approval: Approval) -> list[dict[str, Any]]:
+    """What the requester (a service) wrote beside the arguments, labelled as theirs: never the
+    header, never in the confirm dialog."""
+    if not approval.note:
+        return []
+    via = _via(approval)
+    who = escape(via) if via else m.asker(shorten(approval.requester, 200))
+    return [section(m.asker_note(who, shorten(approval.note, 2000)))]
 
 
 def _pending_edits(approval: Approval) -> list[dict[str, Any]]:
@@ -227,7 +282,7 @@ def _edit_lines(approval: Approval) -> str | None:
 
 def _settled_card(approval: Approval, line: str, emoji: str, fallback: str) -> dict[str, Any]:
     title = title_of(approval)
-    blocks = [header(f"{emoji} {title}"), section(line)]
+    blocks = [header(f"{emoji} {title}"), section(line), *_asker_note(approval)]
     note = note_of(approval)
     if note:
         blocks.append(section(m.note_line(shorten(note, SECTION_TEXT_MAX))))
@@ -237,6 +292,7 @@ def _settled_card(approval: Approval, line: str, emoji: str, fallback: str) -> d
     blocks += [
         *field_sections(_meta_fields(approval)),
         *payload_sections(approval),
+        *_hidden_warning(approval),
         context(m.card_footer(shorten(approval.id, 300), approval.created_at)),
     ]
     return message(fallback, blocks)

@@ -1,10 +1,13 @@
 """Which Slack errors clear by themselves and which never will.
 
-Slack answers every Web API call with `{"ok": false, "error": "<code>"}` on failure. Some codes
-say "not now" (a rate limit, a server error: asked again later, they succeed); others say "never"
-(the channel is gone, the message was deleted, the token is revoked): asking again changes
-nothing, so the sink records them and moves on instead of retrying forever and holding back the
-run's later messages.
+Slack answers every Web API call with `{"ok": false, "error": "<code>"}` on failure. A few codes
+say "not now" (a rate limit, a server error: asked again later, they succeed); every other says
+"never" (the channel is gone or read-only, the message was deleted, the blocks are refused):
+asking again changes nothing, so the sink records it and moves on instead of retrying forever and
+holding back the run's later messages. The rule is written that way round, retrying only what
+Slack documents as transient, because Slack adds refusals over time
+(`restricted_action_read_only_channel`, `ekm_access_denied`, ...): a code nobody listed is given
+up on, surfaced, and never blocks a run.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ __all__ = [
     "CHANNEL_GONE",
     "PERMANENT",
     "TOKEN_DEAD",
+    "TRANSIENT",
     "Verdict",
     "error_code",
     "verdict",
@@ -36,28 +40,23 @@ CHANNEL_GONE = frozenset(
 CARD_GONE = frozenset({"message_not_found", "cant_update_message", "thread_not_found"})
 """The message to update or reply to is gone (deleted), or is not the bot's to edit."""
 
-PERMANENT = (
-    TOKEN_DEAD
-    | CHANNEL_GONE
-    | CARD_GONE
-    | frozenset(
-        {
-            "missing_scope",
-            "no_permission",
-            "invalid_blocks",
-            "invalid_arguments",
-            "msg_too_long",
-            "no_text",
-            "invalid_metadata_format",
-            "user_not_found",
-            "user_not_visible",
-            "user_disabled",
-            "cannot_dm_bot",
-            "team_access_not_granted",
-        }
-    )
+TRANSIENT = frozenset(
+    {
+        "ratelimited",
+        "rate_limited",
+        "internal_error",
+        "fatal_error",
+        "service_unavailable",
+        "request_timeout",
+        "team_added_to_org",
+    }
 )
-"""Errors that asking again will not clear."""
+"""What Slack documents as clearing by itself: its rate limit, its own failures (`fatal_error`:
+"it's possible some aspect of the operation succeeded", which a redelivery looks for before
+posting again), a workspace migrating into an Enterprise org. Every other code is given up on."""
+
+PERMANENT = TOKEN_DEAD | CHANNEL_GONE | CARD_GONE
+"""The refusals the sink knows by name (the rest it gives up on just the same)."""
 
 Verdict = Literal["retry", "permanent", "token"]
 
@@ -70,12 +69,13 @@ def error_code(error: SlackApiError) -> str:
 
 
 def verdict(error: SlackApiError) -> Verdict:
-    """`token` when the bot token is refused, `permanent` for another error that will never
-    clear, `retry` for the rest (429, 5xx, an unknown code: retrying is the safe side)."""
+    """`token` when the bot token is refused; `retry` for what clears by itself (an HTTP 429 or
+    5xx, a `TRANSIENT` code, an answer with no code at all); `permanent` for every other
+    refusal, known or not."""
     code = error_code(error)
     if code in TOKEN_DEAD:
         return "token"
     status = error.response.status_code if error.response is not None else None
     if status == 429 or (status is not None and status >= 500):
         return "retry"
-    return "permanent" if code in PERMANENT else "retry"
+    return "retry" if not code or code in TRANSIENT else "permanent"

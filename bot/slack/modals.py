@@ -15,6 +15,7 @@ from typing import Any
 from bot.approvals.models import Approval
 
 from . import messages as m
+from . import reveal
 from ._blocks import (
     action_value,
     context,
@@ -210,6 +211,8 @@ def _edit_block(payload: Mapping[str, Any], approval: Approval, name: Any) -> di
     if is_redacted(original):
         return context(m.edit_not_editable(shorten(name, 200)))
     initial = _edit_initial(original, approval.shown(str(name), original))
+    if slack_len(initial) <= INPUT_VALUE_MAX and reveal.findings(initial):
+        return context(m.edit_hidden(shorten(name, 200), shorten(initial, 300)))
     if slack_len(initial) > INPUT_VALUE_MAX or clean(initial) != initial:
         return context(m.edit_too_long(shorten(name, 200), len(initial)))
     multiline = isinstance(original, (list, dict)) or (

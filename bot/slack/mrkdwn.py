@@ -19,8 +19,9 @@ part of mrkdwn:
 - A `>` at the start of a line would quote the line: it gets an invisible soft hyphen before it.
 - An emoji shortcode (`:white_check_mark:`) has its first colon escaped the same way, so a
   value cannot draw a ✅ on the card.
-- Control characters, unpaired surrogates and bidirectional overrides (which can make `100` read
-  as `001`) become U+FFFD.
+- Control characters and unpaired surrogates become U+FFFD. Hidden characters (zero-width,
+  tag characters, bidirectional controls, which can make `100` read as `001`) and letters of
+  another script inside a word are shown marked, `⟦U+200B⟧`, `⟦Cyrillic U+0430⟧` (`reveal`).
 
 Mentions and dates are made only here, from ids that look like Slack ids (`mention()`), never
 from free text.
@@ -36,6 +37,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+
+from . import reveal
 
 __all__ = [
     "ELLIPSIS",
@@ -75,9 +78,7 @@ ESCAPE_TOKEN = "<!date^00000000^{{_}}|{}>"
 _ESCAPE_RUN_MAX = 40
 """Formatting characters per escape token, so a long run can be cut between tokens."""
 
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\ufff9-\ufffb]"
-)
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufff9-\ufffb]")
 _SHORTCODE = re.compile(r":(?=[a-z0-9_+'-]*[a-z])[a-z0-9_+'-]+:", re.IGNORECASE)
 _SLACK_ID = re.compile(r"[UWB][A-Z0-9_]{1,40}")
 SLACK_USER_ID = _SLACK_ID
@@ -91,10 +92,16 @@ def slack_len(text: str) -> int:
 
 
 def clean(text: str) -> str:
-    """`text` with CRLF as LF and control characters, unpaired surrogates and bidirectional
-    overrides replaced by U+FFFD. Safe for plain_text; not yet for mrkdwn (see `escape`)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _UNSAFE.sub("\ufffd", text)
+    """`text` with CRLF as LF, control characters and unpaired surrogates replaced by U+FFFD,
+    and hidden or look-alike characters shown marked (`reveal.pieces`). Safe for plain_text;
+    not yet for mrkdwn (see `escape`)."""
+    return "".join(_clean_pieces(text))
+
+
+def _clean_pieces(text: str) -> list[str]:
+    """`clean(text)` as pieces: a mark (`⟦U+200B⟧`) is one piece, each other character one."""
+    text = _UNSAFE.sub("\ufffd", text.replace("\r\n", "\n").replace("\r", "\n"))
+    return list(text) if text.isascii() else reveal.pieces(text)
 
 
 def _word(c: str) -> bool:
@@ -104,29 +111,29 @@ def _word(c: str) -> bool:
 def escape_pieces(text: str) -> list[str]:
     """`escape(text)` as a list of pieces, each standing for one or more characters of `text`,
     so a caller can cut between pieces without breaking an entity or a token."""
-    text = clean(text)
+    chars = _clean_pieces(text)
     out: list[str] = []
-    n = len(text)
+    n = len(chars)
     line_start = True
     i = 0
     while i < n:
-        c = text[i]
+        c = chars[i]
         if c in FORMAT_CHARS:
             j = i
-            while j < n and text[j] in FORMAT_CHARS:
+            while j < n and chars[j] in FORMAT_CHARS:
                 j += 1
-            prev = text[i - 1] if i else ""
-            nxt = text[j] if j < n else ""
+            prev = chars[i - 1] if i else ""
+            nxt = chars[j] if j < n else ""
             if j - i == 1 and _word(prev) and _word(nxt):
                 out.append(c)
             else:
                 for k in range(i, j, _ESCAPE_RUN_MAX):
-                    out.append(ESCAPE_TOKEN.format(text[k : min(j, k + _ESCAPE_RUN_MAX)]))
+                    out.append(ESCAPE_TOKEN.format("".join(chars[k : min(j, k + _ESCAPE_RUN_MAX)])))
             line_start = False
             i = j
             continue
-        if c == ":" and _SHORTCODE.match(text, i):
-            out.append(ESCAPE_TOKEN.format(":"))  # `:white_check_mark:` stays text, not ✅
+        if c == ":" and _SHORTCODE.match("".join(chars[i : i + 100])):
+            out.append(ESCAPE_TOKEN.format(":"))  # `:white_check_mark:` stays chars, not ✅
         elif c == "&":
             out.append("&amp;")
         elif c == "<":

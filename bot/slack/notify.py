@@ -39,7 +39,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from ..approvals.events import Event, RetryLater, SinkView, Undeliverable
 from ..approvals.models import Approval
 from ..approvals.policy import Policy, resolve_members
-from . import cards, messages, replies
+from . import cards, messages, replies, turn_card
 from .errors import CARD_GONE, CHANNEL_GONE, error_code, verdict
 from .guard import rate_limited, retry_after
 from .health import SlackHealth
@@ -305,10 +305,18 @@ class SlackSink:
             )
             return a
         mode = self._notify_mode(a)
-        mentions = await self._mentions(a) if mode != "dm" else None
-        card = cards.card(a, now=time.time(), mentions=mentions)
-        where, ts = await self._post(event, {"card": a.id}, channel, **card)
-        await self.signoff.mark_posted(a.id, where, ts)
+        turn = await self._turn(a)
+        if turn is not None:
+            posted = next((o for o in turn if o.message_ts and o.channel), None)
+            if posted is not None:  # the turn's card is out: this call is on it
+                assert posted.channel is not None and posted.message_ts is not None
+                await self.signoff.mark_posted(a.id, posted.channel, posted.message_ts)
+                return await self._update_card(await self.signoff.get(a.id), event)
+        card = await self._body(a, turn, mode)
+        tag = {"turn": a.turn_id} if turn is not None else {"card": a.id}
+        where, ts = await self._post(event, tag, channel, **card)
+        for o in turn or [a]:
+            await self.signoff.mark_posted(o.id, where, ts)
         a = await self.signoff.get(a.id)
         if mode != "channel":
             await self._dm_copies(a, event, post=True)
@@ -323,8 +331,7 @@ class SlackSink:
             log.debug("card of %s: update of event %s left to a later one", a.id, event.id)
             return a
         mode = self._notify_mode(a)
-        mentions = await self._mentions(a) if mode != "dm" else None
-        body = cards.card(a, now=time.time(), mentions=mentions)
+        body = await self._body(a, await self._turn(a), mode)
         done = (event.id, a.id)
         if done not in self._updated:
             try:
@@ -341,6 +348,27 @@ class SlackSink:
         if mode != "channel":
             await self._dm_copies(a, event, post=False)
         return a
+
+    async def _turn(self, a: Approval) -> list[Approval] | None:
+        """The approvals of `a`'s agent turn, in the order the model proposed the calls, when
+        they share one card (`turn_card`); None for an approval shown on its own."""
+        if a.turn_id is None:
+            return None
+        turn = [
+            o for o in await self.signoff.thread_approvals(a.thread_id) if o.turn_id == a.turn_id
+        ]
+        turn.sort(key=lambda o: (o.turn.position if o.turn else 0, o.created_at))
+        return turn if turn_card.is_turn(turn) else None
+
+    async def _body(self, a: Approval, turn: list[Approval] | None, mode: str) -> dict[str, Any]:
+        """The card `a` is on: its own, or its turn's."""
+        if turn is None:
+            mentions = await self._mentions(a) if mode != "dm" else None
+            return cards.card(a, now=time.time(), mentions=mentions)
+        by_id = {}
+        if mode != "dm":
+            by_id = {o.id: await self._mentions(o) for o in turn if o.status == "pending"}
+        return turn_card.turn_card(turn, now=time.time(), mentions=by_id)
 
     async def _repost_card(
         self, a: Approval, event: Event, e: SlackApiError, body: dict[str, Any]
@@ -359,9 +387,12 @@ class SlackSink:
             "the card of approval %s in %s is gone (%s): posting it afresh in %s",
             a.id, a.channel, code, channel,
         )  # fmt: skip
-        tag = {"card": a.id, "replaces": a.message_ts}
+        turn = await self._turn(a)
+        tag = {"turn" if turn else "card": a.turn_id if turn else a.id, "replaces": a.message_ts}
         where, ts = await self._post(event, tag, channel, **body)
-        await self.signoff.mark_posted(a.id, where, ts)
+        for o in turn or [a]:  # every call of a turn was on the card that is gone
+            if o.id == a.id or o.message_ts == a.message_ts:
+                await self.signoff.mark_posted(o.id, where, ts)
         return await self.signoff.get(a.id)
 
     # ---- who is pinged ------------------------------------------------------------------

@@ -27,6 +27,7 @@ from .mrkdwn import slack_len
 
 __all__ = [
     "APPROVE",
+    "APPROVE_TURN",
     "EDIT",
     "EDIT_CALLBACK",
     "NOTE_BLOCK",
@@ -41,6 +42,7 @@ __all__ = [
     "BadPayload",
     "CommandError",
     "FormErrors",
+    "TurnValue",
     "action_from_body",
     "action_value_from_view",
     "approval_id_from_view",
@@ -63,6 +65,8 @@ EDIT = "signoff.edit"
 PAYLOAD = "signoff.payload"
 """action_id of the Full payload button (opens the payload modal)."""
 ACTION_IDS = (APPROVE, REJECT, EDIT, PAYLOAD)
+APPROVE_TURN = "signoff.approve_turn"
+"""action_id of an agent turn card's "Approve all" button (its value: a `TurnValue`)."""
 RUN_RETRY = "signoff.run_retry"
 """action_id of a failed run's Retry button (its value: the thread id)."""
 RUN_CANCEL = "signoff.run_cancel"
@@ -206,6 +210,58 @@ class ActionValue:
         if type(revision) is not int or revision < 0:
             raise BadPayload("the button value's revision must be a whole number")
         return cls(approval_id, thread_id, interrupt_id, revision)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnValue:
+    """What an agent turn card's "Approve all" carries: the turn's thread and each pending call
+    it approves, with the revision of the values the card shows (a vote from it is refused once
+    an edit has changed them). Encoded as `{"v":1,"t":"…","c":[["apr_…",0],…]}`."""
+
+    thread_id: str
+    calls: tuple[tuple[str, int], ...]
+
+    def encode(self) -> str:
+        data = {"v": _VALUE_VERSION, "t": self.thread_id, "c": [list(c) for c in self.calls]}
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def decode(cls, value: object) -> TurnValue:
+        """Parse an encoded value.
+
+        Raises:
+            BadPayload: not a value signoff made.
+        """
+        if not isinstance(value, str) or len(value) > PRIVATE_METADATA_MAX:
+            raise BadPayload("the Approve all button's value is not one signoff makes")
+        try:
+            data = json.loads(value)
+        except ValueError:
+            raise BadPayload(f"the button value is not signoff's JSON: {value[:80]!r}") from None
+        calls = data.get("c") if isinstance(data, dict) else None
+        if (
+            not isinstance(data, dict)
+            or data.get("v") != _VALUE_VERSION
+            or set(data) != {"v", "t", "c"}
+            or not isinstance(data["t"], str)
+            or not isinstance(calls, list)
+            or not calls
+        ):
+            raise BadPayload("the Approve all button's value is not one signoff makes")
+        out: list[tuple[str, int]] = []
+        for c in calls:
+            if (
+                not isinstance(c, list)
+                or len(c) != 2
+                or not isinstance(c[0], str)
+                or not c[0].strip()
+                or len(c[0]) > _APPROVAL_ID_MAX
+                or type(c[1]) is not int
+                or c[1] < 0
+            ):
+                raise BadPayload("the Approve all button names a call signoff did not")
+            out.append((c[0], c[1]))
+        return cls(data["t"], tuple(out))
 
 
 def is_signoff_action(action_id: object) -> bool:

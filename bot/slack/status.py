@@ -15,6 +15,7 @@ from typing import Any
 from bot.approvals.models import Approval
 
 from . import messages as m
+from . import turn_card
 from ._blocks import (
     context,
     deciders,
@@ -242,11 +243,15 @@ def thread_status_blocks(
         blocks.append(section(m.thread_error(shorten(run["error"], ERROR_MAX))))
     summary = _summary(state_summary)
     nodes = [shorten(n, 100) for n in list(summary.get("next") or [])[:20]]
-    if nodes or status == "paused":
+    waiting = [a for a in approvals if a.status == "pending"] if status == "paused" else []
+    if waiting:  # in the run's words: the calls it waits for, and on whom; not engine steps
+        lines = [turn_card.waits_line(a, approvals) for a in waiting]
+        blocks.append(_lines_section(m.run_waits_heading(len(waiting)), lines, m.home_more))
+    elif nodes or status == "paused":
         step = summary.get("step")
         blocks.append(section(m.thread_paused_at(nodes, step if isinstance(step, int) else None)))
     history = [str(h) for h in list(summary.get("history") or [])]
-    if history:
+    if history and not waiting:
         last = history[-HISTORY_LINES_MAX:]
         lines = [f"• {escape_fit(one_line(h), 200)}" for h in last]
         blocks.append(

@@ -4,7 +4,8 @@ by default a scripted model that needs no network.
 The environment says which:
 
 - `SIGNOFF_LLM_API_KEY`: set, the workflow calls a chat-completions API through the `openai`
-  client library (`pip install 'signoff[llm]'`); unset, it uses its scripted model. A local
+  client library (in this repository: `.venv/bin/pip install -e '.[llm]'`); unset, it uses its
+  scripted model. A local
   server that wants no key takes any value.
 - `SIGNOFF_LLM_BASE_URL`: the API's base URL, e.g. `http://127.0.0.1:11434/v1` (default:
   OpenAI's).
@@ -24,11 +25,23 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolCall, convert_to
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-__all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "ChatModel", "OpenAIChat", "ScriptedChat"]
+__all__ = [
+    "ENV_API_KEY",
+    "ENV_BASE_URL",
+    "ENV_MODEL",
+    "MODEL_SETTINGS",
+    "ChatModel",
+    "OpenAIChat",
+    "ScriptedChat",
+    "model_from_env",
+    "model_in_words",
+]
 
 ENV_API_KEY = "SIGNOFF_LLM_API_KEY"
 ENV_BASE_URL = "SIGNOFF_LLM_BASE_URL"
 ENV_MODEL = "SIGNOFF_LLM_MODEL"
+MODEL_SETTINGS = (ENV_API_KEY, ENV_BASE_URL, ENV_MODEL)
+"""The variables that choose the model: a process that starts the bot passes them on."""
 
 
 class ChatModel(Protocol):
@@ -61,13 +74,14 @@ class OpenAIChat:
         except ImportError:
             raise RuntimeError(
                 f"{ENV_API_KEY} is set, so the workflow calls a chat API, but the openai package "
-                "is not installed: pip install 'signoff[llm]' (or unset it to use the scripted "
-                "model)"
+                "is not installed: in signoff's repository, .venv/bin/pip install -e '.[llm]' (or "
+                "unset it to use the scripted model)"
             ) from None
         self.model = model
         self._open = AsyncOpenAI
         self._api_key = api_key
-        self._base_url = base_url or None
+        self.base_url = base_url or None
+        """The API's base URL; None: OpenAI's."""
 
     async def reply(self, messages: Sequence[BaseMessage], tools: Sequence[BaseTool]) -> AIMessage:
         wire: Any = convert_to_openai_messages(list(messages))
@@ -75,7 +89,7 @@ class OpenAIChat:
         extra: dict[str, Any] = {"tools": specs} if specs else {}
         # A client per reply, closed after it: a graph outlives any one event loop it runs on,
         # and a client's connections belong to the loop that opened them.
-        async with self._open(api_key=self._api_key, base_url=self._base_url) as client:
+        async with self._open(api_key=self._api_key, base_url=self.base_url) as client:
             done = await client.chat.completions.create(
                 model=self.model, messages=wire, temperature=0, **extra
             )
@@ -125,3 +139,16 @@ def model_from_env(
     if not model:
         raise RuntimeError(f"{ENV_API_KEY} is set: set {ENV_MODEL} too (the model's name)")
     return OpenAIChat(model=model, api_key=key, base_url=base_url or None)
+
+
+def model_in_words(environ: Mapping[str, str]) -> str:
+    """Which model the environment configures, for a start-up line (never the key).
+
+    Raises:
+        RuntimeError: the settings are incomplete, or name a model whose client is not
+            installed (`model_from_env`'s errors, which say what to set or install).
+    """
+    chosen = model_from_env(environ, lambda messages: AIMessage(content=""))
+    if isinstance(chosen, OpenAIChat):
+        return f"{chosen.model} at {chosen.base_url or 'OpenAI'}"
+    return f"the scripted one (set {ENV_API_KEY} and {ENV_MODEL} for a real one)"

@@ -3,10 +3,13 @@
 The model (see `bot.workflows.llm`: any OpenAI-compatible chat API, or by default a scripted
 model that needs no network) has three tools. `lookup_order` is read-only and free (`[agents]
 free_tools` in the policy); `send_refund` and `email_customer` are actions of the policy, so
-each call asks for its approval with the call's arguments, through `approval_gate()`. An
+each call asks for its approval with the call's arguments, through `approval_gate()`. The
+model proposes both in one turn: one card for the turn, each call with its own buttons. An
 approver may edit a call (it runs with the edited values, and the model is told), or reject it
-(it does not run, and the model is told who and why). The agent's final answer is the run's
-outcome, posted in the card's thread.
+(it does not run, and the model is told who and why). The demo policy says the email runs
+after the refund (`after = ["send_refund"]`): a rejected refund keeps the email in, and an
+edited one asks for the email's approval again. The agent's final answer is the run's outcome,
+posted in the card's thread.
 
 The refund and the email are signoff's effects: each runs at most once per tool call (and, at
 the provider, once per order or message of the run).

@@ -16,11 +16,16 @@ from ..approvals.request import request_approval
 
 _ID = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}"
 """An id: letters, digits and _ . : -, at most 64."""
+_ID_WORDS = "letters, digits and _ . : -, no spaces"
 
 INPUTS = Schema(
     {
-        "vendor": Field("string", required=True, pattern=_ID),
-        "invoice_id": Field("string", required=True, pattern=_ID),
+        "vendor": Field(
+            "string", required=True, pattern=_ID, description=f"the vendor's id: {_ID_WORDS}"
+        ),
+        "invoice_id": Field(
+            "string", required=True, pattern=_ID, description=f"the invoice's id: {_ID_WORDS}"
+        ),
         "amount": Field(
             "number", required=True, exclusive_minimum=0, maximum=1_000_000, format="money"
         ),

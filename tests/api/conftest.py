@@ -29,11 +29,16 @@ SERVICES = """
 [services.billing]
 token_env = "TEST_BILLING_TOKEN"
 actions = ["send_refund", "charge_card"]
+callback_urls = ["https://billing.example", "http://127.0.0.1:*"]
+callback_private = true
+may_act_for = ["U_CAROL"]
 
 [services.ops-bot]
 token_env = "TEST_OPS_TOKEN"
 webhook_secret_env = "TEST_OPS_WEBHOOK_SECRET"
 actions = ["delete_row"]
+callback_urls = ["https://ops.example"]
+owners = ["U_DAVE"]
 """
 
 API_POLICY = POLICY + SERVICES

@@ -56,6 +56,9 @@ amount = { type = "number", required = true, exclusive_minimum = 0 }
 token_env = "E2E_BILLING_TOKEN"
 webhook_secret_env = "E2E_BILLING_WEBHOOK_SECRET"
 actions = ["send_refund"]
+callback_urls = ["http://127.0.0.1:*"]  # the receiver below, on this machine
+callback_private = true
+may_act_for = ["U0CAROL"]
 """
 TOKEN = "e2e-billing-token-0123456789abcdef"
 WEBHOOK_SECRET = "whsec-e2e-0123456789"

@@ -159,7 +159,7 @@ async def test_a_webhook_body_fits_its_schema_and_is_signed(api: Api) -> None:
     doc = await (await api.client.get("/api/openapi.json")).json()
     sent: list[tuple[str, bytes, dict[str, str]]] = []
 
-    async def send(url: str, body: bytes, headers: Any) -> int:
+    async def send(url: str, body: bytes, headers: Any, **_: Any) -> int:
         sent.append((url, body, dict(headers)))
         return 204
 

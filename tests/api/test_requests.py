@@ -33,7 +33,8 @@ async def test_a_service_asks_a_person_approves_and_the_service_reads_the_decisi
     assert status == 202, body
     assert body["status"] == "pending" and body["approved"] is False
     assert body["service"] == "billing" and body["requester"] == "U_CAROL"
-    assert body["args"] == REFUND and body["title"] == "Refund o-1"
+    assert body["args"] == REFUND and body["title"] == "Send a refund"
+    assert body["note"] == "Refund o-1"  # the service's words: its note, never the title
     assert body["decision"] is None
     approval_id = body["approval_id"]
     (row,) = await api.kit.approvals()

@@ -88,6 +88,27 @@ def test_the_number_of_workers_comes_from_the_environment() -> None:
             SettingsError, match="SIGNOFF_WORKERS must be a whole number from 1 to 64"
         ):
             Settings.from_env({"SIGNOFF_WORKERS": bad})
+
+
+def test_webhooks_and_refusals_have_their_settings() -> None:
+    default = Settings.from_env({})
+    assert (default.webhook_workers, default.webhook_timeout, default.refusal_window) == (
+        2,
+        10.0,
+        60.0,
+    )
+    found = Settings.from_env(
+        {
+            "SIGNOFF_WEBHOOK_WORKERS": "4",
+            "SIGNOFF_WEBHOOK_TIMEOUT": "2.5",
+            "SIGNOFF_REFUSAL_WINDOW": "300",
+        }
+    )
+    assert (found.webhook_workers, found.webhook_timeout, found.refusal_window) == (4, 2.5, 300)
+    with pytest.raises(SettingsError, match="SIGNOFF_WEBHOOK_TIMEOUT must be a positive number"):
+        Settings.from_env({"SIGNOFF_WEBHOOK_TIMEOUT": "0"})
+    with pytest.raises(SettingsError, match="SIGNOFF_WEBHOOK_WORKERS must be a whole number"):
+        Settings.from_env({"SIGNOFF_WEBHOOK_WORKERS": "none"})
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
         JobRunner(object(), concurrency=0)  # type: ignore[arg-type]
 

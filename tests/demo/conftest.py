@@ -30,8 +30,13 @@ URL_LINE = re.compile(r"signoff demo is running: open (http://127\.0\.0\.1:\d+/)
 class DemoProcess:
     """`signoff demo --port 0 [ARGS]` in a subprocess, its output collected by a thread."""
 
-    def __init__(self, cwd: Path, *args: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))}
+    def __init__(self, cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        """`env`: more environment for the demo, beside this one without its Slack and signoff
+        settings."""
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))},
+            **(env or {}),
+        }
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bot.cli", "demo", "--port", "0", *args],
             cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

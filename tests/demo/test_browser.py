@@ -157,39 +157,42 @@ def test_an_edited_amount_is_the_one_refunded(sandbox: Sandbox, shot: Path) -> N
     expect(card).to_contain_text("amount: 42.50 → 40.00")  # the edit line, in the card's format
 
 
-def test_the_readme_s_agent_asks_per_tool_call_and_replies_in_the_thread(
+def test_the_readme_s_agent_asks_one_card_per_turn_and_a_rejected_refund_keeps_its_email(
     sandbox: Sandbox, shot: Path
 ) -> None:
-    """The README's `/agent run support_agent ...`, typed as Carol: a card per proposed tool
-    call; Alice edits the refund, Bob rejects the email; the agent's reply says both."""
+    """The README's `/agent run support_agent ...`, typed as Carol: the refund and the email
+    about it, proposed in one model turn, are on one card, the email marked as running after
+    the refund. Bob rejects the refund: the email never goes out, and the agent's reply in the
+    thread says who rejected what and why the email did not run."""
     sandbox.say(
         '/agent run support_agent ticket="My kettle from order o-1001 arrived broken." '
         "customer_id=cust_9"
     )
-    refund = sandbox.card("Refund 42.50 to cust_9")
-    email = sandbox.card("Email cust_9@example.com")
-    expect(refund).to_contain_text("asks to run send_refund")
-    expect(refund).to_contain_text("o-1001")
-    expect(email).to_contain_text("asks to run email_customer")
-    sandbox.be("U_ALICE")
-    refund.get_by_role("button", name="Edit").click()
-    modal = sandbox.modal()
-    modal.get_by_label("amount").fill("40")
-    modal.locator(".modal-foot .btn-primary").click()
-    expect(modal).to_have_count(0)
-    expect(sandbox.card("Refund 40.00 to cust_9")).to_contain_text("Approved by @Alice")
+    card = sandbox.card("An agent proposes 2 actions in one turn").filter(
+        has_text="Refund 42.50 to cust_9"
+    )
+    expect(card).to_be_visible()
+    expect(card).to_contain_text("Email cust_9@example.com")
+    expect(card).to_contain_text("runs after send_refund")
+    expect(card.get_by_role("button", name="Approve all")).to_be_visible()
+    refund_buttons, email_buttons = card.locator(".actions").nth(0), card.locator(".actions").nth(1)
+    expect(refund_buttons.get_by_role("button", name="Reject")).to_be_visible()
+    expect(email_buttons.get_by_role("button", name="Approve")).to_be_visible()
+    sandbox.page.screenshot(path=str(shot.with_name(shot.stem + "-turn.png")))
+
     sandbox.be("U_BOB")
-    email.get_by_role("button", name="Reject").click()
+    refund_buttons.get_by_role("button", name="Reject").click()
     modal = sandbox.modal()
-    modal.locator("textarea").fill("we phone customers first")
+    modal.locator("textarea").fill("refunded by phone already")
     modal.locator(".modal-foot .btn-primary").click()
     expect(modal).to_have_count(0)
-    expect(email).to_contain_text("Rejected by @Bob")
-    thread = sandbox.open_thread(email)
-    expect(thread).to_contain_text("Handled the ticket.")
-    expect(thread).to_contain_text("refunded 40.00 to cust_9 for order o-1001")
-    expect(thread).to_contain_text("U_BOB rejected the call to email_customer")
-    expect(thread).to_contain_text("we phone customers first")
+    expect(card).to_contain_text("Rejected by @Bob")
+    expect(card.get_by_role("button", name="Approve all")).to_have_count(0)
+    thread = sandbox.open_thread(card)
+    expect(thread).to_contain_text("U_BOB rejected the call to send_refund")
+    expect(thread).to_contain_text("refunded by phone already")
+    expect(thread).to_contain_text("email_customer runs only after send_refund")
+    expect(thread).not_to_contain_text("sent the email")
 
 
 def test_approving_ones_own_request_is_refused_privately(sandbox: Sandbox) -> None:

@@ -9,6 +9,7 @@ import pytest
 from graphs import (
     END,
     START,
+    AmbiguousResumeError,
     CheckpointerRequiredError,
     Command,
     GraphError,
@@ -357,10 +358,11 @@ def test_resume_errors_say_what_is_wrong_and_nothing_runs() -> None:
     ids = [i.id for i in info.value.interrupts]  # in the order the nodes were added
     before = (dict(calls), thread_length(app))
 
-    with pytest.raises(ResumeError) as error:
+    with pytest.raises(AmbiguousResumeError) as error:  # also a RuntimeError, as LangGraph's
         app.invoke(Command(resume="which one?"), CONFIG)
     assert str(error.value) == (
-        "thread 't' has 2 pending interrupts; answer them by id: "
+        "When there are multiple pending interrupts, you must specify the interrupt id "
+        "when resuming. Thread 't' has 2; answer them by id: "
         f"Command(resume={{interrupt_id: answer, ...}}) with ids {ids}"
     )
     unknown = "0" * 32

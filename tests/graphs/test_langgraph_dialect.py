@@ -141,7 +141,70 @@ def finished_thread(dialect: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("program", [deny_by_new_message, edit_pending_call, finished_thread])
+def usage_report_and_unsaved_pause(dialect: str) -> dict[str, Any]:
+    """A node that returns a key the state does not have beside its answer (a usage report),
+    then one that asks a question in a graph compiled without a checkpointer."""
+    lg = imports(dialect)
+    interrupt = importlib.import_module(f"{dialect}.types").interrupt
+
+    def answer(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [AIMessage(content="hi", id="ai_1")], "usage": {"tokens": 12}}
+
+    def ask(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=interrupt("sure?"), id="ai_2")]}
+
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("answer", answer)
+    builder.add_node("ask", ask)
+    builder.add_edge(lg.START, "answer")
+    builder.add_edge("answer", "ask")
+    out = builder.compile().invoke({"messages": [HumanMessage(content="hello", id="h1")]})
+    return {
+        "messages": _contents(out["messages"]),
+        "asked": [i.value for i in out["__interrupt__"]],
+        "keys": sorted(out),
+    }
+
+
+def bare_answer_to_two_pauses(dialect: str) -> dict[str, Any]:
+    """Two nodes of one step pause; a bare `Command(resume=...)` cannot say which it answers."""
+    lg = imports(dialect)
+    types = importlib.import_module(f"{dialect}.types")
+
+    def first(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=types.interrupt("first?"), id="a1")]}
+
+    def second(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=types.interrupt("second?"), id="a2")]}
+
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("first", first)
+    builder.add_node("second", second)
+    builder.add_edge(lg.START, "first")
+    builder.add_edge(lg.START, "second")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "ticket-6"}}
+    graph.invoke({"messages": []}, config)
+    with pytest.raises(RuntimeError) as refused:
+        graph.invoke(types.Command(resume="yes"), config)
+    answers = {i.id: f"{i.value} yes" for i in graph.get_state(config).interrupts}
+    out = graph.invoke(types.Command(resume=answers), config)
+    return {
+        "refused": str(refused.value).split(".")[0],
+        "then": sorted(m.content for m in out["messages"]),
+    }
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        deny_by_new_message,
+        edit_pending_call,
+        finished_thread,
+        usage_report_and_unsaved_pause,
+        bare_answer_to_two_pauses,
+    ],
+)
 def test_a_ported_program_does_what_it_did_on_langgraph(program: Any) -> None:
     assert program("graphs") == program("langgraph")
 
@@ -162,6 +225,12 @@ def test_an_edited_tool_call_runs_edited() -> None:
     assert len(messages) == 2  # the edit replaced the message with that id
     assert next_nodes == ("sensitive_tools",)
     assert out["booked"] == [{"hotel": "Ritz", "nights": 1}]
+
+
+def test_a_usage_report_is_dropped_and_a_pause_without_a_checkpointer_returns() -> None:
+    out = usage_report_and_unsaved_pause("graphs")
+    assert out["messages"] == [("human", "hello", None), ("ai", "hi", None)]
+    assert (out["asked"], out["keys"]) == (["sure?"], ["__interrupt__", "messages"])
 
 
 def test_the_top_level_api_keeps_seed_000s_semantics() -> None:

@@ -122,13 +122,20 @@ async def test_each_token_sees_only_its_own_service_s_approvals(e2e: E2E, bot: B
 
 
 def mcp_refusals(e2e: E2E) -> list[str]:
-    """The reasons of the audit's unauthenticated refusals on /mcp (linked or not yet)."""
+    """The reasons of the audit's unauthenticated refusals (linked or not yet), each as many
+    times as it was refused: an entry is one refusal, or the `count` of those that repeated it
+    within the window after it; the repeats of a window still open are counted in
+    `audit_repeats`."""
     found = []
     for table in (t.audit_events, t.audit_inbox):
         for row in e2e.db.rows(sa.select(table).where(table.c.kind == "api_refused")):
             data = json.loads(row["data"])
-            if data.get("route") == "POST /mcp":
-                found.append(data["reason"])
+            if data.get("refusal") == "unauthenticated":
+                found += [data["reason"]] * int(data.get("count", 1))
+    for row in e2e.db.rows(sa.select(t.audit_repeats)):
+        data = json.loads(row["data"])
+        if data.get("refusal") == "unauthenticated":
+            found += [data["reason"]] * int(row["count"])
     return found
 
 

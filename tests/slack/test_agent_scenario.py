@@ -1,11 +1,13 @@
 """The support agent through the front door: the real Bolt app, the fake Slack, the agent's model
 served by a chat-completions stand-in through the real `openai` client.
 
-One model turn proposes a refund and an email: two cards, each showing its tool call's
-arguments. Alice edits the refund's amount (her edit is her approval), Bob rejects the email;
-then the bot "restarts" (a new runtime on the same SQLite file) and the new one resumes the run:
-the refund ran once with the edited amount, the email never, and the agent's reply is in the
-card's thread.
+One model turn proposes a refund and an email about it: one card for the turn, each call with
+its arguments and its own buttons, the email marked as running after the refund. Alice edits
+the refund's amount (her edit is her approval), Bob rejects the email; then the bot "restarts"
+(a new runtime on the same SQLite file) and the new one resumes the run: the refund ran once
+with the edited amount, the email never, and the agent's reply is in the card's thread. The
+turn card's own stories (a rejected refund keeps the email in; an edited refund asks the email
+again; "Approve all") are in `test_agent_turn_card.py`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from bot.slack.payloads import EDIT, NOTE_BLOCK, REASON_BLOCK, REJECT, edit_bloc
 from tests.approvals.test_agent_gate import ChatStandIn, chat_api  # noqa: F401 -- a fixture
 from tests.kit.e2e import text_of
 from tests.kit.scenario import Scenario, running_scenario
+from tests.slack.turn_kit import click_call
 
 POLICY = """
 [workflows.support_agent]
@@ -46,6 +49,7 @@ title = "Email a customer"
 tier = "medium"
 approvers = ["@approvers"]
 editable = ["subject", "body"]
+after = ["send_refund"]
 
 [actions.email_customer.args]
 to = { type = "string", required = true }
@@ -60,7 +64,7 @@ async def bot(tmp_path: Path, chat_api: ChatStandIn) -> AsyncIterator[Scenario]:
         yield scenario
 
 
-async def test_the_agent_s_calls_are_cards_decided_apart_and_resumed_after_a_restart(
+async def test_the_agent_s_turn_is_one_card_its_calls_decided_apart_and_resumed_after_a_restart(
     bot: Scenario, tmp_path: Path
 ) -> None:
     report = await bot.signoff.start(
@@ -72,17 +76,23 @@ async def test_the_agent_s_calls_are_cards_decided_apart_and_resumed_after_a_res
     await bot.settle()
     refund, email = [await bot.signoff.get(a) for a in report.approvals]
     assert (refund.action, email.action) == ("send_refund", "email_customer")
-    refund_card, email_card = bot.card(refund), bot.card(email)
-    shown = text_of(refund_card.blocks)
+    # one message for the turn, each call on it with its arguments
+    card = bot.card(refund)
+    assert email.message_ts == refund.message_ts
+    assert len(bot.slack.workspace.channels[CHANNEL].messages) == 1
+    shown = text_of(card.blocks)
     assert "Refund 129.00 to cust_12" in shown and "o-1002" in shown
-    assert "cust_12@example.com" in text_of(email_card.blocks)
+    assert "cust_12@example.com" in shown and "runs after `send_refund`" in shown
 
     # Alice edits the refund to 100 (and so approves it); Bob rejects the email.
-    assert (await bot.slack.click("alice", CHANNEL, refund_card.ts, EDIT)).status == 200
+    response = await bot.send(click_call(bot, "U0ALICE", card, 1, EDIT))
+    assert response.status == 200
     await bot.slack.wait_for(lambda s: s.workspace.views.get("U0ALICE"))  # opens after the ack
     done = await bot.slack.submit("alice", {edit_block_id("amount"): "100", NOTE_BLOCK: ""})
     assert done.errors == {}
-    assert (await bot.slack.click("bob", CHANNEL, email_card.ts, REJECT)).status == 200
+    await bot.settle()
+    card = bot.card(await bot.signoff.get(email.id))
+    assert (await bot.send(click_call(bot, "U0BOB", card, 2, REJECT))).status == 200
     await bot.slack.wait_for(lambda s: s.workspace.views.get("U0BOB"))
     done = await bot.slack.submit("bob", {REASON_BLOCK: "we call first"})
     assert done.errors == {}

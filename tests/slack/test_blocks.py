@@ -116,7 +116,7 @@ def _blank_texts(node: Any, at: str) -> list[str]:
         ("＞ wide quote", "\u00ad＞ wide quote"),
         ("nul\x00bell\x07", "nul\ufffdbell\ufffd"),
         ("crlf\r\nline", "crlf\nline"),
-        ("pay \u202e001", "pay \ufffd001"),
+        ("pay \u202e001", "pay ⟦U+202E⟧001"),
         ("lone \ud800", "lone \ufffd"),
         ("emoji 🎉", "emoji 🎉"),
         (":white_check_mark: ok", f"{ESC(':')}white_check_mark: ok"),
@@ -806,7 +806,13 @@ def test_thread_status_from_a_state_snapshot() -> None:
     }
     reply = status.thread_status_blocks(run, snapshot, [make_approval()])
     assert check_limits(reply) == []
-    assert "*Paused at:* `request_approval` (after step 3)" in texts(reply)
+    # a paused run says what it waits for, in its calls and people, not engine steps
+    body = texts(reply)
+    assert (
+        "*Waiting for* (1 decision):\n• *Refund 12.00 to C1* (`send_refund`): needs 1 more approval from"
+        in body
+    )
+    assert "Paused at" not in body and "step 3" not in body
 
 
 def test_home_view() -> None:

@@ -3,6 +3,7 @@ run's later messages, is recorded (log, counts), and a card that is gone is post
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -87,3 +88,41 @@ async def test_a_revoked_token_is_kept_for_later_and_marks_the_token_dead(bot: S
 
     assert sink(bot).health.token_error == "token_revoked"
     assert await jobs_left(bot) >= 1  # the card update waits for a working token
+
+
+async def test_a_refusal_nobody_listed_is_given_up_on_recorded_and_blocks_nothing(
+    bot: Scenario, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Slack adds refusals over time: one the bot has no name for (here a channel made
+    read-only) is not retried for ever behind the run's later messages."""
+    approval, _ = await bot.refund("C-read-only")
+    updates_before = len(bot.slack.calls_to("chat.update"))
+    bot.slack.fail_next("chat.update", error="restricted_action_read_only_channel")
+
+    caplog.set_level(logging.ERROR, "signoff.slack")
+    await bot.signoff.vote(approval.id, ALICE, True)
+    await bot.settle()
+
+    assert await jobs_left(bot) == 0
+    assert (await bot.signoff.run_info(approval.thread_id) or {})["status"] == "completed"
+    assert len(bot.slack.calls_to("chat.update")) == updates_before + 1  # tried once
+    assert sink(bot).health.undeliverable["restricted_action_read_only_channel"] == 1
+    assert any(
+        "gave up on" in r.getMessage() and "restricted_action_read_only_channel" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+async def test_what_slack_documents_as_transient_is_asked_again(bot: Scenario) -> None:
+    approval, _ = await bot.refund("C-transient")
+    updates_before = len(bot.slack.calls_to("chat.update"))
+    bot.slack.fail_next("chat.update", error="fatal_error")
+
+    await bot.signoff.vote(approval.id, ALICE, True)
+    await bot.settle()
+    await asyncio.sleep(1.1)  # the retry's first wait
+    await bot.settle()
+
+    assert await jobs_left(bot) == 0
+    assert len(bot.slack.calls_to("chat.update")) == updates_before + 2  # refused, then sent
+    assert sink(bot).health.undeliverable.get("fatal_error", 0) == 0

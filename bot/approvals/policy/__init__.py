@@ -45,10 +45,19 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     actions = ["send_refund"]         # what it may ask for; default nothing
     webhook_secret_env = "BILLING_WEBHOOK_SECRET" # signs its webhooks; default: its token
     channel = "C0123ABCD"             # where its cards go; default the bot's channel
+    callback_urls = ["https://hooks.billing.example", "https://*.billing.example:8443"]
+                                      # where its callback_url may point (scheme, host, port;
+                                      # "*." any subdomain, ":*" any port); default nowhere
+    callback_private = false          # may they be private, loopback or link-local addresses
+    may_act_for = ["@support"]        # whom it may name as requester; default nobody
+    owners = ["U_DAVE"]               # who hold its token: they may not approve what it asks
 
 A service's token lets it ask for approvals of the actions it lists and read them, never decide
 one. A token variable that is not set when signoff starts is warned about, and that service
-cannot authenticate until it is.
+cannot authenticate until it is. A request names its `requester`: that person is the requester
+only when `may_act_for` lists them (a user id, or through an `@group`); anyone else named makes
+the request the service's own. The card says "@Carol asks via billing" (or that the service
+asks for itself), and neither the requester nor an owner may approve it.
 
 An agent's tool call is gated by its tool's name: a tool named like an action asks for that
 action's approval with the call's arguments; a tool in `free_tools` runs without asking; any
@@ -94,6 +103,7 @@ Errors name the file, line and key, e.g. with `tier` misspelt in the example abo
     signoff.toml:11: actions.send_refund.teir: unknown key; did you mean 'tier'?
 """
 
+from ._callbacks import CallbackOrigin, address_kind, private_hint
 from ._edits import validate_edits
 from ._fingerprint import canonical_json, fingerprint, redact
 from .decide import (
@@ -125,6 +135,7 @@ __all__ = [
     "RISK_TIERS",
     "ActionPolicy",
     "AutoApproveRule",
+    "CallbackOrigin",
     "Condition",
     "ExpiryOutcome",
     "Field",
@@ -137,6 +148,7 @@ __all__ = [
     "ServicePolicy",
     "StaticGroups",
     "WorkflowPolicy",
+    "address_kind",
     "canonical_json",
     "check_service",
     "check_voter",
@@ -148,6 +160,7 @@ __all__ = [
     "may_start",
     "parse_duration",
     "parse_policy",
+    "private_hint",
     "reach_problem",
     "redact",
     "resolve_members",

@@ -14,11 +14,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
 from ..errors import PolicyError
+from ._callbacks import CallbackOrigin, parse_origin
 from ._compare import _kind
 from ._locate import Path, _Locator
 from ._messages import (
     _AUTO_CRITICAL,
     _NO_APPROVERS,
+    _after_cycle,
+    _after_cycle_of,
+    _after_itself,
+    _after_unknown,
     _expiry_approve_refused,
     _free_and_action,
     _got,
@@ -71,7 +76,7 @@ _AGENT_KEYS = ("free_tools",)
 _ACTION_KEYS = (
     "title", "tier", "approvers", "required", "allow_self_approval", "editable", "secret",
     "remind_after", "escalate_after", "escalate_to", "expire_after", "on_expiry", "auto_approve",
-    "args", "notify",
+    "args", "notify", "after",
 )  # fmt: skip
 _FIELD_KEYS = (
     "type", "required", "minimum", "maximum", "exclusive_minimum", "exclusive_maximum",
@@ -79,7 +84,10 @@ _FIELD_KEYS = (
 )  # fmt: skip
 _RULE_KEYS = ("name", "when")
 _WORKFLOW_KEYS = ("starters", "path")
-_SERVICE_KEYS = ("token_env", "actions", "webhook_secret_env", "channel")
+_SERVICE_KEYS = (
+    "token_env", "actions", "webhook_secret_env", "channel", "callback_urls", "callback_private",
+    "may_act_for", "owners",
+)  # fmt: skip
 _SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _ACTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
@@ -193,8 +201,40 @@ class _Reader:
                 actions=tuple(names),
                 webhook_secret_env=secret_env,
                 channel=channel,
+                callback_urls=self.callback_urls(
+                    p + ("callback_urls",), t.get("callback_urls", [])
+                ),
+                callback_private=self.boolean(
+                    p + ("callback_private",), t.get("callback_private", False)
+                ),
+                may_act_for=self.entries(
+                    p + ("may_act_for",), t.get("may_act_for", []), what="may_act_for"
+                ),
+                owners=self.entries(p + ("owners",), t.get("owners", []), what="owners"),
             )
         return out
+
+    def callback_urls(self, path: Path, value: Any) -> tuple[CallbackOrigin, ...]:
+        """`callback_urls`: the origins a service's webhooks may go to."""
+        shape = (
+            'must be an array of origins like "https://hooks.example.com", '
+            '"https://*.example.com:8443" or "http://127.0.0.1:*" (scheme, host, port; a '
+            "path is not part of it)"
+        )
+        if not isinstance(value, list):
+            raise self.error(path, f"{shape}, got {_got(value)}")
+        found: list[CallbackOrigin] = []
+        for item in value:
+            origin = parse_origin(item) if isinstance(item, str) else None
+            if origin is None:
+                raise self.error(path, f"{shape}, got {_got(item)}")
+            found.append(origin)
+        return tuple(found)
+
+    def boolean(self, path: Path, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.error(path, f"must be true or false, got {_got(value)}")
+        return value
 
     def env_name(self, path: Path, value: Any) -> str:
         """The name of an environment variable (which holds a secret)."""
@@ -329,10 +369,28 @@ class _Reader:
         return out
 
     def actions(self, value: Any, groups: Mapping[str, tuple[str, ...]]) -> dict[str, ActionPolicy]:
-        return {
+        out = {
             name: self.action(name, raw, groups)
             for name, raw in self.named_tables("actions", value).items()
         }
+        for name, rule in out.items():
+            for other in rule.after:
+                if other not in out:
+                    raise self.error(("actions", name, "after"), _after_unknown(other, out))
+        cycle = _after_cycle_of({name: rule.after for name, rule in out.items()})
+        if cycle:
+            raise self.error(("actions", cycle[0], "after"), _after_cycle(cycle))
+        return out
+
+    def after(self, path: Path, name: str, value: Any) -> tuple[str, ...]:
+        """`after = ["send_refund"]`: the actions a call of this one waits for in a turn."""
+        if not isinstance(value, list) or not all(
+            isinstance(v, str) and _ACTION_NAME.fullmatch(v) for v in value
+        ):
+            raise self.error(path, f"must be an array of action names, got {_got(value)}")
+        if name in value:
+            raise self.error(path, _after_itself(name))
+        return tuple(dict.fromkeys(value))
 
     def action(self, name: str, raw: Any, groups: Mapping[str, tuple[str, ...]]) -> ActionPolicy:
         p: Path = ("actions", name)
@@ -452,6 +510,7 @@ class _Reader:
             auto_approve=rules,
             args=schema,
             notify=notify,
+            after=self.after(p + ("after",), name, t.get("after", [])),
         )
 
     def schema(self, path: Path, value: Any) -> Schema:

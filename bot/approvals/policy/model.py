@@ -10,10 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from ..errors import PolicyError
+from ._callbacks import CallbackOrigin, callback_problem
 from ._compare import _compare
 from ._messages import (
     _AUTO_CRITICAL,
     _NO_APPROVERS,
+    _after_cycle,
+    _after_cycle_of,
+    _after_itself,
+    _after_unknown,
     _expiry_approve_refused,
     _free_and_action,
     _one_of,
@@ -149,6 +154,11 @@ class ActionPolicy:
     """What the request's arguments must be (`[actions.NAME.args]`): checked before any rule
     is considered and on every edit. A request whose arguments do not fit is denied. Default
     None: not checked (the policy loader warns)."""
+    after: tuple[str, ...] = ()
+    """Actions a call of this one runs after when an agent proposes them in the same model
+    turn (`after = ["send_refund"]` on `email_customer`): it never runs before they are
+    settled, does not run when one of them is rejected, denied or expires, and is decided
+    again when one of them is approved with edits. Default none."""
 
     def __post_init__(self) -> None:
         # The parser reports these with a line number first; this guards policies built in code.
@@ -174,6 +184,8 @@ class ActionPolicy:
                 raise PolicyError(_secret_editable(name), key=f"{key}.secret")
         if self.notify not in NOTIFY_MODES:
             raise PolicyError(_one_of(NOTIFY_MODES, self.notify), key=f"{key}.notify")
+        if self.action in self.after:
+            raise PolicyError(_after_itself(self.action), key=f"{key}.after")
 
     def approver_entries(self, *, escalated: bool = False) -> tuple[str, ...]:
         """The approvers, plus the escalation targets once the request has been escalated."""
@@ -212,6 +224,27 @@ class ServicePolicy:
     they are signed with its token."""
     channel: str | None = None
     """Where the cards of its requests go. Default None: the bot's default channel."""
+    callback_urls: tuple[CallbackOrigin, ...] = ()
+    """The origins (scheme, host, port) its `callback_url` may name. Default none: a request
+    with a `callback_url` is refused."""
+    callback_private: bool = False
+    """Whether its webhooks may go to private, loopback or link-local addresses (a receiver on
+    this machine or the internal network). Default false: such an address is refused, in the
+    request and again at delivery, once the host's name is resolved."""
+
+    may_act_for: tuple[str, ...] = ()
+    """The people (user ids, `@groups`) it may name as a request's `requester`. A request that
+    names anyone else is asked as the service itself ("via NAME" on the card). Default none:
+    every request is the service's own."""
+    owners: tuple[str, ...] = ()
+    """The people (user ids, `@groups`) who hold its token: they may not approve what it asks,
+    as nobody may approve their own request. Default none."""
+
+    def callback_problem(self, url: str) -> str | None:
+        """Why `url` may not be this service's `callback_url` (None when it may)."""
+        return callback_problem(
+            url, self.callback_urls, allow_private=self.callback_private, service=self.name
+        )
 
     def __post_init__(self) -> None:
         if not self.token_env:
@@ -252,6 +285,15 @@ class Policy:
                         _service_action_unknown(action, self.actions),
                         key=f"services.{service.name}.actions",
                     )
+        for rule in self.actions.values():
+            for name in rule.after:
+                if name not in self.actions:
+                    raise PolicyError(
+                        _after_unknown(name, self.actions), key=f"actions.{rule.action}.after"
+                    )
+        cycle = _after_cycle_of({name: rule.after for name, rule in self.actions.items()})
+        if cycle:
+            raise PolicyError(_after_cycle(cycle), key=f"actions.{cycle[0]}.after")
 
     @classmethod
     def empty(cls) -> Policy:

@@ -122,7 +122,9 @@ class Field:
     enum: tuple[Any, ...] | None = None
     """The only values allowed (compared like with like: true is not 1). Default none."""
     description: str = ""
-    """Shown in help and errors. Default none."""
+    """Shown in help and errors: a value that does not match `pattern` is refused as "must be
+    <description>", so write what the pattern means (`"an id: letters, digits and _ . : -, no
+    spaces"`). Default none: the pattern itself is shown."""
     format: str | None = None
     """Numbers: how the value is shown to people, `"money"` (42.50) or a Python format spec
     (`".1f"`, `",.2f"`). Never changes the value. Default none: as written (42.5)."""
@@ -238,6 +240,8 @@ class Field:
         if self.max_length is not None and len(value) > self.max_length:
             raise ValueError(f"must be at most {self.max_length} characters, got {len(value)}")
         if self._compiled is not None and not self._compiled.fullmatch(value):
+            if self.description:  # what the pattern means, in the policy's words
+                raise ValueError(f"must be {self.description}, got {_shown(value)}")
             raise ValueError(f"must match {self.pattern}, got {_shown(value)}")
 
 

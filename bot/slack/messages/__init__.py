@@ -10,6 +10,7 @@ The modules follow the surfaces, each on the ones before it:
 - `_runs`: thread replies about runs, reminders, escalation.
 - `_refusals`: refusals and errors (ephemeral replies), and the modals' texts.
 - `_status`: `/agent status`, help and App Home.
+- `_turn`: the card of an agent's model turn (several tool calls on one message).
 
 Callers use this package's names (`from bot.slack import messages as m`); what only the texts
 use among themselves stays in their modules.
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 from ..mrkdwn import escape
 from ._card import (
+    asker,
+    asker_note,
     cancelled_line,
     card_fallback,
     card_footer,
@@ -33,6 +36,7 @@ from ._card import (
     expiry,
     fallback_deciders,
     fields_omitted,
+    hidden_characters,
     note_line,
     quorum,
     values_shortened,
@@ -42,6 +46,7 @@ from ._refusals import (
     busy,
     command_error,
     database_unavailable,
+    edit_hidden,
     edit_hint,
     edit_intro,
     edit_not_editable,
@@ -122,6 +127,21 @@ from ._status import (
     thread_paused_at,
     waits_on,
 )
+from ._turn import (
+    APPROVE_ALL,
+    after_why,
+    approve_all_hint,
+    decide_again,
+    held_why,
+    run_waits_heading,
+    run_waits_line,
+    runs_after,
+    turn_call_line,
+    turn_fallback,
+    turn_header,
+    turn_summary,
+    waits_for,
+)
 from ._words import (
     APPROVE,
     CANCEL,
@@ -170,6 +190,7 @@ from ._words import (
 
 __all__ = [
     "APPROVE",
+    "APPROVE_ALL",
     "CANCEL",
     "CANCEL_RUN_BUTTON",
     "CANCEL_RUN_CONFIRM_NO",
@@ -211,8 +232,12 @@ __all__ = [
     "RUN_STATUS_EMOJI",
     "STATUS_EMOJI",
     "UNNAMED_FIELD",
+    "after_why",
     "already_decided",
     "approval_line",
+    "approve_all_hint",
+    "asker",
+    "asker_note",
     "busy",
     "cancel_run_confirm",
     "cancelled_line",
@@ -224,10 +249,12 @@ __all__ = [
     "command_error",
     "confirm_critical",
     "database_unavailable",
+    "decide_again",
     "decided_line",
     "decider",
     "duration",
     "edit_change",
+    "edit_hidden",
     "edit_hint",
     "edit_intro",
     "edit_not_editable",
@@ -243,8 +270,10 @@ __all__ = [
     "fallback_deciders",
     "field_required",
     "fields_omitted",
+    "held_why",
     "help_fallback",
     "help_text",
+    "hidden_characters",
     "history_line",
     "home_heading_plain",
     "home_more",
@@ -285,6 +314,9 @@ __all__ = [
     "run_retried",
     "run_retried_line",
     "run_started",
+    "run_waits_heading",
+    "run_waits_line",
+    "runs_after",
     "stale_button",
     "start_refused",
     "status_fallback",
@@ -302,11 +334,16 @@ __all__ = [
     "thread_paused_at",
     "tier",
     "tier_emoji",
+    "turn_call_line",
+    "turn_fallback",
+    "turn_header",
+    "turn_summary",
     "unknown_approval",
     "unknown_command",
     "unknown_thread",
     "unknown_workflow",
     "values_shortened",
+    "waits_for",
     "waits_on",
     "who",
 ]

@@ -21,11 +21,23 @@ from ._words import (
 # ---------------------------------------------------------------------------------------------
 
 
-def card_fallback(title: str, action: str, tier_name: str, requester: str) -> str:
+def asker(requester: str, via: str | None = None) -> str:
+    """Who asks: `<@U_ERIN>`; through a service, `<@U_ERIN> via *billing*`, or the service
+    alone (`*billing* (a service)`) when it may not name a person (`may_act_for`)."""
+    if via is None:
+        return mention(requester)
+    if requester == via:
+        return f"the service *{escape(via)}* (via *{escape(via)}*, for itself)"
+    return f"{mention(requester)} via *{escape(via)}*"
+
+
+def card_fallback(
+    title: str, action: str, tier_name: str, requester: str, via: str | None = None
+) -> str:
     """The notification text of a new card (mrkdwn, user data escaped by the caller's parts)."""
     return (
         f"{tier_emoji(tier_name)} Approval needed: {escape(title)} ({escape(action)}), "
-        f"requested by {mention(requester)}"
+        f"requested by {asker(requester, via)}"
     )
 
 
@@ -36,8 +48,16 @@ def fallback_deciders(approvers: str, expire_at: float | None) -> str:
     return f". To decide{by}: {approvers}"
 
 
-def card_summary(requester: str, action: str) -> str:
-    return f"{mention(requester)} asks to run {code(action)}. Decide below."
+def card_summary(requester: str, action: str, via: str | None = None) -> str:
+    """`<@U_ERIN> asks via *billing* to run `send_refund`. Decide below.`"""
+    if via is None:
+        return f"{mention(requester)} asks to run {code(action)}. Decide below."
+    if requester == via:
+        return (
+            f"The service *{escape(via)}* asks to run {code(action)} (via *{escape(via)}*, "
+            "for itself). Decide below."
+        )
+    return f"{mention(requester)} asks via *{escape(via)}* to run {code(action)}. Decide below."
 
 
 def expiry(seconds: float | None, at: float | None) -> str:
@@ -73,12 +93,28 @@ def card_footer(approval_id: str, created_at: float) -> str:
     return f"Approval {code(approval_id)} · requested {date(created_at)}"
 
 
-def confirm_critical(title: str) -> str:
-    """Confirm dialog text (plain text: the dialog's text object is plain_text)."""
+def confirm_critical(title: str, values: str) -> str:
+    """Confirm dialog text (plain text: the dialog's text object is plain_text): the values
+    that run first (`table: users, row_id: 7`), so that a long title cannot push them out."""
     return (
-        f"“{clean(title)}” is a critical action and cannot be undone. "
-        "Approve it only if you have checked every field."
+        f"You approve {clean(values)}. “{clean(title)}” is a critical action and cannot be "
+        "undone. Approve it only if you have checked every field."
     )
+
+
+def hidden_characters(fields: Sequence[tuple[str, str]]) -> str:
+    """The card's warning: which fields hold hidden or look-alike characters (`(name, kinds)`,
+    kinds worded), shown marked ⟦…⟧ above."""
+    listed = ", ".join(f"*{escape(name)}* ({kinds})" for name, kinds in fields)
+    return (
+        f"⚠️ Hidden or look-alike characters in {listed}: shown as ⟦U+…⟧ marks. "
+        "Check what they really say before you decide."
+    )
+
+
+def asker_note(who: str, note: str) -> str:
+    """The requester's own words, labelled as theirs (`who` is mrkdwn made by the caller)."""
+    return f"*Note from {who}* (their words, not checked against the values):\n{escape(note)}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -45,8 +45,13 @@ def not_approver(title: str | None = None, approvers: Sequence[str] = ()) -> str
     return f"🚫 You're not an approver of {what}, so you can't decide it.{ask} {NOTHING_CHANGED}"
 
 
-def own_request(approvers: Sequence[str] = ()) -> str:
+def own_request(approvers: Sequence[str] = (), service: str | None = None) -> str:
     ask = f"ask {who(approvers)}" if approvers else "ask another approver"
+    if service is not None:
+        return (
+            f"🚫 You own the service *{escape(service)}* that asked for this, and nobody may "
+            f"approve their own request: {ask}. {NOTHING_CHANGED}"
+        )
     return f"🚫 You asked for this, and the policy doesn't let you approve your own request: {ask}. {NOTHING_CHANGED}"
 
 
@@ -82,7 +87,8 @@ def refusal(error: DecisionRefused, approval: Approval | None = None) -> str:
         return not_approver(title, approvers)
     if code_ == "self_approval":
         others = [a for a in approvers if approval is None or a != approval.requester]
-        return own_request(others)
+        owner = getattr(error, "service", None)
+        return own_request(others, owner if isinstance(owner, str) else None)
     if code_ == "already_decided":
         return already_decided(
             getattr(error, "status", "decided"),
@@ -237,6 +243,15 @@ def edit_too_long(field: str, size: int) -> str:
     return (
         f"*{escape(field)}* is too long to edit here ({size} characters). Reject with a note "
         "if it must change."
+    )
+
+
+def edit_hidden(field: str, shown: str) -> str:
+    """A field whose value holds hidden or look-alike characters: a text input would hide
+    them again (and an unchanged submission would keep them unseen)."""
+    return (
+        f"⚠️ *{escape(field)}* holds hidden or look-alike characters, marked ⟦…⟧: "
+        f"{escape(shown)}. It cannot be edited here; reject with a note if it must change."
     )
 
 

@@ -96,13 +96,23 @@ class FakeSlackProcess:
             message holds its output).
     """
 
-    def __init__(self, directory: Path, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        timeout: float = 30.0,
+        *,
+        tokens: tuple[str, ...] = (),
+        app_tokens: tuple[str, ...] = (),
+    ) -> None:
+        """`tokens`, `app_tokens`: more tokens the workspace issued, beside `BOT_TOKEN` and
+        `APP_TOKEN` (it takes no other)."""
         self.log = directory / "fake-slack.log"
+        issued = [f"--token={t}" for t in tokens] + [f"--app-token={t}" for t in app_tokens]
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
                 [
                     sys.executable, "-u", "-m", "bot.sandbox.slack_api", "--port", "0",
-                    "--token", BOT_TOKEN, "--app-token", APP_TOKEN,
+                    "--token", BOT_TOKEN, "--app-token", APP_TOKEN, *issued,
                 ],
                 stdout=out, stderr=subprocess.STDOUT, env=_this_code({**os.environ}),
             )  # fmt: skip

@@ -63,7 +63,7 @@ async def main(count: int, url: str) -> None:
     app.external.load_tokens({"BENCH_TOKEN": TOKEN})
     web_app = build_web_app(
         app,
-        Settings(database_url=url),
+        Settings(database_url=url, default_channel="C0BENCH"),  # where the cards would go
         bolt_app=None,
         runner=_Runner(),  # type: ignore[arg-type]
         metrics=Metrics(),

@@ -73,12 +73,18 @@ import aiohttp
 from bench.load import POLICY, create_runs, index_cards, machine, pct, texts
 from bot.sandbox.client import SandboxClient
 from bot.sandbox.limits import METHOD_TIERS, POST_MESSAGE_BURST, POST_MESSAGE_INTERVAL, TIER_3
-from bot.sandbox.processes import CHANNEL, BotProcess, FakeSlackProcess, sqlite_url, write_policy
+from bot.sandbox.processes import (
+    APP_TOKEN,
+    CHANNEL,
+    BotProcess,
+    FakeSlackProcess,
+    sqlite_url,
+    write_policy,
+)
 from bot.slack.payloads import APPROVE
 
 BOB = "U0BOB"
 """The approver who clicks (of `@approvers`)."""
-APP_TOKEN = "xapp-1-bench"
 CLICKS_IN_FLIGHT = 16
 REFUSED_ROUNDS = 3
 """How many times a click refused busy is clicked again."""

@@ -24,6 +24,9 @@ Exceptions (all `SignoffClientError`):
     │                         action the service may not ask for (403), bad arguments (422,
     │                         `.problems`); nothing was recorded. Asking again will not help.
     ├── StillPending          nobody decided within `wait`; the approval stays open.
+    ├── Redirected            signoff's address answered with a redirect (3xx): it is not
+    │                         followed, so the bearer token never goes to another address,
+    │                         and no answer from elsewhere is taken for a decision.
     └── SignoffUnavailable    signoff could not be reached (or kept failing) through the retries.
 
 Idempotency: each call makes one `Idempotency-Key` (or takes yours) and sends it with every
@@ -55,6 +58,7 @@ __all__ = [
     "DEFAULT_WAIT",
     "REQUESTER",
     "RETRIES",
+    "Redirected",
     "RequestRefused",
     "SignoffClientError",
     "SignoffUnavailable",
@@ -103,6 +107,24 @@ class StillPending(SignoffClientError):
         )
         self.approval_id = approval_id
         self.idempotency_key = idempotency_key
+
+
+class Redirected(SignoffClientError):
+    """signoff's address answered with a redirect. signoff's API never redirects: a proxy or
+    another server is in the way, and following it would send the service's bearer token
+    there and take its answer for the decision. Nothing is followed; fix `url`.
+
+    Attributes: `status`, the 3xx; `location`, where it pointed (its `Location`, or "")."""
+
+    def __init__(self, url: str, status: int, location: str) -> None:
+        super().__init__(
+            f"{url} answered {status}, a redirect to {location or '(no Location)'}; the client "
+            "follows no redirect, so that the bearer token is sent to signoff's address alone "
+            "and no other server's answer is taken for a decision: set url to signoff's own "
+            "address (the one `signoff run` serves)"
+        )
+        self.status = status
+        self.location = location
 
 
 class SignoffUnavailable(SignoffClientError):
@@ -242,6 +264,17 @@ def _unavailable(url: str, error: object) -> SignoffUnavailable:
 # ---- synchronous --------------------------------------------------------------------------
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is not followed: it reaches `_send` as the 3xx `HTTPError` it is."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+"""urllib's opener, without following redirects (urllib's own would, with the token)."""
+
+
 def _send(
     call: _Call, url: str, body: bytes | None, headers: dict[str, str], timeout: float
 ) -> dict[str, Any]:
@@ -255,10 +288,12 @@ def _send(
             url, data=body, headers=headers, method="POST" if body is not None else "GET"
         )
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
+            with _OPENER.open(request, timeout=timeout) as response:
                 return call.read(response.status, response.read().decode("utf-8", "replace"))
         except urllib.error.HTTPError as e:
             text = e.read().decode("utf-8", "replace")
+            if 300 <= e.code < 400:
+                raise Redirected(url, e.code, e.headers.get("Location", "")) from None
             if e.code not in _RETRY_STATUSES:
                 return call.read(e.code, text)
             last = f"HTTP {e.code}"
@@ -295,6 +330,7 @@ def request_approval(
     Raises:
         RequestRefused: The request itself was refused; nothing was recorded.
         StillPending: Nobody decided within `wait`.
+        Redirected: signoff's address answered with a redirect, which is not followed.
         SignoffUnavailable: signoff could not be reached through the retries.
     """
     call = _call(url, token, action, args, title, requester, wait, idempotency_key)
@@ -326,8 +362,11 @@ async def _asend(
                 data=body,
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout),
+                allow_redirects=False,
             ) as response:
                 text = await response.text()
+                if 300 <= response.status < 400:
+                    raise Redirected(url, response.status, response.headers.get("Location", ""))
                 if response.status not in _RETRY_STATUSES:
                     return call.read(response.status, text)
                 last = f"HTTP {response.status}"

@@ -44,13 +44,9 @@ __all__ = ["SANDBOX_DB", "DemoBusy", "DemoLock", "main", "run_sandbox"]
 SANDBOX_DB = "signoff-sandbox.db"
 """The demo's database, in the current directory, emptied at each start (unless another demo
 holds it: see `DemoLock`)."""
-BOT_TOKEN = "xoxb-sandbox-demo"
-APP_TOKEN = "xapp-1-sandbox-demo"
-"""The bot's app-level token in Socket Mode (the sandbox accepts any `xapp-` token)."""
 AGENT_SERVICE = "demo-agent"
 """The demo policy's service (`[services.demo-agent]`): its token is made up at each start and
 printed, for the README's "From any agent" examples."""
-"""The bot's token for the sandbox (which accepts any `xoxb-` token)."""
 STARTUP_TIMEOUT = 60.0
 """Seconds the bot has to answer `/healthz`."""
 
@@ -64,8 +60,11 @@ def main(
     bot_port: int = 0,
     policy: Path | None = None,
     socket_mode: bool = False,
+    bot_token: str | None = None,
 ) -> int:
-    """`signoff demo`: the sandbox and the bot until Ctrl-C; or the terminal walk-through."""
+    """`signoff demo`: the sandbox and the bot until Ctrl-C; or the terminal walk-through.
+    `bot_token` runs the bot with that token instead of the one the sandbox issued: one it
+    did not issue is refused (`invalid_auth`) as Slack refuses it, to rehearse a bad token."""
     if walkthrough:
         return walk()
     try:
@@ -77,6 +76,7 @@ def main(
                 bot_port=bot_port,
                 policy=policy,
                 socket_mode=socket_mode,
+                bot_token=bot_token,
             )
         )
     except KeyboardInterrupt:
@@ -135,7 +135,7 @@ def _free_port(host: str) -> int:
 
 
 def _bot_env(
-    slack_url: str,
+    slack: FakeSlack,
     db: Path,
     channel: str,
     secret: str,
@@ -144,16 +144,18 @@ def _bot_env(
     agent: tuple[str, str] | None = None,
     *,
     socket_mode: bool = False,
+    bot_token: str | None = None,
 ) -> dict[str, str]:
+    """The bot's environment: the tokens the sandbox issued (or `bot_token`), its URL, ..."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("SLACK_", "SIGNOFF_")) or k in MODEL_SETTINGS
     }  # the demo's own Slack and database; the model the caller chose
     env.update(
-        SLACK_BOT_TOKEN=BOT_TOKEN,
+        SLACK_BOT_TOKEN=bot_token or slack.bot_token,
         SLACK_SIGNING_SECRET=secret,
-        SIGNOFF_SLACK_API_URL=slack_url,
+        SIGNOFF_SLACK_API_URL=slack.url,
         SIGNOFF_DATABASE_URL=f"sqlite:///{db}",
         SIGNOFF_POLICY=str(policy),
         SIGNOFF_DEFAULT_CHANNEL=channel,
@@ -163,7 +165,7 @@ def _bot_env(
     if agent is not None:  # the variable the policy names, and the token made up for it
         env[agent[0]] = agent[1]
     if socket_mode:
-        env["SLACK_APP_TOKEN"] = APP_TOKEN
+        env["SLACK_APP_TOKEN"] = slack.app_token
     return env
 
 
@@ -242,6 +244,7 @@ async def run_sandbox(
     bot_port: int = 0,
     policy: Path | None = None,
     socket_mode: bool = False,
+    bot_token: str | None = None,
 ) -> int:
     """Serve the sandbox and run the bot against it until SIGINT or SIGTERM.
 
@@ -257,6 +260,9 @@ async def run_sandbox(
             the page offers the workflows it declares beside the bundled ones.
         socket_mode: Run the bot in Socket Mode: the page's actions reach it over the
             sandbox's WebSocket, not signed HTTP.
+        bot_token: The bot's token instead of the one the sandbox issued (`FakeSlack`
+            issues its own and takes no other): a wrong one stops the bot at start, as
+            Slack's `invalid_auth` does.
 
     Returns:
         The exit status: 0 when stopped by a signal, 1 when something could not start or the
@@ -308,6 +314,7 @@ async def run_sandbox(
             policy=policy,
             socket_mode=socket_mode,
             model=model,
+            bot_token=bot_token,
         )
     finally:
         lock.release()
@@ -334,6 +341,7 @@ async def _serve(
     policy: Path,
     socket_mode: bool = False,
     model: str = "",
+    bot_token: str | None = None,
 ) -> int:
     """Empty the database (its lock is held), start the bot, and serve until a signal.
     `model`: which model the support agent talks to, in words (`model_in_words`)."""
@@ -351,8 +359,8 @@ async def _serve(
     token_env, agent_token = _agent_token_env(policy), secrets.token_urlsafe(24)
     agent = (token_env, agent_token) if token_env else None
     env = _bot_env(
-        slack.url, db, APPROVALS_CHANNEL[0], secret, api_token, policy, agent,
-        socket_mode=socket_mode,
+        slack, db, APPROVALS_CHANNEL[0], secret, api_token, policy, agent,
+        socket_mode=socket_mode, bot_token=bot_token,
     )  # fmt: skip
     if socket_mode:  # what people do goes over the socket the bot opens at start
         slack.use_socket_mode()

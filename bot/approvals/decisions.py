@@ -32,6 +32,7 @@ from .errors import (
     UnknownApprovalError,
 )
 from .jobs import JobQueue
+from .limits import note_problem
 from .models import Approval, Decision, DecisionStatus, iso
 from .policy import (
     ActionPolicy,
@@ -476,6 +477,9 @@ class Decisions:
             raise stale(a, revision)
         if not approve and not note:
             raise InvalidEditError("a rejection needs a reason: pass a note", a.id)
+        too_long = note_problem(note)
+        if too_long is not None:
+            raise InvalidEditError(too_long, a.id)
         clean: dict[str, Any] = {}
         if approve and edits:
             if a.approvals_count:

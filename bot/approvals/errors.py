@@ -23,6 +23,8 @@ ApprovalError                  root
 ├── UnknownRunError            no run has this thread id
 ├── RunStateError              a run is not where a retry or a cancel can act (e.g. completed)
 ├── RunControlRefused          the user may not retry or cancel this run
+├── Unreachable                a request no one could be asked about (no channel, too few
+│                              people who may approve it)
 ├── GroupsUnavailable          group membership could not be looked up (e.g. Slack is down)
 └── StorageError               the database did not do what was asked; nothing was recorded
     └── DatabaseUnavailable    it cannot be reached, or the connection dropped (also a
@@ -66,6 +68,7 @@ __all__ = [
     "UnknownApprovalError",
     "UnknownRunError",
     "UnknownWorkflowError",
+    "Unreachable",
 ]
 
 
@@ -304,6 +307,12 @@ class MissingInputError(InvalidInputError):
         )
         self.missing = tuple(missing)
         self.inputs = tuple(inputs)
+
+
+class Unreachable(ApprovalError):
+    """A request no one could be asked about: no channel for its card, or fewer people who may
+    approve it than it needs (a misspelt group, the requester as the only approver). A 400:
+    the message says which and what to configure."""
 
 
 class GroupsUnavailable(ApprovalError):

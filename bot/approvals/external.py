@@ -56,10 +56,20 @@ from .errors import (
     IdempotencyConflict,
     InvalidInputError,
     UnknownApprovalError,
+    Unreachable,
 )
 from .jobs import Job, JobQueue, backoff, finish_in
+from .limits import value_problems
 from .models import ApprovalStatus, Decision, iso
-from .policy import Policy, ServicePolicy, check_service, private_hint, resolve_members
+from .policy import (
+    ActionPolicy,
+    Policy,
+    ServicePolicy,
+    check_service,
+    private_hint,
+    resolve_members,
+    unreachable,
+)
 
 if TYPE_CHECKING:
     from .audit import AuditLog
@@ -149,6 +159,12 @@ class ExternalApprovals:
         """Finds a card's link (Slack's chat.getPermalink), when the process can."""
         self.waiting = 0
         """How many reads are waiting for a decision right now (`/metrics`)."""
+        self.check_reach = False
+        """Whether a request is first checked to reach someone (`Unreachable`): set by the
+        process that posts the cards (`signoff run`), which sees Slack's groups and knows its
+        default channel; not by `signoff mcp`, which sees neither."""
+        self.default_channel: str | None = None
+        """Where cards go when the service's section names no channel (`check_reach`)."""
         self._links: dict[str, str] = {}
         self._closing = asyncio.Event()
         self._tokens: dict[str, str] = {}
@@ -261,6 +277,8 @@ class ExternalApprovals:
                 canonical_json(dict(args))
             except (TypeError, ValueError) as e:
                 problems["args"] = f"must be plain JSON values: {e}"
+        if isinstance(args, Mapping):
+            problems.update(value_problems(args, "args"))
         if isinstance(title, str) and "title" not in problems and isinstance(args, Mapping):
             problem = template_problem(title, args.keys())
             if problem is not None:
@@ -279,6 +297,9 @@ class ExternalApprovals:
                 sent,
             )
         asker = await self._requester(svc, requester)
+        unreached = await self._reach_problem(svc, rule, asker)
+        if unreached is not None:
+            raise await self._refused(Unreachable(unreached), service, action, sent)
         request = {
             "action": action,
             "args": dict(args),
@@ -353,6 +374,25 @@ class ExternalApprovals:
             return named
         allowed = await resolve_members(svc.may_act_for, self.runs.groups)
         return named if named in allowed else svc.name
+
+    async def _reach_problem(
+        self, svc: ServicePolicy, rule: ActionPolicy, requester: str
+    ) -> str | None:
+        """Why the request could reach no one (with `check_reach`), or None: no channel for
+        its card, or fewer people who may approve it than it needs, its groups resolved now.
+
+        Raises:
+            GroupsUnavailable: Slack could not say who is in a group.
+        """
+        if not self.check_reach:
+            return None
+        if not (svc.channel or self.default_channel):
+            return (
+                "no channel to post the card in, so no one would be asked: set channel (a "
+                f"channel id like C0123ABCD) in [services.{svc.name}] in the policy, or "
+                "SIGNOFF_DEFAULT_CHANNEL where signoff run runs; nothing was recorded"
+            )
+        return await unreachable(rule, requester, self.runs.groups)
 
     async def refuse_malformed(
         self, service: str, reason: str, *, body: bytes | None = None, code: str = "malformed"

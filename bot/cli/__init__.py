@@ -117,6 +117,7 @@ def _main(argv: list[str]) -> int:
             bot_port=args.bot_port,
             policy=args.policy,
             socket_mode=args.socket_mode,
+            bot_token=args.bot_token,
         )
     if getattr(args, "serve", False):
         from ..http import serve  # aiohttp, Bolt, the MCP SDK (see above)

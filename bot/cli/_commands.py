@@ -20,8 +20,10 @@ from ..approvals.external import WEBHOOK_ATTEMPTS
 from ..approvals.jobs import Undelivered, WebhookDelivery
 from ..approvals.models import Approval, iso
 from ..approvals.policy import parse_duration
+from ..approvals.policy.load import undefined_group
 from ..approvals.policy.schema import display
 from ..approvals.service import Signoff
+from ..config import Settings, SettingsError
 
 RESUME_WAIT = 15.0
 """Seconds `approve` / `reject` wait for the run to go on when another process took its resume."""
@@ -127,7 +129,36 @@ async def cmd_db_upgrade(db: Database, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _check_groups_with_slack(app: Signoff) -> None:
+    """Refuse a policy naming an `@group` that neither `[groups]` nor Slack defines, when
+    Slack can be asked (`SLACK_BOT_TOKEN` set): a typo's approval could be approved by no one.
+    Slack not answering is said on stderr, and does not stop the command.
+
+    Raises:
+        SettingsError: Slack lists no user group of a handle the policy names.
+    """
+    settings = Settings.from_env()
+    if not app.policy.external_groups or not settings.slack_bot_token:
+        return
+    from slack_sdk.web.async_client import AsyncWebClient  # `start` alone, with a token
+
+    from ..slack.app import SlackGroups
+
+    client = AsyncWebClient(token=settings.slack_bot_token, timeout=10)
+    if settings.slack_api_url:
+        client.base_url = settings.slack_api_url
+    try:
+        handles = await SlackGroups(client).handles()
+    except Exception as e:  # noqa: BLE001 - Slack's word is wanted, not required
+        print(f"signoff: could not ask Slack about the policy's groups ({e})", file=sys.stderr)
+        return
+    undefined = undefined_group(app.policy, handles)
+    if undefined is not None:
+        raise SettingsError(f"{undefined}; nothing was started")
+
+
 async def cmd_start(app: Signoff, args: argparse.Namespace) -> int:
+    await _check_groups_with_slack(app)
     report = await app.start(
         args.workflow,
         args.input,

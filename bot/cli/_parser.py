@@ -404,6 +404,12 @@ def _add_process_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
         help="run the bot in Socket Mode (an xapp- token; the page's actions reach it over a "
         "WebSocket, as with Slack's) instead of HTTP",
     )
+    s.add_argument(
+        "--bot-token",
+        metavar="TOKEN",
+        help="run the bot with this token instead of the one the sandbox issued, to rehearse a "
+        "bad one: the sandbox refuses a token it did not issue (invalid_auth), as Slack does",
+    )
     s.set_defaults(fn=None, demo=True)
 
     s = sub.add_parser(

@@ -10,12 +10,16 @@ or cannot be reached: nothing was recorded, the body says which and what to chec
 `Retry-After` when to ask again (`RETRY_AFTER`). A run whose start met that after its row was
 recorded is not failed for it: 202, `running`, and the worker goes on with it
 (`Runs._hand_over`).
+
+A body is read under `bot.http._limits` (1 MiB, strict JSON, nested at most 64 deep, numbers of
+at most 64 characters): one that is not is a 400 (413 when too large) saying what was wrong,
+and on the audit log (`api_refused` for a service, `start_refused` for a run).
 """
 
 from __future__ import annotations
 
 import hmac
-import json
+from typing import Any
 
 from aiohttp import web
 
@@ -24,7 +28,7 @@ from ..approvals.external import MAX_WAIT
 from ..approvals.service import Signoff
 from ..config import Settings
 from ..scheduler import JobRunner
-from ._limits import MAX_JSON_DEPTH, TOO_DEEP, nested_deeper
+from ._limits import BodyRefused, read_json
 from ._responses import error_response, json_error, problems_response
 from .openapi import document
 
@@ -47,36 +51,22 @@ def api_routes(signoff: Signoff, settings: Settings, runner: JobRunner) -> web.R
                 401, "missing or wrong bearer token (Authorization: Bearer $SIGNOFF_API_TOKEN)"
             )
         try:
-            body = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return json_error(
-                400, 'the body must be JSON: {"workflow": ..., "input": {...}, "requester": ...}'
-            )
-        except RecursionError:
-            return json_error(400, TOO_DEEP)
-        if nested_deeper(body, MAX_JSON_DEPTH):
-            return json_error(400, TOO_DEEP)
-        if (
-            not isinstance(body, dict)
-            or not isinstance(body.get("workflow"), str)
-            or not isinstance(body.get("input", {}), dict)
-        ):
-            return json_error(
-                400, 'expected {"workflow": str, "input": object, "requester": str, "channel": str}'
-            )
-        requester = body.get("requester")
-        if not isinstance(requester, str) or not requester:
-            return json_error(
-                400, '"requester" (who asks: a Slack user id or a service name) is required'
-            )
-        for key in ("channel", "thread_id"):
-            if body.get(key) is not None and not isinstance(body[key], str):
-                return json_error(400, f'"{key}" must be a string when given')
+            body = await read_json(request)
+        except BodyRefused as e:
+            await signoff.runs.refuse_at_door(e.message)
+            return json_error(e.status, f"{e.message}; {_RUN_SHAPE}")
+        problem = _run_problem(body)
+        if problem is not None:
+            await signoff.runs.refuse_at_door(problem, body)
+            return json_error(400, problem)
+        if not (body.get("channel") or settings.default_channel):
+            await signoff.runs.refuse_at_door(NO_RUN_CHANNEL, body, "unreachable")
+            return json_error(400, NO_RUN_CHANNEL)
         try:
             report = await signoff.start(
                 body["workflow"],
                 body.get("input") or {},
-                requester=requester,
+                requester=body["requester"],
                 channel=body.get("channel") or settings.default_channel,
                 thread_id=body.get("thread_id"),
                 check_starter=True,
@@ -104,7 +94,56 @@ def api_routes(signoff: Signoff, settings: Settings, runner: JobRunner) -> web.R
     return routes
 
 
+NO_RUN_CHANNEL = (
+    'no channel to post the run\'s cards in, so no one would be asked: send "channel" (a '
+    "channel id like C0123ABCD) in the request, or set SIGNOFF_DEFAULT_CHANNEL where signoff "
+    "run runs; nothing was recorded"
+)
+
+
+_RUN_SHAPE = (
+    'the body must be a JSON object: {"workflow": str, "input": object, "requester": str, '
+    '"channel"?: str, "thread_id"?: str}'
+)
+
+
+def _run_problem(body: Any) -> str | None:
+    """What makes `body` (parsed JSON) not a request to start a run, or None."""
+    if (
+        not isinstance(body, dict)
+        or not isinstance(body.get("workflow"), str)
+        or not isinstance(body.get("input", {}), dict)
+    ):
+        return _RUN_SHAPE.replace("the body must be", "expected")
+    requester = body.get("requester")
+    if not isinstance(requester, str) or not requester:
+        return '"requester" (who asks: a Slack user id or a service name) is required'
+    for key in ("channel", "thread_id"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            return f'"{key}" must be a string when given'
+    return None
+
+
 _REQUEST_KEYS = frozenset({"action", "args", "requester", "title", "dedupe_key", "callback_url"})
+_APPROVAL_SHAPE = (
+    'the body must be a JSON object: {"action": ..., "args": {...}, "requester": ..., '
+    '"title"?, "dedupe_key"?, "callback_url"?}'
+)
+
+
+def _approval_problem(body: Any) -> tuple[str | None, str]:
+    """What makes `body` (parsed JSON) not a request for an approval, or None; and the kind
+    of it, for the audit log's count of repeated refusals."""
+    if not isinstance(body, dict):
+        return _APPROVAL_SHAPE, "not_an_object"
+    if set(body) - _REQUEST_KEYS:
+        return (
+            f"unknown field(s) {', '.join(sorted(set(body) - _REQUEST_KEYS))}; the fields "
+            f"are {', '.join(sorted(_REQUEST_KEYS))}"
+        ), "unknown_fields"
+    if not isinstance(body.get("action"), str) or not body["action"]:
+        return '"action" (the policy\'s name of the action, a string) is required', "no_action"
+    return None, "malformed"
 
 
 def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRunner) -> None:
@@ -133,41 +172,23 @@ def _approval_routes(routes: web.RouteTableDef, signoff: Signoff, runner: JobRun
         service = await service_of(request)
         if isinstance(service, web.Response):
             return service
-        raw = await request.read()
         try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            body = None
-        problem = code = None
-        if not isinstance(body, dict):
-            code, problem = (
-                "not_an_object",
-                (
-                    'the body must be a JSON object: {"action": ..., "args": {...}, '
-                    '"requester": ..., "title"?, "dedupe_key"?, "callback_url"?}'
-                ),
-            )
-        elif set(body) - _REQUEST_KEYS:
-            code, problem = (
-                "unknown_fields",
-                (
-                    f"unknown field(s) {', '.join(sorted(set(body) - _REQUEST_KEYS))}; the fields "
-                    f"are {', '.join(sorted(_REQUEST_KEYS))}"
-                ),
-            )
-        elif not isinstance(body.get("action"), str) or not body["action"]:
-            code = "no_action"
-            problem = '"action" (the policy\'s name of the action, a string) is required'
+            body = await read_json(request)
+        except BodyRefused as e:
+            raw = await request.read() if e.status != 413 else None  # cached when read whole
+            await external.refuse_malformed(service, e.message, body=raw, code=e.code)
+            return json_error(e.status, f"{e.message}; {_APPROVAL_SHAPE}")
+        raw = await request.read()
+        problem, code = _approval_problem(body)
         if problem is not None:
-            await external.refuse_malformed(service, problem, body=raw, code=code or "malformed")
+            await external.refuse_malformed(service, problem, body=raw, code=code)
             return json_error(400, problem)
-        assert isinstance(body, dict)
         try:
             found = await external.request(
                 service=service,
                 action=body["action"],
                 args=body.get("args", {}),
-                requester=body.get("requester"),  # type: ignore[arg-type]  # checked inside
+                requester=body.get("requester"),  # checked inside
                 title=body.get("title"),
                 dedupe_key=body.get("dedupe_key"),
                 callback_url=body.get("callback_url"),

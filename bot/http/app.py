@@ -34,6 +34,7 @@ from .metrics import Metrics
 from .operations import operation_routes
 from .runtime import (
     build_runtime,
+    check_reach,
     check_tokens,
     keep_groups_fresh,
     release_held,
@@ -61,6 +62,9 @@ def build_web_app(
     `slack_health` (the sink's) degrades `/healthz` once Slack refuses the bot token,
     `socket_link` once the Socket Mode connection is gone past its grace."""
     app = web.Application(client_max_size=1024 * 1024)
+    # This process posts the cards: a service's request that could reach no one is refused
+    signoff.external.check_reach = True
+    signoff.external.default_channel = settings.default_channel
     if bolt_app is not None:
         app.add_routes(slack_routes(bolt_app, settings.slack_signing_secret, metrics))
     app.add_routes(operation_routes(signoff, metrics, slack_health, socket_link))
@@ -89,6 +93,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         signoff, client = build_runtime(settings, metrics=metrics, session=slack_session)
         opened.push_async_callback(signoff.db.aclose)
         socket_url = await check_tokens(client, settings.slack_app_token)
+        await check_reach(signoff, settings.default_channel)
         await signoff.db.upgrade()
         share_rate_limits(signoff, client)
         await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once

@@ -2,7 +2,9 @@
 
 The MCP SDK's streamable HTTP transport is an ASGI application; `signoff run` is aiohttp. Here
 each aiohttp request to `/mcp` is first authenticated (the bearer token of a `[services.NAME]`
-section: missing or wrong is a 401 and nothing reaches the MCP server), then handed to the
+section: missing or wrong is a 401 and nothing reaches the MCP server), its body checked
+against the API's limits (`bot.http._limits`: strict JSON, each key once, nested at most 64
+deep; else a JSON-RPC parse error, 400, on the audit log), then handed to the
 SDK's session manager as one ASGI call: the request's body in, the response's status, headers
 and body chunks (a server-sent event stream while a tool waits) written back as they come.
 
@@ -26,6 +28,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from multidict import CIMultiDict
 
 from ..mcp_server import build_mcp_server
+from ._limits import BodyRefused, read_json
 
 if TYPE_CHECKING:
     from ..approvals.service import Signoff
@@ -34,6 +37,8 @@ __all__ = ["PATH", "mount_mcp"]
 
 PATH = "/mcp"
 """Where `signoff run` serves MCP."""
+PARSE_ERROR = -32700
+"""JSON-RPC's code for a body that is not JSON (or, here, not within `bot.http._limits`)."""
 _SESSION_MANAGER = web.AppKey("mcp_session_manager", StreamableHTTPSessionManager)
 
 
@@ -79,7 +84,8 @@ def mount_mcp(app: web.Application, signoff: Signoff) -> None:
 
     async def handle(request: web.Request) -> web.StreamResponse:
         header = request.headers.get("Authorization", "")
-        if external.authenticate_header(header) is None:
+        service = external.authenticate_header(header)
+        if service is None:
             reason = "no bearer token" if not header else "a wrong bearer token"
             await external.refuse_unauthenticated(
                 reason, route=f"{request.method} {PATH}", source=request.remote
@@ -94,6 +100,20 @@ def mount_mcp(app: web.Application, signoff: Signoff) -> None:
                 status=401,
                 headers={"WWW-Authenticate": 'Bearer realm="signoff"'},
             )
+        if request.method == "POST":  # the SDK's parser takes duplicate keys and any depth
+            try:
+                await read_json(request)
+            except BodyRefused as e:
+                raw = await request.read() if e.status != 413 else None
+                await external.refuse_malformed(service, e.message, body=raw, code=e.code)
+                return web.json_response(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {"code": PARSE_ERROR, "message": f"Parse error: {e.message}"},
+                    },
+                    status=e.status,
+                )
         return await _asgi_call(request, manager)
 
     app.cleanup_ctx.append(run_manager)

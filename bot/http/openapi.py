@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._limits import MAX_BODY_BYTES, MAX_JSON_DEPTH, MAX_NUMBER_CHARS
+
 __all__ = ["document"]
 
 _STATUSES = ["pending", "approved", "rejected", "expired", "cancelled"]
@@ -73,7 +75,8 @@ _SCHEMAS: dict[str, Any] = {
             "args": {
                 "type": "object",
                 "description": "The action's arguments, checked against its schema "
-                "([actions.NAME.args]).",
+                "([actions.NAME.args]); each string at most 4,000 characters, all of them "
+                "at most 32 KiB as JSON (else 422, naming the field).",
             },
             "requester": {
                 "type": "string",
@@ -175,7 +178,11 @@ _SCHEMAS: dict[str, Any] = {
         "required": ["workflow", "requester"],
         "properties": {
             "workflow": {"type": "string"},
-            "input": {"type": "object"},
+            "input": {
+                "type": "object",
+                "description": "The workflow's inputs; each string at most 4,000 "
+                "characters, all of them at most 32 KiB as JSON.",
+            },
             "requester": {"type": "string"},
             "channel": {"type": "string"},
             "thread_id": {"type": "string"},
@@ -214,6 +221,15 @@ _503 = {
 }
 
 
+_BODY_LIMITS = (
+    f"UTF-8; each key once in an object; objects and arrays nested at most {MAX_JSON_DEPTH} "
+    f"deep; numbers finite and written with at most {MAX_NUMBER_CHARS} characters, no NaN or "
+    "Infinity; no lone surrogate escapes"
+)
+"""What every request body must be, beyond its size (`bot.http._limits`)."""
+_TOO_LARGE = _error(f"The body is larger than {MAX_BODY_BYTES:,} bytes (1 MiB).")
+
+
 def _approval_paths() -> dict[str, Any]:
     """The approvals API's paths: ask for an approval, list the pending ones, read one."""
     approval = _json(_ref("Approval"), "The approval.")
@@ -239,12 +255,18 @@ def _approval_paths() -> dict[str, Any]:
                 "responses": {
                     "202": _json(_ref("Approval"), "Asked; the card is on its way."),
                     "200": _json(_ref("Approval"), "This Idempotency-Key asked already."),
-                    "400": _error("The body is not a JSON object of the request's fields."),
+                    "400": _error(
+                        "The body is not a JSON object of the request's fields, or not strict "
+                        "JSON within the limits (" + _BODY_LIMITS + "); or the request could "
+                        "reach no one: no channel for its card, or fewer people who may "
+                        "approve it than it needs (`error` says which and what to configure)."
+                    ),
                     "401": _401,
                     "403": _error(
                         "The policy does not name the action, or the service may not ask "
                         "for it (deny by default)."
                     ),
+                    "413": _TOO_LARGE,
                     "422": _json(
                         _ref("Problems"),
                         "Arguments or fields that do not fit, named one by one; or an "
@@ -331,8 +353,14 @@ def _run_paths() -> dict[str, Any]:
                         "on in the background from where it stopped once the database "
                         "has room (`error` says so). Do not start it again.",
                     ),
-                    "400": _error("Malformed, or inputs the workflow refuses."),
+                    "400": _error(
+                        "Malformed (not a JSON object of the request's fields, or not strict "
+                        "JSON within the limits: " + _BODY_LIMITS + "), or inputs the "
+                        "workflow refuses; or no channel for the run's cards (neither "
+                        "`channel` nor SIGNOFF_DEFAULT_CHANNEL)."
+                    ),
                     "401": _error("Missing or wrong SIGNOFF_API_TOKEN."),
+                    "413": _TOO_LARGE,
                     "403": _error("The requester may not start the workflow."),
                     "404": _error("No such workflow, or the runs API is off."),
                     "503": _503,

@@ -1,7 +1,8 @@
 """The governance core wired to Slack for `signoff run` (`build_runtime`), and what start-up
-does with Slack before anything is served: check the tokens, release the messages held back
-while Slack refused the last one, keep the policy's user groups fresh, share the rate limits
-between replicas."""
+does with Slack before anything is served: check the tokens, check that every `@group` the
+policy names exists and every action can reach someone, release the messages held back while
+Slack refused the last one, keep the policy's user groups fresh, share the rate limits between
+replicas."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..approvals.policy import StaticGroups, load_policy
+from ..approvals.errors import GroupsUnavailable
+from ..approvals.policy import StaticGroups, load_policy, unreachable
+from ..approvals.policy.load import undefined_group
 from ..approvals.service import Signoff
 from ..config import Settings, SettingsError, build_signoff
 from ..slack.app import SlackGroups
@@ -25,6 +28,7 @@ from .metrics import Metrics
 __all__ = [
     "SLACK_START_WAIT",
     "build_runtime",
+    "check_reach",
     "check_tokens",
     "keep_groups_fresh",
     "release_held",
@@ -93,6 +97,41 @@ async def check_tokens(client: AsyncWebClient, app_token: str | None) -> str | N
         raise SettingsError(e.message) from e
     log.info("Slack accepts the bot token: bot %s in workspace %s", who.user_id, who.team)
     return who.socket_url
+
+
+async def check_reach(signoff: Signoff, default_channel: str | None) -> None:
+    """Before serving: refuse an `@group` that neither the policy's `[groups]` nor Slack
+    defines (a typo would approve nobody), and warn of each action that can reach no one
+    now (fewer people may approve it than it needs) and of a missing default channel.
+
+    Raises:
+        SettingsError: Slack lists no user group of a handle the policy names (one line,
+            naming the file, where and the handle).
+    """
+    policy = signoff.policy
+    slack_groups = getattr(signoff.sink, "group_ids", None)
+    if isinstance(slack_groups, SlackGroups) and policy.external_groups:
+        try:
+            handles: frozenset[str] | None = await slack_groups.handles()
+        except Exception as e:  # noqa: BLE001 - Slack's word is wanted, not required
+            log.warning("could not list Slack's user groups to check the policy's: %s", e)
+            handles = None
+        undefined = undefined_group(policy, handles) if handles is not None else None
+        if undefined is not None:
+            raise SettingsError(undefined)
+    for name, rule in policy.actions.items():
+        try:
+            problem = await unreachable(rule, None, signoff.groups)
+        except GroupsUnavailable as e:
+            log.warning("could not check who may approve %s: %s", name, e.message)
+            continue
+        if problem is not None:
+            log.warning("action %s can reach no one: %s", name, problem)
+    if default_channel is None:
+        log.warning(
+            "SIGNOFF_DEFAULT_CHANNEL is unset: a run or request that names no channel (nor its "
+            "service's [services.NAME] channel) is refused, as no card could be posted"
+        )
 
 
 async def release_held(signoff: Signoff) -> None:

@@ -3,7 +3,9 @@ own: its options and the workspace they describe.
 
 The process prints one line, `SANDBOX_SLACK_URL=http://127.0.0.1:PORT/api/`, once it is serving
 (the Web API base URL; the control API is at `http://127.0.0.1:PORT/_sandbox/`), then serves
-until SIGINT or SIGTERM (`bot.sandbox.slack_api.main`).
+until SIGINT or SIGTERM (`bot.sandbox.slack_api.main`). Before it, without `--token`, the bot
+token it issued (`SANDBOX_SLACK_BOT_TOKEN=xoxb-...`), and without `--app-token` the app-level
+one (`SANDBOX_SLACK_APP_TOKEN=xapp-...`): it takes no token it did not issue.
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ import os
 from bot.sandbox.limits import TRIGGER_ID_TTL
 from bot.sandbox.workspace import BOT_USER, User, UserGroup, Workspace
 
-__all__ = ["READY_PREFIX", "build_workspace", "parse_args"]
+__all__ = ["APP_TOKEN_PREFIX", "BOT_TOKEN_PREFIX", "READY_PREFIX", "build_workspace", "parse_args"]
 
 READY_PREFIX = "SANDBOX_SLACK_URL="
 """Start of the line printed once the fake is serving; the Web API base URL follows."""
+BOT_TOKEN_PREFIX = "SANDBOX_SLACK_BOT_TOKEN="
+"""Start of the line, before the URL's, giving the bot token it made up (without `--token`)."""
+APP_TOKEN_PREFIX = "SANDBOX_SLACK_APP_TOKEN="
+"""The same for the app-level token it made up (without `--app-token`)."""
 
 
 def _split(spec: str) -> list[tuple[str | None, str]]:
@@ -74,7 +80,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--usergroup", action="append", help="approvers=alice,bob (repeatable; default @approvers)"
     )
     p.add_argument(
-        "--token", action="append", help="accepted token (repeatable; default any xoxb-)"
+        "--token",
+        action="append",
+        help="a bot token it issued (repeatable; default: one made up, printed)",
     )
     p.add_argument(
         "--app-url", help="the app's request URL, e.g. http://127.0.0.1:3000/slack/events"
@@ -85,7 +93,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the app's signing secret (default: $SLACK_SIGNING_SECRET)",
     )
     p.add_argument(
-        "--app-token", action="append", help="accepted xapp- token (repeatable; default any xapp-)"
+        "--app-token",
+        action="append",
+        help="an xapp- token it issued (repeatable; default: one made up, printed)",
     )
     p.add_argument(
         "--socket-mode", action="store_true", help="send the user's actions over Socket Mode"

@@ -244,6 +244,14 @@ class SandboxClient:
         """Make `method`'s answers wait `seconds` (see `FakeSlack.delay`)."""
         await self._request("POST", "delay", {"method": method, "seconds": seconds})
 
+    async def issue_token(self, token: str | None = None, *, app_level: bool = False) -> str:
+        """The workspace issues `token` (or one made up), which it then takes: as installing
+        the app does (see `FakeSlack.issue_token`)."""
+        body: JSON = {"app_level": app_level}
+        if token is not None:
+            body["token"] = token
+        return str((await self._request("POST", "issue_token", body))["token"])
+
     async def revoke_token(self, token: str, error: str = "token_revoked") -> None:
         """Calls with `token` get `error` from now on (see `FakeSlack.revoke_token`)."""
         await self._request("POST", "revoke", {"token": token, "error": error})

@@ -14,6 +14,7 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 | `POST /_sandbox/reset` | initial workspace; calls, faults, triggers, response_urls forgotten |
 | `POST /_sandbox/app` | `{"url", "signing_secret"}`: where the app listens; `{"transport": "socket"}`: over Socket Mode |
 | `POST /_sandbox/delay` | `{"method", "seconds"}`: the method's answers wait that long (0: no wait) |
+| `POST /_sandbox/issue_token` | `{"token"?, "app_level"?}`: the workspace issues it (or one made up), as an install does → `{"token"}` |
 | `POST /_sandbox/revoke` | `{"token", "error"?}`: calls with it get `token_revoked` (or `error`) from now on |
 | `POST /_sandbox/rate_limits` | `{"enabled"}`: answer 429 past Slack's rate limits, or stop |
 | `POST /_sandbox/socket/disconnect` | `{"reason"?}`: Socket Mode `disconnect` (`refresh_requested`) → `{"told"}` |
@@ -215,6 +216,17 @@ def _setup_routes(r: web.UrlDispatcher, slack: SlackState) -> None:
         slack.delay(str(body["method"]), float(body["seconds"]))
         return web.json_response({"ok": True})
 
+    async def issue_token(request: web.Request) -> web.Response:
+        body = await _body(request)
+        given = body.get("token")
+        try:
+            token = slack.issue_token(
+                str(given) if given is not None else None, app_level=bool(body.get("app_level"))
+            )
+        except ValueError as e:
+            return web.json_response({"ok": False, "error": str(e)}, status=400)
+        return web.json_response({"ok": True, "token": token})
+
     async def revoke(request: web.Request) -> web.Response:
         body = await _body(request)
         slack.revoke_token(str(body["token"]), str(body.get("error") or "token_revoked"))
@@ -259,6 +271,7 @@ def _setup_routes(r: web.UrlDispatcher, slack: SlackState) -> None:
     r.add_post("/_sandbox/reset", reset)
     r.add_post("/_sandbox/app", connect)
     r.add_post("/_sandbox/delay", delay)
+    r.add_post("/_sandbox/issue_token", issue_token)
     r.add_post("/_sandbox/revoke", revoke)
     r.add_post("/_sandbox/rate_limits", rate_limits)
     r.add_post("/_sandbox/socket/disconnect", disconnect)

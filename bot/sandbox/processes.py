@@ -47,9 +47,9 @@ SIGNING_SECRET = "e2e-signing-secret"
 API_TOKEN = "e2e-api-token"
 """The bearer token of the bot's `POST /api/runs` unless told otherwise."""
 BOT_TOKEN = "xoxb-e2e"
-"""The bot's Web API token (the fake accepts any `xoxb-` token)."""
+"""The bot's Web API token, which `FakeSlackProcess` issues (it takes no other)."""
 APP_TOKEN = "xapp-1-e2e"
-"""The app-level token of a bot in Socket Mode (the fake accepts any `xapp-` token)."""
+"""The app-level token of a bot in Socket Mode, which `FakeSlackProcess` issues."""
 SOCKET_MODE = "socket-mode"
 """`FakeSlackProcess.app_url` while the fake sends over Socket Mode."""
 CHANNEL = "C0APPROVALS"
@@ -96,11 +96,24 @@ class FakeSlackProcess:
             message holds its output).
     """
 
-    def __init__(self, directory: Path, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        timeout: float = 30.0,
+        *,
+        tokens: tuple[str, ...] = (),
+        app_tokens: tuple[str, ...] = (),
+    ) -> None:
+        """`tokens`, `app_tokens`: more tokens the workspace issued, beside `BOT_TOKEN` and
+        `APP_TOKEN` (it takes no other)."""
         self.log = directory / "fake-slack.log"
+        issued = [f"--token={t}" for t in tokens] + [f"--app-token={t}" for t in app_tokens]
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-u", "-m", "bot.sandbox.slack_api", "--port", "0"],
+                [
+                    sys.executable, "-u", "-m", "bot.sandbox.slack_api", "--port", "0",
+                    "--token", BOT_TOKEN, "--app-token", APP_TOKEN, *issued,
+                ],
                 stdout=out, stderr=subprocess.STDOUT, env=_this_code({**os.environ}),
             )  # fmt: skip
         deadline = time.monotonic() + timeout

@@ -6,7 +6,8 @@ header or the body, `{"ok": false, "error": ...}` refusals with Slack's codes. B
 `Workspace` (channels, messages, threads, edits, ephemeral messages, modals, Home tabs, users,
 user groups) that tests inspect. Every call is recorded; `fail_next()` makes the next calls of a
 method answer 429 (with Retry-After), 5xx or a Slack error first; `delay()` slows a method's
-answers; `revoke_token()` kills a token; `rate_limits=True` answers 429 past Slack's tiers.
+answers; it takes only the tokens it issued (`bot_token`, `issue_token()`), as Slack does, and
+`revoke_token()` kills one; `rate_limits=True` answers 429 past Slack's tiers.
 
 Socket Mode: an `xapp-` token's `apps.connections.open` gets a WebSocket URL the fake serves
 (`socket_mode.py`); with `socket_mode=True` the user's actions go to the app over it.
@@ -38,7 +39,13 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.sandbox._cli import READY_PREFIX, build_workspace, parse_args
+from bot.sandbox._cli import (
+    APP_TOKEN_PREFIX,
+    BOT_TOKEN_PREFIX,
+    READY_PREFIX,
+    build_workspace,
+    parse_args,
+)
 from bot.sandbox.control import add_control_routes
 from bot.sandbox.state import Call, Fault, SlackState
 from bot.sandbox.workspace import JSON
@@ -55,11 +62,13 @@ class FakeSlack(SlackState):
         workspace: The initial workspace (`reset()` keeps its people, groups and channels and
             drops the conversations), or a factory for it (called again on `reset()`);
             `Workspace.demo` by default.
-        tokens: Tokens accepted; any `xoxb-`/`xoxp-` token when None. A call with no token
-            gets `not_authed`, one with a token not accepted `invalid_auth`.
-        app_tokens: App-level tokens accepted by `apps.connections.open`; any `xapp-` token
-            when None. Other methods refuse them (`not_allowed_token_type`), as it refuses bot
-            tokens.
+        tokens: The bot tokens the workspace issued (the app's install); when None, it issues
+            one of its own (`bot_token`). As Slack, it takes no other: a call with no token
+            gets `not_authed`, one with a token it did not issue `invalid_auth`
+            (`issue_token()` issues more).
+        app_tokens: The app-level tokens it issued, for `apps.connections.open`; when None,
+            one of its own (`app_token`). Other methods refuse them
+            (`not_allowed_token_type`), as it refuses bot tokens.
         app_url: The app's request URL (`.../slack/events`), for `click()` and friends.
         signing_secret: The app's signing secret, to sign what is sent to `app_url`.
         socket_mode: Send the user's actions over the app's Socket Mode connection instead.
@@ -190,6 +199,10 @@ async def _serve(args: argparse.Namespace) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await slack.start(args.host, args.port)
+    if not args.token:
+        print(f"{BOT_TOKEN_PREFIX}{slack.bot_token}", flush=True)
+    if not args.app_token:
+        print(f"{APP_TOKEN_PREFIX}{slack.app_token}", flush=True)
     print(f"{READY_PREFIX}{slack.url}", flush=True)
     try:
         await stop.wait()

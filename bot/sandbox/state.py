@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,8 +106,14 @@ class SlackState:
             self._make_workspace = workspace or Workspace.demo
             self.workspace = self._make_workspace()
         """The current workspace; inspect it freely from tests in the same process."""
-        self.tokens = tokens
-        self.app_tokens = app_tokens
+        self.tokens: set[str] = set()
+        """The bot (and user) tokens this workspace issued: the only ones it takes."""
+        self.app_tokens: set[str] = set()
+        """The app-level (`xapp-`) tokens it issued, for `apps.connections.open`."""
+        self.bot_token = self._issue_all(tokens, app_level=False)
+        """The bot token it issued at start (the first of `tokens`, or one made up)."""
+        self.app_token = self._issue_all(app_tokens, app_level=True)
+        """The app-level token it issued at start (the first of `app_tokens`, or made up)."""
         self.revoked: dict[str, str] = {}
         """Tokens killed at run time, with the error they now get (`revoke_token()`)."""
         self.latency: dict[str, float] = {}
@@ -209,6 +216,31 @@ class SlackState:
         if seconds < 0:
             raise ValueError(f"delay: seconds must be at least 0, got {seconds}")
         self.latency[method] = seconds
+
+    def issue_token(self, token: str | None = None, *, app_level: bool = False) -> str:
+        """Issue a token, as installing the app (or generating an app-level token) does; the
+        stand-in takes no other. Returns it: `token`, or one made up in Slack's shape.
+
+        Raises:
+            ValueError: `token` does not start as its kind does (`xoxb-`/`xoxp-`, or `xapp-`).
+        """
+        prefixes = ("xapp-",) if app_level else ("xoxb-", "xoxp-")
+        if token is None:
+            token = f"{prefixes[0]}{'1-' if app_level else ''}sandbox-{secrets.token_hex(12)}"
+        if not token.startswith(prefixes):
+            raise ValueError(
+                f"issue_token: {'an app-level' if app_level else 'a bot'} token starts with "
+                f"{' or '.join(prefixes)}, got {token[:12]!r}"
+            )
+        (self.app_tokens if app_level else self.tokens).add(token)
+        return token
+
+    def _issue_all(self, tokens: set[str] | None, *, app_level: bool) -> str:
+        """Issue `tokens` (one made up when None); the first of them, or "" when none."""
+        issued = [self.issue_token(t, app_level=app_level) for t in sorted(tokens or ())]
+        if tokens is None:
+            issued.append(self.issue_token(app_level=app_level))
+        return issued[0] if issued else ""
 
     def revoke_token(self, token: str, error: str = "token_revoked") -> None:
         """From now on, calls with `token` get `error`.
@@ -317,19 +349,15 @@ class SlackState:
             return 200, {}, failure.to_response()
 
     def _check_token(self, token: str | None, *, app_level: bool = False) -> None:
-        """Slack's refusals: `not_authed` (none), `invalid_auth` (unknown), the revoked
-        token's error, `not_allowed_token_type` (an app token where a bot token goes, or the
-        other way round)."""
+        """Slack's refusals: `not_authed` (none), `invalid_auth` (a token this workspace did
+        not issue), the revoked token's error, `not_allowed_token_type` (an app token where a
+        bot token goes, or the other way round)."""
         if not token:
             raise SlackApiFailure("not_authed")
         if token in self.revoked:
             raise SlackApiFailure(self.revoked[token])
         is_app_token = token.startswith("xapp-")
-        accepted = self.app_tokens if is_app_token else self.tokens
-        if accepted is not None:
-            if token not in accepted:
-                raise SlackApiFailure("invalid_auth")
-        elif not token.startswith(("xapp-", "xoxb-", "xoxp-")):
+        if token not in (self.app_tokens if is_app_token else self.tokens):
             raise SlackApiFailure("invalid_auth")
         if is_app_token != app_level:
             raise SlackApiFailure("not_allowed_token_type")

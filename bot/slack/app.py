@@ -82,6 +82,17 @@ class SlackGroups:
             self._ids = (now, {g["handle"]: g["id"] for g in groups})
         return self._ids[1].get(handle)
 
+    async def handles(self) -> frozenset[str]:
+        """The handles of the workspace's user groups, as Slack lists them now.
+
+        Raises:
+            SlackApiError, RetryLater, aiohttp.ClientError, TimeoutError: Slack could not say.
+        """
+        self._ids = None
+        await self._group_id("")
+        assert self._ids is not None
+        return frozenset(self._ids[1])
+
     async def group_id(self, handle: str) -> str | None:
         """The id of the user group `@handle` (for a `<!subteam^ID>` mention), or None when
         there is none or Slack cannot say now (the caller writes the handle as text)."""

@@ -128,14 +128,26 @@ async def crowded_api(db_url: str, tmp_path: Path) -> AsyncIterator[Api]:
         yield found
 
 
-async def serve_api(kit: Kit) -> AsyncIterator[Api]:
-    """The bot's aiohttp application on `kit`'s database, with the API's policy and tokens."""
+CHANNEL = "C0APPROVALS"
+"""`SIGNOFF_DEFAULT_CHANNEL` of `serve_api`'s bot: where the cards go."""
+
+
+async def serve_api(
+    kit: Kit, *, policy: str = API_POLICY, default_channel: str | None = CHANNEL
+) -> AsyncIterator[Api]:
+    """The bot's aiohttp application on `kit`'s database, with the API's policy (or `policy`)
+    and tokens, and `default_channel` as its `SIGNOFF_DEFAULT_CHANNEL`."""
     db_url = kit.db_url
-    kit.policy_path.write_text(API_POLICY, encoding="utf-8")
+    kit.policy_path.write_text(policy, encoding="utf-8")
     kit.app = kit.new_app(sink=kit.sink, share_db=True)
     kit.app.external.load_tokens(TOKENS)
     await kit.db.upgrade()
-    settings = Settings(database_url=db_url, policy_path=kit.policy_path, api_token="runs-token")
+    settings = Settings(
+        database_url=db_url,
+        policy_path=kit.policy_path,
+        api_token="runs-token",
+        default_channel=default_channel,
+    )
     kicks: list[None] = []
 
     class Runner:

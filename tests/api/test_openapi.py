@@ -5,6 +5,7 @@ real webhook body."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,8 @@ async def test_real_answers_of_every_documented_status_fit_their_schemas(
     asked = await answer(coll, "post", coll, json=good, headers={"Idempotency-Key": "o"})
     await answer(coll, "post", coll, json=good, headers={"Idempotency-Key": "o"})
     await answer(coll, "post", coll, data="nope")
+    too_large = io.BytesIO(b"[" + b" " * (1024 * 1024) + b"]")
+    await answer(coll, "post", coll, data=too_large)
     await answer(coll, "post", coll, json=good, token="wrong")
     await answer(coll, "post", coll, json={**good, "action": "wire_money"})
     await answer(coll, "post", coll, json={**good, "args": {"amount": "x"}})
@@ -107,6 +110,8 @@ async def test_real_answers_of_every_documented_status_fit_their_schemas(
     start = {"workflow": "refund", "input": REFUND, "requester": "U_CAROL"}
     await answer(runs, "post", runs, json=start, token="runs-token")
     await answer(runs, "post", runs, json={"workflow": 3}, token="runs-token")
+    too_large = io.BytesIO(b"[" + b" " * (1024 * 1024) + b"]")
+    await answer(runs, "post", runs, data=too_large, token="runs-token")
     await answer(runs, "post", runs, json=start, token="wrong")
     await answer(runs, "post", runs, json={**start, "requester": "U_NOBODY"}, token="runs-token")
     await answer(runs, "post", runs, json={**start, "workflow": "nope"}, token="runs-token")

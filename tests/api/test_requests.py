@@ -254,7 +254,12 @@ async def test_a_run_asked_for_while_every_connection_is_in_use_is_a_503_to_retr
     kit._dbs.append(kit.db)
     kit.app = kit.new_app(sink=kit.sink, share_db=True)
     await kit.db.upgrade()
-    settings = Settings(database_url=pg_url, policy_path=kit.policy_path, api_token="runs-token")
+    settings = Settings(
+        database_url=pg_url,
+        policy_path=kit.policy_path,
+        api_token="runs-token",
+        default_channel="C0APPROVALS",
+    )
 
     class Runner:
         def kick(self) -> None:

@@ -120,7 +120,12 @@ async def test_a_start_from_text_is_parsed_by_the_schema_in_ascii_digits_only(ki
 async def test_the_http_api_refuses_a_start_with_what_is_wrong_per_field(
     kit: Kit, tmp_path: Path
 ) -> None:
-    settings = Settings(database_url=kit.db_url, policy_path=str(kit.policy_path), api_token="tok")
+    settings = Settings(
+        database_url=kit.db_url,
+        policy_path=str(kit.policy_path),
+        api_token="tok",
+        default_channel="C0APPROVALS",
+    )
 
     class Runner:
         def kick(self) -> None:

@@ -146,10 +146,13 @@ async def test_a_person_writes_a_message_and_closes_a_modal(
 async def test_usergroups_list_names_the_policy_groups(
     served: tuple[FakeSlack, DemoPage, str],
 ) -> None:
-    _, _, url = served
+    slack, _, url = served
+    token = slack.bot_token
     async with (
         ClientSession() as http,
-        http.post(url + "/api/usergroups.list", headers={"Authorization": "Bearer xoxb-t"}) as res,
+        http.post(
+            url + "/api/usergroups.list", headers={"Authorization": f"Bearer {token}"}
+        ) as res,
     ):
         body = await res.json()
     assert body["ok"] and {g["handle"]: g["id"] for g in body["usergroups"]} == {

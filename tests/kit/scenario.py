@@ -54,6 +54,9 @@ expire_after = "24h"
 SETTLE_TIMEOUT = 10.0
 """Seconds the background work of a test may take once it is over (a Home refresh)."""
 
+BOT_TOKEN = "xoxb-scenario"
+"""The bot token the scenario's workspace issued (it takes no other)."""
+
 
 @dataclass
 class Scenario:
@@ -137,11 +140,11 @@ async def running_scenario(
     unsigned, as `signoff run` serves it then). `Scenario.send` (hand-made signed requests)
     is HTTP's alone. `default_channel`: `SIGNOFF_DEFAULT_CHANNEL` (None: unset).
     `slack_timeout`: `SIGNOFF_SLACK_TIMEOUT`."""
-    async with FakeSlack.running() as slack:
+    async with FakeSlack.running(tokens={BOT_TOKEN}, app_tokens={APP_TOKEN}) as slack:
         settings = Settings(
             database_url=sqlite_url(directory),
             policy_path=write_policy(directory, policy),
-            slack_bot_token="xoxb-scenario",
+            slack_bot_token=BOT_TOKEN,
             slack_signing_secret=SIGNING_SECRET,
             slack_api_url=slack.url,
             default_channel=default_channel,

@@ -205,7 +205,7 @@ async def test_click_on_a_missing_button_names_what_is_there(slack: FakeSlack, b
 
 
 async def test_without_an_app_the_error_says_how_to_connect() -> None:
-    async with FakeSlack.running() as slack:
+    async with FakeSlack.running(tokens={TOKEN}) as slack:
         with pytest.raises(RuntimeError, match="connect_app"):
             await slack.open_home("alice")
         async with SandboxClient(slack.url) as client:

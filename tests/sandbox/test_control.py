@@ -26,7 +26,7 @@ TOKEN = "xoxb-sandbox-test"
 
 @pytest.fixture
 async def remote() -> AsyncIterator[SandboxClient]:
-    async with start_fake_slack() as fake:
+    async with start_fake_slack("--token", TOKEN) as fake:
         yield fake
 
 
@@ -131,7 +131,9 @@ async def echo_app() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
 
 async def test_acting_as_a_user_over_http(echo_app: tuple[str, list[dict[str, Any]]]) -> None:
     url, got = echo_app
-    async with start_fake_slack("--users", "erin,U0FRANK=frank", "--channels", "ops") as remote:
+    async with start_fake_slack(
+        "--token", TOKEN, "--users", "erin,U0FRANK=frank", "--channels", "ops"
+    ) as remote:
         await remote.connect_app(url, "secret")
         answer = await remote.command("erin", "ops", "status")
 
@@ -155,7 +157,7 @@ async def test_a_command_sent_with_a_trigger_id_carries_it_so_it_can_be_sent_twi
     echo_app: tuple[str, list[dict[str, Any]]],
 ) -> None:
     url, got = echo_app
-    async with start_fake_slack("--users", "erin", "--channels", "ops") as remote:
+    async with start_fake_slack("--token", TOKEN, "--users", "erin", "--channels", "ops") as remote:
         await remote.connect_app(url, "secret")
         trigger = await remote.trigger_id("erin")
         for _ in range(2):

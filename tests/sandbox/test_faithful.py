@@ -71,6 +71,8 @@ async def test_a_token_revoked_at_run_time(slack: FakeSlack, error: str) -> None
     assert (await client(slack).auth_test())["ok"]
     slack.revoke_token(TOKEN, error)
     assert await error_of(client(slack).auth_test()) == error
+    assert await error_of(client(slack, "xoxb-another").auth_test()) == "invalid_auth"
+    slack.issue_token("xoxb-another")  # installed again: a new token, taken
     assert (await client(slack, "xoxb-another").auth_test())["ok"]
 
 
@@ -111,7 +113,7 @@ async def test_rate_limits_are_off_by_default(slack: FakeSlack) -> None:
 
 
 async def test_post_message_is_paced_per_channel() -> None:
-    async with FakeSlack.running(rate_limits=True) as slack:
+    async with FakeSlack.running(tokens={TOKEN}, rate_limits=True) as slack:
         c = client(slack)
         for _ in range(limits.POST_MESSAGE_BURST):
             await c.chat_postMessage(channel="C0APPROVALS", text="x")
@@ -124,7 +126,7 @@ async def test_post_message_is_paced_per_channel() -> None:
 
 
 async def test_tiers_limit_per_method_per_minute() -> None:
-    async with FakeSlack.running(rate_limits=True) as slack:
+    async with FakeSlack.running(tokens={TOKEN}, rate_limits=True) as slack:
         c = client(slack)
         for _ in range(limits.TIER_2):
             await c.usergroups_list()
@@ -133,7 +135,7 @@ async def test_tiers_limit_per_method_per_minute() -> None:
 
 
 async def test_slack_sdk_retry_handler_honours_retry_after() -> None:
-    async with FakeSlack.running(rate_limits=True) as slack:
+    async with FakeSlack.running(tokens={TOKEN}, rate_limits=True) as slack:
         c = AsyncWebClient(
             token=TOKEN,
             base_url=slack.url,

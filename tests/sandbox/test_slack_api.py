@@ -351,7 +351,7 @@ async def test_views_open_needs_a_fresh_trigger_and_a_short_title(slack: FakeSla
 
 async def test_trigger_ids_expire() -> None:
     now = [1000.0]
-    async with FakeSlack.running(clock=lambda: now[0]) as slack:
+    async with FakeSlack.running(tokens={TOKEN}, clock=lambda: now[0]) as slack:
         trigger = slack.triggers.issue("U0ALICE")
         now[0] += limits.TRIGGER_ID_TTL + 0.1
         body = await error_of(aclient(slack).views_open(trigger_id=trigger, view=modal("Late")))
@@ -493,7 +493,7 @@ async def test_reset_of_a_given_workspace_keeps_its_people_and_drops_conversatio
     from bot.sandbox import User, UserGroup, Workspace
 
     ws = Workspace([User("U1", "ann")], [("C1", "ops")], [UserGroup("S1", "leads", ["U1"])])
-    async with FakeSlack.running(workspace=ws) as slack:
+    async with FakeSlack.running(tokens={TOKEN}, workspace=ws) as slack:
         client = aclient(slack)
         await client.chat_postMessage(channel="ops", text="x")
         await client.chat_postMessage(channel="U1", text="dm")  # opens a DM channel
@@ -515,7 +515,7 @@ async def test_lengths_count_utf16_code_units(slack: FakeSlack) -> None:
 async def test_served_by_someone_else_it_learns_its_url() -> None:
     from aiohttp import web
 
-    fake = FakeSlack()
+    fake = FakeSlack(tokens={TOKEN})
     runner = web.AppRunner(fake.app)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()

@@ -62,7 +62,7 @@ def build_app(slack: FakeSlack) -> AsyncApp:
 @asynccontextmanager
 async def bolt_app(transport: str) -> AsyncIterator[FakeSlack]:
     """The fake, with a Bolt app it reaches over `transport` (`http` or `socket`)."""
-    async with FakeSlack.running() as slack:
+    async with FakeSlack.running(tokens={TOKEN}, app_tokens={APP_TOKEN}) as slack:
         app = build_app(slack)
         if transport == "http":
             runner = web.AppRunner(app.web_app(path="/slack/events"), access_log=None)
@@ -127,7 +127,7 @@ async def test_a_click_acknowledged_after_three_seconds_is_reported_failed(bolt:
 
 
 async def test_connections_open_takes_only_app_tokens() -> None:
-    async with FakeSlack.running(app_tokens={APP_TOKEN}) as slack:
+    async with FakeSlack.running(tokens={TOKEN}, app_tokens={APP_TOKEN}) as slack:
         client = AsyncWebClient(base_url=slack.url)
         opened = await client.apps_connections_open(app_token=APP_TOKEN)
         assert opened["url"].startswith(f"ws://{slack.base_url.removeprefix('http://')}link/")
@@ -176,7 +176,9 @@ async def test_a_used_ticket_is_refused(slack: FakeSlack) -> None:
 
 
 async def test_an_unacknowledged_event_is_sent_again_with_its_retry_number() -> None:
-    async with FakeSlack.running(socket_mode=True, event_retry_delays=(0.0, 0.0)) as slack:
+    async with FakeSlack.running(
+        tokens={TOKEN}, app_tokens={APP_TOKEN}, socket_mode=True, event_retry_delays=(0.0, 0.0)
+    ) as slack:
         assert isinstance(slack.driver.transport, SocketTransport)
         slack.driver.transport.ack_wait = 0.3
         client = AsyncWebClient(base_url=slack.url)

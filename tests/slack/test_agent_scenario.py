@@ -103,7 +103,7 @@ async def test_the_agent_s_turn_is_one_card_its_calls_decided_apart_and_resumed_
     settings = Settings(
         database_url=sqlite_url(tmp_path),
         policy_path=tmp_path / "policy.toml",
-        slack_bot_token="xoxb-scenario",
+        slack_bot_token=bot.slack.bot_token,
         slack_signing_secret=SIGNING_SECRET,
         slack_api_url=bot.slack.url,
         default_channel=CHANNEL,

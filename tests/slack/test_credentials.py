@@ -19,7 +19,15 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.sandbox.client import SandboxClient
-from bot.sandbox.processes import CHANNEL, SIGNING_SECRET, free_port, sqlite_url, write_policy
+from bot.sandbox.processes import (
+    APP_TOKEN,
+    BOT_TOKEN,
+    CHANNEL,
+    SIGNING_SECRET,
+    free_port,
+    sqlite_url,
+    write_policy,
+)
 from bot.slack.credentials import (
     CredentialsRefused,
     SlackUnreachable,
@@ -98,7 +106,7 @@ async def test_signoff_run_with_a_revoked_app_token_exits_before_socket_mode_sta
     app_token = "xapp-1-revoked-at-start"
     async with SandboxClient(fake_slack.url) as slack:
         await slack.revoke_token(app_token, "token_revoked")
-        done = run_bot(tmp_path, fake_slack.url, "xoxb-fine", app_token)
+        done = run_bot(tmp_path, fake_slack.url, BOT_TOKEN, app_token)
 
     assert done.returncode == 1, done.stdout + done.stderr
     assert (
@@ -111,13 +119,13 @@ async def test_signoff_run_with_a_revoked_app_token_exits_before_socket_mode_sta
     assert "signoff running" not in done.stdout
 
 
-@pytest.mark.parametrize("app_token", [None, "xapp-1-fine"], ids=["http", "socket-mode"])
+@pytest.mark.parametrize("app_token", [None, APP_TOKEN], ids=["http", "socket-mode"])
 async def test_signoff_run_on_a_port_in_use_says_so_in_one_line_and_closes_what_it_opened(
     tmp_path: Path, fake_slack: FakeSlackProcess, app_token: str | None
 ) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:  # the demo, or a first `signoff run`
         port = taken.getsockname()[1]
-        done = run_bot(tmp_path, fake_slack.url, "xoxb-fine", app_token, port=port)
+        done = run_bot(tmp_path, fake_slack.url, BOT_TOKEN, app_token, port=port)
 
     assert done.returncode == 1, done.stdout + done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("signoff:")]
@@ -136,17 +144,17 @@ async def test_signoff_run_on_a_port_in_use_says_so_in_one_line_and_closes_what_
 async def test_the_check_says_who_the_bot_is_when_slack_accepts_both_tokens(
     fake_slack: FakeSlackProcess,
 ) -> None:
-    client = AsyncWebClient(token="xoxb-accepted", base_url=fake_slack.url)
-    who = await check_credentials(client, "xapp-1-accepted", wait=5.0)
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=fake_slack.url)
+    who = await check_credentials(client, APP_TOKEN, wait=5.0)
     assert who.user_id.startswith("U") and who.bot_id.startswith("B") and who.team
 
 
 async def test_a_bot_token_given_as_the_app_token_is_refused_as_the_wrong_kind(
     fake_slack: FakeSlackProcess,
 ) -> None:
-    client = AsyncWebClient(token="xoxb-accepted", base_url=fake_slack.url)
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=fake_slack.url)
     with pytest.raises(CredentialsRefused) as refused:
-        await check_credentials(client, "xoxb-pasted-into-the-app-token", wait=5.0)
+        await check_credentials(client, BOT_TOKEN, wait=5.0)  # the bot token, pasted
     assert refused.value.message.startswith(
         "Slack refused SLACK_APP_TOKEN: apps.connections.open answered not_allowed_token_type "
         "(it is the wrong kind of token for this setting)"
@@ -176,9 +184,7 @@ async def test_socket_mode_connects_with_the_url_its_check_was_given(tmp_path: P
         async with SandboxClient(fake.url) as slack:
             await slack.set_rate_limits(True)
             policy = write_policy(tmp_path, POLICY)
-            bot = BotProcess(
-                tmp_path, sqlite_url(tmp_path), fake.url, policy, app_token="xapp-1-once"
-            )
+            bot = BotProcess(tmp_path, sqlite_url(tmp_path), fake.url, policy, app_token=APP_TOKEN)
             await slack.use_socket_mode()
             answer = await slack.command("carol", CHANNEL, "help")
             opened = await slack.calls("apps.connections.open")

@@ -72,6 +72,9 @@ async def test_a_revoked_token_stops_every_call_and_a_restart_with_a_new_one_pos
     policy, db_url = write_policy(tmp_path, POLICY), sqlite_url(tmp_path)
     db = BotDatabase(db_url)
     token = f"xoxb-revoked-{secrets.token_hex(4)}"  # this test's own: the fake is shared
+    async with SandboxClient(fake_slack.url) as installs:  # the workspace issues both
+        await installs.issue_token(token)
+        await installs.issue_token(token + "-new")
     first = BotProcess(tmp_path, db_url, fake_slack.url, policy, SLACK_BOT_TOKEN=token)
     second = None
     try:

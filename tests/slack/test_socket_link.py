@@ -23,7 +23,7 @@ from bot.sandbox.processes import BotProcess, FakeSlackProcess, sqlite_url
 from tests.kit.flows import DEMO_POLICY
 
 LINK_TOKEN = "xapp-1-link"
-"""This test's own app-level token (the stand-in takes any `xapp-` token)."""
+"""This test's own app-level token, which the stand-in issues at start (it takes no other)."""
 
 
 def get(url: str) -> tuple[int, str]:
@@ -53,7 +53,7 @@ def connected_gauge(bot: BotProcess) -> float:
 
 @pytest.fixture
 def socket_bot(tmp_path: Path) -> Iterator[tuple[FakeSlackProcess, BotProcess]]:
-    fake = FakeSlackProcess(tmp_path)
+    fake = FakeSlackProcess(tmp_path, app_tokens=(LINK_TOKEN,))
     try:
         bot = BotProcess(
             tmp_path, sqlite_url(tmp_path), fake.url, DEMO_POLICY,

@@ -109,9 +109,16 @@ Errors name the file, line and key, e.g. with `tier` misspelt in the example abo
 from ._callbacks import CallbackOrigin, address_kind, private_hint
 from ._edits import validate_edits
 from ._fingerprint import canonical_json, fingerprint, redact
-from .decide import RequestVerdict, check_service, check_voter, evaluate_request, may_start
+from .decide import (
+    RequestVerdict,
+    check_service,
+    check_voter,
+    evaluate_request,
+    may_start,
+    reach_problem,
+)
 from .durations import format_duration, parse_duration
-from .groups import GroupResolver, StaticGroups, resolve_members
+from .groups import GroupResolver, StaticGroups, resolve_members, unreachable
 from .load import MINIMAL_POLICY, load_policy, parse_policy
 from .model import (
     RISK_TIERS,
@@ -159,7 +166,9 @@ __all__ = [
     "parse_duration",
     "parse_policy",
     "private_hint",
+    "reach_problem",
     "redact",
     "resolve_members",
+    "unreachable",
     "validate_edits",
 ]

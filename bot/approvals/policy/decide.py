@@ -16,7 +16,14 @@ from ..errors import (
 )
 from .model import ActionPolicy, Policy, WorkflowPolicy
 
-__all__ = ["RequestVerdict", "check_service", "check_voter", "evaluate_request", "may_start"]
+__all__ = [
+    "RequestVerdict",
+    "check_service",
+    "check_voter",
+    "evaluate_request",
+    "may_start",
+    "reach_problem",
+]
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,47 @@ def check_voter(
             f"ask {_who(rule.approvers)}"
         )
     return None
+
+
+def reach_problem(
+    rule: ActionPolicy,
+    *,
+    requester: str | None,
+    members: frozenset[str],
+    groups: Mapping[str, int],
+) -> str | None:
+    """Why a request of `requester` for `rule`'s action could never be approved, or None: fewer
+    people may approve it than it needs (`required`), counting the escalation targets and
+    leaving out the requester unless self-approval is allowed.
+
+    Args:
+        requester: who asks; None: anyone (for a check made before any request).
+        members: the user ids `rule.approver_entries(escalated=True)` resolve to.
+        groups: how many members each `@group` among those entries has (by name, with `@`).
+    """
+    asker = {requester} if requester is not None and not rule.allow_self_approval else set()
+    may = members - asker
+    if len(may) >= rule.required:
+        return None
+    entries = rule.approver_entries(escalated=True)
+    empty = [g for g in entries if g.startswith("@") and not groups.get(g)]
+    found = f"only {', '.join(sorted(may))} may" if may else "nobody may"
+    whom = f" for {requester}" if requester is not None else ""
+    why = [f"{found} approve {rule.action}{whom}, and it needs {rule.required}"]
+    why.append(f"its approvers are {', '.join(entries)}")
+    if empty:
+        why.append(
+            f"{', '.join(empty)} {'has' if len(empty) == 1 else 'have'} no members (defined "
+            "neither under [groups] in the policy nor as a Slack user group with members: a "
+            "typo?)"
+        )
+    if asker and requester in members:
+        why.append(f"{requester} asks, and may not approve their own request")
+    return (
+        "; ".join(why)
+        + f"{'; nothing was recorded' if requester is not None else ''}: add people to "
+        f"[actions.{rule.action}] approvers (or escalate_to), or members to its groups"
+    )
 
 
 def _who(entries: Iterable[str]) -> str:

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-__all__ = ["GroupResolver", "StaticGroups", "resolve_members"]
+from .decide import reach_problem
+from .model import ActionPolicy
+
+__all__ = ["GroupResolver", "StaticGroups", "resolve_members", "unreachable"]
 
 
 class GroupResolver(Protocol):
@@ -47,3 +50,18 @@ async def resolve_members(rule_entries: Iterable[str], resolver: GroupResolver) 
         else:
             out.add(entry)
     return frozenset(out)
+
+
+async def unreachable(
+    rule: ActionPolicy, requester: str | None, resolver: GroupResolver
+) -> str | None:
+    """Why `requester`'s request for `rule`'s action could never be approved by the people
+    its approvers (and escalation targets) name now, or None (`reach_problem`).
+
+    Raises:
+        GroupsUnavailable: the resolver could not say who is in a group (Slack did not answer).
+    """
+    entries = rule.approver_entries(escalated=True)
+    sizes = {e: len(await resolver.members(e[1:])) for e in entries if e.startswith("@")}
+    members = await resolve_members(entries, resolver)
+    return reach_problem(rule, requester=requester, members=members, groups=sizes)

@@ -12,7 +12,13 @@ from ..errors import PolicyError
 from ._file import _Reader, _syntax_error
 from .model import Policy
 
-__all__ = ["MINIMAL_POLICY", "load_policy", "parse_policy"]
+__all__ = [
+    "MINIMAL_POLICY",
+    "load_policy",
+    "parse_policy",
+    "undefined_group",
+    "unknown_groups",
+]
 
 log = logging.getLogger("signoff.policy")
 # Shown where the process configures logging (`signoff run`, the demo); a one-shot CLI command
@@ -83,7 +89,7 @@ def parse_policy(text: str, source: str = "signoff.toml") -> Policy:
                 name,
                 name,
             )
-    for where, key, group in _unknown_groups(policy):
+    for where, key, group in unknown_groups(policy):
         if (source, where, key, group) in _warned:
             continue
         _warned.add((source, where, key, group))
@@ -91,7 +97,7 @@ def parse_policy(text: str, source: str = "signoff.toml") -> Policy:
     return policy
 
 
-def _unknown_groups(policy: Policy) -> Iterator[tuple[str, str, str]]:
+def unknown_groups(policy: Policy) -> Iterator[tuple[str, str, str]]:
     """(where, key, group) for each `@group` an action or workflow names that `[groups]` does
     not define: `("action send_refund", "approvers", "finanse")`."""
     for name, rule in policy.actions.items():
@@ -103,6 +109,21 @@ def _unknown_groups(policy: Policy) -> Iterator[tuple[str, str, str]]:
         for entry in wf.starters:
             if entry.startswith("@") and entry[1:] in policy.external_groups:
                 yield f"workflow {name}", "starters", entry[1:]
+
+
+def undefined_group(policy: Policy, slack_handles: frozenset[str]) -> str | None:
+    """The first `@group` the policy names that neither `[groups]` nor Slack (whose user groups
+    are `slack_handles`) defines, said as a refusal naming the file, where and what to do; or
+    None when every group is defined somewhere."""
+    for where, key, group in unknown_groups(policy):
+        if group not in slack_handles:
+            known = ", ".join(f"@{h}" for h in sorted(slack_handles)) or "none"
+            return (
+                f"{policy.source or 'the policy'}: {where} names @{group} in {key}, and neither "
+                f"[groups] nor Slack defines it (Slack's user groups: {known}): correct it, or "
+                "define it under [groups]"
+            )
+    return None
 
 
 def unknown_group_warning(policy: Policy, where: str, key: str, group: str) -> str:

@@ -24,6 +24,7 @@ from ..errors import (
     UnknownWorkflowError,
 )
 from ..jobs import backoff
+from ..limits import value_problems
 from ..policy import may_start, resolve_members
 from ..policy.schema import SchemaError
 from ._record import RunReport, RunsBase
@@ -61,6 +62,10 @@ class Starting(RunsBase):
                     "approvals API, after that API's checks; it cannot be started by name (nor "
                     "an 'api.' thread id taken): POST /api/approvals with a service token"
                 )
+            if not internal and isinstance(input, Mapping):
+                over = value_problems(input, "")
+                if over:
+                    raise InvalidInputError(workflow, over)
             return await self._start(
                 workflow,
                 input,
@@ -75,6 +80,29 @@ class Starting(RunsBase):
             if not internal:  # the approvals API audits its own refusals (`api_refused`)
                 await self._audit_refusal(workflow, input, requester, refusal)
             raise
+
+    async def refuse_at_door(
+        self, reason: str, body: Any = None, refusal: str = "malformed"
+    ) -> None:
+        """Record a start refused at the API's door, before the run is looked at: a body that
+        is not strict JSON or not a request (`malformed`), or a run that could reach no one
+        (`unreachable`: no channel for its cards). `start_refused`, with the `reason`; what
+        `body` names of the workflow and the requester is kept, never its inputs."""
+        fields = body if isinstance(body, Mapping) else {}
+        workflow, requester = fields.get("workflow"), fields.get("requester")
+        data: dict[str, Any] = {"refusal": refusal, "reason": reason[:500]}
+        if isinstance(workflow, str):
+            data["workflow"] = workflow[:200]
+        try:
+            async with self.db.transaction() as conn:
+                await self.audit.append(
+                    conn,
+                    "start_refused",
+                    actor=requester[:200] if isinstance(requester, str) and requester else None,
+                    data=data,
+                )
+        except Exception as e:  # noqa: BLE001 - the refusal itself must still be told
+            log.warning("could not audit a malformed start request: %s", e)
 
     async def _audit_refusal(
         self, workflow: str, input: Any, requester: str, refusal: Exception

@@ -46,6 +46,7 @@ from .errors import (
     UnknownApprovalError,
     UnknownRunError,
     UnknownWorkflowError,
+    Unreachable,
 )
 from .events import Event, EventKind, EventSink, NullSink, RecordingSink, RetryLater, SinkView
 from .models import (
@@ -122,6 +123,7 @@ __all__ = [
     "UnknownApprovalError",
     "UnknownRunError",
     "UnknownWorkflowError",
+    "Unreachable",
     "Vote",
     "Workflow",
     "approval_gate",

@@ -58,6 +58,7 @@ APPROVALS_API = [
     "UnknownApprovalError",
     "UnknownRunError",
     "UnknownWorkflowError",
+    "Unreachable",
     "Vote",
     "Workflow",
     "approval_gate",

@@ -76,7 +76,12 @@ def _may_decide(approval: Approval, user: str) -> bool:
 
 
 def _pending_item(
-    approval: Approval, *, now: float, user: str | None, permalinks: Mapping[str, str] | None
+    approval: Approval,
+    *,
+    now: float,
+    user: str | None,
+    permalinks: Mapping[str, str] | None,
+    mentions: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     title = title_of(approval)[:LIST_TITLE_MAX]
     url = _permalink((permalinks or {}).get(approval.id))
@@ -86,6 +91,7 @@ def _pending_item(
         approval.required,
         [shorten(a, 100) for a in approval.approvers[:10]],
         voted=_voted(approval, user),
+        mentioned=list(mentions[:20]) if mentions else None,
     )
     lines = [
         f"{m.tier_emoji(approval.risk_tier)} *{shown}*",
@@ -123,6 +129,7 @@ def status_blocks(
     decidable: Collection[str] | None = None,
     permalinks: Mapping[str, str] | None = None,
     totals: tuple[int, int] | None = None,
+    mentions: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """The `/agent status` reply: pending approvals, those `user` can decide first, each with
     its age, what it waits on and a link to its card.
@@ -136,6 +143,9 @@ def status_blocks(
         permalinks: approval id -> the card's permalink (`chat.getPermalink`), when known.
         totals: how many are waiting on `user` and on others in all, when `approvals` holds
             only the first of each (`Signoff.pending_view`).
+        mentions: approval id -> who may approve it, as the card names them (the policy's
+            groups as their members, the requester left out: `mentions.approver_mentions`).
+            Default: the policy's entries as written.
     """
     pending = [a for a in approvals if a.status == "pending"]
     if decidable is None:
@@ -147,7 +157,9 @@ def status_blocks(
     mine_total, others_total = totals if totals is not None else (len(mine), len(others))
 
     def render(a: Approval) -> dict[str, Any]:
-        return _pending_item(a, now=now, user=user, permalinks=permalinks)
+        return _pending_item(
+            a, now=now, user=user, permalinks=permalinks, mentions=(mentions or {}).get(a.id)
+        )
 
     blocks: list[dict[str, Any]] = []
     if not pending:

@@ -35,10 +35,19 @@ def status_fallback(mine: int, others: int) -> str:
     return f"{mine} waiting on you, {others} waiting on others"
 
 
-def waits_on(approved: int, required: int, approvers: Sequence[str], *, voted: bool = False) -> str:
-    """What a pending approval waits on: `needs 1 more approval from @finance or <@U_DAVE>`."""
+def waits_on(
+    approved: int,
+    required: int,
+    approvers: Sequence[str],
+    *,
+    voted: bool = False,
+    mentioned: Sequence[str] | None = None,
+) -> str:
+    """What a pending approval waits on: `needs 1 more approval from @finance or <@U_DAVE>`;
+    with `mentioned` (mrkdwn mentions, as the card names the approvers), from those."""
     remaining = max(required - approved, 1)
-    text = f"needs {plural(remaining, 'more approval')} from {who(approvers)}"
+    named = join(list(mentioned), "or") if mentioned else who(approvers)
+    text = f"needs {plural(remaining, 'more approval')} from {named}"
     if voted:
         text = "you approved; " + text
     return text

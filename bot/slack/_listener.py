@@ -20,6 +20,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from ..approvals.models import Approval
 from ..approvals.service import Signoff
+from .mentions import approver_mentions
 
 log = logging.getLogger("signoff.slack")
 
@@ -78,6 +79,17 @@ class Listener:
         self._background: set[asyncio.Task[None]] = set()
         self._links: OrderedDict[tuple[str, str], str] = OrderedDict()
         """(channel, ts) of a card to its permalink, as Slack gave it (`_card_links`)."""
+
+    async def _approver_names(self, approvals: Sequence[Approval]) -> dict[str, list[str]]:
+        """Who may approve each approval, by id, named as its card names them: a policy group
+        by its members, the requester left out (`mentions.approver_mentions`)."""
+        groups = self.signoff.policy.groups
+        return {
+            a.id: await approver_mentions(
+                a.approvers, static=groups, slack=None, skip=(a.requester,)
+            )
+            for a in approvals
+        }
 
     async def _card_links(self, approvals: Sequence[Approval]) -> dict[str, str]:
         """Links to the approvals' cards, by approval id: the first PERMALINKS posted, asked of

@@ -32,7 +32,6 @@ from ..approvals.events import RetryLater
 from . import messages, payloads, replies, status
 from ._listener import STATUS_LIMIT, Listener
 from .errors import CHANNEL_GONE, error_code
-from .mentions import approver_mentions
 
 __all__ = ["Commands"]
 
@@ -124,7 +123,6 @@ class Commands(Listener):
                 await self._respond(response_url, channel, user, messages.refusal_text(e))
                 return
         shown = view.mine + view.others
-        groups = self.signoff.policy.groups
         answer = status.status_blocks(
             shown,
             user,
@@ -132,12 +130,7 @@ class Commands(Listener):
             decidable={a.id for a in view.mine},
             permalinks=await self._card_links(shown),
             totals=(view.mine_total, view.others_total),
-            mentions={  # who may approve, named as the card names them
-                a.id: await approver_mentions(
-                    a.approvers, static=groups, slack=None, skip=(a.requester,)
-                )
-                for a in shown
-            },
+            mentions=await self._approver_names(shown),
         )
         await self._respond(response_url, channel, user, answer["text"], answer.get("blocks"))
 

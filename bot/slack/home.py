@@ -94,5 +94,6 @@ class Home(Listener):
                 now=time.time(),
                 permalinks=await self._card_links(pending.mine),
                 pending_total=pending.mine_total,
+                mentions=await self._approver_names(pending.mine),
             )
         await self.client.views_publish(user_id=user, view=view)

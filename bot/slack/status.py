@@ -303,6 +303,7 @@ def home_view(
     permalinks: Mapping[str, str] | None = None,
     notice: str | None = None,
     pending_total: int | None = None,
+    mentions: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """The App Home tab: the user's pending approvals and recent decisions (`views.publish`).
 
@@ -314,6 +315,7 @@ def home_view(
         permalinks: approval id -> card permalink.
         notice: a `messages` string shown first (e.g. `messages.database_unavailable()`).
         pending_total: how many wait on the user in all, when `pending` is the first of them.
+        mentions: approval id -> who may approve it, as the card names them (`status_blocks`).
     """
     now = time.time() if now is None else now
     total = len(pending) if pending_total is None else pending_total
@@ -323,7 +325,9 @@ def home_view(
     half = (VIEW_BLOCKS_MAX - 4) // 2
 
     def render(a: Approval) -> dict[str, Any]:
-        return _pending_item(a, now=now, user=user, permalinks=permalinks)
+        return _pending_item(
+            a, now=now, user=user, permalinks=permalinks, mentions=(mentions or {}).get(a.id)
+        )
 
     if pending:
         blocks += _list(m.home_pending_heading(total), pending, render, half, m.home_more, total)

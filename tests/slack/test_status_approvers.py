@@ -1,4 +1,4 @@
-"""`/agent status` and the card agree on who may approve: a policy group is named by its members,
+"""`/agent status`, App Home and the card agree on who may approve: a policy group is named by its members,
 and the requester, who may not approve their own request, is left out of both (the card said
 "@Alice or @Bob" while the status said "@support or @finance", Carol's own group among them)."""
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from bot.sandbox.processes import CHANNEL
 from tests.kit.e2e import text_of
 from tests.kit.scenario import running_scenario
+from tests.slack.test_card_links import home_of
 
 POLICY = """
 [groups]
@@ -43,3 +44,8 @@ async def test_status_names_the_approvers_the_card_names(tmp_path: Path) -> None
         assert waits is not None, said
         assert waits.group(1).split(" ·")[0] == "<@U0ALICE> or <@U0BOB>"
         assert "@support" not in said and "@finance" not in said
+
+        home = await home_of(bot, ALICE)  # it waits on her: Home lists it, named the same way
+        waits = re.search(r"needs 1 more approval from (.*)", home)
+        assert waits is not None, home
+        assert waits.group(1).split(" ·")[0] == "<@U0ALICE> or <@U0BOB>"

@@ -14,16 +14,14 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ._audit_kinds import AuditKind
 from .tables import audit_repeats
-
-if TYPE_CHECKING:
-    from .audit import AuditKind
 
 __all__ = [
     "REPEAT_WINDOW",

@@ -77,8 +77,14 @@ class BotDatabase:
         self._db.close()
 
     def rows(self, query: sa.Select[Any]) -> list[JSON]:
+        (found,) = self.rows_at_once(query)
+        return found
+
+    def rows_at_once(self, *queries: sa.Select[Any]) -> list[list[JSON]]:
+        """Each query's rows, all read in one transaction: one moment of the database, for
+        counts across tables the bot moves rows between (the audit's inbox, chain, repeats)."""
         with self._db.sync_engine.connect() as conn:
-            return [dict(r) for r in conn.execute(query).mappings()]
+            return [[dict(r) for r in conn.execute(q).mappings()] for q in queries]
 
     def effects(self, thread_id: str, kind: str | None = None) -> list[JSON]:
         """What the run did (refunds, emails), oldest first, each with its data decoded."""

@@ -126,13 +126,17 @@ def mcp_refusals(e2e: E2E) -> list[str]:
     times as it was refused: an entry is one refusal, or the `count` of those that repeated it
     within the window after it; the repeats of a window still open are counted in
     `audit_repeats`."""
+    refused = [t.audit_events, t.audit_inbox]
+    *entries, repeats = e2e.db.rows_at_once(  # one moment: the bot moves rows between them
+        *(sa.select(table).where(table.c.kind == "api_refused") for table in refused),
+        sa.select(t.audit_repeats),
+    )
     found = []
-    for table in (t.audit_events, t.audit_inbox):
-        for row in e2e.db.rows(sa.select(table).where(table.c.kind == "api_refused")):
-            data = json.loads(row["data"])
-            if data.get("refusal") == "unauthenticated":
-                found += [data["reason"]] * int(data.get("count", 1))
-    for row in e2e.db.rows(sa.select(t.audit_repeats)):
+    for row in (row for rows in entries for row in rows):
+        data = json.loads(row["data"])
+        if data.get("refusal") == "unauthenticated":
+            found += [data["reason"]] * int(data.get("count", 1))
+    for row in repeats:
         data = json.loads(row["data"])
         if data.get("refusal") == "unauthenticated":
             found += [data["reason"]] * int(row["count"])

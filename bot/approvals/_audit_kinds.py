@@ -36,5 +36,6 @@ AuditKind = Literal[
     "run_cancelled",  # ... or cancelled a run (its pending approvals too)
     "run_control_refused",  # someone not allowed tried to retry or cancel a run
     "redelivered",  # an operator queued again messages Slack had refused for good
+    "payload_viewed",  # someone opened an approval's Full payload (signoff report's quick ones)
 ]
 """What an audit event records; one line each above."""

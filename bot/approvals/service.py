@@ -227,6 +227,20 @@ class Signoff:
                 )
         return picked
 
+    async def payload_viewed(self, approval: Approval, user: str) -> None:
+        """Note that `user` opened the approval's Full payload (audited, `payload_viewed`), so
+        `signoff report` can tell an approval given after reading it from one given at a glance.
+        """
+        async with self.db.transaction() as conn:
+            await self.audit.append(
+                conn,
+                "payload_viewed",
+                approval_id=approval.id,
+                thread_id=approval.thread_id,
+                actor=user,
+                data={"action": approval.action},
+            )
+
     # ---- deciding --------------------------------------------------------------------------
 
     async def decide(

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..approvals.errors import ApprovalError
+from ..approvals.policy import parse_duration
+from ..approvals.report import QUICK_SECONDS, SUGGEST_LAST
 from ._commands import (
     cmd_audit_export,
     cmd_audit_verify,
@@ -28,6 +30,7 @@ from ._commands import (
     cmd_sweep,
     cmd_worker,
 )
+from ._report import cmd_report
 
 # ---- arguments written wrong ------------------------------------------------------------
 # Each is an argparse `type`: a mistake in the command line is argparse's error (the usage, the
@@ -75,6 +78,31 @@ def _json_object(text: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise argparse.ArgumentTypeError("must be a JSON object of the workflow's inputs")
     return data
+
+
+def _duration(text: str) -> str:
+    """A duration as the policy writes them (`"30d"`, `"4h"`), kept as written for display."""
+    try:
+        parse_duration(text)
+    except ApprovalError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+    return text
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0, e.g. 15")
+    return value
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number above 0, e.g. 100")
+    return int(text)
 
 
 def _anchor(text: str) -> tuple[int, str]:
@@ -353,6 +381,34 @@ def _add_operator_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
         help='an age: "30s", "15m", "4h", "90d", "1w" or "1h30m" (s, m, h, d, w)',
     )
     s.set_defaults(fn=cmd_purge)
+
+    s = sub.add_parser(
+        "report",
+        help="how approvals were decided: rates, time to decide, quick approvals, rules to add",
+        description="Per action, over --since: how its requests ended (by a rule, approved, "
+        "rejected, expired, denied by policy), the share people approved, how long they took "
+        "(median, p90), the approvals given within --quick seconds by someone who never opened "
+        "the Full payload, and auto-approval rules people's decisions would support, each with "
+        "how many of the last --last decisions it would have taken. Only printed: the policy "
+        "changes only when you edit it.",
+    )
+    s.add_argument("--since", type=_duration, default="30d", help='how far back (default "30d")')
+    s.add_argument("--action", action="append", help="only this action (repeatable)")
+    s.add_argument(
+        "--quick",
+        type=_positive,
+        default=QUICK_SECONDS,
+        help=f"seconds under which an approval is quick (default {QUICK_SECONDS:g})",
+    )
+    s.add_argument(
+        "--last",
+        type=_count,
+        default=SUGGEST_LAST,
+        help=f"decisions a suggested rule is weighed against (default {SUGGEST_LAST})",
+    )
+    s.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    s.add_argument("--html", metavar="FILE", help="also write the report, with charts, as HTML")
+    s.set_defaults(fn=cmd_report, read_only=True)
 
 
 def _add_process_commands(sub: _Commands[argparse.ArgumentParser]) -> None:

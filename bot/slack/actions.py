@@ -79,6 +79,10 @@ class Actions(Listener):
             if action_id == payloads.PAYLOAD:
                 await ack()
                 await self._open(body, modals.payload_modal(a), "Full payload")
+                try:  # after the modal: its trigger expires in 3 seconds
+                    await self.signoff.payload_viewed(a, user)
+                except ApprovalError as e:  # the modal is open; only the note of it is lost
+                    log.warning("could not note that %s opened %s's payload: %s", user, a.id, e)
                 return
             a = await self.signoff.check_voter(a.id, user, approve=action_id != payloads.REJECT)
             await ack()

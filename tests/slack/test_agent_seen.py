@@ -6,14 +6,17 @@ reached through the real `openai` client; the card and the modal through the rea
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from aiohttp import web
 
+from bot.approvals import tables as t
 from bot.sandbox.processes import CHANNEL
 from bot.slack.payloads import PAYLOAD
 from tests.kit.e2e import text_of
@@ -99,3 +102,19 @@ async def test_the_turn_s_card_shows_the_lookup_it_rests_on_and_the_model_s_word
     assert "What the agent saw" in view
     assert f"- lookup_order returned: {looked['content']}" in view
     assert f"- the model said: {SAID}" in view
+    # that Alice opened it goes on the audit log once the modal is open (`signoff report`
+    # tells an approval given after reading the payload from one given at a glance)
+    viewed: list[tuple[str, str]] = []
+    for _ in range(200):
+        async with bot.signoff.db.read() as conn:
+            viewed = [
+                (row.actor, row.approval_id)
+                for table in (t.audit_inbox, t.audit_events)
+                for row in await conn.execute(
+                    sa.select(table).where(table.c.kind == "payload_viewed")
+                )
+            ]
+        if viewed:
+            break
+        await asyncio.sleep(0.05)
+    assert viewed == [("U0ALICE", refund.id)]

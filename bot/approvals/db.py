@@ -649,6 +649,16 @@ class Database:
         async with self.transaction() as conn:
             await conn.run_sync(migrate, self.display_url)
 
+    async def schema_revision(self) -> str | None:
+        """The governance schema's revision in the database (None: its tables are not there);
+        `SCHEMA_REVISION` is this code's. Reads only.
+
+        Raises:
+            DatabaseUnavailable: the database cannot be reached.
+        """
+        async with self.read() as conn:
+            return await conn.run_sync(SCHEMA.current)
+
     def upgrade_sync(self) -> None:
         """Sync form of `upgrade` (for the CLI and other sync callers)."""
         with self._sync_connection(self.saver._sync_engine(read=True)) as conn, conn.begin():

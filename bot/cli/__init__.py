@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -90,6 +91,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def _doctor(as_json: bool) -> int:
+    """`signoff doctor`: the findings, and 1 when any fails."""
+    from ..doctor import diagnose  # slack_sdk's client (see `_main`)
+
+    try:
+        findings = asyncio.run(diagnose(Settings.from_env()))
+    except SettingsError as e:
+        return _exit_status(e)
+    if as_json:
+        print(json.dumps([f.to_json() for f in findings], indent=2))
+    else:
+        width = max(len(f.check) for f in findings)
+        for f in findings:
+            mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[f.status]
+            print(f"{mark}  {f.check.ljust(width)}  {f.said}")
+            if f.fix:
+                print(f"      {' ' * width}  -> {f.fix}")
+    return 1 if any(f.status == "fail" for f in findings) else 0
+
+
 def _main(argv: list[str]) -> int:
     parser = build_parser()
     if not argv:  # bare `signoff`: what it can do
@@ -119,6 +140,8 @@ def _main(argv: list[str]) -> int:
             socket_mode=args.socket_mode,
             bot_token=args.bot_token,
         )
+    if getattr(args, "doctor", False):
+        return _doctor(args.json)
     if getattr(args, "serve", False):
         from ..http import serve  # aiohttp, Bolt, the MCP SDK (see above)
 

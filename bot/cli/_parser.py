@@ -410,6 +410,19 @@ def _add_operator_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
     s.add_argument("--html", metavar="FILE", help="also write the report, with charts, as HTML")
     s.set_defaults(fn=cmd_report, read_only=True)
 
+    s = sub.add_parser(
+        "doctor",
+        help="check a real setup from the outside: tokens, scopes, channels, groups, database",
+        description="Check what `signoff run` needs, with the settings it reads, writing and "
+        "posting nothing: the policy loads; the database answers at this version's schema; "
+        "Slack takes the bot token and it has the manifest's scopes; the app token opens a "
+        "Socket Mode connection (or the signing secret is set); the bot is in the channels "
+        "cards go to; the @groups outside [groups] are Slack user groups; the clock agrees with "
+        "Slack's. Each finding says what to do; the exit status is 1 when any fails.",
+    )
+    s.add_argument("--json", action="store_true", help="print the findings as JSON")
+    s.set_defaults(fn=None, doctor=True)
+
 
 def _add_process_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
     """run, demo, mcp, new: the processes signoff runs, and the scaffold."""

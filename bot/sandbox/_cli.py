@@ -36,7 +36,11 @@ def _split(spec: str) -> list[tuple[str | None, str]]:
 
 
 def build_workspace(
-    users: str | None, channels: str | None, usergroups: list[str] | None
+    users: str | None,
+    channels: str | None,
+    usergroups: list[str] | None,
+    scopes: str | None = None,
+    messages_tab: bool = True,
 ) -> Workspace:
     """The workspace the options describe; the demo one for each part not given.
 
@@ -44,6 +48,9 @@ def build_workspace(
         users: `"alice,bob"` or `"U123=alice,..."`; ids default to `U0` + the name in capitals.
         channels: `"approvals,general"` or `"C123=approvals,..."`; ids default to `C0` + NAME.
         usergroups: Each `"approvers=alice,bob"` (members by name or id); id `S0` + HANDLE.
+        scopes: `"chat:write,commands"`: the bot token's scopes, as if the app were installed
+            with these; default the ones signoff's manifest requests.
+        messages_tab: False as if the app's manifest hid its Messages tab.
     """
     demo = Workspace.demo()
     people = (
@@ -64,7 +71,11 @@ def build_workspace(
             handle, _, members = spec.partition("=")
             ids = [by_name.get(m.strip(), m.strip()) for m in members.split(",") if m.strip()]
             groups.append(UserGroup(f"S0{handle.upper()}", handle, ids))
-    return Workspace(users=[*people, BOT_USER], channels=rooms, usergroups=groups)
+    workspace = Workspace(users=[*people, BOT_USER], channels=rooms, usergroups=groups)
+    workspace.team.messages_tab = messages_tab
+    if scopes is not None:
+        workspace.team.scopes = tuple(s.strip() for s in scopes.split(",") if s.strip())
+    return workspace
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -78,6 +89,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--channels", help="approvals,general or C123=approvals,...")
     p.add_argument(
         "--usergroup", action="append", help="approvers=alice,bob (repeatable; default @approvers)"
+    )
+    p.add_argument(
+        "--scopes", help="the bot token's scopes: chat:write,commands,... (default: the manifest's)"
+    )
+    p.add_argument(
+        "--no-messages-tab",
+        dest="messages_tab",
+        action="store_false",
+        help="as if the app's manifest hid its Messages tab: direct messages are refused",
     )
     p.add_argument(
         "--token",

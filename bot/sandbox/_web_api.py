@@ -191,6 +191,10 @@ def conversations_replies(ctx: ApiContext, params: dict[str, Any]) -> JSON:
 def chat_post_message(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     ws = ctx.workspace
     channel = _postable(ctx, params)
+    if channel.is_im and not ws.team.messages_tab:
+        # the app's Messages tab is hidden (its manifest's messages_tab_enabled: false): Slack
+        # refuses the bot's messages to people (chat.postMessage, "messages_tab_disabled")
+        raise SlackApiFailure("messages_tab_disabled")
     text, blocks = params.get("text") or "", _blocks(params)
     check_message(text, params.get("blocks"))
     thread_ts = params.get("thread_ts") or None

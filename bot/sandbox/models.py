@@ -87,6 +87,9 @@ class Team:
     )  # fmt: skip
     """The bot token's scopes, as `manifest.yml` requests them; with `chat:write.public` (which
     signoff does not request) the bot could post in public channels it is not a member of."""
+    messages_tab: bool = True
+    """The app's Messages tab, as its manifest sets it (`messages_tab_enabled`, read only or
+    not): hidden (False), Slack refuses the bot's direct messages (`messages_tab_disabled`)."""
 
 
 @dataclass

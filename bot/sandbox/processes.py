@@ -103,11 +103,18 @@ class FakeSlackProcess:
         *,
         tokens: tuple[str, ...] = (),
         app_tokens: tuple[str, ...] = (),
+        scopes: tuple[str, ...] | None = None,
+        messages_tab: bool = True,
     ) -> None:
         """`tokens`, `app_tokens`: more tokens the workspace issued, beside `BOT_TOKEN` and
-        `APP_TOKEN` (it takes no other)."""
+        `APP_TOKEN` (it takes no other). `scopes`: the bot token's (default: the manifest's). `messages_tab`: False as if the
+        app's manifest hid its Messages tab."""
         self.log = directory / "fake-slack.log"
         issued = [f"--token={t}" for t in tokens] + [f"--app-token={t}" for t in app_tokens]
+        if scopes is not None:
+            issued.append(f"--scopes={','.join(scopes)}")
+        if not messages_tab:
+            issued.append("--no-messages-tab")
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
                 [

@@ -185,7 +185,9 @@ async def _read_params(request: web.Request) -> tuple[JSON, str | None]:
 
 async def _serve(args: argparse.Namespace) -> None:
     slack = FakeSlack(
-        lambda: build_workspace(args.users, args.channels, args.usergroup),
+        lambda: build_workspace(
+            args.users, args.channels, args.usergroup, args.scopes, args.messages_tab
+        ),
         tokens=set(args.token) if args.token else None,
         app_tokens=set(args.app_token) if args.app_token else None,
         socket_mode=args.socket_mode,

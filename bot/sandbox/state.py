@@ -24,6 +24,7 @@ from bot.sandbox.errors import SlackApiFailure
 from bot.sandbox.handles import ResponseUrls, TriggerIds
 from bot.sandbox.interactions import AppDriver, SubmitResult
 from bot.sandbox.ratelimits import RateLimiter
+from bot.sandbox.scopes import check_scopes
 from bot.sandbox.signing import AppResponse, SlackSigner
 from bot.sandbox.socket_mode import SocketModeHub
 from bot.sandbox.transports import HttpTransport, SocketTransport
@@ -325,10 +326,8 @@ class SlackState:
         queued = self.faults.get(method)
         if queued:
             fault = queued.pop(0)
-            headers = (
-                {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
-            )
-            return fault.status, headers, {"ok": False, "error": fault.error}
+            after = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
+            return fault.status, after, {"ok": False, "error": fault.error}
         handler = METHODS.get(method)
         if handler is None:
             return 200, {}, {"ok": False, "error": "unknown_method"}
@@ -336,17 +335,22 @@ class SlackState:
             wait = self.limiter.check(method, str(params.get("channel") or ""))
             if wait is not None:
                 return 429, {"Retry-After": str(wait)}, {"ok": False, "error": "ratelimited"}
+        headers: dict[str, str] = {}
         try:
-            self._check_token(token, app_level=method == "apps.connections.open")
+            app_level = method == "apps.connections.open"
+            self._check_token(token, app_level=app_level)
+            if not app_level:  # Slack names a bot token's scopes on every answer to it
+                headers["x-oauth-scopes"] = ",".join(self.workspace.team.scopes)
+                check_scopes(method, params, self.workspace)
             ctx = ApiContext(
                 self.workspace,
                 self.triggers,
                 self.base_url,
                 open_socket=lambda: self.sockets.issue_url(self.base_url),
             )
-            return 200, {}, {"ok": True, **handler(ctx, decode_json_fields(params))}
+            return 200, headers, {"ok": True, **handler(ctx, decode_json_fields(params))}
         except SlackApiFailure as failure:
-            return 200, {}, failure.to_response()
+            return 200, headers, failure.to_response()
 
     def _check_token(self, token: str | None, *, app_level: bool = False) -> None:
         """Slack's refusals: `not_authed` (none), `invalid_auth` (a token this workspace did

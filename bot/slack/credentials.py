@@ -27,7 +27,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from .errors import error_code
 
-__all__ = ["BotIdentity", "CredentialsRefused", "SlackUnreachable", "check_credentials"]
+__all__ = [
+    "BotIdentity",
+    "CredentialsRefused",
+    "SlackUnreachable",
+    "check_credentials",
+    "token_refused",
+]
 
 log = logging.getLogger("signoff.slack")
 
@@ -91,6 +97,12 @@ def _refusal(setting: str, method: str, code: str, where: str) -> CredentialsRef
     return CredentialsRefused(
         f"Slack refused {setting}: {method} answered {code} ({meaning}); {where}"
     )
+
+
+def token_refused(app_level: bool, code: str) -> tuple[str, str]:
+    """A refused token's (meaning, what to do): the words start-up stops with, for `signoff
+    doctor` to give as a finding."""
+    return _MEANING.get(code, "Slack refuses it"), _APP_WHERE if app_level else _BOT_WHERE
 
 
 def _retryable(error: SlackApiError) -> bool:

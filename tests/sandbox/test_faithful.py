@@ -12,7 +12,9 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.sandbox import Channel, FakeSlack, limits
+from bot.sandbox._web_api import METHODS
 from bot.sandbox.people import demo_workspace
+from bot.sandbox.scopes import ACCEPTED
 
 TOKEN = "xoxb-sandbox-test"
 
@@ -42,6 +44,33 @@ async def test_channels_the_bot_is_not_in(slack: FakeSlack) -> None:
     assert await error_of(c.chat_postMessage(channel="C0PUBLIC", text="hi")) == "not_in_channel"
     ws.team.scopes = (*ws.team.scopes, "chat:write.public")
     assert (await c.chat_postMessage(channel="C0PUBLIC", text="hi"))["ok"]
+
+
+async def test_a_call_without_its_scope_is_refused_naming_the_scopes_needed() -> None:
+    """The bot token has the manifest's scopes and no other, as when the app is installed; Slack
+    names them on every answer (`x-oauth-scopes`), and refuses a method none of them allows."""
+    async with FakeSlack.running(tokens={TOKEN}) as slack:
+        c = client(slack)
+        answer = await c.auth_test()
+        assert answer.headers["x-oauth-scopes"].split(",") == list(slack.workspace.team.scopes)
+        with pytest.raises(SlackApiError) as refused:
+            await c.users_info(user="U0ALICE")
+        assert refused.value.response["error"] == "missing_scope"
+        assert refused.value.response["needed"] == "users:read"
+        assert refused.value.response["provided"] == ",".join(slack.workspace.team.scopes)
+        # the history of a private channel wants groups:history, a public one channels:history
+        slack.workspace.add_channel("C0PRIVATE", "private", private=True)
+        slack.workspace.team.scopes = tuple(
+            s for s in slack.workspace.team.scopes if s != "groups:history"
+        )
+        assert (await c.conversations_history(channel="C0APPROVALS"))["ok"]
+        with pytest.raises(SlackApiError) as refused:
+            await c.conversations_history(channel="C0PRIVATE")
+        assert refused.value.response["needed"] == "groups:history"
+
+
+def test_every_method_the_stand_in_answers_has_its_scopes_listed() -> None:
+    assert set(METHODS) == set(ACCEPTED)
 
 
 async def test_archived_channel(slack: FakeSlack) -> None:
@@ -131,7 +160,7 @@ async def test_tiers_limit_per_method_per_minute() -> None:
         for _ in range(limits.TIER_2):
             await c.usergroups_list()
         assert await error_of(c.usergroups_list()) == "ratelimited"
-        assert (await c.users_info(user="U0ALICE"))["ok"]  # another method, another count
+        assert (await c.conversations_history(channel="C0APPROVALS"))["ok"]  # another count
 
 
 async def test_slack_sdk_retry_handler_honours_retry_after() -> None:

@@ -15,6 +15,8 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7
 
 from bot.sandbox.models import Team
+from bot.sandbox.scopes import accepted_somewhere
+from bot.slack.scopes import BOT_SCOPES
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT.parent / "shared" / "slack"
@@ -76,6 +78,25 @@ def test_the_bot_posts_only_where_it_can_read_and_the_stand_in_has_the_manifest_
     # where the bot is a member, so it is not given a scope to post anywhere else
     assert "chat:write.public" not in scopes
     assert set(Team().scopes) == set(scopes), "the stand-in's token has other scopes than the app"
+    assert set(BOT_SCOPES) == set(scopes), "signoff doctor checks other scopes than requested"
+
+
+def test_every_method_the_bot_calls_is_allowed_by_a_scope_it_requests() -> None:
+    """Each Web API method named in the bot's code (slack_sdk's `chat_postMessage(` is
+    `chat.postMessage`), against the scopes Slack accepts for it (the stand-in's table): a call
+    added without its scope in the manifest fails here, not in a real workspace."""
+    sources = "\n".join(
+        p.read_text() for folder in ("slack", "http") for p in (ROOT / "bot" / folder).glob("*.py")
+    )
+    called = {
+        name.replace("_", ".")
+        for name in re.findall(r"\b((?:chat|conversations|usergroups|users|views|reactions|"
+                               r"apps|auth|dnd|team)_[A-Za-z_]+)\(", sources)
+    }  # fmt: skip
+    assert {"chat.postMessage", "conversations.history", "views.open"} <= called
+    for method in sorted(called):
+        wanted = accepted_somewhere(method)
+        assert not wanted or set(wanted) & set(BOT_SCOPES), (method, wanted)
 
 
 @pytest.mark.parametrize("name", ["manifest.yml", "manifest-http.yml"])

@@ -19,6 +19,7 @@ from slack_sdk.errors import SlackApiError
 __all__ = [
     "CARD_GONE",
     "CHANNEL_GONE",
+    "NO_DMS",
     "PERMANENT",
     "TOKEN_DEAD",
     "TRANSIENT",
@@ -39,6 +40,10 @@ CHANNEL_GONE = frozenset(
 
 CARD_GONE = frozenset({"message_not_found", "cant_update_message", "thread_not_found"})
 """The message to update or reply to is gone (deleted), or is not the bot's to edit."""
+
+NO_DMS = "messages_tab_disabled"
+"""The app's Messages tab is hidden (its manifest's `messages_tab_enabled: false`): Slack
+refuses every direct message from the bot until someone shows it again."""
 
 TRANSIENT = frozenset(
     {

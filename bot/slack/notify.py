@@ -40,7 +40,7 @@ from ..approvals.events import Event, RetryLater, SinkView, Undeliverable
 from ..approvals.models import Approval
 from ..approvals.policy import Policy, resolve_members
 from . import cards, messages, replies, turn_card
-from .errors import CARD_GONE, CHANNEL_GONE, error_code, verdict
+from .errors import CARD_GONE, CHANNEL_GONE, NO_DMS, error_code, verdict
 from .guard import rate_limited, retry_after
 from .health import SlackHealth
 from .mentions import GroupIds, approver_mentions
@@ -418,6 +418,9 @@ class SlackSink:
             except SlackApiError as e:  # one approver's DM (deactivated) holds back no other
                 if verdict(e) != "permanent":
                     raise
+                if error_code(e) == NO_DMS and post:
+                    await self._in_thread_instead(a, user, messages.waits_for_you(a.title), event)
+                    continue
                 self._gave_up(event, e, f"the DM copy for {user} of ")
 
     async def _dm_copy(
@@ -508,7 +511,30 @@ class SlackSink:
         if link is not None:
             text += " " + messages.card_link(link)
         dm = await self._dm_channel(a.requester)
-        await self._post(event, {"event": event.id, "step": "requester"}, dm, text=text)
+        try:
+            await self._post(event, {"event": event.id, "step": "requester"}, dm, text=text)
+        except SlackApiError as e:
+            if error_code(e) != NO_DMS:
+                raise
+            await self._in_thread_instead(a, a.requester, text, event)
+
+    async def _in_thread_instead(self, a: Approval, user: str, text: str, event: Event) -> None:
+        """What a DM would have told `user`, said in the card's thread to them by name: the
+        app's Messages tab is hidden, and Slack refuses the bot's DMs (`NO_DMS`)."""
+        if not (a.channel and a.message_ts):
+            return
+        log.warning(
+            "Slack refuses the bot's DMs (%s: the app's Messages tab is hidden); told %s in the "
+            "card's thread instead. Show the tab (manifest.yml: messages_tab_enabled: true)",
+            NO_DMS, user,
+        )  # fmt: skip
+        await self._post(
+            event,
+            {"event": event.id, "step": f"dm-in-thread-{user}"},
+            a.channel,
+            thread_ts=a.message_ts,
+            text=f"<@{user}> {text}",
+        )
 
     async def _permalink(self, a: Approval) -> str | None:
         """The link to the approval's card; None when it has none (never posted, or gone)."""

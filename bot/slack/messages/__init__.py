@@ -98,6 +98,7 @@ from ._runs import (
     run_rejected,
     run_retried,
     run_retried_line,
+    waits_for_you,
 )
 from ._status import (
     HELP_TITLE,
@@ -348,6 +349,7 @@ __all__ = [
     "unknown_workflow",
     "values_shortened",
     "waits_for",
+    "waits_for_you",
     "waits_on",
     "who",
 ]

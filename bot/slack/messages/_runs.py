@@ -196,3 +196,12 @@ def escalation(
         f"{join([approver(a) for a in approvers]) or 'The escalation approvers'} can now decide it too."
         + _expires_at(expire_at)
     )
+
+
+def waits_for_you(title: str) -> str:
+    """Said in a card's thread to an approver the bot cannot DM (its Messages tab is hidden),
+    instead of the copy of the card `notify = "dm"` sends."""
+    return (
+        f"*{escape(title)}* waits for your decision, above (the bot cannot send you its copy of "
+        "the card: its Messages tab is hidden)"
+    )

@@ -21,6 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._audit_kinds import AuditKind
+from ._locks import hold
 from .tables import audit_repeats
 
 __all__ = [
@@ -107,9 +108,7 @@ async def count_repeat(
     """
     key = _key(kind, source, refusal)
     r = audit_repeats.c
-    if conn.dialect.name == "postgresql":  # one refusal of a key at a time (SQLite: the write lock)
-        lock = int.from_bytes(bytes.fromhex(key[:16]), "big", signed=True)
-        await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock)))
+    await hold(conn, kind, source, refusal)  # one refusal of a key at a time
     counted = await conn.execute(
         sa.update(audit_repeats)
         .where(r.key == key, r.until > now)

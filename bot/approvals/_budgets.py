@@ -14,16 +14,16 @@ action and rule makes two requests judged at once count each other.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import tables as t
+from ._locks import hold
 from .policy import AutoApproveRule, AutoBudget
 
 __all__ = ["past_budget"]
@@ -47,11 +47,7 @@ async def past_budget(
     budget = rule.budget
     if budget is None:
         return None
-    if conn.dialect.name == "postgresql":
-        key = hashlib.sha256(f"signoff.budget\0{action}\0{rule.name}".encode()).digest()
-        await conn.execute(
-            select(func.pg_advisory_xact_lock(int.from_bytes(key[:8], "big", signed=True)))
-        )
+    await hold(conn, "signoff.budget", action, rule.name)
     mine = _key(budget, shown, requester)
     query = select(t.approvals.c.payload, t.approvals.c.requester, t.approvals.c.decision).where(
         t.approvals.c.action == action,

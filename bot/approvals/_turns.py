@@ -14,13 +14,13 @@ The rules (applied by `decisions.settled` and the vote):
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import tables as t
+from ._locks import hold
 from .models import Approval
 from .store import _votes_of
 
@@ -41,11 +41,7 @@ async def lock_turn(conn: AsyncConnection, thread_id: str, turn_id: str) -> None
     after the other: neither reads the turn as it was before the other committed. Taken by
     the vote before it writes anything, so that no row lock is held while it waits. SQLite's
     write transactions are one at a time already."""
-    if conn.dialect.name == "postgresql":
-        key = hashlib.sha256(f"signoff.turn\0{thread_id}\0{turn_id}".encode()).digest()
-        await conn.execute(
-            select(func.pg_advisory_xact_lock(int.from_bytes(key[:8], "big", signed=True)))
-        )
+    await hold(conn, "signoff.turn", thread_id, turn_id)
 
 
 async def turn_approvals(conn: AsyncConnection, thread_id: str, turn_id: str) -> list[Approval]:

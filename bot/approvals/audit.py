@@ -68,6 +68,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from ._audit_kinds import AuditKind
 from ._audit_repeats import REPEAT_WINDOW, Repeats, bounded, closed_windows, closing, count_repeat
 from ._canonical import canonical_json
+from ._locks import hold
 from ._service_threads import service_of
 from .tables import audit_events, audit_inbox
 
@@ -120,10 +121,8 @@ GENESIS_HASH = "0" * 64
 
 KEY_ENV = "SIGNOFF_AUDIT_KEY"
 
-_LINK_LOCK_KEY = int.from_bytes(
-    hashlib.sha256(b"signoff.audit.append").digest()[:8], "big", signed=True
-)
-"""PostgreSQL advisory lock that serializes linkers (held until the transaction ends)."""
+_LINK_LOCK = "signoff.audit.append"
+"""The advisory lock that serializes linkers on PostgreSQL (held until the transaction ends)."""
 
 LINK_BATCH = 500
 """Inbox entries `link` moves in one transaction."""
@@ -342,8 +341,7 @@ class AuditLog:
         become their entries in the inbox. Call it in a write transaction of its own
         (`Database.transaction()`): on PostgreSQL it holds the linkers' lock until that
         transaction ends."""
-        if conn.dialect.name == "postgresql":
-            await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_LINK_LOCK_KEY)))
+        await hold(conn, _LINK_LOCK)
         await self._append_repeats(
             conn, await closed_windows(conn, time.time() if now is None else now)
         )

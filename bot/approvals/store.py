@@ -10,7 +10,6 @@ time (about 0.15 ms a statement, six a vote, where the statement itself takes mi
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import secrets
 from collections.abc import Iterable, Mapping
@@ -23,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import tables as t
 from ._canonical import stored_json
+from ._locks import hold
 from ._service_threads import EXTERNAL_WORKFLOW
 from .models import RUN_MOVES, Approval, RunRecord, RunStatus, Vote
 
@@ -105,13 +105,8 @@ async def pending_duplicate(
     one entity at the same moment cannot both find none and open two approvals (on SQLite the
     write transaction serializes them already).
     """
-    if conn.dialect.name == "postgresql":
-        owner = f"service:{service}" if service else "workflows"
-        key = f"signoff.dedupe\0{owner}\0{action}\0{dedupe_key}"
-        digest = hashlib.sha256(key.encode()).digest()
-        await conn.execute(
-            select(func.pg_advisory_xact_lock(int.from_bytes(digest[:8], "big", signed=True)))
-        )
+    owner = f"service:{service}" if service else "workflows"
+    await hold(conn, "signoff.dedupe", owner, action, dedupe_key)
     row = (
         (
             await conn.execute(

@@ -98,6 +98,7 @@ def test_the_event_kinds() -> None:
             "run_cancelled",
             "run_control_refused",
             "redelivered",
+            "payload_viewed",
         ]
     )
 

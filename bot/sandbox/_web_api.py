@@ -196,7 +196,8 @@ def chat_post_message(ctx: ApiContext, params: dict[str, Any]) -> JSON:
         # refuses the bot's messages to people (chat.postMessage, "messages_tab_disabled")
         raise SlackApiFailure("messages_tab_disabled")
     text, blocks = params.get("text") or "", _blocks(params)
-    check_message(text, params.get("blocks"))
+    check_message(text, params.get("blocks"), max_text=None)
+    text = text[: limits.MAX_MESSAGE_TEXT]  # Slack keeps the first 40,000 characters
     thread_ts = params.get("thread_ts") or None
     broadcast = _flag(params, "reply_broadcast")
     if broadcast and thread_ts:
@@ -218,7 +219,9 @@ def chat_update(ctx: ApiContext, params: dict[str, Any]) -> JSON:
         raise SlackApiFailure("is_inactive")
     text, blocks = params.get("text"), _blocks(params)
     check_message(
-        text if text is not None else msg.text, blocks if blocks is not None else msg.blocks
+        text if text is not None else msg.text,
+        blocks if blocks is not None else msg.blocks,
+        max_text=limits.MAX_UPDATE_TEXT if text is not None else None,  # a new text: 4,000
     )
     if msg.subtype == "thread_broadcast":  # an edit cannot add buttons to a broadcast either
         check_broadcast(blocks, params.get("attachments"))
@@ -240,6 +243,8 @@ def chat_post_ephemeral(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     ws = ctx.workspace
     channel = _postable(ctx, params)
     user = ws.user(_required(params, "user", "user_not_found"))
+    if not channel.has_person(user.id):  # "Intended recipient is not in the specified channel"
+        raise SlackApiFailure("user_not_in_channel")
     text, blocks = params.get("text") or "", _blocks(params)
     check_message(text, params.get("blocks"))
     eph = ws.post_ephemeral(channel, user.id, text, blocks or [], thread_ts=params.get("thread_ts"))

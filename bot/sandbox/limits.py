@@ -11,7 +11,16 @@ from typing import Final
 
 # Messages (chat.postMessage, chat.update, chat.postEphemeral, response_url)
 MAX_MESSAGE_TEXT: Final = 40_000
-"""`text` of a message. Slack answers `msg_too_long` beyond it."""
+"""`text` of a new message: chat.postMessage keeps the first 40,000 characters of a longer one
+("truncating content longer than 40,000 characters", its method page); other calls answer
+`msg_too_long` beyond it."""
+MAX_UPDATE_TEXT: Final = 4_000
+"""`text` of chat.update: Slack answers `msg_too_long` beyond 4,000 characters (its method page:
+"The message text exceeds the allowed limit of 4,000 characters")."""
+MAX_BLOCKS_TEXT: Final = 12_000
+"""The text of all of a message's blocks together: past it Slack answers `msg_blocks_too_long`
+(documented on chat.postMessage and chat.update without a figure; about 12,000 characters, as
+Slack's staff have put it)."""
 MAX_MESSAGE_BLOCKS: Final = 50
 """Blocks in one message."""
 
@@ -41,6 +50,21 @@ BLOCK_TYPES: Final = frozenset(
     | {"rich_text", "section", "video"}
 )
 """The block types Slack knows; any other is refused."""
+BLOCK_PROPERTIES: Final[dict[str, frozenset[str]]] = {
+    "actions": frozenset({"type", "block_id", "elements"}),
+    "context": frozenset({"type", "block_id", "elements"}),
+    "divider": frozenset({"type", "block_id"}),
+    "header": frozenset({"type", "block_id", "text"}),
+    "image": frozenset({"type", "block_id", "image_url", "slack_file", "alt_text", "title"}),
+    "input": frozenset(
+        {"type", "block_id", "label", "element", "hint", "optional", "dispatch_action"}
+    ),
+    "markdown": frozenset({"type", "block_id", "text"}),
+    "rich_text": frozenset({"type", "block_id", "elements"}),
+    "section": frozenset({"type", "block_id", "text", "fields", "accessory", "expand"}),
+}
+"""The properties each block type takes, as its Block Kit reference page lists them: Slack
+refuses any other ("invalid additional property"). Types not listed are not checked."""
 MAX_BLOCK_ID: Final = 255
 """Any block's `block_id`."""
 MAX_SECTION_TEXT: Final = 3000
@@ -70,6 +94,36 @@ ELEMENT_TYPES: Final = frozenset(
     | {"timepicker", "url_text_input", "workflow_button"}
 )
 """The block element types Slack knows; any other is refused."""
+_SELECT: Final = frozenset({"type", "action_id", "confirm", "focus_on_load", "placeholder"})
+ELEMENT_PROPERTIES: Final[dict[str, frozenset[str]]] = {
+    "button": frozenset(
+        {"type", "text", "action_id", "url", "value", "style", "confirm", "accessibility_label"}
+    ),
+    "checkboxes": frozenset(
+        {"type", "action_id", "options", "initial_options", "confirm", "focus_on_load"}
+    ),
+    "datepicker": _SELECT | {"initial_date"},
+    "image": frozenset({"type", "image_url", "slack_file", "alt_text"}),
+    "multi_static_select": _SELECT
+    | {"options", "option_groups", "initial_options", "max_selected_items"},
+    "overflow": frozenset({"type", "action_id", "options", "confirm"}),
+    "plain_text_input": frozenset(
+        {"type", "action_id", "initial_value", "multiline", "min_length", "max_length"}
+        | {"dispatch_action_config", "focus_on_load", "placeholder"}
+    ),
+    "radio_buttons": frozenset(
+        {"type", "action_id", "options", "initial_option", "confirm", "focus_on_load"}
+    ),
+    "static_select": _SELECT | {"options", "option_groups", "initial_option"},
+    "users_select": _SELECT | {"initial_user"},
+}
+"""The properties each element type takes (its Block Kit reference page); types not listed
+are not checked."""
+TEXT_PROPERTIES: Final[dict[str, frozenset[str]]] = {
+    "plain_text": frozenset({"type", "text", "emoji"}),
+    "mrkdwn": frozenset({"type", "text", "verbatim"}),
+}
+"""A text object's properties: `emoji` is plain_text's alone, `verbatim` mrkdwn's."""
 OPTION_ELEMENTS: Final = frozenset({"checkboxes", "overflow", "radio_buttons", "static_select"})
 """Elements whose `options` are checked here (`MAX_OPTION_TEXT`, `MAX_OPTION_VALUE`)."""
 MAX_ACTION_ID: Final = 255

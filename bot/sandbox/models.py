@@ -252,6 +252,15 @@ class Channel:
     """Archived: nothing can be posted (`is_archived`) or edited (`is_inactive`) there."""
     messages: dict[str, Message] = field(default_factory=dict)
     """Every message, replies included, by ts, in posting order."""
+    people: frozenset[str] | None = None
+    """The user ids of the people in it; None: everyone in the workspace (the demo's channels).
+    An ephemeral message to anyone else is refused (`user_not_in_channel`)."""
+
+    def has_person(self, user_id: str) -> bool:
+        """Whether `user_id` is in it: a DM holds its one person."""
+        if self.is_im:
+            return user_id == self.im_user
+        return self.people is None or user_id in self.people
 
     @property
     def visible(self) -> bool:

@@ -54,28 +54,31 @@ class _Problems:
         if obj.get("type") not in kinds:
             self.add(f"{pointer}/type", f"must be one of {', '.join(kinds)}")
         # `emoji` is only for plain_text, `verbatim` only for mrkdwn: Slack refuses either
-        # elsewhere ("invalid additional property").
-        wrong = "emoji" if obj.get("type") == "mrkdwn" else "verbatim"
-        if obj.get("type") in ("plain_text", "mrkdwn") and wrong in obj:
-            self.add(pointer, f"invalid additional property: {wrong}")
+        # elsewhere, as any other property ("invalid additional property").
+        _only_known(self, pointer, obj, limits.TEXT_PROPERTIES.get(str(obj.get("type"))))
         self.max_len(f"{pointer}/text", obj["text"], limit, min_len=1)
 
 
-def check_message(text: Any, blocks: Any) -> None:
+def check_message(
+    text: Any, blocks: Any, *, max_text: int | None = limits.MAX_MESSAGE_TEXT
+) -> None:
     """Refuse a message as Slack would (chat.postMessage, chat.update, postEphemeral, responses).
+
+    Args:
+        max_text: the most characters of `text` (chat.update: `MAX_UPDATE_TEXT`); None for
+            chat.postMessage, which truncates instead (`MAX_MESSAGE_TEXT`).
 
     Raises:
         SlackApiFailure: `no_text` (neither text nor blocks), `msg_too_long` (text over
-            `MAX_MESSAGE_TEXT`), `invalid_blocks` (with the lines saying what and where).
+            `max_text`), `invalid_blocks` (with the lines saying what and where),
+            `msg_blocks_too_long` (the blocks' text together over `MAX_BLOCKS_TEXT`).
     """
     if not text and not blocks:
         raise SlackApiFailure("no_text")
-    if isinstance(text, str) and slack_length(text) > limits.MAX_MESSAGE_TEXT:
+    if max_text is not None and isinstance(text, str) and slack_length(text) > max_text:
         raise SlackApiFailure(
             "msg_too_long",
-            [
-                f"[ERROR] must be less than {limits.MAX_MESSAGE_TEXT + 1} characters [json-pointer:/text]"
-            ],
+            [f"[ERROR] must be less than {max_text + 1} characters [json-pointer:/text]"],
         )
     if blocks is None:
         return
@@ -83,6 +86,27 @@ def check_message(text: Any, blocks: Any) -> None:
     _check_blocks(p, "/blocks", blocks, limits.MAX_MESSAGE_BLOCKS, surface="message")
     if p.lines:
         raise SlackApiFailure("invalid_blocks", p.lines)
+    total = sum(slack_length(t) for t in _texts(blocks))
+    if total > limits.MAX_BLOCKS_TEXT:
+        line = (
+            f"[ERROR] the blocks' text is {total} characters, over {limits.MAX_BLOCKS_TEXT} "
+            "[json-pointer:/blocks]"
+        )
+        raise SlackApiFailure("msg_blocks_too_long", [line])
+
+
+def _texts(node: Any) -> list[str]:
+    """The text of every text object in `node` (blocks, elements, options, confirms)."""
+    if isinstance(node, list):
+        return [t for item in node for t in _texts(item)]
+    if not isinstance(node, dict):
+        return []
+    own = (
+        [node["text"]]
+        if node.get("type") in ("plain_text", "mrkdwn") and isinstance(node.get("text"), str)
+        else []
+    )
+    return own + [t for value in node.values() for t in _texts(value)]
 
 
 def check_broadcast(blocks: Any, attachments: Any) -> None:
@@ -163,6 +187,15 @@ def check_view(view: Any, *, home: bool = False) -> None:
         raise SlackApiFailure("invalid_arguments", p.lines)
 
 
+def _only_known(p: _Problems, at: str, obj: JSON, known: frozenset[str] | None) -> None:
+    """Slack refuses a property it does not know on a block, element or text object."""
+    if known is None:
+        return
+    for name in obj:
+        if name not in known:
+            p.add(at, f"invalid additional property: {name}")
+
+
 def _check_blocks(p: _Problems, at: str, blocks: Any, max_blocks: int, *, surface: str) -> None:
     if not isinstance(blocks, list):
         p.add(at, "must provide an array")
@@ -184,6 +217,7 @@ def _check_blocks(p: _Problems, at: str, blocks: Any, max_blocks: int, *, surfac
             if block_id in seen:
                 p.add(f"{where}/block_id", f"duplicate block_id {block_id!r}")
             seen.add(block_id)
+        _only_known(p, where, block, limits.BLOCK_PROPERTIES.get(block["type"]))
         _check_block(p, where, block, surface)
 
 
@@ -243,6 +277,7 @@ def _check_element(p: _Problems, at: str, el: Any) -> None:
     if el["type"] not in limits.ELEMENT_TYPES:
         p.add(f"{at}/type", f"unsupported type: {el['type']}")
         return
+    _only_known(p, at, el, limits.ELEMENT_PROPERTIES.get(el["type"]))
     p.max_len(f"{at}/action_id", el.get("action_id"), limits.MAX_ACTION_ID, min_len=1)
     if "placeholder" in el:
         p.text_obj(f"{at}/placeholder", el["placeholder"], limits.MAX_PLACEHOLDER, plain_only=True)

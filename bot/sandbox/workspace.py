@@ -152,10 +152,17 @@ class Workspace:
         return channel
 
     def add_channel(
-        self, channel_id: str, name: str, *, private: bool = False, member: bool = True
+        self,
+        channel_id: str,
+        name: str,
+        *,
+        private: bool = False,
+        member: bool = True,
+        people: frozenset[str] | None = None,
     ) -> Channel:
-        """A new channel (public by default, with the bot in it)."""
-        channel = Channel(channel_id, name, is_private=private, is_member=member)
+        """A new channel (public by default, with the bot in it, and everyone unless `people`
+        names who is)."""
+        channel = Channel(channel_id, name, is_private=private, is_member=member, people=people)
         self.channels[channel.id] = channel
         return channel
 

@@ -69,6 +69,15 @@ async def test_a_call_without_its_scope_is_refused_naming_the_scopes_needed() ->
         assert refused.value.response["needed"] == "groups:history"
 
 
+async def test_an_ephemeral_goes_only_to_someone_in_the_channel(slack: FakeSlack) -> None:
+    slack.workspace.add_channel("C0FEW", "few", people=frozenset({"U0ALICE"}))
+    c = client(slack)
+    assert (await c.chat_postEphemeral(channel="C0FEW", user="U0ALICE", text="only you"))["ok"]
+    refused = c.chat_postEphemeral(channel="C0FEW", user="U0BOB", text="only you")
+    assert await error_of(refused) == "user_not_in_channel"
+    assert [e.text for e in slack.workspace.ephemerals.get("U0BOB", [])] == []
+
+
 def test_every_method_the_stand_in_answers_has_its_scopes_listed() -> None:
     assert set(METHODS) == set(ACCEPTED)
 

@@ -263,7 +263,25 @@ async def test_configured_tokens_only() -> None:
     ("blocks", "text", "error", "pointer"),
     [
         ([section("x")] * (limits.MAX_MESSAGE_BLOCKS + 1), "t", "invalid_blocks", "/blocks"),
-        (None, "x" * (limits.MAX_MESSAGE_TEXT + 1), "msg_too_long", "/text"),
+        (
+            [section("x" * 3000)] * 4 + [section("one too many")],
+            "t",
+            "msg_blocks_too_long",
+            "/blocks",
+        ),
+        ([section("x", color="red")], "t", "invalid_blocks", "/blocks/0"),
+        (
+            [{"type": "section", "text": {"type": "mrkdwn", "text": "x", "emoji": True}}],
+            "t",
+            "invalid_blocks",
+            "/blocks/0/text",
+        ),
+        (
+            [{"type": "actions", "elements": [button("a", "v", color="red")]}],
+            "t",
+            "invalid_blocks",
+            "/blocks/0/elements/0",
+        ),
         (
             [section("x" * (limits.MAX_SECTION_TEXT + 1))],
             "t",
@@ -298,7 +316,10 @@ async def test_configured_tokens_only() -> None:
     ],
     ids=[
         "51-blocks",
-        "text-40001",
+        "blocks-text-12001",
+        "unknown-block-property",
+        "emoji-on-mrkdwn",
+        "unknown-element-property",
         "section-3001",
         "value-2001",
         "action-id-256",
@@ -318,6 +339,22 @@ async def test_messages_over_slack_limits_are_refused(
         [line] = body["response_metadata"]["messages"]
         assert line.startswith("[ERROR] ") and line.endswith(f"[json-pointer:{pointer}]")
     assert not slack.workspace.channels["C0APPROVALS"].messages
+
+
+async def test_a_long_post_is_cut_at_40000_characters_and_an_update_refused_past_4000(
+    slack: FakeSlack,
+) -> None:
+    client = aclient(slack)
+    posted = await client.chat_postMessage(channel="C0APPROVALS", text="x" * 40_001)
+    msg = slack.workspace.channels["C0APPROVALS"].messages[posted["ts"]]
+    assert len(msg.text) == limits.MAX_MESSAGE_TEXT
+    body = await error_of(
+        client.chat_update(channel="C0APPROVALS", ts=posted["ts"], text="y" * 4_001)
+    )
+    assert body["error"] == "msg_too_long"
+    assert (await client.chat_update(channel="C0APPROVALS", ts=posted["ts"], text="y" * 4_000))[
+        "ok"
+    ]
 
 
 # views --------------------------------------------------------------------------------------

@@ -9,11 +9,9 @@ The real-provider path runs the `openai` client against a chat-completions stand
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import web
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
@@ -23,6 +21,7 @@ from bot.approvals.effects import services
 from bot.approvals.errors import PolicyError
 from bot.workflows.llm import ScriptedChat, model_from_env
 from graphs.prebuilt import create_react_agent
+from tests.kit.chat_api import ChatAPI, chat_api  # noqa: F401 -- a fixture
 from tests.kit.flows import POLICY
 from tests.kit.signoff import Kit
 
@@ -335,67 +334,9 @@ def test_with_no_key_the_scripted_model_is_used_and_half_a_configuration_is_refu
         model_from_env({"SIGNOFF_LLM_API_KEY": "k"}, _probe_script)
 
 
-def _completion(message: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "stand-in",
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }  # fmt: skip
-
-
-def _fn(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"id": call_id, "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)}}  # fmt: skip
-
-
-class ChatStandIn:
-    """`POST /v1/chat/completions`, answering from the conversation it is sent."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.url = ""
-
-    async def complete(self, request: web.Request) -> web.Response:
-        assert request.headers["Authorization"] == "Bearer test-key"
-        body = await request.json()
-        self.requests.append(body)
-        turn = sum(m["role"] == "assistant" for m in body["messages"])
-        if turn == 0:
-            message = {"role": "assistant", "content": None,
-                       "tool_calls": [_fn("call_a1", "lookup_order", {"order_id": "o-1002"})]}  # fmt: skip
-        elif turn == 1:
-            order = json.loads(body["messages"][-1]["content"])
-            message = {"role": "assistant", "content": None, "tool_calls": [
-                _fn("call_a2", "send_refund", {"customer_id": order["customer_id"],
-                    "order_id": order["order_id"], "amount": order["total"], "reason": "broken"}),
-                _fn("call_a3", "email_customer", {"to": order["email"], "subject": "Refund",
-                    "body": "Refunded."}),
-            ]}  # fmt: skip
-        else:
-            told = [m["content"] for m in body["messages"] if m["role"] == "tool"][-2:]
-            message = {"role": "assistant", "content": "Sorry! " + " | ".join(told)}
-        return web.json_response(_completion(message))
-
-
-@pytest.fixture
-async def chat_api(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ChatStandIn]:
-    stand_in = ChatStandIn()
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", stand_in.complete)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    host, port = runner.addresses[0][:2]
-    stand_in.url = f"http://{host}:{port}/v1"
-    monkeypatch.setenv("SIGNOFF_LLM_BASE_URL", stand_in.url)
-    monkeypatch.setenv("SIGNOFF_LLM_MODEL", "stand-in")
-    monkeypatch.setenv("SIGNOFF_LLM_API_KEY", "test-key")
-    yield stand_in
-    await runner.cleanup()
-
-
 async def test_a_chat_completions_api_drives_the_agent_through_the_openai_client(
-    kit: Kit, chat_api: ChatStandIn
+    kit: Kit,
+    chat_api: ChatAPI,  # noqa: F811 -- the fixture
 ) -> None:
     report = await kit.start(
         "support_agent", {"ticket": "Headphones from o-1002 are silent.", "customer_id": "cust_12"}

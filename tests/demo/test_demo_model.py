@@ -9,63 +9,27 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from aiohttp import web
 
 from bot.sandbox.client import SandboxClient
 from bot.sandbox.people import APPROVALS_CHANNEL
 from tests.demo.conftest import DemoProcess
+from tests.kit.chat_api import ChatAPI, serving
 from tests.kit.e2e import text_of
 
 REPLY = "All sorted: the stand-in model answered this ticket."
 
 
-class ChatStandIn:
-    """`POST /v1/chat/completions` that answers every conversation with `REPLY`, no tool call."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.url = ""
-
-    async def complete(self, request: web.Request) -> web.Response:
-        assert request.headers["Authorization"] == "Bearer demo-key"
-        body = await request.json()
-        self.requests.append(body)
-        return web.json_response(
-            {
-                "id": f"chatcmpl-{len(self.requests)}",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": REPLY},
-                    }
-                ],
-            }
-        )
-
-
 @pytest.fixture
-async def chat_api() -> AsyncIterator[ChatStandIn]:
-    stand_in = ChatStandIn()
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", stand_in.complete)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    host, port = runner.addresses[0][:2]
-    stand_in.url = f"http://{host}:{port}/v1"
-    yield stand_in
-    await runner.cleanup()
+async def chat_api() -> AsyncIterator[ChatAPI]:
+    """A model that answers every conversation with `REPLY`, no tool call."""
+    async with serving(lambda body: {"role": "assistant", "content": REPLY}, key="demo-key") as api:
+        yield api
 
 
 async def test_the_demo_s_agent_talks_to_the_model_the_environment_names(
-    tmp_path: Path, chat_api: ChatStandIn
+    tmp_path: Path, chat_api: ChatAPI
 ) -> None:
     settings = {
         "SIGNOFF_LLM_API_KEY": "demo-key",

@@ -21,7 +21,7 @@ from bot.config import Settings
 from bot.http import build_runtime
 from bot.sandbox.processes import CHANNEL, SIGNING_SECRET, sqlite_url
 from bot.slack.payloads import EDIT, NOTE_BLOCK, REASON_BLOCK, REJECT, edit_block_id
-from tests.approvals.test_agent_gate import ChatStandIn, chat_api  # noqa: F401 -- a fixture
+from tests.kit.chat_api import ChatAPI, chat_api  # noqa: F401 -- a fixture
 from tests.kit.e2e import text_of
 from tests.kit.scenario import Scenario, running_scenario
 from tests.slack.turn_kit import click_call
@@ -59,7 +59,7 @@ body = { type = "string", required = true }
 
 
 @pytest.fixture
-async def bot(tmp_path: Path, chat_api: ChatStandIn) -> AsyncIterator[Scenario]:  # noqa: F811
+async def bot(tmp_path: Path, chat_api: ChatAPI) -> AsyncIterator[Scenario]:  # noqa: F811
     async with running_scenario(tmp_path, POLICY) as scenario:
         yield scenario
 

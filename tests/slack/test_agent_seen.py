@@ -7,18 +7,17 @@ reached through the real `openai` client; the card and the modal through the rea
 from __future__ import annotations
 
 import asyncio
-import json
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from aiohttp import web
 
 from bot.approvals import tables as t
 from bot.sandbox.processes import CHANNEL
 from bot.slack.payloads import PAYLOAD
+from tests.kit.chat_api import serving, support_model
 from tests.kit.e2e import text_of
 from tests.kit.scenario import Scenario, running_scenario
 from tests.slack.test_agent_scenario import POLICY
@@ -27,55 +26,14 @@ from tests.slack.turn_kit import click_call
 SAID = "Order o-1002 was paid 129.00 and the customer says it is silent, so I refund it in full."
 
 
-def _fn(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"id": call_id, "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)}}  # fmt: skip
-
-
-async def complete(request: web.Request) -> web.Response:
-    """A model that looks the order up, then proposes a refund and an email with its reason."""
-    body = await request.json()
-    turn = sum(m["role"] == "assistant" for m in body["messages"])
-    if turn == 0:
-        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [
-            _fn("call_1", "lookup_order", {"order_id": "o-1002"})]}  # fmt: skip
-    elif turn == 1:
-        order = json.loads(body["messages"][-1]["content"])
-        message = {"role": "assistant", "content": SAID, "tool_calls": [
-            _fn("call_2", "send_refund", {"customer_id": order["customer_id"],
-                "order_id": order["order_id"], "amount": order["total"], "reason": "silent"}),
-            _fn("call_3", "email_customer", {"to": order["email"], "subject": "Refund",
-                "body": "Refunded."}),
-        ]}  # fmt: skip
-    else:
-        message = {"role": "assistant", "content": "Done."}
-    return web.json_response(
-        {
-            "id": "c",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        }
-    )
-
-
 @pytest.fixture
 async def bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Scenario]:
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", complete)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    host, port = runner.addresses[0][:2]
-    monkeypatch.setenv("SIGNOFF_LLM_BASE_URL", f"http://{host}:{port}/v1")
-    monkeypatch.setenv("SIGNOFF_LLM_MODEL", "stand-in")
-    monkeypatch.setenv("SIGNOFF_LLM_API_KEY", "test-key")
-    try:
+    async with serving(functools.partial(support_model, said=SAID)) as api:
+        monkeypatch.setenv("SIGNOFF_LLM_BASE_URL", api.url)
+        monkeypatch.setenv("SIGNOFF_LLM_MODEL", "stand-in")
+        monkeypatch.setenv("SIGNOFF_LLM_API_KEY", api.key)
         async with running_scenario(tmp_path, POLICY) as scenario:
             yield scenario
-    finally:
-        await runner.cleanup()
 
 
 async def test_the_turn_s_card_shows_the_lookup_it_rests_on_and_the_model_s_words(

@@ -26,7 +26,7 @@ from bot.slack.payloads import (
     REJECT,
     edit_block_id,
 )
-from tests.approvals.test_agent_gate import ChatStandIn, chat_api  # noqa: F401 -- a fixture
+from tests.kit.chat_api import ChatAPI, chat_api  # noqa: F401 -- a fixture
 from tests.kit.e2e import text_of
 from tests.kit.scenario import Scenario, running_scenario
 from tests.slack.test_agent_scenario import POLICY
@@ -36,7 +36,7 @@ TICKET = {"ticket": "Headphones from o-1002 are silent.", "customer_id": "cust_1
 
 
 @pytest.fixture
-async def bot(tmp_path: Path, chat_api: ChatStandIn) -> AsyncIterator[Scenario]:  # noqa: F811
+async def bot(tmp_path: Path, chat_api: ChatAPI) -> AsyncIterator[Scenario]:  # noqa: F811
     async with running_scenario(tmp_path, POLICY) as scenario:
         yield scenario
 

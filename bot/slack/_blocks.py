@@ -10,6 +10,7 @@ Messages are `{"text": fallback, "blocks": [...]}`, ready for `chat.postMessage(
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,6 +29,7 @@ from .limits import (
     FIELDS_MAX,
     HEADER_TEXT_MAX,
     MESSAGE_BLOCKS_MAX,
+    MESSAGE_BLOCKS_TEXT_MAX,
     SECTION_TEXT_MAX,
     TEXT_MAX,
 )
@@ -99,8 +101,49 @@ def message(text: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
     fallback = cut_mrkdwn(text, TEXT_MAX)
     return {
         "text": fallback if fallback.strip() else "signoff",
-        "blocks": blocks[:MESSAGE_BLOCKS_MAX],
+        "blocks": fit_text(blocks[:MESSAGE_BLOCKS_MAX], MESSAGE_BLOCKS_TEXT_MAX),
     }
+
+
+def _text_objects(node: Any) -> list[dict[str, Any]]:
+    """Every text object in `node` (blocks, elements, options), outermost first."""
+    if isinstance(node, list):
+        return [o for item in node for o in _text_objects(item)]
+    if not isinstance(node, dict):
+        return []
+    kind, text = node.get("type"), node.get("text")
+    own = [node] if kind in ("plain_text", "mrkdwn") and isinstance(text, str) else []
+    return own + [o for value in node.values() for o in _text_objects(value)]
+
+
+def text_length(node: Any) -> int:
+    """The characters of every text object in `node`, as Slack counts them toward
+    `MESSAGE_BLOCKS_TEXT_MAX`."""
+    return sum(slack_len(o["text"]) for o in _text_objects(node))
+
+
+_KEPT = 40
+"""Characters a text keeps at least when `fit_text` shortens it."""
+
+
+def fit_text(blocks: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """`blocks`, their text together within `limit` (past it Slack refuses the whole message,
+    `msg_blocks_too_long`): the longest texts are shortened first, each to no less than
+    `_KEPT` characters and an ellipsis, so every block still says what it is."""
+    over = text_length(blocks) - limit
+    if over <= 0:
+        return blocks
+    blocks = copy.deepcopy(blocks)
+    found = _text_objects(blocks)  # the longest first; of equal ones, the later (the first
+    # blocks say what the message is)
+    order = sorted(range(len(found)), key=lambda i: (-slack_len(found[i]["text"]), -i))
+    for obj in (found[i] for i in order):
+        have = slack_len(obj["text"])
+        if over <= 0 or have <= _KEPT:
+            break
+        obj["text"] = cut_mrkdwn(obj["text"], max(have - over, _KEPT))
+        over -= have - slack_len(obj["text"])
+    return blocks
 
 
 def reply_text(text: str) -> str:

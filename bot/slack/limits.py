@@ -17,6 +17,10 @@ from typing import Final
 # https://api.slack.com/reference/block-kit/blocks ("up to 50 blocks in each message").
 MESSAGE_BLOCKS_MAX: Final = 50
 """Blocks in one message."""
+MESSAGE_BLOCKS_TEXT_MAX: Final = 12_000
+"""The text of all of a message's blocks together: past it Slack refuses the message
+(`msg_blocks_too_long`, documented without a figure; about 12,000 characters, as Slack's staff
+have put it)."""
 
 # Views: https://api.slack.com/reference/surfaces/views
 VIEW_BLOCKS_MAX: Final = 100

@@ -26,6 +26,7 @@ from ._blocks import (
     header,
     message,
     section,
+    text_length,
     title_of,
 )
 from .limits import (
@@ -33,6 +34,7 @@ from .limits import (
     HISTORY_LINES_MAX,
     LIST_TITLE_MAX,
     MESSAGE_BLOCKS_MAX,
+    MESSAGE_BLOCKS_TEXT_MAX,
     SECTION_TEXT_MAX,
     VIEW_BLOCKS_MAX,
 )
@@ -103,6 +105,10 @@ def _pending_item(
     return section("\n".join(lines))
 
 
+_MORE_LINE = 200
+"""Characters kept for a list's "and N more" line within its text budget."""
+
+
 def _list(
     heading: str,
     items: Sequence[Approval],
@@ -110,15 +116,22 @@ def _list(
     room: int,
     more: Callable[[int], str],
     total: int | None = None,
+    chars: int | None = None,
 ) -> list[dict[str, Any]]:
-    """A heading and one block per item, within `room` blocks; when not all of `total` (default
-    `len(items)`: `items` may be the first page of more) fit, the last says how many more."""
+    """A heading and one block per item, within `room` blocks and, for a message, `chars`
+    characters of text (Slack refuses a message whose blocks hold more); when not all of
+    `total` (default `len(items)`: `items` may be the first page of more) fit, the last says
+    how many more."""
     total = len(items) if total is None else max(total, len(items))
     out = [section(heading)]
-    if total == len(items) and len(items) + 1 <= room:
-        return out + [render(i) for i in items]
-    keep = min(len(items), max(room - 2, 0))
-    return out + [render(i) for i in items[:keep]] + [context(more(total - keep))]
+    rendered = [render(i) for i in items[: max(room - 1, 0)]]
+    if total == len(rendered) and (chars is None or text_length(out + rendered) <= chars):
+        return out + rendered
+    kept = rendered[: max(room - 2, 0)]
+    if chars is not None:
+        while kept and text_length(out + kept) > chars - _MORE_LINE:
+            kept.pop()
+    return out + kept + [context(more(total - len(kept)))]
 
 
 def status_blocks(
@@ -164,18 +177,22 @@ def status_blocks(
     blocks: list[dict[str, Any]] = []
     if not pending:
         blocks.append(section(m.status_none()))
-    if mine:
+    if mine:  # the first, and most of the room; some is left to say what waits on others
         room = MESSAGE_BLOCKS_MAX - (3 if others else 0)
+        chars = MESSAGE_BLOCKS_TEXT_MAX * 3 // 4 if others else MESSAGE_BLOCKS_TEXT_MAX
         blocks += _list(
-            m.status_mine_heading(mine_total), mine, render, room, m.status_more, mine_total
-        )
+            m.status_mine_heading(mine_total), mine, render, room, m.status_more, mine_total,
+            chars,
+        )  # fmt: skip
     if others:
         if blocks:
             blocks.append(divider())
         room = MESSAGE_BLOCKS_MAX - len(blocks)
+        chars = MESSAGE_BLOCKS_TEXT_MAX - text_length(blocks)
         blocks += _list(
-            m.status_others_heading(others_total), others, render, room, m.status_more, others_total
-        )
+            m.status_others_heading(others_total), others, render, room, m.status_more,
+            others_total, chars,
+        )  # fmt: skip
     return message(m.status_fallback(mine_total, others_total), blocks)
 
 

@@ -706,11 +706,13 @@ def test_status_with_many_pending_fits_and_counts_the_rest() -> None:
         for i in range(120)
     ]
     reply = status.status_blocks(many, "U_ALICE", NOW)
-    assert check_limits(reply) == []
-    assert len(reply["blocks"]) == limits.MESSAGE_BLOCKS_MAX
-    assert any(
-        "more. `signoff pending` lists every pending approval" in t for t in mrkdwn_texts(reply)
-    )
+    assert check_limits(reply) == []  # 50 blocks at most, and their text within Slack's total
+    assert len(reply["blocks"]) <= limits.MESSAGE_BLOCKS_MAX
+    # each list shows what fits and counts the rest: none is lost from the count
+    texts = list(mrkdwn_texts(reply))
+    shown = [t for t in texts if "requested by" in t]
+    more = [int(n) for t in texts for n in re.findall(r"…and (\d+) more\.", t)]
+    assert len(more) == 2 and len(shown) + sum(more) == 120
 
 
 @pytest.mark.parametrize(
@@ -1152,3 +1154,36 @@ def test_a_failure_message_with_its_buttons_fits_slack(error: str) -> None:
     done = replies.run_control_done(failed["text"], messages.run_retried_line("U_BOB"))
     assert check_limits(done) == []
     assert "run_retry" not in str(done)
+
+
+def test_a_card_with_every_text_at_its_longest_is_one_slack_takes() -> None:
+    """Slack refuses a message whose blocks hold more than about 12,000 characters of text
+    together (`msg_blocks_too_long`), whatever each block's own limit: the longest texts are
+    shortened until the card fits, its title and buttons kept."""
+    votes = tuple(vote(f"U{i}", note="v" * 3000) for i in range(5))
+    longest = make_approval(
+        title="T" * 500,
+        payload={f"field_{i:02d}": "x" * 4000 for i in range(40)},
+        note="n" * 3000,
+        seen={"reason": "r" * 4000, "results": [{"tool": "t", "content": "c" * 4000}] * 5},
+        votes=votes,
+        required=5,
+        status="approved",
+        decision=decision("approved", [v.user_id for v in votes], note="v" * 12_000),
+        reason="r" * 3000,
+    )
+    pending = make_approval(title="T" * 500, payload=longest.payload, note="n" * 3000)
+    for approval in (longest, pending):
+        card = cards.card(approval, now=NOW)
+        assert check_limits(card) == []
+        assert _blocks.text_length(card["blocks"]) <= limits.MESSAGE_BLOCKS_TEXT_MAX
+        assert card["blocks"][0]["text"]["text"].count("T") >= 140  # the title, as long as ever
+
+
+def test_fit_text_shortens_the_longest_texts_and_the_later_of_equal_ones() -> None:
+    blocks = [_blocks.section("x" * 3000) for _ in range(6)]
+    fitted = _blocks.fit_text(blocks, 12_000)
+    lengths = [len(b["text"]["text"]) for b in fitted]
+    assert sum(lengths) <= 12_000 and lengths[:3] == [3000] * 3
+    assert all(b["text"]["text"].endswith("…") for b in fitted[3:])
+    assert blocks[5]["text"]["text"] == "x" * 3000  # the blocks given are left as they were

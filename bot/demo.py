@@ -408,7 +408,7 @@ async def _serve(
             f"pick who you are, start {_what_to_start(policy)}, approve it.\n"
             f"  the support agent's model: {model}\n"
             + (
-                f"  From any agent (README): export SIGNOFF_URL={bot_url} "
+                f"  From any agent (docs/api.md): export SIGNOFF_URL={bot_url} "
                 f"SIGNOFF_TOKEN={agent_token}\n"
                 if agent
                 else ""

@@ -1,4 +1,6 @@
-"""The README's Python example runs as written, and its commands name real CLI commands."""
+"""The README's and the docs' examples run as written, and their commands name real CLI
+commands. The docs are read as one text with the README (`DOCS`): an example moved from one page
+to another is still found, and still run."""
 
 from __future__ import annotations
 
@@ -12,10 +14,16 @@ from pathlib import Path
 from typing import Any
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+PAGES = sorted((README.parent / "docs").glob("*.md"))
+
+
+def docs() -> str:
+    """The README and every page of `docs/`, one after the other."""
+    return "\n".join(p.read_text(encoding="utf-8") for p in [README, *PAGES])
 
 
 def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    return re.findall(r"```python\n(.*?)```", docs(), re.DOTALL)
 
 
 def test_the_runtime_example_runs_and_prints_what_the_comments_say(tmp_path: Path) -> None:
@@ -27,8 +35,15 @@ def test_the_runtime_example_runs_and_prints_what_the_comments_say(tmp_path: Pat
     assert run.stdout.splitlines() == expected
 
 
+def test_the_docs_home_installs_and_runs_the_demo_as_the_readme_does() -> None:
+    install = re.compile(r"^python3 -m venv .*signoff demo$", re.MULTILINE)
+    (readme,) = install.findall(README.read_text(encoding="utf-8"))
+    (home,) = install.findall((README.parent / "docs" / "index.md").read_text(encoding="utf-8"))
+    assert home == readme
+
+
 def test_every_signoff_command_in_the_readme_exists() -> None:
-    text = README.read_text(encoding="utf-8")
+    text = docs()
     commands = set(re.findall(r"^\s*(?:\$ )?signoff ([a-z]+)", text, re.MULTILINE))
     assert commands, "the README shows no signoff command"
     help_text = subprocess.run(
@@ -42,7 +57,7 @@ def test_every_signoff_command_in_the_readme_exists() -> None:
 
 def block(language: str, first_line: str) -> str:
     """The README's `language` block whose first line is `first_line`."""
-    blocks = re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    blocks = re.findall(rf"```{language}\n(.*?)```", docs(), re.DOTALL)
     return next(b for b in blocks if b.startswith(first_line + "\n"))
 
 
@@ -98,7 +113,7 @@ def test_the_terminal_commands_run_as_written_and_approve_a_refund(tmp_path: Pat
     """Every line of the README's terminal block, in order, in a directory holding what a fresh
     clone does (its `bot/policies/demo.toml`), with the ids each command printed pasted in and
     its optional arguments given (`...` left out); a refund ends approved and run."""
-    text = README.read_text(encoding="utf-8")
+    text = docs()
     blocks = re.findall(
         r"```sh\n(cp bot/policies/demo\.toml signoff\.toml .*?)```", text, re.DOTALL
     )

@@ -150,7 +150,9 @@ async def test_a_check_that_raises_or_times_out_before_the_action_refuses_it(
     await approve(bot, first)
 
     assert await payouts(bot) == []
-    (refusal,) = [a for a in await bot.signoff.thread_approvals(first.thread_id) if a.id != first.id]
+    (refusal,) = [
+        a for a in await bot.signoff.thread_approvals(first.thread_id) if a.id != first.id
+    ]
     assert refusal.status == "rejected" and refusal.reason is not None
     assert said in refusal.reason and "the action does not run" in refusal.reason
     (failed,) = await audited(bot, "check_failed")

@@ -1,0 +1,176 @@
+"""A service's check (`check_url` in `[services.NAME]`), over real HTTP: the approvals API in
+front of the governance core, and the service as a local aiohttp receiver that answers the
+facts and takes the webhooks. The facts it answered are on the approval; once people approve,
+the service reads `pending` (`rechecking`) until the facts are read again and found unchanged,
+and never `approved` when they changed or the check failed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from bot.approvals.external import verify_webhook
+from bot.http.webhooks import WebhookClient
+from tests.api.conftest import BILLING_TOKEN, REFUND, Api, serve_api
+from tests.kit.flows import POLICY
+from tests.kit.signoff import Kit
+
+SERVICE = """
+[services.billing]
+token_env = "TEST_BILLING_TOKEN"
+actions = ["send_refund"]
+callback_urls = ["http://127.0.0.1:*"]
+callback_private = true
+check_url = "{url}/facts"
+"""
+
+
+class Service:
+    """The billing service: answers its check with `facts` (or `status`, or after `delay`
+    seconds), and keeps the webhooks it is sent."""
+
+    def __init__(self) -> None:
+        self.facts: dict[str, Any] = {"balance": "120.00"}
+        self.status = 200
+        self.delay = 0.0
+        self.asked: list[dict[str, Any]] = []
+        self.hooks: list[dict[str, Any]] = []
+        self.url = ""
+
+    async def check(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        assert verify_webhook(BILLING_TOKEN, request.headers["Signoff-Signature"], body)
+        self.asked.append(json.loads(body))
+        await asyncio.sleep(self.delay)
+        return web.json_response(self.facts, status=self.status)
+
+    async def hook(self, request: web.Request) -> web.Response:
+        self.hooks.append(json.loads(await request.read())["approval"])
+        return web.Response(status=204)
+
+
+@pytest.fixture
+async def service() -> AsyncIterator[Service]:
+    found = Service()
+    app = web.Application()
+    app.router.add_post("/facts", found.check)
+    app.router.add_post("/hook", found.hook)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    found.url = f"http://{host}:{port}"
+    yield found
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def api(db_url: str, tmp_path: Path, service: Service) -> AsyncIterator[Api]:
+    policy = POLICY + SERVICE.format(url=service.url)
+    async for found in serve_api(Kit(db_url, tmp_path), policy=policy):
+        client = WebhookClient(timeout=5.0)  # as `signoff run` wires it
+        found.kit.app.external.send = client.send
+        found.kit.app.external.checks.post = client.ask_facts
+        yield found
+        await client.close()
+
+
+async def ask(api: Api, service: Service) -> dict[str, Any]:
+    status, body = await api.post(
+        {
+            "action": "send_refund",
+            "args": REFUND,
+            "requester": "U_CAROL",
+            "callback_url": f"{service.url}/hook",
+        }
+    )
+    assert status == 202, body
+    return dict(body)
+
+
+async def read(api: Api, approval_id: str) -> dict[str, Any]:
+    status, body = await api.get(f"/api/approvals/{approval_id}")
+    assert status == 200, body
+    return dict(body)
+
+
+async def approve_latest(api: Api) -> str:
+    row = (await api.kit.approvals())[-1]
+    await api.kit.app.decide(row["id"], "U_ALICE", True)
+    return str(row["id"])
+
+
+async def test_unchanged_facts_read_approved_only_after_they_are_read_again(
+    api: Api, service: Service
+) -> None:
+    asked = await ask(api, service)
+    assert asked["checked"]["facts"] == {"balance": "120.00"}
+    assert service.asked[0]["action"] == "send_refund"
+    assert service.asked[0]["approval_id"] == asked["approval_id"]
+
+    await approve_latest(api)
+    assert len(service.asked) == 1
+    between = await read(api, asked["approval_id"])
+    assert between["status"] == "pending" and between["rechecking"] is True
+    assert between["approved"] is False and between["decision"] is None
+
+    await api.kit.app.run_jobs()
+
+    after = await read(api, asked["approval_id"])
+    assert after["status"] == "approved" and after["approved"] is True
+    assert after["rechecking"] is False
+    assert len(service.asked) > 1  # read again after the approval, before "go"
+    assert [h["status"] for h in service.hooks] == ["approved"]
+
+
+async def test_changed_facts_never_read_approved_and_ask_again_showing_old_and_new(
+    api: Api, service: Service
+) -> None:
+    asked = await ask(api, service)
+    service.facts = {"balance": "80.00"}
+    first = await approve_latest(api)
+
+    await api.kit.app.run_jobs()
+
+    again = await read(api, asked["approval_id"])
+    assert again["status"] == "pending" and again["approved"] is False
+    assert again["checked"]["changed"] == {"balance": ["120.00", "80.00"]}
+    assert again["checked"]["after"] == first
+    assert service.hooks == []  # the approval that was not used sends nothing
+    refused = [e for e in await api.kit.audit("recheck_refused") if e["approval_id"] == first]
+    assert refused and refused[0]["data"]["changed"] == {"balance": ["120.00", "80.00"]}
+
+    await approve_latest(api)
+    await api.kit.app.run_jobs()
+
+    done = await read(api, asked["approval_id"])
+    assert done["status"] == "approved" and done["approved"] is True
+    assert [h["status"] for h in service.hooks] == ["approved"]
+    assert [h["checked"]["facts"] for h in service.hooks] == [{"balance": "80.00"}]
+
+
+@pytest.mark.parametrize("failure", ["HTTP 500", "not facts"])
+async def test_a_check_that_fails_after_the_approval_is_a_refusal(
+    api: Api, service: Service, failure: str
+) -> None:
+    asked = await ask(api, service)
+    if failure == "HTTP 500":
+        service.status = 500
+    else:
+        service.facts = ["balance", "120.00"]  # type: ignore[assignment]
+    await approve_latest(api)
+
+    await api.kit.app.run_jobs()
+
+    seen = await read(api, asked["approval_id"])
+    assert seen["status"] == "rejected" and seen["approved"] is False
+    assert "the action does not run" in seen["decision"]["note"]
+    assert [h["status"] for h in service.hooks] == ["rejected"]
+    assert await api.kit.audit("check_failed")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._external_wire import SIGNATURE_HEADER, sign_webhook
@@ -27,12 +27,15 @@ from .checks import CHECK_TIMEOUT, checked
 if TYPE_CHECKING:
     from .policy import Policy
 
-__all__ = ["FactsPoster", "ServiceChecks", "bridge"]
+__all__ = ["FactsPoster", "ServiceChecks", "ServiceFacts", "bridge"]
 
 FactsPoster = Callable[..., Awaitable[tuple[int, bytes]]]
 """`await post(url, body, headers, allow_private=False, timeout=...)` POSTs and returns the
 HTTP status and the answer's body; raises `CallbackRefused` for an address the service may not
 be reached at (checked after DNS, as webhooks are), or anything else for a failed try."""
+
+ServiceFacts = Callable[[str, Mapping[str, Any]], Coroutine[Any, Any, dict[str, Any]]]
+"""`await read(service, request)`: the record of what a service's check answered now."""
 
 MAX_ANSWER = 64 * 1024
 """The largest answer a check may give, in bytes."""
@@ -98,7 +101,7 @@ def _error(text: str) -> dict[str, Any]:
 
 
 def bridge(
-    read: Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]] | None,
+    read: ServiceFacts | None,
 ) -> Callable[[str, Mapping[str, Any]], dict[str, Any]] | None:
     """`read` made callable from a node's worker thread (sync nodes run in threads under the
     event loop that is running now), or None outside a loop or without `read`."""
@@ -112,7 +115,8 @@ def bridge(
     def sync(service: str, request: Mapping[str, Any]) -> dict[str, Any]:
         future = asyncio.run_coroutine_threadsafe(read(service, request), loop)
         try:
-            return future.result(timeout=CHECK_TIMEOUT + 5)
+            found: dict[str, Any] = future.result(timeout=CHECK_TIMEOUT + 5)
+            return found
         except Exception as e:  # noqa: BLE001 - never a pass: the record says it failed
             future.cancel()
             return _error(f"the check_url could not be read: {type(e).__name__}: {e}")

@@ -195,12 +195,13 @@ class Pauses:
             )
             await self._refused_before(conn, thread_id, turn_id, place, approval_id, now)
         else:
-            kind: AuditKind = {
-                "approved": "auto_approved",
-                "rejected": {"conflict": "conflict", "check_failed": "check_failed"}.get(
-                    verdict_outcome, "denied"
-                ),
-            }[status]
+            refusals: dict[str, AuditKind] = {
+                "conflict": "conflict",
+                "check_failed": "check_failed",
+            }
+            kind: AuditKind = (
+                "auto_approved" if status == "approved" else refusals.get(verdict_outcome, "denied")
+            )
             await self.audit.append(
                 conn,
                 kind,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,7 +19,7 @@ from .. import store
 from .. import tables as t
 from .._conceal import Concealer
 from .._joined import followers_of
-from .._service_checks import bridge
+from .._service_checks import ServiceFacts, bridge
 from ..audit import AuditLog
 from ..effects import Effects, NodeServices
 from ..errors import UnknownWorkflowError
@@ -87,7 +87,7 @@ class RunsBase:
         self._graphs: dict[str, CompiledGraph] = {}
         self._handing_over: set[asyncio.Future[None]] = set()
         self._effects = Effects(db.sync_engine, clock)
-        self.service_facts: Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]] | None
+        self.service_facts: ServiceFacts | None
         self.service_facts = None
         """Reads a service's `check_url` (`ServiceChecks.read`), set by `Signoff`."""
         self._secret_rules = {

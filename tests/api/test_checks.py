@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from bot.approvals.errors import PolicyError
 from bot.approvals.external import verify_webhook
+from bot.approvals.policy import parse_policy
 from bot.http.webhooks import WebhookClient
 from tests.api.conftest import BILLING_TOKEN, REFUND, Api, serve_api
 from tests.kit.flows import POLICY
@@ -174,3 +176,24 @@ async def test_a_check_that_fails_after_the_approval_is_a_refusal(
     assert "the action does not run" in seen["decision"]["note"]
     assert [h["status"] for h in service.hooks] == ["rejected"]
     assert await api.kit.audit("check_failed")
+
+
+@pytest.mark.parametrize(
+    ("check_url", "said"),
+    [
+        (
+            '"https://facts.example/x"',
+            "signoff.toml:6: services.billing.check_url: https://facts.example:443 is not "
+            "allowed for service billing (allowed: none); add its origin to callback_urls",
+        ),
+        ("5", "signoff.toml:6: services.billing.check_url: must be an http(s) URL, got 5"),
+    ],
+)
+def test_a_check_url_is_held_to_the_callback_rules(check_url: str, said: str) -> None:
+    text = (
+        '[actions.a]\napprovers = ["U1"]\n[services.billing]\ntoken_env = "T"\n'
+        f'actions = ["a"]\ncheck_url = {check_url}\n'
+    )
+    with pytest.raises(PolicyError) as raised:
+        parse_policy(text)
+    assert str(raised.value).startswith(said)

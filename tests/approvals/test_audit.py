@@ -98,6 +98,8 @@ def test_the_event_kinds() -> None:
             "run_cancelled",
             "run_control_refused",
             "redelivered",
+            "check_failed",
+            "recheck_refused",
         ]
     )
 

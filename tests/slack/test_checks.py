@@ -179,3 +179,31 @@ async def test_a_check_that_fails_when_it_is_asked_refuses_at_once(
     assert approval.reason is not None and "the check raised FileNotFoundError" in approval.reason
     assert await payouts(bot) == []
     assert [e["approval_id"] for e in await audited(bot, "check_failed")] == [approval.id]
+
+
+async def test_the_demo_refund_rests_on_whether_the_customer_was_refunded_before(
+    bot: Scenario,
+) -> None:
+    asked = []
+    for order in ("o-1", "o-2"):
+        report = await bot.signoff.start(
+            "refund",
+            {"customer_id": "cust_x", "order_id": order, "amount": 42.5, "reason": "damaged"},
+            requester="U0CAROL",
+            channel=CHANNEL,
+        )
+        asked.append(report.approvals[0])
+    await bot.settle()
+    first, second = [await bot.signoff.get(a) for a in asked]
+    assert "refunded_before no" in card_text(bot, second)
+
+    await approve(bot, first)  # cust_x is refunded while the second card waits
+    await approve(bot, second)
+
+    refunds = await rows(bot, sa.select(t.effects).where(t.effects.c.kind == "refund"))
+    assert len(refunds) == 1
+    (again,) = [
+        a for a in await bot.signoff.thread_approvals(second.thread_id) if a.id != second.id
+    ]
+    assert again.status == "pending"
+    assert "refunded_before no → yes, 1 refund(s), 42.50 in all" in card_text(bot, again)

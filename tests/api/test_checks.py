@@ -183,8 +183,10 @@ async def test_a_check_that_fails_after_the_approval_is_a_refusal(
     [
         (
             '"https://facts.example/x"',
-            "signoff.toml:6: services.billing.check_url: https://facts.example:443 is not "
-            "allowed for service billing (allowed: none); add its origin to callback_urls",
+            (
+                "signoff.toml:6: services.billing.check_url: https://facts.example:443 is not "
+                "allowed for service billing (allowed: none); add its origin to callback_urls"
+            ),
         ),
         ("5", "signoff.toml:6: services.billing.check_url: must be an http(s) URL, got 5"),
     ],

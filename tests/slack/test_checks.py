@@ -162,6 +162,8 @@ async def test_a_check_that_raises_or_times_out_before_the_action_refuses_it(
     run = await bot.signoff.run_info(first.thread_id) or {}
     assert run["status"] == "completed"
     assert "not paid" in json.dumps(run.get("result") or run)
+    told = [text_of(m.to_api()) for m in bot.slack.workspace.channels[CHANNEL].messages.values()]
+    assert any(said in text for text in told), told  # the people are told why, in Slack
 
 
 async def test_a_check_that_fails_when_it_is_asked_refuses_at_once(

@@ -122,7 +122,11 @@ async def test_unchanged_facts_read_approved_only_after_they_are_read_again(
     between = await read(api, asked["approval_id"])
     assert between["status"] == "pending" and between["rechecking"] is True
     assert between["approved"] is False and between["decision"] is None
+    await api.kit.app.run_jobs(("webhook",))  # its webhook, before the facts are read again
+    assert service.hooks == []  # waits: it is not "go" yet
 
+    await api.kit.app.run_jobs()
+    api.kit.clock.advance(2)  # the webhook's next try
     await api.kit.app.run_jobs()
 
     after = await read(api, asked["approval_id"])
@@ -158,21 +162,32 @@ async def test_changed_facts_never_read_approved_and_ask_again_showing_old_and_n
     assert [h["checked"]["facts"] for h in service.hooks] == [{"balance": "80.00"}]
 
 
-@pytest.mark.parametrize("failure", ["HTTP 500", "not facts"])
+@pytest.mark.parametrize(
+    ("failure", "said"),
+    [
+        ("HTTP 500", "the check_url answered HTTP 500"),
+        ("not facts", "the check's answer was refused: it answered list"),
+        ("too slow", "the check_url did not answer within 0.5s"),
+    ],
+)
 async def test_a_check_that_fails_after_the_approval_is_a_refusal(
-    api: Api, service: Service, failure: str
+    api: Api, service: Service, failure: str, said: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr("bot.approvals._service_checks.CHECK_TIMEOUT", 0.5)
     asked = await ask(api, service)
     if failure == "HTTP 500":
         service.status = 500
-    else:
+    elif failure == "not facts":
         service.facts = ["balance", "120.00"]  # type: ignore[assignment]
+    else:
+        service.delay = 2.0
     await approve_latest(api)
 
     await api.kit.app.run_jobs()
 
     seen = await read(api, asked["approval_id"])
     assert seen["status"] == "rejected" and seen["approved"] is False
+    assert said in seen["decision"]["note"]
     assert "the action does not run" in seen["decision"]["note"]
     assert [h["status"] for h in service.hooks] == ["rejected"]
     assert await api.kit.audit("check_failed")

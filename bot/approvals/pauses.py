@@ -180,7 +180,7 @@ class Pauses:
             data["budget"] = capped
         if check is not None:
             data["check"] = check
-            await self._recheck_refused(conn, thread_id, check, approval_id)
+            await self._recheck_refused(conn, thread_id, check, approval_id, now)
         if status == "pending":
             await self.audit.append(
                 conn,
@@ -217,10 +217,16 @@ class Pauses:
         return approval_id
 
     async def _recheck_refused(
-        self, conn: AsyncConnection, thread_id: str, check: Mapping[str, Any], asked: str
+        self,
+        conn: AsyncConnection,
+        thread_id: str,
+        check: Mapping[str, Any],
+        asked: str,
+        now: float,
     ) -> None:
         """On the approval a re-check refused (`check["after"]`): that it was not used, why
-        (what changed, or the check's error), and the approval asked (or refused) instead."""
+        (what changed, or the check's error), and the approval asked (or refused) instead; on
+        the audit log, and on its card (`not_used` in its `checked`, the card updated)."""
         after = check.get("after")
         if not isinstance(after, str):
             return
@@ -233,6 +239,12 @@ class Pauses:
             actor="check",
             data={**why, "asked_again": asked},
         )
+        old = await store.get_approval(conn, after)
+        if old is None:
+            return
+        marked = {**(old.checked or {}), "not_used": {**why, "asked_again": asked}}
+        await store.set_checked(conn, after, store.dumps(marked))
+        await self.jobs.event(conn, "vote_recorded", now, thread_id=thread_id, approval_id=after)
 
     async def _refused_before(
         self,

@@ -236,6 +236,16 @@ def facts_blocks(approval: Approval) -> list[dict[str, Any]]:
     if isinstance(changed, Mapping) and changed:
         after = shorten(str(checked.get("after") or "?"), 100)
         lines.append(m.facts_changed(after, shorten(changes_text(changed), 1200)))
+    not_used = checked.get("not_used")
+    if isinstance(not_used, Mapping):
+        later = not_used.get("changed")
+        why = (
+            f"the facts changed ({changes_text(later)})"
+            if isinstance(later, Mapping) and later
+            else f"the check failed ({not_used.get('error')})"
+        )
+        asked = shorten(str(not_used.get("asked_again") or "?"), 100)
+        lines.append(m.not_used(shorten(why, 1000), asked))
     return [section("\n".join(lines), SECTION_TEXT_MAX)]
 
 

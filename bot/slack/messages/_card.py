@@ -134,11 +134,17 @@ def facts_checked(when: str, facts: str) -> str:
 
 
 def facts_changed(after: str, changes: str) -> str:
-    """Why this is asked again: facts changed after approval `after`, old → new."""
+    """Why this is asked again: facts changed after approval `after`, old → new. (Another
+    approval's id is never in code format on a card: that is how a card names its own.)"""
     return (
-        f"⚠️ *Facts changed since approval {code(after)}* was given, so it was not used: "
+        f"⚠️ *Facts changed since approval {escape(after)}* was given, so it was not used: "
         f"{escape(changes)}. Decide on what is true now."
     )
+
+
+def not_used(why: str, asked_again: str) -> str:
+    """On the card of an approval its re-check refused: the action did not run, and why."""
+    return f"🚫 *Not run:* {escape(why)} after it was decided. Asked again: {escape(asked_again)}."
 
 
 def check_failed(when: str, error: str) -> str:

@@ -6,6 +6,9 @@ refusal. Through the fake Slack and the bot's Bolt app: a real click approves.""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,7 @@ import sqlalchemy as sa
 
 from bot.approvals import tables as t
 from bot.approvals.models import Approval
-from bot.sandbox.processes import CHANNEL
+from bot.sandbox.processes import CHANNEL, sqlite_url
 from bot.slack.payloads import APPROVE
 from tests.kit.e2e import action_ids, text_of
 from tests.kit.scenario import POLICY, Scenario, running_scenario
@@ -131,6 +134,30 @@ async def test_a_fact_changed_before_the_action_stops_it_and_asks_again_showing_
 
     assert len(await payouts(bot)) == 1
     assert (await bot.signoff.run_info(first.thread_id) or {})["status"] == "completed"
+    shown = show(tmp_path, first.thread_id)  # and the operator's view says the same
+    assert f"facts changed since approval {first.id}: balance 120.00 → 80.00" in shown
+    assert f"not run (balance 120.00 → 80.00); asked again: {again.id}" in shown
+
+
+def show(directory: Path, thread_id: str) -> str:
+    """`signoff show THREAD_ID` on the scenario's database, in a process of its own."""
+    env = {
+        **os.environ,
+        "SIGNOFF_DATABASE_URL": sqlite_url(directory),
+        "SIGNOFF_POLICY": str(directory / "policy.toml"),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "show", thread_id],
+        env=env,
+        cwd=directory,
+        text=True,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 @pytest.mark.parametrize(

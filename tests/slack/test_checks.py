@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from bot.approvals import tables as t
 from bot.approvals.models import Approval
 from bot.sandbox.processes import CHANNEL, sqlite_url
+from bot.slack.mrkdwn import escape
 from bot.slack.payloads import APPROVE
 from tests.kit.e2e import action_ids, text_of
 from tests.kit.scenario import POLICY, Scenario, running_scenario
@@ -120,11 +121,12 @@ async def test_a_fact_changed_before_the_action_stops_it_and_asks_again_showing_
     again = asked[0]
     shown = card_text(bot, again)
     assert "balance 120.00 → 80.00" in shown
-    assert f"Facts changed since approval {first.id}* was given" in shown
+    assert f"Facts changed since approval {escape(first.id)}* was given" in shown
     assert "acct-1" in shown and APPROVE in action_ids(bot.card(again).to_api())
     used = card_text(bot, await bot.signoff.get(first.id))  # its card, updated
     assert "*Not run:* the facts changed (balance 120.00 → 80.00) after it was decided" in used
-    assert again.id in used and APPROVE not in action_ids(bot.card(first).to_api())
+    assert f"Asked again: {escape(again.id)}." in used
+    assert APPROVE not in action_ids(bot.card(first).to_api())
     (refused,) = await audited(bot, "recheck_refused")
     assert refused["approval_id"] == first.id
     assert refused["data"]["changed"] == {"balance": ["120.00", "80.00"]}

@@ -37,5 +37,7 @@ AuditKind = Literal[
     "run_control_refused",  # someone not allowed tried to retry or cancel a run
     "redelivered",  # an operator queued again messages Slack had refused for good
     "payload_viewed",  # someone opened an approval's Full payload (signoff report's quick ones)
+    "check_failed",  # an action's check failed or timed out: refused, the action does not run
+    "recheck_refused",  # an approval was not used: its facts changed, or its check failed, after it
 ]
 """What an audit event records; one line each above."""

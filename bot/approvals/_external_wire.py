@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import time
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,13 @@ class ExternalApproval:
     """Once settled: approved, status, by, at, note, edits, and args with the edits applied."""
     note: str | None = None
     """What the service sent as `title`: shown on the card labelled as its note."""
+    checked: Mapping[str, Any] | None = None
+    """What the service's `check_url` answered when this was asked (`at`, and `facts` or
+    `error`; `changed` and `after` when it is asked again because facts changed after an
+    approval). None: no check."""
+    rechecking: bool = False
+    """Approved by people, its facts being read again before it may go: `status` says
+    `pending` meanwhile, never `approved`, until they are found unchanged."""
     created: bool = field(default=True, compare=False)
     """False when `request` found the approval its idempotency key made before (not on the wire)."""
 
@@ -74,6 +82,8 @@ class ExternalApproval:
             "created_at": self.created_at,
             "card_url": self.card_url,
             "decision": self.decision.to_json() if self.decision is not None else None,
+            "checked": dict(self.checked) if self.checked is not None else None,
+            "rechecking": self.rechecking,
         }
 
 

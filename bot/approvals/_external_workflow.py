@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from graphs import END, START, StateGraph
 
 from ._service_threads import EXTERNAL_WORKFLOW
+from .effects import NodeServices, services
 from .models import Workflow
 from .policy.schema import Field, Schema
-from .request import request_approval
+from .request import ask
 
 __all__ = ["INPUTS", "external_workflow"]
 
@@ -44,16 +47,34 @@ class _State(TypedDict, total=False):
     decision: dict[str, Any]
 
 
-def _ask(state: _State) -> dict[str, Any]:
-    decision = request_approval(
+def _ask(state: _State, config: Any) -> dict[str, Any]:
+    decision = ask(
         state["action"],
         state.get("args") or {},
         # What the service wrote is its note, never the title: the header and a confirmation
         # show only the action's title, filled with the arguments.
         dedupe_key=state.get("dedupe_key") or None,
         note=state.get("title") or None,
+        reader=_check_of(state, services(config)),
     )
     return {"decision": decision.to_record()}
+
+
+def _check_of(state: _State, svc: NodeServices) -> Callable[[], dict[str, Any]] | None:
+    """The service's check (`check_url` in its policy section), read from this node's thread,
+    or None when it declares none. A process that cannot read it fails the check."""
+    service = state["service"]
+    found = svc.policy.services.get(service) if svc.policy is not None else None
+    if found is None or found.check_url is None:
+        return None
+    request = {"approval_id": svc.thread_id, "action": state["action"], "args": state.get("args")}
+
+    def reader() -> dict[str, Any]:
+        if svc.service_facts is None:
+            return {"at": time.time(), "error": "this process cannot read a check_url"}
+        return svc.service_facts(service, request)
+
+    return reader
 
 
 def _build() -> StateGraph:

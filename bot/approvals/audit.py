@@ -86,7 +86,7 @@ __all__ = [
 EVENT_KINDS: frozenset[str] = frozenset(get_args(AuditKind))
 
 SETTLING_KINDS: frozenset[str] = frozenset(
-    {"approved", "rejected", "expired", "auto_approved", "denied", "conflict"}
+    {"approved", "rejected", "expired", "auto_approved", "denied", "conflict", "check_failed"}
 )
 """The kinds of entry that settle an approval: written in the transaction that settles it."""
 

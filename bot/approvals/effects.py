@@ -80,6 +80,9 @@ class NodeServices:
     """The run's thread."""
     policy: Policy | None = None
     """The policy the run is governed by (what `approval_gate` reads its tools from)."""
+    service_facts: Callable[[str, Mapping[str, Any]], dict[str, Any]] | None = None
+    """Reads a service's `check_url` (`_service_checks`), from a node's thread; None where
+    the process cannot (a service's check then fails: never a pass)."""
 
 
 def services(config: Mapping[str, Any]) -> NodeServices:

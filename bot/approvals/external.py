@@ -34,6 +34,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import store
 from . import tables as t
@@ -47,6 +48,7 @@ from ._external_wire import (
     verify_webhook,
 )
 from ._external_workflow import external_workflow
+from ._service_checks import ServiceChecks
 from ._service_threads import EXTERNAL_WORKFLOW, external_thread_id, service_of
 from ._titles import template_problem
 from .errors import (
@@ -169,6 +171,8 @@ class ExternalApprovals:
         self._closing = asyncio.Event()
         self._tokens: dict[str, str] = {}
         self._secrets: dict[str, str] = {}
+        self.checks = ServiceChecks(policy, lambda name: self._secrets.get(name))
+        """Reads services' `check_url`s; its `post` is set by the process that can."""
         self.load_tokens(os.environ if environ is None else environ)
 
     # ---- tokens --------------------------------------------------------------------------
@@ -513,13 +517,7 @@ class ExternalApprovals:
             run = await store.get_run(conn, thread_id)
             if run is None or run.workflow != EXTERNAL_WORKFLOW:
                 return None
-            w = t.approval_waiters.c
-            latest = await conn.scalar(
-                select(w.approval_id)
-                .where(w.thread_id == thread_id)
-                .order_by(w.created_at.desc())
-                .limit(1)
-            )
+            latest = await _latest_approval(conn, thread_id)
             approval = await store.get_approval(conn, latest) if latest else None
         inputs = run.inputs
         action = inputs.get("action", "")
@@ -540,13 +538,19 @@ class ExternalApprovals:
                 created_at=iso(run.created_at),
             )
         decision = None
-        if approval.decision:
+        status = approval.status
+        # Approved, and its check not yet read again (the run has not gone on past it): not
+        # "go" yet. The run completes only once the facts were found unchanged.
+        rechecking = bool(approval.checked) and status == "approved" and run.status != "completed"
+        if approval.decision and not rechecking:
             record = approval.decision
             edits = dict(record.get("edits") or {})
             decision = Decision.from_json({**record, "args": {**approval.payload, **edits}})
         return ExternalApproval(
             approval_id=thread_id,
-            status=approval.status,
+            status="pending" if rechecking else status,
+            checked=approval.checked,
+            rechecking=rechecking,
             action=approval.action,
             args=dict(approval.payload),
             title=approval.title,
@@ -574,6 +578,25 @@ class ExternalApprovals:
 
     # ---- webhooks ------------------------------------------------------------------------
 
+    async def _not_yet(self, job: Job, found: ExternalApproval) -> bool:
+        """Whether the webhook of a settled approval is not sent (now): its facts are being
+        read again (due again in a second), or it was not used, its facts having changed or
+        its check failed (given up: the approval asked after it sends its own once settled)."""
+        if found.rechecking:
+            await self.jobs.finish(job.id, error="its facts are being read again", retry_in=1.0)
+            return True
+        assert job.thread_id is not None
+        async with self.db.read() as conn:
+            latest = await _latest_approval(conn, job.thread_id)
+        if job.approval_id is None or latest in (None, job.approval_id):
+            return False
+        await self.jobs.finish(
+            job.id,
+            error=f"not sent: approval {job.approval_id} was not used (its facts were read "
+            f"again); {latest}, asked after it, sends its own once settled",
+        )
+        return True
+
     async def deliver(self, job: Job) -> None:
         """Perform a `webhook` job: POST the settled approval to its `callback_url`, signed with
         the service's secret. Done on a 2xx answer (audited `webhook_delivered`); otherwise due
@@ -594,6 +617,8 @@ class ExternalApprovals:
         found = await self._read(job.thread_id)
         if found is None:
             await jobs.finish(job.id, error="its run is gone (purged)")
+            return
+        if await self._not_yet(job, found):
             return
         body = json.dumps(
             {"delivery_id": delivery_id, "event": "approval.settled", "approval": found.to_json()},
@@ -639,3 +664,21 @@ class ExternalApprovals:
         delay = backoff(tries, first=1.0, most=WEBHOOK_BACKOFF_MAX)
         log.warning("webhook %s to %s failed (%s); again in %.0fs", delivery_id, url, error, delay)
         await jobs.finish(job.id, error=error, retry_in=delay)
+
+
+async def _latest_approval(conn: AsyncConnection, thread_id: str) -> str | None:
+    """The id of the approval a service's reads of `thread_id` show: the latest it waits on,
+    never one an approval asked after it (its facts changed) replaced, even at the same time."""
+    w, a = t.approval_waiters.c, t.approvals.c
+    rows = (
+        await conn.execute(
+            select(w.approval_id, a.checked)
+            .join(t.approvals, a.id == w.approval_id)
+            .where(w.thread_id == thread_id)
+            .order_by(w.created_at.desc())
+            .limit(20)
+        )
+    ).all()
+    replaced = {json.loads(r.checked).get("after") for r in rows if r.checked}
+    found = next((r.approval_id for r in rows if r.approval_id not in replaced), None)
+    return str(found) if found is not None else None

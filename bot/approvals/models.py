@@ -331,6 +331,10 @@ class Approval:
     for any other approval."""
     turn: TurnPlace | None = None
     """Its place in that turn; None when `turn_id` is."""
+    checked: Mapping[str, Any] | None = None
+    """What the action's check read when it was asked (`bot.approvals.checks`): `at`, and its
+    `facts` or its `error`; for a request asked again because facts changed after an approval,
+    `changed` (`{name: [old, new]}`) and `after` (that approval's id). None: no check."""
 
     def shown(self, name: str, value: Any) -> str | None:
         """`value` of field `name` in its display format, or None when it has none (or the
@@ -425,7 +429,17 @@ class Approval:
             formats=formats,
             turn_id=row.get("turn_id"),
             turn=_turn_place(row.get("turn")),
+            checked=_checked(row.get("checked")),
         )
+
+
+def _checked(text: str | None) -> Mapping[str, Any] | None:
+    """The `checked` column: a JSON object, or None (no check, or unreadable)."""
+    try:
+        found = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return found if isinstance(found, Mapping) else None
 
 
 def _turn_place(text: str | None) -> TurnPlace | None:

@@ -18,6 +18,7 @@ from ._budgets import past_budget
 from ._conceal import Concealer
 from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .audit import AuditKind, AuditLog
+from .checks import changes_text
 from .decisions import block, new_decision, settled
 from .jobs import JobQueue
 from .models import DecisionStatus, TurnPlace
@@ -87,6 +88,9 @@ class Pauses:
             conceal = conceal.learn(p)
             shown = conceal.scrub(shown)
         capped = await _past_budget(conn, verdict, shown, requester, now)
+        check = _check_of(p, conceal)
+        if capped is None and check is not None and verdict.outcome == "auto_approve":
+            capped = _changed_since(check)
         if capped is not None:
             verdict = replace(verdict, outcome="ask", reason=capped)
         if verdict.outcome == "ask" and p.get("dedupe_key"):
@@ -123,6 +127,9 @@ class Pauses:
                 verdict_outcome, reason = "ask", ""
         else:
             verdict_outcome, reason = verdict.outcome, verdict.reason
+        if check is not None and "error" in check and verdict_outcome in ("ask", "auto_approve"):
+            verdict_outcome = "check_failed"
+            reason = f"{check['error']}; a check that fails is a refusal: the action does not run"
         if conceal is not None:
             reason = conceal.text(reason)
 
@@ -149,6 +156,7 @@ class Pauses:
             note=_hide(conceal, p["note"]) if isinstance(p.get("note"), str) else None,
             asked_because=capped,
             agent_seen=_seen_stored(conceal, p.get("seen")),
+            checked=store.dumps(check) if check is not None else None,
             escalated=False,
             channel=channel,
             created_at=now,
@@ -159,6 +167,8 @@ class Pauses:
         turn_id, place = _turn_of(p, values)
         if status != "pending":
             by = [f"rule:{verdict.auto_rule}"] if status == "approved" else ["policy"]
+            if verdict_outcome == "check_failed":
+                by = ["check"]
             decision_status: DecisionStatus = "approved" if status == "approved" else "denied"
             decision = new_decision((approval_id, action, fp), decision_status, by, reason, {}, now)
             values.update(
@@ -168,6 +178,9 @@ class Pauses:
         data = {"action": action, "args": shown, "tier": values["risk_tier"], "workflow": workflow}
         if capped is not None:
             data["budget"] = capped
+        if check is not None:
+            data["check"] = check
+            await self._recheck_refused(conn, thread_id, check, approval_id, now)
         if status == "pending":
             await self.audit.append(
                 conn,
@@ -182,10 +195,13 @@ class Pauses:
             )
             await self._refused_before(conn, thread_id, turn_id, place, approval_id, now)
         else:
-            kind: AuditKind = {
-                "approved": "auto_approved",
-                "rejected": "conflict" if verdict_outcome == "conflict" else "denied",
-            }[status]
+            refusals: dict[str, AuditKind] = {
+                "conflict": "conflict",
+                "check_failed": "check_failed",
+            }
+            kind: AuditKind = (
+                "auto_approved" if status == "approved" else refusals.get(verdict_outcome, "denied")
+            )
             await self.audit.append(
                 conn,
                 kind,
@@ -199,6 +215,36 @@ class Pauses:
                 audit=self.audit,
             )  # fmt: skip
         return approval_id
+
+    async def _recheck_refused(
+        self,
+        conn: AsyncConnection,
+        thread_id: str,
+        check: Mapping[str, Any],
+        asked: str,
+        now: float,
+    ) -> None:
+        """On the approval a re-check refused (`check["after"]`): that it was not used, why
+        (what changed, or the check's error), and the approval asked (or refused) instead; on
+        the audit log, and on its card (`not_used` in its `checked`, the card updated)."""
+        after = check.get("after")
+        if not isinstance(after, str):
+            return
+        why = {k: check[k] for k in ("changed", "error") if k in check}
+        await self.audit.append(
+            conn,
+            "recheck_refused",
+            approval_id=after,
+            thread_id=thread_id,
+            actor="check",
+            data={**why, "asked_again": asked},
+        )
+        old = await store.get_approval(conn, after)
+        if old is None:
+            return
+        marked = {**(old.checked or {}), "not_used": {**why, "asked_again": asked}}
+        await store.set_checked(conn, after, store.dumps(marked))
+        await self.jobs.event(conn, "vote_recorded", now, thread_id=thread_id, approval_id=after)
 
     async def _refused_before(
         self,
@@ -269,6 +315,30 @@ async def _past_budget(
         return None
     rule = next(r for r in verdict.rule.auto_approve if r.name == verdict.auto_rule)
     return await past_budget(conn, verdict.rule.action, rule, shown, requester, now)
+
+
+def _check_of(p: Mapping[str, Any], conceal: Concealer | None) -> dict[str, Any] | None:
+    """What a request's check read (`bot.approvals.checks`), as stored: its record, with the
+    approval a re-check refused (`after`), the thread's secrets hidden; None without a check."""
+    found = p.get("check")
+    if not isinstance(found, Mapping):
+        return None
+    check = dict(found)
+    if isinstance(p.get("after"), str):
+        check["after"] = p["after"]
+    if "error" not in check and not isinstance(check.get("facts"), Mapping):
+        check["error"] = "the check answered no facts"
+    scrubbed = conceal.scrub(check) if conceal is not None else check
+    return dict(scrubbed) if isinstance(scrubbed, Mapping) else check
+
+
+def _changed_since(check: Mapping[str, Any]) -> str | None:
+    """Why a request a rule would approve is asked of people: the facts changed after an
+    earlier approval of it (None when they did not)."""
+    changed = check.get("changed")
+    if not isinstance(changed, Mapping) or not changed:
+        return None
+    return f"the facts changed after approval {check.get('after')}: {changes_text(changed)}"
 
 
 def _seen_stored(conceal: Concealer | None, seen: Any) -> str | None:

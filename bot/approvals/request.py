@@ -22,16 +22,22 @@ top on resume (see `graphs._context`): keep the side effect *after* this call.
 The approval is bound to the proposal: the action name and arguments are fingerprinted. If the
 node, replayed on resume, proposes different arguments than those decided (the state changed in
 between, or the code did), the old decision is not used: a new approval is asked for.
+
+With `check=`, the approval is bound to the facts too: the check reads them before the card is
+posted (the card shows them), and again once the approval is decided, before the node goes on. If
+they changed, the decision is not used and a new approval shows what changed (old → new); if the
+check fails or runs out of time, the action does not run (see `bot.approvals.checks`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from graphs import interrupt
+from graphs import interrupt, once
 
+from .checks import CHECK_TIMEOUT, Check, read_facts, recheck
 from .models import APPROVAL_KIND, Decision, TurnPlace
 from .policy import fingerprint
 
@@ -45,6 +51,8 @@ def request_approval(
     title: str | None = None,
     dedupe_key: str | None = None,
     note: str | None = None,
+    check: Check | None = None,
+    check_timeout: float = CHECK_TIMEOUT,
 ) -> Decision:
     """Pause until `action` with `args` is approved or rejected; return the `Decision`.
 
@@ -64,11 +72,25 @@ def request_approval(
         note: the requester's own words beside the arguments (an external approval's is
             what its service sent as `title`): the card shows it labelled as theirs, never as
             its header or in a confirmation. Default none.
+        check: reads the facts the decision rests on: `check(args)` returns a small mapping
+            of named facts (`{"balance": "120.00", "refunded_before": "no"}`) and changes
+            nothing. Read before the card is posted (it shows them) and again once the
+            approval is decided: an approval whose facts changed since is not used (a new one
+            is asked, showing old → new); a check that raises or runs past `check_timeout`
+            seconds (default 10) refuses the action. It runs in a thread of its own, and
+            again each time the node is replayed before its pause. Default none.
 
     Returns:
         The decision. Run the action only if `decision.approved`, with `decision.args`.
     """
-    return ask(action, args, title=title, dedupe_key=dedupe_key, note=note)
+    reader = None
+    if check is not None:
+        proposal = dict(args)
+
+        def reader() -> dict[str, Any]:
+            return read_facts(check, proposal, check_timeout)
+
+    return ask(action, args, title=title, dedupe_key=dedupe_key, note=note, reader=reader)
 
 
 def ask(
@@ -80,11 +102,13 @@ def ask(
     note: str | None = None,
     turn: tuple[str, TurnPlace] | None = None,
     seen: Mapping[str, Any] | None = None,
+    reader: Callable[[], dict[str, Any]] | None = None,
 ) -> Decision:
     """`request_approval`, and for a tool call of an agent's model turn (`approval_gate`)
     `turn`: the turn's id and the call's place in it, so that the turn's calls share one card
     and a call waits for those it runs after; `seen`: what the model saw and said when it
-    proposed the call (`{"reason": ..., "results": [{"tool", "content"}]}`), for the card."""
+    proposed the call (`{"reason": ..., "results": [{"tool", "content"}]}`), for the card;
+    `reader`: reads the request's check (a record of `bot.approvals.checks`), never raising."""
     proposal = dict(args)
     fp = fingerprint(action, proposal)
     payload = {
@@ -101,10 +125,25 @@ def ask(
         payload["turn_id"], payload["turn"] = turn[0], turn[1].to_json()
     if seen is not None:
         payload["seen"] = dict(seen)
+    if reader is not None:
+        payload["check"] = reader()
     while True:
-        decision = Decision.from_json(interrupt(payload))
+        answer = interrupt(payload)
+        decision = Decision.from_json(answer)
         if decision.fingerprint == fp and decision.action == action:
             # Decisions carry only the edits (secret fields never leave the checkpoint).
-            return replace(decision, args={**proposal, **decision.edits})
+            decision = replace(decision, args={**proposal, **decision.edits})
+            if reader is None or not decision.approved:
+                return decision
+            # Read again now that it is approved, once per approval: a replay of this node
+            # finds the same answer in the checkpoint, so what was refused stays refused.
+            now = once(f"signoff.check:{decision.approval_id}", reader, retry_unknown=True)
+            refused = recheck(answer.get("checked"), now)
+            if refused is None:
+                return decision
+            # The facts changed (or the check failed): this approval is not used. The next
+            # interrupt() asks again, showing what changed; a failed check is refused at once.
+            payload = {**payload, "check": refused, "after": decision.approval_id}
+            continue
         # Decided for a different proposal: never act on it. The next interrupt() pauses again
         # with a fresh id, and signoff opens a new approval for what is proposed now.

@@ -77,6 +77,7 @@ class Signoff:
         self.runs = Runs(db, policy, workflows, groups, self.audit, self.jobs, self.pauses, clock)
         self.views = Views(db, policy, groups)
         self.external = ExternalApprovals(policy, db, self.audit, self.jobs, self.runs, clock)
+        self.runs.service_facts = self.external.checks.read
         """Approvals asked for from outside: services over the HTTP API, MCP (`external.py`)."""
 
     # ---- what the parts share -------------------------------------------------------------

@@ -446,3 +446,10 @@ async def set_posted(
         .where(t.approvals.c.id == approval_id)
         .values(channel=channel, message_ts=message_ts)
     )
+
+
+async def set_checked(conn: AsyncConnection, approval_id: str, checked: str) -> None:
+    """Store what an approval's check read, and what came of it (`checked`, JSON)."""
+    await conn.execute(
+        update(t.approvals).where(t.approvals.c.id == approval_id).values(checked=checked)
+    )

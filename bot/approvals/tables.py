@@ -62,7 +62,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0010"
+SCHEMA_REVISION = "a0012"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -110,6 +110,7 @@ approvals = Table(
     Column("note", Text, nullable=True),
     Column("asked_because", Text, nullable=True),
     Column("agent_seen", Text, nullable=True),
+    Column("checked", Text, nullable=True),
     Column("escalated", Boolean, nullable=False, default=False),
     Column("decision", Text, nullable=True),
     Column("reason", Text, nullable=True),

@@ -9,11 +9,13 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
+from ..approvals.checks import changes_text, facts_text
 from ..approvals.db import Database
 from ..approvals.errors import ApprovalError
 from ..approvals.external import WEBHOOK_ATTEMPTS
@@ -64,6 +66,7 @@ def _approval_json(a: Approval) -> dict[str, Any]:
         "expires_at": iso(a.expire_at) if a.expire_at else None,
         "decision": a.decision,
         "reason": a.reason,
+        "checked": dict(a.checked) if a.checked is not None else None,
         "votes": [
             {
                 "user": v.user_id,
@@ -351,6 +354,8 @@ async def cmd_show(app: Signoff, args: argparse.Namespace) -> int:
             was = a.shown(key, before) or json.dumps(before, default=str)
             now = a.shown(key, after) or json.dumps(after, default=str)
             print(f"    {key}: {was} → {now} (edited by {editor})")
+        for line in _facts_lines(a.checked):
+            print(f"    {_shown(line, args.thread_id)}")
     for u in undelivered:
         print(f"  not delivered: {_undelivered_line(u)}")
     if undelivered:
@@ -518,3 +523,25 @@ async def cmd_mcp(app: Signoff, args: argparse.Namespace) -> int:
 
     await serve_stdio(app, args.service)
     return 0
+
+
+def _facts_lines(checked: Mapping[str, Any] | None) -> list[str]:
+    """What an approval's check read and what came of it, for `signoff show`."""
+    if not checked:
+        return []
+    if "error" in checked or not isinstance(checked.get("facts"), Mapping):
+        return [f"check failed: {checked.get('error')}"]
+    lines = [f"facts checked {iso(checked.get('at') or 0)}: {facts_text(checked['facts'])}"]
+    if isinstance(checked.get("changed"), Mapping):
+        changes = changes_text(checked["changed"])
+        lines.append(f"facts changed since approval {checked.get('after')}: {changes}")
+    not_used = checked.get("not_used")
+    if isinstance(not_used, Mapping):
+        why = not_used.get("changed")
+        said = (
+            changes_text(why)
+            if isinstance(why, Mapping)
+            else f"check failed: {not_used.get('error')}"
+        )
+        lines.append(f"not run ({said}); asked again: {not_used.get('asked_again')}")
+    return lines

@@ -109,6 +109,7 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         webhooks = WebhookClient(timeout=settings.webhook_timeout)
         opened.push_async_callback(webhooks.close)
         signoff.external.send = webhooks.send
+        signoff.external.checks.post = webhooks.ask_facts
         bolt_app = build_bolt_app(
             signoff,
             client,

@@ -133,7 +133,8 @@ _SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": [
             *("approval_id", "status", "approved", "action", "args", "title", "service"),
-            *("note", "requester", "created_at", "card_url", "decision"),
+            *("note", "requester", "created_at", "card_url", "decision", "checked"),
+            "rechecking",
         ],
         "additionalProperties": False,
         "properties": {
@@ -155,6 +156,17 @@ _SCHEMAS: dict[str, Any] = {
             "created_at": {"type": "string", "description": "ISO-8601 UTC."},
             "card_url": _NULLABLE_STRING,
             "decision": {"oneOf": [{"type": "null"}, _ref("Decision")]},
+            "checked": {
+                "oneOf": [{"type": "null"}, {"type": "object"}],
+                "description": "What the service's check_url answered when it was asked: "
+                "`at` (epoch seconds) and `facts`, or `error`; `changed` ({name: [old, new]}) "
+                "and `after` when asked again because facts changed after an approval.",
+            },
+            "rechecking": {
+                "type": "boolean",
+                "description": "Approved, its facts being read again: status stays pending "
+                "until they are found unchanged.",
+            },
         },
     },
     "ApprovalList": {

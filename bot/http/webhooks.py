@@ -1,4 +1,5 @@
-"""The client that delivers the approvals API's signed webhooks (`ExternalApprovals.send`)."""
+"""The client that delivers the approvals API's signed webhooks (`ExternalApprovals.send`) and
+asks services' checks (`ServiceChecks.post`)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,31 @@ class WebhookClient:
             raise WebhookTimeout(
                 f"no answer within {self.timeout:g}s (SIGNOFF_WEBHOOK_TIMEOUT)"
             ) from e
+
+    async def ask_facts(
+        self,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        allow_private: bool = False,
+        timeout: float = 10.0,
+    ) -> tuple[int, bytes]:
+        """POST a service's check (`ServiceChecks.post`) as a webhook is sent (the same address
+        rules, no redirects), within `timeout` seconds; its status and at most 64 KiB and one
+        byte of its answer (more is refused by the caller)."""
+        host = urllib.parse.urlsplit(url).hostname or ""
+        kind = None if allow_private else address_kind(host)
+        if kind is not None:
+            raise CallbackRefused(f"{host} is {kind} address")
+        async with self._session(allow_private).post(
+            url,
+            data=body,
+            headers=dict(headers),
+            allow_redirects=False,
+            timeout=aiohttp.ClientTimeout(total=timeout),
+        ) as response:
+            return int(response.status), await response.content.read(64 * 1024 + 1)
 
     async def close(self) -> None:
         for session in self._sessions.values():

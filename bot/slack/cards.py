@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bot.approvals.checks import changes_text, facts_text
 from bot.approvals.models import Approval
 
 from . import messages as m
@@ -43,7 +44,7 @@ from .limits import (
     CONFIRM_TITLE_MAX,
     SECTION_TEXT_MAX,
 )
-from .mrkdwn import code, escape, escape_fit, one_line, shorten
+from .mrkdwn import code, date, escape, escape_fit, one_line, shorten
 from .payloads import APPROVE, EDIT, PAYLOAD, REJECT
 
 __all__ = [
@@ -183,6 +184,7 @@ def approval_card(
             else []
         ),
         *seen_blocks(approval),
+        *facts_blocks(approval),
         *field_sections(fields),
         *payload_sections(approval),
         *_hidden_warning(approval),
@@ -217,6 +219,34 @@ def _hidden_warning(approval: Approval) -> list[dict[str, Any]]:
             words = " and ".join(_KINDS[k] for k in sorted(kinds))
             found.append((shorten(name, 100), words))
     return [context(m.hidden_characters(found[:10]))] if found else []
+
+
+def facts_blocks(approval: Approval) -> list[dict[str, Any]]:
+    """What the action's check read when it was asked (the facts, or its failure), and what
+    changed since the approval this one follows (old → new)."""
+    checked = approval.checked
+    if not checked:
+        return []
+    at = checked.get("at")
+    when = date(at if isinstance(at, (int, float)) else None)
+    facts, changed = checked.get("facts"), checked.get("changed")
+    if "error" in checked or not isinstance(facts, Mapping):
+        return [section(m.check_failed(when, shorten(str(checked.get("error")), 1000)))]
+    lines = [m.facts_checked(when, shorten(facts_text(facts), 1500))]
+    if isinstance(changed, Mapping) and changed:
+        after = shorten(str(checked.get("after") or "?"), 100)
+        lines.append(m.facts_changed(after, shorten(changes_text(changed), 1200)))
+    not_used = checked.get("not_used")
+    if isinstance(not_used, Mapping):
+        later = not_used.get("changed")
+        why = (
+            f"the facts changed ({changes_text(later)})"
+            if isinstance(later, Mapping) and later
+            else f"the check failed ({not_used.get('error')})"
+        )
+        asked = shorten(str(not_used.get("asked_again") or "?"), 100)
+        lines.append(m.not_used(shorten(why, 1000), asked))
+    return [section("\n".join(lines), SECTION_TEXT_MAX)]
 
 
 def _asker_note(approval: Approval) -> list[dict[str, Any]]:
@@ -290,6 +320,7 @@ def _edit_lines(approval: Approval) -> str | None:
 def _settled_card(approval: Approval, line: str, emoji: str, fallback: str) -> dict[str, Any]:
     title = title_of(approval)
     blocks = [header(f"{emoji} {title}"), section(line), *_asker_note(approval)]
+    blocks += facts_blocks(approval)
     note = note_of(approval)
     if note:
         blocks.append(section(m.note_line(shorten(note, SECTION_TEXT_MAX))))

@@ -3,6 +3,10 @@
 The article's flow: draft the refund, ask for approval, then issue it or tell the customer it
 was declined. The approver may edit the amount and the reason; the refund runs with the edited
 values.
+
+The approval rests on a fact, read by `refund_facts` (its check): whether the customer was
+refunded before. The card shows it; if a refund to the same customer is made while the card
+waits, the approved refund does not run and the approvers are asked again, shown what changed.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from typing import Any, TypedDict
 
 from graphs import END, START, StateGraph, once
 
-from ..approvals.effects import services
+from ..approvals.effects import Effects, services
 from ..approvals.policy.schema import Field, Schema
 from ..approvals.request import request_approval
 
@@ -45,7 +49,20 @@ def draft_refund(state: RefundState) -> dict[str, Any]:
     return {"amount": round(float(state["amount"]), 2)}
 
 
-def ask(state: RefundState) -> dict[str, Any]:
+def refund_facts(effects: Effects, customer_id: str) -> dict[str, str]:
+    """The check of `send_refund`: the facts the approver decides on, read from the outside
+    world's stand-in (the refunds recorded so far). It changes nothing."""
+    done = [
+        e for e in effects.list() if e["kind"] == "refund" and e.get("customer_id") == customer_id
+    ]
+    if not done:
+        return {"refunded_before": "no"}
+    total = sum(float(e.get("amount") or 0) for e in done)
+    return {"refunded_before": f"yes, {len(done)} refund(s), {total:.2f} in all"}
+
+
+def ask(state: RefundState, config: Any) -> dict[str, Any]:
+    effects = services(config).effects
     decision = request_approval(
         "send_refund",
         {
@@ -56,6 +73,7 @@ def ask(state: RefundState) -> dict[str, Any]:
         },
         title="Refund {amount:.2f} to {customer_id}",  # filled with the values that run
         dedupe_key=f"refund:{state['order_id']}" if state.get("order_id") else None,
+        check=lambda args: refund_facts(effects, args["customer_id"]),
     )
     return {"decision": {**decision.to_json(), "args": decision.args}}
 

@@ -99,6 +99,8 @@ def test_the_event_kinds() -> None:
             "run_control_refused",
             "redelivered",
             "payload_viewed",
+            "check_failed",
+            "recheck_refused",
         ]
     )
 

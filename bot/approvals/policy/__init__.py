@@ -54,6 +54,9 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     callback_private = false          # may they be private, loopback or link-local addresses
     may_act_for = ["@support"]        # whom it may name as requester; default nobody
     owners = ["U_DAVE"]               # who hold its token: they may not approve what it asks
+    check_url = "https://hooks.billing.example/facts"   # answers the facts its requests rest
+                                      # on (JSON); read when asked and again once approved;
+                                      # held to callback_urls; default no check
 
 A service's token lets it ask for approvals of the actions it lists and read them, never decide
 one. A token variable that is not set when signoff starts is warned about, and that service

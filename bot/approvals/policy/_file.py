@@ -88,7 +88,7 @@ _BUDGET_KEYS = ("count", "total", "of", "per", "window")
 _WORKFLOW_KEYS = ("starters", "path")
 _SERVICE_KEYS = (
     "token_env", "actions", "webhook_secret_env", "channel", "callback_urls", "callback_private",
-    "may_act_for", "owners",
+    "may_act_for", "owners", "check_url",
 )  # fmt: skip
 _SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -197,7 +197,7 @@ class _Reader:
                 raise self.error(
                     p + ("channel",), f"must be a channel id like C0123ABCD, got {_got(channel)}"
                 )
-            out[name] = ServicePolicy(
+            svc = ServicePolicy(
                 name=name,
                 token_env=token_env,
                 actions=tuple(names),
@@ -213,7 +213,11 @@ class _Reader:
                     p + ("may_act_for",), t.get("may_act_for", []), what="may_act_for"
                 ),
                 owners=self.entries(p + ("owners",), t.get("owners", []), what="owners"),
+                check_url=t.get("check_url"),
             )
+            if (problem := svc.check_url_problem()) is not None:
+                raise self.error(p + ("check_url",), problem)
+            out[name] = svc
         return out
 
     def callback_urls(self, path: Path, value: Any) -> tuple[CallbackOrigin, ...]:

@@ -274,6 +274,23 @@ class ServicePolicy:
     """The people (user ids, `@groups`) who hold its token: they may not approve what it asks,
     as nobody may approve their own request. Default none."""
 
+    check_url: str | None = None
+    """Where signoff asks for the facts its requests rest on (`bot.approvals.checks`): a POST,
+    signed as its webhooks are, answered with a JSON object of named facts; read when each
+    request is asked (its card shows them) and again once it is approved, before the service
+    can read "approved". It may name the origins `callback_urls` allows (`callback_private`
+    too). Default None: no check."""
+
+    def check_url_problem(self) -> str | None:
+        """Why `check_url` cannot be used (None when it can, or there is none)."""
+        if self.check_url is None:
+            return None
+        if not isinstance(self.check_url, str) or not self.check_url.startswith(
+            ("http://", "https://")
+        ):
+            return f"must be an http(s) URL, got {self.check_url!r}"
+        return self.callback_problem(self.check_url)
+
     def callback_problem(self, url: str) -> str | None:
         """Why `url` may not be this service's `callback_url` (None when it may)."""
         return callback_problem(

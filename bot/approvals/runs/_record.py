@@ -19,6 +19,7 @@ from .. import store
 from .. import tables as t
 from .._conceal import Concealer
 from .._joined import followers_of
+from .._service_checks import ServiceFacts, bridge
 from ..audit import AuditLog
 from ..effects import Effects, NodeServices
 from ..errors import UnknownWorkflowError
@@ -86,6 +87,9 @@ class RunsBase:
         self._graphs: dict[str, CompiledGraph] = {}
         self._handing_over: set[asyncio.Future[None]] = set()
         self._effects = Effects(db.sync_engine, clock)
+        self.service_facts: ServiceFacts | None
+        self.service_facts = None
+        """Reads a service's `check_url` (`ServiceChecks.read`), set by `Signoff`."""
         self._secret_rules = {
             name: rule for rule in policy.actions.values() for name in rule.secret
         }
@@ -139,7 +143,9 @@ class RunsBase:
             {
                 "configurable": {
                     "thread_id": thread_id,
-                    "signoff": NodeServices(self._effects, thread_id, self.policy),
+                    "signoff": NodeServices(
+                        self._effects, thread_id, self.policy, bridge(self.service_facts)
+                    ),
                 }
             },
         )

@@ -42,15 +42,14 @@ class Resuming(RunsBase):
             return
         if job.approval_id is not None and not await self._as_recorded(job, run.workflow):
             return
+        answer = await self._with_facts(job)
         graph = self.graph(run.workflow)
         config = self._config(thread_id)
         try:
             state = await graph.aget_state(config)
             pending = {i.id for i in state.interrupts}
             if interrupt_id in pending:
-                result: Any = await graph.ainvoke(
-                    Command(resume={interrupt_id: payload["decision"]}), config
-                )
+                result: Any = await graph.ainvoke(Command(resume={interrupt_id: answer}), config)
             elif state.next:
                 # Answered by an attempt that died before finishing: go on from the saved frontier.
                 result = await graph.ainvoke(None, config)
@@ -77,6 +76,20 @@ class Resuming(RunsBase):
                 await self.jobs.finish(job.id)
             return
         await self.after_run(thread_id, run.workflow, result, resumed=resumed)
+
+    async def _with_facts(self, job: Job) -> dict[str, Any]:
+        """The job's decision, and the facts its approval's check read when it was asked
+        (`checked`): what the approver saw, which `request_approval` compares with the facts
+        read again before it lets the action run."""
+        decision = dict(job.payload["decision"])
+        if job.approval_id is None or not decision.get("approved"):
+            return decision
+        async with self.db.read() as conn:
+            approval = await store.get_approval(conn, job.approval_id)
+        checked = approval.checked if approval is not None else None
+        if checked is not None and isinstance(checked.get("facts"), dict):
+            decision["checked"] = checked["facts"]
+        return decision
 
     async def _due_again(self, job: Job, error: Exception) -> bool:
         """Whether `error`, met running `job`'s thread, is not the workflow's failure, and the

@@ -128,6 +128,30 @@ def asked_because(why: str) -> str:
     return f"🧮 *Asked because* {escape(why)}"
 
 
+def facts_checked(when: str, facts: str) -> str:
+    """The facts the action's check read when it was asked (`when`: a date token)."""
+    return f"🔎 *Facts checked* {when}: {escape(facts)}"
+
+
+def facts_changed(after: str, changes: str) -> str:
+    """Why this is asked again: facts changed after approval `after`, old → new. (Another
+    approval's id is never in code format on a card: that is how a card names its own.)"""
+    return (
+        f"⚠️ *Facts changed since approval {escape(after)}* was given, so it was not used: "
+        f"{escape(changes)}. Decide on what is true now."
+    )
+
+
+def not_used(why: str, asked_again: str) -> str:
+    """On the card of an approval its re-check refused: the action did not run, and why."""
+    return f"🚫 *Not run:* {escape(why)} after it was decided. Asked again: {escape(asked_again)}."
+
+
+def check_failed(when: str, error: str) -> str:
+    """The check failed (raised, timed out, answered no facts): the action does not run."""
+    return f"⛔ *The check of the facts failed* {when}: {escape(error)}. The action does not run."
+
+
 def asker_note(who: str, note: str) -> str:
     """The requester's own words, labelled as theirs (`who` is mrkdwn made by the caller)."""
     return f"*Note from {who}* (their words, not checked against the values):\n{escape(note)}"

@@ -7,7 +7,7 @@ for a request asked again because facts changed after an approval, `changed` (`{
 new]}`) and `after` (the approval it follows). NULL for every approval without a check (and for
 those asked before this revision).
 
-Revision ID: a0012
+Revision ID: a0011
 Revises: a0010
 Create Date: 2026-12-06
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "a0012"
+revision = "a0011"
 down_revision = "a0010"
 branch_labels = None
 depends_on = None

@@ -36,5 +36,9 @@ AuditKind = Literal[
     "run_cancelled",  # ... or cancelled a run (its pending approvals too)
     "run_control_refused",  # someone not allowed tried to retry or cancel a run
     "redelivered",  # an operator queued again messages Slack had refused for good
+    "granted",  # an approver allowed more requests like the one they approved (a grant)
+    "grant_used",  # a request was approved by a grant (which, uses left)
+    "grant_revoked",  # a grant was revoked (by whom), or ended by a policy change
+    "grant_refused",  # a grant or its revocation was refused (who, why); nothing changed
 ]
 """What an audit event records; one line each above."""

@@ -331,6 +331,10 @@ class Approval:
     for any other approval."""
     turn: TurnPlace | None = None
     """Its place in that turn; None when `turn_id` is."""
+    granted: Mapping[str, Any] | None = None
+    """For an approval decided by a grant (`bot.approvals.grants`): which (`id`), whose
+    (`grantor`), how many uses were `left` of its `uses` after this one, and `until` when it
+    holds (epoch seconds). None for every other approval."""
 
     def shown(self, name: str, value: Any) -> str | None:
         """`value` of field `name` in its display format, or None when it has none (or the
@@ -425,6 +429,7 @@ class Approval:
             formats=formats,
             turn_id=row.get("turn_id"),
             turn=_turn_place(row.get("turn")),
+            granted=_seen(row.get("granted")),
         )
 
 

@@ -19,8 +19,10 @@ from ._conceal import Concealer
 from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .audit import AuditKind, AuditLog
 from .decisions import block, new_decision, settled
+from .grants import Grant
+from .grants import use as use_grant
 from .jobs import JobQueue
-from .models import DecisionStatus, TurnPlace
+from .models import DecisionStatus, TurnPlace, iso
 from .policy import ActionPolicy, Policy, RequestVerdict, evaluate_request, redact
 
 if TYPE_CHECKING:
@@ -123,12 +125,20 @@ class Pauses:
                 verdict_outcome, reason = "ask", ""
         else:
             verdict_outcome, reason = verdict.outcome, verdict.reason
+        approval_id = store.new_approval_id()
+        granted = None
+        if verdict_outcome == "ask" and rule is not None and rule.grants is not None:
+            service = service_of(thread_id) if workflow == EXTERNAL_WORKFLOW else None
+            granted = await use_grant(conn, self.audit, rule, shown, requester, service, now)
+            if granted is not None:
+                verdict_outcome, reason = "grant", _under(granted)
         if conceal is not None:
             reason = conceal.text(reason)
 
-        approval_id = store.new_approval_id()
         deadlines = _deadlines(rule if verdict_outcome == "ask" else None, now)
-        status = {"ask": "pending", "auto_approve": "approved"}.get(verdict_outcome, "rejected")
+        status = {"ask": "pending", "auto_approve": "approved", "grant": "approved"}.get(
+            verdict_outcome, "rejected"
+        )
         values = dict(
             id=approval_id,
             thread_id=thread_id,
@@ -150,6 +160,7 @@ class Pauses:
             asked_because=capped,
             agent_seen=_seen_stored(conceal, p.get("seen")),
             escalated=False,
+            granted=store.dumps(granted.said()) if granted is not None else None,
             channel=channel,
             created_at=now,
             updated_at=now,
@@ -159,6 +170,8 @@ class Pauses:
         turn_id, place = _turn_of(p, values)
         if status != "pending":
             by = [f"rule:{verdict.auto_rule}"] if status == "approved" else ["policy"]
+            if granted is not None:
+                by = [f"grant:{granted.id}"]
             decision_status: DecisionStatus = "approved" if status == "approved" else "denied"
             decision = new_decision((approval_id, action, fp), decision_status, by, reason, {}, now)
             values.update(
@@ -183,9 +196,11 @@ class Pauses:
             await self._refused_before(conn, thread_id, turn_id, place, approval_id, now)
         else:
             kind: AuditKind = {
-                "approved": "auto_approved",
+                "approved": "auto_approved" if granted is None else "grant_used",
                 "rejected": "conflict" if verdict_outcome == "conflict" else "denied",
             }[status]
+            if granted is not None:
+                data["grant"] = granted.said()
             await self.audit.append(
                 conn,
                 kind,
@@ -250,6 +265,14 @@ def _deadlines(rule: ActionPolicy | None, now: float) -> dict[str, float | None]
         ):
             deadlines[key] = now + after.total_seconds() if after else None
     return deadlines
+
+
+def _under(grant: Grant) -> str:
+    """`approved under U_ALICE's grant grt_… (3 of 5 left, until 2026-12-06T15:00:00+00:00)`."""
+    return (
+        f"approved under {grant.grantor}'s grant {grant.id} ({grant.left} of {grant.uses} "
+        f"left, until {iso(grant.expires_at)})"
+    )
 
 
 def _hide(conceal: Concealer | None, text: str) -> str:

@@ -32,6 +32,7 @@ from ._messages import (
     _service_action_unknown,
 )
 from .durations import format_duration, parse_duration
+from .grants import read_grants
 from .model import (
     _SELF_EXPIRY_TIERS,
     NOTIFY_MODES,
@@ -77,7 +78,7 @@ _AGENT_KEYS = ("free_tools",)
 _ACTION_KEYS = (
     "title", "tier", "approvers", "required", "allow_self_approval", "editable", "secret",
     "remind_after", "escalate_after", "escalate_to", "expire_after", "on_expiry", "auto_approve",
-    "args", "notify", "after",
+    "args", "notify", "after", "grants",
 )  # fmt: skip
 _FIELD_KEYS = (
     "type", "required", "minimum", "maximum", "exclusive_minimum", "exclusive_maximum",
@@ -513,6 +514,7 @@ class _Reader:
             args=schema,
             notify=notify,
             after=self.after(p + ("after",), name, t.get("after", [])),
+            grants=read_grants(t, p, tier, required, schema, self.error, self.duration),
         )
 
     def schema(self, path: Path, value: Any) -> Schema:

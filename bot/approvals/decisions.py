@@ -22,10 +22,10 @@ from ._joined import resumed_by_decision
 from .audit import AuditKind, AuditLog
 from .errors import (
     AlreadyDecidedError,
-    GrantRefused,
     AlreadyVotedError,
     ApprovalExpiredError,
     DecisionRefused,
+    GrantRefused,
     InvalidEditError,
     NotAuthorizedError,
     SelfApprovalError,

@@ -34,7 +34,7 @@ from .errors import GrantRefused
 from .models import Approval, Decision, iso
 from .policy import ActionPolicy, GroupResolver, Policy, resolve_members
 from .policy.durations import format_duration
-from .policy.grants import outside_grant
+from .policy.grants import GrantLimits, outside_grant
 from .store import dumps
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class Grant:
         }
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Grant:
+    def from_row(cls, row: Mapping[Any, Any]) -> Grant:
         bound = json.loads(row["bound"])
         return cls(
             id=row["id"],
@@ -293,11 +293,26 @@ class Grants:
         self.audit = audit
         self.clock = clock
 
+    def limits(self, a: Approval) -> GrantLimits:
+        """What may be granted with an approval of `a` under the policy in force (the choices
+        offered); `GrantRefused` when nothing may (no grants, critical, a quorum)."""
+        rule = self.policy.actions.get(a.action)
+        limits = rule.grants if rule is not None else None
+        if limits is None or a.risk_tier == "critical" or a.required != 1:
+            raise GrantRefused(
+                f"the policy allows no grants for {a.action} (any more); approve or reject it "
+                "as usual",
+                a.id,
+            )
+        return limits
+
     async def get(self, grant_id: str) -> Grant | None:
         async with self.db.read() as conn:
             row = (
-                await conn.execute(select(t.grants).where(t.grants.c.id == grant_id))
-            ).mappings().first()
+                (await conn.execute(select(t.grants).where(t.grants.c.id == grant_id)))
+                .mappings()
+                .first()
+            )
         return Grant.from_row(row) if row is not None else None
 
     async def live(self, *, user: str | None = None) -> list[Grant]:
@@ -329,7 +344,7 @@ class Grants:
         rule = self.policy.actions.get(grant.action)
         if rule is None:
             return False
-        return user in await resolve_members(rule.approver_entries(escalated=True), self.groups)
+        return user in await resolve_members(rule.approvers, self.groups)
 
     async def revoke(self, grant_id: str, user: str) -> Grant:
         """End a grant now: it approves nothing more. Only its grantor or an approver of its

@@ -20,12 +20,13 @@ from ._service_threads import EXTERNAL_WORKFLOW
 from .audit import LINK_BATCH, AuditLog
 from .decisions import DecideResult, Decisions, idempotency_key
 from .events import EventSink, NullSink
-from .grants import Grant, GrantAsk, Grants
 from .external import ExternalApprovals, external_workflow
+from .grants import Grant, GrantAsk, Grants
 from .jobs import LEASE_SECONDS, JobKind, JobQueue, Undelivered, WebhookDelivery
 from .models import Approval, Workflow
 from .pauses import Pauses
 from .policy import GroupResolver, Policy, StaticGroups
+from .policy.grants import GrantLimits
 from .runs import RunReport, Runs
 from .sweep import Sweeper
 from .views import PendingView, Views
@@ -315,6 +316,15 @@ class Signoff:
         finally:
             # changed, or judged on a copy found stale: the next click reads it again
             self.views.forget(approval_id)
+
+    def grant_limits(self, approval: Approval) -> GrantLimits:
+        """What the action's policy lets an approver grant with their approval of `approval`
+        (the grant modal's choices).
+
+        Raises:
+            GrantRefused: it allows no grants (any more), or not for this approval.
+        """
+        return self.grants.limits(approval)
 
     async def live_grants(self, *, user: str | None = None) -> list[Grant]:
         """The grants that may still approve something (`Grants.live`); with `user`, those

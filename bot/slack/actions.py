@@ -1,9 +1,9 @@
-"""The buttons on a card: Approve, Reject, Edit, Full payload; and on an agent turn's card,
-"Approve all".
+"""The buttons on a card: Approve, Approve + allow more (a grant), Reject, Edit, Full payload;
+and on an agent turn's card, "Approve all".
 
 Every click is answered within Slack's 3 seconds: the decision is committed first, then the
 request is acknowledged, and the resume and the card update run in the background (the job
-worker, kicked). Reject and Edit open a modal (`modals`) once the clicker may vote; every
+worker, kicked). Reject, Edit and Approve + allow more open a modal (`modals`) once the clicker may vote; every
 refusal is an ephemeral message to the person who clicked, and nothing changes.
 """
 
@@ -81,9 +81,12 @@ class Actions(Listener):
                 await self._open(body, modals.payload_modal(a), "Full payload")
                 return
             a = await self.signoff.check_voter(a.id, user, approve=action_id != payloads.REJECT)
+            limits = self.signoff.grant_limits(a) if action_id == payloads.GRANT else None
             await ack()
             if action_id == payloads.REJECT:
                 await self._open(body, modals.reject_modal(a), "Reject")
+            elif limits is not None:
+                await self._open(body, modals.grant_modal(a, limits), "Approve, allow more")
             else:
                 rule = self.signoff.policy.actions[a.action]
                 view = modals.edit_modal(a, {f: a.current.get(f) for f in rule.editable})

@@ -123,7 +123,7 @@ def grant_problem(
             )
     both = set(value.get("key", [])) & set(value.get("vary", []))
     if both:
-        return "vary", f"{sorted(both)[0]!r} is in key too; an argument is either fixed or free"
+        return "vary", f"{min(both)!r} is in key too; an argument is either fixed or free"
     return None
 
 
@@ -186,7 +186,7 @@ def outside_grant(
         if _number(approved):
             if not _number(asked):
                 return f"{name} is not a number"
-            low = 0 if approved >= 0 else approved
+            low = min(0, approved)
             if not low <= asked <= approved:
                 return f"{name} {_short(asked)} is more than the approved {_short(approved)}"
         elif _text(approved) != _text(asked):
@@ -195,11 +195,7 @@ def outside_grant(
 
 
 def _number(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _text(value: Any) -> str:

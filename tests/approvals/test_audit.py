@@ -98,6 +98,10 @@ def test_the_event_kinds() -> None:
             "run_cancelled",
             "run_control_refused",
             "redelivered",
+            "granted",
+            "grant_used",
+            "grant_revoked",
+            "grant_refused",
         ]
     )
 

@@ -1,9 +1,9 @@
-"""The buttons on a card: Approve, Approve + allow more (a grant), Reject, Edit, Full payload;
+"""The buttons on a card: Approve, Allow more like this (a grant), Reject, Edit, Full payload;
 and on an agent turn's card, "Approve all".
 
 Every click is answered within Slack's 3 seconds: the decision is committed first, then the
 request is acknowledged, and the resume and the card update run in the background (the job
-worker, kicked). Reject, Edit and Approve + allow more open a modal (`modals`) once the clicker may vote; every
+worker, kicked). Reject, Edit and Allow more like this open a modal (`modals`) once the clicker may vote; every
 refusal is an ephemeral message to the person who clicked, and nothing changes.
 """
 

@@ -176,7 +176,7 @@ def _select(block_id: str, label: str, options: list[tuple[str, str]]) -> dict[s
 
 
 def grant_modal(approval: Approval, limits: GrantLimits) -> dict[str, Any]:
-    """The modal "Approve + allow more" opens: approve this request, and allow up to N more
+    """The modal "Allow more like this" opens: approve this request, and allow up to N more
     like it for T (N up to the policy's `most`, T up to its `longest`). Read the choice with
     `payloads.grant_from_view_state`; the vote checks it against the policy again."""
     longest = int(limits.longest.total_seconds())

@@ -73,7 +73,7 @@ EDIT = "signoff.edit"
 PAYLOAD = "signoff.payload"
 """action_id of the Full payload button (opens the payload modal)."""
 GRANT = "signoff.grant"
-"""action_id of the "Approve + allow more" button (opens the grant modal)."""
+"""action_id of the "Allow more like this" button (opens the grant modal)."""
 ACTION_IDS = (APPROVE, REJECT, EDIT, PAYLOAD, GRANT)
 REVOKE_GRANT = "signoff.revoke_grant"
 """action_id of a grant's Revoke button on App Home (its value: the grant id)."""

@@ -1,5 +1,5 @@
 """Grants from the card, through the front door (signed payloads into the real Bolt app, the
-strict stand-in): "Approve + allow more" opens a modal of what the policy allows; the request
+strict stand-in): "Allow more like this" opens a modal of what the policy allows; the request
 is approved and the grant made; the next matching request is approved under it, its card says
 whose grant and what is left; one outside it gets a card with buttons; Home lists the grant
 with Revoke, which only its grantor or an approver may press (anyone else is refused, and

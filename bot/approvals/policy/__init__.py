@@ -33,7 +33,7 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     on_expiry = "reject"              # "reject" (default), or "approve" for tiers low and medium
     notify = "channel"                # ping approvers on the channel card, "dm" each, or "both"
     grants = { most = 5, longest = "4h", key = ["customer_id"], vary = ["reason"] }
-                                      # "Approve + allow more" on the card: up to `most` more
+                                      # "Allow more like this" on the card: up to `most` more
                                       # requests for up to `longest` (at most 100 and 1w); never
                                       # for critical actions nor with required > 1
 
@@ -99,7 +99,7 @@ ASCII digits). A workflow's inputs are declared beside the workflow, in code (it
 schema), and checked at start. See `bot.approvals.policy.schema`.
 
 Grants: an approver may approve a request and allow up to N more like it for T (the card's
-"Approve + allow more", N and T within `grants`). A later request is approved by the grant,
+"Allow more like this", N and T within `grants`). A later request is approved by the grant,
 nobody asked, when it has the same requester (and service), the same `key` arguments, each
 number from 0 to the approved value, every other argument equal except those `vary` names, and
 no argument the approved call lacked or lacking one it had; anything else is asked as usual.

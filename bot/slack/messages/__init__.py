@@ -11,7 +11,7 @@ The modules follow the surfaces, each on the ones before it:
 - `_refusals`: refusals and errors (ephemeral replies), and the modals' texts.
 - `_status`: `/agent status`, help and App Home.
 - `_turn`: the card of an agent's model turn (several tool calls on one message).
-- `_grants`: grants: the card's "Approve + allow more", its modal, the line of a request
+- `_grants`: grants: the card's "Allow more like this", its modal, the line of a request
   approved under one, and Home's live grants.
 
 Callers use this package's names (`from bot.slack import messages as m`); what only the texts

@@ -1,4 +1,4 @@
-"""The texts of grants: the card's "Approve + allow more" button and its modal, the line of a
+"""The texts of grants: the card's "Allow more like this" button and its modal, the line of a
 request approved under a grant, and the grants listed on App Home with their Revoke button."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from ..mrkdwn import code, date, escape, mention
 from ._words import plural
 
-GRANT_BUTTON = "Approve + allow more…"
-"""The card's button that approves and opens the grant modal."""
+GRANT_BUTTON = "Allow more like this…"
+"""The card's button that opens the grant modal, which approves the request and grants more
+(its label names no "Approve": the one Approve button stays the one so named)."""
 GRANT_MODAL_TITLE = "Approve, allow more"
 """The grant modal's title (at most 24 characters)."""
 GRANT_SUBMIT = "Approve"

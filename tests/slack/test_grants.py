@@ -8,6 +8,7 @@ audited); a revoked grant approves nothing."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -51,12 +52,15 @@ async def bot(tmp_path: Path) -> AsyncIterator[Scenario]:
         yield scenario
 
 
-async def ask(bot: Scenario, customer: str, amount: float, order: str) -> str:
-    """Carol asks for a refund; its approval's status once the bot has done its jobs."""
+async def ask(
+    bot: Scenario, customer: str, amount: float, order: str, requester: str = "U0CAROL"
+) -> str:
+    """Carol (or `requester`) asks for a refund; its approval's id once the bot has done its
+    jobs."""
     report = await bot.signoff.start(
         "refund",
         {"customer_id": customer, "order_id": order, "amount": amount, "reason": "damaged"},
-        requester="U0CAROL",
+        requester=requester,
         channel=CHANNEL,
     )
     await bot.settle()
@@ -109,14 +113,34 @@ async def test_a_grant_from_the_card_approves_the_next_matching_request_and_says
     with pytest.raises(LookupError):
         find_element(bot.card(a).blocks, APPROVE)  # nobody is asked: no buttons
 
-    # outside it: a bigger amount, another customer; each asked as usual, with buttons
-    for customer, amount, order in (("cust_a", 40.5, "o-3"), ("cust_b", 10.0, "o-4")):
-        outside = await bot.signoff.get(await ask(bot, customer, amount, order))
+    # outside it: a bigger amount, another customer, another requester; each asked as usual
+    for customer, amount, order, requester in (
+        ("cust_a", 40.5, "o-3", "U0CAROL"),
+        ("cust_b", 10.0, "o-4", "U0CAROL"),
+        ("cust_a", 10.0, "o-5", DAVE),
+    ):
+        outside = await bot.signoff.get(await ask(bot, customer, amount, order, requester))
         assert outside.status == "pending"
         find_element(bot.card(outside).blocks, APPROVE)
     (made,) = await audit(bot, "granted")
     (used,) = await audit(bot, "grant_used")
     assert (made["actor"], used["approval_id"]) == (ALICE, later)
+
+    # its last two uses, then none
+    statuses = [
+        (await bot.signoff.get(await ask(bot, "cust_a", 5.5, f"o-{n}"))).status for n in (6, 7, 8)
+    ]
+    assert statuses == ["approved", "approved", "pending"]
+    last = await bot.signoff.get((await audit(bot, "grant_used"))[-1]["approval_id"])
+    assert f"<@{ALICE}>'s grant (0 of 3 left" in text_of(bot.card(last).blocks)
+
+
+async def test_a_grant_approves_nothing_once_it_has_expired(bot: Scenario) -> None:
+    await grant_from_card(bot, "5", "900")  # 15 minutes
+    assert (await bot.signoff.get(await ask(bot, "cust_a", 10.0, "o-2"))).status == "approved"
+    an_hour_on = time.time() + 3600
+    bot.signoff.pauses.clock = lambda: an_hour_on  # the clock requests are judged by
+    assert (await bot.signoff.get(await ask(bot, "cust_a", 10.0, "o-3"))).status == "pending"
 
 
 async def test_home_lists_the_grant_with_revoke_and_a_revoked_grant_approves_nothing(

@@ -220,6 +220,20 @@ def test_a_grant_from_the_card_approves_the_next_refund_for_that_customer(
         sandbox.card("Refund 60.00 to cust-grant").get_by_role("button", name="Reject")
     ).to_be_visible()
 
+    # Alice revokes it on Home; the next refund for that customer is asked again
+    sandbox.be("U_ALICE")
+    sandbox.page.locator("#app-list .nav-item").click()
+    home = sandbox.page.locator("#messages .home")
+    expect(home).to_contain_text("Live grants you may revoke")
+    home.get_by_role("button", name="Revoke").click()
+    expect(home).to_contain_text("is revoked: it approves nothing more")
+    expect(home.get_by_role("button", name="Revoke")).to_have_count(0)
+    sandbox.page.locator("#channel-list .nav-item", has_text="approvals").click()
+    sandbox.be("U_CAROL")
+    sandbox.start("refund", customer_id="cust-grant", amount="5.50")
+    card = sandbox.card("Refund 5.50 to cust-grant")
+    expect(card.get_by_role("button", name="Reject")).to_be_visible()
+
 
 def test_approving_ones_own_request_is_refused_privately(sandbox: Sandbox) -> None:
     sandbox.start("refund", customer_id="cust-self", amount="42.50")

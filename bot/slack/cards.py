@@ -303,7 +303,7 @@ def _settled_card(approval: Approval, line: str, emoji: str, fallback: str) -> d
     blocks = [header(f"{emoji} {title}"), section(line), *_granted(approval)]
     blocks += _asker_note(approval)
     note = note_of(approval)
-    if note:
+    if note and not approval.granted:  # a grant's note is the line `_granted` draws
         blocks.append(section(m.note_line(shorten(note, SECTION_TEXT_MAX))))
     edits = _edit_lines(approval)
     if edits:

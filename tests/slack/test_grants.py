@@ -110,6 +110,7 @@ async def test_a_grant_from_the_card_approves_the_next_matching_request_and_says
     assert a.status == "approved"
     card = text_of(bot.card(a).blocks)
     assert f"Approved under <@{ALICE}>'s grant (2 of 3 left, until" in card
+    assert "*Note:*" not in card  # said once, by the grant's line
     with pytest.raises(LookupError):
         find_element(bot.card(a).blocks, APPROVE)  # nobody is asked: no buttons
 

@@ -125,20 +125,16 @@ class Pauses:
                 verdict_outcome, reason = "ask", ""
         else:
             verdict_outcome, reason = verdict.outcome, verdict.reason
-        approval_id = store.new_approval_id()
-        granted = None
-        if verdict_outcome == "ask" and rule is not None and rule.grants is not None:
-            service = service_of(thread_id) if workflow == EXTERNAL_WORKFLOW else None
-            granted = await use_grant(conn, self.audit, rule, shown, requester, service, now)
-            if granted is not None:
-                verdict_outcome, reason = "grant", _under(granted)
+        where = (thread_id, workflow)
+        granted = await self._grant(conn, verdict_outcome, rule, shown, requester, where, now)
+        if granted is not None:  # approved by a live grant the request lies inside
+            verdict_outcome, reason = "auto_approve", _under(granted)
         if conceal is not None:
             reason = conceal.text(reason)
 
+        approval_id = store.new_approval_id()
         deadlines = _deadlines(rule if verdict_outcome == "ask" else None, now)
-        status = {"ask": "pending", "auto_approve": "approved", "grant": "approved"}.get(
-            verdict_outcome, "rejected"
-        )
+        status = {"ask": "pending", "auto_approve": "approved"}.get(verdict_outcome, "rejected")
         values = dict(
             id=approval_id,
             thread_id=thread_id,
@@ -170,8 +166,7 @@ class Pauses:
         turn_id, place = _turn_of(p, values)
         if status != "pending":
             by = [f"rule:{verdict.auto_rule}"] if status == "approved" else ["policy"]
-            if granted is not None:
-                by = [f"grant:{granted.id}"]
+            by = [f"grant:{granted.id}"] if granted is not None else by
             decision_status: DecisionStatus = "approved" if status == "approved" else "denied"
             decision = new_decision((approval_id, action, fp), decision_status, by, reason, {}, now)
             values.update(
@@ -181,6 +176,8 @@ class Pauses:
         data = {"action": action, "args": shown, "tier": values["risk_tier"], "workflow": workflow}
         if capped is not None:
             data["budget"] = capped
+        if granted is not None:
+            data["grant"] = granted.said()
         if status == "pending":
             await self.audit.append(
                 conn,
@@ -199,8 +196,6 @@ class Pauses:
                 "approved": "auto_approved" if granted is None else "grant_used",
                 "rejected": "conflict" if verdict_outcome == "conflict" else "denied",
             }[status]
-            if granted is not None:
-                data["grant"] = granted.said()
             await self.audit.append(
                 conn,
                 kind,
@@ -214,6 +209,25 @@ class Pauses:
                 audit=self.audit,
             )  # fmt: skip
         return approval_id
+
+    async def _grant(
+        self,
+        conn: AsyncConnection,
+        outcome: str,
+        rule: ActionPolicy | None,
+        shown: Mapping[str, Any],
+        requester: str,
+        where: tuple[str, str],
+        now: float,
+    ) -> Grant | None:
+        """For a request that would be asked of people: the live grant of its action it lies
+        inside, one use of it taken (`grants.use`); else None. `where`: its thread and
+        workflow (a service's request is bound to that service)."""
+        if outcome != "ask" or rule is None or rule.grants is None:
+            return None
+        thread_id, workflow = where
+        service = service_of(thread_id) if workflow == EXTERNAL_WORKFLOW else None
+        return await use_grant(conn, self.audit, rule, shown, requester, service, now)
 
     async def _refused_before(
         self,

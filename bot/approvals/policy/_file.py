@@ -234,6 +234,11 @@ class _Reader:
             found.append(origin)
         return tuple(found)
 
+    def choice(self, path: Path, value: Any, choices: tuple[str, ...]) -> Any:
+        if value not in choices:
+            raise self.error(path, _one_of(choices, value))
+        return value
+
     def boolean(self, path: Path, value: Any) -> bool:
         if not isinstance(value, bool):
             raise self.error(path, f"must be true or false, got {_got(value)}")
@@ -476,9 +481,7 @@ class _Reader:
         if rules and tier == "critical":
             raise self.error(p + ("auto_approve",), _AUTO_CRITICAL)
 
-        notify = t.get("notify", "channel")
-        if notify not in NOTIFY_MODES:
-            raise self.error(p + ("notify",), _one_of(NOTIFY_MODES, notify))
+        notify = self.choice(p + ("notify",), t.get("notify", "channel"), NOTIFY_MODES)
 
         schema = self.schema(p + ("args",), t["args"]) if "args" in t else None
         if schema is not None:

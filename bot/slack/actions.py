@@ -3,8 +3,9 @@ and on an agent turn's card, "Approve all".
 
 Every click is answered within Slack's 3 seconds: the decision is committed first, then the
 request is acknowledged, and the resume and the card update run in the background (the job
-worker, kicked). Reject, Edit and Allow more like this open a modal (`modals`) once the clicker may vote; every
-refusal is an ephemeral message to the person who clicked, and nothing changes.
+worker, kicked). Reject, Edit and Allow more like this open a modal (`modals`) once the
+clicker may vote; every refusal is an ephemeral message to the person who clicked, and nothing
+changes.
 """
 
 from __future__ import annotations

@@ -76,13 +76,14 @@ class Home(Listener):
         except (payloads.BadPayload, ApprovalError) as e:
             log.info("refused a revocation from %s: %s", user, e)
             notice = messages.refusal_text(e)
-        await self._publish_home(user, notice)
+        await self.publish_home(user, notice)
 
-    async def publish_home(self, user: str) -> None:
+    async def publish_home(self, user: str, notice: str | None = None) -> None:
         # One publish per user at a time, so a view computed earlier never lands after a later
         # one; and at most one more waiting behind it, which will show everything that happened
         # meanwhile: a burst of clicks by one person costs two publishes, not one per click.
-        if user in self._home_waiting:
+        # One with a `notice` (what a Revoke did) always waits its turn: it has news.
+        if user in self._home_waiting and notice is None:
             return
         self._home_waiting.add(user)
         lock = self._home_locks.setdefault(user, asyncio.Lock())
@@ -91,7 +92,7 @@ class Home(Listener):
         finally:
             self._home_waiting.discard(user)
         try:
-            await self._publish_home(user)
+            await self._publish_home(user, notice)
         finally:
             lock.release()
             if (

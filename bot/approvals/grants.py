@@ -337,6 +337,27 @@ class Grants:
         rule = self.policy.actions.get(grant.action)
         return rule is not None and rule.grant_fingerprint() == grant.policy
 
+    async def end_stale(self) -> int:
+        """End every live grant whose action's policy changed since it was made (or is gone),
+        each audited `grant_revoked` by `policy`; how many. The sweep calls it, so such a grant
+        is on the audit log as ended even when no request comes to find it (`use` would not
+        use it either)."""
+        now = self.clock()
+        g = t.grants.c
+        async with self.db.read() as conn:
+            rows = await conn.execute(
+                select(t.grants).where(g.revoked_at.is_(None), g.left > 0, g.expires_at > now)
+            )
+            stale = [
+                x for x in map(Grant.from_row, rows.mappings()) if not self._rests_on_policy(x)
+            ]
+        ended = 0
+        for grant in stale:
+            async with self.db.transaction() as conn:
+                why = "the action's policy changed since"
+                ended += await _end(conn, self.audit, grant, "policy", now, why)
+        return ended
+
     async def may_revoke(self, grant: Grant, user: str) -> bool:
         """The grantor may revoke their grant, and so may every approver of its action."""
         if user == grant.grantor:

@@ -413,8 +413,11 @@ class Signoff:
     # ---- the sweep -------------------------------------------------------------------------
 
     async def sweep(self) -> dict[str, int]:
-        """Remind, escalate and expire what is due. Safe with several sweepers at once."""
-        return await self.sweeper.sweep()
+        """Remind, escalate and expire what is due; end the grants a policy change left
+        without ground (`Grants.end_stale`). Safe with several sweepers at once."""
+        counts = await self.sweeper.sweep()
+        await self.grants.end_stale()
+        return counts
 
     # ---- reading ---------------------------------------------------------------------------
 

@@ -120,6 +120,19 @@ async def test_a_policy_change_that_would_not_allow_the_grant_ends_it(kit: Kit) 
     assert await status_of(kit, refund(10.0)) == "pending"
 
 
+async def test_the_sweep_ends_a_grant_a_policy_change_left_without_ground(kit: Kit) -> None:
+    grant_id = await granted(kit, 5)
+    line = 'grants = { most = 5, longest = "4h", key = ["customer_id"], vary = ["order_id", "reason"] }'
+    assert line in POLICY
+    changed = kit.new_app(policy_text=POLICY.replace(line, "", 1))  # grants no longer allowed
+    await changed.sweep()
+    (ended,) = await kit.audit("grant_revoked")
+    assert (ended["actor"], ended["data"]["grant"]) == ("policy", grant_id)
+    await changed.sweep()  # once
+    assert len(await kit.audit("grant_revoked")) == 1
+    assert await kit.app.live_grants() == []
+
+
 async def test_a_grant_the_policy_does_not_allow_is_refused_with_the_approval(kit: Kit) -> None:
     report = await kit.ask("send_refund", refund(40.0))
     (approval_id,) = report.approvals

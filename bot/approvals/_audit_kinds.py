@@ -39,5 +39,9 @@ AuditKind = Literal[
     "payload_viewed",  # someone opened an approval's Full payload (signoff report's quick ones)
     "check_failed",  # an action's check failed or timed out: refused, the action does not run
     "recheck_refused",  # an approval was not used: its facts changed, or its check failed, after it
+    "granted",  # an approver allowed more requests like the one they approved (a grant)
+    "grant_used",  # a request was approved by a grant (which, uses left)
+    "grant_revoked",  # a grant was revoked (by whom), or ended by a policy change
+    "grant_refused",  # a grant or its revocation was refused (who, why); nothing changed
 ]
 """What an audit event records; one line each above."""

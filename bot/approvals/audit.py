@@ -86,7 +86,8 @@ __all__ = [
 EVENT_KINDS: frozenset[str] = frozenset(get_args(AuditKind))
 
 SETTLING_KINDS: frozenset[str] = frozenset(
-    {"approved", "rejected", "expired", "auto_approved", "denied", "conflict", "check_failed"}
+    {"approved", "rejected", "expired", "auto_approved", "grant_used", "denied", "conflict"}
+    | {"check_failed"}
 )
 """The kinds of entry that settle an approval: written in the transaction that settles it."""
 
@@ -107,7 +108,7 @@ class Settlement:
         """Whether the workflow goes on with the action."""
         if self.kind == "expired":
             return self.data.get("outcome") == "approve"
-        return self.kind in ("approved", "auto_approved")
+        return self.kind in ("approved", "auto_approved", "grant_used")
 
     @property
     def edits(self) -> dict[str, Any]:

@@ -25,12 +25,15 @@ from .errors import (
     AlreadyVotedError,
     ApprovalExpiredError,
     DecisionRefused,
+    GrantRefused,
     InvalidEditError,
     NotAuthorizedError,
     SelfApprovalError,
     StaleRevisionError,
     UnknownApprovalError,
 )
+from .grants import GrantAsk, check_ask
+from .grants import create as create_grant
 from .jobs import JobQueue
 from .limits import note_problem
 from .models import Approval, Decision, DecisionStatus, iso
@@ -67,6 +70,8 @@ class _Plan:
     """The edits, validated ({} for none)."""
     decision: Decision | None
     """The decision this vote makes (quorum reached, or a rejection); None when it does not."""
+    grant: GrantAsk | None = None
+    """The grant made with this approval (`grants`), checked against the policy; or None."""
 
     @property
     def settles(self) -> bool:
@@ -345,6 +350,7 @@ class Decisions:
         wait: float | None = None,
         revision: int | None = None,
         seen: Approval | None = None,
+        grant: GrantAsk | None = None,
     ) -> bool:
         """As `Signoff.vote`. A refused vote (`DecisionRefused`, an unknown approval) records
         nothing on the approval, and is on the audit log: `vote_refused`, who, what, why."""
@@ -358,6 +364,7 @@ class Decisions:
                 wait=wait,
                 revision=revision,
                 seen=seen,
+                grant=grant,
             )
         except (DecisionRefused, UnknownApprovalError) as refusal:
             await self._audit_refusal(approval_id, user, approve, refusal)
@@ -405,6 +412,7 @@ class Decisions:
         wait: float | None = None,
         revision: int | None = None,
         seen: Approval | None = None,
+        grant: GrantAsk | None = None,
     ) -> bool:
         """The vote itself (`vote` audits a refusal).
 
@@ -433,7 +441,7 @@ class Decisions:
                 held = await _held(conn, seen)
                 try:
                     plan = await self._plan(
-                        seen, user, approve, note, edits, revision, now, groups, held
+                        seen, user, approve, note, edits, revision, now, groups, held, grant
                     )
                 except DecisionRefused:
                     plan = None
@@ -449,7 +457,9 @@ class Decisions:
                 if a is None:
                     raise UnknownApprovalError(approval_id)
                 held = await _held(conn, a) if known is None else held
-                plan = await self._plan(a, user, approve, note, edits, revision, now, groups, held)
+                plan = await self._plan(
+                    a, user, approve, note, edits, revision, now, groups, held, grant
+                )
                 if not await self._claim(conn, plan, now):
                     raise already(await store.get_approval(conn, a.id) or a)
             await self._record(conn, plan, user, note, now)
@@ -468,6 +478,7 @@ class Decisions:
         now: float,
         groups: GroupResolver,
         held: bool = False,
+        grant: GrantAsk | None = None,
     ) -> _Plan:
         """What `user`'s vote on `a` does, or the refusal (nothing written yet). `held`: a call
         `a` runs after is not settled yet, so an approval reaching the quorum does not settle
@@ -500,7 +511,15 @@ class Decisions:
             all_edits = {**{k: v for vote in a.votes for k, v in vote.edits.items()}, **clean}
             notes = "; ".join([v.note for v in a.votes if v.note] + ([note] if note else []))
             decision = new_decision(a, status, by, notes, all_edits, now)
-        return _Plan(a, approve, clean, decision)
+        if grant is not None:
+            check_ask(rule if approve else None, grant, a.id, a.action)
+            if decision is None or not decision.approved:
+                raise GrantRefused(
+                    "a grant comes with the approval that decides the request, and yours does "
+                    "not decide it yet; approve without a grant",
+                    a.id,
+                )
+        return _Plan(a, approve, clean, decision, grant)
 
     async def _claim(self, conn: AsyncConnection, plan: _Plan, now: float) -> bool:
         """Settle or bump the approval, compare-and-set on the version `plan` was made from;
@@ -540,6 +559,9 @@ class Decisions:
         await self.audit.append_many(
             conn, audit, approval_id=a.id, thread_id=a.thread_id, actor=user
         )
+        if plan.grant is not None and decision is not None:
+            rule = self.policy.actions[a.action]  # checked by `_plan` (check_ask)
+            await create_grant(conn, self.audit, a, decision, plan.grant, rule, user, now)
         if decision is not None:
             # after its entries: the calls of its turn it settles are logged after it
             await settled(

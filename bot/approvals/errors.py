@@ -11,7 +11,8 @@ ApprovalError                  root
 │   ├── AlreadyVotedError      this user has voted on it already
 │   ├── ApprovalExpiredError   the approval expired
 │   ├── InvalidEditError       an edit names a field that is not editable, or a bad value
-│   └── StaleRevisionError     the vote was for values an edit has changed since
+│   ├── StaleRevisionError     the vote was for values an edit has changed since
+│   └── GrantRefused           a grant the policy does not allow, or a revocation refused
 ├── UnknownWorkflowError       no workflow is registered under this name
 ├── StartRefused               the user may not start this workflow
 │   ├── AlreadyStartedError    this very request started a run already (a replay)
@@ -50,6 +51,7 @@ __all__ = [
     "DatabaseBusy",
     "DatabaseUnavailable",
     "DecisionRefused",
+    "GrantRefused",
     "GroupsUnavailable",
     "IdempotencyConflict",
     "InvalidEditError",
@@ -159,6 +161,14 @@ class AlreadyVotedError(DecisionRefused):
 
 class ApprovalExpiredError(DecisionRefused):
     code = "expired"
+
+
+class GrantRefused(DecisionRefused):
+    """A grant ("Approve, and allow up to N more like this for T") the action's policy does not
+    allow (none, more uses or a longer window than it allows, a vote that does not decide), or
+    the revocation of one by someone who may not. Nothing was recorded."""
+
+    code = "grant_refused"
 
 
 class InvalidEditError(DecisionRefused):

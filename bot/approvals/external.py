@@ -268,25 +268,8 @@ class ExternalApprovals:
             raise await self._refused(refusal, service, action, sent)
         svc, rule = self.policy.services[service], self.policy.actions[action]
         problems = request_problems(requester, title, dedupe_key, callback_url, idempotency_key)
-        if callback_url is not None and "callback_url" not in problems:
-            refused = svc.callback_problem(callback_url)
-            if refused is not None:
-                problems["callback_url"] = refused
-        if not isinstance(args, Mapping):
-            problems["args"] = "must be an object of the action's arguments"
-        elif rule.args is not None:
-            problems.update({f"args.{k}": v for k, v in rule.args.problems(args).items()})
-        else:
-            try:
-                canonical_json(dict(args))
-            except (TypeError, ValueError) as e:
-                problems["args"] = f"must be plain JSON values: {e}"
-        if isinstance(args, Mapping):
-            problems.update(value_problems(args, "args"))
-        if isinstance(title, str) and "title" not in problems and isinstance(args, Mapping):
-            problem = template_problem(title, args.keys())
-            if problem is not None:
-                problems["title"] = problem
+        more = _problems(svc, rule, args, title, callback_url)  # where its fields are well formed
+        problems.update({k: v for k, v in more.items() if k not in problems})
         if problems:
             raise await self._refused(
                 InvalidInputError(
@@ -682,3 +665,35 @@ async def _latest_approval(conn: AsyncConnection, thread_id: str) -> str | None:
     replaced = {json.loads(r.checked).get("after") for r in rows if r.checked}
     found = next((r.approval_id for r in rows if r.approval_id not in replaced), None)
     return str(found) if found is not None else None
+
+
+def _problems(
+    svc: ServicePolicy,
+    rule: ActionPolicy,
+    args: Any,
+    title: Any,
+    callback_url: Any,
+) -> dict[str, str]:
+    """What is wrong with a service's request beyond its own fields' shapes: a `callback_url`
+    its policy does not allow, arguments that do not fit the action's schema (or are not JSON,
+    or too long), a title naming arguments it does not have. Field name -> what is wrong."""
+    problems: dict[str, str] = {}
+    if isinstance(callback_url, str):
+        refused = svc.callback_problem(callback_url)
+        if refused is not None:
+            problems["callback_url"] = refused
+    if not isinstance(args, Mapping):
+        return {**problems, "args": "must be an object of the action's arguments"}
+    if rule.args is not None:
+        problems.update({f"args.{k}": v for k, v in rule.args.problems(args).items()})
+    else:
+        try:
+            canonical_json(dict(args))
+        except (TypeError, ValueError) as e:
+            problems["args"] = f"must be plain JSON values: {e}"
+    problems.update(value_problems(args, "args"))
+    if isinstance(title, str):
+        problem = template_problem(title, args.keys())
+        if problem is not None:
+            problems["title"] = problem
+    return problems

@@ -335,6 +335,10 @@ class Approval:
     """What the action's check read when it was asked (`bot.approvals.checks`): `at`, and its
     `facts` or its `error`; for a request asked again because facts changed after an approval,
     `changed` (`{name: [old, new]}`) and `after` (that approval's id). None: no check."""
+    granted: Mapping[str, Any] | None = None
+    """For an approval decided by a grant (`bot.approvals.grants`): which (`id`), whose
+    (`grantor`), how many uses were `left` of its `uses` after this one, and `until` when it
+    holds (epoch seconds). None for every other approval."""
 
     def shown(self, name: str, value: Any) -> str | None:
         """`value` of field `name` in its display format, or None when it has none (or the
@@ -430,6 +434,7 @@ class Approval:
             turn_id=row.get("turn_id"),
             turn=_turn_place(row.get("turn")),
             checked=_checked(row.get("checked")),
+            granted=_seen(row.get("granted")),
         )
 
 

@@ -20,8 +20,10 @@ from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .audit import AuditKind, AuditLog
 from .checks import changes_text
 from .decisions import block, new_decision, settled
+from .grants import Grant
+from .grants import use as use_grant
 from .jobs import JobQueue
-from .models import DecisionStatus, TurnPlace
+from .models import DecisionStatus, TurnPlace, iso
 from .policy import ActionPolicy, Policy, RequestVerdict, evaluate_request, redact
 
 if TYPE_CHECKING:
@@ -76,8 +78,7 @@ class Pauses:
         if existing is not None:
             return existing.id
         run = await store.get_run(conn, thread_id)
-        requester = run.requester if run else "unknown"
-        channel = run.channel if run else None
+        requester, channel = (run.requester, run.channel) if run else ("unknown", None)
         p = intr.value
         action, args, fp = p["action"], p["args"], p["fingerprint"]
         verdict = evaluate_request(self.policy, action, args)
@@ -94,42 +95,24 @@ class Pauses:
         if capped is not None:
             verdict = replace(verdict, outcome="ask", reason=capped)
         if verdict.outcome == "ask" and p.get("dedupe_key"):
-            service = service_of(thread_id) if workflow == EXTERNAL_WORKFLOW else None
-            dup = await store.pending_duplicate(conn, action, p["dedupe_key"], service=service)
-            if dup is not None and dup.fingerprint == fp:
-                await store.add_waiter(conn, dup.id, thread_id, intr.id, fp, now)
-                await self.audit.append(
-                    conn,
-                    "requested",
-                    approval_id=dup.id,
-                    thread_id=thread_id,
-                    actor=requester,
-                    data={"joined": True, "dedupe_key": p["dedupe_key"]},
-                )
-                return dup.id
-            if dup is not None:
-                # The pending one is this owner's own (`pending_duplicate`); a service knows
-                # it by the id the API gave it (its thread), never by another's approval id.
-                named = (
-                    f"your pending approval {dup.thread_id}"
-                    if service is not None
-                    else f"pending approval {dup.id}"
-                )
-                verdict_outcome, reason = (
-                    "conflict",
-                    (
-                        f"conflicts with {named} for "
-                        f"{p['dedupe_key']!r}, which proposes different arguments; decide that "
-                        "one first"
-                    ),
-                )
-            else:
-                verdict_outcome, reason = "ask", ""
+            against = await self._against_pending(conn, thread_id, workflow, intr, requester, now)
+            if isinstance(against, str):
+                return against  # joined the pending one
+            verdict_outcome, reason = against
         else:
             verdict_outcome, reason = verdict.outcome, verdict.reason
         if check is not None and "error" in check and verdict_outcome in ("ask", "auto_approve"):
             verdict_outcome = "check_failed"
             reason = f"{check['error']}; a check that fails is a refusal: the action does not run"
+        where = (thread_id, workflow)
+        # a request asked again because its facts changed is for people, as for a rule
+        granted = (
+            None
+            if check is not None and _changed_since(check)
+            else await self._grant(conn, verdict_outcome, rule, shown, requester, where, now)
+        )
+        if granted is not None:  # approved by a live grant the request lies inside
+            verdict_outcome, reason = "auto_approve", _under(granted)
         if conceal is not None:
             reason = conceal.text(reason)
 
@@ -146,18 +129,15 @@ class Pauses:
             payload=store.dumps(shown),
             fingerprint=fp,
             dedupe_key=p.get("dedupe_key"),
-            risk_tier=rule.tier if rule else "critical",
             requester=requester,
             status=status,
-            required=rule.required if rule else 1,
-            approvers=store.dumps(list(rule.approvers) if rule else []),
-            editable=store.dumps(list(rule.editable) if rule else []),
-            formats=store.dumps(rule.args.formats) if rule and rule.args else None,
+            **_rule_columns(rule),
             note=_hide(conceal, p["note"]) if isinstance(p.get("note"), str) else None,
             asked_because=capped,
             agent_seen=_seen_stored(conceal, p.get("seen")),
             checked=store.dumps(check) if check is not None else None,
             escalated=False,
+            granted=store.dumps(granted.said()) if granted is not None else None,
             channel=channel,
             created_at=now,
             updated_at=now,
@@ -166,9 +146,7 @@ class Pauses:
         )
         turn_id, place = _turn_of(p, values)
         if status != "pending":
-            by = [f"rule:{verdict.auto_rule}"] if status == "approved" else ["policy"]
-            if verdict_outcome == "check_failed":
-                by = ["check"]
+            by = _deciders(status, verdict_outcome, verdict.auto_rule, granted)
             decision_status: DecisionStatus = "approved" if status == "approved" else "denied"
             decision = new_decision((approval_id, action, fp), decision_status, by, reason, {}, now)
             values.update(
@@ -176,10 +154,9 @@ class Pauses:
             )
         await store.insert_approval(conn, values)
         data = {"action": action, "args": shown, "tier": values["risk_tier"], "workflow": workflow}
-        if capped is not None:
-            data["budget"] = capped
+        found = {"budget": capped, "check": check, "grant": granted.said() if granted else None}
+        data.update({k: v for k, v in found.items() if v is not None})
         if check is not None:
-            data["check"] = check
             await self._recheck_refused(conn, thread_id, check, approval_id, now)
         if status == "pending":
             await self.audit.append(
@@ -195,13 +172,7 @@ class Pauses:
             )
             await self._refused_before(conn, thread_id, turn_id, place, approval_id, now)
         else:
-            refusals: dict[str, AuditKind] = {
-                "conflict": "conflict",
-                "check_failed": "check_failed",
-            }
-            kind: AuditKind = (
-                "auto_approved" if status == "approved" else refusals.get(verdict_outcome, "denied")
-            )
+            kind = _settled_kind(status, verdict_outcome, granted)
             await self.audit.append(
                 conn,
                 kind,
@@ -215,6 +186,46 @@ class Pauses:
                 audit=self.audit,
             )  # fmt: skip
         return approval_id
+
+    async def _against_pending(
+        self,
+        conn: AsyncConnection,
+        thread_id: str,
+        workflow: str,
+        intr: Interrupt,
+        requester: str,
+        now: float,
+    ) -> str | tuple[str, str]:
+        """A request with a `dedupe_key`, against a pending one of its owner's with that key:
+        the pending one's id when it proposes the same arguments (this run waits on it too,
+        audited), else (outcome, reason): a conflict with it, or asked as usual."""
+        p = intr.value
+        service = service_of(thread_id) if workflow == EXTERNAL_WORKFLOW else None
+        dup = await store.pending_duplicate(conn, p["action"], p["dedupe_key"], service=service)
+        if dup is None:
+            return "ask", ""
+        if dup.fingerprint == p["fingerprint"]:
+            await store.add_waiter(conn, dup.id, thread_id, intr.id, p["fingerprint"], now)
+            await self.audit.append(
+                conn,
+                "requested",
+                approval_id=dup.id,
+                thread_id=thread_id,
+                actor=requester,
+                data={"joined": True, "dedupe_key": p["dedupe_key"]},
+            )
+            return dup.id
+        # The pending one is this owner's own (`pending_duplicate`); a service knows it by
+        # the id the API gave it (its thread), never by another's approval id.
+        named = (
+            f"your pending approval {dup.thread_id}"
+            if service is not None
+            else f"pending approval {dup.id}"
+        )
+        return "conflict", (
+            f"conflicts with {named} for {p['dedupe_key']!r}, which proposes different "
+            "arguments; decide that one first"
+        )
 
     async def _recheck_refused(
         self,
@@ -245,6 +256,25 @@ class Pauses:
         marked = {**(old.checked or {}), "not_used": {**why, "asked_again": asked}}
         await store.set_checked(conn, after, store.dumps(marked))
         await self.jobs.event(conn, "vote_recorded", now, thread_id=thread_id, approval_id=after)
+
+    async def _grant(
+        self,
+        conn: AsyncConnection,
+        outcome: str,
+        rule: ActionPolicy | None,
+        shown: Mapping[str, Any],
+        requester: str,
+        where: tuple[str, str],
+        now: float,
+    ) -> Grant | None:
+        """For a request that would be asked of people: the live grant of its action it lies
+        inside, one use of it taken (`grants.use`); else None. `where`: its thread and
+        workflow (a service's request is bound to that service)."""
+        if outcome != "ask" or rule is None or rule.grants is None:
+            return None
+        thread_id, workflow = where
+        service = service_of(thread_id) if workflow == EXTERNAL_WORKFLOW else None
+        return await use_grant(conn, self.audit, rule, shown, requester, service, now)
 
     async def _refused_before(
         self,
@@ -298,6 +328,14 @@ def _deadlines(rule: ActionPolicy | None, now: float) -> dict[str, float | None]
     return deadlines
 
 
+def _under(grant: Grant) -> str:
+    """`approved under U_ALICE's grant grt_… (3 of 5 left, until 2026-12-06T15:00:00+00:00)`."""
+    return (
+        f"approved under {grant.grantor}'s grant {grant.id} ({grant.left} of {grant.uses} "
+        f"left, until {iso(grant.expires_at)})"
+    )
+
+
 def _hide(conceal: Concealer | None, text: str) -> str:
     return conceal.text(text) if conceal is not None else text
 
@@ -330,6 +368,37 @@ def _check_of(p: Mapping[str, Any], conceal: Concealer | None) -> dict[str, Any]
         check["error"] = "the check answered no facts"
     scrubbed = conceal.scrub(check) if conceal is not None else check
     return dict(scrubbed) if isinstance(scrubbed, Mapping) else check
+
+
+def _rule_columns(rule: ActionPolicy | None) -> dict[str, Any]:
+    """What an approval keeps of its action's policy; an action the policy does not name is
+    denied as if critical."""
+    return {
+        "risk_tier": rule.tier if rule else "critical",
+        "required": rule.required if rule else 1,
+        "approvers": store.dumps(list(rule.approvers) if rule else []),
+        "editable": store.dumps(list(rule.editable) if rule else []),
+        "formats": store.dumps(rule.args.formats) if rule and rule.args else None,
+    }
+
+
+def _deciders(status: str, outcome: str, rule: str | None, granted: Grant | None) -> list[str]:
+    """Who decided a request settled as it is asked: the grant or the rule that approved it,
+    the check that failed, or the policy that refused it."""
+    if granted is not None:
+        return [f"grant:{granted.id}"]
+    if status == "approved":
+        return [f"rule:{rule}"]
+    return ["check"] if outcome == "check_failed" else ["policy"]
+
+
+def _settled_kind(status: str, outcome: str, granted: Grant | None) -> AuditKind:
+    """The audit kind of a request settled as it is asked: approved by a rule or a grant, or
+    refused (a conflict, a failed check, or denied by policy)."""
+    if status == "approved":
+        return "auto_approved" if granted is None else "grant_used"
+    refusals: dict[str, AuditKind] = {"conflict": "conflict", "check_failed": "check_failed"}
+    return refusals.get(outcome, "denied")
 
 
 def _changed_since(check: Mapping[str, Any]) -> str | None:

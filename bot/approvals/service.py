@@ -21,10 +21,12 @@ from .audit import LINK_BATCH, AuditLog
 from .decisions import DecideResult, Decisions, idempotency_key
 from .events import EventSink, NullSink
 from .external import ExternalApprovals, external_workflow
+from .grants import Grant, GrantAsk, Grants
 from .jobs import LEASE_SECONDS, JobKind, JobQueue, Undelivered, WebhookDelivery
 from .models import Approval, Workflow
 from .pauses import Pauses
 from .policy import GroupResolver, Policy, StaticGroups
+from .policy.grants import GrantLimits
 from .runs import RunReport, Runs
 from .sweep import Sweeper
 from .views import PendingView, Views
@@ -76,6 +78,8 @@ class Signoff:
         workflows = {**workflows, EXTERNAL_WORKFLOW: external_workflow()}
         self.runs = Runs(db, policy, workflows, groups, self.audit, self.jobs, self.pauses, clock)
         self.views = Views(db, policy, groups)
+        self.grants = Grants(db, policy, groups, self.audit, clock)
+        """Grants made from cards: read and revoked here, made by votes, used by pauses."""
         self.external = ExternalApprovals(policy, db, self.audit, self.jobs, self.runs, clock)
         self.runs.service_facts = self.external.checks.read
         """Approvals asked for from outside: services over the HTTP API, MCP (`external.py`)."""
@@ -90,6 +94,7 @@ class Signoff:
     @groups.setter
     def groups(self, groups: GroupResolver) -> None:
         self.decisions.groups = self.runs.groups = self.views.groups = groups
+        self.grants.groups = groups
 
     @property
     def workflows(self) -> dict[str, Workflow]:
@@ -254,6 +259,7 @@ class Signoff:
         edits: Mapping[str, Any] | None = None,
         wait: float | None = None,
         revision: int | None = None,
+        grant: GrantAsk | None = None,
     ) -> DecideResult:
         """Record `user`'s vote (`vote`), then read the approval as it now stands.
 
@@ -261,8 +267,9 @@ class Signoff:
             As `vote`.
         """
         settled = await self.vote(
-            approval_id, user, approve, note=note, edits=edits, wait=wait, revision=revision
-        )
+            approval_id, user, approve, note=note, edits=edits, wait=wait, revision=revision,
+            grant=grant,
+        )  # fmt: skip
         # Read after the commit: the write lock is held for the decision alone.
         return DecideResult(await self.get(approval_id), settled)
 
@@ -277,6 +284,7 @@ class Signoff:
         wait: float | None = None,
         revision: int | None = None,
         seen: Approval | None = None,
+        grant: GrantAsk | None = None,
     ) -> bool:
         """Record `user`'s vote; settle the approval when it decides it. One transaction.
         Returns whether this vote settled it (quorum reached, or a rejection). A click needs
@@ -298,6 +306,10 @@ class Signoff:
         lock. When it has changed since, or the vote would be refused, the vote is judged on
         the row as it is then, locked.
 
+        `grant`: with an approval that decides the request, "and allow up to `uses` more like
+        this for `window`" (`bot.approvals.grants`), within the action's `grants` policy;
+        refused (`GrantRefused`, nothing recorded) otherwise.
+
         Raises:
             UnknownApprovalError, NotAuthorizedError, SelfApprovalError, AlreadyDecidedError,
             AlreadyVotedError, ApprovalExpiredError, InvalidEditError, StaleRevisionError:
@@ -314,10 +326,33 @@ class Signoff:
                 wait=wait,
                 revision=revision,
                 seen=seen,
+                grant=grant,
             )
         finally:
             # changed, or judged on a copy found stale: the next click reads it again
             self.views.forget(approval_id)
+
+    def grant_limits(self, approval: Approval) -> GrantLimits:
+        """What the action's policy lets an approver grant with their approval of `approval`
+        (the grant modal's choices).
+
+        Raises:
+            GrantRefused: it allows no grants (any more), or not for this approval.
+        """
+        return self.grants.limits(approval)
+
+    async def live_grants(self, *, user: str | None = None) -> list[Grant]:
+        """The grants that may still approve something (`Grants.live`); with `user`, those
+        they may revoke."""
+        return await self.grants.live(user=user)
+
+    async def revoke_grant(self, grant_id: str, user: str) -> Grant:
+        """End a grant (`Grants.revoke`): its grantor or an approver of its action may.
+
+        Raises:
+            GrantRefused: anyone else, or a grant that is over; audited, nothing changed.
+        """
+        return await self.grants.revoke(grant_id, user)
 
     async def check_voter(self, approval_id: str, user: str, *, approve: bool = True) -> Approval:
         """Raise the refusal `decide` would give `user`, recording nothing (e.g. before a form).
@@ -393,8 +428,11 @@ class Signoff:
     # ---- the sweep -------------------------------------------------------------------------
 
     async def sweep(self) -> dict[str, int]:
-        """Remind, escalate and expire what is due. Safe with several sweepers at once."""
-        return await self.sweeper.sweep()
+        """Remind, escalate and expire what is due; end the grants a policy change left
+        without ground (`Grants.end_stale`). Safe with several sweepers at once."""
+        counts = await self.sweeper.sweep()
+        await self.grants.end_stale()
+        return counts
 
     # ---- reading ---------------------------------------------------------------------------
 

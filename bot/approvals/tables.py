@@ -21,6 +21,11 @@ the graph's memory, these are the application's record (what was asked, who deci
 - `slack_pace`: the Slack rate limits every replica shares (PostgreSQL): per limit key, the next
   free slot and until when it is paced (`bot.slack.shared_pace`). Slack counts its limits per
   workspace, not per process; this is the one budget replicas draw from.
+- `grants`: what an approver allowed from a card ("Approve, and allow up to N more like this for
+  T"): the approved call it is bounded by (`bound`, JSON, secrets redacted), for whom
+  (`requester`, `service`), how many uses are `left` of `uses`, until when, the fingerprint of
+  the policy it rests on (`policy`), and its revocation. An approval decided by one says which
+  in its `granted` column (JSON: the grant, its grantor, uses left, until when).
 
 Times are seconds since the epoch (double precision), the same on SQLite and PostgreSQL.
 """
@@ -55,6 +60,7 @@ __all__ = [
     "audit_inbox",
     "audit_repeats",
     "effects",
+    "grants",
     "jobs",
     "metadata",
     "runs",
@@ -62,7 +68,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0011"
+SCHEMA_REVISION = "a0012"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -127,6 +133,7 @@ approvals = Table(
     Column("version", Integer, nullable=False, default=0),
     Column("turn_id", Text, nullable=True),
     Column("turn", Text, nullable=True),
+    Column("granted", Text, nullable=True),
     Index("ix_approvals_status_created", "status", "created_at"),
     Index("ix_approvals_status_expire", "status", "expire_at"),
     Index("ix_approvals_dedupe", "action", "dedupe_key", "status"),
@@ -233,6 +240,26 @@ jobs = Table(
         sqlite_where=text("done_at IS NULL"),
     ),
     Index("ix_jobs_thread", "thread_id", "id"),
+)
+
+grants = Table(
+    "grants",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("action", Text, nullable=False),
+    Column("approval_id", Text, nullable=False),
+    Column("grantor", Text, nullable=False),
+    Column("requester", Text, nullable=False),
+    Column("service", Text, nullable=True),
+    Column("bound", Text, nullable=False),
+    Column("uses", Integer, nullable=False),
+    Column("left", Integer, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("expires_at", Double, nullable=False),
+    Column("policy", Text, nullable=False),
+    Column("revoked_at", Double, nullable=True),
+    Column("revoked_by", Text, nullable=True),
+    Index("ix_grants_live", "action", "requester", "expires_at"),
 )
 
 effects = Table(

@@ -26,6 +26,7 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 | `POST /_sandbox/act/submit` | `{"user", "inputs", "view_id"?}` → answer, errors, view after |
 | `POST /_sandbox/act/command` | `{"user", "channel", "text", "command"?, "trigger_id"?}` → the app's answer (`trigger_id`: send that one, e.g. an earlier command's, instead of a fresh one) |
 | `POST /_sandbox/act/home` | `{"user"}` → the app's answer |
+| `POST /_sandbox/act/home_click` | `{"user", "action_id", "value"?}`: a button on the user's Home tab → the app's answer |
 | `POST /_sandbox/act/close` | `{"user", "view_id"?}`: the user closes their top modal (or `view_id`) |
 | `POST /_sandbox/act/message` | `{"user", "channel", "text", "thread_ts"?}`: the user writes a message |
 
@@ -317,6 +318,11 @@ def _user_routes(r: web.UrlDispatcher, slack: SlackState) -> None:
     async def home(request: web.Request) -> web.Response:
         return web.json_response(_answer(await slack.open_home((await _body(request))["user"])))
 
+    async def home_click(request: web.Request) -> web.Response:
+        b = await _body(request)
+        res = await slack.click_home(b["user"], b["action_id"], value=b.get("value"))
+        return web.json_response(_answer(res))
+
     async def close(request: web.Request) -> web.Response:
         b = await _body(request)
         ws = slack.workspace
@@ -351,5 +357,6 @@ def _user_routes(r: web.UrlDispatcher, slack: SlackState) -> None:
     r.add_post("/_sandbox/act/submit", submit)
     r.add_post("/_sandbox/act/command", command)
     r.add_post("/_sandbox/act/home", home)
+    r.add_post("/_sandbox/act/home_click", home_click)
     r.add_post("/_sandbox/act/close", close)
     r.add_post("/_sandbox/act/message", message)

@@ -31,6 +31,7 @@ from bot.sandbox.signing import (
     block_actions,
     slash_command,
     state_values,
+    view_block_actions,
     view_submission,
 )
 from bot.sandbox.transports import HttpTransport, Transport
@@ -363,6 +364,46 @@ class AppDriver:
             bot_user_id=ws.team.bot_user_id,
         )
         return await self._send_event(request)
+
+    async def click_home(
+        self, user: str, action_id: str, *, value: str | None = None
+    ) -> AppResponse:
+        """`user` clicks the button `action_id` on their Home tab as the app last published
+        it; with `value`, the one of those buttons that carries it (several grants each have
+        a Revoke button of one action_id).
+
+        Raises:
+            SlackApiFailure: unknown user. LookupError: no Home published, or no such button.
+        """
+        ws = self.slack.workspace
+        person = ws.user(user)
+        home = ws.home.get(person.id)
+        if home is None:
+            raise LookupError(f"{person.id} has no Home tab published")
+        shown = home.to_api(ws.team)
+        for block in shown.get("blocks") or []:
+            elements = [*(block.get("elements") or []), block.get("accessory")]
+            for el in elements:
+                if (
+                    isinstance(el, dict)
+                    and el.get("action_id") == action_id
+                    and (value is None or el.get("value") == value)
+                ):
+                    request = view_block_actions(
+                        action_id=action_id,
+                        value=el.get("value"),
+                        block_id=block.get("block_id", ""),
+                        button_text=str((el.get("text") or {}).get("text", "")),
+                        user_id=person.id,
+                        user_name=person.name,
+                        view=shown,
+                        trigger_id=self.slack.triggers.issue(person.id),
+                        team_id=ws.team.id,
+                        team_domain=ws.team.domain,
+                        api_app_id=ws.team.app_id,
+                    )
+                    return await self._send(request)
+        raise LookupError(f"no button {action_id!r} (value {value!r}) on {person.id}'s Home")
 
     async def revoke(self, token: str, *, uninstall: bool) -> AppResponse:
         """The bot token stops working, and Slack says so to the app: `app_uninstalled` when

@@ -221,6 +221,53 @@ def block_actions(
     )
 
 
+def view_block_actions(
+    *,
+    action_id: str,
+    value: str | None,
+    user_id: str,
+    view: JSON,
+    trigger_id: str,
+    block_id: str = "",
+    button_text: str = "",
+    user_name: str | None = None,
+    team_id: str = _TEAM.id,
+    team_domain: str = _TEAM.domain,
+    api_app_id: str = _TEAM.app_id,
+) -> SlackRequest:
+    """A button click in a view (App Home, a modal): what Slack posts as `payload=` for
+    `block_actions`. Unlike a message's, it names no channel and carries no `response_url`:
+    the app answers by updating or publishing the view.
+
+    Args:
+        view: The view as Slack renders it (`id`, `type`, `blocks`, `state`, ...).
+    """
+    action: JSON = {
+        "type": "button",
+        "action_id": action_id,
+        "block_id": block_id,
+        "text": {"type": "plain_text", "text": button_text, "emoji": True},
+        "action_ts": f"{time.time():.6f}",
+    }
+    if value is not None:
+        action["value"] = value
+    return _interactive(
+        {
+            "type": "block_actions",
+            "user": _user(user_id, user_name, team_id),
+            "api_app_id": api_app_id,
+            "token": "sandbox-verification-token",
+            "container": {"type": "view", "view_id": view.get("id", "")},
+            "trigger_id": trigger_id,
+            "team": {"id": team_id, "domain": team_domain},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "view": view,
+            "actions": [action],
+        }
+    )
+
+
 def state_values(blocks: list[JSON], inputs: Mapping[str, Any]) -> JSON:
     """A view's `state.values` for what a user typed or picked, shaped per element type.
 

@@ -415,6 +415,12 @@ class SlackState:
         """`user` opens the app's Home tab; see `AppDriver.open_home`."""
         return await self.driver.open_home(user)
 
+    async def click_home(
+        self, user: str, action_id: str, *, value: str | None = None
+    ) -> AppResponse:
+        """`user` clicks a button on their Home tab; see `AppDriver.click_home`."""
+        return await self.driver.click_home(user, action_id, value=value)
+
     async def ssl_check(self) -> AppResponse:
         """Slack's unsigned `ssl_check` POST to the app's request URL; see `AppDriver`."""
         return await self.driver.ssl_check()

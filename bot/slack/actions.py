@@ -1,10 +1,11 @@
-"""The buttons on a card: Approve, Reject, Edit, Full payload; and on an agent turn's card,
-"Approve all".
+"""The buttons on a card: Approve, Allow more like this (a grant), Reject, Edit, Full payload;
+and on an agent turn's card, "Approve all".
 
 Every click is answered within Slack's 3 seconds: the decision is committed first, then the
 request is acknowledged, and the resume and the card update run in the background (the job
-worker, kicked). Reject and Edit open a modal (`modals`) once the clicker may vote; every
-refusal is an ephemeral message to the person who clicked, and nothing changes.
+worker, kicked). Reject, Edit and Allow more like this open a modal (`modals`) once the
+clicker may vote; every refusal is an ephemeral message to the person who clicked, and nothing
+changes.
 """
 
 from __future__ import annotations
@@ -85,9 +86,12 @@ class Actions(Listener):
                     log.warning("could not note that %s opened %s's payload: %s", user, a.id, e)
                 return
             a = await self.signoff.check_voter(a.id, user, approve=action_id != payloads.REJECT)
+            limits = self.signoff.grant_limits(a) if action_id == payloads.GRANT else None
             await ack()
             if action_id == payloads.REJECT:
                 await self._open(body, modals.reject_modal(a), "Reject")
+            elif limits is not None:
+                await self._open(body, modals.grant_modal(a, limits), "Approve, allow more")
             else:
                 rule = self.signoff.policy.actions[a.action]
                 view = modals.edit_modal(a, {f: a.current.get(f) for f in rule.editable})

@@ -265,7 +265,11 @@ def build_bolt_app(
     )
     h = Handlers(signoff, client, kick, default_channel=default_channel, serving=serving)
     on = _answered_at_ack
-    app.action(re.compile(r"^signoff\.(approve|reject|edit|payload)$"))(on(h.actions.on_button))
+    app.action(re.compile(r"^signoff\.(approve|reject|edit|payload|grant)$"))(
+        on(h.actions.on_button)
+    )
+    app.action(payloads.REVOKE_GRANT)(on(h.home.on_revoke_grant))
+    app.view(payloads.GRANT_CALLBACK)(on(h.views.on_grant_submit))
     app.action(re.compile(r"^signoff\.run_(retry|cancel)$"))(on(h.actions.on_run_button))
     app.action(payloads.APPROVE_TURN)(on(h.actions.on_approve_turn))
     app.view(payloads.REJECT_CALLBACK)(on(h.views.on_reject_submit))

@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.approvals.checks import changes_text, facts_text
 from bot.approvals.models import Approval
+from bot.approvals.policy.grants import GrantLimits
 
 from . import messages as m
 from . import reveal
@@ -45,7 +46,7 @@ from .limits import (
     SECTION_TEXT_MAX,
 )
 from .mrkdwn import code, date, escape, escape_fit, one_line, shorten
-from .payloads import APPROVE, EDIT, PAYLOAD, REJECT
+from .payloads import APPROVE, EDIT, GRANT, PAYLOAD, REJECT
 
 __all__ = [
     "approval_card",
@@ -97,13 +98,16 @@ def _confirm(approval: Approval) -> dict[str, Any]:
     }
 
 
-def _buttons(approval: Approval) -> dict[str, Any]:
+def _buttons(approval: Approval, grants: GrantLimits | None = None) -> dict[str, Any]:
     value = action_value(approval)
     confirm = _confirm(approval) if approval.risk_tier == "critical" else None
     elements = [
         _button(m.APPROVE, APPROVE, value, style="primary", confirm=confirm),
         _button(m.REJECT, REJECT, value, style="danger"),
     ]
+    # A grant comes with the approval that decides the request: one person's, never critical.
+    if grants is not None and approval.risk_tier != "critical" and approval.required == 1:
+        elements.insert(1, _button(m.GRANT_BUTTON, GRANT, value))
     # Once someone approved, an edit would change what they approved: decide() refuses it.
     if approval.editable and approval.approvals_count == 0:
         elements.append(_button(m.EDIT, EDIT, value))
@@ -137,6 +141,7 @@ def approval_card(
     now: float,
     progress_users: Sequence[str] | None = None,
     mentions: Sequence[str] | None = None,
+    grants: GrantLimits | None = None,
 ) -> dict[str, Any]:
     """The card for a pending approval: `{"text": ..., "blocks": [...]}`.
 
@@ -149,6 +154,8 @@ def approval_card(
         mentions: the approvers as Slack mentions (`mentions.approver_mentions`), which notify
             them; shown in the Approvers field and the fallback text. Default: the entries as
             written, groups as plain text (nobody in them is notified).
+        grants: the action's `grants` policy, when it allows them: the card offers "Approve +
+            allow more" (`modals.grant_modal`). Default none.
 
     The buttons carry `ActionValue(approval.id, approval.thread_id, approval.interrupt_id)`:
     Approve (primary; a confirm dialog for `critical`), Reject (danger; opens
@@ -190,7 +197,7 @@ def approval_card(
         *_hidden_warning(approval),
         *_pending_edits(approval),
         context(m.card_footer(shorten(approval.id, 300), approval.created_at)),
-        _buttons(approval),
+        _buttons(approval, grants),
     ]
     fallback = m.card_fallback(
         title,
@@ -275,12 +282,16 @@ def _pending_edits(approval: Approval) -> list[dict[str, Any]]:
 
 
 def card(
-    approval: Approval, *, now: float, mentions: Sequence[str] | None = None
+    approval: Approval,
+    *,
+    now: float,
+    mentions: Sequence[str] | None = None,
+    grants: GrantLimits | None = None,
 ) -> dict[str, Any]:
-    """The card for an approval in any status: pending (`mentions` as in `approval_card`),
-    decided, or expired."""
+    """The card for an approval in any status: pending (`mentions` and `grants` as in
+    `approval_card`), decided, or expired."""
     if approval.status == "pending":
-        return approval_card(approval, now=now, mentions=mentions)
+        return approval_card(approval, now=now, mentions=mentions, grants=grants)
     if approval.status == "expired":
         return expired_card(approval)
     return decided_card(approval)
@@ -319,10 +330,11 @@ def _edit_lines(approval: Approval) -> str | None:
 
 def _settled_card(approval: Approval, line: str, emoji: str, fallback: str) -> dict[str, Any]:
     title = title_of(approval)
-    blocks = [header(f"{emoji} {title}"), section(line), *_asker_note(approval)]
+    blocks = [header(f"{emoji} {title}"), section(line), *_granted(approval)]
+    blocks += _asker_note(approval)
     blocks += facts_blocks(approval)
     note = note_of(approval)
-    if note:
+    if note and not approval.granted:  # a grant's note is the line `_granted` draws
         blocks.append(section(m.note_line(shorten(note, SECTION_TEXT_MAX))))
     edits = _edit_lines(approval)
     if edits:
@@ -334,6 +346,21 @@ def _settled_card(approval: Approval, line: str, emoji: str, fallback: str) -> d
         context(m.card_footer(shorten(approval.id, 300), approval.created_at)),
     ]
     return message(fallback, blocks)
+
+
+def _granted(approval: Approval) -> list[dict[str, Any]]:
+    """For a request approved under a grant: whose, what is left of it, until when, which."""
+    g = approval.granted
+    if not g:
+        return []
+    try:
+        line = m.granted_line(
+            shorten(str(g["grantor"]), 100), int(g["left"]), int(g["uses"]),
+            float(g["until"]), shorten(str(g["id"]), 100),
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError):
+        return []
+    return [context(line)]
 
 
 def decided_card(approval: Approval) -> dict[str, Any]:

@@ -1,21 +1,26 @@
 """The App Home tab: published when a person opens it, and again a moment after they decide
-something (one publish for a burst of clicks)."""
+something (one publish for a burst of clicks); the live grants they may revoke, each with its
+Revoke button."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
+from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..approvals.errors import DatabaseUnavailable
+from ..approvals.errors import ApprovalError, DatabaseUnavailable
 from ..approvals.service import Signoff
-from . import messages, status
+from . import messages, payloads, status
 from ._listener import STATUS_LIMIT, Listener
 
 __all__ = ["Home"]
+
+log = logging.getLogger("signoff.slack")
 
 HOME_REFRESH_DELAY = 1.0
 """Seconds from a decision to the refresh of the decider's Home (later clicks join it)."""
@@ -55,11 +60,30 @@ class Home(Listener):
 
         self._spawn(later())
 
-    async def publish_home(self, user: str) -> None:
+    async def on_revoke_grant(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Revoke, beside a grant on Home: the governance core decides who may (its grantor,
+        an approver of its action; anyone else is refused and audited). Home is published
+        again, saying what was done or why not."""
+        user = (body.get("user") or {}).get("id", "")
+        actions = body.get("actions") or [{}]
+        grant_id = actions[0].get("value") if isinstance(actions[0], dict) else None
+        await ack()
+        try:
+            if not isinstance(grant_id, str) or not grant_id:
+                raise payloads.BadPayload("the button names no grant")
+            await self.signoff.revoke_grant(grant_id, user)
+            notice = messages.grant_revoked(grant_id)
+        except (payloads.BadPayload, ApprovalError) as e:
+            log.info("refused a revocation from %s: %s", user, e)
+            notice = messages.refusal_text(e)
+        await self.publish_home(user, notice)
+
+    async def publish_home(self, user: str, notice: str | None = None) -> None:
         # One publish per user at a time, so a view computed earlier never lands after a later
         # one; and at most one more waiting behind it, which will show everything that happened
         # meanwhile: a burst of clicks by one person costs two publishes, not one per click.
-        if user in self._home_waiting:
+        # One with a `notice` (what a Revoke did) always waits its turn: it has news.
+        if user in self._home_waiting and notice is None:
             return
         self._home_waiting.add(user)
         lock = self._home_locks.setdefault(user, asyncio.Lock())
@@ -68,7 +92,7 @@ class Home(Listener):
         finally:
             self._home_waiting.discard(user)
         try:
-            await self._publish_home(user)
+            await self._publish_home(user, notice)
         finally:
             lock.release()
             if (
@@ -78,10 +102,11 @@ class Home(Listener):
             ):
                 del self._home_locks[user]
 
-    async def _publish_home(self, user: str) -> None:
+    async def _publish_home(self, user: str, notice: str | None = None) -> None:
         try:
             pending = await self.signoff.pending_view(user, limit=STATUS_LIMIT)
             recent = await self.signoff.recent(10)
+            grants = await self.signoff.live_grants(user=user)
         except DatabaseUnavailable:
             view = status.home_view(
                 [], [], user=user, now=time.time(), notice=messages.database_unavailable()
@@ -95,5 +120,7 @@ class Home(Listener):
                 permalinks=await self._card_links(pending.mine),
                 pending_total=pending.mine_total,
                 mentions=await self._approver_names(pending.mine),
+                grants=grants,
+                notice=notice,
             )
         await self.client.views_publish(user_id=user, view=view)

@@ -81,6 +81,8 @@ OPTION_TEXT_MAX: Final = 75
 """An option's `text`."""
 OPTION_VALUE_MAX: Final = 150
 """An option's `value`."""
+OPTIONS_MAX: Final = 100
+"""A static select's `options`."""
 
 # ---- signoff's own budgets, within Slack's ----------------------------------------------------
 

@@ -1,5 +1,5 @@
 """The modals a card's buttons open: reject (a required reason), edit (the editable fields,
-prefilled) and the full payload. Ready for `views.open(view=...)`.
+prefilled), approve with a grant (how many more, for how long) and the full payload. Ready for `views.open(view=...)`.
 
 `private_metadata` carries the approval (`payloads.approval_id_from_view`); what a person typed
 is read by `payloads` (`reason_from_view_state`, `edits_from_view_state`). Wording comes from
@@ -8,11 +8,14 @@ is read by `payloads` (`reason_from_view_state`, `edits_from_view_state`). Wordi
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bot.approvals.models import Approval
+from bot.approvals.policy.durations import format_duration
+from bot.approvals.policy.grants import GrantLimits
 
 from . import messages as m
 from . import reveal
@@ -33,6 +36,8 @@ from .limits import (
     INPUT_VALUE_MAX,
     MODAL_BUTTON_MAX,
     MODAL_TITLE_MAX,
+    OPTION_TEXT_MAX,
+    OPTIONS_MAX,
     PAYLOAD_CHUNK_MAX,
     PLACEHOLDER_MAX,
     PRIVATE_METADATA_MAX,
@@ -42,6 +47,9 @@ from .limits import (
 from .mrkdwn import clean, one_line, prefix, shorten, slack_len
 from .payloads import (
     EDIT_CALLBACK,
+    GRANT_CALLBACK,
+    GRANT_FOR_BLOCK,
+    GRANT_USES_BLOCK,
     NOTE_BLOCK,
     PAYLOAD_CALLBACK,
     REASON_BLOCK,
@@ -52,6 +60,7 @@ from .payloads import (
 
 __all__ = [
     "edit_modal",
+    "grant_modal",
     "payload_modal",
     "reject_modal",
 ]
@@ -140,6 +149,65 @@ def reject_modal(approval: Approval) -> dict[str, Any]:
         blocks,
         metadata=_metadata(approval),
         submit=m.REJECT_MODAL_SUBMIT,
+        close=m.CANCEL,
+    )
+
+
+_WINDOWS = (15 * 60, 30 * 60, 3600, 2 * 3600, 4 * 3600, 8 * 3600, 86400, 2 * 86400, 7 * 86400)
+"""The windows the grant modal offers (seconds), up to the policy's `longest`."""
+
+
+def _select(block_id: str, label: str, options: list[tuple[str, str]]) -> dict[str, Any]:
+    """A required static select of (value, label) options, the last chosen to begin with."""
+    shown = [{"text": plain(text, OPTION_TEXT_MAX), "value": value} for value, text in options][
+        :OPTIONS_MAX
+    ]
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "label": plain(label, INPUT_LABEL_MAX),
+        "element": {
+            "type": "static_select",
+            "action_id": VALUE_ACTION,
+            "options": shown,
+            "initial_option": shown[-1],
+        },
+    }
+
+
+def grant_modal(approval: Approval, limits: GrantLimits) -> dict[str, Any]:
+    """The modal "Allow more like this" opens: approve this request, and allow up to N more
+    like it for T (N up to the policy's `most`, T up to its `longest`). Read the choice with
+    `payloads.grant_from_view_state`; the vote checks it against the policy again."""
+    longest = int(limits.longest.total_seconds())
+    windows = sorted({w for w in _WINDOWS if w < longest} | {longest})
+    blocks = [
+        section(
+            m.grant_intro(
+                shorten(approval.requester, 100),
+                [shorten(k, 100) for k in limits.key],
+                [shorten(v, 100) for v in limits.vary],
+                limits.most,
+                format_duration(limits.longest),
+            )
+        ),
+        _select(
+            GRANT_USES_BLOCK,
+            m.GRANT_USES_LABEL,
+            [(str(n), m.grant_uses_option(n)) for n in range(1, limits.most + 1)],
+        ),
+        _select(
+            GRANT_FOR_BLOCK,
+            m.GRANT_FOR_LABEL,
+            [(str(w), format_duration(dt.timedelta(seconds=w))) for w in windows],
+        ),
+    ]
+    return _modal(
+        GRANT_CALLBACK,
+        m.GRANT_MODAL_TITLE,
+        blocks,
+        metadata=_metadata(approval),
+        submit=m.GRANT_SUBMIT,
         close=m.CANCEL,
     )
 

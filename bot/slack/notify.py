@@ -364,7 +364,9 @@ class SlackSink:
         """The card `a` is on: its own, or its turn's."""
         if turn is None:
             mentions = await self._mentions(a) if mode != "dm" else None
-            return cards.card(a, now=time.time(), mentions=mentions)
+            rule = self.policy().actions.get(a.action) if self.policy is not None else None
+            grants = rule.grants if rule is not None else None
+            return cards.card(a, now=time.time(), mentions=mentions, grants=grants)
         by_id = {}
         if mode != "dm":
             by_id = {o.id: await self._mentions(o) for o in turn if o.status == "pending"}

@@ -11,6 +11,7 @@ that writes a payload and the code that reads it cannot drift apart.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import re
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot.approvals.errors import InvalidEditError
+from bot.approvals.grants import GrantAsk
 from bot.approvals.policy import ActionPolicy, validate_edits
 
 from . import messages
@@ -30,12 +32,17 @@ __all__ = [
     "APPROVE_TURN",
     "EDIT",
     "EDIT_CALLBACK",
+    "GRANT",
+    "GRANT_CALLBACK",
+    "GRANT_FOR_BLOCK",
+    "GRANT_USES_BLOCK",
     "NOTE_BLOCK",
     "PAYLOAD",
     "PAYLOAD_CALLBACK",
     "REASON_BLOCK",
     "REJECT",
     "REJECT_CALLBACK",
+    "REVOKE_GRANT",
     "VALUE_ACTION",
     "ActionValue",
     "AgentCommand",
@@ -48,6 +55,7 @@ __all__ = [
     "approval_id_from_view",
     "edit_block_id",
     "edits_from_view_state",
+    "grant_from_view_state",
     "is_signoff_action",
     "note_from_view_state",
     "parse_agent_command",
@@ -64,7 +72,11 @@ EDIT = "signoff.edit"
 """action_id of the Edit button (opens the edit modal)."""
 PAYLOAD = "signoff.payload"
 """action_id of the Full payload button (opens the payload modal)."""
-ACTION_IDS = (APPROVE, REJECT, EDIT, PAYLOAD)
+GRANT = "signoff.grant"
+"""action_id of the "Allow more like this" button (opens the grant modal)."""
+ACTION_IDS = (APPROVE, REJECT, EDIT, PAYLOAD, GRANT)
+REVOKE_GRANT = "signoff.revoke_grant"
+"""action_id of a grant's Revoke button on App Home (its value: the grant id)."""
 APPROVE_TURN = "signoff.approve_turn"
 """action_id of an agent turn card's "Approve all" button (its value: a `TurnValue`)."""
 RUN_RETRY = "signoff.run_retry"
@@ -78,6 +90,12 @@ EDIT_CALLBACK = "signoff.edit"
 """callback_id of the edit-and-approve modal."""
 PAYLOAD_CALLBACK = "signoff.payload"
 """callback_id of the full payload modal (no submit)."""
+GRANT_CALLBACK = "signoff.grant"
+"""callback_id of the approve-and-grant modal."""
+GRANT_USES_BLOCK = "grant_uses"
+"""block_id of the grant modal's "how many more" select (option values: the number)."""
+GRANT_FOR_BLOCK = "grant_for"
+"""block_id of the grant modal's "for how long" select (option values: seconds)."""
 
 REASON_BLOCK = "reason"
 """block_id of the reject modal's reason input."""
@@ -352,6 +370,30 @@ def reason_from_view_state(view_state: Mapping[str, Any]) -> str:
     if not reason:
         raise FormErrors({REASON_BLOCK: messages.reason_required()})
     return reason
+
+
+def grant_from_view_state(view_state: Mapping[str, Any]) -> GrantAsk:
+    """The grant chosen in the grant modal: how many more requests, for how long. The policy's
+    bounds are checked by the vote (`Signoff.vote`), which stays the authority.
+
+    Raises:
+        FormErrors: a choice is missing. BadPayload: the form is not ours.
+    """
+    values = _values(view_state)
+    chosen: dict[str, int] = {}
+    for block_id in (GRANT_USES_BLOCK, GRANT_FOR_BLOCK):
+        block = values.get(block_id)
+        element = block.get(VALUE_ACTION) if isinstance(block, Mapping) else None
+        if not isinstance(element, Mapping):
+            raise BadPayload(f"the grant form has no {block_id!r} choice")
+        option = element.get("selected_option")
+        value = option.get("value") if isinstance(option, Mapping) else None
+        if value is None:
+            raise FormErrors({block_id: "Choose one."})
+        if not isinstance(value, str) or not value.isdigit() or len(value) > 9:
+            raise BadPayload(f"the grant form's {block_id!r} choice is not ours")
+        chosen[block_id] = int(value)
+    return GrantAsk(chosen[GRANT_USES_BLOCK], dt.timedelta(seconds=chosen[GRANT_FOR_BLOCK]))
 
 
 def note_from_view_state(view_state: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from bot.approvals.grants import Grant
 from bot.approvals.models import Approval
 
 from . import messages as m
@@ -25,11 +26,13 @@ from ._blocks import (
     field_sections,
     header,
     message,
+    plain,
     section,
     text_length,
     title_of,
 )
 from .limits import (
+    BUTTON_TEXT_MAX,
     ERROR_MAX,
     HISTORY_LINES_MAX,
     LIST_TITLE_MAX,
@@ -51,6 +54,7 @@ from .mrkdwn import (
     shorten,
     slack_len,
 )
+from .payloads import REVOKE_GRANT
 
 __all__ = [
     "help_blocks",
@@ -321,8 +325,10 @@ def home_view(
     notice: str | None = None,
     pending_total: int | None = None,
     mentions: Mapping[str, Sequence[str]] | None = None,
+    grants: Sequence[Grant] = (),
 ) -> dict[str, Any]:
-    """The App Home tab: the user's pending approvals and recent decisions (`views.publish`).
+    """The App Home tab: the user's pending approvals, the live grants they may revoke, and
+    recent decisions (`views.publish`).
 
     Args:
         pending: approvals waiting on the user.
@@ -333,6 +339,7 @@ def home_view(
         notice: a `messages` string shown first (e.g. `messages.database_unavailable()`).
         pending_total: how many wait on the user in all, when `pending` is the first of them.
         mentions: approval id -> who may approve it, as the card names them (`status_blocks`).
+        grants: live grants the user may revoke, each shown with a Revoke button.
     """
     now = time.time() if now is None else now
     total = len(pending) if pending_total is None else pending_total
@@ -350,6 +357,9 @@ def home_view(
         blocks += _list(m.home_pending_heading(total), pending, render, half, m.home_more, total)
     else:
         blocks.append(section(m.home_none_pending()))
+    if grants:
+        blocks.append(divider())
+        blocks += _grant_blocks(grants)
     blocks.append(divider())
     if recent:
         room = VIEW_BLOCKS_MAX - len(blocks)
@@ -363,6 +373,32 @@ def home_view(
     else:
         blocks.append(section(m.home_none_recent()))
     return {"type": "home", "blocks": blocks[:VIEW_BLOCKS_MAX]}
+
+
+_GRANTS_SHOWN = 10
+"""The most grants Home lists (the oldest first); the block budget is the pending list's."""
+
+
+def _grant_blocks(grants: Sequence[Grant]) -> list[dict[str, Any]]:
+    """A heading, then each grant as a line with its Revoke button."""
+    blocks = [section(m.home_grants_heading())]
+    for g in grants[:_GRANTS_SHOWN]:
+        line = m.home_grant_line(
+            shorten(g.id, 100), shorten(g.action, 100), shorten(g.grantor, 100),
+            shorten(g.requester, 100), g.left, g.uses, g.expires_at,
+        )  # fmt: skip
+        block = section(line)
+        block["accessory"] = {
+            "type": "button",
+            "text": plain(m.REVOKE_BUTTON, BUTTON_TEXT_MAX),
+            "action_id": REVOKE_GRANT,
+            "value": g.id,
+            "style": "danger",
+        }
+        blocks.append(block)
+    if len(grants) > _GRANTS_SHOWN:
+        blocks.append(context(m.home_more(len(grants) - _GRANTS_SHOWN)))
+    return blocks
 
 
 def home_unavailable_view() -> dict[str, Any]:

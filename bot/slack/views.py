@@ -1,4 +1,4 @@
-"""The modals' submissions: reject with a reason, edit and approve.
+"""The modals' submissions: reject with a reason, edit and approve, approve with a grant.
 
 A mistake in the form is shown under its input (`payloads.FormErrors`); a refusal is shown as
 the form's error, and nothing changes. The resume runs in the background (the job worker,
@@ -131,3 +131,36 @@ class Views(Listener):
             return
         await ack()
         self.kick()
+
+    async def on_grant_submit(
+        self,
+        ack: AsyncAck,
+        body: dict[str, Any],
+        view: dict[str, Any],
+        context: dict[str, Any] | None = None,
+    ) -> None:
+        """Approve, and allow up to N more like this for T: one vote, whose grant the
+        governance core checks against the policy (a refusal is the form's error)."""
+        with self.serving():
+            user = (body.get("user") or {}).get("id", "")
+            try:
+                shown = payloads.action_value_from_view(view)
+                grant = payloads.grant_from_view_state(view.get("state") or {})
+                await self.signoff.vote(
+                    shown.approval_id,
+                    user,
+                    True,
+                    wait=click_wait(context),
+                    revision=shown.revision,
+                    grant=grant,
+                )
+                self.home.refresh_home_soon(user)
+            except payloads.FormErrors as e:
+                await ack(**e.response())
+                return
+            except (payloads.BadPayload, ApprovalError) as e:
+                text = messages.refusal_text(e, form=True)
+                await ack(response_action="errors", errors={payloads.GRANT_USES_BLOCK: text})
+                return
+            await ack()
+            self.kick()

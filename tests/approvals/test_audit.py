@@ -101,6 +101,10 @@ def test_the_event_kinds() -> None:
             "payload_viewed",
             "check_failed",
             "recheck_refused",
+            "granted",
+            "grant_used",
+            "grant_revoked",
+            "grant_refused",
         ]
     )
 

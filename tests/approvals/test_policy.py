@@ -43,6 +43,7 @@ from bot.approvals.policy import (
     resolve_members,
     validate_edits,
 )
+from bot.approvals.policy.grants import GrantLimits
 
 
 def toml(text: str) -> str:
@@ -92,6 +93,7 @@ def test_the_documented_example_is_valid() -> None:
                 AutoBudget(dt.timedelta(days=1), 5, 100.0, "amount", ("customer_id",)),
             ),
         ),
+        grants=GrantLimits(5, dt.timedelta(hours=4), ("customer_id",), ("reason",)),
     )
     assert p.groups == {"finance": ("U_ALICE", "U_BOB"), "finance-leads": ("U_ERIN",)}
     assert p.workflows == {"refund": WorkflowPolicy("refund", ("@support", "U_CAROL"), None)}
@@ -260,7 +262,8 @@ BAD: list[tuple[str, str]] = [
         (
             "signoff.toml:3: actions.a.colour: unknown key; allowed: title, tier, approvers, "
             "required, allow_self_approval, editable, secret, remind_after, escalate_after, "
-            "escalate_to, expire_after, on_expiry, auto_approve, args, notify, after"
+            "escalate_to, expire_after, on_expiry, auto_approve, args, notify, after, "
+            "grants"
         ),
     ),
     (

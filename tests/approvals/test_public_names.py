@@ -29,6 +29,7 @@ APPROVALS_API = [
     "EventSink",
     "ExternalApproval",
     "ExternalApprovals",
+    "GrantRefused",
     "GroupResolver",
     "GroupsUnavailable",
     "IdempotencyConflict",

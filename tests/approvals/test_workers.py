@@ -54,7 +54,8 @@ async def test_workers_deliver_side_by_side_and_each_thread_in_order(kit: Kit) -
     app = kit.new_app(sink=sink, share_db=True)
     threads = []
     for i in range(6):
-        report = await app.start("refund", {**REFUND, "order_id": f"o-{i}"}, requester="U_CAROL")
+        refund = {**REFUND, "order_id": f"o-{i}", "customer_id": f"cust_{i}"}  # each its own facts
+        report = await app.start("refund", refund, requester="U_CAROL")
         await app.decide(report.approvals[0], "U_ALICE", True)
         threads.append(report.thread_id)
 
@@ -71,7 +72,8 @@ async def test_one_worker_delivers_one_event_at_a_time(kit: Kit) -> None:
     sink = SlowSink()
     app = kit.new_app(sink=sink, share_db=True)
     for i in range(3):
-        report = await app.start("refund", {**REFUND, "order_id": f"o-{i}"}, requester="U_CAROL")
+        refund = {**REFUND, "order_id": f"o-{i}", "customer_id": f"cust_{i}"}  # each its own facts
+        report = await app.start("refund", refund, requester="U_CAROL")
         await app.decide(report.approvals[0], "U_ALICE", True)
 
     await _drain(kit, JobRunner(app, concurrency=1, every=0.2))

@@ -195,6 +195,46 @@ def test_the_readme_s_agent_asks_one_card_per_turn_and_a_rejected_refund_keeps_i
     expect(thread).not_to_contain_text("sent the email")
 
 
+def test_a_grant_from_the_card_approves_the_next_refund_for_that_customer(
+    sandbox: Sandbox, shot: Path
+) -> None:
+    sandbox.start("refund", customer_id="cust-grant", amount="40")
+    card = sandbox.card("Refund 40.00 to cust-grant")
+    sandbox.be("U_ALICE")
+    card.get_by_role("button", name="Allow more like this…").click()
+    modal = sandbox.modal()
+    expect(modal).to_contain_text("let up to 5 more like it be approved without asking anyone")
+    modal.get_by_label("Allow up to this many more like it").select_option("2")
+    modal.get_by_label("For at most").select_option("3600")
+    sandbox.page.screenshot(path=str(shot.with_name(shot.stem + "-modal.png")))
+    modal.locator(".modal-foot .btn-primary").click()
+    expect(modal).to_have_count(0)
+    expect(card).to_contain_text("Approved by @Alice")
+    sandbox.be("U_CAROL")
+    sandbox.start("refund", customer_id="cust-grant", amount="25")
+    later = sandbox.card("Refund 25.00 to cust-grant")
+    expect(later).to_contain_text("Approved under @Alice's grant (1 of 2 left, until")
+    expect(later.locator(".actions")).to_have_count(0)
+    sandbox.start("refund", customer_id="cust-grant", amount="60")  # more than approved: asked
+    expect(
+        sandbox.card("Refund 60.00 to cust-grant").get_by_role("button", name="Reject")
+    ).to_be_visible()
+
+    # Alice revokes it on Home; the next refund for that customer is asked again
+    sandbox.be("U_ALICE")
+    sandbox.page.locator("#app-list .nav-item").click()
+    home = sandbox.page.locator("#messages .home")
+    expect(home).to_contain_text("Live grants you may revoke")
+    home.get_by_role("button", name="Revoke").click()
+    expect(home).to_contain_text("is revoked: it approves nothing more")
+    expect(home.get_by_role("button", name="Revoke")).to_have_count(0)
+    sandbox.page.locator("#channel-list .nav-item", has_text="approvals").click()
+    sandbox.be("U_CAROL")
+    sandbox.start("refund", customer_id="cust-grant", amount="5.50")
+    card = sandbox.card("Refund 5.50 to cust-grant")
+    expect(card.get_by_role("button", name="Reject")).to_be_visible()
+
+
 def test_approving_ones_own_request_is_refused_privately(sandbox: Sandbox) -> None:
     sandbox.start("refund", customer_id="cust-self", amount="42.50")
     card = sandbox.card("Refund 42.50 to cust-self")

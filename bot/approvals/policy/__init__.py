@@ -32,6 +32,10 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     expire_after = "3d"               # remind_after < escalate_after < expire_after
     on_expiry = "reject"              # "reject" (default), or "approve" for tiers low and medium
     notify = "channel"                # ping approvers on the channel card, "dm" each, or "both"
+    grants = { most = 5, longest = "4h", key = ["customer_id"], vary = ["reason"] }
+                                      # "Allow more like this" on the card: up to `most` more
+                                      # requests for up to `longest` (at most 100 and 1w); never
+                                      # for critical actions nor with required > 1
 
     [[actions.send_refund.auto_approve]]  # routine cases decided by a rule; never for critical
     name = "small refunds"            # required; the audit log says which rule decided
@@ -96,6 +100,16 @@ does not fit is denied: a rule never approves a value its schema refuses), and o
 (an approver's form shows the error on the field; form text is parsed by the field's type, in
 ASCII digits). A workflow's inputs are declared beside the workflow, in code (its `INPUTS`
 schema), and checked at start. See `bot.approvals.policy.schema`.
+
+Grants: an approver may approve a request and allow up to N more like it for T (the card's
+"Allow more like this", N and T within `grants`). A later request is approved by the grant,
+nobody asked, when it has the same requester (and service), the same `key` arguments, each
+number from 0 to the approved value, every other argument equal except those `vary` names, and
+no argument the approved call lacked or lacking one it had; anything else is asked as usual.
+A grant rests on the action's policy as it was (its grants, approvers, tier, quorum): once that
+changes, the grant approves nothing more. Its grantor or any approver of the action may revoke
+it on App Home. Every grant, use and revocation is on the audit log
+(`bot.approvals.grants`).
 
 Edits and quorum: every person counted toward a decision was shown the values that run. An
 approver's edit makes a new revision of the values, shown on the card, the payload modal and

@@ -10,7 +10,21 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-__all__ = ["CallbackOrigin", "address_kind", "callback_problem", "parse_origin", "private_hint"]
+__all__ = [
+    "ORIGINS_SHAPE",
+    "CallbackOrigin",
+    "address_kind",
+    "callback_problem",
+    "parse_origin",
+    "private_hint",
+]
+
+ORIGINS_SHAPE = (
+    'must be an array of origins like "https://hooks.example.com", '
+    '"https://*.example.com:8443" or "http://127.0.0.1:*" (scheme, host, port; a '
+    "path is not part of it)"
+)
+"""What `callback_urls` must be, said when it is not."""
 
 _ORIGIN = re.compile(
     r"(?P<scheme>https?)://(?P<wild>\*\.)?(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])"

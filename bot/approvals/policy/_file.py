@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
 from ..errors import PolicyError
-from ._callbacks import CallbackOrigin, parse_origin
+from ._callbacks import ORIGINS_SHAPE, CallbackOrigin, parse_origin
 from ._compare import _kind
 from ._locate import Path, _Locator
 from ._messages import (
@@ -32,6 +32,7 @@ from ._messages import (
     _service_action_unknown,
 )
 from .durations import format_duration, parse_duration
+from .grants import read_grants
 from .model import (
     _SELF_EXPIRY_TIERS,
     NOTIFY_MODES,
@@ -77,7 +78,7 @@ _AGENT_KEYS = ("free_tools",)
 _ACTION_KEYS = (
     "title", "tier", "approvers", "required", "allow_self_approval", "editable", "secret",
     "remind_after", "escalate_after", "escalate_to", "expire_after", "on_expiry", "auto_approve",
-    "args", "notify", "after",
+    "args", "notify", "after", "grants",
 )  # fmt: skip
 _FIELD_KEYS = (
     "type", "required", "minimum", "maximum", "exclusive_minimum", "exclusive_maximum",
@@ -222,20 +223,20 @@ class _Reader:
 
     def callback_urls(self, path: Path, value: Any) -> tuple[CallbackOrigin, ...]:
         """`callback_urls`: the origins a service's webhooks may go to."""
-        shape = (
-            'must be an array of origins like "https://hooks.example.com", '
-            '"https://*.example.com:8443" or "http://127.0.0.1:*" (scheme, host, port; a '
-            "path is not part of it)"
-        )
         if not isinstance(value, list):
-            raise self.error(path, f"{shape}, got {_got(value)}")
+            raise self.error(path, f"{ORIGINS_SHAPE}, got {_got(value)}")
         found: list[CallbackOrigin] = []
         for item in value:
             origin = parse_origin(item) if isinstance(item, str) else None
             if origin is None:
-                raise self.error(path, f"{shape}, got {_got(item)}")
+                raise self.error(path, f"{ORIGINS_SHAPE}, got {_got(item)}")
             found.append(origin)
         return tuple(found)
+
+    def choice(self, path: Path, value: Any, choices: tuple[str, ...]) -> Any:
+        if value not in choices:
+            raise self.error(path, _one_of(choices, value))
+        return value
 
     def boolean(self, path: Path, value: Any) -> bool:
         if not isinstance(value, bool):
@@ -479,9 +480,7 @@ class _Reader:
         if rules and tier == "critical":
             raise self.error(p + ("auto_approve",), _AUTO_CRITICAL)
 
-        notify = t.get("notify", "channel")
-        if notify not in NOTIFY_MODES:
-            raise self.error(p + ("notify",), _one_of(NOTIFY_MODES, notify))
+        notify = self.choice(p + ("notify",), t.get("notify", "channel"), NOTIFY_MODES)
 
         schema = self.schema(p + ("args",), t["args"]) if "args" in t else None
         if schema is not None:
@@ -517,6 +516,7 @@ class _Reader:
             args=schema,
             notify=notify,
             after=self.after(p + ("after",), name, t.get("after", [])),
+            grants=read_grants(t, p, tier, required, schema, self.error, self.duration),
         )
 
     def schema(self, path: Path, value: Any) -> Schema:

@@ -26,6 +26,7 @@ from ._messages import (
     _service_action_unknown,
 )
 from .durations import format_duration
+from .grants import GrantLimits
 from .schema import Schema
 
 __all__ = [
@@ -193,6 +194,10 @@ class ActionPolicy:
     turn (`after = ["send_refund"]` on `email_customer`): it never runs before they are
     settled, does not run when one of them is rejected, denied or expires, and is decided
     again when one of them is approved with edits. Default none."""
+    grants: GrantLimits | None = None
+    """What an approver may grant from the card: "Approve, and allow up to N more like this
+    for T" (`grants = { most = 5, longest = "4h", key = ["customer_id"] }`). Default none:
+    every request is asked. Never for critical actions, nor for those that need a quorum."""
 
     def __post_init__(self) -> None:
         # The parser reports these with a line number first; this guards policies built in code.
@@ -220,6 +225,20 @@ class ActionPolicy:
             raise PolicyError(_one_of(NOTIFY_MODES, self.notify), key=f"{key}.notify")
         if self.action in self.after:
             raise PolicyError(_after_itself(self.action), key=f"{key}.after")
+        if self.grants is not None and (self.tier == "critical" or self.required != 1):
+            raise PolicyError(
+                "not allowed for critical actions, nor for those that need more than one "
+                "approval: a person must decide every such request",
+                key=f"{key}.grants",
+            )
+
+    def grant_fingerprint(self) -> str | None:
+        """What a grant of this action rests on (`GrantLimits.fingerprint`); None: no grants."""
+        if self.grants is None:
+            return None
+        return self.grants.fingerprint(
+            approvers=self.approvers, tier=self.tier, required=self.required
+        )
 
     def approver_entries(self, *, escalated: bool = False) -> tuple[str, ...]:
         """The approvers, plus the escalation targets once the request has been escalated."""

@@ -662,6 +662,21 @@
     $("#who-role").textContent = person ? person.role : "";
   }
 
+  async function onHomeButton(element, block, btn) {
+    // A button on Home (a grant's Revoke): Slack sends it with the view, no channel.
+    btn.disabled = true;
+    try {
+      const res = await call("/_sandbox/act/home_click", {
+        user: S.me, action_id: element.action_id, value: element.value,
+      });
+      if (res.status !== 200) toast(sentence(`signoff answered this click with HTTP ${res.status}`), "error");
+    } catch (e) {
+      toast(sentence(`The click did not go through: ${e.message}`), "error");
+    } finally {
+      btn.disabled = false;
+    }
+  }
+
   function renderHome() {
     const box = $("#messages");
     if (S.homeAsked !== S.me) {
@@ -670,7 +685,7 @@
     }
     const view = ((S.state && S.state.home) || {})[S.me];
     const home = el("div", "home");
-    if (view) home.append(B.render(view.blocks || [], ctx({ surface: "home" })));
+    if (view) home.append(B.render(view.blocks || [], ctx({ surface: "home", onAction: onHomeButton })));
     else home.append(el("div", "empty", "Opening Home…"));
     box.replaceChildren(home);
   }

@@ -11,6 +11,8 @@ The modules follow the surfaces, each on the ones before it:
 - `_refusals`: refusals and errors (ephemeral replies), and the modals' texts.
 - `_status`: `/agent status`, help and App Home.
 - `_turn`: the card of an agent's model turn (several tool calls on one message).
+- `_grants`: grants: the card's "Allow more like this", its modal, the line of a request
+  approved under one, and Home's live grants.
 
 Callers use this package's names (`from bot.slack import messages as m`); what only the texts
 use among themselves stays in their modules.
@@ -46,6 +48,20 @@ from ._card import (
     note_line,
     quorum,
     values_shortened,
+)
+from ._grants import (
+    GRANT_BUTTON,
+    GRANT_FOR_LABEL,
+    GRANT_MODAL_TITLE,
+    GRANT_SUBMIT,
+    GRANT_USES_LABEL,
+    REVOKE_BUTTON,
+    grant_intro,
+    grant_revoked,
+    grant_uses_option,
+    granted_line,
+    home_grant_line,
+    home_grants_heading,
 )
 from ._refusals import (
     already_decided,
@@ -223,6 +239,11 @@ __all__ = [
     "FIELD_UPDATED",
     "FIELD_WORKFLOW",
     "FULL_PAYLOAD",
+    "GRANT_BUTTON",
+    "GRANT_FOR_LABEL",
+    "GRANT_MODAL_TITLE",
+    "GRANT_SUBMIT",
+    "GRANT_USES_LABEL",
     "HELP_TITLE",
     "NOTE_HINT",
     "NOTE_LABEL",
@@ -236,6 +257,7 @@ __all__ = [
     "REJECT_MODAL_SUBMIT",
     "REJECT_MODAL_TITLE",
     "RETRY_BUTTON",
+    "REVOKE_BUTTON",
     "RUN_STATUS_EMOJI",
     "STATUS_EMOJI",
     "UNNAMED_FIELD",
@@ -282,11 +304,17 @@ __all__ = [
     "fallback_deciders",
     "field_required",
     "fields_omitted",
+    "grant_intro",
+    "grant_revoked",
+    "grant_uses_option",
+    "granted_line",
     "held_why",
     "help_fallback",
     "help_text",
     "hidden_characters",
     "history_line",
+    "home_grant_line",
+    "home_grants_heading",
     "home_heading_plain",
     "home_more",
     "home_none_pending",

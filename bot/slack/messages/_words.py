@@ -24,6 +24,8 @@ def decider(entry: str) -> str:
     """Who decided: a user mention, `the rule "small refunds"`, `policy`, or the expiry sweep."""
     if entry.startswith("rule:"):
         return f"the rule “{escape(entry[5:])}”"
+    if entry.startswith("grant:"):
+        return "a grant"
     if entry == "policy":
         return "policy"
     if entry == "sweep":

@@ -36,5 +36,8 @@ AuditKind = Literal[
     "run_cancelled",  # ... or cancelled a run (its pending approvals too)
     "run_control_refused",  # someone not allowed tried to retry or cancel a run
     "redelivered",  # an operator queued again messages Slack had refused for good
+    "away_set",  # a person said they are away (/agent away: until when, their delegate)
+    "away_ended",  # ... and that they are back (/agent back, or Home's button)
+    "all_away",  # every person who could decide an approval was away (who, until when)
 ]
 """What an audit event records; one line each above."""

@@ -12,7 +12,7 @@ import logging
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from . import _turns, store
 from ._joined import resumed_by_decision
 from .audit import AuditKind, AuditLog
+from .away import Absence, Away, delegation_refusal
 from .errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
@@ -67,6 +68,8 @@ class _Plan:
     """The edits, validated ({} for none)."""
     decision: Decision | None
     """The decision this vote makes (quorum reached, or a rejection); None when it does not."""
+    for_user: str | None = None
+    """The away approver the voter stands in for as their delegate; None for one's own vote."""
 
     @property
     def settles(self) -> bool:
@@ -333,6 +336,8 @@ class Decisions:
         self.audit = audit
         self.jobs = jobs
         self.clock = clock
+        self.away: Away | None = None
+        """Who is away and whom they named to decide for them (set by `Signoff`)."""
 
     async def vote(
         self,
@@ -420,6 +425,7 @@ class Decisions:
         now = self.clock()
         note = visible_text(note)
         groups = await self._groups_for(approval_id, deadline, seen)
+        delegating = await self.away.delegators(user) if self.away is not None else {}
 
         async def record(conn: AsyncConnection) -> _Plan:
             # Only statements on `conn`: on SQLite it may be run again (`Database.transact`).
@@ -433,7 +439,7 @@ class Decisions:
                 held = await _held(conn, seen)
                 try:
                     plan = await self._plan(
-                        seen, user, approve, note, edits, revision, now, groups, held
+                        seen, user, approve, note, edits, revision, now, groups, held, delegating
                     )
                 except DecisionRefused:
                     plan = None
@@ -449,7 +455,9 @@ class Decisions:
                 if a is None:
                     raise UnknownApprovalError(approval_id)
                 held = await _held(conn, a) if known is None else held
-                plan = await self._plan(a, user, approve, note, edits, revision, now, groups, held)
+                plan = await self._plan(
+                    a, user, approve, note, edits, revision, now, groups, held, delegating
+                )
                 if not await self._claim(conn, plan, now):
                     raise already(await store.get_approval(conn, a.id) or a)
             await self._record(conn, plan, user, note, now)
@@ -468,11 +476,14 @@ class Decisions:
         now: float,
         groups: GroupResolver,
         held: bool = False,
+        delegating: Mapping[str, Absence] | None = None,
     ) -> _Plan:
         """What `user`'s vote on `a` does, or the refusal (nothing written yet). `held`: a call
         `a` runs after is not settled yet, so an approval reaching the quorum does not settle
         it (the settlement of that call does, `settled`)."""
-        rule = await self._check(a, user, now, groups, approve=approve)
+        rule, for_user = await self._check(
+            a, user, now, groups, approve=approve, delegating=delegating
+        )
         if revision is not None and revision != a.revision:
             raise stale(a, revision)
         if not approve and not note:
@@ -490,7 +501,7 @@ class Decisions:
                 )
             assert rule is not None  # an approval needs the action's policy
             clean = validate_edits(rule, edits, a.payload)
-        if any(v.user_id == user for v in a.votes):
+        if any(v.user_id == user or v.for_user == user for v in a.votes):
             raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
         approvers_so_far = [v.user_id for v in a.votes if v.decision == "approve"]
         decision: Decision | None = None
@@ -500,7 +511,13 @@ class Decisions:
             all_edits = {**{k: v for vote in a.votes for k, v in vote.edits.items()}, **clean}
             notes = "; ".join([v.note for v in a.votes if v.note] + ([note] if note else []))
             decision = new_decision(a, status, by, notes, all_edits, now)
-        return _Plan(a, approve, clean, decision)
+            stood_in = {v.user_id: v.for_user for v in a.votes if v.for_user}
+            if for_user is not None:
+                stood_in[user] = for_user
+            stood_in = {k: v for k, v in stood_in.items() if k in decision.by}
+            if stood_in:
+                decision = replace(decision, on_behalf=stood_in)
+        return _Plan(a, approve, clean, decision, for_user)
 
     async def _claim(self, conn: AsyncConnection, plan: _Plan, now: float) -> bool:
         """Settle or bump the approval, compare-and-set on the version `plan` was made from;
@@ -516,15 +533,21 @@ class Decisions:
         """The rest of a vote whose approval `_claim` has moved: the vote, its jobs, its audit."""
         a, decision, clean = plan.approval, plan.decision, plan.clean
         decision_word = "approve" if plan.approve else "reject"
-        if not await store.insert_vote(conn, a.id, user, decision_word, note, clean, now):
+        if not await store.insert_vote(
+            conn, a.id, user, decision_word, note, clean, now, plan.for_user
+        ):
             raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
         voted_for = a.revision + 1 if clean else a.revision
         audit: list[tuple[AuditKind, Mapping[str, Any]]] = [
             (
                 "vote",
-                {"decision": decision_word, "note": note, "edits": clean, "revision": voted_for},
+                {
+                    "decision": decision_word, "note": note, "edits": clean,
+                    "revision": voted_for,
+                    **({"for": plan.for_user} if plan.for_user else {}),
+                },
             )
-        ]
+        ]  # fmt: skip
         if clean:
             # The vote entry beside it says the revision the edit made (`voted_for`).
             audit.append(
@@ -534,7 +557,12 @@ class Decisions:
             audit.append(
                 (
                     decision.status,
-                    {"by": list(decision.by), "note": decision.note, "edits": decision.edits},
+                    {
+                        "by": list(decision.by),
+                        "note": decision.note,
+                        "edits": decision.edits,
+                        **({"on_behalf": decision.on_behalf} if decision.on_behalf else {}),
+                    },
                 )
             )
         await self.audit.append_many(
@@ -594,15 +622,27 @@ class Decisions:
             a = await store.get_approval(conn, approval_id)
         if a is None:
             raise UnknownApprovalError(approval_id)
-        await self._check(a, user, self.clock(), self.groups, approve=approve)
-        if any(v.user_id == user for v in a.votes):
+        delegating = await self.away.delegators(user) if self.away is not None else {}
+        await self._check(
+            a, user, self.clock(), self.groups, approve=approve, delegating=delegating
+        )
+        if any(v.user_id == user or v.for_user == user for v in a.votes):
             raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
         return a
 
     async def _check(
-        self, a: Approval, user: str, now: float, groups: GroupResolver, *, approve: bool = True
-    ) -> ActionPolicy | None:
-        """The action's policy, or None for a rejection of an action the policy no longer names."""
+        self,
+        a: Approval,
+        user: str,
+        now: float,
+        groups: GroupResolver,
+        *,
+        approve: bool = True,
+        delegating: Mapping[str, Absence] | None = None,
+    ) -> tuple[ActionPolicy | None, str | None]:
+        """The action's policy (None for a rejection of an action the policy no longer names),
+        and the away approver `user` decides for as their delegate (`delegating`: the people
+        away who named `user`), or None for their own vote."""
         if a.status != "pending":
             raise already(a)
         if a.expire_at is not None and now >= a.expire_at:
@@ -622,8 +662,15 @@ class Decisions:
                     "to the policy",
                     a.id,
                 )
-            return None
+            return None, None
         refusal = check_voter(rule, requester=a.requester, actor=user, approvers=members)
+        for_user = None
+        if isinstance(refusal, NotAuthorizedError) and delegating:
+            # Not an approver, but maybe the delegate of one who is away (`away.py`).
+            principal = min((p for p in delegating if p in members), default=None)
+            if principal is not None:
+                refusal = delegation_refusal(rule, a, user, principal)
+                for_user = principal
         service = self.policy.services.get(a.service or "")
         if refusal is None and approve and service is not None and service.owners:
             owners = await resolve_members(service.owners, groups)
@@ -637,4 +684,4 @@ class Decisions:
         if refusal is not None:
             refusal.approval_id = a.id
             raise refusal
-        return rule
+        return rule, for_user

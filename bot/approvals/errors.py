@@ -26,6 +26,8 @@ ApprovalError                  root
 ├── Unreachable                a request no one could be asked about (no channel, too few
 │                              people who may approve it)
 ├── GroupsUnavailable          group membership could not be looked up (e.g. Slack is down)
+├── AwayRefused                `/agent away` or `/agent back` that cannot be done (a date in
+│                              the past, oneself as delegate, not away)
 └── StorageError               the database did not do what was asked; nothing was recorded
     └── DatabaseUnavailable    it cannot be reached, or the connection dropped (also a
         │                      ConnectionError)
@@ -47,6 +49,7 @@ __all__ = [
     "AlreadyVotedError",
     "ApprovalError",
     "ApprovalExpiredError",
+    "AwayRefused",
     "DatabaseBusy",
     "DatabaseUnavailable",
     "DecisionRefused",
@@ -107,6 +110,11 @@ class UnknownApprovalError(ApprovalError, LookupError):
             f"no approval has id {approval_id!r}; `signoff pending` lists the pending ones"
         )
         self.approval_id = approval_id
+
+
+class AwayRefused(ApprovalError):
+    """`/agent away` or `/agent back` could not be done; nothing was recorded. The message says
+    what was wrong and what to write instead."""
 
 
 class DecisionRefused(ApprovalError):

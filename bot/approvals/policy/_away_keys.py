@@ -26,7 +26,7 @@ class _Reader(Protocol):
     def table(self, path: Path, value: Any, allowed: tuple[str, ...], header: str) -> dict[str, Any]: ...
 
 
-def read_away(reader: _Reader, value: Any) -> Path:
+def read_away(reader: _Reader, value: Any) -> tuple[str, ...]:
     """`[away] statuses = [":palm_tree:", "vacation"]`: the Slack statuses that mean away."""
     t = reader.table(("away",), value, AWAY_KEYS, "[away]")
     raw = t.get("statuses", [])

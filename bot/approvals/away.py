@@ -74,8 +74,10 @@ class Absence:
 class SlackFacts:
     """What Slack says of one person now (read by the Slack edge)."""
 
+    dnd_from: float | None = None
+    """When their next (or current) do-not-disturb starts; None: it is in effect already."""
     dnd_until: float | None = None
-    """When the do-not-disturb in effect now ends; None when none is in effect."""
+    """When that do-not-disturb ends; None when there is none."""
     status_emoji: str = ""
     status_text: str = ""
     status_expiration: float | None = None
@@ -114,7 +116,8 @@ def absence_from(
             if (is_emoji and emoji == e) or (not is_emoji and e in text):
                 detail = " ".join(x for x in (facts.status_emoji, facts.status_text) if x)
                 return Absence(user, "status", expires, detail=detail)
-    if facts.dnd_until is not None and facts.dnd_until > now:
+    started = facts.dnd_from is None or facts.dnd_from <= now
+    if started and facts.dnd_until is not None and facts.dnd_until > now:
         return Absence(user, "dnd", facts.dnd_until)
     return None
 

@@ -117,9 +117,24 @@ def auth_test(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     }
 
 
+def _scope(ctx: ApiContext, needed: str) -> None:
+    """Slack's `missing_scope` (with `needed` and `provided`) when the token lacks `needed`."""
+    scopes = ctx.workspace.team.scopes
+    if needed not in scopes:
+        raise SlackApiFailure("missing_scope", needed=needed, provided=",".join(scopes))
+
+
 def users_info(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    _scope(ctx, "users:read")
     user = ctx.workspace.user(_required(params, "user", "user_not_found"))
     return {"user": user.to_api(ctx.workspace.team.id)}
+
+
+def dnd_info(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    """A person's do-not-disturb (the stand-in models a scheduled window, never a snooze)."""
+    _scope(ctx, "dnd:read")
+    user = ctx.workspace.user(_required(params, "user", "user_not_found"))
+    return {**user.dnd_status(), "snooze_enabled": False}
 
 
 def usergroups_list(ctx: ApiContext, params: dict[str, Any]) -> JSON:
@@ -372,6 +387,7 @@ METHODS: dict[str, Handler] = {
     "conversations.list": conversations_list,
     "conversations.open": conversations_open,
     "conversations.replies": conversations_replies,
+    "dnd.info": dnd_info,
     "reactions.add": reactions_add,
     "reactions.get": reactions_get,
     "reactions.remove": reactions_remove,

@@ -26,6 +26,7 @@ from ..approvals.events import RetryLater
 from ..approvals.service import Signoff
 from . import payloads
 from ._listener import RECEIVED_AT
+from .away import SlackWhereabouts
 from .handlers import Handlers
 from .health import SlackHealth
 
@@ -287,6 +288,16 @@ def build_bolt_app(
                 code,
             )
 
+    async def on_whereabouts(event: dict[str, Any]) -> None:
+        """`dnd_updated_user`, `user_change`, `user_status_changed`: who is away, refreshed
+        from what Slack says (no Web API call)."""
+        whereabouts = signoff.away.whereabouts
+        if isinstance(whereabouts, SlackWhereabouts):
+            whereabouts.heard(event)
+
+    app.event("dnd_updated_user")(on(on_whereabouts))
+    app.event("user_change")(on(on_whereabouts))
+    app.event("user_status_changed")(on(on_whereabouts))
     app.event("tokens_revoked")(on(on_revoked))
     app.event("app_uninstalled")(on(on_revoked))
     return app

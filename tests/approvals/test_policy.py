@@ -260,7 +260,7 @@ BAD: list[tuple[str, str]] = [
         (
             "signoff.toml:3: actions.a.colour: unknown key; allowed: title, tier, approvers, "
             "required, allow_self_approval, editable, secret, remind_after, escalate_after, "
-            "escalate_to, expire_after, on_expiry, auto_approve, args, notify, after"
+            "escalate_to, expire_after, on_expiry, auto_approve, args, notify, after, delegation"
         ),
     ),
     (

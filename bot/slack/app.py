@@ -273,6 +273,7 @@ def build_bolt_app(
     app.view(payloads.EDIT_CALLBACK)(on(h.views.on_edit_submit))
     app.command("/agent")(on(h.commands.on_agent))
     app.event("app_home_opened")(on(h.home.on_home_opened))
+    app.action(payloads.AWAY_BACK)(on(h.home.on_back))
     health = getattr(signoff.sink, "health", None)
 
     async def on_revoked(event: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ from ..approvals.events import RetryLater
 from . import messages, payloads, replies, status
 from ._listener import STATUS_LIMIT, Listener
 from .errors import CHANNEL_GONE, error_code
+from .home import Home
 
 __all__ = ["Commands"]
 
@@ -46,6 +47,13 @@ in the groups: it has answered already, so it can wait where a click cannot."""
 
 class Commands(Listener):
     """The `/agent` slash command."""
+
+    home: Home | None = None
+    """Published again after `/agent away` and `/agent back` (set by `Handlers`)."""
+
+    def _home_soon(self, user: str) -> None:
+        if self.home is not None:
+            self._spawn(self.home.publish_home(user))
 
     async def on_agent(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         user = body.get("user_id", "")
@@ -85,6 +93,17 @@ class Commands(Listener):
                         body.get("trigger_id"),
                     )
                 )
+            elif command.kind == "away":
+                until = payloads.until_time(command.until, time.time()) if command.until else None
+                await self.signoff.away.set(user, until=until, delegate=command.delegate)
+                await ack(
+                    response_type="ephemeral", text=messages.away_set(until, command.delegate)
+                )
+                self._home_soon(user)
+            elif command.kind == "back":
+                await self.signoff.away.end(user)
+                await ack(response_type="ephemeral", text=messages.back())
+                self._home_soon(user)
             elif command.kind == "retry":
                 await self.signoff.retry(command.thread_id or "", actor=user, check_control=True)
                 self.kick()
@@ -107,6 +126,8 @@ class Commands(Listener):
                 )
         except ApprovalError as e:
             await ack(response_type="ephemeral", text=messages.refusal_text(e))
+        except payloads.CommandError as e:
+            await ack(response_type="ephemeral", text=messages.command_error(str(e)))
 
     async def _status(self, user: str, channel: str | None, response_url: str | None) -> None:
         """`/agent status`, after its ack: what waits on `user` and on others, with links."""

@@ -8,9 +8,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..approvals.errors import DatabaseUnavailable
+from ..approvals.errors import AwayRefused, DatabaseUnavailable
 from ..approvals.service import Signoff
 from . import messages, status
 from ._listener import STATUS_LIMIT, Listener
@@ -78,10 +79,21 @@ class Home(Listener):
             ):
                 del self._home_locks[user]
 
+    async def on_back(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Home's "I'm back": the person's `/agent away` ends, and Home shows it."""
+        await ack()
+        user = str((body.get("user") or {}).get("id") or "")
+        try:
+            await self.signoff.away.end(user)
+        except AwayRefused:
+            pass  # ended already (by `/agent back`, or a second click): Home shows that
+        await self.publish_home(user)
+
     async def _publish_home(self, user: str) -> None:
         try:
             pending = await self.signoff.pending_view(user, limit=STATUS_LIMIT)
             recent = await self.signoff.recent(10)
+            said = await self.signoff.away.said(user)
         except DatabaseUnavailable:
             view = status.home_view(
                 [], [], user=user, now=time.time(), notice=messages.database_unavailable()
@@ -95,5 +107,6 @@ class Home(Listener):
                 permalinks=await self._card_links(pending.mine),
                 pending_total=pending.mine_total,
                 mentions=await self._approver_names(pending.mine),
+                away=(said.until, said.delegate) if said is not None else None,
             )
         await self.client.views_publish(user_id=user, view=view)

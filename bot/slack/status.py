@@ -49,6 +49,7 @@ from .mrkdwn import (
     shorten,
     slack_len,
 )
+from .payloads import AWAY_BACK
 
 __all__ = [
     "help_blocks",
@@ -294,6 +295,18 @@ def help_blocks(workflows: Sequence[str] = (), *, unknown: str | None = None) ->
     return message(m.help_fallback(), [*head, header(m.HELP_TITLE), section(m.help_text(names))])
 
 
+def _away_section(until: float | None, delegate: str | None) -> dict[str, Any]:
+    """Home's line while its person is away, with the button that ends it."""
+    block = section(m.home_away(until, delegate))
+    block["accessory"] = {
+        "type": "button",
+        "text": {"type": "plain_text", "text": m.back_button_plain()},
+        "action_id": AWAY_BACK,
+        "value": "back",
+    }
+    return block
+
+
 def home_view(
     pending: Sequence[Approval],
     recent: Sequence[Approval],
@@ -304,6 +317,7 @@ def home_view(
     notice: str | None = None,
     pending_total: int | None = None,
     mentions: Mapping[str, Sequence[str]] | None = None,
+    away: tuple[float | None, str | None] | None = None,
 ) -> dict[str, Any]:
     """The App Home tab: the user's pending approvals and recent decisions (`views.publish`).
 
@@ -316,12 +330,16 @@ def home_view(
         notice: a `messages` string shown first (e.g. `messages.database_unavailable()`).
         pending_total: how many wait on the user in all, when `pending` is the first of them.
         mentions: approval id -> who may approve it, as the card names them (`status_blocks`).
+        away: (until, delegate) while the user is away (`/agent away`): a line saying so,
+            with a button to end it.
     """
     now = time.time() if now is None else now
     total = len(pending) if pending_total is None else pending_total
     blocks: list[dict[str, Any]] = [header(m.home_heading_plain())]
     if notice:
         blocks.append(section(notice))
+    if away is not None:
+        blocks.append(_away_section(*away))
     half = (VIEW_BLOCKS_MAX - 4) // 2
 
     def render(a: Approval) -> dict[str, Any]:

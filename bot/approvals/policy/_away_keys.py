@@ -23,7 +23,9 @@ _DELEGATION_HELP = (
 class _Reader(Protocol):
     def error(self, path: Path, message: str) -> PolicyError: ...
 
-    def table(self, path: Path, value: Any, allowed: tuple[str, ...], header: str) -> dict[str, Any]: ...
+    def table(
+        self, path: Path, value: Any, allowed: tuple[str, ...], header: str
+    ) -> dict[str, Any]: ...
 
 
 def read_away(reader: _Reader, value: Any) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ The modules follow the surfaces, each on the ones before it:
 - `_refusals`: refusals and errors (ephemeral replies), and the modals' texts.
 - `_status`: `/agent status`, help and App Home.
 - `_turn`: the card of an agent's model turn (several tool calls on one message).
+- `_away`: who is away (`/agent away`, `/agent back`, Home, the card, early escalation).
 
 Callers use this package's names (`from bot.slack import messages as m`); what only the texts
 use among themselves stays in their modules.
@@ -19,6 +20,15 @@ use among themselves stays in their modules.
 from __future__ import annotations
 
 from ..mrkdwn import escape
+from ._away import (
+    away_set,
+    back,
+    back_button_plain,
+    card_away,
+    decided_for,
+    escalation_away,
+    home_away,
+)
 from ._card import (
     agent_saw,
     asked_because,
@@ -242,10 +252,14 @@ __all__ = [
     "asked_because",
     "asker",
     "asker_note",
+    "away_set",
+    "back",
+    "back_button_plain",
     "busy",
     "cancel_run_confirm",
     "cancelled_line",
     "cancelled_run",
+    "card_away",
     "card_fallback",
     "card_footer",
     "card_link",
@@ -254,6 +268,7 @@ __all__ = [
     "confirm_critical",
     "database_unavailable",
     "decide_again",
+    "decided_for",
     "decided_line",
     "decider",
     "duration",
@@ -268,6 +283,7 @@ __all__ = [
     "edits_heading",
     "edits_omitted",
     "escalation",
+    "escalation_away",
     "escape",
     "expired_line",
     "expiry",
@@ -279,6 +295,7 @@ __all__ = [
     "help_text",
     "hidden_characters",
     "history_line",
+    "home_away",
     "home_heading_plain",
     "home_more",
     "home_none_pending",

@@ -28,6 +28,7 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 | `POST /_sandbox/act/home` | `{"user"}` → the app's answer |
 | `POST /_sandbox/act/close` | `{"user", "view_id"?}`: the user closes their top modal (or `view_id`) |
 | `POST /_sandbox/act/message` | `{"user", "channel", "text", "thread_ts"?}`: the user writes a message |
+| `POST /_sandbox/act/home_click` | `{"user", "action_id"}`: the user clicks a button on their Home tab → the app's answer |
 | `POST /_sandbox/act/status` | `{"user", "emoji"?, "text"?, "expiration"?}`: the user sets their status (none given: clears it); `user_change` and `user_status_changed` go to the app → `{"answers"}` |
 | `POST /_sandbox/act/dnd` | `{"user", "until"?}`: the user's do-not-disturb on until `until` (Unix time), or off without it; `dnd_updated_user` goes to the app → the app's answer |
 
@@ -370,5 +371,12 @@ def _user_routes(r: web.UrlDispatcher, slack: SlackState) -> None:
         res = await slack.set_dnd(str(b["user"]), int(until) if until else None)
         return web.json_response(_answer(res) if res is not None else {"ok": True})
 
+    async def home_click(request: web.Request) -> web.Response:
+        b = await _body(request)
+        return web.json_response(
+            _answer(await slack.click_home(str(b["user"]), str(b["action_id"])))
+        )
+
     r.add_post("/_sandbox/act/status", status)
+    r.add_post("/_sandbox/act/home_click", home_click)
     r.add_post("/_sandbox/act/dnd", dnd)

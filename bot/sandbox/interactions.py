@@ -32,6 +32,7 @@ from bot.sandbox.signing import (
     block_actions,
     slash_command,
     state_values,
+    view_block_actions,
     view_submission,
 )
 from bot.sandbox.transports import HttpTransport, Transport
@@ -364,6 +365,33 @@ class AppDriver:
             bot_user_id=ws.team.bot_user_id,
         )
         return await self._send_event(request)
+
+    async def click_home(self, user: str, action_id: str) -> AppResponse:
+        """`user` clicks the button `action_id` on their Home tab (as published).
+
+        Raises:
+            SlackApiFailure: unknown user, or no Home published for them (`not_found`).
+            LookupError: the Home tab has no element `action_id`.
+        """
+        ws = self.slack.workspace
+        person = ws.user(user)
+        home = ws.home.get(person.id)
+        if home is None:
+            raise SlackApiFailure("not_found")
+        block_id, element = find_element(home.spec.get("blocks") or [], action_id)
+        request = view_block_actions(
+            action_id=action_id,
+            value=element.get("value"),
+            block_id=block_id,
+            user_id=person.id,
+            user_name=person.name,
+            view=home.to_api(ws.team),
+            trigger_id=self.slack.triggers.issue(person.id),
+            team_id=ws.team.id,
+            team_domain=ws.team.domain,
+            api_app_id=ws.team.app_id,
+        )
+        return await self._send(request)
 
     async def set_status(
         self, user: str, emoji: str = "", text: str = "", expiration: int = 0

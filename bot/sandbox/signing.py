@@ -33,6 +33,7 @@ __all__ = [
     "block_actions",
     "slash_command",
     "state_values",
+    "view_block_actions",
     "view_submission",
 ]
 
@@ -216,6 +217,46 @@ def block_actions(
             "message": message,
             "state": {"values": {}},
             "response_url": response_url,
+            "actions": [action],
+        }
+    )
+
+
+def view_block_actions(
+    *,
+    action_id: str,
+    value: str | None,
+    user_id: str,
+    view: JSON,
+    trigger_id: str,
+    block_id: str = "",
+    user_name: str | None = None,
+    team_id: str = _TEAM.id,
+    team_domain: str = _TEAM.domain,
+    api_app_id: str = _TEAM.app_id,
+) -> SlackRequest:
+    """A button click in a view (the Home tab, a modal): `block_actions` with a `view`
+    container and the view, and neither channel, message nor response_url (Slack sends none)."""
+    action: JSON = {
+        "type": "button",
+        "action_id": action_id,
+        "block_id": block_id,
+        "action_ts": f"{time.time():.6f}",
+    }
+    if value is not None:
+        action["value"] = value
+    return _interactive(
+        {
+            "type": "block_actions",
+            "user": _user(user_id, user_name, team_id),
+            "api_app_id": api_app_id,
+            "token": "sandbox-verification-token",
+            "container": {"type": "view", "view_id": view.get("id")},
+            "trigger_id": trigger_id,
+            "team": {"id": team_id, "domain": team_domain},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "view": view,
             "actions": [action],
         }
     )

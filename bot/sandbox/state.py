@@ -411,6 +411,10 @@ class SlackState:
         """`user` opens the app's Home tab; see `AppDriver.open_home`."""
         return await self.driver.open_home(user)
 
+    async def click_home(self, user: str, action_id: str) -> AppResponse:
+        """`user` clicks a button on their Home tab; see `AppDriver.click_home`."""
+        return await self.driver.click_home(user, action_id)
+
     async def set_status(
         self, user: str, emoji: str = "", text: str = "", expiration: int = 0
     ) -> list[AppResponse]:

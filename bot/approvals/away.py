@@ -27,8 +27,8 @@ from .errors import (
     AlreadyVotedError,
     AwayRefused,
     DecisionRefused,
+    DelegationRefused,
     GroupsUnavailable,
-    NotAuthorizedError,
     SelfApprovalError,
 )
 from .jobs import JobQueue
@@ -130,16 +130,19 @@ def delegation_refusal(
     the delegate nor the person they stand for may be the requester."""
     key = f"[actions.{rule.action}] delegation"
     if rule.delegation == "never":
-        return NotAuthorizedError(
+        return DelegationRefused(
             f"<@{principal}> is away and named you to decide for them, but {rule.title} does not "
             f"allow delegation ({key} = true would); ask one of its approvers",
             a.id,
+            principal=principal,
         )
     if rule.tier == "critical" and rule.delegation != "critical":
-        return NotAuthorizedError(
+        return DelegationRefused(
             f"{rule.title} is critical: a delegate may decide it only where the policy says so "
             f'by name ({key} = "critical"); ask one of its approvers',
             a.id,
+            principal=principal,
+            critical=True,
         )
     if delegate == a.requester and not rule.allow_self_approval:
         return SelfApprovalError(

@@ -6,6 +6,7 @@ ApprovalError                  root
 ├── UnknownApprovalError       no approval has this id
 ├── DecisionRefused            a vote that policy or state refuses; nothing changed
 │   ├── NotAuthorizedError     the user is not an approver of this action
+│   │   └── DelegationRefused  ... and the policy lets no delegate decide it for an away one
 │   ├── SelfApprovalError      the requester may not approve their own request
 │   ├── AlreadyDecidedError    the approval was decided already (by whom, when)
 │   ├── AlreadyVotedError      this user has voted on it already
@@ -53,6 +54,7 @@ __all__ = [
     "DatabaseBusy",
     "DatabaseUnavailable",
     "DecisionRefused",
+    "DelegationRefused",
     "GroupsUnavailable",
     "IdempotencyConflict",
     "InvalidEditError",
@@ -129,6 +131,21 @@ class DecisionRefused(ApprovalError):
 
 class NotAuthorizedError(DecisionRefused):
     code = "not_approver"
+
+
+class DelegationRefused(NotAuthorizedError):
+    """A delegate may not decide for the away approver who named them: the action does not
+    allow delegation (`delegation = true`), or is critical and the policy does not name it
+    (`delegation = "critical"`). Attributes: `principal` (the away approver), `critical`."""
+
+    code = "delegation_refused"
+
+    def __init__(
+        self, message: str, approval_id: str = "", *, principal: str = "", critical: bool = False
+    ) -> None:
+        super().__init__(message, approval_id)
+        self.principal = principal
+        self.critical = critical
 
 
 class SelfApprovalError(DecisionRefused):

@@ -3,6 +3,7 @@ everyone who could decide is away, and the thread's notice of an early escalatio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,14 +50,27 @@ def away_person(entry: Mapping[str, Any]) -> str:
     why = WHY.get(str(entry.get("why")), "away")
     until = entry.get("until")
     detail = entry.get("detail")
-    said = f", “{escape(str(detail))}”" if detail else ""
+    said = f", {_status(str(detail))}" if detail else ""
     return f"{mention(str(entry.get('user')))} ({why}{_until(until if isinstance(until, int | float) else None)}{said})"
+
+
+_EMOJI = re.compile(r"(:[a-z0-9_+'-]{1,100}:)\s*(.*)", re.DOTALL)
+
+
+def _status(detail: str) -> str:
+    """A Slack status: its emoji as Slack shows it (an emoji code is no mention or link), its
+    words escaped."""
+    found = _EMOJI.fullmatch(detail)
+    if found is None:
+        return f"“{escape(detail)}”"
+    words = f" “{escape(found.group(2))}”" if found.group(2) else ""
+    return found.group(1) + words
 
 
 def card_away(away: Sequence[Mapping[str, Any]], escalated: bool) -> str:
     """The card's line when everyone who could decide was away."""
     then = (
-        " so it was escalated at once."
+        ", so it was escalated at once."
         if escalated
         else "; the policy names nobody to escalate to (`escalate_to`)."
     )

@@ -92,7 +92,9 @@ def test_the_documented_example_is_valid() -> None:
                 AutoBudget(dt.timedelta(days=1), 5, 100.0, "amount", ("customer_id",)),
             ),
         ),
+        delegation="allowed",
     )
+    assert p.away_statuses == (":palm_tree:", "vacation")
     assert p.groups == {"finance": ("U_ALICE", "U_BOB"), "finance-leads": ("U_ERIN",)}
     assert p.workflows == {"refund": WorkflowPolicy("refund", ("@support", "U_CAROL"), None)}
     assert p.external_groups == frozenset({"support"})
@@ -222,6 +224,36 @@ def test_good_policies(case: str, text: str, expected: Any) -> None:
 # --- bad snippets: the exact message, with file, line and key ---------------------------------
 
 BAD: list[tuple[str, str]] = [
+    # delegation and [away]
+    (
+        """
+        [actions.send_refund]
+        approvers = ["U1"]
+        delegation = "yes"
+        """,
+        (
+            "signoff.toml:3: actions.send_refund.delegation: must be true (a delegate may "
+            'decide, except for critical actions), false, or "critical" (a delegate may decide '
+            "even a critical action)"
+        ),
+    ),
+    (
+        """
+        [away]
+        statuses = ":palm_tree:"
+        """,
+        (
+            "signoff.toml:2: away.statuses: must be a list of statuses, an emoji or words, "
+            'like [":palm_tree:", "vacation"]'
+        ),
+    ),
+    (
+        """
+        [away]
+        status = [":palm_tree:"]
+        """,
+        "signoff.toml:2: away.status: unknown key; did you mean 'statuses'?",
+    ),
     # tier
     (
         """

@@ -26,6 +26,7 @@ from .errors import (
     AlreadyVotedError,
     ApprovalExpiredError,
     DecisionRefused,
+    DelegationRefused,
     InvalidEditError,
     NotAuthorizedError,
     SelfApprovalError,
@@ -353,20 +354,25 @@ class Decisions:
     ) -> bool:
         """As `Signoff.vote`. A refused vote (`DecisionRefused`, an unknown approval) records
         nothing on the approval, and is on the audit log: `vote_refused`, who, what, why."""
+        kw: dict[str, Any] = {"note": note, "edits": edits, "wait": wait, "revision": revision}
         try:
-            return await self._vote(
-                approval_id,
-                user,
-                approve,
-                note=note,
-                edits=edits,
-                wait=wait,
-                revision=revision,
-                seen=seen,
-            )
+            try:
+                return await self._vote(approval_id, user, approve, seen=seen, **kw)
+            except NotAuthorizedError as e:
+                # Not an approver: maybe the delegate of one who is away. Asked only now, so
+                # an approver's click reads nothing more than before.
+                delegating = await self._delegating(user, e)
+                if not delegating:
+                    raise
+                return await self._vote(approval_id, user, approve, delegating=delegating, **kw)
         except (DecisionRefused, UnknownApprovalError) as refusal:
             await self._audit_refusal(approval_id, user, approve, refusal)
             raise
+
+    async def _delegating(self, user: str, refused: NotAuthorizedError) -> dict[str, Absence]:
+        """Those away who named `user`, refused as no approver (none after a delegate's refusal)."""
+        none = self.away is None or isinstance(refused, DelegationRefused)
+        return {} if none or self.away is None else await self.away.delegators(user)
 
     async def _audit_refusal(
         self, approval_id: str, user: str, approve: bool, refusal: Exception
@@ -410,8 +416,10 @@ class Decisions:
         wait: float | None = None,
         revision: int | None = None,
         seen: Approval | None = None,
+        delegating: Mapping[str, Absence] | None = None,
     ) -> bool:
-        """The vote itself (`vote` audits a refusal).
+        """The vote itself (`vote` audits a refusal); `delegating`: the people away who named
+        `user` to decide for them.
 
         Edits and quorum: every person counted toward a decision was shown the values that run.
         An edit makes a new revision of the values (`Approval.revision`), which the card, the
@@ -425,7 +433,6 @@ class Decisions:
         now = self.clock()
         note = visible_text(note)
         groups = await self._groups_for(approval_id, deadline, seen)
-        delegating = await self.away.delegators(user) if self.away is not None else {}
 
         async def record(conn: AsyncConnection) -> _Plan:
             # Only statements on `conn`: on SQLite it may be run again (`Database.transact`).
@@ -622,10 +629,15 @@ class Decisions:
             a = await store.get_approval(conn, approval_id)
         if a is None:
             raise UnknownApprovalError(approval_id)
-        delegating = await self.away.delegators(user) if self.away is not None else {}
-        await self._check(
-            a, user, self.clock(), self.groups, approve=approve, delegating=delegating
-        )
+        try:
+            await self._check(a, user, self.clock(), self.groups, approve=approve)
+        except NotAuthorizedError as e:
+            delegating = await self._delegating(user, e)
+            if not delegating:
+                raise
+            await self._check(
+                a, user, self.clock(), self.groups, approve=approve, delegating=delegating
+            )
         if any(v.user_id == user or v.for_user == user for v in a.votes):
             raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
         return a

@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from ..approvals.away import SlackFacts
 from ..approvals.events import RetryLater
 
-__all__ = ["SlackWhereabouts", "dnd_window"]
+__all__ = ["SlackWhereabouts", "dnd_window", "user_named"]
 
 log = logging.getLogger("signoff.slack")
 
@@ -41,6 +41,28 @@ def dnd_window(dnd: Mapping[str, Any]) -> tuple[float | None, float | None]:
     if dnd.get("dnd_enabled") and _number(dnd.get("next_dnd_end_ts")):
         return _number(dnd.get("next_dnd_start_ts")), _number(dnd.get("next_dnd_end_ts"))
     return None, None
+
+
+async def user_named(client: AsyncWebClient, handle: str) -> str | None:
+    """The user id of the active member whose handle or display name is `handle` (ignoring
+    case), read from `users.list` a page of 200 at a time (tier 2: asked only for `/agent away
+    ... delegate @handle`, when Slack sent the name rather than the mention); None: nobody.
+
+    Raises:
+        SlackApiError, RetryLater, aiohttp.ClientError, TimeoutError: Slack could not say.
+    """
+    wanted = handle.lower()
+    cursor: str | None = None
+    while True:
+        page = await client.users_list(limit=200, cursor=cursor)
+        for member in page.get("members") or []:
+            profile = member.get("profile") or {}
+            names = (member.get("name"), profile.get("display_name"))
+            if not member.get("deleted") and wanted in {str(n).lower() for n in names if n}:
+                return str(member["id"])
+        cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+        if cursor is None:
+            return None
 
 
 def _number(value: Any) -> float | None:

@@ -31,6 +31,7 @@ from ..approvals.errors import (
 from ..approvals.events import RetryLater
 from . import messages, payloads, replies, status
 from ._listener import STATUS_LIMIT, Listener
+from .away import user_named
 from .errors import CHANNEL_GONE, error_code
 from .home import Home
 
@@ -95,6 +96,11 @@ class Commands(Listener):
                 )
             elif command.kind == "away":
                 until = payloads.until_time(command.until, time.time()) if command.until else None
+                if command.delegate and command.delegate.startswith("@"):
+                    await ack()  # Slack is asked who that is: the answer follows
+                    where = (body.get("channel_id"), body.get("response_url"))
+                    self._spawn(self._away_named(user, until, command.delegate, *where))
+                    return
                 await self.signoff.away.set(user, until=until, delegate=command.delegate)
                 await ack(
                     response_type="ephemeral", text=messages.away_set(until, command.delegate)
@@ -128,6 +134,30 @@ class Commands(Listener):
             await ack(response_type="ephemeral", text=messages.refusal_text(e))
         except payloads.CommandError as e:
             await ack(response_type="ephemeral", text=messages.command_error(str(e)))
+
+    async def _away_named(
+        self,
+        user: str,
+        until: float | None,
+        handle: str,
+        channel: str | None,
+        response_url: str | None,
+    ) -> None:
+        """`/agent away ... delegate @handle`, after its ack: the handle looked up in Slack."""
+        try:
+            delegate = await user_named(self.client, handle.removeprefix("@"))
+            if delegate is None:
+                text = messages.no_such_person(handle)
+            else:
+                await self.signoff.away.set(user, until=until, delegate=delegate)
+                text = messages.away_set(until, delegate)
+                self._home_soon(user)
+        except ApprovalError as e:
+            text = messages.refusal_text(e)
+        except (SlackApiError, RetryLater, aiohttp.ClientError, TimeoutError) as e:
+            log.warning("could not look %s up in Slack: %s", handle, e)
+            text = messages.no_such_person(handle, slack_failed=True)
+        await self._respond(response_url, channel, user, text)
 
     async def _status(self, user: str, channel: str | None, response_url: str | None) -> None:
         """`/agent status`, after its ack: what waits on `user` and on others, with links."""

@@ -437,7 +437,9 @@ class AgentCommand:
     until: str | None = None
     """`away until DATE`: the date as written (`until_time` reads it). Default none."""
     delegate: str | None = None
-    """`away delegate @person`: the person's user id. Default none."""
+    """`away delegate @person`: the person's user id, or `@handle` as typed when Slack sent
+    the name, not the mention (the app's command does not escape; `users.list` finds it).
+    Default none."""
 
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -498,7 +500,9 @@ def _tokens(text: str) -> list[str]:
     return out
 
 
-_MENTION = re.compile(r"<@([UW][A-Z0-9]{2,})(?:\|[^>]*)?>|([UW][A-Z0-9_]{2,})")
+_MENTION = re.compile(
+    r"<@([UW][A-Z0-9]{2,})(?:\|[^>]*)?>|([UW][A-Z0-9_]{2,})|(@[A-Za-z0-9][A-Za-z0-9._-]{0,79})"
+)
 _AWAY_USAGE = "`/agent away [until DATE] [delegate @person]`"
 
 
@@ -521,7 +525,7 @@ def _away(words: list[str]) -> AgentCommand:
                     f"“{value[:60]}” is not a person: mention them (`delegate @bob`, picked "
                     "from Slack's list so that it becomes a mention) or give their user id"
                 )
-            delegate = found.group(1) or found.group(2)
+            delegate = found.group(1) or found.group(2) or found.group(3)
         i += 2
     return AgentCommand("away", until=until, delegate=delegate)
 

@@ -569,3 +569,19 @@ async def test_dnd_and_users_info_need_their_scope_as_slack_does(
     body = await error_of(getattr(aclient(slack), method)(user="U0ALICE"))
     assert body["error"] == "missing_scope"
     assert body["needed"] == scope and scope not in body["provided"].split(",")
+
+
+async def test_users_list_pages_with_a_cursor(slack: FakeSlack) -> None:
+    client = aclient(slack)
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        page = await client.users_list(limit=2, cursor=cursor)
+        seen += [m["name"] for m in page["members"]]
+        pages += 1
+        cursor = page["response_metadata"]["next_cursor"] or None
+        if cursor is None:
+            break
+    assert seen == [u.name for u in slack.workspace.users.values()] and pages == 3
+    assert (await error_of(client.users_list(cursor="junk")))["error"] == "invalid_cursor"

@@ -276,3 +276,19 @@ async def test_away_says_what_was_wrong(tmp_path: Path) -> None:
         await bot.slack.command("alice", CHANNEL, "back")
         assert "you had not said you were away" in await said_to(bot, ALICE, 4)
         assert await audit(bot, "away_set") == []
+
+
+async def test_a_delegate_named_as_slack_sends_an_unescaped_command_is_looked_up(
+    tmp_path: Path,
+) -> None:
+    # The app's /agent does not escape (manifest: should_escape false): Slack sends "@dave".
+    async with running_scenario(tmp_path, delegating()) as bot:
+        assert (await bot.slack.command("alice", CHANNEL, "away delegate @nobody")).ok
+        assert "Nobody in this workspace is called @nobody" in await said_to(bot, ALICE)
+        assert await bot.signoff.away.said(ALICE) is None
+
+        assert (await bot.slack.command("alice", CHANNEL, "away delegate @Dave")).ok
+        assert "<@U0DAVE> may decide for you" in await said_to(bot, ALICE, 2)
+        said = await bot.signoff.away.said(ALICE)
+        assert said is not None and said.delegate == DAVE
+        assert len(bot.slack.calls_to("users.list")) == 2  # one page each, 4 people

@@ -28,6 +28,7 @@ from ._away import (
     decided_for,
     escalation_away,
     home_away,
+    no_such_person,
 )
 from ._card import (
     agent_saw,
@@ -307,6 +308,7 @@ __all__ = [
     "join",
     "missing_inputs",
     "modal_not_opened",
+    "no_such_person",
     "not_approver",
     "note_line",
     "own_request",

@@ -31,6 +31,19 @@ def away_set(until: float | None, delegate: str | None) -> str:
     )
 
 
+def no_such_person(handle: str, *, slack_failed: bool = False) -> str:
+    """`/agent away ... delegate @handle` naming nobody Slack knows (or Slack did not say)."""
+    if slack_failed:
+        return (
+            f"⚠️ Slack did not say who {escape(handle)} is, so nothing was changed: try again "
+            "in a minute, or pick the person from Slack's list."
+        )
+    return (
+        f"🚫 Nobody in this workspace is called {escape(handle)}, so nothing was changed: pick "
+        "the person from Slack's list as you type their name."
+    )
+
+
 def back() -> str:
     return "👋 Welcome back: you are no longer away, and approvals wait on you again."
 

@@ -253,6 +253,22 @@ class Away:
                     out[user] = found
         return out
 
+    async def all_away(self, users: Iterable[str]) -> dict[str, Absence] | None:
+        """Why each of `users` is away, or None as soon as one is found present (so a request
+        with someone there asks Slack about one person, not all of them)."""
+        users = list(users)
+        out = await self._said(users)
+        now = self.clock()
+        for user in users:
+            if user not in out:
+                found = absence_from(
+                    user, await self.whereabouts.facts(user), self.policy.away_statuses, now
+                )
+                if found is None:
+                    return None
+                out[user] = found
+        return out
+
     async def delegators(self, delegate: str) -> dict[str, Absence]:
         """The people away now who named `delegate` to decide for them."""
         now = self.clock()
@@ -290,8 +306,8 @@ class Away:
             members.discard(a.requester)
         if not members:
             return False
-        absent = await self.of(sorted(members))
-        if len(absent) < len(members):
+        absent = await self.all_away(sorted(members))
+        if absent is None:
             return False
         note = [absent[u].to_json() for u in sorted(members)]
         extra = [e for e in rule.escalate_to if e not in a.approvers]

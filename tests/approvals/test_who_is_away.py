@@ -69,20 +69,16 @@ async def test_away_refuses_the_past_and_oneself_as_delegate(kit: Kit) -> None:
 async def test_a_delegate_votes_for_the_away_approver_where_the_policy_allows_it(
     kit: Kit,
 ) -> None:
-    allowing = POLICY.replace(
-        'escalate_to = ["@ops"]\nexpire_after = "3d"',
-        'escalate_to = ["@ops"]\nexpire_after = "3d"\ndelegation = true',
-        1,
-    )
-    assert allowing != POLICY
-    app = kit.new_app(share_db=True, policy_text=allowing)
+    refusing = POLICY.replace("delegation = true", "delegation = false", 1)
+    assert refusing != POLICY  # the demo's send_refund allows delegation
+    app = kit.app
     await app.away.set("U_ALICE", until=None, delegate="U_ERIN")
     (approval_id,) = (await app.start("refund", REFUND, requester="U_CAROL")).approvals
     # Bob is there: no early escalation, but Alice's delegate may decide for her
     assert not (await app.get(approval_id)).escalated
 
-    with pytest.raises(DelegationRefused):  # the policy the kit's own app has: no delegation
-        await kit.app.decide(approval_id, "U_ERIN", True)
+    with pytest.raises(DelegationRefused):  # where the policy does not allow it: refused
+        await kit.new_app(share_db=True, policy_text=refusing).decide(approval_id, "U_ERIN", True)
     result = await app.decide(approval_id, "U_ERIN", True)
     assert result.settled and result.approval.status == "approved"
     a = await app.get(approval_id)

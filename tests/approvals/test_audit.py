@@ -98,6 +98,9 @@ def test_the_event_kinds() -> None:
             "run_cancelled",
             "run_control_refused",
             "redelivered",
+            "away_set",
+            "away_ended",
+            "all_away",
         ]
     )
 

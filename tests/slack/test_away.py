@@ -181,6 +181,11 @@ async def test_a_delegate_decides_for_an_away_approver_and_both_names_are_record
         assert "Everyone who could decide this is away: <@U0ALICE> (away until" in text_of(
             card.blocks
         )
+        assert not a.escalated  # the policy names nobody to escalate to
+        [all_away] = await audit(bot, "all_away")
+        assert all_away["approval_id"] == a.id and all_away["data"]["to"] == []
+        replies = bot.slack.workspace.channels[CHANNEL].messages.values()
+        assert any("names nobody to escalate to" in m.text for m in replies if m.is_reply)
 
         await bot.slack.click("dave", CHANNEL, card.ts, APPROVE)
         await bot.settle()

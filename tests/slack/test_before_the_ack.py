@@ -107,9 +107,7 @@ async def test_groups_kept_fresh_in_the_background_let_a_click_count_while_slack
     )
     try:
         # the policy's Slack group is asked for without anyone clicking
-        await bot.slack.wait_for(
-            lambda s: len(s.calls_to("usergroups.users.list")) > asked or None
-        )
+        await bot.slack.wait_for(lambda s: len(s.calls_to("usergroups.users.list")) > asked or None)
         slow_groups(bot)
 
         answer = await bot.slack.click("alice", CHANNEL, card.ts, APPROVE)

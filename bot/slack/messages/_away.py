@@ -94,10 +94,15 @@ def card_away(away: Sequence[Mapping[str, Any]], escalated: bool) -> str:
 
 def escalation_away(title: str, away: Sequence[Mapping[str, Any]], added: Sequence[str]) -> str:
     """The thread's notice when an approval escalated at once because everyone was away."""
-    who = join([approver(a) for a in added]) or "Nobody more"
+    gone = join([away_person(e) for e in away])
+    if not added:
+        return (
+            f"🌴 Everyone who could decide {escape(title)} is away ({gone}), and the policy "
+            "names nobody to escalate to (`escalate_to`): it waits for them."
+        )
     return (
-        f"🔺 Escalated at once: everyone who could decide {escape(title)} is away "
-        f"({join([away_person(e) for e in away])}). {who} can now decide it."
+        f"🔺 Escalated at once: everyone who could decide {escape(title)} is away ({gone}). "
+        f"{join([approver(a) for a in added])} can now decide it."
     )
 
 

@@ -42,7 +42,9 @@ class Signoff:
     A facade: each part holds one idea and is composed here, on the same database, clock, audit
     log and job queue. `jobs` (the queue), `decisions` (votes), `sweeper` (remind, escalate,
     expire), `runs` (start, resume, record) with `pauses` (a pause becomes an approval), and
-    `views` (reading). Callers use the methods below; the parts are there for tests and tools.
+    `views` (reading), `away` (who is away: `/agent away`, Slack's do-not-disturb and statuses,
+    early escalation, delegates). Callers use the methods below; the parts are there for tests
+    and tools.
     """
 
     def __init__(

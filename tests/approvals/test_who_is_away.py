@@ -103,3 +103,16 @@ def test_slack_facts_are_judged_with_the_policy_s_statuses() -> None:
     found = absence_from("U1", later_dnd, statuses, now + 10)
     assert found is not None and (found.why, found.until) == ("dnd", now + 100)
     assert absence_from("U1", None, statuses, now) is None  # Slack could not say: present
+
+
+async def test_the_sweep_escalates_what_everyone_went_away_from_since(kit: Kit) -> None:
+    (approval_id,) = (await kit.start("refund", REFUND)).approvals
+    assert not (await kit.app.get(approval_id)).escalated
+    assert await kit.app.sweep() == {"reminded": 0, "escalated": 0, "expired": 0}
+
+    await kit.app.away.set("U_ALICE", until=None, delegate=None)
+    await kit.app.away.set("U_BOB", until=None, delegate=None)
+    assert (await kit.app.sweep())["escalated"] == 1
+    a = await kit.app.get(approval_id)
+    assert a.escalated and [x["user"] for x in a.away] == ["U_ALICE", "U_BOB"]
+    assert (await kit.app.sweep())["escalated"] == 0  # once

@@ -14,7 +14,7 @@ vacation", and escalating on it would take most approvals past their approvers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -46,6 +46,7 @@ __all__ = [
     "Whereabouts",
     "absence_from",
     "delegation_refusal",
+    "stand_in",
 ]
 
 AwayWhy = Literal["away", "dnd", "status"]
@@ -160,6 +161,23 @@ def delegation_refusal(
     return None
 
 
+def stand_in(
+    rule: ActionPolicy,
+    a: Approval,
+    delegate: str,
+    members: Iterable[str],
+    delegating: Mapping[str, Absence],
+    refused: DecisionRefused,
+) -> tuple[str | None, DecisionRefused | None]:
+    """For a voter refused as no approver of `a` (`refused`): the away approver among
+    `members` they may decide for (the first by id of those who named them, `delegating`), and
+    None; or None and why not (`delegation_refusal`, or `refused` when they stand in for none)."""
+    principal = min((p for p in delegating if p in set(members)), default=None)
+    if principal is None:
+        return None, refused
+    return principal, delegation_refusal(rule, a, delegate, principal)
+
+
 class Away:
     """Who is away: `/agent away` and `/agent back`, Slack's facts, early escalation."""
 
@@ -268,6 +286,12 @@ class Away:
                     return None
                 out[user] = found
         return out
+
+    async def named_by_them(self, user: str, refused: DecisionRefused) -> dict[str, Absence]:
+        """Those away who named `user` their delegate, asked once `user` was refused as no
+        approver (so an approver's vote reads nothing more); none after a refusal about
+        delegation itself."""
+        return {} if isinstance(refused, DelegationRefused) else await self.delegators(user)
 
     async def delegators(self, delegate: str) -> dict[str, Absence]:
         """The people away now who named `delegate` to decide for them."""

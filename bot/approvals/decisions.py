@@ -20,13 +20,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from . import _turns, store
 from ._joined import resumed_by_decision
 from .audit import AuditKind, AuditLog
-from .away import Absence, Away, delegation_refusal
+from .away import Absence, Away, stand_in
 from .errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
     ApprovalExpiredError,
     DecisionRefused,
-    DelegationRefused,
     InvalidEditError,
     NotAuthorizedError,
     SelfApprovalError,
@@ -370,9 +369,8 @@ class Decisions:
             raise
 
     async def _delegating(self, user: str, refused: NotAuthorizedError) -> dict[str, Absence]:
-        """Those away who named `user`, refused as no approver (none after a delegate's refusal)."""
-        none = self.away is None or isinstance(refused, DelegationRefused)
-        return {} if none or self.away is None else await self.away.delegators(user)
+        """Those away who named `user`, refused as no approver (`Away.named_by_them`)."""
+        return await self.away.named_by_them(user, refused) if self.away is not None else {}
 
     async def _audit_refusal(
         self, approval_id: str, user: str, approve: bool, refusal: Exception
@@ -676,13 +674,9 @@ class Decisions:
                 )
             return None, None
         refusal = check_voter(rule, requester=a.requester, actor=user, approvers=members)
-        for_user = None
+        for_user = None  # not an approver, but maybe the delegate of one who is away:
         if isinstance(refusal, NotAuthorizedError) and delegating:
-            # Not an approver, but maybe the delegate of one who is away (`away.py`).
-            principal = min((p for p in delegating if p in members), default=None)
-            if principal is not None:
-                refusal = delegation_refusal(rule, a, user, principal)
-                for_user = principal
+            for_user, refusal = stand_in(rule, a, user, members, delegating, refusal)
         service = self.policy.services.get(a.service or "")
         if refusal is None and approve and service is not None and service.owners:
             owners = await resolve_members(service.owners, groups)

@@ -289,12 +289,29 @@ def build_bolt_app(
                 code,
             )
 
+    looking = {"now": False, "again": False}
+
     async def on_whereabouts(event: dict[str, Any]) -> None:
         """`dnd_updated_user`, `user_change`, `user_status_changed`: who is away, refreshed
-        from what Slack says (no Web API call)."""
+        from what Slack says (no Web API call). When it changed, the pending approvals are
+        looked at again at once (one look at a time, and one more after it for what changed
+        meanwhile): everyone who could decide one may be away now."""
         whereabouts = signoff.away.whereabouts
-        if isinstance(whereabouts, SlackWhereabouts):
-            whereabouts.heard(event)
+        if not isinstance(whereabouts, SlackWhereabouts) or not whereabouts.heard(event):
+            return
+        if looking["now"]:
+            looking["again"] = True
+            return
+        looking["now"] = True
+        try:
+            while True:
+                looking["again"] = False
+                if await signoff.away.sweep():
+                    kick()  # the escalation's card update and notice
+                if not looking["again"]:
+                    break
+        finally:
+            looking["now"] = False
 
     app.event("dnd_updated_user")(on(on_whereabouts))
     app.event("user_change")(on(on_whereabouts))

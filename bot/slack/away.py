@@ -118,11 +118,13 @@ class SlackWhereabouts:
         self._facts[user] = (asked, facts)
         return facts
 
-    def heard(self, event: Mapping[str, Any]) -> None:
+    def heard(self, event: Mapping[str, Any]) -> bool:
         """An event Slack sent (`dnd_updated_user`, `user_change`, `user_status_changed`):
         the person's cached facts are replaced by what it says. Only a person already cached
-        is changed (the other half of their facts is then still Slack's own)."""
+        is changed (the other half of their facts is then still Slack's own). True when their
+        facts changed."""
         kind = event.get("type")
+        before = dict(self._facts)
         if kind == "dnd_updated_user":
             user = str(event.get("user") or "")
             dnd = event.get("dnd_status")
@@ -136,6 +138,7 @@ class SlackWhereabouts:
                 profile = person.get("profile")
                 if user in self._facts and isinstance(profile, Mapping):
                     self._update(user, **_status(profile))
+        return any(before.get(u) != f for u, f in self._facts.items())
 
     def _update(self, user: str, **changes: Any) -> None:
         asked, facts = self._facts[user]

@@ -43,5 +43,8 @@ AuditKind = Literal[
     "grant_used",  # a request was approved by a grant (which, uses left)
     "grant_revoked",  # a grant was revoked (by whom), or ended by a policy change
     "grant_refused",  # a grant or its revocation was refused (who, why); nothing changed
+    "away_set",  # a person said they are away (/agent away: until when, their delegate)
+    "away_ended",  # ... and that they are back (/agent back, or Home's button)
+    "all_away",  # every person who could decide an approval was away (who, until when)
 ]
 """What an audit event records; one line each above."""

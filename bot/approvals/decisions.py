@@ -10,18 +10,18 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import _turns, store
 from ._joined import resumed_by_decision
+from ._vote_refusals import already, stale, visible_text
 from .audit import AuditKind, AuditLog
+from .away import Absence, Away, stand_in
 from .errors import (
-    AlreadyDecidedError,
     AlreadyVotedError,
     ApprovalExpiredError,
     DecisionRefused,
@@ -29,7 +29,6 @@ from .errors import (
     InvalidEditError,
     NotAuthorizedError,
     SelfApprovalError,
-    StaleRevisionError,
     UnknownApprovalError,
 )
 from .grants import GrantAsk, check_ask
@@ -50,7 +49,7 @@ from .policy import (
 if TYPE_CHECKING:
     from .db import Database
 
-__all__ = ["DecideResult", "Decisions", "idempotency_key", "new_decision", "settled"]
+__all__ = ["DecideResult", "Decisions", "idempotency_key", "new_decision", "settled", "stale"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +71,8 @@ class _Plan:
     """The decision this vote makes (quorum reached, or a rejection); None when it does not."""
     grant: GrantAsk | None = None
     """The grant made with this approval (`grants`), checked against the policy; or None."""
+    for_user: str | None = None
+    """The away approver the voter stands in for as their delegate; None for one's own vote."""
 
     @property
     def settles(self) -> bool:
@@ -248,65 +249,6 @@ async def _release(
     )
 
 
-def already(a: Approval) -> AlreadyDecidedError | ApprovalExpiredError:
-    """The refusal for a vote on `a`, which is not pending any more."""
-    if a.status == "expired":
-        return ApprovalExpiredError(
-            f"approval {a.id} expired{' at ' + iso(a.decided_at) if a.decided_at else ''}", a.id
-        )
-    by = a.decided_by
-    when = f" at {iso(a.decided_at)}" if a.decided_at else ""
-    return AlreadyDecidedError(
-        f"approval {a.id} was {a.status} already by {', '.join(by) or 'someone'}{when}",
-        a.id,
-        a.status,
-        by,
-        a.decided_at,
-    )
-
-
-def stale(a: Approval, revision: int) -> StaleRevisionError:
-    """The refusal for a vote on revision `revision` of `a`, which an edit has changed since."""
-    changed = "; ".join(
-        f"{k}: {a.shown(k, before) or _short(before)} → {a.shown(k, after) or _short(after)} "
-        f"(edited by {who})"
-        for k, before, after, who in a.changes
-    )
-    return StaleRevisionError(
-        f"the request changed since you saw it ({changed or 'edited'}); nothing was recorded. "
-        f"Here is the new one: look at the current values and decide again",
-        a.id,
-        revision,
-        a.revision,
-    )
-
-
-_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-"""Characters that are letters or symbols to Unicode but show nothing (Hangul fillers, the blank
-Braille pattern)."""
-
-
-def _invisible(ch: str) -> bool:
-    return ch.isspace() or ch in _BLANK_LETTERS or unicodedata.category(ch) in ("Cc", "Cf")
-
-
-def visible_text(text: str) -> str:
-    """`text` without what nobody would see around it (spaces, zero-width characters, BOM,
-    control characters, blank fillers): "" when nothing visible is left, so a reason made only
-    of those counts as blank."""
-    start, end = 0, len(text)
-    while start < end and _invisible(text[start]):
-        start += 1
-    while end > start and _invisible(text[end - 1]):
-        end -= 1
-    return text[start:end]
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:59] + "…"
-
-
 log = logging.getLogger("signoff")
 
 
@@ -338,6 +280,8 @@ class Decisions:
         self.audit = audit
         self.jobs = jobs
         self.clock = clock
+        self.away: Away | None = None
+        """Who is away and whom they named to decide for them (set by `Signoff`)."""
 
     async def vote(
         self,
@@ -354,21 +298,26 @@ class Decisions:
     ) -> bool:
         """As `Signoff.vote`. A refused vote (`DecisionRefused`, an unknown approval) records
         nothing on the approval, and is on the audit log: `vote_refused`, who, what, why."""
+        kw: dict[str, Any] = {"note": note, "edits": edits, "wait": wait, "revision": revision}
         try:
-            return await self._vote(
-                approval_id,
-                user,
-                approve,
-                note=note,
-                edits=edits,
-                wait=wait,
-                revision=revision,
-                seen=seen,
-                grant=grant,
-            )
+            try:
+                return await self._vote(approval_id, user, approve, seen=seen, grant=grant, **kw)
+            except NotAuthorizedError as e:
+                # Not an approver: maybe the delegate of one who is away. Asked only now, so
+                # an approver's click reads nothing more than before.
+                delegating = await self._delegating(user, e)
+                if not delegating:
+                    raise
+                return await self._vote(
+                    approval_id, user, approve, delegating=delegating, grant=grant, **kw
+                )
         except (DecisionRefused, UnknownApprovalError) as refusal:
             await self._audit_refusal(approval_id, user, approve, refusal)
             raise
+
+    async def _delegating(self, user: str, refused: NotAuthorizedError) -> dict[str, Absence]:
+        """Those away who named `user`, refused as no approver (`Away.named_by_them`)."""
+        return await self.away.named_by_them(user, refused) if self.away is not None else {}
 
     async def _audit_refusal(
         self, approval_id: str, user: str, approve: bool, refusal: Exception
@@ -413,8 +362,10 @@ class Decisions:
         revision: int | None = None,
         seen: Approval | None = None,
         grant: GrantAsk | None = None,
+        delegating: Mapping[str, Absence] | None = None,
     ) -> bool:
-        """The vote itself (`vote` audits a refusal).
+        """The vote itself (`vote` audits a refusal); `delegating`: the people away who named
+        `user` to decide for them.
 
         Edits and quorum: every person counted toward a decision was shown the values that run.
         An edit makes a new revision of the values (`Approval.revision`), which the card, the
@@ -441,7 +392,17 @@ class Decisions:
                 held = await _held(conn, seen)
                 try:
                     plan = await self._plan(
-                        seen, user, approve, note, edits, revision, now, groups, held, grant
+                        seen,
+                        user,
+                        approve,
+                        note,
+                        edits,
+                        revision,
+                        now,
+                        groups,
+                        held,
+                        grant,
+                        delegating,
                     )
                 except DecisionRefused:
                     plan = None
@@ -458,7 +419,17 @@ class Decisions:
                     raise UnknownApprovalError(approval_id)
                 held = await _held(conn, a) if known is None else held
                 plan = await self._plan(
-                    a, user, approve, note, edits, revision, now, groups, held, grant
+                    a,
+                    user,
+                    approve,
+                    note,
+                    edits,
+                    revision,
+                    now,
+                    groups,
+                    held,
+                    grant,
+                    delegating,
                 )
                 if not await self._claim(conn, plan, now):
                     raise already(await store.get_approval(conn, a.id) or a)
@@ -479,11 +450,14 @@ class Decisions:
         groups: GroupResolver,
         held: bool = False,
         grant: GrantAsk | None = None,
+        delegating: Mapping[str, Absence] | None = None,
     ) -> _Plan:
         """What `user`'s vote on `a` does, or the refusal (nothing written yet). `held`: a call
         `a` runs after is not settled yet, so an approval reaching the quorum does not settle
         it (the settlement of that call does, `settled`)."""
-        rule = await self._check(a, user, now, groups, approve=approve)
+        rule, for_user = await self._check(
+            a, user, now, groups, approve=approve, delegating=delegating
+        )
         if revision is not None and revision != a.revision:
             raise stale(a, revision)
         if not approve and not note:
@@ -501,7 +475,7 @@ class Decisions:
                 )
             assert rule is not None  # an approval needs the action's policy
             clean = validate_edits(rule, edits, a.payload)
-        if any(v.user_id == user for v in a.votes):
+        if any(v.user_id == user or v.for_user == user for v in a.votes):
             raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
         approvers_so_far = [v.user_id for v in a.votes if v.decision == "approve"]
         decision: Decision | None = None
@@ -511,6 +485,12 @@ class Decisions:
             all_edits = {**{k: v for vote in a.votes for k, v in vote.edits.items()}, **clean}
             notes = "; ".join([v.note for v in a.votes if v.note] + ([note] if note else []))
             decision = new_decision(a, status, by, notes, all_edits, now)
+            stood_in = {v.user_id: v.for_user for v in a.votes if v.for_user}
+            if for_user is not None:
+                stood_in[user] = for_user
+            stood_in = {k: v for k, v in stood_in.items() if k in decision.by}
+            if stood_in:
+                decision = replace(decision, on_behalf=stood_in)
         if grant is not None:
             check_ask(rule if approve else None, grant, a.id, a.action)
             if decision is None or not decision.approved:
@@ -519,7 +499,7 @@ class Decisions:
                     "not decide it yet; approve without a grant",
                     a.id,
                 )
-        return _Plan(a, approve, clean, decision, grant)
+        return _Plan(a, approve, clean, decision, grant, for_user)
 
     async def _claim(self, conn: AsyncConnection, plan: _Plan, now: float) -> bool:
         """Settle or bump the approval, compare-and-set on the version `plan` was made from;
@@ -535,15 +515,21 @@ class Decisions:
         """The rest of a vote whose approval `_claim` has moved: the vote, its jobs, its audit."""
         a, decision, clean = plan.approval, plan.decision, plan.clean
         decision_word = "approve" if plan.approve else "reject"
-        if not await store.insert_vote(conn, a.id, user, decision_word, note, clean, now):
+        if not await store.insert_vote(
+            conn, a.id, user, decision_word, note, clean, now, plan.for_user
+        ):
             raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
         voted_for = a.revision + 1 if clean else a.revision
         audit: list[tuple[AuditKind, Mapping[str, Any]]] = [
             (
                 "vote",
-                {"decision": decision_word, "note": note, "edits": clean, "revision": voted_for},
+                {
+                    "decision": decision_word, "note": note, "edits": clean,
+                    "revision": voted_for,
+                    **({"for": plan.for_user} if plan.for_user else {}),
+                },
             )
-        ]
+        ]  # fmt: skip
         if clean:
             # The vote entry beside it says the revision the edit made (`voted_for`).
             audit.append(
@@ -553,7 +539,12 @@ class Decisions:
             audit.append(
                 (
                     decision.status,
-                    {"by": list(decision.by), "note": decision.note, "edits": decision.edits},
+                    {
+                        "by": list(decision.by),
+                        "note": decision.note,
+                        "edits": decision.edits,
+                        **({"on_behalf": decision.on_behalf} if decision.on_behalf else {}),
+                    },
                 )
             )
         await self.audit.append_many(
@@ -616,15 +607,32 @@ class Decisions:
             a = await store.get_approval(conn, approval_id)
         if a is None:
             raise UnknownApprovalError(approval_id)
-        await self._check(a, user, self.clock(), self.groups, approve=approve)
-        if any(v.user_id == user for v in a.votes):
+        try:
+            await self._check(a, user, self.clock(), self.groups, approve=approve)
+        except NotAuthorizedError as e:
+            delegating = await self._delegating(user, e)
+            if not delegating:
+                raise
+            await self._check(
+                a, user, self.clock(), self.groups, approve=approve, delegating=delegating
+            )
+        if any(v.user_id == user or v.for_user == user for v in a.votes):
             raise AlreadyVotedError(f"{user} has voted on approval {a.id} already", a.id)
         return a
 
     async def _check(
-        self, a: Approval, user: str, now: float, groups: GroupResolver, *, approve: bool = True
-    ) -> ActionPolicy | None:
-        """The action's policy, or None for a rejection of an action the policy no longer names."""
+        self,
+        a: Approval,
+        user: str,
+        now: float,
+        groups: GroupResolver,
+        *,
+        approve: bool = True,
+        delegating: Mapping[str, Absence] | None = None,
+    ) -> tuple[ActionPolicy | None, str | None]:
+        """The action's policy (None for a rejection of an action the policy no longer names),
+        and the away approver `user` decides for as their delegate (`delegating`: the people
+        away who named `user`), or None for their own vote."""
         if a.status != "pending":
             raise already(a)
         if a.expire_at is not None and now >= a.expire_at:
@@ -644,8 +652,11 @@ class Decisions:
                     "to the policy",
                     a.id,
                 )
-            return None
+            return None, None
         refusal = check_voter(rule, requester=a.requester, actor=user, approvers=members)
+        for_user = None  # not an approver, but maybe the delegate of one who is away:
+        if isinstance(refusal, NotAuthorizedError) and delegating:
+            for_user, refusal = stand_in(rule, a, user, members, delegating, refusal)
         service = self.policy.services.get(a.service or "")
         if refusal is None and approve and service is not None and service.owners:
             owners = await resolve_members(service.owners, groups)
@@ -659,4 +670,4 @@ class Decisions:
         if refusal is not None:
             refusal.approval_id = a.id
             raise refusal
-        return rule
+        return rule, for_user

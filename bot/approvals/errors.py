@@ -6,6 +6,7 @@ ApprovalError                  root
 ├── UnknownApprovalError       no approval has this id
 ├── DecisionRefused            a vote that policy or state refuses; nothing changed
 │   ├── NotAuthorizedError     the user is not an approver of this action
+│   │   └── DelegationRefused  ... and the policy lets no delegate decide it for an away one
 │   ├── SelfApprovalError      the requester may not approve their own request
 │   ├── AlreadyDecidedError    the approval was decided already (by whom, when)
 │   ├── AlreadyVotedError      this user has voted on it already
@@ -27,6 +28,8 @@ ApprovalError                  root
 ├── Unreachable                a request no one could be asked about (no channel, too few
 │                              people who may approve it)
 ├── GroupsUnavailable          group membership could not be looked up (e.g. Slack is down)
+├── AwayRefused                `/agent away` or `/agent back` that cannot be done (a date in
+│                              the past, oneself as delegate, not away)
 └── StorageError               the database did not do what was asked; nothing was recorded
     └── DatabaseUnavailable    it cannot be reached, or the connection dropped (also a
         │                      ConnectionError)
@@ -48,9 +51,11 @@ __all__ = [
     "AlreadyVotedError",
     "ApprovalError",
     "ApprovalExpiredError",
+    "AwayRefused",
     "DatabaseBusy",
     "DatabaseUnavailable",
     "DecisionRefused",
+    "DelegationRefused",
     "GrantRefused",
     "GroupsUnavailable",
     "IdempotencyConflict",
@@ -111,6 +116,11 @@ class UnknownApprovalError(ApprovalError, LookupError):
         self.approval_id = approval_id
 
 
+class AwayRefused(ApprovalError):
+    """`/agent away` or `/agent back` could not be done; nothing was recorded. The message says
+    what was wrong and what to write instead."""
+
+
 class DecisionRefused(ApprovalError):
     """A vote was refused. Nothing was recorded. `code` is stable, for programs and Slack."""
 
@@ -123,6 +133,21 @@ class DecisionRefused(ApprovalError):
 
 class NotAuthorizedError(DecisionRefused):
     code = "not_approver"
+
+
+class DelegationRefused(NotAuthorizedError):
+    """A delegate may not decide for the away approver who named them: the action does not
+    allow delegation (`delegation = true`), or is critical and the policy does not name it
+    (`delegation = "critical"`). Attributes: `principal` (the away approver), `critical`."""
+
+    code = "delegation_refused"
+
+    def __init__(
+        self, message: str, approval_id: str = "", *, principal: str = "", critical: bool = False
+    ) -> None:
+        super().__init__(message, approval_id)
+        self.principal = principal
+        self.critical = critical
 
 
 class SelfApprovalError(DecisionRefused):

@@ -187,6 +187,9 @@ class Decision:
     """The approvers' notes (a rejection always has one)."""
     idempotency_key: str = ""
     """Stable for this approved action: pass it to downstream APIs so a retry is de-duplicated."""
+    on_behalf: dict[str, str] = field(default_factory=dict)
+    """Delegate -> the away approver they decided for ("Bob for Alice"), for each of `by` who
+    voted as a delegate. Default none (and left out of `to_json` then)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -201,6 +204,7 @@ class Decision:
             "at": self.at,
             "note": self.note,
             "idempotency_key": self.idempotency_key,
+            **({"on_behalf": dict(self.on_behalf)} if self.on_behalf else {}),
         }
 
     def to_record(self) -> dict[str, Any]:
@@ -225,6 +229,7 @@ class Decision:
                 at=data.get("at", ""),
                 note=data.get("note", ""),
                 idempotency_key=data.get("idempotency_key", ""),
+                on_behalf=dict(data.get("on_behalf") or {}),
             )
         except (KeyError, TypeError) as e:
             raise TypeError(
@@ -240,6 +245,9 @@ class Vote:
     note: str
     edits: dict[str, Any]
     at: float
+    for_user: str | None = None
+    """The away approver this vote was cast for by their delegate (`user_id`); None for a
+    person's own vote."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,6 +347,9 @@ class Approval:
     """For an approval decided by a grant (`bot.approvals.grants`): which (`id`), whose
     (`grantor`), how many uses were `left` of its `uses` after this one, and `until` when it
     holds (epoch seconds). None for every other approval."""
+    away: tuple[Mapping[str, Any], ...] = ()
+    """Who was away when every person who could decide it was (`{"user", "until", "why"}`,
+    `until` a Unix time or None): the card says so. Default none."""
 
     def shown(self, name: str, value: Any) -> str | None:
         """`value` of field `name` in its display format, or None when it has none (or the
@@ -435,6 +446,7 @@ class Approval:
             turn=_turn_place(row.get("turn")),
             checked=_checked(row.get("checked")),
             granted=_seen(row.get("granted")),
+            away=tuple(json.loads(row["away"])) if row.get("away") else (),
         )
 
 

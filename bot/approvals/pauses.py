@@ -18,6 +18,7 @@ from ._budgets import past_budget
 from ._conceal import Concealer
 from ._service_threads import EXTERNAL_WORKFLOW, service_of
 from .audit import AuditKind, AuditLog
+from .away import Away
 from .checks import changes_text
 from .decisions import block, new_decision, settled
 from .grants import Grant
@@ -48,6 +49,8 @@ class Pauses:
         self.audit = audit
         self.jobs = jobs
         self.clock = clock
+        self.away: Away | None = None
+        """Who is away: an approval nobody present could decide escalates at once."""
 
     async def register(
         self, thread_id: str, workflow: str, intr: Interrupt, conceal: Concealer | None = None
@@ -57,7 +60,10 @@ class Pauses:
         its other arguments or a refusal's reason is hidden before anything is stored."""
         try:
             async with self.db.transaction() as conn:
-                return await self._register_in(conn, thread_id, workflow, intr, conceal)
+                approval_id = await self._register_in(conn, thread_id, workflow, intr, conceal)
+            if self.away is not None:  # after the commit: Slack may be asked who is away
+                await self.away.escalate_if_all_away(approval_id)
+            return approval_id
         except IntegrityError:
             # Another process registered this interrupt at the same moment: use theirs.
             async with self.db.read() as conn:

@@ -18,6 +18,7 @@ from graphs import CompiledGraph
 
 from ._service_threads import EXTERNAL_WORKFLOW
 from .audit import LINK_BATCH, AuditLog
+from .away import Away
 from .decisions import DecideResult, Decisions, idempotency_key
 from .events import EventSink, NullSink
 from .external import ExternalApprovals, external_workflow
@@ -43,7 +44,9 @@ class Signoff:
     A facade: each part holds one idea and is composed here, on the same database, clock, audit
     log and job queue. `jobs` (the queue), `decisions` (votes), `sweeper` (remind, escalate,
     expire), `runs` (start, resume, record) with `pauses` (a pause becomes an approval), and
-    `views` (reading). Callers use the methods below; the parts are there for tests and tools.
+    `views` (reading), `away` (who is away: `/agent away`, Slack's do-not-disturb and statuses,
+    early escalation, delegates). Callers use the methods below; the parts are there for tests
+    and tools.
     """
 
     def __init__(
@@ -70,6 +73,9 @@ class Signoff:
         self.decisions = Decisions(db, policy, groups, self.audit, self.jobs, clock)
         self.sweeper = Sweeper(db, policy, self.audit, self.jobs, clock)
         self.pauses = Pauses(db, policy, self.audit, self.jobs, clock)
+        self.away = Away(db, policy, groups, self.audit, self.jobs, clock)
+        """Who is away (`/agent away`, Slack's DND and statuses): early escalation, delegates."""
+        self.decisions.away = self.pauses.away = self.sweeper.away = self.away
         if EXTERNAL_WORKFLOW in workflows:
             raise ValueError(
                 f"{EXTERNAL_WORKFLOW!r} is the name of signoff's own workflow for approvals asked "
@@ -95,6 +101,7 @@ class Signoff:
     def groups(self, groups: GroupResolver) -> None:
         self.decisions.groups = self.runs.groups = self.views.groups = groups
         self.grants.groups = groups
+        self.away.groups = groups
 
     @property
     def workflows(self) -> dict[str, Workflow]:

@@ -219,8 +219,10 @@ async def insert_vote(
     note: str,
     edits: Mapping[str, Any] | None,
     now: float,
+    for_user: str | None = None,
 ) -> bool:
-    """False when this user has voted on it already."""
+    """False when this user has voted on it already. `for_user`: the away approver a
+    delegate votes for."""
     return await _insert_once(
         conn,
         t.votes,
@@ -230,6 +232,7 @@ async def insert_vote(
         note=note,
         edits=dumps(dict(edits)) if edits else None,
         at=now,
+        for_user=for_user,
     )
 
 
@@ -303,6 +306,7 @@ def _vote(r: Mapping[Any, Any]) -> Vote:
         r["note"],
         json.loads(r["edits"]) if r["edits"] else {},
         r["at"],
+        r.get("for_user"),
     )
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from . import store
 from .audit import AuditLog
+from .away import Away
 from .decisions import new_decision, settled
 from .jobs import JobQueue
 from .models import iso
@@ -36,6 +37,8 @@ class Sweeper:
         self.audit = audit
         self.jobs = jobs
         self.clock = clock
+        self.away: Away | None = None
+        """Who is away: approvals whose people all went away since are escalated early."""
 
     async def sweep(self) -> dict[str, int]:
         """Remind, escalate and expire what is due. Safe with several sweepers at once."""
@@ -116,4 +119,6 @@ class Sweeper:
                         conn, "reminded", now, thread_id=cur.thread_id, approval_id=cur.id
                     )
                     counts["reminded"] += 1
+        if self.away is not None:
+            counts["escalated"] += await self.away.sweep()
         return counts

@@ -59,6 +59,7 @@ __all__ = [
     "audit_events",
     "audit_inbox",
     "audit_repeats",
+    "away",
     "effects",
     "grants",
     "jobs",
@@ -68,7 +69,7 @@ __all__ = [
     "votes",
 ]
 
-SCHEMA_REVISION = "a0012"
+SCHEMA_REVISION = "a0013"
 """The newest migration under `migrations/versions` (a test checks they agree)."""
 
 VERSION_TABLE = "signoff_schema_version"
@@ -134,6 +135,7 @@ approvals = Table(
     Column("turn_id", Text, nullable=True),
     Column("turn", Text, nullable=True),
     Column("granted", Text, nullable=True),
+    Column("away", Text, nullable=True),
     Index("ix_approvals_status_created", "status", "created_at"),
     Index("ix_approvals_status_expire", "status", "expire_at"),
     Index("ix_approvals_dedupe", "action", "dedupe_key", "status"),
@@ -162,8 +164,20 @@ votes = Table(
     Column("note", Text, nullable=False, default=""),
     Column("edits", Text, nullable=True),
     Column("at", Double, nullable=False),
+    Column("for_user", Text, nullable=True),
     UniqueConstraint("approval_id", "user_id", name="uq_votes_approval_user"),
 )
+
+away = Table(
+    "away",
+    metadata,
+    Column("user_id", Text, primary_key=True),
+    Column("until", Double, nullable=True),
+    Column("delegate", Text, nullable=True),
+    Column("since", Double, nullable=False),
+    Index("ix_away_delegate", "delegate"),
+)
+"""Who said `/agent away` (until when, with which delegate); `/agent back` deletes the row."""
 
 
 def _audit_entry() -> list[Column[Any]]:

@@ -18,6 +18,7 @@ from ..approvals.policy.load import undefined_group
 from ..approvals.service import Signoff
 from ..config import Settings, SettingsError, build_signoff
 from ..slack.app import SlackGroups
+from ..slack.away import SlackWhereabouts
 from ..slack.credentials import CredentialsRefused, SlackUnreachable, check_credentials
 from ..slack.guard import TokenGuard
 from ..slack.health import SlackHealth
@@ -61,6 +62,7 @@ def build_runtime(
     slack_groups = SlackGroups(client)
     groups = StaticGroups(policy.groups, fallback=slack_groups)
     signoff = build_signoff(settings, policy=policy, groups=groups)
+    signoff.away.whereabouts = SlackWhereabouts(client)
     signoff.sink = SlackSink(
         client,
         signoff,

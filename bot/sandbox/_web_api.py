@@ -117,9 +117,42 @@ def auth_test(ctx: ApiContext, params: dict[str, Any]) -> JSON:
     }
 
 
+def _scope(ctx: ApiContext, needed: str) -> None:
+    """Slack's `missing_scope` (with `needed` and `provided`) when the token lacks `needed`."""
+    scopes = ctx.workspace.team.scopes
+    if needed not in scopes:
+        raise SlackApiFailure("missing_scope", needed=needed, provided=",".join(scopes))
+
+
 def users_info(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    _scope(ctx, "users:read")
     user = ctx.workspace.user(_required(params, "user", "user_not_found"))
     return {"user": user.to_api(ctx.workspace.team.id)}
+
+
+def users_list(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    """The workspace's members, a page at a time (`limit`, default and most 200 here as
+    Slack advises; `cursor` from the last page's `response_metadata.next_cursor`)."""
+    _scope(ctx, "users:read")
+    try:
+        limit = min(max(int(params.get("limit") or 200), 1), 200)
+        start = int(str(params.get("cursor") or "0").removeprefix("dXNlcjo") or 0)
+    except ValueError:
+        raise SlackApiFailure("invalid_cursor") from None
+    members = list(ctx.workspace.users.values())
+    page = members[start : start + limit]
+    more = start + limit < len(members)
+    return {
+        "members": [u.to_api(ctx.workspace.team.id) for u in page],
+        "response_metadata": {"next_cursor": f"dXNlcjo{start + limit}" if more else ""},
+    }
+
+
+def dnd_info(ctx: ApiContext, params: dict[str, Any]) -> JSON:
+    """A person's do-not-disturb (the stand-in models a scheduled window, never a snooze)."""
+    _scope(ctx, "dnd:read")
+    user = ctx.workspace.user(_required(params, "user", "user_not_found"))
+    return {**user.dnd_status(), "snooze_enabled": False}
 
 
 def usergroups_list(ctx: ApiContext, params: dict[str, Any]) -> JSON:
@@ -381,12 +414,14 @@ METHODS: dict[str, Handler] = {
     "conversations.list": conversations_list,
     "conversations.open": conversations_open,
     "conversations.replies": conversations_replies,
+    "dnd.info": dnd_info,
     "reactions.add": reactions_add,
     "reactions.get": reactions_get,
     "reactions.remove": reactions_remove,
     "usergroups.list": usergroups_list,
     "usergroups.users.list": usergroups_users_list,
     "users.info": users_info,
+    "users.list": users_list,
     "views.open": views_open,
     "views.publish": views_publish,
     "views.push": views_push,

@@ -206,6 +206,24 @@ class SandboxClient:
         body = {"user": user, "channel": channel, "ts": ts, "action_id": action_id, "value": value}
         return dict(await self._request("POST", "act/click", body))
 
+    async def set_status(
+        self, user: str, emoji: str = "", text: str = "", expiration: int = 0
+    ) -> JSON:
+        """`user` sets (all empty: clears) their status; `{"answers"}`: the app's answers to
+        `user_change` and `user_status_changed`."""
+        body = {"user": user, "emoji": emoji, "text": text, "expiration": expiration}
+        return dict(await self._request("POST", "act/status", body))
+
+    async def set_dnd(self, user: str, until: int | None) -> JSON:
+        """`user` turns do-not-disturb on until `until` (None: off); the app's answer to
+        `dnd_updated_user`."""
+        return dict(await self._request("POST", "act/dnd", {"user": user, "until": until}))
+
+    async def click_home(self, user: str, action_id: str) -> JSON:
+        """`user` clicks a button on their Home tab; the app's answer."""
+        body = {"user": user, "action_id": action_id}
+        return dict(await self._request("POST", "act/home_click", body))
+
     async def submit(self, user: str, inputs: JSON, *, view_id: str | None = None) -> JSON:
         """`user` submits their modal; `{"response", "errors", "view"}`."""
         body = {"user": user, "inputs": inputs, "view_id": view_id}

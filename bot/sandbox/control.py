@@ -29,6 +29,8 @@ Slack refusal, whose code is the error), 404 (unknown response_url), 409 (no app
 | `POST /_sandbox/act/home_click` | `{"user", "action_id", "value"?}`: a button on the user's Home tab → the app's answer |
 | `POST /_sandbox/act/close` | `{"user", "view_id"?}`: the user closes their top modal (or `view_id`) |
 | `POST /_sandbox/act/message` | `{"user", "channel", "text", "thread_ts"?}`: the user writes a message |
+| `POST /_sandbox/act/status` | `{"user", "emoji"?, "text"?, "expiration"?}`: the user sets their status (none given: clears it); `user_change` and `user_status_changed` go to the app → `{"answers"}` |
+| `POST /_sandbox/act/dnd` | `{"user", "until"?}`: the user's do-not-disturb on until `until` (Unix time), or off without it; `dnd_updated_user` goes to the app → the app's answer |
 
 Only a program on this machine, or the sandbox's own page, may drive it: a request whose
 `Host` is not this server (a DNS-rebound name) or whose `Origin` is another site's is refused
@@ -360,3 +362,20 @@ def _user_routes(r: web.UrlDispatcher, slack: SlackState) -> None:
     r.add_post("/_sandbox/act/home_click", home_click)
     r.add_post("/_sandbox/act/close", close)
     r.add_post("/_sandbox/act/message", message)
+
+    async def status(request: web.Request) -> web.Response:
+        b = await _body(request)
+        answers = await slack.set_status(
+            str(b["user"]), str(b.get("emoji") or ""), str(b.get("text") or ""),
+            int(b.get("expiration") or 0),
+        )  # fmt: skip
+        return web.json_response({"answers": [_answer(a) for a in answers]})
+
+    async def dnd(request: web.Request) -> web.Response:
+        b = await _body(request)
+        until = b.get("until")
+        res = await slack.set_dnd(str(b["user"]), int(until) if until else None)
+        return web.json_response(_answer(res) if res is not None else {"ok": True})
+
+    r.add_post("/_sandbox/act/status", status)
+    r.add_post("/_sandbox/act/dnd", dnd)

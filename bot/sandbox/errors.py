@@ -18,19 +18,18 @@ class SlackApiFailure(Exception):
             `provided`.
     """
 
-    def __init__(
-        self, error: str, messages: list[str] | None = None, *, fields: dict[str, Any] | None = None
-    ) -> None:
+    def __init__(self, error: str, messages: list[str] | None = None, **extra: str) -> None:
         super().__init__(error if not messages else f"{error}: {'; '.join(messages)}")
         self.error = error
         """Slack's error code."""
         self.messages = list(messages or [])
         """Slack's explanatory lines, empty when Slack gives none."""
-        self.fields = dict(fields or {})
+        self.extra = extra
+        """Other fields of the answer (`missing_scope`'s `needed` and `provided`)."""
 
     def to_response(self) -> dict[str, Any]:
         """The JSON body Slack answers with."""
-        body: dict[str, Any] = {"ok": False, "error": self.error, **self.fields}
+        body: dict[str, Any] = {"ok": False, "error": self.error, **self.extra}
         if self.messages:
             body["errors"] = [m.removeprefix("[ERROR] ") for m in self.messages]
             body["response_metadata"] = {"messages": self.messages}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -373,13 +374,14 @@ class AppDriver:
         a Revoke button of one action_id).
 
         Raises:
-            SlackApiFailure: unknown user. LookupError: no Home published, or no such button.
+            SlackApiFailure: unknown user, or no Home published for them (`not_found`).
+            LookupError: no such button on it.
         """
         ws = self.slack.workspace
         person = ws.user(user)
         home = ws.home.get(person.id)
         if home is None:
-            raise LookupError(f"{person.id} has no Home tab published")
+            raise SlackApiFailure("not_found")  # nothing published for them: no Home to click
         shown = home.to_api(ws.team)
         for block in shown.get("blocks") or []:
             elements = [*(block.get("elements") or []), block.get("accessory")]
@@ -404,6 +406,63 @@ class AppDriver:
                     )
                     return await self._send(request)
         raise LookupError(f"no button {action_id!r} (value {value!r}) on {person.id}'s Home")
+
+    async def set_status(
+        self, user: str, emoji: str = "", text: str = "", expiration: int = 0
+    ) -> list[AppResponse]:
+        """`user` sets their status (all empty: clears it); Slack tells the app with
+        `user_change` and `user_status_changed` at once (when its token has `users:read`).
+
+        Returns:
+            The app's first answers to the events sent (none without the scope).
+        """
+        ws = self.slack.workspace
+        person = ws.user(user)
+        person.status_emoji, person.status_text = emoji, text
+        person.status_expiration = expiration
+        self.slack.touch()
+        if "users:read" not in ws.team.scopes:
+            return []
+        now = time.time()
+        return [
+            await self._send_team_event(
+                {
+                    "type": kind,
+                    "user": person.to_api(ws.team.id),
+                    "cache_ts": int(now),
+                    "event_ts": f"{now:.6f}",
+                }
+            )
+            for kind in ("user_change", "user_status_changed")
+        ]
+
+    async def set_dnd(self, user: str, until: int | None) -> AppResponse | None:
+        """`user` turns do-not-disturb on from now until `until` (None: off); Slack tells the
+        app with `dnd_updated_user` (when its token has `dnd:read`).
+
+        Returns:
+            The app's first answer to the event (None without the scope).
+        """
+        ws = self.slack.workspace
+        person = ws.user(user)
+        person.dnd_start, person.dnd_end = (int(time.time()), until) if until else (0, 0)
+        self.slack.touch()
+        if "dnd:read" not in ws.team.scopes:
+            return None
+        event = {
+            "type": "dnd_updated_user",
+            "user": person.id,
+            "dnd_status": person.dnd_status(),
+            "event_ts": f"{time.time():.6f}",
+        }
+        return await self._send_team_event(event)
+
+    async def _send_team_event(self, event: JSON) -> AppResponse:
+        team = self.slack.workspace.team
+        request = app_event(
+            event, team_id=team.id, api_app_id=team.app_id, bot_user_id=team.bot_user_id
+        )
+        return await self._send_event(request)
 
     async def revoke(self, token: str, *, uninstall: bool) -> AppResponse:
         """The bot token stops working, and Slack says so to the app: `app_uninstalled` when

@@ -39,6 +39,15 @@ class User:
     """IANA time zone."""
     deleted: bool = False
     """Deactivated: no DM can be opened with them (`conversations.open`: `user_disabled`)."""
+    status_emoji: str = ""
+    """Their status emoji (`:palm_tree:`), "" for none."""
+    status_text: str = ""
+    status_expiration: int = 0
+    """When the status clears by itself (Unix time); 0: it does not (Slack's own convention)."""
+    dnd_start: int = 0
+    """Their do-not-disturb: from when (Unix time; 0 with `dnd_end` 0 for none)."""
+    dnd_end: int = 0
+    """... until when."""
 
     def to_api(self, team_id: str) -> JSON:
         """The `user` object of users.info."""
@@ -52,7 +61,22 @@ class User:
             "is_bot": self.is_bot,
             "is_admin": False,
             "tz": self.tz,
-            "profile": {"real_name": real, "display_name": self.name},
+            "profile": {
+                "real_name": real,
+                "display_name": self.name,
+                "status_text": self.status_text,
+                "status_emoji": self.status_emoji,
+                "status_expiration": self.status_expiration,
+            },
+        }
+
+    def dnd_status(self) -> JSON:
+        """Their do-not-disturb as `dnd.info` and `dnd_updated_user` say it: `dnd_enabled`,
+        with the next (or current) window's start and end."""
+        return {
+            "dnd_enabled": self.dnd_end > 0,
+            "next_dnd_start_ts": self.dnd_start or 1,
+            "next_dnd_end_ts": self.dnd_end or 1,
         }
 
 
@@ -83,7 +107,7 @@ class Team:
     bot_user_id: str = BOT_USER.id
     scopes: tuple[str, ...] = (
         "chat:write", "commands", "usergroups:read", "channels:history", "groups:history",
-        "im:write", "im:history",
+        "im:write", "im:history", "dnd:read", "users:read",
     )  # fmt: skip
     """The bot token's scopes, as `manifest.yml` requests them; with `chat:write.public` (which
     signoff does not request) the bot could post in public channels it is not a member of."""

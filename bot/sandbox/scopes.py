@@ -37,12 +37,14 @@ ACCEPTED: dict[str, tuple[str, ...] | str] = {
     "conversations.list": ("channels:read", "groups:read", "im:read", "mpim:read"),
     "conversations.open": ("channels:manage", "groups:write", "im:write", "mpim:write"),
     "conversations.replies": "history",
+    "dnd.info": ("dnd:read",),
     "reactions.add": ("reactions:write",),
     "reactions.get": ("reactions:read",),
     "reactions.remove": ("reactions:write",),
     "usergroups.list": ("usergroups:read",),
     "usergroups.users.list": ("usergroups:read",),
     "users.info": ("users:read",),
+    "users.list": ("users:read",),
     "views.open": (),
     "views.publish": (),
     "views.push": (),
@@ -80,6 +82,5 @@ def check_scopes(method: str, params: dict[str, Any], workspace: Workspace) -> N
     wanted = accepted(method, params, workspace)
     if wanted and not set(wanted) & set(workspace.team.scopes):
         raise SlackApiFailure(
-            "missing_scope",
-            fields={"needed": ",".join(wanted), "provided": ",".join(workspace.team.scopes)},
+            "missing_scope", needed=",".join(wanted), provided=",".join(workspace.team.scopes)
         )

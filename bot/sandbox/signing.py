@@ -33,6 +33,7 @@ __all__ = [
     "block_actions",
     "slash_command",
     "state_values",
+    "view_block_actions",
     "view_submission",
 ]
 

@@ -421,6 +421,16 @@ class SlackState:
         """`user` clicks a button on their Home tab; see `AppDriver.click_home`."""
         return await self.driver.click_home(user, action_id, value=value)
 
+    async def set_status(
+        self, user: str, emoji: str = "", text: str = "", expiration: int = 0
+    ) -> list[AppResponse]:
+        """`user` sets (or clears) their status; see `AppDriver.set_status`."""
+        return await self.driver.set_status(user, emoji, text, expiration)
+
+    async def set_dnd(self, user: str, until: int | None) -> AppResponse | None:
+        """`user` turns do-not-disturb on until `until`, or off; see `AppDriver.set_dnd`."""
+        return await self.driver.set_dnd(user, until)
+
     async def ssl_check(self) -> AppResponse:
         """Slack's unsigned `ssl_check` POST to the app's request URL; see `AppDriver`."""
         return await self.driver.ssl_check()

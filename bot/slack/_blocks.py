@@ -268,6 +268,14 @@ def deciders(approval: Approval) -> list[str]:
     return [shorten(b, 200) for b in approval.decided_by[:20] if isinstance(b, str)]
 
 
+def stood_in(approval: Approval) -> dict[str, str]:
+    """Delegate -> the away approver they decided for, from the decision ("Bob for Alice")."""
+    found = decision_of(approval).get("on_behalf")
+    if not isinstance(found, Mapping):
+        return {}
+    return {shorten(str(k), 200): shorten(str(v), 200) for k, v in list(found.items())[:20]}
+
+
 def note_of(approval: Approval) -> str:
     note = decision_of(approval).get("note") or approval.reason or ""
     return note if isinstance(note, str) else str(note)

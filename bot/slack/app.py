@@ -26,6 +26,7 @@ from ..approvals.events import RetryLater
 from ..approvals.service import Signoff
 from . import payloads
 from ._listener import RECEIVED_AT
+from .away import SlackWhereabouts
 from .handlers import Handlers
 from .health import SlackHealth
 
@@ -276,6 +277,7 @@ def build_bolt_app(
     app.view(payloads.EDIT_CALLBACK)(on(h.views.on_edit_submit))
     app.command("/agent")(on(h.commands.on_agent))
     app.event("app_home_opened")(on(h.home.on_home_opened))
+    app.action(payloads.AWAY_BACK)(on(h.home.on_back))
     health = getattr(signoff.sink, "health", None)
 
     async def on_revoked(event: dict[str, Any]) -> None:
@@ -291,6 +293,33 @@ def build_bolt_app(
                 code,
             )
 
+    looking = {"now": False, "again": False}
+
+    async def on_whereabouts(event: dict[str, Any]) -> None:
+        """`dnd_updated_user`, `user_change`, `user_status_changed`: who is away, refreshed
+        from what Slack says (no Web API call). When it changed, the pending approvals are
+        looked at again at once (one look at a time, and one more after it for what changed
+        meanwhile): everyone who could decide one may be away now."""
+        whereabouts = signoff.away.whereabouts
+        if not isinstance(whereabouts, SlackWhereabouts) or not whereabouts.heard(event):
+            return
+        if looking["now"]:
+            looking["again"] = True
+            return
+        looking["now"] = True
+        try:
+            while True:
+                looking["again"] = False
+                if await signoff.away.sweep():
+                    kick()  # the escalation's card update and notice
+                if not looking["again"]:
+                    break
+        finally:
+            looking["now"] = False
+
+    app.event("dnd_updated_user")(on(on_whereabouts))
+    app.event("user_change")(on(on_whereabouts))
+    app.event("user_status_changed")(on(on_whereabouts))
     app.event("tokens_revoked")(on(on_revoked))
     app.event("app_uninstalled")(on(on_revoked))
     return app

@@ -32,6 +32,7 @@ from ._blocks import (
     proposed_of,
     section,
     seen_blocks,
+    stood_in,
     title_of,
     to_text,
     value_text,
@@ -190,6 +191,7 @@ def approval_card(
             if approval.asked_because
             else []
         ),
+        *([context(m.card_away(approval.away[:20], approval.escalated))] if approval.away else []),
         *seen_blocks(approval),
         *facts_blocks(approval),
         *field_sections(fields),
@@ -308,7 +310,8 @@ def _status_line(approval: Approval) -> tuple[str, str]:
         return m.cancelled_line(approval.decided_at), m.STATUS_EMOJI["cancelled"]
     status = "denied" if decision.get("status") == "denied" else approval.status
     emoji = m.STATUS_EMOJI.get(status, "•")
-    return m.decided_line(status, deciders(approval), approval.decided_at), emoji
+    line = m.decided_line(status, deciders(approval), approval.decided_at, stood_in(approval))
+    return line, emoji
 
 
 def _edit_lines(approval: Approval) -> str | None:

@@ -31,7 +31,9 @@ from ..approvals.errors import (
 from ..approvals.events import RetryLater
 from . import messages, payloads, replies, status
 from ._listener import STATUS_LIMIT, Listener
+from .away import user_named
 from .errors import CHANNEL_GONE, error_code
+from .home import Home
 
 __all__ = ["Commands"]
 
@@ -46,6 +48,13 @@ in the groups: it has answered already, so it can wait where a click cannot."""
 
 class Commands(Listener):
     """The `/agent` slash command."""
+
+    home: Home | None = None
+    """Published again after `/agent away` and `/agent back` (set by `Handlers`)."""
+
+    def _home_soon(self, user: str) -> None:
+        if self.home is not None:
+            self._spawn(self.home.publish_home(user))
 
     async def on_agent(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         user = body.get("user_id", "")
@@ -85,6 +94,22 @@ class Commands(Listener):
                         body.get("trigger_id"),
                     )
                 )
+            elif command.kind == "away":
+                until = payloads.until_time(command.until, time.time()) if command.until else None
+                if command.delegate and command.delegate.startswith("@"):
+                    await ack()  # Slack is asked who that is: the answer follows
+                    where = (body.get("channel_id"), body.get("response_url"))
+                    self._spawn(self._away_named(user, until, command.delegate, *where))
+                    return
+                await self.signoff.away.set(user, until=until, delegate=command.delegate)
+                await ack(
+                    response_type="ephemeral", text=messages.away_set(until, command.delegate)
+                )
+                self._home_soon(user)
+            elif command.kind == "back":
+                await self.signoff.away.end(user)
+                await ack(response_type="ephemeral", text=messages.back())
+                self._home_soon(user)
             elif command.kind == "retry":
                 await self.signoff.retry(command.thread_id or "", actor=user, check_control=True)
                 self.kick()
@@ -107,6 +132,32 @@ class Commands(Listener):
                 )
         except ApprovalError as e:
             await ack(response_type="ephemeral", text=messages.refusal_text(e))
+        except payloads.CommandError as e:
+            await ack(response_type="ephemeral", text=messages.command_error(str(e)))
+
+    async def _away_named(
+        self,
+        user: str,
+        until: float | None,
+        handle: str,
+        channel: str | None,
+        response_url: str | None,
+    ) -> None:
+        """`/agent away ... delegate @handle`, after its ack: the handle looked up in Slack."""
+        try:
+            delegate = await user_named(self.client, handle.removeprefix("@"))
+            if delegate is None:
+                text = messages.no_such_person(handle)
+            else:
+                await self.signoff.away.set(user, until=until, delegate=delegate)
+                text = messages.away_set(until, delegate)
+                self._home_soon(user)
+        except ApprovalError as e:
+            text = messages.refusal_text(e)
+        except (SlackApiError, RetryLater, aiohttp.ClientError, TimeoutError) as e:
+            log.warning("could not look %s up in Slack: %s", handle, e)
+            text = messages.no_such_person(handle, slack_failed=True)
+        await self._respond(response_url, channel, user, text)
 
     async def _status(self, user: str, channel: str | None, response_url: str | None) -> None:
         """`/agent status`, after its ack: what waits on `user` and on others, with links."""

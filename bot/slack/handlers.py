@@ -41,4 +41,5 @@ class Handlers:
         self.views = Views(signoff, client, kick, self.home, serving=serving)
         """The reject and edit modals' submissions."""
         self.commands = Commands(signoff, client, kick, default_channel=default_channel)
+        self.commands.home = self.home
         """`/agent`; a run it starts posts its card in the command's channel, or this one."""

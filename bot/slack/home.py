@@ -13,7 +13,7 @@ from typing import Any
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..approvals.errors import ApprovalError, DatabaseUnavailable
+from ..approvals.errors import ApprovalError, AwayRefused, DatabaseUnavailable
 from ..approvals.service import Signoff
 from . import messages, payloads, status
 from ._listener import STATUS_LIMIT, Listener
@@ -102,11 +102,22 @@ class Home(Listener):
             ):
                 del self._home_locks[user]
 
+    async def on_back(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Home's "I'm back": the person's `/agent away` ends, and Home shows it."""
+        await ack()
+        user = str((body.get("user") or {}).get("id") or "")
+        try:
+            await self.signoff.away.end(user)
+        except AwayRefused:
+            pass  # ended already (by `/agent back`, or a second click): Home shows that
+        await self.publish_home(user)
+
     async def _publish_home(self, user: str, notice: str | None = None) -> None:
         try:
             pending = await self.signoff.pending_view(user, limit=STATUS_LIMIT)
             recent = await self.signoff.recent(10)
             grants = await self.signoff.live_grants(user=user)
+            said = await self.signoff.away.said(user)
         except DatabaseUnavailable:
             view = status.home_view(
                 [], [], user=user, now=time.time(), notice=messages.database_unavailable()
@@ -122,5 +133,6 @@ class Home(Listener):
                 mentions=await self._approver_names(pending.mine),
                 grants=grants,
                 notice=notice,
+                away=(said.until, said.delegate) if said is not None else None,
             )
         await self.client.views_publish(user_id=user, view=view)

@@ -499,9 +499,13 @@ class SlackSink:
         if a is not None and a.status == "pending":
             await self._update_card(a, event)
             added = await resolve_members(event.data.get("to") or (), self.signoff.groups)
-            await self._reply(
-                a, replies.escalation_text(a, now=time.time(), added=sorted(added)), event
+            away = event.data.get("away")
+            text = (
+                replies.escalation_away_text(a, away, sorted(added))
+                if isinstance(away, list) and away
+                else replies.escalation_text(a, now=time.time(), added=sorted(added))
             )
+            await self._reply(a, text, event)
 
     async def _tell_requester(self, a: Approval, event: Event) -> None:
         """The outcome, in a DM to the requester when they are a Slack user (a thread reply

@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot.approvals.errors import InvalidEditError
+from bot.approvals.errors import InvalidEditError, PolicyError
 from bot.approvals.grants import GrantAsk
-from bot.approvals.policy import ActionPolicy, validate_edits
+from bot.approvals.policy import ActionPolicy, parse_duration, validate_edits
 
 from . import messages
 from .limits import BLOCK_ID_MAX, PRIVATE_METADATA_MAX
@@ -79,6 +79,8 @@ REVOKE_GRANT = "signoff.revoke_grant"
 """action_id of a grant's Revoke button on App Home (its value: the grant id)."""
 APPROVE_TURN = "signoff.approve_turn"
 """action_id of an agent turn card's "Approve all" button (its value: a `TurnValue`)."""
+AWAY_BACK = "signoff.back"
+"""action_id of Home's "I'm back" button, shown while its person is away."""
 RUN_RETRY = "signoff.run_retry"
 """action_id of a failed run's Retry button (its value: the thread id)."""
 RUN_CANCEL = "signoff.run_cancel"
@@ -453,7 +455,7 @@ def edits_from_view_state(
 
 # ---- /agent -----------------------------------------------------------------------------------
 
-CommandKind = Literal["status", "status_thread", "run", "retry", "cancel", "help"]
+CommandKind = Literal["status", "status_thread", "run", "retry", "cancel", "away", "back", "help"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,6 +475,12 @@ class AgentCommand:
     """`cancel THREAD_ID why`: the words after the thread id."""
     unknown: str | None = None
     """For `help` given in place of a command it did not know: that command's word."""
+    until: str | None = None
+    """`away until DATE`: the date as written (`until_time` reads it). Default none."""
+    delegate: str | None = None
+    """`away delegate @person`: the person's user id, or `@handle` as typed when Slack sent
+    the name, not the mention (the app's command does not escape; `users.list` finds it).
+    Default none."""
 
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -533,11 +541,64 @@ def _tokens(text: str) -> list[str]:
     return out
 
 
+_MENTION = re.compile(
+    r"<@([UW][A-Z0-9]{2,})(?:\|[^>]*)?>|([UW][A-Z0-9_]{2,})|(@[A-Za-z0-9][A-Za-z0-9._-]{0,79})"
+)
+_AWAY_USAGE = "`/agent away [until DATE] [delegate @person]`"
+
+
+def _away(words: list[str]) -> AgentCommand:
+    """`away [until DATE] [delegate @person]`, in either order."""
+    until: str | None = None
+    delegate: str | None = None
+    i = 0
+    while i < len(words):
+        word = words[i].lower()
+        if word not in ("until", "delegate") or i + 1 >= len(words):
+            raise CommandError(f"“{words[i][:60]}” is not understood here: write {_AWAY_USAGE}")
+        value = words[i + 1]
+        if word == "until":
+            until = value
+        else:
+            found = _MENTION.fullmatch(value)
+            if found is None:
+                raise CommandError(
+                    f"“{value[:60]}” is not a person: mention them (`delegate @bob`, picked "
+                    "from Slack's list so that it becomes a mention) or give their user id"
+                )
+            delegate = found.group(1) or found.group(2) or found.group(3)
+        i += 2
+    return AgentCommand("away", until=until, delegate=delegate)
+
+
+def until_time(text: str, now: float) -> float:
+    """`away until DATE`: `2026-12-24` (the start of that day, UTC), `2026-12-24T09:00`
+    (UTC unless it names its offset), or a duration from now (`3d`, `1w`, `4h`).
+
+    Raises:
+        CommandError: none of these.
+    """
+    try:
+        return now + parse_duration(text).total_seconds()
+    except PolicyError:
+        pass
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise CommandError(
+            f"“{text[:60]}” is not a date: write `until 2026-12-24`, `until 2026-12-24T09:00` "
+            "or `until 3d`"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.timestamp()
+
+
 def parse_agent_command(text: str) -> AgentCommand:
     """Parse the text after `/agent`.
 
     `status`, `status THREAD_ID`, `run WORKFLOW key=value key="quoted value"`, `retry THREAD_ID`,
-    `cancel THREAD_ID [why]`, `help`;
+    `cancel THREAD_ID [why]`, `away [until DATE] [delegate @person]`, `back`, `help`;
     an empty line is `help`, and an unknown word is `help` with `unknown` set.
 
     Raises:
@@ -564,6 +625,12 @@ def parse_agent_command(text: str) -> AgentCommand:
             raise CommandError("`/agent retry` takes one thread id: `/agent retry THREAD_ID`")
         kind: CommandKind = "retry" if verb == "retry" else "cancel"
         return AgentCommand(kind, thread_id=rest[0], note=" ".join(rest[1:]))
+    if verb == "away":
+        return _away(rest)
+    if verb == "back":
+        if rest:
+            raise CommandError("`/agent back` takes nothing after it")
+        return AgentCommand("back")
     if verb == "run":
         if not rest:
             raise CommandError("say which workflow: `/agent run WORKFLOW key=value ...`")

@@ -8,7 +8,7 @@ denied or expired), `thread_reply_completed`, `thread_reply_failed` and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.approvals.models import Approval
@@ -201,6 +201,13 @@ def escalation_text(approval: Approval, *, now: float, added: Sequence[str] | No
             title_of(approval), now - approval.created_at, _who(approval, added), approval.expire_at
         )
     )
+
+
+def escalation_away_text(
+    approval: Approval, away: Sequence[Mapping[str, Any]], added: Sequence[str]
+) -> str:
+    """The notice of an escalation made at once because everyone who could decide was away."""
+    return reply_text(m.escalation_away(title_of(approval), away[:20], added))
 
 
 def text_blocks(text: str) -> dict[str, Any]:

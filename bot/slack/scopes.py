@@ -17,5 +17,8 @@ BOT_SCOPES: Mapping[str, str] = {
     "groups:history": "the same in private channels",
     "im:write": "conversations.open: the card in each approver's DM (notify = dm or both)",
     "im:history": "conversations.history in those DMs: the copy to update after a restart",
+    "dnd:read": "dnd.info and the dnd_updated_user event: an approver on do-not-disturb is away",
+    "users:read": "users.info, users.list and the user_change, user_status_changed events: a "
+    "status the policy's [away] statuses names; /agent away's delegate by name",
 }
 """Scope -> why: the calls that need it."""

@@ -54,7 +54,7 @@ from .mrkdwn import (
     shorten,
     slack_len,
 )
-from .payloads import REVOKE_GRANT
+from .payloads import AWAY_BACK, REVOKE_GRANT
 
 __all__ = [
     "help_blocks",
@@ -315,6 +315,18 @@ def help_blocks(workflows: Sequence[str] = (), *, unknown: str | None = None) ->
     return message(m.help_fallback(), [*head, header(m.HELP_TITLE), section(m.help_text(names))])
 
 
+def _away_section(until: float | None, delegate: str | None) -> dict[str, Any]:
+    """Home's line while its person is away, with the button that ends it."""
+    block = section(m.home_away(until, delegate))
+    block["accessory"] = {
+        "type": "button",
+        "text": {"type": "plain_text", "text": m.back_button_plain()},
+        "action_id": AWAY_BACK,
+        "value": "back",
+    }
+    return block
+
+
 def home_view(
     pending: Sequence[Approval],
     recent: Sequence[Approval],
@@ -326,6 +338,7 @@ def home_view(
     pending_total: int | None = None,
     mentions: Mapping[str, Sequence[str]] | None = None,
     grants: Sequence[Grant] = (),
+    away: tuple[float | None, str | None] | None = None,
 ) -> dict[str, Any]:
     """The App Home tab: the user's pending approvals, the live grants they may revoke, and
     recent decisions (`views.publish`).
@@ -340,12 +353,16 @@ def home_view(
         pending_total: how many wait on the user in all, when `pending` is the first of them.
         mentions: approval id -> who may approve it, as the card names them (`status_blocks`).
         grants: live grants the user may revoke, each shown with a Revoke button.
+        away: (until, delegate) while the user is away (`/agent away`): a line saying so,
+            with a button to end it.
     """
     now = time.time() if now is None else now
     total = len(pending) if pending_total is None else pending_total
     blocks: list[dict[str, Any]] = [header(m.home_heading_plain())]
     if notice:
         blocks.append(section(notice))
+    if away is not None:
+        blocks.append(_away_section(*away))
     half = (VIEW_BLOCKS_MAX - 4) // 2
 
     def render(a: Approval) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from ._blocks import (
     payload_sections,
     section,
     seen_blocks,
+    stood_in,
     title_of,
     value_text,
 )
@@ -84,7 +85,7 @@ def _state_line(
         return m.cancelled_line(a.decided_at)
     if a.status != "pending":
         status = "denied" if decision_of(a).get("status") == "denied" else a.status
-        line = m.decided_line(status, deciders(a), a.decided_at)
+        line = m.decided_line(status, deciders(a), a.decided_at, stood_in(a))
         note = note_of(a)
         return line + ("\n" + m.note_line(shorten(note, 600)) if note else "")
     deps = _dependencies(a, turn)

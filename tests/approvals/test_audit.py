@@ -105,6 +105,9 @@ def test_the_event_kinds() -> None:
             "grant_used",
             "grant_revoked",
             "grant_refused",
+            "away_set",
+            "away_ended",
+            "all_away",
         ]
     )
 

@@ -94,7 +94,9 @@ def test_the_documented_example_is_valid() -> None:
             ),
         ),
         grants=GrantLimits(5, dt.timedelta(hours=4), ("customer_id",), ("reason",)),
+        delegation="allowed",
     )
+    assert p.away_statuses == (":palm_tree:", "vacation")
     assert p.groups == {"finance": ("U_ALICE", "U_BOB"), "finance-leads": ("U_ERIN",)}
     assert p.workflows == {"refund": WorkflowPolicy("refund", ("@support", "U_CAROL"), None)}
     assert p.external_groups == frozenset({"support"})
@@ -224,6 +226,36 @@ def test_good_policies(case: str, text: str, expected: Any) -> None:
 # --- bad snippets: the exact message, with file, line and key ---------------------------------
 
 BAD: list[tuple[str, str]] = [
+    # delegation and [away]
+    (
+        """
+        [actions.send_refund]
+        approvers = ["U1"]
+        delegation = "yes"
+        """,
+        (
+            "signoff.toml:3: actions.send_refund.delegation: must be true (a delegate may "
+            'decide, except for critical actions), false, or "critical" (a delegate may decide '
+            "even a critical action)"
+        ),
+    ),
+    (
+        """
+        [away]
+        statuses = ":palm_tree:"
+        """,
+        (
+            "signoff.toml:2: away.statuses: must be a list of statuses, an emoji or words, "
+            'like [":palm_tree:", "vacation"]'
+        ),
+    ),
+    (
+        """
+        [away]
+        status = [":palm_tree:"]
+        """,
+        "signoff.toml:2: away.status: unknown key; did you mean 'statuses'?",
+    ),
     # tier
     (
         """
@@ -263,7 +295,7 @@ BAD: list[tuple[str, str]] = [
             "signoff.toml:3: actions.a.colour: unknown key; allowed: title, tier, approvers, "
             "required, allow_self_approval, editable, secret, remind_after, escalate_after, "
             "escalate_to, expire_after, on_expiry, auto_approve, args, notify, after, "
-            "grants"
+            "grants, delegation"
         ),
     ),
     (

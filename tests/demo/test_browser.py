@@ -513,3 +513,23 @@ def test_the_hover_toolbar_is_not_clipped_under_the_channel_header(
     assert pane is not None and box is not None and box["y"] < pane["y"]  # really scrolled past
     _hover_toolbar_box(sandbox, second)
     page.screenshot(path=str(shot.with_name(shot.stem + "-scrolled.png")))
+
+
+def test_an_approver_goes_away_and_comes_back_from_the_page(sandbox: Sandbox) -> None:
+    # Alice alone: Bob still decides refunds, so the other tests' cards are not escalated.
+    sandbox.be("U_ALICE")
+    on = re.compile(r"\bon\b")
+    for toggle in ("#dnd-toggle", "#vacation-toggle"):
+        button = sandbox.page.locator(toggle)
+        button.click()
+        expect(button).to_have_class(on)
+        button.click()
+        expect(button).not_to_have_class(on)
+
+    sandbox.say("/agent away until 3d")
+    expect(sandbox.ephemeral("You are away until")).to_be_visible()
+    sandbox.page.locator("#app-list .nav-item").click()
+    home = sandbox.page.locator("#messages .home")
+    expect(home).to_contain_text("You are away until")
+    home.get_by_role("button", name="I'm back").click()
+    expect(home).not_to_contain_text("You are away")

@@ -6,6 +6,7 @@ and the test inspects and programs the fake through `/_sandbox/`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs
@@ -255,3 +256,32 @@ async def test_a_long_call_log_is_read_in_pages_and_counted_without_reading_it(
         "auth.test": {200: 7},
     }
     assert await remote.call_counts(since=14) == {"auth.test": {200: 1}}
+
+
+async def test_a_person_s_status_and_dnd_set_over_http_reach_the_app_as_slack_s_events(
+    echo_app: tuple[str, list[dict[str, Any]]],
+) -> None:
+    url, got = echo_app
+    async with start_fake_slack("--token", TOKEN, "--users", "erin", "--channels", "ops") as remote:
+        await remote.connect_app(url, "secret")
+        answers = await remote.set_status("erin", ":palm_tree:", "Vacation", 2000000000)
+        assert [a["status"] for a in answers["answers"]] == [200, 200]
+        assert (await remote.set_dnd("erin", 2000000000))["status"] == 200
+        events = [json.loads(g["body"])["event"] for g in got]
+        assert [e["type"] for e in events] == [
+            "user_change",
+            "user_status_changed",
+            "dnd_updated_user",
+        ]
+        profile = events[0]["user"]["profile"]
+        assert (profile["status_emoji"], profile["status_text"]) == (":palm_tree:", "Vacation")
+        assert profile["status_expiration"] == 2000000000
+        assert events[2]["user"] == "U0ERIN"
+        assert events[2]["dnd_status"]["dnd_enabled"] is True
+        assert events[2]["dnd_status"]["next_dnd_end_ts"] == 2000000000
+        [erin] = [u for u in (await remote.state())["users"] if u["name"] == "erin"]
+        assert (erin["status_emoji"], erin["dnd_end"]) == (":palm_tree:", 2000000000)
+
+        with pytest.raises(SandboxError) as info:
+            await remote.click_home("erin", "signoff.back")
+        assert info.value.body["error"] == "not_found"  # no Home published for her

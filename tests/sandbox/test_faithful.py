@@ -54,9 +54,9 @@ async def test_a_call_without_its_scope_is_refused_naming_the_scopes_needed() ->
         answer = await c.auth_test()
         assert answer.headers["x-oauth-scopes"].split(",") == list(slack.workspace.team.scopes)
         with pytest.raises(SlackApiError) as refused:
-            await c.users_info(user="U0ALICE")
+            await c.conversations_info(channel="C0APPROVALS")
         assert refused.value.response["error"] == "missing_scope"
-        assert refused.value.response["needed"] == "users:read"
+        assert refused.value.response["needed"] == "channels:read"
         assert refused.value.response["provided"] == ",".join(slack.workspace.team.scopes)
         # the history of a private channel wants groups:history, a public one channels:history
         slack.workspace.add_channel("C0PRIVATE", "private", private=True)

@@ -565,3 +565,60 @@ async def test_served_by_someone_else_it_learns_its_url() -> None:
         assert link["permalink"].startswith(f"http://{host}:{port}/archives/C0GENERAL/p")
     finally:
         await runner.cleanup()
+
+
+# who is away: dnd.info, users.info's status, and their scopes -------------------------------
+
+
+async def test_dnd_info_and_users_info_say_what_the_person_set(slack: FakeSlack) -> None:
+    alice = slack.workspace.user("alice")
+    client = aclient(slack)
+    dnd = await client.dnd_info(user=alice.id)
+    assert (dnd["dnd_enabled"], dnd["snooze_enabled"]) == (False, False)
+    profile = (await client.users_info(user=alice.id))["user"]["profile"]
+    assert (profile["status_emoji"], profile["status_text"], profile["status_expiration"]) == (
+        "",
+        "",
+        0,
+    )
+
+    alice.status_emoji, alice.status_text, alice.status_expiration = ":palm_tree:", "Off", 99
+    alice.dnd_start, alice.dnd_end = 10, 20
+    dnd = await client.dnd_info(user=alice.id)
+    assert (dnd["dnd_enabled"], dnd["next_dnd_start_ts"], dnd["next_dnd_end_ts"]) == (True, 10, 20)
+    profile = (await client.users_info(user=alice.id))["user"]["profile"]
+    assert (profile["status_emoji"], profile["status_text"], profile["status_expiration"]) == (
+        ":palm_tree:",
+        "Off",
+        99,
+    )
+    assert (await error_of(client.dnd_info(user="U0NOBODY")))["error"] == "user_not_found"
+
+
+@pytest.mark.parametrize(
+    ("method", "scope"), [("dnd_info", "dnd:read"), ("users_info", "users:read")]
+)
+async def test_dnd_and_users_info_need_their_scope_as_slack_does(
+    slack: FakeSlack, method: str, scope: str
+) -> None:
+    team = slack.workspace.team
+    team.scopes = tuple(s for s in team.scopes if s != scope)
+    body = await error_of(getattr(aclient(slack), method)(user="U0ALICE"))
+    assert body["error"] == "missing_scope"
+    assert body["needed"] == scope and scope not in body["provided"].split(",")
+
+
+async def test_users_list_pages_with_a_cursor(slack: FakeSlack) -> None:
+    client = aclient(slack)
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        page = await client.users_list(limit=2, cursor=cursor)
+        seen += [m["name"] for m in page["members"]]
+        pages += 1
+        cursor = page["response_metadata"]["next_cursor"] or None
+        if cursor is None:
+            break
+    assert seen == [u.name for u in slack.workspace.users.values()] and pages == 3
+    assert (await error_of(client.users_list(cursor="junk")))["error"] == "invalid_cursor"

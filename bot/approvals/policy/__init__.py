@@ -36,6 +36,8 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
                                       # "Allow more like this" on the card: up to `most` more
                                       # requests for up to `longest` (at most 100 and 1w); never
                                       # for critical actions nor with required > 1
+    delegation = true                 # an away approver's delegate may decide for them; default
+                                      # false; "critical": even a critical action (never true)
 
     [[actions.send_refund.auto_approve]]  # routine cases decided by a rule; never for critical
     name = "small refunds"            # required; the audit log says which rule decided
@@ -43,6 +45,9 @@ The file (`signoff.toml`, or the path in `SIGNOFF_POLICY`), complete::
     budget = { count = 5, total = 100, of = "amount", per = ["customer_id"], window = "1d" }
                                       # optional: past any cap in the window a person is asked
                                       # (per: arguments, or "requester"; count, total or both)
+
+    [away]                            # who is away besides `/agent away` and do-not-disturb
+    statuses = [":palm_tree:", "vacation"]  # a Slack status emoji, or words in its text
 
     [agents]                          # AI agents' tool calls (`bot.approvals.approval_gate`)
     free_tools = ["lookup_order"]     # tools that run without approval (read-only ones)
@@ -68,6 +73,17 @@ cannot authenticate until it is. A request names its `requester`: that person is
 only when `may_act_for` lists them (a user id, or through an `@group`); anyone else named makes
 the request the service's own. The card says "@Carol asks via billing" (or that the service
 asks for itself), and neither the requester nor an owner may approve it.
+
+Away: a person is away when they said so (`/agent away [until DATE] [delegate @person]`, until
+`/agent back` or Home's "I'm back"), when Slack's do-not-disturb is on for them (`dnd.info`,
+kept fresh by `dnd_updated_user`), or when their Slack status is one `[away] statuses` names
+(an emoji entry is the status emoji, other text is found in the status text, ignoring case;
+until the status expires). Slack's idle presence is not read: "away" there is too common to
+mean "on vacation". When every person who could decide a request is away, its escalation
+(`escalate_to`) happens at once, not after `escalate_after`, and the card says who is away and
+until when. Where an action says `delegation = true`, the delegate an away approver named may
+decide for them, recorded as both ("Bob for Alice") on the decision, the audit log and the
+card; never the requester, and for a `critical` action only with `delegation = "critical"`.
 
 An agent's tool call is gated by its tool's name: a tool named like an action asks for that
 action's approval with the call's arguments; a tool in `free_tools` runs without asking; any

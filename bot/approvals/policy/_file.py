@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
 from ..errors import PolicyError
+from ._away_keys import read_away, read_delegation
 from ._callbacks import ORIGINS_SHAPE, CallbackOrigin, parse_origin
 from ._compare import _kind
 from ._locate import Path, _Locator
@@ -73,12 +74,12 @@ def _syntax_error(message: str, text: str, source: str) -> PolicyError:
     return PolicyError(f"invalid TOML: {message}", source=source, line=line)
 
 
-_TOP_KEYS = ("actions", "agents", "groups", "services", "workflows")
+_TOP_KEYS = ("actions", "agents", "away", "groups", "services", "workflows")
 _AGENT_KEYS = ("free_tools",)
 _ACTION_KEYS = (
     "title", "tier", "approvers", "required", "allow_self_approval", "editable", "secret",
     "remind_after", "escalate_after", "escalate_to", "expire_after", "on_expiry", "auto_approve",
-    "args", "notify", "after", "grants",
+    "args", "notify", "after", "grants", "delegation",
 )  # fmt: skip
 _FIELD_KEYS = (
     "type", "required", "minimum", "maximum", "exclusive_minimum", "exclusive_maximum",
@@ -141,6 +142,7 @@ class _Reader:
             external_groups=frozenset(self.referenced - set(groups)),
             free_tools=free_tools,
             services=services,
+            away_statuses=read_away(self, data.get("away", {})),
         )
 
     def services(self, value: Any, actions: Mapping[str, ActionPolicy]) -> dict[str, ServicePolicy]:
@@ -517,6 +519,7 @@ class _Reader:
             notify=notify,
             after=self.after(p + ("after",), name, t.get("after", [])),
             grants=read_grants(t, p, tier, required, schema, self.error, self.duration),
+            delegation=read_delegation(self, p + ("delegation",), t.get("delegation", False)),
         )
 
     def schema(self, path: Path, value: Any) -> Schema:

@@ -35,6 +35,7 @@ __all__ = [
     "ActionPolicy",
     "AutoApproveRule",
     "Condition",
+    "Delegation",
     "ExpiryOutcome",
     "NotifyMode",
     "Op",
@@ -57,6 +58,11 @@ RiskTier = Literal["low", "medium", "high", "critical"]
 
 RISK_TIERS: tuple[RiskTier, ...] = get_args(RiskTier)
 """The tiers, lowest first."""
+
+Delegation = Literal["never", "allowed", "critical"]
+"""Whether a delegate may decide for an approver who is away (`/agent away ... delegate @bob`):
+`never` (the default), `allowed` (`delegation = true`: any tier but `critical`), `critical`
+(`delegation = "critical"`: every tier, `critical` too, because the policy says so by name)."""
 
 ExpiryOutcome = Literal["reject", "approve"]
 """What an expired request resolves to: `reject` (the default), or `approve` (low and medium)."""
@@ -198,6 +204,9 @@ class ActionPolicy:
     """What an approver may grant from the card: "Approve, and allow up to N more like this
     for T" (`grants = { most = 5, longest = "4h", key = ["customer_id"] }`). Default none:
     every request is asked. Never for critical actions, nor for those that need a quorum."""
+    delegation: Delegation = "never"
+    """Whether the delegate an away approver named may decide in their place (`Delegation`).
+    Never the requester. Default `never`."""
 
     def __post_init__(self) -> None:
         # The parser reports these with a line number first; this guards policies built in code.
@@ -343,6 +352,10 @@ class Policy:
     services: Mapping[str, ServicePolicy] = field(default_factory=dict)
     """Programs that may ask for approvals from outside (`[services.NAME]`), by name. Default
     none: the approvals API lets nobody in."""
+    away_statuses: tuple[str, ...] = ()
+    """Slack statuses that mean "away" (`[away] statuses`): an emoji (`":palm_tree:"`) matches
+    the status emoji, any other text is found in the status text, ignoring case. Default none:
+    only `/agent away` and do-not-disturb say someone is away."""
 
     def __post_init__(self) -> None:
         both = sorted(self.free_tools & set(self.actions))

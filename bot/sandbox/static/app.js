@@ -660,6 +660,10 @@
     apps.append(item);
     const person = (S.config.people || []).find((p) => p.id === S.me);
     $("#who-role").textContent = person ? person.role : "";
+    const me = users()[S.me] || {};
+    const now = Date.now() / 1000;
+    $("#dnd-toggle").classList.toggle("on", !!me.dnd_end && me.dnd_end > now);
+    $("#vacation-toggle").classList.toggle("on", me.status_emoji === ":palm_tree:");
   }
 
   async function onHomeButton(element, block, btn) {
@@ -822,6 +826,20 @@
     $("#policy-name").textContent = S.config.policy;
     S.view = { kind: "channel", id: S.config.channel };
     $("#start-open").addEventListener("click", openStartDialog);
+    // Slack's do-not-disturb (an hour) and a vacation status, as the person sets them in Slack:
+    // the stand-in tells the bot (dnd_updated_user, user_change, user_status_changed).
+    $("#dnd-toggle").addEventListener("click", () => {
+      const me = users()[S.me] || {};
+      const on = !!me.dnd_end && me.dnd_end > Date.now() / 1000;
+      call("/_sandbox/act/dnd", { user: S.me, until: on ? null : Math.floor(Date.now() / 1000) + 3600 })
+        .catch((e) => toast(sentence(`Do not disturb was not changed: ${e.message}`), "error"));
+    });
+    $("#vacation-toggle").addEventListener("click", () => {
+      const on = (users()[S.me] || {}).status_emoji === ":palm_tree:";
+      const body = on ? { user: S.me } : { user: S.me, emoji: ":palm_tree:", text: "On vacation" };
+      call("/_sandbox/act/status", body)
+        .catch((e) => toast(sentence(`The status was not changed: ${e.message}`), "error"));
+    });
     document.addEventListener("keydown", onEscape);
     $("#thread-close").addEventListener("click", () => {
       S.thread = null;

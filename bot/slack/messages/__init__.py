@@ -13,6 +13,7 @@ The modules follow the surfaces, each on the ones before it:
 - `_turn`: the card of an agent's model turn (several tool calls on one message).
 - `_grants`: grants: the card's "Allow more like this", its modal, the line of a request
   approved under one, and Home's live grants.
+- `_away`: who is away (`/agent away`, `/agent back`, Home, the card, early escalation).
 
 Callers use this package's names (`from bot.slack import messages as m`); what only the texts
 use among themselves stays in their modules.
@@ -21,6 +22,16 @@ use among themselves stays in their modules.
 from __future__ import annotations
 
 from ..mrkdwn import escape
+from ._away import (
+    away_set,
+    back,
+    back_button_plain,
+    card_away,
+    decided_for,
+    escalation_away,
+    home_away,
+    no_such_person,
+)
 from ._card import (
     agent_saw,
     asked_because,
@@ -269,10 +280,14 @@ __all__ = [
     "asked_because",
     "asker",
     "asker_note",
+    "away_set",
+    "back",
+    "back_button_plain",
     "busy",
     "cancel_run_confirm",
     "cancelled_line",
     "cancelled_run",
+    "card_away",
     "card_fallback",
     "card_footer",
     "card_link",
@@ -282,6 +297,7 @@ __all__ = [
     "confirm_critical",
     "database_unavailable",
     "decide_again",
+    "decided_for",
     "decided_line",
     "decider",
     "duration",
@@ -296,6 +312,7 @@ __all__ = [
     "edits_heading",
     "edits_omitted",
     "escalation",
+    "escalation_away",
     "escape",
     "expired_line",
     "expiry",
@@ -313,6 +330,7 @@ __all__ = [
     "help_text",
     "hidden_characters",
     "history_line",
+    "home_away",
     "home_grant_line",
     "home_grants_heading",
     "home_heading_plain",
@@ -326,6 +344,7 @@ __all__ = [
     "join",
     "missing_inputs",
     "modal_not_opened",
+    "no_such_person",
     "not_approver",
     "not_used",
     "note_line",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..mrkdwn import clean, code, date, escape, mention
+from ._away import decided_for
 from ._words import (
     FULL_PAYLOAD,
     STATUS_EMOJI,
@@ -162,10 +163,14 @@ def asker_note(who: str, note: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def decided_line(status: str, by: Sequence[str], at: float | None) -> str:
-    """`✅ *Approved* by <@U_ALICE> and <@U_BOB> <!date...>`."""
+def decided_line(
+    status: str, by: Sequence[str], at: float | None, on_behalf: Mapping[str, str] | None = None
+) -> str:
+    """`✅ *Approved* by <@U_ALICE> and <@U_BOB> <!date...>`; a delegate's name is followed by
+    the away approver's (`on_behalf`: "<@U_BOB> for <@U_ALICE>")."""
     emoji = STATUS_EMOJI.get(status, "•")
-    who_ = join([decider(b) for b in by]) or "someone"
+    stood = on_behalf or {}
+    who_ = join([decided_for(b, stood[b]) if b in stood else decider(b) for b in by]) or "someone"
     return f"{emoji} *{status_word(status).capitalize()}* by {who_} {date(at)}"
 
 

@@ -15,7 +15,7 @@ from bot.approvals.errors import (
     UnknownRunError,
 )
 
-from ..mrkdwn import code, date, escape
+from ..mrkdwn import code, date, escape, mention
 from ._card import stale_revision
 from ._words import (
     RUN_STATUS_EMOJI,
@@ -43,6 +43,20 @@ def not_approver(title: str | None = None, approvers: Sequence[str] = ()) -> str
     what = f"*{escape(title)}*" if title else "this request"
     ask = f" Ask {who(approvers)}." if approvers else ""
     return f"🚫 You're not an approver of {what}, so you can't decide it.{ask} {NOTHING_CHANGED}"
+
+
+def delegation_refused(principal: str, critical: bool, title: str | None = None) -> str:
+    """A delegate refused: the policy lets no delegate decide this (or, critical, not by name)."""
+    what = f"*{escape(title)}*" if title else "this request"
+    why = (
+        f'{what} is critical, and the policy lets a delegate decide it only where it says so by name (`delegation = "critical"`)'
+        if critical
+        else f"the policy does not let a delegate decide {what} (`delegation = true` would)"
+    )
+    return (
+        f"🚫 You stand in for {mention(principal)} while they are away, but {why}. "
+        f"Ask another approver. {NOTHING_CHANGED}"
+    )
 
 
 def own_request(approvers: Sequence[str] = (), service: str | None = None) -> str:
@@ -83,6 +97,10 @@ def refusal(error: DecisionRefused, approval: Approval | None = None) -> str:
     title = approval.title if approval is not None else None
     approvers: Sequence[str] = approval.approvers if approval is not None else ()
     code_ = getattr(error, "code", "refused")
+    if code_ == "delegation_refused":
+        return delegation_refused(
+            str(getattr(error, "principal", "")), bool(getattr(error, "critical", False)), title
+        )
     if code_ == "not_approver":
         return not_approver(title, approvers)
     if code_ == "self_approval":

@@ -145,6 +145,10 @@ def help_text(workflows: Sequence[str] = ()) -> str:
         '`/agent run WORKFLOW key=value key="quoted value"`: start a workflow, if the policy lets you.',
         "`/agent retry THREAD_ID`: go on with a failed run from its last checkpoint.",
         "`/agent cancel THREAD_ID [why]`: cancel a run and its pending approvals.",
+        (
+            "`/agent away [until DATE] [delegate @person]`: you are away; your delegate "
+            "decides for you where the policy allows it. `/agent back` ends it."
+        ),
         "`/agent help`: this message.",
         "Approve, reject or edit on the cards in the channel; refusals are only shown to you.",
     ]
@@ -160,7 +164,7 @@ def home_unavailable() -> str:
 def help_fallback() -> str:
     return (
         "/agent status, /agent status THREAD_ID, /agent run WORKFLOW key=value, "
-        "/agent retry THREAD_ID, /agent cancel THREAD_ID, /agent help"
+        "/agent retry THREAD_ID, /agent cancel THREAD_ID, /agent away, /agent back, /agent help"
     )
 
 

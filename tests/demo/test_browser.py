@@ -414,6 +414,25 @@ def test_the_page_works_420_pixels_wide(sandbox: Sandbox, shot: Path) -> None:
     assert thread_box is not None and thread_box["width"] <= 420
 
 
+def test_the_page_works_760_pixels_wide_with_a_thread_open(sandbox: Sandbox) -> None:
+    """Beside the sidebar (260 px) a 400 px thread would leave the channel 100 px: at 760 px
+    the thread lies over the channel instead, and nothing is wider than the window."""
+    sandbox.page.set_viewport_size({"width": 760, "height": 860})
+    sandbox.start("refund", customer_id="cust-middle", amount="19")
+    card = sandbox.card("Refund 19.00 to cust-middle")
+    sandbox.be("U_ALICE")
+    card.get_by_role("button", name="Approve").click()
+    expect(card).to_contain_text("Approved by @Alice")
+    thread = sandbox.open_thread(card)
+    expect(thread).to_contain_text("refunded 19.00 to cust-middle")
+    main = sandbox.page.locator("#main").bounding_box()
+    thread_box = thread.bounding_box()
+    assert main is not None and main["width"] >= 480, f"the channel is {main} wide"
+    assert thread_box is not None and thread_box["x"] + thread_box["width"] <= 760
+    width = sandbox.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 760, f"the page is {width} px wide in a 760 px window"
+
+
 def test_a_stopped_demo_says_so(sandbox: Sandbox) -> None:
     page = sandbox.page
     page.route("**/_sandbox/**", lambda route: route.abort())  # as if the demo were gone

@@ -217,22 +217,31 @@ class AppDriver:
         """Deliver an event; when it fails, send it again later as Slack does (in the
         background, per `event_retry_delays`). Returns the first answer.
 
+        Slack waits `ACK_DEADLINE` for an answer and no longer: past it, the first retry goes
+        out (`http_timeout`) whether or not the first answer comes later, so an app that is
+        slow to answer gets the event twice at once, and must take it once.
+
         Raises:
             aiohttp.ClientError: the app could not be reached (the retries still follow).
         """
+        first = asyncio.ensure_future(self._attempt_event(request, 0, "", raising=True))
+        done, _ = await asyncio.wait({first}, timeout=limits.ACK_DEADLINE)
+        if not done and self.event_retry_delays:
+            self._schedule_retries(request, "http_timeout")
         try:
-            response = await self._attempt_event(request, 0, "", raising=True)
+            response = await first
         except aiohttp.ClientError:
-            self._schedule_retries(request, None)
+            if done:
+                self._schedule_retries(request, "connection_failed")
             raise
         assert response is not None
-        if not response.ok:
-            self._schedule_retries(request, response)
+        if done and not response.ok:
+            self._schedule_retries(request, _retry_reason(response))
         return response
 
-    def _schedule_retries(self, request: SlackRequest, response: AppResponse | None) -> None:
+    def _schedule_retries(self, request: SlackRequest, reason: str) -> None:
         if self.event_retry_delays:
-            task = asyncio.ensure_future(self._retry_event(request, response))
+            task = asyncio.ensure_future(self._retry_event(request, reason))
             self._retries.add(task)
             task.add_done_callback(self._retries.discard)
 
@@ -253,12 +262,13 @@ class AppDriver:
         self.slack.touch()
         return response
 
-    async def _retry_event(self, request: SlackRequest, response: AppResponse | None) -> None:
+    async def _retry_event(self, request: SlackRequest, reason: str) -> None:
         for attempt, delay in enumerate(self.event_retry_delays, start=1):
             await asyncio.sleep(delay)
-            response = await self._attempt_event(request, attempt, _retry_reason(response))
+            response = await self._attempt_event(request, attempt, reason)
             if response and response.ok:
                 return
+            reason = _retry_reason(response)
 
     async def click(
         self, user: str, channel: str, ts: str, action_id: str, *, value: str | None = None

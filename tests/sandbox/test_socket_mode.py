@@ -231,6 +231,78 @@ async def test_an_event_failed_over_http_is_sent_again_with_retry_headers() -> N
         await runner.cleanup()
 
 
+async def test_envelopes_go_to_every_open_connection_not_only_the_newest() -> None:
+    """Slack spreads an app's envelopes over its open connections (two replicas, or one app
+    during a refresh): each must be ready to take any of them."""
+    async with FakeSlack.running(tokens={TOKEN}, app_tokens={APP_TOKEN}, socket_mode=True) as slack:
+        client = AsyncWebClient(base_url=slack.url)
+        got: dict[int, list[str]] = {0: [], 1: []}
+
+        async def app(n: int, ws: aiohttp.ClientWebSocketResponse) -> None:
+            async for message in ws:
+                envelope = json.loads(message.data)
+                if envelope.get("type") == "events_api":
+                    got[n].append(envelope["payload"]["event"]["user"])
+                    await ws.send_json({"envelope_id": envelope["envelope_id"]})
+
+        async with aiohttp.ClientSession() as session:
+            sockets = []
+            for _ in range(2):
+                url = (await client.apps_connections_open(app_token=APP_TOKEN))["url"]
+                sockets.append(await session.ws_connect(url))
+            await slack.sockets.wait_connected(count=2)
+            readers = [asyncio.ensure_future(app(n, ws)) for n, ws in enumerate(sockets)]
+            for user in ("U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"):
+                assert (await slack.open_home(user)).ok
+            for ws in sockets:
+                await ws.close()
+            await asyncio.gather(*readers)
+        assert got[0] and got[1], got  # both connections took envelopes
+        assert sorted(got[0] + got[1]) == ["U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"]
+
+
+async def test_an_event_unanswered_after_3_s_is_sent_again_while_the_first_is_in_flight() -> None:
+    """Slack waits 3 s for an answer to an event and no longer: its first retry goes out then
+    (`http_timeout`), even though the first request is still open and answered later."""
+    seen: list[tuple[str | None, str | None]] = []
+    answered = asyncio.Event()
+    first_open_at_retry: list[bool] = []
+
+    async def events(request: web.Request) -> web.Response:
+        seen.append(
+            (request.headers.get("X-Slack-Retry-Num"), request.headers.get("X-Slack-Retry-Reason"))
+        )
+        if len(seen) == 2:
+            first_open_at_retry.append(not answered.is_set())
+        if len(seen) == 1:
+            await asyncio.sleep(4.5)  # a slow app: the retry comes while this one waits
+            answered.set()
+        return web.Response(status=200)
+
+    app = web.Application()
+    app.router.add_post("/slack/events", events)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    try:
+        url = f"http://{host}:{port}/slack/events"
+        async with FakeSlack.running(
+            app_url=url, signing_secret=SECRET, event_retry_delays=(0.0, 60.0)
+        ) as slack:
+            first = await slack.open_home("U0ALICE")
+            assert first.late and first.status == 200  # answered, but after the 3 s
+            await slack.wait_for(lambda s: len(s.driver.deliveries) == 2)
+            assert seen == [(None, None), ("1", "http_timeout")]
+            assert first_open_at_retry == [True]  # it did not wait for the first answer
+            retry = slack.driver.deliveries[0]  # the retry's answer was recorded first
+            assert (retry.retry_attempt, retry.retry_reason) == (1, "http_timeout")
+            assert retry.response is not None and retry.response.ok
+            assert answered.is_set()
+    finally:
+        await runner.cleanup()
+
+
 @pytest.mark.parametrize("reason", ["refresh_requested", "warning"])
 async def test_disconnect_makes_the_app_reconnect(reason: str) -> None:
     async with bolt_app("socket") as slack:

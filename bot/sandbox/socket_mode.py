@@ -58,7 +58,11 @@ class SocketModeHub:
         self._app_id = app_id
         self._tickets: set[str] = set()
         self.connections: list[web.WebSocketResponse] = []
-        """Open connections, oldest first; envelopes go to the newest."""
+        """Open connections, oldest first. Envelopes go to any of them, in turn, as Slack
+        spreads them over an app's connections (not only to the newest)."""
+        self._leaving: set[web.WebSocketResponse] = set()
+        """Connections told to `disconnect` for good: no envelope goes to them any more."""
+        self._turn = 0
         self.sent: list[JSON] = []
         """Every message sent to the app (hello, envelopes, disconnects), oldest first."""
         self.acks: list[Ack] = []
@@ -131,6 +135,7 @@ class SocketModeHub:
         finally:
             if ws in self.connections:
                 self.connections.remove(ws)
+            self._leaving.discard(ws)
             await self._notify()
         return ws
 
@@ -164,7 +169,8 @@ class SocketModeHub:
         retry_reason: str = "",
         timeout: float,
     ) -> Ack | None:
-        """Send one envelope on the newest connection and wait up to `timeout` for its ack.
+        """Send one envelope on one of the open connections (each in turn) and wait up to
+        `timeout` for its ack.
 
         Args:
             kind: `interactive`, `slash_commands` or `events_api`.
@@ -192,7 +198,7 @@ class SocketModeHub:
         future: asyncio.Future[Ack] = loop.create_future()
         self._pending[envelope["envelope_id"]] = future
         try:
-            await self._send(self.connections[-1], envelope)
+            await self._send(self._next_connection(), envelope)
             return await asyncio.wait_for(future, max(0.0, deadline - loop.time()))
         except (TimeoutError, ConnectionError):
             return None
@@ -214,6 +220,8 @@ class SocketModeHub:
             How many connections were told.
         """
         told = list(self.connections)
+        if reason != "warning":
+            self._leaving.update(told)
         for ws in told:
             await self._send(
                 ws, {"type": "disconnect", "reason": reason, "debug_info": {"host": _HOST}}
@@ -223,6 +231,13 @@ class SocketModeHub:
                 close_after, lambda: [asyncio.ensure_future(ws.close()) for ws in told]
             )
         return len(told)
+
+    def _next_connection(self) -> web.WebSocketResponse:
+        """The connection the next envelope goes to: the open ones in turn, those told to
+        disconnect left out while another is open."""
+        staying = [ws for ws in self.connections if ws not in self._leaving] or self.connections
+        self._turn += 1
+        return staying[self._turn % len(staying)]
 
     async def close(self) -> None:
         """Close every connection."""

@@ -28,7 +28,7 @@ AuditKind = Literal[
     "run_completed",  # a run finished
     "run_failed",  # a run failed (the error)
     "outcome_unknown",  # a side effect was interrupted: a person must check what happened
-    "purged",  # settled approvals or runs were deleted by retention
+    "purged",  # finished runs with their approvals, or ended grants, were deleted by retention
     "api_refused",  # the approvals API refused a request (no token, not allowed, bad arguments)
     "webhook_delivered",  # a settled external approval's webhook was accepted by its receiver
     "webhook_failed",  # a webhook was given up on after its last try

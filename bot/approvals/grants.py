@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import and_, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from . import tables as t
@@ -357,6 +357,21 @@ class Grants:
                 why = "the action's policy changed since"
                 ended += await _end(conn, self.audit, grant, "policy", now, why)
         return ended
+
+    async def purge(self, older_than_seconds: float) -> int:
+        """Delete the grants that ended (expired or revoked; a used-up one once its window is
+        over) longer ago than the age given, with one `purged` audit entry naming them; how
+        many. A live grant is never touched: its end is still to come."""
+        cutoff = self.clock() - older_than_seconds
+        g = t.grants.c
+        ended = or_(g.expires_at < cutoff, g.revoked_at < cutoff)
+        async with self.db.transaction() as conn:
+            ids = [r[0] for r in await conn.execute(select(g.id).where(ended).order_by(g.id))]
+            if not ids:
+                return 0
+            await conn.execute(delete(t.grants).where(g.id.in_(ids)))
+            await self.audit.append(conn, "purged", actor="retention", data={"grants": ids})
+        return len(ids)
 
     async def may_revoke(self, grant: Grant, user: str) -> bool:
         """The grantor may revoke their grant, and so may every approver of its action."""

@@ -182,6 +182,10 @@ class Signoff:
         """As `Runs.purge`: delete completed, cancelled and failed runs older than the age."""
         return await self.runs.purge(older_than_seconds)
 
+    async def purge_grants(self, older_than_seconds: float) -> int:
+        """As `Grants.purge`: delete the grants that ended longer ago than the age."""
+        return await self.grants.purge(older_than_seconds)
+
     async def retry(self, thread_id: str, *, actor: str, check_control: bool = False) -> None:
         """Go on with a failed run from its last checkpoint, exactly once (`Runs.retry`); the
         worker performs it. `check_control` (Slack): only approvers of the run's actions and

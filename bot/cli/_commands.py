@@ -511,8 +511,12 @@ async def cmd_worker(app: Signoff, args: argparse.Namespace) -> int:
 
 
 async def cmd_purge(app: Signoff, args: argparse.Namespace) -> int:
-    n = await app.purge(parse_duration(args.older_than).total_seconds())
-    print(f"purged {n} finished run(s) (completed, cancelled, failed) older than {args.older_than}")
+    age = parse_duration(args.older_than).total_seconds()
+    n, grants = await app.purge(age), await app.purge_grants(age)
+    print(
+        f"purged {n} finished run(s) (completed, cancelled, failed) and {grants} ended "
+        f"grant(s) older than {args.older_than}"
+    )
     return 0
 
 

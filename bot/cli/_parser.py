@@ -373,7 +373,8 @@ def _add_operator_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
         help="delete finished runs (completed, cancelled, failed) older than an age",
         description="Delete runs that completed, were cancelled or failed, with their approvals "
         "and checkpoints, when not updated for longer than --older-than. Never a running or "
-        "paused run, one with an approval pending, nor one whose outcome is unknown.",
+        "paused run, one with an approval pending, nor one whose outcome is unknown. Grants "
+        "that ended (expired or revoked) longer ago go too; a live one never.",
     )
     s.add_argument(
         "--older-than",

@@ -72,6 +72,22 @@ async def test_a_grant_ends_when_its_uses_run_out_and_when_it_expires(kit: Kit) 
     assert await kit.app.live_grants() == []
 
 
+async def test_purge_deletes_grants_that_ended_long_enough_ago_and_never_a_live_one(
+    kit: Kit,
+) -> None:
+    await granted(kit, 3, dt.timedelta(minutes=30))  # ends in half an hour
+    kit.clock.advance(2 * 3600)
+    live = await granted(kit, 3, dt.timedelta(hours=4))
+    assert await kit.app.purge_grants(3600) == 1  # the first ended 90 minutes ago
+    assert [g.id for g in await kit.app.live_grants()] == [live]
+    assert await kit.app.purge_grants(0) == 0  # the live one, however old it is asked to be
+    (purged,) = await kit.audit("purged")
+    assert purged["actor"] == "retention" and len(purged["data"]["grants"]) == 1
+    assert await status_of(kit, refund(20.0)) == "approved"  # the live one still approves
+    listed = (await asyncio.to_thread(kit.cli, "purge", "--older-than", "1h")).stdout
+    assert listed.strip().endswith("and 0 ended grant(s) older than 1h")
+
+
 async def test_concurrent_requests_take_the_last_use_once(kit: Kit) -> None:
     await granted(kit, 1)
     others = [kit.new_app() for _ in range(3)]  # processes of their own, each with its pool

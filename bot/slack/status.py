@@ -106,6 +106,8 @@ def _pending_item(
         ),
         f"requested by {mention(shorten(approval.requester, 200))}",
     ]
+    if approval.away and approval.status == "pending":
+        lines.append(m.status_away(approval.away[:5]))
     return section("\n".join(lines))
 
 

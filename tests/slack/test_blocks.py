@@ -1187,3 +1187,13 @@ def test_fit_text_shortens_the_longest_texts_and_the_later_of_equal_ones() -> No
     assert sum(lengths) <= 12_000 and lengths[:3] == [3000] * 3
     assert all(b["text"]["text"].endswith("…") for b in fitted[3:])
     assert blocks[5]["text"]["text"] == "x" * 3000  # the blocks given are left as they were
+
+
+def test_status_says_when_everyone_who_could_decide_is_away() -> None:
+    away = ({"user": "U_ALICE", "until": NOW + 86400, "why": "dnd"},)
+    reply = status.status_blocks([make_approval(approvers=("U_BOB",), away=away)], "U_BOB", NOW)
+    assert check_limits(reply) == []
+    (line,) = [t for t in mrkdwn_texts(reply) if "🌴" in t]
+    assert "everyone who could decide it is away: <@U_ALICE> (on do-not-disturb until" in line
+    plain = status.status_blocks([make_approval(approvers=("U_BOB",))], "U_BOB", NOW)
+    assert not [t for t in mrkdwn_texts(plain) if "🌴" in t]

@@ -31,6 +31,7 @@ from ._away import (
     escalation_away,
     home_away,
     no_such_person,
+    status_away,
 )
 from ._card import (
     agent_saw,
@@ -379,6 +380,7 @@ __all__ = [
     "runs_after",
     "stale_button",
     "start_refused",
+    "status_away",
     "status_fallback",
     "status_item_meta",
     "status_mine_heading",

@@ -92,6 +92,11 @@ def card_away(away: Sequence[Mapping[str, Any]], escalated: bool) -> str:
     )
 
 
+def status_away(away: Sequence[Mapping[str, Any]]) -> str:
+    """`/agent status`'s line under an approval everyone who could decide was away from."""
+    return f"🌴 everyone who could decide it is away: {join([away_person(e) for e in away])}"
+
+
 def escalation_away(title: str, away: Sequence[Mapping[str, Any]], added: Sequence[str]) -> str:
     """The thread's notice when an approval escalated at once because everyone was away."""
     gone = join([away_person(e) for e in away])

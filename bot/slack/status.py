@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from bot.approvals.checks import facts_text
 from bot.approvals.grants import Grant
 from bot.approvals.models import Approval
 
@@ -106,9 +107,23 @@ def _pending_item(
         ),
         f"requested by {mention(shorten(approval.requester, 200))}",
     ]
-    if approval.away and approval.status == "pending":
-        lines.append(m.status_away(approval.away[:5]))
+    if approval.status == "pending":
+        lines += _waiting_on_facts_and_people(approval)
     return section("\n".join(lines))
+
+
+def _waiting_on_facts_and_people(approval: Approval) -> list[str]:
+    """Under a pending approval, as its card says: the facts its check read, and that
+    everyone who could decide it is away."""
+    lines = []
+    checked = approval.checked or {}
+    facts, at = checked.get("facts"), checked.get("at")
+    if isinstance(facts, Mapping) and facts and "error" not in checked:
+        when = date(at if isinstance(at, (int, float)) else None)
+        lines.append(m.facts_checked(when, shorten(facts_text(facts), 200)))
+    if approval.away:
+        lines.append(m.status_away(approval.away[:5]))
+    return lines
 
 
 _MORE_LINE = 200

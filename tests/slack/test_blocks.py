@@ -1197,3 +1197,13 @@ def test_status_says_when_everyone_who_could_decide_is_away() -> None:
     assert "everyone who could decide it is away: <@U_ALICE> (on do-not-disturb until" in line
     plain = status.status_blocks([make_approval(approvers=("U_BOB",))], "U_BOB", NOW)
     assert not [t for t in mrkdwn_texts(plain) if "🌴" in t]
+
+
+def test_status_shows_the_facts_a_pending_approval_rests_on() -> None:
+    checked = {"at": NOW - 60, "facts": {"balance": "120.00", "refunded_before": "no"}}
+    reply = status.status_blocks(
+        [make_approval(approvers=("U_BOB",), checked=checked)], "U_BOB", NOW
+    )
+    assert check_limits(reply) == []
+    (line,) = [t for t in mrkdwn_texts(reply) if "Facts checked" in t]
+    assert "balance 120.00, refunded_before no" in line

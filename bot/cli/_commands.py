@@ -408,14 +408,19 @@ def _display_formats(app: Signoff, workflow: str, approvals: list[Approval]) -> 
 
 async def cmd_decide(app: Signoff, args: argparse.Namespace, approve: bool) -> int:
     edits = dict(args.edit or {}) if approve else None
+    grant = getattr(args, "grant", None) if approve else None
     result = await app.decide(
-        args.approval_id, args.as_user, approve, note=args.note or "", edits=edits
+        args.approval_id, args.as_user, approve, note=args.note or "", edits=edits, grant=grant
     )
     a = result.approval
     if not result.settled:
         print(f"approval {a.id}: vote recorded, {a.approvals_count} of {a.required} approvals")
         return 0
     print(f"approval {a.id}: {a.status} by {', '.join(a.decided_by)}")
+    if grant is not None:
+        made = [g for g in await app.live_grants() if g.approval_id == a.id]
+        for g in made:
+            print(f"grant {g.id}: {g.left} more like this until {iso(g.expires_at)}")
     # Resume it here, or wait for whoever took the resume (another `signoff` command, a bot's
     # worker) to finish it, so that the line below says how the run went on.
     deadline = time.monotonic() + RESUME_WAIT

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..approvals.errors import ApprovalError
+from ..approvals.grants import GrantAsk
 from ..approvals.policy import parse_duration
 from ..approvals.report import QUICK_SECONDS, SUGGEST_LAST
 from ._commands import (
@@ -87,6 +88,19 @@ def _duration(text: str) -> str:
     except ApprovalError as e:
         raise argparse.ArgumentTypeError(str(e)) from e
     return text
+
+
+def _grant(text: str) -> GrantAsk:
+    """`--grant 5/4h`: allow up to 5 more requests like this one for 4 hours."""
+    uses, sep, window = text.partition("/")
+    try:
+        if not sep or not uses.isdigit() or int(uses) < 1:
+            raise ValueError
+        return GrantAsk(int(uses), parse_duration(window))
+    except (ValueError, ApprovalError) as e:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: write it as USES/DURATION, e.g. --grant 5/4h (5 more like this for 4 hours)"
+        ) from e
 
 
 def _positive(text: str) -> float:
@@ -288,6 +302,13 @@ def _add_run_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
         type=_edit,
         metavar="FIELD=VALUE",
         help="change a field the policy makes editable (repeat for several fields)",
+    )
+    s.add_argument(
+        "--grant",
+        type=_grant,
+        metavar="USES/DURATION",
+        help="and allow up to USES more requests like this one for DURATION (e.g. 5/4h), "
+        "within what the action's `grants` allow; as the card's Allow more like this",
     )
     s.set_defaults(fn=lambda app, a: cmd_decide(app, a, True))
 

@@ -88,6 +88,21 @@ async def test_purge_deletes_grants_that_ended_long_enough_ago_and_never_a_live_
     assert listed.strip().endswith("and 0 ended grant(s) older than 1h")
 
 
+async def test_signoff_approve_grant_makes_a_grant_as_the_card_does(kit: Kit) -> None:
+    report = await kit.ask("send_refund", refund(40.0))
+    (approval_id,) = report.approvals
+    done = await asyncio.to_thread(
+        kit.cli, "approve", approval_id, "--as", ALICE, "--grant", "2/1h"
+    )
+    assert done.returncode == 0, done.stderr
+    (grant,) = await kit.app.live_grants()
+    assert (grant.grantor, grant.uses, grant.approval_id) == (ALICE, 2, approval_id)
+    assert f"grant {grant.id}: 2 more like this until " in done.stdout
+    assert await status_of(kit, refund(35.0, order="o-2")) == "approved"
+    wrong = await asyncio.to_thread(kit.cli, "approve", approval_id, "--as", ALICE, "--grant", "5")
+    assert wrong.returncode == 2 and "USES/DURATION, e.g. --grant 5/4h" in wrong.stderr
+
+
 async def test_concurrent_requests_take_the_last_use_once(kit: Kit) -> None:
     await granted(kit, 1)
     others = [kit.new_app() for _ in range(3)]  # processes of their own, each with its pool

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._canonical import canonical_json, fingerprint_default
 from ..errors import PolicyError
-from ._fingerprint import canonical_json
 from .durations import format_duration
 
 if TYPE_CHECKING:
@@ -72,7 +72,8 @@ class GrantLimits:
                 "approvers": list(approvers),
                 "tier": tier,
                 "required": required,
-            }
+            },
+            default=fingerprint_default,
         )
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -199,7 +200,7 @@ def _number(value: Any) -> bool:
 
 
 def _text(value: Any) -> str:
-    return canonical_json(value)
+    return canonical_json(value, default=fingerprint_default)
 
 
 def _short(value: Any) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ._nodes import Branch, NodeSpec
+from ._specs import Branch, NodeSpec
 from ._timeout import refuse_sync
 from ._types import END, START
 from .errors import GraphSetupError

@@ -5,28 +5,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ._draw import draw
 from ._jsonschema import context_jsonschema, input_model, output_model, state_jsonschema
+from ._shape import GraphShape
 from ._types import RunConfig
 
 if TYPE_CHECKING:
     from langchain_core.runnables.graph import Graph
 
-    from .builder import StateGraph
-    from .compiled import CompiledGraph
 
 __all__ = ["Described"]
 
 
-class Described:
+class Described(GraphShape):
     """Mixed into `CompiledGraph`: what it says of itself, as LangGraph's does: its drawing
     (`get_graph`) and the JSON schemas and pydantic models of its input, output and context."""
 
     if TYPE_CHECKING:  # what the compiled graph gives it
-        builder: StateGraph
-        context_schema: type | None
 
         def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str: ...
 
@@ -39,7 +36,7 @@ class Described:
         `xray=True` draws each subgraph (a compiled graph added as a node, or one a node's
         function calls) inside its node, and theirs inside theirs; `xray=n` goes n levels deep.
         `config` is accepted for LangGraph's signature and changes nothing."""
-        return draw(cast("CompiledGraph", self), xray)
+        return draw(self, xray)
 
     def get_input_jsonschema(self, config: RunConfig | None = None) -> dict[str, Any]:
         """The JSON schema of what `invoke` takes (the `input_schema`, else the state's), as

@@ -35,13 +35,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
+from ._shape import GraphShape
 from ._subgraph import graph_called_by
 from ._types import END, START
 
 if TYPE_CHECKING:
     from langchain_core.runnables.graph import Graph
 
-    from .compiled import CompiledGraph
 
 Edge = tuple[str, str, bool, str | None]
 """(source, target, conditional, label)."""
@@ -117,7 +117,7 @@ class _Trigger:
 
 
 class _DryRun:
-    def __init__(self, graph: CompiledGraph) -> None:
+    def __init__(self, graph: GraphShape) -> None:
         nodes = graph.nodes
         self.order = [START, *nodes]
         self.channels: dict[str, _Trigger] = {START: _Trigger(None, False)}
@@ -258,7 +258,7 @@ def _channel(target: str) -> str:
     return END if target == END else _to(target)
 
 
-def draw(graph: CompiledGraph, xray: bool | int = False) -> Graph:
+def draw(graph: GraphShape, xray: bool | int = False) -> Graph:
     from langchain_core.runnables.graph import Graph, Node
 
     subgraphs: dict[str, Graph] = {}

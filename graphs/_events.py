@@ -11,7 +11,7 @@ runs, and langchain_core is not imported.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ._stream import task_metadata
@@ -21,7 +21,6 @@ from .errors import GraphInterrupt
 if TYPE_CHECKING:
     from ._loop import Run
     from ._task import Task
-    from .compiled import CompiledGraph
 
 __all__ = ["astream_events", "traced"]
 
@@ -128,25 +127,25 @@ class _EventsSource:
     """What langchain_core's event stream runs: the graph's `astream`, on the config it made
     (minus the default recursion limit it adds: the graph's own applies)."""
 
-    def __init__(self, graph: CompiledGraph, limit_given: bool) -> None:
-        self.graph = graph
+    def __init__(self, astream: Callable[..., AsyncIterator[Any]], limit_given: bool) -> None:
+        self._astream = astream
         self.limit_given = limit_given
 
     def astream(self, input: Any, config: Any, **kwargs: Any) -> AsyncIterator[Any]:
         if not self.limit_given:
             config.pop("recursion_limit", None)
-        return self.graph.astream(input, config, **kwargs)
+        return self._astream(input, config, **kwargs)
 
 
 async def astream_events(
-    graph: CompiledGraph,
+    astream: Callable[..., AsyncIterator[Any]],
     input: Any,
     config: Any,
     version: str,
     filters: dict[str, Sequence[str] | None],
     kwargs: dict[str, Any],
 ) -> AsyncIterator[Any]:
-    """`CompiledGraph.astream_events`: langchain_core's v2 event stream of `graph.astream`,
+    """`CompiledGraph.astream_events`: langchain_core's v2 event stream of the graph's `astream`,
     `filters` being its `include_*`/`exclude_*` arguments and `kwargs` astream's."""
     if version != "v2":
         raise ValueError(
@@ -154,7 +153,7 @@ async def astream_events(
         )
     from langchain_core.tracers.event_stream import _astream_events_implementation_v2
 
-    source = _EventsSource(graph, "recursion_limit" in (config or {}))
+    source = _EventsSource(astream, "recursion_limit" in (config or {}))
     events = cast(
         AsyncGenerator[Any, None],
         _astream_events_implementation_v2(cast(Any, source), input, config, **filters, **kwargs),

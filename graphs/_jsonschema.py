@@ -16,12 +16,10 @@ import dataclasses
 import sys
 import types
 import typing
-from typing import TYPE_CHECKING, Any, get_args, get_origin, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
 from ._schema import ROOT, is_model, schema_keys
-
-if TYPE_CHECKING:
-    from .builder import StateGraph
+from ._shape import Schemas
 
 __all__ = ["context_jsonschema", "input_model", "output_model", "state_jsonschema"]
 
@@ -86,7 +84,7 @@ def _rebuild_typeddict(td: type) -> type:
     return typing.cast(type, new)
 
 
-def _key_type(builder: StateGraph, schema: type, key: str) -> Any:
+def _key_type(builder: Schemas, schema: type, key: str) -> Any:
     """The type a key takes, from the first schema that declares it (the state's first, as the
     key's channel is made from it): `Annotated[T, reducer]` -> T."""
     owner = builder.schema if key in builder.channels and _declares(builder.schema, key) else schema
@@ -122,7 +120,7 @@ def _default(schema: type, key: str, hint: Any) -> Any:
     return None if _is_optional(hint) else ...
 
 
-def _root_type(builder: StateGraph) -> Any:
+def _root_type(builder: Schemas) -> Any:
     hint = builder.schema
     if get_origin(hint) is typing.Annotated:
         base, *meta = get_args(hint)
@@ -131,7 +129,7 @@ def _root_type(builder: StateGraph) -> Any:
     return hint
 
 
-def state_jsonschema(builder: StateGraph, schema: type, name: str) -> dict[str, Any]:
+def state_jsonschema(builder: Schemas, schema: type, name: str) -> dict[str, Any]:
     """The JSON schema of `schema` (the graph's input or output schema); `name` titles it
     when it is neither a pydantic model nor a TypedDict."""
     from pydantic import TypeAdapter, create_model
@@ -179,7 +177,7 @@ def context_jsonschema(schema: type | None) -> dict[str, Any] | None:
     )
 
 
-def input_model(builder: StateGraph, name: str) -> type:
+def input_model(builder: Schemas, name: str) -> type:
     """`input_schema` as LangGraph's Runnable gives it: a pydantic input schema itself, else a
     root model named `name` of it."""
     schema = builder.input_schema
@@ -188,7 +186,7 @@ def input_model(builder: StateGraph, name: str) -> type:
     return typing.cast(type, _root_model(name, pydantic_compatible(schema)))
 
 
-def output_model(builder: StateGraph, name: str) -> type:
+def output_model(builder: Schemas, name: str) -> type:
     """`output_schema` as LangGraph gives it: a model named `name` with each output key,
     typed, defaulting to None (a root model of the value, for a root channel)."""
     from pydantic import create_model

@@ -64,6 +64,7 @@ from ._results import (
 from ._routing import next_frontier, route
 from ._save import save
 from ._schema import ROOT, updates_of
+from ._shape import GraphShape
 from ._stream import TRACE_MODES, MessagesStream, Sink, no_writer, trace
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
@@ -101,7 +102,6 @@ from .errors import (
 
 if TYPE_CHECKING:
     from .checkpoint.base import BaseCheckpointSaver
-    from .compiled import CompiledGraph
 
 ONCE_CHANNEL = "__once__"
 
@@ -129,7 +129,7 @@ class Run:
 
     def __init__(
         self,
-        graph: CompiledGraph,
+        graph: GraphShape,
         config: RunConfig,
         thread_id: str,
         ns: str,
@@ -671,7 +671,7 @@ class Run:
     # ---- Command(goto=...) ----------------------------------------------------------
 
 
-def finished_values(graph: CompiledGraph, tup: CheckpointTuple) -> dict[str, Any] | None:
+def finished_values(graph: GraphShape, tup: CheckpointTuple) -> dict[str, Any] | None:
     """The state keys of checkpoint `tup` with the writes of its step's finished tasks (its
     pending writes marked done) applied, as `get_state` shows a thread's head; None if no
     finished task wrote anything, or if those writes cannot be merged."""

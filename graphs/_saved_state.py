@@ -9,14 +9,15 @@ of `_updates.py`, driven like a run's.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import _updates
 from ._algo import task_writes, waiting
 from ._drive import drive_async, drive_sync
 from ._loop import Run, finished_values
-from ._schema import ROOT, Channel
+from ._schema import ROOT
+from ._shape import GraphShape
 from ._subgraph import (
     called_graph,
     child_config,
@@ -42,23 +43,19 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ._nodes import NodeSpec
     from .checkpoint.base import BaseCheckpointSaver
-    from .compiled import CompiledGraph
 
 __all__ = ["SavedState"]
 
 
-class SavedState:
+class SavedState(GraphShape):
     """Mixed into `CompiledGraph`: its saved state read (`get_state`, `get_state_history`, and a
     subgraph's, by namespace) and amended (`update_state`, `bulk_update_state`, `fork`)."""
 
+    run_class: type[Run] = Run
+    """What one invocation of it is (a `graphs.func` entrypoint's runs are a kind of their own)."""
+
     if TYPE_CHECKING:  # what the compiled graph gives it
-        checkpointer: BaseCheckpointSaver | None
-        nodes: dict[str, NodeSpec]
-        channels: dict[str, Channel]
-        root: bool
-        empty: dict[str, Callable[[], Any]]
 
         def _run(
             self,
@@ -86,17 +83,18 @@ class SavedState:
         saver = self._saver("get_state")
         return self._at(config)._read(saver, config, subgraphs, own=True)
 
-    def _at(self, config: RunConfig) -> CompiledGraph:
+    def _at(self, config: RunConfig) -> SavedState:
         """The graph whose checkpoints the config's namespace holds: this one, or the subgraph
         a node runs or its function calls (`"node:task_id|..."`, one segment per level), so
         that a subgraph's snapshots show its own keys and name its own subgraph tasks."""
         ns = config_ns(config)
-        graph = top = cast("CompiledGraph", self)
+        graph: SavedState = self
+        top = self
         for _, segment in namespace_levels(ns) if ns else ():
             found = called_graph(graph.nodes.get(segment.split(":", 1)[0]))
             if found is None:
                 return top
-            graph = found
+            graph = _saved(found)
         return graph
 
     def _read(
@@ -153,7 +151,7 @@ class SavedState:
             latest=config_checkpoint_id(config) is None,
         )
 
-    def _reader(self, name: str, own: bool, child_config: RunConfig) -> tuple[CompiledGraph, bool]:
+    def _reader(self, name: str, own: bool, child_config: RunConfig) -> tuple[SavedState, bool]:
         """The graph that reads the subgraph checkpoints of `child_config`, which a task of
         node `name` ran, and whether they are that graph's own: the node's compiled graph (or
         the one its function calls), so that its snapshot is the subgraph's own, as LangGraph
@@ -162,8 +160,8 @@ class SavedState:
         without it."""
         graph = called_graph(self.nodes.get(name)) if own else None
         if graph is None or config_ns(child_config).rsplit("|", 1)[-1].isdigit():
-            return cast("CompiledGraph", self), False
-        return graph, True
+            return self, False
+        return _saved(graph), True
 
     def _child_probe(
         self, tup: CheckpointTuple, name: str, task_id: str, own: bool
@@ -262,7 +260,7 @@ class SavedState:
         if latest and own and tup.pending_writes:
             # The head of an incomplete step shows what its finished tasks wrote, as in
             # LangGraph; the checkpoint itself (its id, its history) keeps the state before.
-            applied = finished_values(cast("CompiledGraph", self), tup)
+            applied = finished_values(self, tup)
             if applied is not None:
                 channel_values = {**channel_values, **applied}
         values: Any = {k: v for k, v in channel_values.items() if not k.startswith("__")}
@@ -380,7 +378,7 @@ class SavedState:
         if not ns:
             return (run := self._run(own, frozenset(), nest=False)), run.config
         saver = self._saver(what)
-        graph = cast("CompiledGraph", self)
+        graph: SavedState = self
         levels = namespace_levels(ns)
         for _, segment in levels:
             name = segment.split(":", 1)[0]
@@ -396,7 +394,7 @@ class SavedState:
                     + "; pass the config of a pending task's subgraph: "
                     "get_state(config, subgraphs=True).tasks[i].state"
                 )
-            graph = found
+            graph = _saved(found)
         thread_id = str(config_thread_id(config))
         run = graph.run_class(graph, own, thread_id, ns)
         run.saver = saver  # a subgraph keeps its checkpoints in its parent's saver
@@ -518,3 +516,9 @@ def _own_ns(config: RunConfig) -> RunConfig:
     if conf.get("checkpoint_ns") is not None:
         return config
     return {**config, "configurable": {**conf, "checkpoint_ns": ""}}
+
+
+def _saved(graph: GraphShape) -> SavedState:
+    """A subgraph as the reader of its saved state (every compiled graph is one)."""
+    assert isinstance(graph, SavedState), graph
+    return graph

@@ -3,7 +3,7 @@ node (`SubgraphNode`), the graph a node's function calls, and the namespaces the
 their checkpoints under (`parent_ns|node:task_id`, or `node` for a `checkpointer=True` one).
 
 Below the stream and the compiled graph, which both read it; it knows the compiled graph by its
-base (`RunnableMethods`) and its attributes, not by importing it.
+parts (`GraphShape`).
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ import inspect
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._runnable import RunnableMethods
+from ._shape import GraphShape
 from ._types import RunConfig
 from .checkpoint.base import config_ns, config_thread_id
 
 if TYPE_CHECKING:
-    from ._nodes import NodeSpec
-    from .compiled import CompiledGraph
+    from ._specs import NodeSpec
 
 __all__ = [
     "SubgraphNode",
@@ -39,7 +38,7 @@ class SubgraphNode:
     back the keys of the subgraph's result that the parent has, as LangGraph does.
     """
 
-    def __init__(self, graph: CompiledGraph, parent_keys: Collection[str]) -> None:
+    def __init__(self, graph: GraphShape, parent_keys: Collection[str]) -> None:
         self.graph = graph
         self.parent_keys = frozenset(parent_keys)
 
@@ -89,7 +88,7 @@ def namespace_levels(ns: str) -> list[tuple[str, str]]:
     return levels
 
 
-def called_graph(spec: NodeSpec | None) -> CompiledGraph | None:
+def called_graph(spec: NodeSpec | None) -> GraphShape | None:
     """The compiled graph a node runs: the node itself, or the first one its function uses
     (found as LangGraph finds it, among the names the function's code refers to)."""
     if spec is None:
@@ -116,7 +115,7 @@ def is_subgraph(spec: NodeSpec | None) -> bool:
     return subgraph_node_of(spec) is not None
 
 
-def graph_called_by(fn: Callable[..., Any]) -> CompiledGraph | None:
+def graph_called_by(fn: Callable[..., Any]) -> GraphShape | None:
     """The compiled graph a node's function runs: itself (`add_node("child", child)`) or one it
     calls (found as LangGraph does, among the names the function's code uses)."""
     owner = getattr(fn, "__self__", None)
@@ -131,7 +130,6 @@ def graph_called_by(fn: Callable[..., Any]) -> CompiledGraph | None:
         return None
     for value in found:
         # A subgraph compiled with checkpointer=False is not drawn inside (as in LangGraph).
-        # (`RunnableMethods` is the compiled graph's base, which this module sits below.)
-        if isinstance(value, RunnableMethods) and (value.inherit or value.checkpointer):
+        if isinstance(value, GraphShape) and (value.inherit or value.checkpointer):
             return value
     return None

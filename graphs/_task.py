@@ -27,7 +27,7 @@ from .runtime import ExecutionInfo, Runtime
 
 if TYPE_CHECKING:
     from ._loop import Run
-    from ._nodes import NodeSpec
+    from ._specs import NodeSpec
     from .checkpoint.base import BaseCheckpointSaver
 
 SENDS_CHANNEL = "__sends__"

@@ -10,16 +10,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ._checks import check_shape
 from ._nodes import (
-    Branch,
-    Join,
-    NodeSpec,
-    SupportsInvoke,
     _config_by_name,
     _first_param_schema,
     _goto_annotation,
     _injected,
     _is_async,
-    _is_runnable,
     _may_return,
     _takes_config,
     _with_config_by_name,
@@ -27,7 +22,6 @@ from ._nodes import (
 )
 from ._schema import (
     ROOT,
-    Channel,
     channels_from_schema,
     coercer,
     is_root_schema,
@@ -35,6 +29,8 @@ from ._schema import (
     root_channel,
     schema_keys,
 )
+from ._shape import Schemas
+from ._specs import Branch, Join, NodeSpec, SupportsInvoke, is_runnable
 from ._subgraph import SubgraphNode
 from ._types import END, START, Command, Dialect, RetryPolicy, Send, TimeoutPolicy
 from .cache import CachePolicy
@@ -51,7 +47,7 @@ __all__ = ["StateGraph"]
 DEFAULT_RECURSION_LIMIT = 25
 
 
-class StateGraph:
+class StateGraph(Schemas):
     """A graph whose nodes read a shared state and return partial updates to it.
 
     ```python
@@ -108,8 +104,6 @@ class StateGraph:
         self.node_defaults: dict[str, Any] = {}
         """`set_node_defaults(...)`: what `compile` gives the nodes that set none of their own."""
         self.root = is_root_schema(state_schema)
-        """A root-channel graph: the state is one value (`StateGraph(Annotated[list, add])`),
-        which nodes receive and return as it is."""
         if self.root:
             if input_schema is not None or output_schema is not None:
                 raise GraphSetupError(
@@ -122,19 +116,16 @@ class StateGraph:
         self.context_schema = context_schema
         self.input_schema = input_schema or state_schema
         self.output_schema = output_schema or state_schema
-        self.channels: dict[str, Channel] = channels_from_schema(state_schema)
-        self.managed: dict[str, Any] = managed_from_schema(state_schema)
-        """Keys computed for each node run (`graphs.managed`), by their `ManagedValue`."""
+        self.channels = channels_from_schema(state_schema)
+        self.managed = managed_from_schema(state_schema)
         self.state_keys = frozenset(self.channels)
-        """The state schema's own keys (not those only an input, output or node schema has)."""
         for extra in (input_schema, output_schema):
             if extra is not None and extra is not state_schema:
                 self._add_channels(extra)
         self.coerce = coercer(state_schema)
-        """Makes a node's state dict an instance of a dataclass/pydantic schema (else None)."""
         self.input_keys = frozenset(schema_keys(self.input_schema))
         self.output_keys = frozenset(schema_keys(self.output_schema))
-        self.nodes: dict[str, NodeSpec] = {}
+        self.nodes = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[tuple[str, ...], str]] = []
         self.branches: list[Branch] = []
@@ -253,7 +244,7 @@ class StateGraph:
         thread that runs sync code.
         """
         if fn is None:
-            if not callable(name) and not _is_runnable(name):
+            if not callable(name) and not is_runnable(name):
                 raise GraphSetupError(f"add_node({name!r}) needs a function")
             node: Any = name
             fn, name = node, getattr(node, "__name__", "") or getattr(node, "name", "")
@@ -395,7 +386,7 @@ class StateGraph:
         run: Callable[..., Any]
         if isinstance(fn, CompiledGraph):
             fn = SubgraphNode(fn, self.channels)
-        if _is_runnable(fn):
+        if is_runnable(fn):
             runnable: Any = fn
             run, afn = runnable.invoke, getattr(runnable, "ainvoke", None)
             is_async, takes_config = False, True

@@ -21,7 +21,7 @@ from ._io import Emit, Unsaved
 from ._loop import Paused, Run
 from ._runnable import RunnableMethods, merge_configs
 from ._saved_state import SavedState
-from ._schema import EPHEMERAL, TOPIC, UNTRACKED, Channel, is_typed_class
+from ._schema import is_typed_class
 from ._stream import print_chunk, stream_item, stream_modes
 from ._subgraph import (
     SubgraphNode,
@@ -46,10 +46,7 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
     from pydantic import BaseModel
 
-    from ._nodes import Branch, Join, NodeSpec
     from ._task import Task
-    from .builder import StateGraph
-    from .checkpoint.base import BaseCheckpointSaver
 
     # What a run takes: state keys (a dict, or an instance of a dataclass or pydantic state
     # schema), a `Command`, or None to continue.
@@ -61,94 +58,9 @@ __all__ = ["CompiledGraph", "SubgraphNode"]
 class CompiledGraph(SavedState, Described, RunnableMethods):
     """A checked, runnable graph. Made by `StateGraph.compile()`; safe to share between threads."""
 
-    run_class: type[Run] = Run
-    """What one invocation of it is (a `graphs.func` entrypoint's runs are a kind of their own)."""
-
     debug: bool = False
     """`compile(debug=True)`: every run prints its `updates` and `values` chunks (as a run's
     `debug=True`)."""
-
-    def __init__(
-        self,
-        *,
-        builder: StateGraph,
-        channels: dict[str, Channel],
-        nodes: dict[str, NodeSpec],
-        edges: dict[str, list[str]],
-        joins: dict[str, list[Join]],
-        branches: dict[str, list[Branch]],
-        checkpointer: BaseCheckpointSaver | None,
-        inherit: bool = True,
-        persistent: bool = False,
-        interrupt_before: frozenset[str],
-        interrupt_after: frozenset[str],
-        recursion_limit: int,
-        interrupt_mode: Literal["raise", "return"],
-    ) -> None:
-        self.builder = builder
-        self.channels = channels
-        self.empty = {k: c.initial for k, c in channels.items() if c.initial is not None}
-        """How to make the empty value of each reducer key: what a node reads, and what the run's
-        output and `get_state` show, before anything wrote it (LangGraph's `typ()`)."""
-        self.untracked = frozenset(k for k, c in channels.items() if c.kind == UNTRACKED)
-        """`UntrackedValue` keys: what a checkpoint, its pending writes and `Send`s leave out."""
-        self.fleeting = frozenset(
-            k
-            for k, c in channels.items()
-            if c.kind == EPHEMERAL or (c.kind == TOPIC and not c.accumulate)
-        )
-        """Keys a step that does not write them empties (`EphemeralValue`, `Topic`)."""
-        self.nodes = nodes
-        self.edges = edges
-        self.joins = joins
-        self.branches = branches
-        self.checkpointer = checkpointer
-        self.inherit = inherit
-        """As a subgraph, without a checkpointer of its own: use the parent's (not
-        `compile(checkpointer=False)`)."""
-        self.persistent = persistent
-        """As a subgraph, keep its state across the parent's invocations
-        (`compile(checkpointer=True)`): its namespace is its node's name, without the task id."""
-        self.interrupt_before = interrupt_before
-        self.interrupt_after = interrupt_after
-        self.recursion_limit = recursion_limit
-        self.interrupt_mode = interrupt_mode
-        self.dialect = builder.dialect
-        """Whose semantics it follows where seed 000's and LangGraph's differ (`Dialect`)."""
-        self.coerce = builder.coerce
-        self.managed: dict[str, Any] = builder.managed
-        """Keys computed for each node run (`graphs.managed`), by their `ManagedValue`."""
-        self.root = builder.root
-        """A root-channel graph: its state is one value, not a dict of keys."""
-        """Makes a node's state dict an instance of a dataclass/pydantic schema (else None)."""
-        typed = builder.input_schema is not builder.schema
-        self.input_keys = builder.input_keys if typed else None
-        """The keys `invoke` accepts, when an `input_schema` narrows them."""
-        typed = builder.output_schema is not builder.schema
-        private = not builder.output_keys.issuperset(channels)  # a node's own schema's keys
-        self.output_keys = builder.output_keys if typed or private else None
-        """The keys `invoke` returns and `values` streams, when an `output_schema` narrows them
-        (or private channels, which only nodes see, are there)."""
-        public = builder.state_keys | builder.input_keys | builder.output_keys
-        self.node_keys = frozenset(k for k in channels if k not in public)
-        """Keys only nodes' own schemas declare (private channels): not part of the input, so
-        an input's value for one is dropped, as LangGraph drops it."""
-        self.context_schema = builder.context_schema
-        self.async_routers = any(br.is_async for brs in branches.values() for br in brs)
-        """Some router is async: the loop awaits it through its driver (`ainvoke` only)."""
-        self.deferred = frozenset(n for n, spec in nodes.items() if spec.defer)
-        """Nodes added with `defer=True`: they run once no other node is to run."""
-        self.cache: Any = None
-        """`compile(cache=...)`: where nodes with a `cache_policy` keep their results."""
-        self.store: Any = None
-        """`compile(store=...)`: the `BaseStore` its nodes share (a subgraph's: its parent's
-        when None)."""
-        self.name = "LangGraph"
-        """`compile(name=...)`: how LangGraph names the graph (in traces and as a tool)."""
-        self.step_timeout: float | None = None
-        """Seconds a step's tasks may run under `ainvoke`/`astream` before those still running
-        are cancelled and the run fails with `TimeoutError` (LangGraph's attribute of the same
-        name; None: no limit). Set it on the compiled graph: `graph.step_timeout = 30`."""
 
     # ---- running ---------------------------------------------------------------------
 
@@ -656,7 +568,7 @@ class CompiledGraph(SavedState, Described, RunnableMethods):
             "exclude_types": exclude_types,
             "exclude_tags": exclude_tags,
         }
-        return astream_events(self, input, config, version, filters, kwargs)
+        return astream_events(self.astream, input, config, version, filters, kwargs)
 
     def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
         """Drop the cached results of `nodes` (default: every node) from `compile(cache=)`."""

@@ -31,11 +31,11 @@ from .._nodes import (
     _config_by_name,
     _injected,
     _is_async,
-    _is_runnable,
     _takes_config,
     _with_config_by_name,
     _with_injected,
 )
+from .._specs import is_runnable
 from .._types import END, START, RunConfig, Send
 from ..checkpoint.base import BaseCheckpointSaver
 from ..compiled import CompiledGraph
@@ -102,7 +102,7 @@ class _Prompt:
             prompt = SystemMessage(prompt)
         if isinstance(prompt, SystemMessage):
             self.system = prompt
-        elif _is_runnable(prompt) and not callable(prompt):
+        elif is_runnable(prompt) and not callable(prompt):
             self.runnable = prompt
         elif callable(prompt):
             self.fn, self.is_async = _as_prompt_call(prompt), _is_async(prompt)
@@ -145,7 +145,7 @@ class _Prompt:
     def _expanded(out: Any, state: Any, config: RunConfig) -> Any:
         """A function's messages; a prompt template it returned (`SystemMessage("...") +
         state["messages"]` is one) run on the state, as LangGraph runs a returned Runnable."""
-        if _is_runnable(out) and not isinstance(out, (list, tuple, BaseMessage)):
+        if is_runnable(out) and not isinstance(out, (list, tuple, BaseMessage)):
             return out.invoke(state, config)
         return out
 
@@ -170,7 +170,7 @@ def _is_chooser(model: Any) -> bool:
     """A model-choosing function, `model(state, runtime)` returning the chat model to call
     (LangGraph's dynamic model): a plain function (or callable object) of two positional
     parameters. A function of one is a model itself, called with the messages."""
-    if isinstance(model, (str, type)) or not callable(model) or _is_runnable(model):
+    if isinstance(model, (str, type)) or not callable(model) or is_runnable(model):
         return False
     try:
         params = list(inspect.signature(model).parameters.values())

@@ -6,7 +6,8 @@ first use.
 
 from typing import TYPE_CHECKING, Any
 
-from ._context import aonce, interrupt, once
+from ._context import interrupt
+from ._once import aonce, once
 from ._types import (
     END,
     START,

@@ -22,7 +22,7 @@ from .checkpoint.base import DONE, INTERRUPT, RESUME
 from .errors import InvalidUpdateError
 
 if TYPE_CHECKING:
-    from ._task import Task
+    from ._run import Task
     from .checkpoint.base import PendingWrite
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "is_overwrite",
     "name_messages",
     "overwrite_value",
-    "short",
     "static_pause",
     "task_id_of",
     "task_writes",
@@ -271,11 +270,6 @@ def _extends(new: Any, old: list[Any]) -> bool:
 def overwrite_value(value: Any) -> Any:
     """The value an `Overwrite` (or its JSON form) replaces a key with."""
     return value.value if type(value) is Overwrite else value[OVERWRITE_KEY]
-
-
-def short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def is_overwrite(value: Any) -> bool:

@@ -1,21 +1,58 @@
 """The `@task` calls one attempt of a node makes (`graphs.func`), as the task running the node
 sees them: how it waits for the ones it did not wait for, and gathers the pauses of those that
 paused into its own. Below the task (`_task.py`), which holds an attempt's `Calls`; the calls
-themselves (`TaskFunction`, `TaskFuture`) are `graphs.func._call`'s."""
+themselves (`TaskFunction`) are `graphs.func._call`'s, their results to come (`TaskFuture`) here."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import itertools
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator
+from typing import Any, Generic, TypeVar
 
 from ._context import Pause
 
-if TYPE_CHECKING:
-    from .func._call import TaskFuture
+__all__ = ["Calls", "TaskFuture", "await_for", "gathered", "wait_for"]
 
-__all__ = ["Calls", "await_for", "gathered", "wait_for"]
+T = TypeVar("T")
+
+
+class TaskFuture(Generic[T]):
+    """The result of a `@task` call, to come: `.result()` waits for it (in sync code), `await`
+    it in async code. Raises what the task raised."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: concurrent.futures.Future[T] | asyncio.Future[T]) -> None:
+        self._future = future
+
+    @classmethod
+    def of(cls, value: T) -> TaskFuture[T]:
+        """A future that already holds `value` (a saved result)."""
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        future.set_result(value)
+        return cls(future)
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def result(self, timeout: float | None = None) -> T:
+        future = self._future
+        if isinstance(future, asyncio.Future):
+            if not future.done():
+                raise RuntimeError(
+                    "this @task call runs on the event loop and has not finished: `await` it "
+                    "instead of calling .result()"
+                )
+            return future.result()
+        return future.result(timeout)
+
+    def __await__(self) -> Generator[Any, None, T]:
+        future = self._future
+        if isinstance(future, asyncio.Future):
+            return future.__await__()
+        return asyncio.wrap_future(future).__await__()
 
 
 class Calls:

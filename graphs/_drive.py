@@ -2,7 +2,7 @@
 
 `drive_sync` performs the requests with the saver's sync methods and runs a step's tasks
 concurrently in threads; `drive_async` uses the async methods and runs them concurrently on the
-event loop. Both report each task as it ends (`Run.finish`, driven like the loop), yield what the
+event loop. Both report each task as it ends (`_loop.finish`, driven like the loop), yield what the
 loop emits and end with what it returns, so `invoke` and `ainvoke` share every rule of the loop.
 """
 
@@ -29,10 +29,11 @@ from ._io import (
     PutWrites,
     RunTasks,
 )
+from ._loop import finish
+from ._task import run_async, run_sync
 
 if TYPE_CHECKING:
-    from ._loop import Run
-    from ._task import Task
+    from ._run import Run, Task
 
 __all__ = [
     "drive_async",
@@ -96,7 +97,7 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
         if isinstance(request, RunTasks):
             tasks = request.tasks
             if len(tasks) == 1 and not live and run.graph.step_timeout is None:
-                tasks[0].run_sync()  # (the loop reports it: `Run.finish`)
+                run_sync(tasks[0])  # (the loop reports it: `_loop.finish`)
             else:
                 yield from _run_threads(run, tasks)
         elif isinstance(request, PutCheckpoint):
@@ -159,7 +160,7 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
         if isinstance(request, RunTasks):
             tasks = request.tasks
             if len(tasks) == 1 and not live and run.graph.step_timeout is None:
-                await tasks[0].run_async()  # (the loop reports it: `Run.finish`)
+                await run_async(tasks[0])  # (the loop reports it: `_loop.finish`)
             else:
                 async with contextlib.aclosing(_run_concurrent_async(run, tasks)) as step:
                     async for chunk in step:
@@ -197,7 +198,7 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
 
 class _Ended:
     """A task of the step ended (finished, paused or failed), as its thread or future reports
-    it; `bug`: what escaped `Task.run_sync` itself (not a node's error, which the task records)."""
+    it; `bug`: what escaped `_task.run_sync` itself (not a node's error, which the task records)."""
 
     __slots__ = ("bug", "task")
 
@@ -254,7 +255,7 @@ os.register_at_fork(after_in_child=_WORKERS.forget)
 def _run_threads(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
     """Run a step's sync tasks concurrently, one thread each, at most `max_concurrency` (of the
     run's config) at once, as LangGraph's thread pool does; as each ends, in the order they end,
-    report it (`Run.finish`: its writes saved as pending writes, its `updates` chunk) and yield
+    report it (`_loop.finish`: its writes saved as pending writes, its `updates` chunk) and yield
     what node code streams (`custom`, `messages`, subgraphs' chunks) as it comes.
 
     Each task runs in a worker thread (`_Workers`, reused from step to step) in a copy of the
@@ -286,7 +287,7 @@ def _run_threads(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
             thread = threading.current_thread()
             thread.name = f"graphs-{task.name}"
             try:
-                context.run(task.run_sync)
+                context.run(run_sync, task)
             except BaseException as e:  # noqa: BLE001 - handed to the run's own thread
                 ended = _Ended(task, e)
             else:
@@ -319,7 +320,7 @@ def _run_threads(run: Run, tasks: list[Task]) -> Generator[Emit, None, None]:
             if item.bug is not None:
                 bug, stopping = bug or item.bug, True
                 continue
-            yield from drive_sync(run, run.finish(item.task))
+            yield from drive_sync(run, finish(run, item.task))
             stopping = stopping or item.task.failed
     finally:
         while running:  # stopped early (an error, the consumer): the running tasks end first
@@ -362,10 +363,10 @@ async def run_step_async(
 
     async def one(task: Task) -> None:
         if gate is None:
-            await task.run_async()
+            await run_async(task)
         else:
             async with gate:
-                await task.run_async()
+                await run_async(task)
 
     running: dict[asyncio.Future[None], Task] = {}
     for t in tasks:
@@ -431,7 +432,7 @@ async def _cancel(
 
 async def _run_concurrent_async(run: Run, tasks: list[Task]) -> AsyncGenerator[Emit, None]:
     """Run the step's tasks concurrently (`run_step_async`); as each ends, in the order they
-    end, report it (`Run.finish`), and yield what node code streams as it comes (from the event
+    end, report it (`_loop.finish`), and yield what node code streams as it comes (from the event
     loop, or from the thread a sync node runs in)."""
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[Any] = asyncio.Queue()
@@ -452,7 +453,7 @@ async def _run_concurrent_async(run: Run, tasks: list[Task]) -> AsyncGenerator[E
     try:
         while (item := await events.get()) is not _DONE:
             if type(item) is _Ended:
-                async for emit in drive_async(run, run.finish(item.task), out):
+                async for emit in drive_async(run, finish(run, item.task), out):
                     yield emit
             else:
                 yield item

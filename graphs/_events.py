@@ -11,7 +11,7 @@ runs, and langchain_core is not imported.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ._stream import task_metadata
@@ -19,8 +19,7 @@ from ._timeout import progress_handler
 from .errors import GraphInterrupt
 
 if TYPE_CHECKING:
-    from ._loop import Run
-    from ._task import Task
+    from ._run import Run, Task
 
 __all__ = ["astream_events", "traced"]
 
@@ -83,11 +82,11 @@ def _outcome(task: Task) -> tuple[BaseException | None, Any]:
     return None, task.result
 
 
-def task_sync(task: Task, body: Any) -> None:
-    """Run `body()` (the task's attempts) inside a chain run of the task."""
+def task_sync(task: Task, body: Callable[[Task], None]) -> None:
+    """Run `body(task)` (the task's attempts) inside a chain run of the task."""
     task.traced = _task_manager(task).on_chain_start(None, task.input(), name=task.name)
     try:
-        body()
+        body(task)
     except BaseException as e:
         task.traced.on_chain_error(e)
         raise
@@ -98,12 +97,12 @@ def task_sync(task: Task, body: Any) -> None:
         task.traced.on_chain_end(output)
 
 
-async def task_async(task: Task, body: Any) -> None:
+async def task_async(task: Task, body: Callable[[Task], Awaitable[None]]) -> None:
     """`task_sync` for the async driver (a sync node's body runs in a worker thread)."""
     manager = _task_manager(task)
     task.traced = await manager.on_chain_start(None, task.input(), name=task.name)
     try:
-        await body()
+        await body(task)
     except BaseException as e:
         await task.traced.on_chain_error(e)
         raise

@@ -8,7 +8,7 @@ answers are recorded before anything runs (`answer`), its update and gotos appli
 checkpoint of their own; new input is applied before the frontier runs in seed 000's dialect,
 and starts a new run in LangGraph's (`drop_frontier`: the tasks the thread waited on never run).
 
-Generators over a `Run` (`_loop.py`), which calls `take_input` first in `execute`.
+Generators over a `Run` (`_run.py`); the loop calls `take_input` first in `execute`.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 from ._algo import apply_writes, name_messages, static_pause, task_id_of
 from ._io import Emit, GetHead, Loop, PutWrites
 from ._routing import next_frontier
+from ._run import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL, Paused
 from ._save import START_CHANNEL, carry_over, clear_sends, save, set_send_timeouts
 from ._schema import ROOT
-from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
 from ._types import END, START, Command, Send
 from .checkpoint.base import DONE, RESUME, CheckpointTuple
 from .errors import AmbiguousResumeError, EmptyInputError, InvalidUpdateError, ResumeError
 
 if TYPE_CHECKING:
-    from ._loop import Run
+    from ._run import Run
 
 __all__ = [
     "GO_ON",
@@ -77,7 +77,7 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
         # its input first, once, as the step it is.
         started = True
         if (yield from start_step(run)) and input is None:
-            return (yield from run.static_stop())
+            return (yield from static_stop(run))
     is_command = isinstance(input, Command)
     if is_command and not (input.has_resume or input.update is not None or input.goto):
         raise EmptyInputError(
@@ -112,7 +112,7 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
             # As LangGraph: an input checkpoint, whose `__start__` task then applies it.
             yield from save_input(run, given, restarted)
             if (yield from start_step(run)):
-                return (yield from run.static_stop())
+                return (yield from static_stop(run))
         else:
             # Nothing is saved without a saver: the input's step (-1) is not a checkpoint.
             new_versions, appended = apply_writes(
@@ -123,7 +123,7 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
             yield from save(run, "loop", names, new_versions, appended, paused)
             yield from emit_input(run, new_versions)
             if paused:
-                return (yield from run.static_stop())
+                return (yield from static_stop(run))
     elif not is_command and input is not None:
         # Input on a paused or failed thread: an input checkpoint, as for a new run; its
         # `__start__` task applies it, and the frontier (its task ids, its pending writes,
@@ -209,7 +209,7 @@ def start_step(run: Run, *, show: bool = True) -> Loop[bool]:
         kept = writes
         if run.graph.untracked:  # never stored (the run itself applies them)
             kept = [(c, v) for c, v in writes if c not in run.graph.untracked]
-        yield PutWrites(run._head(), [*kept, (DONE, True)], start_id)
+        yield PutWrites(run.head(), [*kept, (DONE, True)], start_id)
     run.pending.pop(start_id, None)
     run.frontier = rest
     new_versions, appended = apply_writes(
@@ -281,7 +281,7 @@ def answer(run: Run, resume: Any) -> Loop[None]:
             run.thread_id,
         )
     for t, i, value in answers:
-        yield PutWrites(run._head(), [(RESUME, [i.id, value])], t.id)
+        yield PutWrites(run.head(), [(RESUME, [i.id, value])], t.id)
         run.pending.setdefault(t.id, []).append((RESUME, [i.id, value]))
 
 
@@ -295,7 +295,7 @@ def inherit_answers(run: Run, answers: dict[str, Any]) -> Loop[None]:
         for i in run.unanswered(run.make_task(name, task_id)):
             if i.id in answers:
                 write = (RESUME, [i.id, answers[i.id]])
-                yield PutWrites(run._head(), [write], task_id)
+                yield PutWrites(run.head(), [write], task_id)
                 run.pending.setdefault(task_id, []).append(write)
 
 
@@ -360,3 +360,12 @@ def add_to_frontier(run: Run, goto: list[str | Send], new_versions: dict[str, in
     if len(timeouts) != timed:
         set_send_timeouts(run, timeouts, new_versions)
     run.frontier = plain + sent
+
+
+def static_stop(run: Run) -> Loop[Paused]:
+    """Stop at an `interrupt_before`/`interrupt_after` pause; `updates` shows it as
+    `{"__interrupt__": ()}` (no answer is asked for), so a consumer can tell it from the end.
+    A subgraph's pause shows so in its parent's stream only (as in LangGraph)."""
+    if "updates" in run.modes and run.parent is None:
+        yield Emit("updates", {"__interrupt__": ()})
+    return Paused((), run.head_config, run.output())

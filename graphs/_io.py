@@ -1,7 +1,7 @@
 """The loop's I/O, as data: the requests it yields, and what a run under `durability="exit"`
 holds unsaved.
 
-`Run.execute` (in `_loop.py`) and `update_state`'s `update` (in `_updates.py`) are generators
+`execute` (in `_loop.py`) and `update_state`'s `update` (in `_updates.py`) are generators
 that never do I/O: each yields a request, one small immutable tuple per kind below, and is sent
 the reply. The drivers that perform them are `_drive.py`'s, above the loop; the tasks, the
 stream and the loop import from here.
@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Generator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from ._types import RunConfig
 from .checkpoint.base import Checkpoint, CheckpointMetadata, checkpoint_config
-
-if TYPE_CHECKING:
-    from ._loop import Run
-    from ._task import Task
 
 __all__ = [
     "LIVE_MODES",
@@ -33,8 +29,6 @@ __all__ = [
     "Request",
     "RunTasks",
     "Unsaved",
-    "asave_before_once",
-    "save_before_once",
 ]
 
 R = TypeVar("R")
@@ -43,6 +37,10 @@ LIVE_MODES = frozenset({"custom", "messages"})
 """Stream modes whose chunks node code writes while it runs: the step's tasks then run beside
 a consumer that hands each chunk on as it comes (`_run_threads`, `_run_concurrent_async`), even
 a step of one task; so do they when subgraphs stream into the graph's stream (`Run.live`)."""
+
+
+TRACE_MODES = frozenset({"tasks", "checkpoints", "debug"})
+"""Stream modes that describe tasks and checkpoints."""
 
 
 class GetHead(NamedTuple):
@@ -82,9 +80,10 @@ class PutWrites(NamedTuple):
 
 class RunTasks(NamedTuple):
     """Run these tasks of the step (each records its result, pause or error); a step of two or
-    more is reported task by task as each ends (`Run.finish`). Reply: None."""
+    more is reported task by task as each ends (`_loop.finish`). Reply: None."""
 
-    tasks: list[Task]
+    tasks: list[Any]
+    """The step's tasks (`_run.Task`: this module sits below the run and its tasks)."""
 
 
 class Await(NamedTuple):
@@ -105,6 +104,10 @@ class Emit(NamedTuple):
     chunk: Any
     ns: tuple[str, ...] = ()
     """Where it comes from: `()` for the graph itself, `("node:task_id", ...)` for a subgraph."""
+
+
+Sink = Callable[[Emit], None]
+"""Takes a chunk node code (or a subgraph's run) made while a step runs."""
 
 
 class Unsaved:
@@ -167,28 +170,6 @@ class Unsaved:
                 await saver.aput(*held)
             for w in writes:
                 await saver.aput_writes(*w)
-
-
-def _runs_from_top(run: Run) -> list[Run]:
-    runs = [run]
-    while runs[-1].parent is not None:
-        runs.append(runs[-1].parent.run)
-    return runs[::-1]
-
-
-def save_before_once(run: Run) -> None:
-    """Save what the runs from the top graph's down to `run` hold unsaved, top first (a
-    subgraph's namespace is named after its parent's checkpoint)."""
-    for r in _runs_from_top(run):
-        if r.unsaved is not None and r.saver is not None:
-            r.unsaved.save_sync(r.saver)
-
-
-async def asave_before_once(run: Run) -> None:
-    """Async form of `save_before_once`."""
-    for r in _runs_from_top(run):
-        if r.unsaved is not None and r.saver is not None:
-            await r.unsaved.save_async(r.saver)
 
 
 Request = GetHead | GetCheckpoint | PutCheckpoint | PutWrites | RunTasks | Await | Emit

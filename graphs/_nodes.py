@@ -16,6 +16,7 @@ from ._context import _current
 from ._schema import is_root_schema
 from ._types import Command
 from .errors import GraphSetupError, NodeError
+from .runtime import task_runtime
 
 
 def _config_by_name(fn: Callable[..., Any]) -> bool:
@@ -119,7 +120,7 @@ def _with_injected(
         if "writer" in names:
             out["writer"] = task.run.writer
         if "runtime" in names:
-            out["runtime"] = task.runtime()
+            out["runtime"] = task_runtime(task)
         if "store" in names:
             out["store"] = task.run.store
         if "error" in names:

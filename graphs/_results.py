@@ -2,8 +2,8 @@
 follows, a `Command` for its parent graph (`to_parent`), what its `updates` chunk shows, and the
 pending writes that record it finished in a step of several tasks.
 
-Functions over a `Run` (`_loop.py`) and a `Task` (`_task.py`); `Run.to_writes`, which a kind of
-run may override (`graphs.func`), calls them.
+Functions over a `Run` and a `Task` (`_run.py`); `to_writes`, which the loop calls as a task
+finishes, asks the run first (`Run.writes_returned`: an `@entrypoint`'s own return).
 """
 
 from __future__ import annotations
@@ -11,16 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._algo import apply_writes, name_messages, short, write_order
+from ._algo import apply_writes, name_messages, write_order
 from ._io import Emit, Loop
 from ._schema import ROOT, updates_of
 from ._types import END, Command, Interrupt, Send
 from .checkpoint.base import DONE, GOTO
-from .errors import InvalidUpdateError, ParentCommand
+from .errors import InvalidUpdateError, ParentCommand, short
 
 if TYPE_CHECKING:
-    from ._loop import Run
-    from ._task import Task
+    from ._run import Run, Task
 
 __all__ = [
     "finished_output",
@@ -201,3 +200,48 @@ class _Pairs(list):  # type: ignore[type-arg]
 
     def items(self) -> list[tuple[str, Any]]:
         return list(super().__iter__())
+
+
+def to_writes(run: Run, task: Task) -> None:
+    """Turn a finished task's return value into writes, or record why it is invalid.
+
+    A list holding a `Command` is several returns in order (LangGraph's mixed returns):
+    their updates are written one after another and their gotos all followed.
+    """
+    result = task.result
+    if result is None:
+        return
+    own = run.writes_returned(result)
+    if own is not None:
+        task.writes = own
+        return
+    if type(result) is dict and not run.graph.root:  # the hot path: a plain update
+        channels = run.graph.channels
+        for key in result:
+            if key not in channels:
+                break
+        else:
+            task.writes = list(result.items())
+            return
+    parts = (
+        list(result)
+        if type(result) in (list, tuple) and any(isinstance(r, Command) for r in result)
+        else [result]
+    )
+    writes: list[tuple[str, Any]] = []
+    gotos: list[Any] = []
+    split: list[int] = []
+    for part in parts:
+        if isinstance(part, Command) and part.graph is not None:
+            to_parent(run, task, part)
+            return
+        one = writes_of(run, task, part)
+        if one is None:
+            return
+        writes += one[0]
+        gotos += one[1]
+        split.append(len(one[0]))
+    task.writes = writes
+    task.split = split if len(split) > 1 else None
+    if gotos:
+        task.goto = gotos

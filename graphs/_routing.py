@@ -2,7 +2,7 @@
 routers (awaited under the async API), the `Send`s and gotos, and the `defer=True` nodes held
 back until nothing else is to run.
 
-Functions over a `Run` (`_loop.py`): they read its state and its graph's edges, and note a
+Functions over a `Run` (`_run.py`): they read its state and its graph's edges, and note a
 join's progress and the deferred nodes in its internal channels.
 """
 
@@ -16,7 +16,7 @@ from ._types import END, Send
 from .errors import InvalidUpdateError
 
 if TYPE_CHECKING:
-    from ._loop import Run
+    from ._run import Run
 
 __all__ = ["DEFER_CHANNEL", "await_routers", "next_frontier", "route"]
 

@@ -3,7 +3,7 @@ task with its id and each `Send` with its argument), written through the driver 
 written keeping the frontier and its pending writes (`carry_over`: an input, an update, a
 resume's answers).
 
-Functions over a `Run` (`_loop.py`); they yield the `PutCheckpoint` and `PutWrites` requests of
+Functions over a `Run` (`_run.py`); they yield the `PutCheckpoint` and `PutWrites` requests of
 `_io.py`, and stream the `checkpoints`/`debug` modes' payload of what they saved.
 """
 
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._algo import task_id_of
 from ._io import Loop, PutCheckpoint, PutWrites
+from ._run import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
 from ._stream import checkpoint_payload, trace
-from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
 from ._types import START, RunConfig, Send, TimeoutPolicy
 from .checkpoint.base import (
     Checkpoint,
@@ -27,7 +27,7 @@ from .checkpoint.base import (
 )
 
 if TYPE_CHECKING:
-    from ._loop import Run
+    from ._run import Run
 
 __all__ = ["START_CHANNEL", "carry_over", "checkpoint", "clear_sends", "save", "set_send_timeouts"]
 

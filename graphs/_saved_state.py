@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from . import _updates
 from ._algo import task_writes, waiting
 from ._drive import drive_async, drive_sync
-from ._loop import Run, finished_values
+from ._loop import finished_values
+from ._run import SENDS_CHANNEL, Run, task_paths
 from ._schema import ROOT
 from ._shape import GraphShape
 from ._subgraph import (
@@ -26,7 +27,6 @@ from ._subgraph import (
     segment_of,
     subgraph_node_of,
 )
-from ._task import SENDS_CHANNEL, task_paths
 from ._types import START, Interrupt, RunConfig, StateSnapshot, StateTask, StateUpdate
 from .checkpoint.base import (
     DONE,

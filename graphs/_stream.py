@@ -18,31 +18,22 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._context import _current
-from ._io import LIVE_MODES, Emit
+from ._io import LIVE_MODES, TRACE_MODES, Emit
 from ._subgraph import called_graph, child_config, is_subgraph, segment_of
 from ._types import Command, StreamMode
 
 if TYPE_CHECKING:
-    from ._loop import Run
-    from ._task import Task
+    from ._run import Run, Task
 
-TRACE_MODES = frozenset({"tasks", "checkpoints", "debug"})
-"""Modes that describe tasks and checkpoints."""
 MODES = frozenset({"values", "updates"}) | LIVE_MODES | TRACE_MODES
 
-Sink = Callable[[Emit], None]
-"""Takes a chunk node code (or a subgraph's run) made while a step runs."""
 
 NOSTREAM_TAG = "nostream"
 """A chat model tagged with it (`model.with_config(tags=["nostream"])`) streams no tokens."""
-
-
-def no_writer(chunk: Any) -> None:
-    """The stream writer when the caller does not stream `custom`: the chunk goes nowhere."""
 
 
 def triggers(task: Task) -> tuple[str, ...]:
@@ -196,6 +187,14 @@ def _messages_in(value: Any) -> list[Any]:
         elif isinstance(v, Sequence) and not isinstance(v, str):
             found.extend(m for m in v if isinstance(m, BaseMessage))
     return found
+
+
+def open_messages(run: Run) -> Run:
+    """Give `run` its `messages` stream when it streams that mode, or hands it to its parent's
+    (a run is made without one: `_run.py` sits below the stream)."""
+    if "messages" in run.modes:
+        run.messages = MessagesStream(run)
+    return run
 
 
 class MessagesStream:

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, TypedDict
 
 from ._internal._cache import default_cache_key
+from ._internal._constants import PULL, PUSH
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
@@ -37,6 +38,7 @@ __all__ = [
     "StreamMode",
     "StreamWriter",
     "TimeoutPolicy",
+    "no_writer",
 ]
 
 # The node names a `Command` may go to: `-> Command[Literal["a", "b"]]` declares them (and
@@ -53,13 +55,6 @@ START = "__start__"
 END = "__end__"
 """The virtual node a branch finishes at: `add_edge("last", END)`."""
 
-PULL = "__pregel_pull"
-"""The head of the `path` of a task an edge, a router or a `Command(goto=node)` triggered:
-`(PULL, node)` (LangGraph's name and value)."""
-
-PUSH = "__pregel_push"
-"""The head of the `path` of a task a `Send` started: `(PUSH, i, False)`, i its place among
-the frontier's `Send`s (LangGraph's name and value)."""
 
 StreamMode = Literal["values", "updates", "messages", "custom", "debug", "tasks", "checkpoints"]
 """What `stream(stream_mode=...)` yields: see `CompiledGraph.stream`."""
@@ -103,6 +98,11 @@ effect begins, so a crash after it never runs it again: see docs/langgraph.md.""
 StreamWriter = Callable[[Any], None]
 """Hands a chunk to the `custom` stream mode: `get_stream_writer()`, or a node's `writer`
 parameter. When the caller does not stream `custom`, writing does nothing."""
+
+
+def no_writer(chunk: Any) -> None:
+    """The stream writer when nothing streams `custom` (a run whose caller does not ask for it, a
+    tool run outside a graph): the chunk goes nowhere."""
 
 
 class Configurable(TypedDict, total=False):

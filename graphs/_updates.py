@@ -1,7 +1,7 @@
 """`update_state`, `bulk_update_state` and `fork`: a checkpoint written on a thread as if nodes
 had run (or its input had been given), without running any.
 
-Generators over a `Run` (`_loop.py`) like its `execute`: they yield the same I/O requests
+Generators over a `Run` (`_run.py`) like the loop's `execute`: they yield the same I/O requests
 (`_io.py`), the drivers perform them, and they share the step's pure functions (`_algo.py`).
 Where seed 000's dialect and LangGraph's differ (`graphs.types.Dialect`), `update_state` without
 `as_node` replaces keys in the first and goes through the reducers as the node that ran last
@@ -13,16 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._algo import apply_writes, expire, is_overwrite, overwrite_value, short, static_pause
+from ._algo import apply_writes, expire, is_overwrite, overwrite_value, static_pause
 from ._input import save_input, update_gotos
 from ._io import GetCheckpoint, GetHead, Loop, PutWrites
-from ._loop import Run
 from ._routing import next_frontier
+from ._run import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL, Run
 from ._save import carry_over, save
-from ._task import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
 from ._types import START, Command, RunConfig, Send
 from .checkpoint.base import DONE, CheckpointTuple, checkpoint_config
-from .errors import InvalidUpdateError
+from .errors import InvalidUpdateError, short
 
 __all__ = ["fork", "update", "update_step"]
 
@@ -192,7 +191,7 @@ def amend_step(run: Run, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunC
             writes = [w for node, ws in step if node == START for w in ws]
             if run.graph.untracked:
                 writes = [(c, v) for c, v in writes if c not in run.graph.untracked]
-            yield PutWrites(run._head(), [*writes, (DONE, True)], run.frontier[0][1])
+            yield PutWrites(run.head(), [*writes, (DONE, True)], run.frontier[0][1])
         new_versions, appended = apply_writes(run.graph.channels, run.values, run.versions, step)
         if run.graph.fleeting:  # as if those nodes had run a step
             expire(run.graph.fleeting, run.values, run.versions, new_versions)

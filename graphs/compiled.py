@@ -18,11 +18,12 @@ from ._described import Described
 from ._drive import drive_run_async, drive_run_sync
 from ._events import astream_events, start_async, start_sync, traced
 from ._io import Emit, Unsaved
-from ._loop import Paused, Run
+from ._loop import execute
+from ._run import Paused, Run
 from ._runnable import RunnableMethods, merge_configs
 from ._saved_state import SavedState
 from ._schema import is_typed_class
-from ._stream import print_chunk, stream_item, stream_modes
+from ._stream import open_messages, print_chunk, stream_item, stream_modes
 from ._subgraph import (
     SubgraphNode,
 )
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
     from pydantic import BaseModel
 
-    from ._task import Task
+    from ._run import Task
 
     # What a run takes: state keys (a dict, or an instance of a dataclass or pydantic state
     # schema), a `Command`, or None to continue.
@@ -124,6 +125,7 @@ class CompiledGraph(SavedState, Described, RunnableMethods):
             context=self._context(context),
         )
         run.requested_id = requested
+        open_messages(run)
         if run.messages is not None and self.checkpointer is None:
             run.messages.anonymous = configurable.get("thread_id") is None
         return run
@@ -176,16 +178,18 @@ class CompiledGraph(SavedState, Described, RunnableMethods):
         given.pop("checkpoint_id", None)
         given.update(thread_id=up.thread_id, checkpoint_ns=ns)
         run_config["configurable"] = given  # type: ignore[typeddict-item]
-        return self.run_class(
-            self,
-            run_config,
-            up.thread_id,
-            ns,
-            modes=modes,
-            parent=parent,
-            path=(*up.path, *parts),
-            forward=up.modes if up.top.subgraphs else frozenset(),
-            context=self._context(context) if context is not None else up.context,
+        return open_messages(
+            self.run_class(
+                self,
+                run_config,
+                up.thread_id,
+                ns,
+                modes=modes,
+                parent=parent,
+                path=(*up.path, *parts),
+                forward=up.modes if up.top.subgraphs else frozenset(),
+                context=self._context(context) if context is not None else up.context,
+            )
         )
 
     def _context(self, context: Any) -> Any:
@@ -328,7 +332,7 @@ class CompiledGraph(SavedState, Described, RunnableMethods):
             yield from self._traced_sync(run, input, out)
             return
         with self._lock(run):
-            result = yield from drive_run_sync(run, run.execute(input))
+            result = yield from drive_run_sync(run, execute(run, input))
         out.append(self._finish(run, result))
 
     def _traced_sync(self, run: Run, input: Any, out: list[dict[str, Any]]) -> Iterator[Emit]:
@@ -336,7 +340,7 @@ class CompiledGraph(SavedState, Described, RunnableMethods):
         run.chain = start_sync(run, input)
         try:
             with self._lock(run):
-                result = yield from drive_run_sync(run, run.execute(input))
+                result = yield from drive_run_sync(run, execute(run, input))
             out.append(self._finish(run, result))
         except BaseException as e:
             run.chain.on_chain_error(e)
@@ -436,7 +440,7 @@ class CompiledGraph(SavedState, Described, RunnableMethods):
             # Closed before the lock is let go: a stream left early ends its step's tasks.
             async with (
                 lock,
-                contextlib.aclosing(drive_run_async(run, run.execute(input), got)) as gen,
+                contextlib.aclosing(drive_run_async(run, execute(run, input), got)) as gen,
             ):
                 async for chunk in gen:
                     yield chunk

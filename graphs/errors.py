@@ -465,3 +465,9 @@ class NodeError:  # not an exception, so not in __all__ (which lists the error t
     error: BaseException
     """What it raised (after its `RetryPolicy`'s attempts); a `RecordedNodeError` when the
     handler runs again on a resume, read back from the checkpoint."""
+
+
+def short(value: Any) -> str:
+    """`value` as an error message quotes it: its `repr`, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic
 
 from ._context import _task
-from ._types import StreamWriter
+from ._run import Task
+from ._types import StreamWriter, no_writer
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
@@ -24,10 +25,6 @@ if TYPE_CHECKING:
     ContextT = TypeVar("ContextT", default=None)
 else:
     ContextT = TypeVar("ContextT")
-
-
-def _no_writer(chunk: Any) -> None:
-    """Writes nowhere: the caller does not stream `custom`."""
 
 
 def _no_heartbeat() -> None:
@@ -59,7 +56,7 @@ class Runtime(Generic[ContextT]):
     was given for a dataclass or pydantic schema); None if nothing was."""
     store: BaseStore | None = None
     """The graph's store (`compile(store=)`), or None if it was given none."""
-    stream_writer: StreamWriter = _no_writer
+    stream_writer: StreamWriter = no_writer
     """Writes to the `custom` stream mode (does nothing when it is not streamed)."""
     previous: Any = None
     """In an `@entrypoint` function (`graphs.func`): what the last finished run on the thread
@@ -77,4 +74,22 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     Raises:
         RuntimeError: called outside a running node.
     """
-    return _task("get_runtime").runtime()  # type: ignore[no-any-return]
+    return task_runtime(_task("get_runtime"))
+
+
+def task_runtime(task: Task) -> Runtime[Any]:
+    """The `Runtime` handed to the node `task` runs, when it declares a `runtime` parameter."""
+    run = task.run
+    info = ExecutionInfo(run.head_id, run.ns, task.id, run.thread_id, task.attempt)
+    clock = task.clock
+    if clock is None:
+        return Runtime(
+            context=run.context, store=run.store, stream_writer=run.writer, execution_info=info
+        )
+    return Runtime(
+        context=run.context,
+        store=run.store,
+        stream_writer=clock.writer(run.writer),
+        execution_info=info,
+        heartbeat=clock.heartbeat,
+    )

@@ -29,13 +29,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
 
+from .._calls import TaskFuture
 from .._schema import ROOT
 from .._timeout import refuse_sync
 from .._types import END, START, Dialect, RetryPolicy, TimeoutPolicy
 from ..builder import StateGraph
 from ..cache import CachePolicy
 from ..errors import GraphSetupError
-from ._call import TaskFunction, TaskFuture
+from ._call import TaskFunction
 from ._entry import Entrypoint, Final, channels, make_node, read_input
 
 if TYPE_CHECKING:

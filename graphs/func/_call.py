@@ -19,12 +19,12 @@ import functools
 import hashlib
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .._calls import Calls
+from .._calls import Calls, TaskFuture
 from .._context import _current
-from .._task import Task
+from .._run import Task
 from .._timeout import Clock, timed, watch_events
 from .._types import RetryPolicy
 from ..cache import entry_key, task_namespace
@@ -63,56 +63,9 @@ class CallTask(Task):
         self.subgraphs = 0
         self.calls = Calls()
 
-    def record_once(self, key: str, state: Any, result: Any = None, wait: float = 0.0) -> None:
-        self.owner.record_once(key, state, result, wait)
-
-    async def arecord_once(
-        self, key: str, state: Any, result: Any = None, wait: float = 0.0
-    ) -> None:
-        await self.owner.arecord_once(key, state, result, wait)
-
-    def await_outcome(self, key: str, until: float) -> tuple[str, Any] | None:
-        return self.owner.await_outcome(key, until)
-
-    async def aawait_outcome(self, key: str, until: float) -> tuple[str, Any] | None:
-        return await self.owner.aawait_outcome(key, until)
-
-
-class TaskFuture(Generic[T]):
-    """The result of a `@task` call, to come: `.result()` waits for it (in sync code), `await`
-    it in async code. Raises what the task raised."""
-
-    __slots__ = ("_future",)
-
-    def __init__(self, future: concurrent.futures.Future[T] | asyncio.Future[T]) -> None:
-        self._future = future
-
-    @classmethod
-    def of(cls, value: T) -> TaskFuture[T]:
-        """A future that already holds `value` (a saved result)."""
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        future.set_result(value)
-        return cls(future)
-
-    def done(self) -> bool:
-        return self._future.done()
-
-    def result(self, timeout: float | None = None) -> T:
-        future = self._future
-        if isinstance(future, asyncio.Future):
-            if not future.done():
-                raise RuntimeError(
-                    "this @task call runs on the event loop and has not finished: `await` it "
-                    "instead of calling .result()"
-                )
-            return future.result()
-        return future.result(timeout)
-
-    def __await__(self) -> Generator[Any, None, T]:
-        future = self._future
-        if isinstance(future, asyncio.Future):
-            return future.__await__()
-        return asyncio.wrap_future(future).__await__()
+    @property
+    def home(self) -> Task:
+        return self.owner.home
 
 
 class TaskFunction(Generic[T]):
@@ -316,7 +269,7 @@ class TaskFunction(Generic[T]):
 
     def _show(self, child: CallTask, result: Any) -> None:
         """`{task: result}` in the `updates` stream, as LangGraph shows a task: at once when
-        the step's tasks run beside the consumer, else when the node's task ends (`Run.finish`
+        the step's tasks run beside the consumer, else when the node's task ends (`_loop.finish`
         sends it just before the node's own update)."""
         owner = child.owner
         run = owner.run

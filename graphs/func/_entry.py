@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args, get_origin, g
 
 from .._calls import await_for, gathered, wait_for
 from .._context import Pause, _current
-from .._loop import Run
+from .._run import Run
 from .._schema import ROOT, Channel
 from ..compiled import CompiledGraph
+from ..runtime import task_runtime
 
 if TYPE_CHECKING:
-    from .._task import Task
+    from .._run import Task
 
 R = TypeVar("R")
 S = TypeVar("S")
@@ -62,12 +63,10 @@ class EntrypointRun(Run):
             return [(INPUT, update)]
         return super().check_input(update, what, keys, input=input)
 
-    def to_writes(self, task: Task) -> None:
-        result = task.result
+    def writes_returned(self, result: Any) -> list[tuple[str, Any]] | None:
         if isinstance(result, Final):
-            task.writes = [(ROOT, result.value), (PREVIOUS, result.save)]
-        else:
-            super().to_writes(task)
+            return [(ROOT, result.value), (PREVIOUS, result.save)]
+        return None
 
 
 class Entrypoint(CompiledGraph):
@@ -140,7 +139,7 @@ def make_node(func: Callable[..., Any]) -> Callable[[Any], Any]:
             elif name == "writer":
                 kwargs[name] = task.writer()
             else:
-                kwargs[name] = dataclasses.replace(task.runtime(), previous=previous)
+                kwargs[name] = dataclasses.replace(task_runtime(task), previous=previous)
         return value, kwargs, task
 
     if inspect.iscoroutinefunction(func):

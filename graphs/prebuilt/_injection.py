@@ -174,7 +174,3 @@ def _injections(tool: BaseTool) -> _Injections | None:
     hidden.update(state)
     hidden.update(n for n in (store, runtime) if n)
     return _Injections(state, frozenset(optional), store, runtime, call_id, frozenset(hidden))
-
-
-def _no_writer(chunk: Any) -> None:
-    """Writes nowhere: a tool run outside a graph streams nothing."""

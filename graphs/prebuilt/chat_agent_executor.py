@@ -42,6 +42,7 @@ from ..compiled import CompiledGraph
 from ..graph.message import add_messages
 from ..graph.state import StateGraph
 from ..managed import RemainingSteps
+from ..runtime import task_runtime
 from ..store import BaseStore
 from .tool_node import BeforeCall, ToolNode, tools_condition
 
@@ -194,7 +195,7 @@ class _Chooser:
     @staticmethod
     def _runtime() -> Any:
         task = _current.get()
-        return task.runtime() if task is not None else None
+        return task_runtime(task) if task is not None else None
 
     def choose(self, state: Any) -> Any:
         if self.is_async:

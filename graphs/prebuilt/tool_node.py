@@ -59,16 +59,17 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from pydantic import ValidationError
 
-from .._context import Pause, _current, aonce, once, scope
-from .._types import Command, Interrupt, RunConfig
+from .._context import Pause, _current, scope
+from .._once import aonce, once
+from .._types import Command, Interrupt, RunConfig, no_writer
 from ..errors import GraphInterrupt
 from ..graph.message import REMOVE_ALL_MESSAGES
+from ..runtime import task_runtime
 from ._injection import (
     InjectedState,
     InjectedStore,
     ToolRuntime,
     _injections,
-    _no_writer,
     _passing_commands,
     _Returned,
 )
@@ -527,12 +528,12 @@ class ToolNode:
 
     def _runtime(self, call: ToolCall, state: Any, config: RunConfig) -> ToolRuntime[Any, Any]:
         task = _current.get()
-        run = task.runtime() if task is not None else None
+        run = task_runtime(task) if task is not None else None
         return ToolRuntime(
             state=state,
             context=run.context if run is not None else None,
             config=typing.cast(RunnableConfig, config),
-            stream_writer=run.stream_writer if run is not None else _no_writer,
+            stream_writer=run.stream_writer if run is not None else no_writer,
             tool_call_id=call["id"],
             store=run.store if run is not None else None,
             tools=list(self.tools_by_name.values()),

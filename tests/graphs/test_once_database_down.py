@@ -22,7 +22,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-import graphs._task
+import graphs._once
 from graphs import (
     START,
     Command,
@@ -35,7 +35,7 @@ from graphs import (
     interrupt,
     once,
 )
-from graphs._context import RECORD_WAIT
+from graphs._once import RECORD_WAIT
 from tests.kit.pg import admin_conninfo
 
 CONFIG: Any = {"configurable": {"thread_id": "t"}}
@@ -107,7 +107,7 @@ class WriteLock:
 
 
 class Waits:
-    """Stands in for the pauses between two tries of the record (`graphs._task.sleep` and
+    """Stands in for the pauses between two tries of the record (`graphs._once.sleep` and
     `asleep`): counts them, and gives the database back after `back_after` of them."""
 
     def __init__(self, back: Callable[[], None], back_after: int) -> None:
@@ -146,8 +146,8 @@ async def test_a_refund_recorded_after_the_database_comes_back_is_done_once(
     saver = sqlite_saver(path)
     lock = WriteLock(path)
     waits = Waits(lock.release, back_after=3)
-    monkeypatch.setattr(graphs._task, "sleep", waits)
-    monkeypatch.setattr(graphs._task, "asleep", waits.wait)
+    monkeypatch.setattr(graphs._once, "sleep", waits)
+    monkeypatch.setattr(graphs._once, "asleep", waits.wait)
     refunds = Refunds(during=lock.take)
     try:
         with pytest.raises(GraphInterrupt) as paused:
@@ -224,7 +224,7 @@ async def test_an_effect_that_raised_is_recorded_as_failed_after_the_database_co
     saver = sqlite_saver(path)
     lock = WriteLock(path)
     waits = Waits(lock.release, back_after=2)
-    monkeypatch.setattr(graphs._task, "sleep", waits)
+    monkeypatch.setattr(graphs._once, "sleep", waits)
     tries: list[str] = []
 
     def declined(customer: str) -> str:
@@ -258,7 +258,7 @@ def test_a_mistake_in_the_write_is_not_tried_again(
     path = tmp_path / "refunds.db"
     saver = sqlite_saver(path)
     waits = Waits(lambda: None, back_after=0)
-    monkeypatch.setattr(graphs._task, "sleep", waits)
+    monkeypatch.setattr(graphs._once, "sleep", waits)
 
     def drop_writes() -> None:
         with contextlib.closing(sqlite3.connect(path)) as conn:
@@ -300,7 +300,7 @@ async def test_a_refund_recorded_after_postgresql_ended_the_session_is_done_once
 ) -> None:
     name = f"once_down_{secrets.token_hex(4)}"
     url = make_url(pg_url).update_query_dict({"application_name": name})
-    real_sleep, real_asleep = graphs._task.sleep, graphs._task.asleep
+    real_sleep, real_asleep = graphs._once.sleep, graphs._once.asleep
     pauses: list[float] = []
 
     def sleep(pause: float) -> None:
@@ -311,8 +311,8 @@ async def test_a_refund_recorded_after_postgresql_ended_the_session_is_done_once
         pauses.append(pause)
         await real_asleep(pause)
 
-    monkeypatch.setattr(graphs._task, "sleep", sleep)
-    monkeypatch.setattr(graphs._task, "asleep", asleep)
+    monkeypatch.setattr(graphs._once, "sleep", sleep)
+    monkeypatch.setattr(graphs._once, "asleep", asleep)
     refunds = Refunds(during=ended_sessions(name))
     async with SQLSaver.afrom_conn_string(url) as saver:
         saver.setup()

@@ -25,7 +25,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-import graphs._task
+import graphs._once
 from graphs import (
     START,
     Command,
@@ -119,13 +119,13 @@ class Replica(threading.Thread):
 
 
 class Pauses:
-    """Stands in for `graphs._task.sleep`/`asleep` (the pauses between two tries of a record,
+    """Stands in for `graphs._once.sleep`/`asleep` (the pauses between two tries of a record,
     and between two reads of an outcome another run may be recording), sleeping for real.
     In the first replica's first pause it lets `before_retry` run (which starts the second
     replica and waits until that one waits too)."""
 
     def __init__(self) -> None:
-        self.real_sleep, self.real_asleep = graphs._task.sleep, graphs._task.asleep
+        self.real_sleep, self.real_asleep = graphs._once.sleep, graphs._once.asleep
         self.by_thread: dict[str, list[float]] = {}
         self.before_retry: Callable[[], None] = lambda: None
         self.waiting = threading.Event()
@@ -154,8 +154,8 @@ class Pauses:
 @pytest.fixture
 def pauses(monkeypatch: pytest.MonkeyPatch) -> Pauses:
     p = Pauses()
-    monkeypatch.setattr(graphs._task, "sleep", p.sleep)
-    monkeypatch.setattr(graphs._task, "asleep", p.asleep)
+    monkeypatch.setattr(graphs._once, "sleep", p.sleep)
+    monkeypatch.setattr(graphs._once, "asleep", p.asleep)
     return p
 
 

@@ -166,6 +166,7 @@ from ._turn import (
     APPROVE_ALL,
     after_why,
     approve_all_hint,
+    call_note,
     decide_again,
     held_why,
     run_waits_heading,

@@ -286,6 +286,7 @@ __all__ = [
     "back",
     "back_button_plain",
     "busy",
+    "call_note",
     "cancel_run_confirm",
     "cancelled_line",
     "cancelled_run",

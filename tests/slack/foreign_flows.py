@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware.human_in_the_loop import HITLRequest
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
@@ -152,4 +153,37 @@ def inbox_agent() -> StateGraph[Inbox]:
     g.add_node("act", _inbox_node)
     g.add_edge(START, "act")
     g.add_edge("act", END)
+    return g
+
+
+class Asked(TypedDict, total=False):
+    decisions: list[dict[str, Any]]
+
+
+def _hitl_node(state: Asked) -> dict[str, Any]:
+    """Asks LangChain's way by hand (its own types): a refund it may only approve, and an
+    account deletion (which the policy does not name), then runs what was approved."""
+    request: HITLRequest = {
+        "action_requests": [
+            {"name": "send_refund", "args": {"order_id": "o-9", "amount": 5.0}},
+            {"name": "delete_account", "args": {"customer_id": "cust_9"}},
+        ],
+        "review_configs": [
+            {"action_name": "send_refund", "allowed_decisions": ["approve"]},
+            {"action_name": "delete_account", "allowed_decisions": ["approve", "reject"]},
+        ],
+    }
+    decisions = interrupt(request)["decisions"]
+    for asked, decision in zip(request["action_requests"], decisions, strict=True):
+        if decision["type"] == "approve":
+            RAN.append((asked["name"], dict(asked["args"])))
+    return {"decisions": decisions}
+
+
+def hitl_by_hand() -> StateGraph[Asked]:
+    """A node that asks with a LangChain HITL request it builds itself."""
+    g: StateGraph[Asked] = StateGraph(Asked)
+    g.add_node("ask", _hitl_node)
+    g.add_edge(START, "ask")
+    g.add_edge("ask", END)
     return g

@@ -35,6 +35,10 @@ starters = ["U0CAROL"]
 path = "tests.slack.foreign_flows:inbox_agent"
 starters = ["U0CAROL"]
 
+[workflows.hitl_by_hand]
+path = "tests.slack.foreign_flows:hitl_by_hand"
+starters = ["U0CAROL"]
+
 [actions.send_refund]
 title = "Refund {amount} on {order_id}"
 approvers = ["U0ALICE", "U0BOB"]
@@ -172,3 +176,41 @@ async def test_agent_inbox_requests_are_answered_with_human_responses(bot: Scena
     ]
     assert await settled_as(bot, refund.id) == ("approved", {})
     assert await settled_as(bot, email.id) == ("rejected", {})
+
+
+async def test_an_action_the_policy_does_not_name_is_rejected_and_does_not_run(
+    bot: Scenario,
+) -> None:
+    thread_id, (refund, deletion) = await start(bot, "hitl_by_hand", {})
+    assert (deletion.action, deletion.status) == ("delete_account", "rejected")  # by policy
+    assert refund.status == "pending"
+    assert (await bot.send(click_call(bot, "U0ALICE", card_of(bot), 1, APPROVE))).status == 200
+    await bot.settle()
+
+    run = await bot.signoff.run_info(thread_id) or {}
+    assert run["status"] == "completed", run
+    assert foreign_flows.RAN == [("send_refund", {"order_id": "o-9", "amount": 5.0})]
+    decisions = json.loads(run["result"])["decisions"]
+    assert decisions[0] == {"type": "approve"}
+    assert decisions[1]["type"] == "reject"
+    assert decisions[1]["message"].startswith("delete_account was denied by policy")
+    assert await settled_as(bot, deletion.id) == ("denied", {})
+
+
+async def test_a_refusal_the_request_cannot_take_stops_the_run_and_nothing_runs(
+    bot: Scenario,
+) -> None:
+    thread_id, (refund, _deletion) = await start(bot, "hitl_by_hand", {})
+    # the request allows only "approve" for the refund: there is no way to say no to it
+    assert EDIT not in buttons(card_of(bot), 1)
+    await reject(bot, "U0BOB", "bob", 1, "no refunds this week")
+
+    run = await bot.signoff.run_info(thread_id) or {}
+    assert run["status"] == "failed", run
+    assert (
+        "send_refund was not approved (send_refund was rejected by U0BOB: no refunds this "
+        "week), and its request's config allows no refusal to be sent back: the run stops "
+        "here and the tool does not run"
+    ) in run["error"]
+    assert foreign_flows.RAN == []
+    assert await settled_as(bot, refund.id) == ("rejected", {})

@@ -187,3 +187,30 @@ def hitl_by_hand() -> StateGraph[Asked]:
     g.add_edge(START, "ask")
     g.add_edge("ask", END)
     return g
+
+
+def _inbox_one_node(state: Inbox) -> dict[str, Any]:
+    refund: HumanInterrupt = {
+        "action_request": {"action": "send_refund",
+                           "args": {"order_id": state["order_id"], "amount": 42.5}},
+        "config": {"allow_accept": True, "allow_edit": True, "allow_respond": True,
+                   "allow_ignore": True},
+        "description": "One refund, asked alone.",
+    }  # fmt: skip
+    response: HumanResponse = interrupt(refund)  # one request, not a list: one response
+    if response["type"] == "edit":
+        edited = response["args"]
+        assert isinstance(edited, dict)
+        return {"outcome": [send_refund.invoke(edited["args"])]}
+    if response["type"] == "accept":
+        return {"outcome": [send_refund.invoke(refund["action_request"]["args"])]}
+    return {"outcome": [f"{response['type']}: {response['args']}"]}
+
+
+def inbox_one() -> StateGraph[Inbox]:
+    """A node that asks one Agent Inbox request, not in a list."""
+    g: StateGraph[Inbox] = StateGraph(Inbox)
+    g.add_node("act", _inbox_one_node)
+    g.add_edge(START, "act")
+    g.add_edge("act", END)
+    return g

@@ -35,6 +35,10 @@ starters = ["U0CAROL"]
 path = "tests.slack.foreign_flows:inbox_agent"
 starters = ["U0CAROL"]
 
+[workflows.inbox_one]
+path = "tests.slack.foreign_flows:inbox_one"
+starters = ["U0CAROL"]
+
 [workflows.hitl_by_hand]
 path = "tests.slack.foreign_flows:hitl_by_hand"
 starters = ["U0CAROL"]
@@ -214,3 +218,24 @@ async def test_a_refusal_the_request_cannot_take_stops_the_run_and_nothing_runs(
     ) in run["error"]
     assert foreign_flows.RAN == []
     assert await settled_as(bot, refund.id) == ("rejected", {})
+
+
+async def test_one_agent_inbox_request_is_a_card_of_its_own_answered_with_one_response(
+    bot: Scenario,
+) -> None:
+    thread_id, (refund,) = await start(bot, "inbox_one", {"order_id": "o-3"})
+    card = card_of(bot)
+    shown = text_of(card.blocks)
+    assert "One refund, asked alone." in shown and "The request says" in shown
+    assert "Note from" not in shown  # the request's words, not Carol's
+    assert (await bot.slack.click("bob", CHANNEL, card.ts, EDIT)).status == 200
+    await bot.slack.wait_for(lambda s: s.workspace.views.get("U0BOB"))
+    done = await bot.slack.submit("bob", {edit_block_id("amount"): "30", NOTE_BLOCK: ""})
+    assert done.errors == {}
+    await bot.settle()
+
+    run = await bot.signoff.run_info(thread_id) or {}
+    assert run["status"] == "completed", run
+    assert foreign_flows.RAN == [("send_refund", {"order_id": "o-3", "amount": 30.0})]
+    assert json.loads(run["result"])["outcome"] == ["refunded 30.0 on o-3"]
+    assert await settled_as(bot, refund.id) == ("approved", {"amount": 30.0})

@@ -109,6 +109,39 @@ def test_your_own_workflow_runs_as_the_readme_says(tmp_path: Path) -> None:
     ]
 
 
+def test_the_agent_inbox_example_runs_the_edited_refund_as_the_docs_say(tmp_path: Path) -> None:
+    """The Agent Inbox node of docs/agents.md, unchanged: started, its request is an approval;
+    approved with an edit, the node gets an `edit` HumanResponse and refunds the edited
+    amount, as the command's comment says."""
+    for name, language in (("inbox_refund.py", "python"), ("inbox_refund.toml", "toml")):
+        (tmp_path / name).write_text(block(language, f"# {name}" + (
+            ": a node written for Agent Inbox, its request a card in Slack"
+            if language == "python" else "")), encoding="utf-8")  # fmt: skip
+    commands = block(
+        "sh", "export SIGNOFF_POLICY=inbox_refund.toml SIGNOFF_DATABASE_URL=sqlite:///inbox.db"
+    )
+    exported, start, approve = commands.splitlines()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "SIGNOFF_"))}
+    env.update(dict(item.split("=", 1) for item in exported.split()[1:]))
+    signoff = str(Path(sys.executable).with_name("signoff"))
+
+    def run(line: str) -> subprocess.CompletedProcess[str]:
+        argv = shlex.split(line.split("  #")[0])
+        return subprocess.run(
+            [signoff, *argv[1:]], cwd=tmp_path, env=env, capture_output=True, text=True,
+            timeout=90, check=False,
+        )  # fmt: skip
+
+    started = run(start)
+    assert started.returncode == 0, started.stderr
+    (approval_id,) = re.findall(r"approval (apr_\S+):", started.stdout)
+    approved = run(approve.replace("APPROVAL_ID", approval_id))
+    assert approved.returncode == 0, approved.stderr
+    said = approve.split("#", 1)[1].strip()
+    assert said == "refunded 40.00 on o-1"
+    assert approved.stdout.splitlines()[-1].endswith(f": completed: {said}")
+
+
 def test_the_terminal_commands_run_as_written_and_approve_a_refund(tmp_path: Path) -> None:
     """Every line of the README's terminal block, in order, in a directory holding what a fresh
     clone does (its `bot/policies/demo.toml`), with the ids each command printed pasted in and

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from graphs import Interrupt
 
-from . import _turns, store
+from . import _foreign, _turns, store
 from ._budgets import past_budget
 from ._conceal import Concealer
 from ._service_threads import EXTERNAL_WORKFLOW, service_of
@@ -24,7 +24,7 @@ from .decisions import block, new_decision, settled
 from .grants import Grant
 from .grants import use as use_grant
 from .jobs import JobQueue
-from .models import DecisionStatus, TurnPlace, iso
+from .models import APPROVAL_KIND, DecisionStatus, TurnPlace, iso
 from .policy import ActionPolicy, Policy, RequestVerdict, evaluate_request, redact
 
 if TYPE_CHECKING:
@@ -51,6 +51,22 @@ class Pauses:
         self.clock = clock
         self.away: Away | None = None
         """Who is away: an approval nobody present could decide escalates at once."""
+
+    async def register_all(
+        self, thread_id: str, workflow: str, intr: Interrupt, conceal: Concealer | None = None
+    ) -> list[str]:
+        """The approvals one pause asks for: a `request_approval()`'s one; one per action
+        request of a LangChain HITL or Agent Inbox request (`_foreign`), each waiting on
+        `<interrupt id>#<place>`; none for any other `interrupt()` (a workflow's own question)."""
+        if isinstance(intr.value, dict) and intr.value.get("kind") == APPROVAL_KIND:
+            return [await self.register(thread_id, workflow, intr, conceal)]
+        request = _foreign.read(intr.value)
+        if request is None:
+            return []
+        return [
+            await self.register(thread_id, workflow, replace(intr, id=part, value=payload), conceal)
+            for part, payload in _foreign.payloads(intr.id, request)
+        ]
 
     async def register(
         self, thread_id: str, workflow: str, intr: Interrupt, conceal: Concealer | None = None
@@ -137,7 +153,7 @@ class Pauses:
             dedupe_key=p.get("dedupe_key"),
             requester=requester,
             status=status,
-            **_rule_columns(rule),
+            **_rule_columns(rule, editable=not p.get("no_edit")),
             note=_hide(conceal, p["note"]) if isinstance(p.get("note"), str) else None,
             asked_because=capped,
             agent_seen=_seen_stored(conceal, p.get("seen")),
@@ -376,14 +392,15 @@ def _check_of(p: Mapping[str, Any], conceal: Concealer | None) -> dict[str, Any]
     return dict(scrubbed) if isinstance(scrubbed, Mapping) else check
 
 
-def _rule_columns(rule: ActionPolicy | None) -> dict[str, Any]:
+def _rule_columns(rule: ActionPolicy | None, *, editable: bool = True) -> dict[str, Any]:
     """What an approval keeps of its action's policy; an action the policy does not name is
-    denied as if critical."""
+    denied as if critical. Not `editable`: no field is (a foreign request's config allows no
+    edit), whatever the policy says."""
     return {
         "risk_tier": rule.tier if rule else "critical",
         "required": rule.required if rule else 1,
         "approvers": store.dumps(list(rule.approvers) if rule else []),
-        "editable": store.dumps(list(rule.editable) if rule else []),
+        "editable": store.dumps(list(rule.editable) if rule and editable else []),
         "formats": store.dumps(rule.args.formats) if rule and rule.args else None,
     }
 

@@ -263,6 +263,8 @@ def _asker_note(approval: Approval) -> list[dict[str, Any]]:
     header, never in the confirm dialog."""
     if not approval.note:
         return []
+    if approval.turn is not None:  # a foreign request's description: the request's words
+        return [section(m.call_note(shorten(approval.note, 2000)))]
     via = _via(approval)
     who = escape(via) if via else m.asker(shorten(approval.requester, 200))
     return [section(m.asker_note(who, shorten(approval.note, 2000)))]

@@ -120,6 +120,8 @@ def _call_blocks(
     mentions: Sequence[str] | None,
 ) -> list[dict[str, Any]]:
     lines = [m.turn_call_line(position, title_of(a), shorten(a.action, 100), m.tier(a.risk_tier))]
+    if a.note:
+        lines.append(m.call_note(shorten(a.note, 500)))
     deps = _dependencies(a, turn)
     if deps:
         lines.append(m.runs_after([d.action for d in deps]))

@@ -203,7 +203,7 @@ _INSTEAD = (
 
 def _from_provider(spec: str) -> Embeddings:
     try:  # lazy: langchain (not langchain_core) is optional, needed only for a 'provider:model'
-        from langchain.embeddings import init_embeddings  # type: ignore[import-not-found]
+        from langchain.embeddings import init_embeddings
     except ImportError:
         raise ValueError(
             f"index: cannot load embeddings from the string {spec!r}: a 'provider:model' string "
@@ -211,7 +211,7 @@ def _from_provider(spec: str) -> Embeddings:
             f"and 'langchain' is not installed; {_INSTEAD}"
         ) from None
     try:
-        return init_embeddings(spec)  # type: ignore[no-any-return]
+        return init_embeddings(spec)
     except (ImportError, ValueError) as e:
         raise ValueError(
             f"index: cannot load embeddings from the string {spec!r} ({e}); {_INSTEAD}"

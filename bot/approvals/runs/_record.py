@@ -24,7 +24,7 @@ from ..audit import AuditLog
 from ..effects import Effects, NodeServices
 from ..errors import UnknownWorkflowError
 from ..jobs import JobQueue, finish_in
-from ..models import APPROVAL_KIND, RunStatus, Workflow
+from ..models import RunStatus, Workflow
 from ..pauses import Pauses
 from ..policy import GroupResolver, Policy
 
@@ -196,8 +196,7 @@ class RunsBase:
                     await resumed.record(conn, self.audit, self.jobs.worker_id, now, finish=False)
             ids = []
             for intr in pauses:
-                if isinstance(intr.value, dict) and intr.value.get("kind") == APPROVAL_KIND:
-                    ids.append(await self.pauses.register(thread_id, workflow, intr, conceal))
+                ids += await self.pauses.register_all(thread_id, workflow, intr, conceal)
             if resumed is not None:
                 await self.jobs.finish(resumed.job_id)
             return RunReport(thread_id, workflow, "paused", tuple(ids), result)

@@ -9,11 +9,10 @@ from typing import Any
 
 from graphs import Command, ThreadBusyError
 
-from .. import store
+from .. import _foreign, _turns, store
 from ..db import database_down
 from ..errors import RunStateError
 from ..jobs import Job, backoff, finish_in
-from ..models import APPROVAL_KIND
 from ._record import Resumed, RunsBase
 
 __all__ = ["Resuming"]
@@ -47,9 +46,18 @@ class Resuming(RunsBase):
         config = self._config(thread_id)
         try:
             state = await graph.aget_state(config)
-            pending = {i.id for i in state.interrupts}
-            if interrupt_id in pending:
-                result: Any = await graph.ainvoke(Command(resume={interrupt_id: answer}), config)
+            pending = {i.id: i for i in state.interrupts}
+            part = _foreign.part_of(interrupt_id)
+            if part is not None and part[0] in pending:
+                # one of several approvals of a LangChain HITL or Agent Inbox request: answered
+                # once, in its own shape, when the last of them is settled
+                whole = await self._foreign_answer(thread_id, part[0], pending[part[0]].value)
+                if whole is None:
+                    await self.jobs.finish(job.id)
+                    return
+                result: Any = await graph.ainvoke(Command(resume={part[0]: whole}), config)
+            elif interrupt_id in pending:
+                result = await graph.ainvoke(Command(resume={interrupt_id: answer}), config)
             elif state.next:
                 # Answered by an attempt that died before finishing: go on from the saved frontier.
                 result = await graph.ainvoke(None, config)
@@ -76,6 +84,36 @@ class Resuming(RunsBase):
                 await self.jobs.finish(job.id)
             return
         await self.after_run(thread_id, run.workflow, result, resumed=resumed)
+
+    async def _foreign_answer(self, thread_id: str, interrupt_id: str, value: Any) -> Any:
+        """The answer to a foreign request (`_foreign`) once each of its approvals is settled,
+        each decision checked against the audit log; None while one is pending.
+
+        Raises:
+            CannotAnswer: a decision the request cannot take (or the audit log does not
+                record): the run fails, and nothing of it runs.
+        """
+        request = _foreign.read(value)
+        if request is None:
+            raise _foreign.CannotAnswer(f"interrupt {interrupt_id} is not a request signoff asks")
+        async with self.db.read() as conn:
+            approvals = await _turns.turn_approvals(conn, thread_id, interrupt_id)
+            if any(a.status == "pending" for a in approvals):
+                return None
+            for a in approvals:
+                on_record = await self.audit.settlement(conn, a.id)
+                decision = a.decision or {}
+                if (
+                    on_record is None
+                    or not on_record.intact
+                    or on_record.approved != bool(decision.get("approved"))
+                    or on_record.edits != dict(decision.get("edits") or {})
+                ):
+                    raise _foreign.CannotAnswer(
+                        f"the decision of approval {a.id} is not the one the audit log settled "
+                        "it with: nothing was resumed; run `signoff audit verify`"
+                    )
+        return _foreign.answer(request, approvals)
 
     async def _with_facts(self, job: Job) -> dict[str, Any]:
         """The job's decision, and the facts its approval's check read when it was asked
@@ -203,17 +241,13 @@ class Resuming(RunsBase):
         assert job.thread_id is not None
         try:
             state = await self.graph(workflow).aget_state(self._config(job.thread_id))
-            asks = [
-                i
-                for i in state.interrupts
-                if isinstance(i.value, dict) and i.value.get("kind") == APPROVAL_KIND
-            ]
+            asks = state.interrupts
             if asks:
                 conceal = await self.concealer(
                     job.thread_id, workflow, dict(state.values), *(i.value for i in asks)
                 )
                 for intr in asks:
-                    await self.pauses.register(job.thread_id, workflow, intr, conceal)
+                    await self.pauses.register_all(job.thread_id, workflow, intr, conceal)
         except Exception as e:
             if await self._due_again(job, e):
                 return

@@ -38,6 +38,12 @@ def turn_call_line(position: int, title: str, action: str, tier_line: str) -> st
     return f"*{position}. {escape(title)}*  {code(action)} · {tier_line}"
 
 
+def call_note(note: str) -> str:
+    """The words a call's request came with (a LangChain HITL or Agent Inbox request's
+    description), under its title, labelled: never its title, never in a confirmation."""
+    return f"_The request says_ (its words, not checked against the values): {escape(note)}"
+
+
 def runs_after(actions: Sequence[str]) -> str:
     """The dependency of a call, under its title."""
     return f"↳ runs after {join([code(a) for a in actions])}"

@@ -25,12 +25,16 @@ they share the turn's id, so that Slack shows them on one card, each with its ow
 call whose action the policy says runs `after` another (`[actions.email_customer] after =
 ["send_refund"]`) waits for that call of the same turn: it never runs before it is settled,
 does not run when it is rejected, denied or expires (the model is told which call was refused,
-by whom and why), and is decided again when it is approved with edits. A call let through runs
-at most once per tool call id, across replays, crashes and restarts. With
+by whom and why), and is decided again when it is approved with edits. Approved, it runs only
+once that call has run, and not at all when that one failed (the tool raised, or answered with
+an error): the model is told so (`RunsAfter`). A call let through runs at most once per tool
+call id, across replays, crashes and restarts. With
 `create_react_agent`'s default `version="v2"` each call is a task of its own, so an approved
 call (and a free one) runs as soon as it is settled, whatever the others wait on; with
 `version="v1"` (or one `ToolNode` for the turn, as `support_agent` has) no tool of the turn
-runs until all are settled.
+runs until all are settled. The order in which approved calls run (an email only after the
+refund it announces ran) holds inside one `ToolNode`: use one for a turn whose calls depend on
+each other.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 
-from graphs.prebuilt import BeforeCall, Edited, Rejected
+from graphs.prebuilt import BeforeCall, Edited, Rejected, RunsAfter
 
 from .effects import NodeServices
 from .models import Decision, TurnPlace
@@ -66,7 +70,7 @@ def approval_gate(
     """
     chosen = dict(titles or {})
 
-    def gate(call: Any, state: Any, config: Any) -> Edited | Rejected | None:
+    def gate(call: Any, state: Any, config: Any) -> Edited | Rejected | RunsAfter | None:
         name = call["name"]
         rules = _policy(policy, config)
         if name in rules.free_tools:
@@ -78,7 +82,11 @@ def approval_gate(
         turn = _turn_of(call, state, rules)
         seen = _seen(call, state)
         decision = ask(name, dict(args), title=chosen.get(name), turn=turn, seen=seen)
-        return _verdict(call, decision)
+        verdict = _verdict(call, decision)
+        if turn is not None and turn[1].after and not isinstance(verdict, Rejected):
+            # approved: it still runs only once the calls it runs after ran, and succeeded
+            return RunsAfter(turn[1].after, verdict)
+        return verdict
 
     return gate
 

@@ -20,6 +20,7 @@ __all__ = [
     "BeforeCall",
     "Edited",
     "Rejected",
+    "RunsAfter",
     "ToolCallRequest",
     "ToolCallWrapper",
 ]
@@ -43,6 +44,22 @@ class Edited:
     """The call to run instead (a `ToolCall` with the original's `id`)."""
     note: str
     """Put before the tool's result (a text content), for the model to read."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunsAfter:
+    """What a `before_call` hook returns for a call that may run only once other calls of the
+    same node ran without an error (a customer email after the refund it announces): the node
+    runs those first, and this one only if each of them ran and its `ToolMessage` is not an
+    error; otherwise the model gets an error `ToolMessage` saying which call it waited on and
+    why that one did not run. A call it names that is not among the node's calls is not
+    waited on (`create_react_agent(version="v2")` runs each call in a task of its own)."""
+
+    calls: tuple[str, ...]
+    """The ids of the calls it runs after."""
+    then: Edited | ToolCall | None = None
+    """What the hook decided of the call itself: run it as it is (None), as a replacement call,
+    or `Edited`."""
 
 
 @dataclass
@@ -81,7 +98,7 @@ AsyncToolCallWrapper: TypeAlias = Callable[
 
 BeforeCall: TypeAlias = Callable[[ToolCall, Any, RunConfig], Any]
 """`hook(call, state, config)` returning `None`, a replacement `ToolCall`, an `Edited`, a
-`ToolMessage` or a `Rejected` (or an awaitable of one, under `ainvoke`)."""
+`RunsAfter`, a `ToolMessage` or a `Rejected` (or an awaitable of one, under `ainvoke`)."""
 
 
 def _noted(out: Any, note: str) -> Any:

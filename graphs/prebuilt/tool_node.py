@@ -23,6 +23,9 @@ put a note before the tool's result so that the model knows what ran), a `ToolMe
   thread (models make them so); a repeated id gets the stored result;
 - a `wrap_tool_call` wrapper (LangGraph's: retries, caching, changed arguments) runs inside that
   `once()`, after the hook: a call let through is run, wrapper and all, at most once per thread.
+- a hook that returns `RunsAfter(ids, then)` holds the call until the calls `ids` of the node have
+  run, and runs it only if each ran without an error (an email after the refund it announces);
+  otherwise the model is told which call it waited on. The other calls run as they come.
 
 What a tool is handed besides the model's arguments
 ---------------------------------------------------
@@ -73,11 +76,13 @@ from ._injection import (
     _passing_commands,
     _Returned,
 )
+from ._order import run_in_order, run_in_order_async
 from ._tool_calls import (
     AsyncToolCallWrapper,
     BeforeCall,
     Edited,
     Rejected,
+    RunsAfter,
     ToolCallRequest,
     ToolCallWrapper,
     _gotos,
@@ -105,6 +110,7 @@ __all__ = [
     "InjectedState",
     "InjectedStore",
     "Rejected",
+    "RunsAfter",
     "ToolCallRequest",
     "ToolCallWrapper",
     "ToolInvocationError",
@@ -176,7 +182,7 @@ def tools_condition(
 
 
 # defined in `_tool_calls.py` and `_tool_errors.py`; this is their public home (LangGraph's)
-for _public in (Edited, Rejected, ToolCallRequest, ToolInvocationError):
+for _public in (Edited, Rejected, RunsAfter, ToolCallRequest, ToolInvocationError):
     _public.__module__ = __name__
 del _public
 
@@ -249,19 +255,26 @@ class ToolNode:
         for a list input, a `Command` when a tool returned one)."""
         config = config or {}
         calls, state, given = self._parsed(input)
-        plan = self._decide(calls, state, config)
-        outputs = [self._run_planned(call, verdict, given, config) for call, verdict in plan]
+        plan, after = self._decide(calls, state, config)
+        outputs = run_in_order(
+            [call for call, _ in plan],
+            after,
+            lambda i: self._run_planned(*plan[i], given, config),
+        )
         return self._combine(input, outputs)
 
     async def ainvoke(self, input: Any, config: RunConfig | None = None) -> Any:
-        """`invoke`, with the calls run concurrently."""
+        """`invoke`, with the calls run concurrently (a call the hook said `RunsAfter` others
+        once they ended)."""
         config = config or {}
         calls, state, given = self._parsed(input)
-        plan = await self._adecide(calls, state, config)
-        outputs = await asyncio.gather(
-            *(self._arun_planned(call, verdict, given, config) for call, verdict in plan)
+        plan, after = await self._adecide(calls, state, config)
+        outputs = await run_in_order_async(
+            [call for call, _ in plan],
+            after,
+            lambda i: self._arun_planned(*plan[i], given, config),
         )
-        return self._combine(input, list(outputs))
+        return self._combine(input, outputs)
 
     # ---- the pieces -----------------------------------------------------------------
 
@@ -311,14 +324,15 @@ class ToolNode:
 
     def _decide(
         self, calls: list[ToolCall], state: Any, config: RunConfig
-    ) -> list[tuple[ToolCall, _Verdict]]:
+    ) -> tuple[list[tuple[ToolCall, _Verdict]], dict[str, tuple[str, ...]]]:
         """Each call with what the hook decided: `None` to run it under `once()` (a string: and
         put that note before its result), `False` to run it plainly (no hook), or the message
-        that answers it. Pauses are gathered."""
+        that answers it; and the calls each runs after (`RunsAfter`). Pauses are gathered."""
         hook = self.before_call
         if hook is None:
-            return [(call, False) for call in calls]
+            return [(call, False) for call in calls], {}
         plan: list[tuple[ToolCall, _Verdict]] = []
+        after: dict[str, tuple[str, ...]] = {}
         pauses: list[Interrupt] = []
         for call in calls:
             with scope(call["id"] or ""):
@@ -334,18 +348,21 @@ class ToolNode:
                     "ToolNode before_call returned an awaitable under invoke(): use ainvoke(), "
                     "or a sync hook"
                 )
+            if isinstance(out, RunsAfter):
+                after[str(call["id"])], out = out.calls, out.then
             plan.append(self._verdict(call, out))
         if pauses:
             raise Pause(tuple(pauses))
-        return plan
+        return plan, after
 
     async def _adecide(
         self, calls: list[ToolCall], state: Any, config: RunConfig
-    ) -> list[tuple[ToolCall, _Verdict]]:
+    ) -> tuple[list[tuple[ToolCall, _Verdict]], dict[str, tuple[str, ...]]]:
         hook = self.before_call
         if hook is None:
-            return [(call, False) for call in calls]
+            return [(call, False) for call in calls], {}
         plan: list[tuple[ToolCall, _Verdict]] = []
+        after: dict[str, tuple[str, ...]] = {}
         pauses: list[Interrupt] = []
         for call in calls:
             with scope(call["id"] or ""):
@@ -356,10 +373,12 @@ class ToolNode:
                 except Pause as p:
                     pauses.extend(p.interrupts)
                     continue
+            if isinstance(out, RunsAfter):
+                after[str(call["id"])], out = out.calls, out.then
             plan.append(self._verdict(call, out))
         if pauses:
             raise Pause(tuple(pauses))
-        return plan
+        return plan, after
 
     def _run_planned(self, call: ToolCall, verdict: _Verdict, state: Any, config: RunConfig) -> Any:
         if isinstance(verdict, ToolMessage):

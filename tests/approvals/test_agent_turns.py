@@ -206,3 +206,18 @@ async def test_a_refund_the_policy_denies_keeps_its_email_in_with_nobody_asked(
         "Not run: email_customer runs only after send_refund, which was denied by policy: "
     )
     assert "amount" in content  # the schema's reason, passed on
+
+
+async def test_an_approved_email_runs_only_after_its_refund_ran_though_the_model_put_it_first(
+    probe: Kit,  # noqa: F811
+) -> None:
+    """One `ToolNode` for the turn (`version="v1"`, as `support_agent` has): under `ainvoke` its
+    calls run concurrently, but the email waits for the refund it announces to have run."""
+    report = await start_probe(probe, EMAIL, REFUND, workflow="probe_v1")
+    email, refund = await probe.approvals(report.thread_id)
+    assert (email["action"], refund["action"]) == ("email_customer", "send_refund")
+    await probe.app.decide(email["id"], "U_ALICE", True)
+    await probe.app.decide(refund["id"], "U_BOB", True)
+    await settle(probe)
+    assert (await probe.run(report.thread_id))["status"] == "completed"
+    assert await ran(probe) == ["refund 12.5", "email ann@example.com"]

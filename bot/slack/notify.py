@@ -411,12 +411,20 @@ class SlackSink:
 
     async def _dm_copies(self, a: Approval, event: Event, *, post: bool) -> None:
         """The card in a direct message to each approver (`notify = "dm"` or `"both"`): posted
-        with the card (`post`), then updated in place like the channel card."""
-        members = await resolve_members(a.approvers, self.signoff.groups)
-        body = cards.card(a, now=time.time())
-        for user in sorted(u for u in members if u != a.requester and SLACK_USER_ID.fullmatch(u)):
+        with the card (`post`), then updated in place like the channel card. An agent turn's
+        calls are one card, so one DM per approver of any of them, which an approver of a call
+        proposed later in the turn gets when that call's approval arrives."""
+        turn = await self._turn(a)
+        calls = turn or [a]
+        members: set[str] = set()
+        for o in calls:
+            found = await resolve_members(o.approvers, self.signoff.groups)
+            members |= {u for u in found if u != o.requester and SLACK_USER_ID.fullmatch(u)}
+        body = await self._body(a, turn, "dm") if turn else cards.card(a, now=time.time())
+        tag = {"turn": a.turn_id} if turn else {"card": a.id}
+        for user in sorted(members):
             try:
-                await self._dm_copy(a, event, user, body, post=post)
+                await self._dm_copy(tag, event, user, body, post=post, turn=turn is not None)
             except SlackApiError as e:  # one approver's DM (deactivated) holds back no other
                 if verdict(e) != "permanent":
                     raise
@@ -426,19 +434,31 @@ class SlackSink:
                 self._gave_up(event, e, f"the DM copy for {user} of ")
 
     async def _dm_copy(
-        self, a: Approval, event: Event, user: str, body: dict[str, Any], *, post: bool
+        self,
+        tag: dict[str, Any],
+        event: Event,
+        user: str,
+        body: dict[str, Any],
+        *,
+        post: bool,
+        turn: bool,
     ) -> None:
-        tag = {"card": a.id}
-        where = self._dm_cards.get((a.id, user))
+        """One approver's copy of the card tagged `tag`: posted (`post`, or a turn's that this
+        approver has none of yet), else updated; a card's copy never sent (the policy said
+        "channel" then) is not made on an update."""
+        key = (json.dumps(tag, sort_keys=True), user)
+        where = self._dm_cards.get(key)
         if where is None:
             dm = await self._dm_channel(user)
             if post:  # `_post` finds the copy an earlier attempt sent
-                self._dm_cards[(a.id, user)] = await self._post(event, tag, dm, **body)
+                self._dm_cards[key] = await self._post(event, tag, dm, **body)
                 return
             found = await self._find_tagged(event, tag, dm)
             if found is None:
-                return  # never sent (the policy said "channel" then): nothing to update
-            where = self._dm_cards[(a.id, user)] = (dm, str(found["ts"]))
+                if turn:  # an approver of a call the turn proposed after the card went out
+                    self._dm_cards[key] = await self._post(event, tag, dm, **body)
+                return
+            where = self._dm_cards[key] = (dm, str(found["ts"]))
         if not post:
             await self.client.chat_update(channel=where[0], ts=where[1], **body)
 

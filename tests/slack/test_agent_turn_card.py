@@ -199,3 +199,40 @@ async def test_a_deleted_turn_card_is_posted_again_with_every_call_on_it(bot: Sc
     card = bot.card(email)
     assert "1. Refund 129.00 to cust_12" in text_of(card.blocks)
     click_call(bot, "U0BOB", card, 2, REJECT)  # the email's buttons are on the new card
+
+
+async def test_notify_dm_gives_each_approver_one_dm_for_the_turn_with_every_call_on_it(
+    tmp_path: Path,
+    chat_api: ChatAPI,  # noqa: F811
+) -> None:
+    """`notify = "dm"` on both actions: one DM per approver for the whole turn (the turn's card,
+    each call with its buttons), not one per call; a decision shows in each copy in place."""
+    policy = POLICY.replace(
+        'editable = ["amount", "reason"]', 'editable = ["amount", "reason"]\nnotify = "dm"'
+    )
+    policy = policy.replace(
+        'editable = ["subject", "body"]', 'editable = ["subject", "body"]\nnotify = "dm"'
+    )
+    async with running_scenario(tmp_path, policy) as bot:
+        _, refund, _ = await start(bot)
+        copies = {}
+        for user in ("U0ALICE", "U0BOB"):
+            (copy_,) = bot.slack.workspace.im(user).messages.values()
+            shown = text_of(copy_.blocks)
+            assert "An agent proposes 2 actions in one turn" in shown
+            assert (
+                "1. Refund 129.00 to cust_12" in shown and "2. Email cust_12@example.com" in shown
+            )
+            copies[user] = copy_
+        assert not bot.slack.workspace.im("U0CAROL").messages  # the requester approves nothing
+
+        # Bob approves the refund from his DM: each copy shows it in place, still one message
+        assert (await bot.send(click_call(bot, "U0BOB", copies["U0BOB"], 1, APPROVE))).status == 200
+        await bot.settle()
+        assert (await bot.signoff.get(refund.id)).status == "approved"
+        for user in ("U0ALICE", "U0BOB"):
+            (copy_,) = bot.slack.workspace.im(user).messages.values()
+            assert copy_.ts == copies[user].ts and copy_.edited_ts is not None
+            with pytest.raises(LookupError):
+                click_call(bot, user, copy_, 1, APPROVE)  # the refund's buttons are gone
+            click_call(bot, user, copy_, 2, APPROVE)  # the email's are there

@@ -26,6 +26,7 @@ __all__ = [
     "Verdict",
     "error_code",
     "verdict",
+    "what_was_refused",
 ]
 
 TOKEN_DEAD = frozenset(
@@ -84,3 +85,20 @@ def verdict(error: SlackApiError) -> Verdict:
     if status == 429 or (status is not None and status >= 500):
         return "retry"
     return "retry" if not code or code in TRANSIENT else "permanent"
+
+
+def what_was_refused(e: SlackApiError) -> dict[str, str]:
+    """What Slack refused: its error code, the method, the channel (from the request)."""
+    response = e.response
+    method = channel = ""
+    if response is not None:
+        method = str(response.api_url or "").rsplit("/", 1)[-1]
+        args = response.req_args or {}
+        for part in ("json", "params", "data"):
+            found = (
+                (args.get(part) or {}).get("channel") if isinstance(args.get(part), dict) else None
+            )
+            if found:
+                channel = str(found)
+                break
+    return {"error": error_code(e) or "unknown", "method": method, "channel": channel}

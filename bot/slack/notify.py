@@ -40,7 +40,7 @@ from ..approvals.events import Event, RetryLater, SinkView, Undeliverable
 from ..approvals.models import Approval
 from ..approvals.policy import Policy, resolve_members
 from . import cards, messages, replies, turn_card
-from .errors import CARD_GONE, CHANNEL_GONE, NO_DMS, error_code, verdict
+from .errors import CARD_GONE, CHANNEL_GONE, NO_DMS, error_code, verdict, what_was_refused
 from .guard import rate_limited, retry_after
 from .health import SlackHealth
 from .mentions import GroupIds, approver_mentions
@@ -73,23 +73,6 @@ def _without_resend(client: AsyncWebClient) -> AsyncWebClient:
         h for h in client.retry_handlers if not isinstance(h, AsyncConnectionErrorRetryHandler)
     ]
     return poster
-
-
-def _refusal(e: SlackApiError) -> dict[str, str]:
-    """What Slack refused: its error code, the method, the channel (from the request)."""
-    response = e.response
-    method = channel = ""
-    if response is not None:
-        method = str(response.api_url or "").rsplit("/", 1)[-1]
-        args = response.req_args or {}
-        for part in ("json", "params", "data"):
-            found = (
-                (args.get(part) or {}).get("channel") if isinstance(args.get(part), dict) else None
-            )
-            if found:
-                channel = str(found)
-                break
-    return {"error": error_code(e) or "unknown", "method": method, "channel": channel}
 
 
 class SlackSink:
@@ -175,7 +158,7 @@ class SlackSink:
     def _gave_up(self, event: Event, e: SlackApiError, what: str = "") -> None:
         """Record a message that can never be delivered (the log, `/metrics`), and move on."""
         code = error_code(e)
-        self._given_up.setdefault(event.id, _refusal(e))
+        self._given_up.setdefault(event.id, what_was_refused(e))
         self.health.gave_up(code)
         if self.metrics is not None:
             self.metrics.undeliverable.labels(code or "unknown").inc()
@@ -450,12 +433,11 @@ class SlackSink:
         where = self._dm_cards.get(key)
         if where is None:
             dm = await self._dm_channel(user)
-            if post:  # `_post` finds the copy an earlier attempt sent
-                self._dm_cards[key] = await self._post(event, tag, dm, **body)
-                return
-            found = await self._find_tagged(event, tag, dm)
+            found = None if post else await self._find_tagged(event, tag, dm)
             if found is None:
-                if turn:  # an approver of a call the turn proposed after the card went out
+                # (`_post` finds the copy an earlier attempt sent; a turn's approver of a call
+                # proposed after the card went out has none yet)
+                if post or turn:
                     self._dm_cards[key] = await self._post(event, tag, dm, **body)
                 return
             where = self._dm_cards[key] = (dm, str(found["ts"]))

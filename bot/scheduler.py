@@ -132,6 +132,13 @@ class JobRunner:
         """Each pool of workers: the job kinds it takes, and how many workers it has."""
         self._kicks: list[asyncio.Queue[None]] = [asyncio.Queue(maxsize=n) for _, n in self.lanes]
         self._tasks: list[asyncio.Task[None]] = []
+        self._giving_way = 0
+
+    @property
+    def giving_way(self) -> int:
+        """How many workers are waiting for a lull in the clicks (`Foreground.lull`) before
+        they take a job: none of them takes one meanwhile."""
+        return self._giving_way
 
     def kick(self) -> None:
         """Have a worker (of each pool) look for due jobs now (or as soon as one is free)."""
@@ -164,11 +171,18 @@ class JobRunner:
     ) -> None:
         while True:
             try:
-                await self.signoff.run_jobs(kinds, prefer=prefer, before_each=self.foreground.lull)
+                await self.signoff.run_jobs(kinds, prefer=prefer, before_each=self._give_way)
             except Exception:
                 log.exception("job worker failed; it runs again in %ss", self.every)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(kicks.get(), self.every)
+
+    async def _give_way(self) -> None:
+        self._giving_way += 1
+        try:
+            await self.foreground.lull()
+        finally:
+            self._giving_way -= 1
 
     async def _link_loop(self) -> None:
         """Link committed audit entries into the chain (`Signoff.link_audit`), a few times a

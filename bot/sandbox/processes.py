@@ -182,6 +182,9 @@ class BotProcess:
         policy: the policy file.
         app_token: an `xapp-` token: serve Socket Mode instead of HTTP (the fake must be
             told to send over the socket: `SandboxClient.use_socket_mode`).
+        main: the module `python -m` runs: `bot.cli`, or a test's stand-in for it that
+            changes something in the process first and then calls `bot.cli.main` (one that
+            kills itself at a chosen point).
         env: more environment (e.g. `SIGNOFF_SWEEP_INTERVAL`).
 
     Raises:
@@ -197,6 +200,7 @@ class BotProcess:
         policy: Path,
         *,
         app_token: str | None = None,
+        main: str = "bot.cli",
         **env: str,
     ) -> None:
         self.db_url = db_url
@@ -224,7 +228,7 @@ class BotProcess:
             self.env["SLACK_APP_TOKEN"] = app_token
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bot.cli", "run", "--host", "127.0.0.1", "--port", str(self.port)],
+                [sys.executable, "-m", main, "run", "--host", "127.0.0.1", "--port", str(self.port)],
                 stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=directory,
             )  # fmt: skip
         self._wait_ready()

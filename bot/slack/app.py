@@ -164,6 +164,9 @@ class SlackGroups:
                         await self._lookup(group)
                     except GroupsUnavailable as e:
                         log.warning("%s", e)
+            log.debug(
+                "group refresh round done%s", " (none: the bot token is dead)" if dead else ""
+            )
             await asyncio.sleep(every)
 
 

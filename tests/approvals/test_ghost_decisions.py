@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -72,6 +73,22 @@ async def refused_in_time(kit: Kit, approval_id: str) -> float:
     return took
 
 
+async def nothing_waits_behind(other: psycopg.AsyncConnection[Any]) -> None:
+    """While `other` still holds its lock: no session waits for it (a refused statement was
+    cancelled on the server, not left queued to go on once the lock is let go), and nothing of
+    this process is still running beside the test (no refused vote being tried again). So
+    nothing can record a vote once the lock is let go."""
+    async with asyncio.timeout(10):
+        while await (
+            await other.execute(
+                "SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                (other.info.backend_pid,),
+            )
+        ).fetchall():
+            await asyncio.sleep(0.02)
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
 async def nothing_recorded(kit: Kit, approval_id: str) -> None:
     a = await kit.app.get(approval_id)
     assert (a.status, a.votes) == ("pending", ())
@@ -106,11 +123,10 @@ async def test_a_vote_behind_another_sessions_row_lock_is_refused_in_time_and_re
             await other.execute("SELECT id FROM approvals WHERE id = %s FOR UPDATE", (approval_id,))
             await refused_in_time(kit, approval_id)
             # Still held: the refused vote must not be waiting to commit once it is let go.
-            await asyncio.sleep(0.3)
+            await nothing_waits_behind(other)
         finally:
             await other.rollback()
             await other.close()
-        await asyncio.sleep(0.5)  # a vote still queued behind the lock would commit now
         await nothing_recorded(kit, approval_id)
         await then_a_new_vote_works(kit, approval_id)
     finally:
@@ -143,10 +159,10 @@ async def test_a_click_whose_reads_are_held_up_is_refused_in_time_and_records_no
                     await kit.app.get(approval_id, wait=CLICK_WAIT)
             assert time.monotonic() - started < limits.ACK_DEADLINE
             await refused_in_time(kit, approval_id)
+            await nothing_waits_behind(other)
         finally:
             await other.rollback()
             await other.close()
-        await asyncio.sleep(0.5)
         await nothing_recorded(kit, approval_id)
         await then_a_new_vote_works(kit, approval_id)
     finally:
@@ -221,7 +237,10 @@ async def test_a_click_while_another_process_holds_the_write_lock_is_answered_bu
             assert answer.ok, answer  # within Slack's deadline
             [told] = await bot.slack.wait_for(lambda s: s.workspace.ephemerals.get("U0ALICE"))
         assert "nothing was recorded" in told.text
-        await asyncio.sleep(0.5)
+        # This process's writers take turns, urgent ones (votes) in the order they came: once
+        # this one has committed, a vote still queued to write would have committed before it.
+        async with bot.signoff.db.transaction(urgent=True):
+            pass
         unchanged = await bot.signoff.get(approval.id)
         assert (unchanged.status, unchanged.votes) == ("pending", ())
         await _approve_again(bot, approval.id, card.ts)

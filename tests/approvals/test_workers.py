@@ -183,7 +183,12 @@ async def test_workers_give_way_to_the_clicks_being_served_and_catch_up_after(ki
         with foreground.serving():
             await app.decide(report.approvals[0], "U_ALICE", True)
             runner.kick()
-            await asyncio.sleep(0.5)
+            # Until every worker waits for the lull: then none can take the job while the
+            # click is served (one that took it already fails the assertion below).
+            deadline = asyncio.get_running_loop().time() + 10
+            while runner.giving_way < runner.concurrency and await kit.pending_jobs("resume"):
+                assert asyncio.get_running_loop().time() < deadline, "workers not giving way"
+                await asyncio.sleep(0.01)
             assert await kit.pending_jobs("resume") == 1, "a job started while a click was served"
             assert await kit.effects("refund") == []
         deadline = asyncio.get_running_loop().time() + 10

@@ -44,6 +44,7 @@ from bot.sandbox.processes import (
 )
 from bot.sandbox.processes import SIGNING_SECRET as SECRET
 from bot.sandbox.signing import AppResponse, SlackRequest, SlackSigner
+from graphs.checkpoint.base import ONCE
 from tests.kit import pg
 from tests.kit.pg import address as pg_address
 from tests.kit.pg import admin_conninfo as pg_admin
@@ -94,6 +95,17 @@ class BotDatabase:
         if kind is not None:
             query = query.where(t.effects.c.kind == kind)
         return [{**r, "data": json.loads(r["data"])} for r in self.rows(query)]
+
+    def once_records(self, thread_id: str) -> dict[str, str]:
+        """The `once()` effects in flight on the run's head checkpoint, by key: the last record
+        of each ("started", "done" or "failed"), as the next process to resume it reads them.
+        Empty once the step that ran them is saved (its results move into the checkpoint)."""
+        head = self._db.saver.get_tuple({"configurable": {"thread_id": thread_id}})
+        found: dict[str, str] = {}
+        for _task, channel, value in head.pending_writes if head is not None else ():
+            if channel == ONCE:
+                found[value[0]] = value[1]
+        return found
 
     def run(self, thread_id: str) -> JSON | None:
         found = self.rows(sa.select(t.runs).where(t.runs.c.thread_id == thread_id))

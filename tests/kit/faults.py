@@ -17,6 +17,8 @@ from tests.kit.e2e import E2E, WAIT, BotDatabase, BotProcess, Run, card_of, in_c
 QUICK = os.environ.get("SIGNOFF_TEST_QUICK", "") not in ("", "0")
 """`SIGNOFF_TEST_QUICK=1` shortens the loops (CI), never skips them."""
 
+STUCK = ("failed", "outcome_unknown", "cancelled")
+"""Run statuses nothing moves on from without a person (a retry, a look at the outcome)."""
 SETTLE = 60.0
 """Seconds for the bot to finish everything after a fault (leases must run out first)."""
 
@@ -61,12 +63,19 @@ async def settled(
 
     With `unknown_allowed` (a process killed at random), a run may end "outcome_unknown" instead:
     killed inside the refund's `once()`, the next attempt refuses to guess; then at most one
-    refund, and the thread is told so, once."""
+    refund, and the thread is told so, once. A run that ends otherwise (failed, cancelled)
+    fails the wait at once: nothing moves it on without a person."""
     db: BotDatabase = e2e.db
     ends = ("completed", "outcome_unknown") if unknown_allowed else ("completed",)
+
+    def over() -> bool:
+        status = {c: (db.run(r.thread_id) or {}).get("status") for c, r in runs.items()}
+        if failed := {c: s for c, s in status.items() if s in STUCK and s not in ends}:
+            raise AssertionError(f"runs ended and will not move again: {failed}")
+        return all(s in ends for s in status.values()) and not db.jobs(undone=True)
+
     try:
-        await until(lambda: all((db.run(r.thread_id) or {}).get("status") in ends for r in runs.values())
-                    and not db.jobs(undone=True), "every run completed, every job done", e2e.bot, timeout)  # fmt: skip
+        await until(over, "every run completed, every job done", e2e.bot, timeout)
     except AssertionError as e:
         stuck = {c: (db.approval(r.approval_id)["status"], (db.run(r.thread_id) or {}).get("status"), (db.run(r.thread_id) or {}).get("error"))
                  for c, r in runs.items() if (db.run(r.thread_id) or {}).get("status") not in ends}  # fmt: skip

@@ -119,7 +119,8 @@ def joke_graph(lg: SimpleNamespace, calls: list[Any], saver: Any) -> Any:
 
 def replay_and_fork(dialect: str, saver: Any = None, **run: Any) -> dict[str, Any]:
     """Run; replay from the checkpoint before `write_joke`; fork there with another topic and
-    run the fork. `run`: what the replay and the fork's run are invoked with besides."""
+    run the fork; replay once more, streamed. `run`: what the replays and the fork's run are
+    invoked with besides."""
     lg = imports(dialect)
     calls: list[Any] = []
     graph = joke_graph(lg, calls, saver)
@@ -130,8 +131,11 @@ def replay_and_fork(dialect: str, saver: Any = None, **run: Any) -> dict[str, An
     fork_config = graph.update_state(before_joke.config, {"topic": "chickens"})
     forked_head = graph.get_state(config)
     forked = graph.invoke(None, fork_config, **run)
+    modes = ["values", "updates"]
+    streamed = [shown(c) for c in graph.stream(None, before_joke.config, stream_mode=modes, **run)]
     return {
         "results": [shown(first), shown(replayed), shown(forked)],
+        "streamed replay": streamed,
         "calls": calls,
         "head after the fork": (shown(forked_head.values), forked_head.next),
         "head at the end": shown(graph.get_state(config).values),

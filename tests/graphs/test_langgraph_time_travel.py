@@ -411,3 +411,32 @@ def test_time_travel_is_refused_while_an_effect_of_unknown_outcome_is_at_the_hea
         graph.update_state(start.config, {"log": ["other"]})
     assert len(list(graph.get_state_history(config))) == count
     assert sent == ["notice"]
+
+
+def test_a_replay_saved_at_exit_stores_its_lists_whole(graphs_saver: Any) -> None:
+    """Under `durability="exit"` the replay's steps are saved once, at its end, as the branch's
+    first checkpoint: its lists are stored whole, never as items appended to a version of the
+    old branch that happens to have the right length (the old head's `log` has 3 items, the
+    replay's last step adds 1 to a list of 3 that is not that one)."""
+    lg = imports("graphs")
+    runs: list[int] = []
+
+    def first(state: JokeState) -> JokeState:
+        runs.append(1)
+        return {"log": ["a"] if len(runs) == 1 else ["x", "w"]}
+
+    def second(state: JokeState) -> JokeState:
+        return {"log": ["b"] if len(runs) == 1 else ["y"]}
+
+    builder = lg.StateGraph(JokeState)
+    builder.add_node("first", first)
+    builder.add_node("second", second)
+    builder.add_edge(lg.START, "first")
+    builder.add_edge("first", "second")
+    graph = builder.compile(checkpointer=graphs_saver or lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "lists"}}
+    assert graph.invoke({"log": ["start"]}, config)["log"] == ["start", "a", "b"]
+    before_first = next(s for s in graph.get_state_history(config) if s.next == ("first",))
+    replayed = graph.invoke(None, before_first.config, durability="exit")
+    assert replayed["log"] == ["start", "x", "w", "y"]
+    assert graph.get_state(config).values["log"] == ["start", "x", "w", "y"]

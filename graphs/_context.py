@@ -15,6 +15,12 @@ again. So, in node code:
 - Make each `interrupt()` call happen in the same order on every replay: answers are matched by
   the call's position within the node (and every pause has a stable id derived from it).
 
+Time travel (LangGraph's dialect: `invoke(None, config)` or `update_state` given a past
+checkpoint of the thread) runs that checkpoint's tasks again from their top, on a branch that
+becomes the thread's head: everything in the node runs again, and each `interrupt()` asks again
+(answers given on the old branch are not reused). A `once()` effect the thread already recorded
+is the exception: it is not run again, on any branch; the replay gets its stored result.
+
 These functions work only inside a running node; elsewhere they raise `RuntimeError`.
 """
 

@@ -7,6 +7,8 @@ A new run saves an input checkpoint (`source="input"`) whose `__start__` task ap
 answers are recorded before anything runs (`answer`), its update and gotos applied in a
 checkpoint of their own; new input is applied before the frontier runs in seed 000's dialect,
 and starts a new run in LangGraph's (`drop_frontier`: the tasks the thread waited on never run).
+`invoke(None, config)` given a past checkpoint replays from it in LangGraph's dialect (`replay`,
+a branch inside the thread) and is refused in seed 000's (`refused_replay`).
 
 Generators over a `Run` (`_run.py`); the loop calls `take_input` first in `execute`.
 """
@@ -18,13 +20,21 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._algo import apply_writes, name_messages, static_pause, task_id_of
-from ._io import Emit, GetHead, Loop, PutWrites
+from ._io import Emit, GetCheckpoint, GetHead, Loop, PutWrites
 from ._routing import next_frontier
 from ._run import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL, Paused
-from ._save import START_CHANNEL, carry_over, clear_sends, save, set_send_timeouts
+from ._save import (
+    START_CHANNEL,
+    branch,
+    carry_over,
+    clear_sends,
+    frontier_names,
+    save,
+    set_send_timeouts,
+)
 from ._schema import ROOT
 from ._types import END, START, Command, Send
-from .checkpoint.base import DONE, RESUME, CheckpointTuple
+from .checkpoint.base import DONE, RESUME, CheckpointTuple, checkpoint_config
 from .errors import AmbiguousResumeError, EmptyInputError, InvalidUpdateError, ResumeError
 
 if TYPE_CHECKING:
@@ -35,6 +45,8 @@ __all__ = [
     "add_to_frontier",
     "answer",
     "drop_frontier",
+    "refused_replay",
+    "replay",
     "save_input",
     "take_input",
     "update_gotos",
@@ -56,13 +68,10 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
     if tup is not None:
         run.restore(tup)
         if run.requested_id is not None and run.requested_id != run.head_id:
-            raise ResumeError(
-                f"thread {run.thread_id!r}: runs continue from the latest checkpoint "
-                f"({run.head_id}), not from {run.requested_id}: drop checkpoint_id from "
-                "the config, or, to run again from that checkpoint, fork it into a new "
-                "thread first: graph.invoke(None, graph.fork(config, thread_id))",
-                run.thread_id,
-            )
+            if input is None and run.graph.dialect == "langgraph" and run.parent is None:
+                yield from replay(run, tup)
+            else:
+                raise refused_replay(run, input)
     if run.parent is not None and tup is not None and run.same_task(tup):
         # The parent's task ran this subgraph on an earlier attempt (it paused or failed):
         # go on from where it stopped, and a finished subgraph is not run again.
@@ -157,6 +166,48 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
             # As LangGraph: a resumed run shows the state it resumes.
             yield Emit("values", run.output())
     return GO_ON
+
+
+def replay(run: Run, head: CheckpointTuple) -> Loop[None]:
+    """LangGraph's dialect: `invoke(None, config)` whose `checkpoint_id` is a past checkpoint
+    of the thread replays from it, inside the thread (`_save.branch`): a checkpoint of it
+    (`source="fork"`, as LangGraph's) is the branch point and the thread's new head, and the
+    tasks it waited on run again from there under new ids (a static pause there is lifted, as
+    on any resume; a `once()` effect the thread recorded is not run again)."""
+    assert run.requested_id is not None
+    past: CheckpointTuple | None = yield GetCheckpoint(
+        checkpoint_config(run.thread_id, run.ns, run.requested_id)
+    )
+    if past is None:
+        raise ResumeError(
+            f"thread {run.thread_id!r} has no checkpoint {run.requested_id} to replay from: "
+            "pick one from get_state_history(config)",
+            run.thread_id,
+        )
+    branch(run, past, head)
+    yield from save(run, "fork", frontier_names(run), {}, {}, [])
+
+
+def refused_replay(run: Run, input: Any) -> ResumeError:
+    """A run given a `checkpoint_id` that is not the thread's head, where that is no replay:
+    seed 000's dialect (history never branches inside a thread), input other than None, or a
+    subgraph's run."""
+    if run.graph.dialect == "langgraph" and run.parent is None:
+        return ResumeError(
+            f"thread {run.thread_id!r}: only invoke(None, config) replays from a past "
+            f"checkpoint ({run.requested_id}; the thread's latest is {run.head_id}); input "
+            "given with it is not applied there: replay first, or write it with "
+            "update_state(config, values), which forks from that checkpoint, then "
+            "invoke(None, the config it returns)",
+            run.thread_id,
+        )
+    return ResumeError(
+        f"thread {run.thread_id!r}: runs continue from the latest checkpoint "
+        f"({run.head_id}), not from {run.requested_id}: drop checkpoint_id from "
+        "the config, or, to run again from that checkpoint, fork it into a new "
+        "thread first: graph.invoke(None, graph.fork(config, thread_id))",
+        run.thread_id,
+    )
 
 
 def drop_frontier(run: Run) -> dict[str, int]:

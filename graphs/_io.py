@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from ._types import RunConfig
-from .checkpoint.base import Checkpoint, CheckpointMetadata, checkpoint_config
+from .checkpoint.base import BRANCH_HEAD, Checkpoint, CheckpointMetadata, checkpoint_config
 
 __all__ = [
     "LIVE_MODES",
@@ -136,6 +136,9 @@ class Unsaved:
                 request = request._replace(
                     parent=held.parent, new_versions={**held.new_versions, **request.new_versions}
                 )
+                if BRANCH_HEAD in held.parent["configurable"]:
+                    # Still a branch's first put (`_save.branch_put`): every value whole.
+                    request.checkpoint["appended"] = {}
             self.checkpoint = request
             self.writes = []
         conf = request.parent["configurable"]

@@ -179,6 +179,14 @@ class Run:
         self.head_id: str | None = None
         self.head_config: RunConfig | None = None
         self.requested_id: str | None = None
+        self.branch_head: str | None = None
+        """LangGraph's time travel: the thread's head that the run's first checkpoint is
+        written over, branching from the past checkpoint the run went on from (`_save.branch`);
+        None once that checkpoint is saved, and for every other run."""
+        self.tip_seq = -1
+        """The sequence number of the thread's newest checkpoint when it is not the head the run
+        goes on from (a branch): the run's checkpoint ids come after it, so the branch sorts
+        last and is the thread's head."""
         self.step = -1
         self.steps = 0
         """How many supersteps this invocation has run (what `RemainingSteps` counts from)."""

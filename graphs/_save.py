@@ -15,21 +15,34 @@ from typing import TYPE_CHECKING, Any
 
 from ._algo import task_id_of
 from ._io import Loop, PutCheckpoint, PutWrites
-from ._run import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
+from ._run import ONCE_CHANNEL, SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL
 from ._stream import checkpoint_payload, trace
 from ._types import START, RunConfig, Send, TimeoutPolicy
 from .checkpoint.base import (
+    BRANCH_HEAD,
+    ONCE,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointTuple,
     checkpoint_seq,
     new_checkpoint,
     new_checkpoint_id,
 )
+from .errors import SideEffectUnknownError
 
 if TYPE_CHECKING:
     from ._run import Run
 
-__all__ = ["START_CHANNEL", "carry_over", "checkpoint", "clear_sends", "save", "set_send_timeouts"]
+__all__ = [
+    "START_CHANNEL",
+    "branch",
+    "carry_over",
+    "checkpoint",
+    "clear_sends",
+    "frontier_names",
+    "save",
+    "set_send_timeouts",
+]
 
 START_CHANNEL = START
 """The input an input checkpoint holds (a dict of state keys), until its `__start__` task
@@ -48,7 +61,7 @@ def checkpoint(
     new_versions: dict[str, int],
 ) -> Checkpoint:
     """The next checkpoint, whose frontier is `names` (each with a new task id)."""
-    checkpoint_id = new_checkpoint_id(checkpoint_seq(run.head_id) + 1)
+    checkpoint_id = new_checkpoint_id(max(checkpoint_seq(run.head_id), run.tip_seq) + 1)
     if names and type(names[-1]) is not str or SENDS_CHANNEL in run.internal:
         set_frontier(run, names, checkpoint_id, new_versions)
     else:  # no Send (they come last): the hot path
@@ -182,7 +195,9 @@ def save(
         else:  # no Send (they come last): the hot path
             run.frontier = [(n, n) for n in names]  # type: ignore[misc]
         return
-    if START_CHANNEL in run.internal:  # the input it held is applied, or replaced
+    if START_CHANNEL in run.internal and not (names and names[0] == START):
+        # The input it held is applied, or replaced (a fork of an input checkpoint keeps it
+        # for the `__start__` task that applies it).
         drop_start(run, new_versions)
     cp = checkpoint(run, names, paused, appended, new_versions)
     parent = run.head_config or {
@@ -199,7 +214,10 @@ def save(
         metadata["task"] = run.task_mark
     if run.noted:
         metadata.update(run.noted)  # type: ignore[typeddict-item]
-    run.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
+    if run.branch_head is None:
+        run.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
+    else:
+        run.head_config = yield branch_put(run, parent, cp, metadata)
     run.head_id = cp["id"]
     if run.trace:
         payload = checkpoint_payload(run, run.saved_parent(parent), metadata)
@@ -227,7 +245,7 @@ def carry_over(
         return
     pending = run.pending
     run.step += 1
-    checkpoint_id = new_checkpoint_id(checkpoint_seq(run.head_id) + 1)
+    checkpoint_id = new_checkpoint_id(max(checkpoint_seq(run.head_id), run.tip_seq) + 1)
     if start:
         run.frontier = [
             (START, task_id_of(run.thread_id, run.ns, checkpoint_id, START)),
@@ -255,7 +273,10 @@ def carry_over(
         metadata["task"] = run.task_mark
     if run.noted:
         metadata.update(run.noted)  # type: ignore[typeddict-item]
-    head: RunConfig = yield PutCheckpoint(parent, cp, metadata, new_versions)
+    if run.branch_head is None:
+        head: RunConfig = yield PutCheckpoint(parent, cp, metadata, new_versions)
+    else:
+        head = yield branch_put(run, parent, cp, metadata)
     run.head_config = head
     run.head_id = cp["id"]
     if run.trace:
@@ -263,3 +284,85 @@ def carry_over(
         yield from trace(run, "checkpoints", payload, run.step)
     for task_id, writes in pending.items():
         yield PutWrites(head, writes, task_id)
+
+
+def frontier_names(run: Run) -> list[str | Send]:
+    """The run's frontier as the names `save` takes, each `Send` with its argument (and
+    timeout): the same tasks under the new checkpoint's ids."""
+    sends = run.internal.get(SENDS_CHANNEL) or {}
+    timeouts = run.internal.get(SEND_TIMEOUTS_CHANNEL) or {}
+    return [
+        Send(name, sends[task_id], timeout=timeouts.get(task_id)) if task_id in sends else name
+        for name, task_id in run.frontier
+    ]
+
+
+def branch(run: Run, past: CheckpointTuple, head: CheckpointTuple) -> None:
+    """LangGraph's time travel inside a thread: the run goes on from `past`, a checkpoint
+    before the thread's head `head`, and its first checkpoint branches from it over that head
+    (`branch_put`), so the new checkpoints are the thread's head and the old ones stay in
+    history.
+
+    The tasks `past` waited on run again from their top: their pending writes there (answers
+    given, finished writes, pauses) are not carried, so an `interrupt()` asks again. What the
+    thread recorded of `once()` effects is: the head's results (and its pending "done"
+    records) join `past`'s, so an effect that ran is not run again on the branch. Every
+    channel is numbered past the versions the thread used, so the branch's values never
+    collide with the old ones in the saver."""
+    refuse_unknown_effects(run, head)
+    run.values, run.internal = {}, {}
+    run.restore(past)
+    run.pending = {}
+    tip = head.checkpoint["channel_versions"]
+    run.versions = {
+        channel: max(run.versions.get(channel, 0), tip.get(channel, 0)) + 1
+        for channel in {*run.versions, *tip}
+    }
+    once = dict(head.checkpoint["channel_values"].get(ONCE_CHANNEL) or {})
+    for _, channel, value in head.pending_writes:
+        if channel == ONCE and value[1] == "done":
+            once.setdefault(value[0], value[2])
+    once.update(run.once_results)
+    if once:
+        run.internal[ONCE_CHANNEL] = once
+        run.versions.setdefault(ONCE_CHANNEL, 1)  # (never written on the thread before)
+    run.branch_head = head.checkpoint["id"]
+    run.tip_seq = checkpoint_seq(run.branch_head)
+
+
+def refuse_unknown_effects(run: Run, head: CheckpointTuple) -> None:
+    """Time travel is refused while the thread's head holds a `once()` effect started with no
+    outcome recorded: its task would run under a new id on the branch, where nothing says the
+    effect may have happened, and it could run again unseen. Resuming the head raises
+    `SideEffectUnknownError` until someone checks the effect (`once(..., retry_unknown=True)`)."""
+    last: dict[tuple[str, str], str] = {}
+    for task_id, channel, value in head.pending_writes:
+        if channel == ONCE:
+            last[(task_id, value[0])] = value[1]
+    done = head.checkpoint["channel_values"].get(ONCE_CHANNEL) or {}
+    for (_, key), state in last.items():
+        if state == "started" and key not in done:
+            error = SideEffectUnknownError(run.thread_id, key)
+            error.add_note(
+                "time travel refused: the thread's head has this effect started with no "
+                "outcome, and a replay or a fork from a past checkpoint could run it again; "
+                "resume the thread first and settle the effect"
+            )
+            raise error
+
+
+def branch_put(
+    run: Run, parent: RunConfig, cp: Checkpoint, metadata: CheckpointMetadata
+) -> PutCheckpoint:
+    """The first checkpoint of a branch (`branch`): its parent the past checkpoint, written
+    over the head the run read (`BRANCH_HEAD`, which the savers compare the head with), every
+    channel stored whole under its new version."""
+    configurable = {**parent["configurable"], BRANCH_HEAD: run.branch_head}
+    run.branch_head = None
+    cp["appended"] = {}
+    return PutCheckpoint(
+        {**parent, "configurable": configurable},  # type: ignore[typeddict-item]
+        cp,
+        metadata,
+        dict(run.versions),
+    )

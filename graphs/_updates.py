@@ -5,7 +5,8 @@ Generators over a `Run` (`_run.py`) like the loop's `execute`: they yield the sa
 (`_io.py`), the drivers perform them, and they share the step's pure functions (`_algo.py`).
 Where seed 000's dialect and LangGraph's differ (`graphs.types.Dialect`), `update_state` without
 `as_node` replaces keys in the first and goes through the reducers as the node that ran last
-in the second (`last_ran`).
+in the second (`last_ran`); an `update_state` given a past checkpoint is refused in the first and
+forks from it inside the thread in the second (`branch_at`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from ._algo import apply_writes, expire, is_overwrite, overwrite_value, static_p
 from ._input import save_input, update_gotos
 from ._io import GetCheckpoint, GetHead, Loop, PutWrites
 from ._routing import next_frontier
-from ._run import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL, Run
-from ._save import carry_over, save
+from ._run import Run
+from ._save import branch, carry_over, frontier_names, save
 from ._types import START, Command, RunConfig, Send
 from .checkpoint.base import DONE, CheckpointTuple, checkpoint_config
 from .errors import InvalidUpdateError, short
@@ -41,7 +42,14 @@ def update_step(run: Run, updates: Sequence[tuple[Any, str | None]]) -> Loop[Run
         yield from check_enclosing(run, tup)
     if tup is not None:
         run.restore(tup)
-        if run.requested_id is not None and run.requested_id != run.head_id:
+        if (
+            run.requested_id is not None
+            and run.requested_id != run.head_id
+            and run.graph.dialect == "langgraph"
+            and not run.enclosing
+        ):
+            tup = yield from branch_at(run, tup)
+        elif run.requested_id is not None and run.requested_id != run.head_id:
             raise InvalidUpdateError(
                 f"update_state on thread {run.thread_id!r} names checkpoint "
                 f"{run.requested_id}, which is not the thread's latest ({run.head_id}): an "
@@ -52,6 +60,23 @@ def update_step(run: Run, updates: Sequence[tuple[Any, str | None]]) -> Loop[Run
     if len(updates) == 1 and updates[0][1] is None and run.graph.dialect == "langgraph":
         updates = [(updates[0][0], (yield from last_ran(run, tup)))]
     return (yield from amend_step(run, updates))
+
+
+def branch_at(run: Run, head: CheckpointTuple) -> Loop[CheckpointTuple]:
+    """LangGraph's dialect: `update_state` given a past checkpoint forks from it, inside the
+    thread (`_save.branch`): the update's checkpoint is the past one's child and the thread's
+    new head. Returns the past checkpoint."""
+    assert run.requested_id is not None
+    past: CheckpointTuple | None = yield GetCheckpoint(
+        checkpoint_config(run.thread_id, run.ns, run.requested_id)
+    )
+    if past is None:
+        raise InvalidUpdateError(
+            f"update_state on thread {run.thread_id!r} names checkpoint {run.requested_id}, "
+            "which the thread does not have: pick one from get_state_history(config)"
+        )
+    branch(run, past, head)
+    return past
 
 
 def last_ran(run: Run, tup: CheckpointTuple | None) -> Loop[str]:
@@ -254,12 +279,7 @@ def fork(run: Run, source: CheckpointTuple, values: Any, as_node: str | None) ->
         )
     run.restore(source)
     run.head_config = None  # the first checkpoint of this thread: no parent
-    sends = run.internal.get(SENDS_CHANNEL) or {}
-    timeouts = run.internal.get(SEND_TIMEOUTS_CHANNEL) or {}
-    names: list[str | Send] = [
-        Send(name, sends[task_id], timeout=timeouts.get(task_id)) if task_id in sends else name
-        for name, task_id in run.frontier
-    ]
+    names = frontier_names(run)
     origin = source.config["configurable"]
     forked_from = {"thread_id": origin["thread_id"], "checkpoint_id": origin["checkpoint_id"]}
     # Every channel is new to this thread's saver.

@@ -10,7 +10,10 @@ A saver must:
 - store `checkpoint` so that `get_tuple` returns an equal copy: values are copies, never shared
   with the running graph (mutating state after a step cannot rewrite history);
 - in `put`, refuse with `CheckpointConflictError` when `config`'s `checkpoint_id` (the parent)
-  is not the thread's current head: history never forks;
+  is not the thread's current head: history never forks by accident. One put may branch: when
+  `config` also names the head it is written over (`BRANCH_HEAD`, what LangGraph's dialect
+  writes for a replay or an update of a past checkpoint), the parent is a past checkpoint of
+  the thread, and the put is refused unless the head is still the one named (`branch_head`);
 - keep pending writes in the order they were put, per checkpoint;
 - in `lock_thread`, give at most one holder per thread at a time, refusing others with
   `ThreadBusyError` rather than waiting.
@@ -38,6 +41,7 @@ from .._types import RunConfig
 from ..errors import ThreadBusyError
 
 __all__ = [
+    "BRANCH_HEAD",
     "CHECKPOINT_VERSION",
     "BaseCheckpointSaver",
     "Checkpoint",
@@ -45,6 +49,7 @@ __all__ = [
     "CheckpointRecord",
     "CheckpointTuple",
     "PendingWrite",
+    "branch_head",
     "checkpoint_from_record",
     "checkpoint_record",
     "checkpoint_seq",
@@ -257,6 +262,20 @@ def config_checkpoint_id(config: RunConfig | None) -> str | None:
     return ((config or {}).get("configurable") or {}).get("checkpoint_id")
 
 
+BRANCH_HEAD = "branch_head_id"
+"""The key of a `put`'s config that makes it a branch: the thread's head it is written over,
+its parent (`checkpoint_id`) being a past checkpoint of the thread. Written by the runtime only
+for LangGraph's time travel (`invoke(None, config)` or `update_state` given a past checkpoint)."""
+
+
+def branch_head(config: RunConfig) -> str | None:
+    """The head a `put` branching from a past checkpoint is written over (None: not a branch).
+
+    A saver's compare-and-set then checks the head against this id instead of the parent, and
+    checks that the parent is a checkpoint of the thread."""
+    return (config.get("configurable") or {}).get(BRANCH_HEAD)  # type: ignore[return-value]
+
+
 def new_checkpoint_id(seq: int) -> str:
     """A checkpoint id that sorts by `seq` within a thread and is unique across forks."""
     return f"{seq:012x}-{secrets.token_hex(4)}"
@@ -377,9 +396,12 @@ class BaseCheckpointSaver:
         """Store `checkpoint` as the thread's new head; return the config that points at it.
 
         `config["configurable"]["checkpoint_id"]` is the parent (absent for a new thread).
+        With `BRANCH_HEAD` in it too, the parent is a past checkpoint of the thread and the new
+        checkpoint branches from it, written over the head that key names.
 
         Raises:
-            CheckpointConflictError: the parent is not the thread's current head.
+            CheckpointConflictError: the parent is not the thread's current head (a branch:
+                the head is not the one named, or the parent is not a checkpoint of the thread).
         """
         raise NotImplementedError
 

@@ -26,6 +26,7 @@ from .base import (
     CheckpointRecord,
     CheckpointTuple,
     PendingWrite,
+    branch_head,
     checkpoint_config,
     checkpoint_from_record,
     checkpoint_record,
@@ -244,12 +245,15 @@ class InMemorySaver(BaseCheckpointSaver):
         with self._lock:
             history = self._checkpoints.setdefault(key, {})
             head = next(reversed(history)) if history else None
-            if head != parent_id:
+            expected = branch_head(config) or parent_id
+            if head != expected:
                 raise CheckpointConflictError(
-                    f"thread {thread_id!r} moved on: its head is {head!r}, not {parent_id!r}; "
+                    f"thread {thread_id!r} moved on: its head is {head!r}, not {expected!r}; "
                     "another run wrote to it",
                     thread_id,
                 )
+            if expected != parent_id:
+                _check_branch(history, thread_id, parent_id)
             parent = history[parent_id][0]["channel_versions"] if parent_id else {}
             for channel, version, value, prev_total, delta, is_edit in grown:
                 # It extends the parent's version of the channel, if that holds what it grew from.
@@ -292,6 +296,15 @@ class InMemorySaver(BaseCheckpointSaver):
                 del self._blobs[blob_key]
             for write_key in [k for k in self._writes if k[0] == thread_id]:
                 del self._writes[write_key]
+
+
+def _check_branch(history: dict[str, _Entry], thread_id: str, parent_id: str | None) -> None:
+    """A put that branches (`branch_head`) must grow from a checkpoint of the thread."""
+    if parent_id not in history:
+        raise CheckpointConflictError(
+            f"thread {thread_id!r} has no checkpoint {parent_id!r} to branch from",
+            thread_id,
+        )
 
 
 MemorySaver = InMemorySaver

@@ -13,8 +13,9 @@ What it stores (tables in `_sql/tables.py`, migrations in `migrations/`):
 - a list channel that grew by concatenation (`checkpoint["appended"]`) stores only the new items,
   chained to the version before it, so a 200-turn chat costs what was appended, not O(n^2); a
   value is rebuilt with one query (the full row and the append rows after it);
-- one row per thread: its head (every `put` is a compare-and-set on it, so history never forks)
-  and its status, so "what is paused, since when, waiting on what" is one indexed query
+- one row per thread: its head (every `put` is a compare-and-set on it, so history never forks
+  by accident; LangGraph's time travel branches from a past checkpoint over the head it read,
+  `_sql/branch.py`) and its status, so "what is paused, since when, waiting on what" is one indexed query
   (`list_paused`).
 
 Thread status, derived from what the runtime writes, in the same transaction:
@@ -53,6 +54,7 @@ from sqlalchemy.engine import URL
 
 from .._types import RunConfig
 from ._sql.alembic import AlembicSchema
+from ._sql.branch import _branch_tx
 from ._sql.engine import (
     _Dropped,
     _transact,
@@ -70,6 +72,7 @@ from .base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    branch_head,
     checkpoint_config,
     config_checkpoint_id,
     config_list_ns,
@@ -362,17 +365,29 @@ class SQLSaver(ThreadHolds):
     ) -> RunConfig:
         key = self._key(config)
         args = _put_args(key, config, checkpoint, metadata, new_versions, self._heads)
+        fn, fargs = self._put_fn(config, args)
         if self._d.pg:
             hold = self._hold_of(*key)
             if hold is not None:
                 self._keep_hold(hold)
-            self._run_thread(key, _put_pg, self._d, *args)
+            self._run_thread(key, fn, self._d, *fargs)
             if hold is not None:
                 hold.note_put(key[1], checkpoint["id"])
         else:
-            self._run(_put_tx, self._d, *args)
+            self._run(fn, self._d, *fargs)
         _stored_lists(self._heads, key, config, checkpoint, new_versions)
         return checkpoint_config(args[0], args[1], checkpoint["id"])
+
+    def _put_fn(
+        self, config: RunConfig, args: tuple[Any, ...]
+    ) -> tuple[Callable[..., None], tuple[Any, ...]]:
+        """The transaction of a `put` and its arguments: a compare-and-set of the head on the
+        parent, or, for LangGraph's time travel (`branch_head`), a branch from a past
+        checkpoint over the head the runtime read (`_sql/branch.py`)."""
+        head = branch_head(config)
+        if head is not None:
+            return _branch_tx, (head, *args)
+        return (_put_pg if self._d.pg else _put_tx), args
 
     async def aput(
         self,
@@ -386,7 +401,8 @@ class SQLSaver(ThreadHolds):
         hold = self._hold_of(*key)
         if hold is not None:
             await self._akeep_hold(hold)
-        await self._arun(_put_pg if self._d.pg else _put_tx, self._d, *args)
+        fn, fargs = self._put_fn(config, args)
+        await self._arun(fn, self._d, *fargs)
         if hold is not None:
             hold.note_put(key[1], checkpoint["id"])
         _stored_lists(self._heads, key, config, checkpoint, new_versions)

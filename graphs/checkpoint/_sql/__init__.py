@@ -9,6 +9,8 @@
 - `statements.py`: the SQL, written once and rendered for each database;
 - `tables.py`: the tables, as SQLAlchemy metadata (the migrations create them);
 - `read.py`, `write.py`, `prune.py`: each operation as a function of one transaction;
+- `branch.py`: a `put` that branches from a past checkpoint (LangGraph's time travel), a
+  compare-and-set on the head, then `write.py`'s `put`, in one transaction;
 - `values.py`: stored rows back into values, appended lists rebuilt;
 - `locks.py`: the locks of one run per thread, released when the holder dies, even by SIGKILL;
 - `gate.py`: on SQLite, one writer at a time per file within the process, handed over in order

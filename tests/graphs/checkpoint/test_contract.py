@@ -34,6 +34,7 @@ from graphs import (
     once,
 )
 from graphs.checkpoint import Checkpoint, CheckpointMetadata, PendingWrite
+from graphs.checkpoint.base import BRANCH_HEAD, branch_head
 
 
 class DictSaver(BaseCheckpointSaver):
@@ -103,8 +104,11 @@ class DictSaver(BaseCheckpointSaver):
         rows = self.rows.setdefault(key, [])
         head = rows[-1]["checkpoint"]["id"] if rows else None
         parent = config["configurable"].get("checkpoint_id")
-        if parent != head:
-            raise CheckpointConflictError(f"head is {head!r}, not {parent!r}", key[0])
+        expected = branch_head(config) or parent  # a branch names the head it is written over
+        if expected != head:
+            raise CheckpointConflictError(f"head is {head!r}, not {expected!r}", key[0])
+        if expected != parent and all(r["checkpoint"]["id"] != parent for r in rows):
+            raise CheckpointConflictError(f"no checkpoint {parent!r} to branch from", key[0])
         row = {"checkpoint": checkpoint, "metadata": metadata, "parent": parent}
         rows.append(copy.deepcopy(row))
         return self._config(key, checkpoint["id"])
@@ -251,6 +255,40 @@ def test_history_never_forks(saver: BaseCheckpointSaver) -> None:
     with pytest.raises(CheckpointConflictError):  # a "new thread" that already exists
         saver.put(thread(), checkpoint(8, {}, {}), {"source": "input", "step": 0}, {})
     assert [t.metadata["step"] for t in saver.list(thread())] == [1, 0]
+
+
+def test_a_branch_from_a_past_checkpoint_is_a_compare_and_set_on_the_head(
+    saver: BaseCheckpointSaver,
+) -> None:
+    """A put that names the head it is written over (`BRANCH_HEAD`, LangGraph's time travel)
+    may have a past checkpoint as its parent; it is refused when the head moved or the parent
+    is not the thread's, and the past stays as it was."""
+    first, second = put_chain(saver, thread(), 2)
+    second_id = second["configurable"]["checkpoint_id"]
+
+    def over(head: str, parent: Any = first) -> Any:
+        return {"configurable": {**parent["configurable"], BRANCH_HEAD: head}}
+
+    new = checkpoint(2, {"log": [0, 9], "owner": "bob"}, {"log": 3, "owner": 2})
+    with pytest.raises(CheckpointConflictError):  # the head named is not the head
+        saver.put(over(first["configurable"]["checkpoint_id"]), new, {"step": 1}, {"log": 3})
+    elsewhere = {"configurable": {**first["configurable"], "checkpoint_id": "0000000000ff-x"}}
+    with pytest.raises(CheckpointConflictError):  # no such checkpoint to branch from
+        saver.put(over(second_id, elsewhere), new, {"step": 1}, {"log": 3})
+    assert [t.metadata["step"] for t in saver.list(thread())] == [1, 0]
+
+    made = saver.put(over(second_id), new, {"source": "fork", "step": 1}, {"log": 3, "owner": 2})
+    head = saver.get_tuple(thread())
+    assert head is not None and head.config == made and head.parent_config == first
+    assert head.checkpoint["channel_values"] == {"log": [0, 9], "owner": "bob"}
+    old = saver.get_tuple(second)
+    assert old is not None and old.checkpoint["channel_values"] == {"log": [0, 1], "owner": "ada"}
+    listed = [t.config["configurable"]["checkpoint_id"] for t in saver.list(thread())]
+    assert listed == [new["id"], second_id, first["configurable"]["checkpoint_id"]]
+    with pytest.raises(CheckpointConflictError):  # the same branch again: the head moved
+        saver.put(over(second_id), checkpoint(3, {}, {}), {"step": 1}, {})
+    with pytest.raises(CheckpointConflictError):  # and a plain put from the past still fails
+        saver.put(first, checkpoint(4, {}, {}), {"step": 1}, {})
 
 
 def test_pending_writes_keep_their_order_and_their_checkpoint(saver: BaseCheckpointSaver) -> None:

@@ -21,6 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from . import _gc
 from ._parser import build_parser, importable_here
 
 __all__ = ["build_parser", "main"]
@@ -36,7 +37,13 @@ def _exit_status(error: Exception) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`signoff ARGS...`: the exit status. A reader that goes away (`signoff show T | head -1`)
-    ends the output quietly."""
+    ends the output quietly.
+
+    Without `argv` (the `signoff` script, `python -m bot.cli`) the process is the command's:
+    its garbage collector is tuned for a start and an exit (`_gc`)."""
+    own = argv is None
+    if own:
+        _gc.loading()
     try:
         status = _main(sys.argv[1:] if argv is None else list(argv))
         sys.stdout.flush()
@@ -45,6 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    finally:
+        if own:
+            _gc.exiting()
     return status
 
 
@@ -69,6 +79,7 @@ def _main(argv: list[str]) -> int:
     if getattr(args, "demo", False):
         from ..demo import main as demo_main  # the sandbox and aiohttp (see above)
 
+        _gc.loaded()
         return demo_main(
             port=args.port,
             walkthrough=args.walkthrough,

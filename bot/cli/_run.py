@@ -20,6 +20,7 @@ from graphs import GraphError
 from ..approvals.db import Database
 from ..approvals.errors import ApprovalError
 from ..config import Settings, SettingsError, build_signoff
+from . import _gc
 from ._commands import has_tables
 
 __all__ = ["SAID", "command", "doctor", "serve"]
@@ -31,6 +32,7 @@ SAID = (ApprovalError, GraphError, SettingsError)
 
 def command(args: argparse.Namespace) -> int:
     """Run the database command `args.fn`: its exit status."""
+    _gc.loaded()
     return asyncio.run(_with_core(args.fn, args))
 
 
@@ -38,6 +40,7 @@ def serve(*, port: int, host: str) -> int:
     """`signoff run`: the bot, until SIGTERM or SIGINT."""
     from ..http import serve as serve_bot  # aiohttp, Bolt, slack_sdk: for `run` alone
 
+    _gc.loaded()
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -51,6 +54,7 @@ def doctor(as_json: bool) -> int:
     """`signoff doctor`: the findings, and 1 when any fails."""
     from ..doctor import diagnose  # slack_sdk's client: for `doctor` alone
 
+    _gc.loaded()
     findings = asyncio.run(diagnose(Settings.from_env()))
     if as_json:
         print(json.dumps([f.to_json() for f in findings], indent=2))

@@ -20,7 +20,6 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from ..approvals.service import Signoff
 from ..config import Settings, SettingsError
@@ -123,6 +122,9 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         await release_held(signoff)
         socket_handler = socket_link = None
         if settings.slack_app_token:
+            # Bolt's Socket Mode adapter and its WebSocket client, for Socket Mode alone
+            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
             socket_handler = AsyncSocketModeHandler(bolt_app, settings.slack_app_token)
             opened.push_async_callback(socket_handler.close_async)
             socket_handler.client.wss_uri = socket_url  # the check's URL: no second Tier 1 call

@@ -1,7 +1,8 @@
 """What a `signoff` command loads: `signoff --help`, and a command line written wrong, are
 answered without SQLAlchemy, Alembic, the graph runtime, langchain_core or a database driver; a
 database command on a current schema runs without Alembic, without the bundled support agent's
-langchain_core, and without the Slack and HTTP libraries of `signoff run`.
+langchain_core, and without the Slack and HTTP libraries of `signoff run`; a bundled workflow's
+module is imported when the workflow is looked up, not when the registry is made.
 
 Checked on the modules the process holds at its exit, never by the clock: how fast it starts is
 measured by `bench/startup.py`, not asserted here.
@@ -70,3 +71,26 @@ def test_a_database_command_on_a_current_schema_loads_what_it_uses(tmp_path: Pat
     assert {"sqlalchemy", "graphs", "aiosqlite"} <= loaded  # the database, as it should
     assert loaded & {"alembic", "langchain_core", "langsmith"} == set()
     assert loaded & SERVING == set()
+
+
+LOOKUP = """
+import json, sys
+from bot.workflows import BUNDLED, load_workflows
+workflows = load_workflows({})
+seen = [list(workflows) == list(BUNDLED), "support_agent" in workflows, len(workflows)]
+before = "langchain_core" in sys.modules
+agent = workflows["support_agent"]
+print(json.dumps([seen, before, "langchain_core" in sys.modules, agent.description]))
+"""
+
+
+def test_a_bundled_workflow_is_imported_when_it_is_looked_up(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", LOOKUP], cwd=tmp_path,
+        capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen, before, after, description = json.loads(done.stdout)
+    assert seen == [True, True, 4]  # names, membership and size import nothing
+    assert (before, after) == (False, True)
+    assert description.startswith("An AI support agent")

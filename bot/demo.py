@@ -223,6 +223,8 @@ def demo_workflows(policy_path: Path) -> list[dict[str, Any]]:
 
     declared = load_policy(policy_path).workflows
     workflows = load_workflows({name: wf.path for name, wf in declared.items()})
+    # the declared ones only, in the workflows' order: a bundled one not declared is not imported
+    offered = {name: workflows[name] for name in workflows if name in declared}
     return [
         workflow_form(
             name,
@@ -231,8 +233,7 @@ def demo_workflows(policy_path: Path) -> list[dict[str, Any]]:
             declared[name].starters,
             {key: f.type for key, f in wf.schema.fields.items()},
         )
-        for name, wf in workflows.items()
-        if name in declared
+        for name, wf in offered.items()
     ]
 
 

@@ -9,10 +9,11 @@ def issue_refund(state, config):
     ...
 ```
 
-Importing this package loads neither Slack, aiohttp nor SQLAlchemy: the names that need the
-database (`Signoff`, `Database`, `AuditLog`, `RunReport`, `PendingView`, `DecideResult`) are
-imported on first use, and so is `approval_gate` (an agent's tool calls gated by the policy),
-which loads langchain_core.
+Importing this package loads neither Slack, aiohttp, SQLAlchemy nor the graph runtime: the
+names that need the database (`Signoff`, `Database`, `AuditLog`, `RunReport`, `PendingView`,
+`DecideResult`) are imported on first use, and so are `request_approval` (which pauses a run
+through `graphs`) and `approval_gate` (an agent's tool calls gated by the policy), which loads
+langchain_core. A command that only reads the policy (`signoff --help`) starts without them.
 """
 
 from __future__ import annotations
@@ -63,7 +64,6 @@ from .models import (
     Workflow,
 )
 from .policy import GroupResolver, Policy, StaticGroups, load_policy, parse_policy
-from .request import request_approval
 
 if TYPE_CHECKING:
     from .audit import AuditLog
@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from .decisions import DecideResult
     from .external import ExternalApproval, ExternalApprovals
     from .gate import approval_gate
+    from .request import request_approval
     from .runs import RunReport
     from .service import Signoff
     from .views import PendingView
@@ -148,9 +149,10 @@ _LAZY = {
     "RunReport": "runs",
     "Signoff": "service",
     "approval_gate": "gate",
+    "request_approval": "request",
 }
-"""Names whose modules need SQLAlchemy (or, `approval_gate`, langchain_core): imported on first
-use."""
+"""Names whose modules need SQLAlchemy (or `graphs`, or, `approval_gate`, langchain_core):
+imported on first use."""
 
 
 def __getattr__(name: str) -> Any:

@@ -49,7 +49,7 @@ from ._db_errors import database_down, pool_busy, timed_out, unavailable, what_t
 from ._group_commit import Batch, Member, RunAgain
 from ._group_commit import answer as _answer
 from ._group_commit import finished as _finished
-from ._migrate import MIGRATIONS_DIR, SCHEMA, check_not_newer, migrate
+from ._migrate import MIGRATIONS_DIR, SCHEMA, at_head, check_not_newer, migrate
 from .errors import DatabaseBusy, DatabaseUnavailable
 
 __all__ = [
@@ -636,13 +636,18 @@ class Database:
         Idempotent, and safe from several processes at once: each set of tables is migrated in
         one transaction that holds a lock (a PostgreSQL advisory lock; SQLite's write lock).
         A database whose governance schema is newer than this code is refused before anything
-        changes (`SQLSaver` refuses a newer checkpoint schema the same way).
+        changes (`SQLSaver` refuses a newer checkpoint schema the same way). When both sets are
+        at this code's revisions already, as at every start but the first after an upgrade of
+        signoff, that is seen in one read, and nothing else is done (Alembic is not loaded).
 
         Raises:
             SchemaVersionError: the database was migrated by a newer signoff.
             DatabaseUnavailable: the database cannot be reached.
         """
         async with self.read() as conn:  # also: reachable, or DatabaseUnavailable
+            if await conn.run_sync(at_head):
+                return
+        async with self.read() as conn:  # a new transaction: PostgreSQL ends one that failed
             await conn.run_sync(check_not_newer, self.display_url)
         async with self._translated():
             await self.saver.asetup()
@@ -661,6 +666,9 @@ class Database:
 
     def upgrade_sync(self) -> None:
         """Sync form of `upgrade` (for the CLI and other sync callers)."""
+        with self._sync_connection(self.saver._sync_engine(read=True)) as conn, conn.begin():
+            if at_head(conn):
+                return
         with self._sync_connection(self.saver._sync_engine(read=True)) as conn, conn.begin():
             check_not_newer(conn, self.display_url)
         with self._translated_sync():

@@ -34,22 +34,13 @@ from .errors import GrantRefused
 from .models import Approval, Decision, iso
 from .policy import ActionPolicy, GroupResolver, Policy, resolve_members
 from .policy.durations import format_duration
-from .policy.grants import GrantLimits, outside_grant
+from .policy.grants import GrantAsk, GrantLimits, outside_grant
 from .store import dumps
 
 if TYPE_CHECKING:
     from .db import Database
 
 __all__ = ["Grant", "GrantAsk", "Grants", "check_ask", "create", "use"]
-
-
-@dataclass(frozen=True, slots=True)
-class GrantAsk:
-    """What an approver asks to allow beside their approval: `uses` more requests like it,
-    for `window`."""
-
-    uses: int
-    window: dt.timedelta
 
 
 @dataclass(frozen=True, slots=True)

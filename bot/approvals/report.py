@@ -11,7 +11,7 @@ decisions it would have taken; nothing changes until someone edits the policy.
 
 `gather` reads the rows (the approvals, their votes, the audit log's `payload_viewed` entries) in
 one read transaction; `summarize` is a pure function of them, so the figures are tested without a
-database.
+database (and this module loads SQLAlchemy only for `gather`: `signoff --help` shows its defaults).
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
-from . import tables as t
 from .policy import Policy
 
 if TYPE_CHECKING:
@@ -254,6 +251,12 @@ def _suggest(action: str, people: list[Asked], last: int) -> tuple[Suggestion, .
 async def gather(db: Database, since: float) -> list[Asked]:
     """The approvals requested at or after `since` (seconds since the epoch), with their approve
     votes and the openings of their payloads, read in one transaction."""
+    # SQLAlchemy and the tables made with it (a third of a second to import), for this read
+    # alone: the CLI's parser takes QUICK_SECONDS and SUGGEST_LAST from here for every command
+    import sqlalchemy as sa
+
+    from . import tables as t
+
     a, v = t.approvals.c, t.votes.c
     async with db.read() as conn:
         rows = (

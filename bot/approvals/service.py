@@ -11,6 +11,7 @@ second attempt harmless.
 from __future__ import annotations
 
 import time
+from collections import ChainMap
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -81,8 +82,12 @@ class Signoff:
                 f"{EXTERNAL_WORKFLOW!r} is the name of signoff's own workflow for approvals asked "
                 "over the API; name yours otherwise"
             )
-        workflows = {**workflows, EXTERNAL_WORKFLOW: external_workflow()}
-        self.runs = Runs(db, policy, workflows, groups, self.audit, self.jobs, self.pauses, clock)
+        self._workflows = workflows
+        # a view, not a copy: a workflow's module may be imported on its first lookup
+        # (`bot.workflows.Workflows`), which a copy would do for all of them at once
+        own = {EXTERNAL_WORKFLOW: external_workflow()}
+        every = ChainMap(own, workflows)  # type: ignore[arg-type]  # it writes only to `own`
+        self.runs = Runs(db, policy, every, groups, self.audit, self.jobs, self.pauses, clock)
         self.views = Views(db, policy, groups)
         self.grants = Grants(db, policy, groups, self.audit, clock)
         """Grants made from cards: read and revoked here, made by votes, used by pauses."""
@@ -104,10 +109,10 @@ class Signoff:
         self.away.groups = groups
 
     @property
-    def workflows(self) -> dict[str, Workflow]:
+    def workflows(self) -> Mapping[str, Workflow]:
         """The workflows a person may start by name (signoff's own `external_approval`, which
         only the approvals API starts, is not among them)."""
-        return {k: v for k, v in self.runs.workflows.items() if k != EXTERNAL_WORKFLOW}
+        return self._workflows
 
     @property
     def lease_seconds(self) -> float:

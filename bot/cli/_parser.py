@@ -1,37 +1,44 @@
 """The command line of `signoff`: every command, option and its help, and the argument types
-that turn a mistake in the command line into argparse's error (usage, exit status 2)."""
+that turn a mistake in the command line into argparse's error (usage, exit status 2).
+
+It names each command's function without importing it (`_command`): building the parser, and
+so `signoff --help`, loads neither SQLAlchemy nor the graph runtime."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..approvals.errors import ApprovalError
-from ..approvals.grants import GrantAsk
 from ..approvals.policy import parse_duration
+from ..approvals.policy.grants import GrantAsk
 from ..approvals.report import QUICK_SECONDS, SUGGEST_LAST
-from ._commands import (
-    cmd_audit_export,
-    cmd_audit_verify,
-    cmd_cancel,
-    cmd_db_upgrade,
-    cmd_decide,
-    cmd_mcp,
-    cmd_pending,
-    cmd_purge,
-    cmd_redeliver,
-    cmd_retry,
-    cmd_show,
-    cmd_start,
-    cmd_sweep,
-    cmd_worker,
-)
-from ._report import cmd_report
+
+Command = Callable[[Any, argparse.Namespace], Awaitable[int]]
+"""A command: takes the `Signoff` (for `db upgrade`, the `Database`) and the arguments, and
+returns the exit status."""
+
+
+def _command(name: str, *more: Any, module: str = "_commands") -> Command:
+    """The command `name` of `bot.cli.<module>`, imported when it runs (with SQLAlchemy and
+    the governance core); `more` goes to it after the arguments."""
+
+    async def run(app: Any, args: argparse.Namespace) -> int:
+        # the commands' module loads SQLAlchemy and the governance core: for the command that
+        # runs, not for the parser
+        found = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+        status: int = await found(app, args, *more)
+        return status
+
+    run.__name__ = run.__qualname__ = name
+    return run
+
 
 # ---- arguments written wrong ------------------------------------------------------------
 # Each is an argparse `type`: a mistake in the command line is argparse's error (the usage, the
@@ -165,7 +172,7 @@ def _workflows_text() -> str:
     # the workflows (the support agent loads langchain_core), for `start --help` alone:
     # `signoff --help` and the other commands start without them
     from ..approvals.policy import load_policy
-    from ..workflows import BUILTIN, load_workflows
+    from ..workflows import Workflows, load_workflows
 
     settings_path = Path(os.environ.get("SIGNOFF_POLICY") or "signoff.toml")
     try:
@@ -173,7 +180,7 @@ def _workflows_text() -> str:
         workflows = load_workflows({name: wf.path for name, wf in declared.items()})
         where = f"workflows (policy {settings_path}):"
     except (ApprovalError, ValueError) as e:
-        workflows = dict(BUILTIN)
+        workflows = Workflows()
         where = f"workflows (the bundled ones; the policy could not be read: {e}):"
     lines = [where]
     for name, wf in workflows.items():
@@ -240,7 +247,7 @@ def _add_run_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
         dest="db_command", required=True
     )
     db.add_parser("upgrade", help="create or upgrade the tables (reads no policy)").set_defaults(
-        fn=cmd_db_upgrade, schema=True
+        fn=_command("cmd_db_upgrade"), schema=True
     )
 
     s = sub.add_parser(
@@ -263,7 +270,7 @@ def _add_run_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
         "--channel", help="Slack channel id for its cards (default: SIGNOFF_DEFAULT_CHANNEL)"
     )
     s.add_argument("--json", action="store_true", help="print the result as JSON")
-    s.set_defaults(fn=cmd_start)
+    s.set_defaults(fn=_command("cmd_start"))
 
     s = sub.add_parser(
         "pending",
@@ -277,7 +284,7 @@ def _add_run_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
         action="store_true",
         help='print JSON instead of the tables: {"approvals": [...], "undelivered": [...]}',
     )
-    s.set_defaults(fn=cmd_pending, read_only=True)
+    s.set_defaults(fn=_command("cmd_pending"), read_only=True)
 
     s = sub.add_parser(
         "show",
@@ -285,7 +292,7 @@ def _add_run_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
     )
     s.add_argument("thread_id", help="the run's thread id (`signoff pending` lists them)")
     s.add_argument("--json", action="store_true", help="print JSON, values in full")
-    s.set_defaults(fn=cmd_show, read_only=True)
+    s.set_defaults(fn=_command("cmd_show"), read_only=True)
 
     s = sub.add_parser(
         "approve",
@@ -310,7 +317,7 @@ def _add_run_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
         help="and allow up to USES more requests like this one for DURATION (e.g. 5/4h), "
         "within what the action's `grants` allow; as the card's Allow more like this",
     )
-    s.set_defaults(fn=lambda app, a: cmd_decide(app, a, True))
+    s.set_defaults(fn=_command("cmd_decide", True))
 
 
 def _add_decision_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
@@ -323,20 +330,20 @@ def _add_decision_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
     s.add_argument("approval_id", help="the approval's id (`signoff pending` lists them)")
     s.add_argument("--as", dest="as_user", required=True, help="the approver's Slack user id")
     s.add_argument("--note", required=True, help="the reason (required)")
-    s.set_defaults(fn=lambda app, a: cmd_decide(app, a, False))
+    s.set_defaults(fn=_command("cmd_decide", False))
 
     audit = sub.add_parser("audit", help="the audit log").add_subparsers(
         dest="audit_command", required=True
     )
     v = audit.add_parser("verify", help="check the hash chain")
     v.add_argument("--anchor", type=_anchor, help="SEQ:HASH of a head printed by an earlier verify")
-    v.set_defaults(fn=cmd_audit_verify, read_only=True)
+    v.set_defaults(fn=_command("cmd_audit_verify"), read_only=True)
     e = audit.add_parser("export", help="write the log as JSON lines")
     e.add_argument("--out", default="-", help="the file to write (default -: standard output)")
-    e.set_defaults(fn=cmd_audit_export, read_only=True)
+    e.set_defaults(fn=_command("cmd_audit_export"), read_only=True)
 
     sub.add_parser("sweep", help="remind, escalate and expire what is due").set_defaults(
-        fn=cmd_sweep
+        fn=_command("cmd_sweep")
     )
 
     w = sub.add_parser("worker", help="resume decided approvals and sweep, on an interval")
@@ -344,7 +351,7 @@ def _add_decision_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
     w.add_argument(
         "--interval", type=float, default=30.0, help="seconds between sweeps (default 30)"
     )
-    w.set_defaults(fn=cmd_worker)
+    w.set_defaults(fn=_command("cmd_worker"))
 
 
 def _add_operator_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
@@ -359,7 +366,7 @@ def _add_operator_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
     )
     s.add_argument("thread_id", help="the run's thread id (`signoff show` has its error)")
     s.add_argument("--as", dest="as_user", default="cli", help="who retries it (default: cli)")
-    s.set_defaults(fn=cmd_retry)
+    s.set_defaults(fn=_command("cmd_retry"))
 
     s = sub.add_parser(
         "redeliver",
@@ -375,7 +382,7 @@ def _add_operator_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
         "target", help="the run's thread id, or one job id (`signoff pending` lists both)"
     )
     s.add_argument("--as", dest="as_user", default="cli", help="who redelivers it (default: cli)")
-    s.set_defaults(fn=cmd_redeliver)
+    s.set_defaults(fn=_command("cmd_redeliver"))
 
     s = sub.add_parser(
         "cancel",
@@ -387,7 +394,7 @@ def _add_operator_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
     s.add_argument("thread_id", help="the run's thread id (`signoff pending` lists paused ones)")
     s.add_argument("--as", dest="as_user", default="cli", help="who cancels it (default: cli)")
     s.add_argument("--note", default="", help="why, told to the run's thread")
-    s.set_defaults(fn=cmd_cancel)
+    s.set_defaults(fn=_command("cmd_cancel"))
 
     s = sub.add_parser(
         "purge",
@@ -402,7 +409,7 @@ def _add_operator_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
         required=True,
         help='an age: "30s", "15m", "4h", "90d", "1w" or "1h30m" (s, m, h, d, w)',
     )
-    s.set_defaults(fn=cmd_purge)
+    s.set_defaults(fn=_command("cmd_purge"))
 
     s = sub.add_parser(
         "report",
@@ -430,7 +437,7 @@ def _add_operator_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
     )
     s.add_argument("--json", action="store_true", help="print JSON instead of the table")
     s.add_argument("--html", metavar="FILE", help="also write the report, with charts, as HTML")
-    s.set_defaults(fn=cmd_report, read_only=True)
+    s.set_defaults(fn=_command("cmd_report", module="_report"), read_only=True)
 
     s = sub.add_parser(
         "doctor",
@@ -517,7 +524,7 @@ def _add_process_commands(sub: _Commands[argparse.ArgumentParser]) -> None:
         default=os.environ.get("SIGNOFF_MCP_SERVICE") or "local",
         help="the policy's service to ask as (default: $SIGNOFF_MCP_SERVICE, else local)",
     )
-    s.set_defaults(fn=cmd_mcp)
+    s.set_defaults(fn=_command("cmd_mcp"))
 
     new = sub.add_parser("new", help="write a starting point: `signoff new workflow NAME`")
     kinds = new.add_subparsers(dest="new_command", required=True, metavar="WHAT")

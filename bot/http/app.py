@@ -20,7 +20,6 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from ..approvals.service import Signoff
 from ..config import Settings, SettingsError
@@ -34,8 +33,7 @@ from .metrics import Metrics
 from .operations import operation_routes
 from .runtime import (
     build_runtime,
-    check_reach,
-    check_tokens,
+    check_slack,
     keep_groups_fresh,
     release_held,
     share_rate_limits,
@@ -92,12 +90,12 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         opened.push_async_callback(slack_session.close)
         signoff, client = build_runtime(settings, metrics=metrics, session=slack_session)
         opened.push_async_callback(signoff.db.aclose)
-        socket_url = await check_tokens(client, settings.slack_app_token)
-        await check_reach(signoff, settings.default_channel)
+        # Slack's word on the tokens and the policy's groups, asked while the database is made
+        # ready and the app built; awaited before anything is served
+        slack_checked = asyncio.create_task(check_slack(signoff, client, settings))
+        opened.push_async_callback(_given_up, slack_checked)  # start-up stopped before it
         await signoff.db.upgrade()
-        share_rate_limits(signoff, client)
         await signoff.release_dead_leases()  # a crashed predecessor's jobs, at once
-        await release_held(signoff)
         foreground = Foreground()  # the clicks being served; the job workers give way to them
         runner = JobRunner(
             signoff,
@@ -119,8 +117,14 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
             default_channel=settings.default_channel,
             serving=foreground.serving,
         )
+        socket_url = await slack_checked  # SettingsError: a token refused, a group unknown
+        share_rate_limits(signoff, client)
+        await release_held(signoff)
         socket_handler = socket_link = None
         if settings.slack_app_token:
+            # Bolt's Socket Mode adapter and its WebSocket client, for Socket Mode alone
+            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
             socket_handler = AsyncSocketModeHandler(bolt_app, settings.slack_app_token)
             opened.push_async_callback(socket_handler.close_async)
             socket_handler.client.wss_uri = socket_url  # the check's URL: no second Tier 1 call
@@ -189,6 +193,13 @@ async def _listen(site: web.TCPSite, host: str, port: int) -> None:
             "default is 3000)",
         }.get(e.errno or 0, f"{e.strerror or e}: pass another --host or --port")
         raise SettingsError(f"cannot listen on {host}:{port}: {why}") from e
+
+
+async def _given_up(task: asyncio.Task[Any]) -> None:
+    """Stop `task` if it is still running (start-up stopped half way), and wait for it."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):  # said already, or moot
+        await task
 
 
 async def _stop_workers(signoff: Signoff, runner: JobRunner) -> None:

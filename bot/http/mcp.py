@@ -17,20 +17,18 @@ request must carry a service's token, which a browser page never has.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
-from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from multidict import CIMultiDict
 
-from ..mcp_server import build_mcp_server
 from ._limits import BodyRefused, read_json
 
 if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
     from ..approvals.service import Signoff
 
 __all__ = ["PATH", "mount_mcp"]
@@ -39,15 +37,21 @@ PATH = "/mcp"
 """Where `signoff run` serves MCP."""
 PARSE_ERROR = -32700
 """JSON-RPC's code for a body that is not JSON (or, here, not within `bot.http._limits`)."""
-_SESSION_MANAGER = web.AppKey("mcp_session_manager", StreamableHTTPSessionManager)
 
 
-def mount_mcp(app: web.Application, signoff: Signoff) -> None:
-    """Serve the MCP server at `/mcp` (GET, POST, DELETE) on `app`, for as long as it runs."""
+def _session_manager(signoff: Signoff) -> StreamableHTTPSessionManager:
+    """The MCP server's session manager (stateless), its tools asking as the service whose
+    token each call carries."""
+    # the MCP SDK takes most of a second to import: loaded for the first request to `/mcp`
+    # (see `_Serving`), not by every start of the bot before its port is open
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from ..mcp_server import build_mcp_server
 
     external = signoff.external
 
-    def service_of(ctx: Context[Any, Any]) -> str:
+    def service_of(ctx: Any) -> str:
         # Checked again on each call: the request's own token, not what a session remembered.
         service = external.authenticate_header((ctx.headers or {}).get("authorization", ""))
         if service is None:
@@ -59,28 +63,62 @@ def mount_mcp(app: web.Application, signoff: Signoff) -> None:
         stateless_http=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )  # creates the session manager; its Starlette app is not used
-    manager = server.session_manager
+    return server.session_manager
 
-    async def run_manager(app: web.Application) -> AsyncIterator[None]:
+
+class _Serving:
+    """The session manager, built and started on the first request to `/mcp` (one request
+    builds it; the others arriving meanwhile wait for it), stopped with the application. The
+    SDK's modules are imported on a thread: the event loop serves clicks meanwhile."""
+
+    def __init__(self, signoff: Signoff) -> None:
+        self._signoff = signoff
+        self._lock = asyncio.Lock()
+        self._manager: StreamableHTTPSessionManager | None = None
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def manager(self) -> StreamableHTTPSessionManager:
+        async with self._lock:
+            if self._manager is None:
+                await asyncio.to_thread(importlib.import_module, "bot.mcp_server")
+                manager = _session_manager(self._signoff)
+                await self._start(manager)
+                self._manager = manager
+        return self._manager
+
+    async def _start(self, manager: StreamableHTTPSessionManager) -> None:
         # The manager's task group lives in a task of its own, entered and left there (anyio
-        # wants that), not in whichever task starts and stops the aiohttp application.
+        # wants that), not in the request's task nor in whichever stops the application.
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        stop = asyncio.Event()
 
         async def hold() -> None:
             async with manager.run():
                 ready.set_result(None)
-                await stop.wait()
+                await self._stop.wait()
 
         task = asyncio.create_task(hold(), name="mcp-session-manager")
         await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED)
         if task.done():
             task.result()  # it failed to start: say why
-        try:
-            yield
-        finally:
-            stop.set()
-            await task
+        self._task = task
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._stop.set()
+            await self._task
+
+
+def mount_mcp(app: web.Application, signoff: Signoff) -> None:
+    """Serve the MCP server at `/mcp` (GET, POST, DELETE) on `app`, for as long as it runs.
+    The MCP SDK is loaded, and its session manager started, by the first request."""
+
+    external = signoff.external
+    serving = _Serving(signoff)
+
+    async def closing(app: web.Application) -> AsyncIterator[None]:
+        yield
+        await serving.close()
 
     async def handle(request: web.Request) -> web.StreamResponse:
         header = request.headers.get("Authorization", "")
@@ -114,9 +152,9 @@ def mount_mcp(app: web.Application, signoff: Signoff) -> None:
                     },
                     status=e.status,
                 )
-        return await _asgi_call(request, manager)
+        return await _asgi_call(request, await serving.manager())
 
-    app.cleanup_ctx.append(run_manager)
+    app.cleanup_ctx.append(closing)
     for method in ("GET", "POST", "DELETE"):
         app.router.add_route(method, PATH, handle)
 

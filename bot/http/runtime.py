@@ -30,6 +30,7 @@ __all__ = [
     "SLACK_START_WAIT",
     "build_runtime",
     "check_reach",
+    "check_slack",
     "check_tokens",
     "keep_groups_fresh",
     "release_held",
@@ -99,6 +100,20 @@ async def check_tokens(client: AsyncWebClient, app_token: str | None) -> str | N
         raise SettingsError(e.message) from e
     log.info("Slack accepts the bot token: bot %s in workspace %s", who.user_id, who.team)
     return who.socket_url
+
+
+async def check_slack(signoff: Signoff, client: AsyncWebClient, settings: Settings) -> str | None:
+    """`check_tokens`, then `check_reach`: what start-up asks Slack before anything is served
+    (it needs no database, and runs beside the database's own start-up). The Socket Mode URL
+    Slack gave, if any.
+
+    Raises:
+        SettingsError: Slack refused a token or could not be reached; the policy names an
+            `@group` Slack does not define.
+    """
+    socket_url = await check_tokens(client, settings.slack_app_token)
+    await check_reach(signoff, settings.default_channel)
+    return socket_url
 
 
 async def check_reach(signoff: Signoff, default_channel: str | None) -> None:

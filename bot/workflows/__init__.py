@@ -15,43 +15,88 @@ anything is recorded. A tuple of names is accepted too (with `REQUIRED`, the nam
 start without), but then the values are not checked.
 
 Node code reaches signoff's services through its config: `services(config).effects`.
+
+A bundled workflow's module is imported when the workflow is first looked up (`Workflows`): the
+support agent's loads langchain_core, most of a second, which a command or a bot that never
+runs it does without. The policy's own workflows are imported, and checked, at load.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from graphs import CompiledGraph, StateGraph
 
 from ..approvals.effects import services
 from ..approvals.models import Workflow
 from ..approvals.policy.schema import Schema
-from . import delete_row, refund, support_agent, vendor_payment
 
-__all__ = ["BUILTIN", "Workflow", "load_workflows", "services"]
+__all__ = ["BUILTIN", "BUNDLED", "Workflow", "Workflows", "load_workflows", "services"]
 
+BUNDLED = ("refund", "delete_row", "vendor_payment", "support_agent")
+"""The workflows signoff ships with, each the module of this package of the same name (its
+`build`, its `INPUTS`, its docstring's first line as the description)."""
 
-BUILTIN: dict[str, Workflow] = {
-    m.__name__.rpartition(".")[2]: Workflow(
-        m.__name__.rpartition(".")[2],
-        m.build,
-        (m.__doc__ or "").strip().splitlines()[0],
-        m.INPUTS,
-    )
-    for m in (refund, delete_row, vendor_payment, support_agent)
-}
+if TYPE_CHECKING:
+    BUILTIN: dict[str, Workflow]
+    """Every bundled workflow by name, their modules imported (see `__getattr__`)."""
 
 
-def load_workflows(paths: Mapping[str, str | None]) -> dict[str, Workflow]:
-    """The built-in workflows plus the user's, given as `{name: "module:attribute"}`.
+def _bundled(name: str) -> Workflow:
+    module = importlib.import_module(f"{__name__}.{name}")
+    doc = (module.__doc__ or "").strip().splitlines()[0]
+    return Workflow(name, module.build, doc, module.INPUTS)
+
+
+class Workflows(Mapping[str, Workflow]):
+    """The workflows signoff can run, by name: the bundled ones, then those `declared` (which
+    may take a bundled one's name, and its place). A bundled one is imported on its first
+    lookup; its name is known before (`in`, iterating, `len` import nothing)."""
+
+    def __init__(self, declared: Mapping[str, Workflow] | None = None) -> None:
+        self._found = dict(declared or {})
+        self._names = tuple(dict.fromkeys([*BUNDLED, *self._found]))
+
+    def __getitem__(self, name: str) -> Workflow:
+        found = self._found.get(name)
+        if found is None:
+            if name not in BUNDLED:
+                raise KeyError(name)
+            found = self._found[name] = _bundled(name)
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"Workflows({list(self._names)!r})"
+
+
+def __getattr__(name: str) -> Any:
+    """`BUILTIN`, the bundled workflows as a dict (PEP 562: their modules imported only for
+    whoever asks for it)."""
+    if name == "BUILTIN":
+        return dict(Workflows())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def load_workflows(paths: Mapping[str, str | None]) -> Workflows:
+    """The bundled workflows plus the user's, given as `{name: "module:attribute"}`: each of
+    the user's imported and built once here, so that a wrong path stops start-up.
 
     Raises:
         ValueError: a path that does not import, or does not name a function returning a
             StateGraph (the message names the workflow and the path).
     """
-    out = dict(BUILTIN)
+    out: dict[str, Workflow] = {}
     for name, path in paths.items():
         if not path:
             continue
@@ -73,7 +118,7 @@ def load_workflows(paths: Mapping[str, str | None]) -> dict[str, Workflow]:
         _check_build(name, path, build)
         doc = (getattr(target, "__doc__", None) or name).strip().splitlines()[0]
         out[name] = Workflow(name, build, doc, _schema(name, target, module))
-    return out
+    return Workflows(out)
 
 
 def _check_build(name: str, path: str, build: Any) -> None:

@@ -4,8 +4,10 @@ and a database that cannot be reached, on a SQLite file and on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import pickle
 import socket
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +19,10 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 from bot.approvals import tables
+from bot.approvals._migrate import SCHEMA
 from bot.approvals.db import MIGRATIONS_DIR, Database, DatabaseUnavailable, SchemaVersionError
 from graphs.checkpoint._sql import tables as checkpoint_tables
+from graphs.checkpoint._sql.schema import SCHEMA as CHECKPOINT_SCHEMA
 from tests.kit.pg import admin_conninfo as _admin_conninfo
 from tests.kit.together import run_together
 
@@ -129,6 +133,37 @@ def test_upgrade_sync_on_a_fresh_database(db_url: str) -> None:
             ).scalars().all() == [tables.SCHEMA_REVISION]
     finally:
         db.close()
+
+
+@contextlib.contextmanager
+def every_write_lock_held(db: Database) -> Iterator[None]:
+    """Another process's hold on what a migration takes: SQLite's write lock (a transaction
+    begun IMMEDIATE), or on PostgreSQL both schemas' migration locks."""
+    if db.dialect == "sqlite":
+        other = sqlite3.connect(db.url.database or "", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            other.close()
+        return
+    with psycopg.connect(_admin_conninfo(), autocommit=True) as other:
+        for key in (SCHEMA.lock_key, CHECKPOINT_SCHEMA.lock_key):
+            other.execute("SELECT pg_advisory_lock(%s)", (key,))
+        yield
+
+
+async def test_a_current_database_is_upgraded_without_waiting_for_anyone(
+    db: Database, db_url: str
+) -> None:
+    """At every start but the first after an upgrade of signoff, both schemas are at head:
+    `upgrade` sees it in one read, and neither waits for a lock another process holds nor
+    changes anything."""
+    with every_write_lock_held(db):
+        async with Database(db_url) as other:
+            await asyncio.wait_for(other.upgrade(), 5)
+            await asyncio.wait_for(asyncio.to_thread(other.upgrade_sync), 5)
+            assert await versions(other, tables.VERSION_TABLE) == [tables.SCHEMA_REVISION]
 
 
 UPGRADE = """

@@ -25,7 +25,7 @@ from .durations import format_duration
 if TYPE_CHECKING:
     from .schema import Schema
 
-__all__ = ["GRANT_KEYS", "GrantLimits", "grant_problem", "outside_grant", "read_grants"]
+__all__ = ["GRANT_KEYS", "GrantAsk", "GrantLimits", "grant_problem", "outside_grant", "read_grants"]
 
 GRANT_KEYS = ("most", "longest", "key", "vary")
 """The keys of `grants = { ... }`."""
@@ -36,6 +36,15 @@ which belongs in `auto_approve`, with a budget."""
 
 LONGEST_MAX = dt.timedelta(days=7)
 """The longest window a policy may allow one grant."""
+
+
+@dataclass(frozen=True, slots=True)
+class GrantAsk:
+    """What an approver asks to allow beside their approval: `uses` more requests like it,
+    for `window` (a card's Allow more like this, `signoff approve --grant`)."""
+
+    uses: int
+    window: dt.timedelta
 
 
 @dataclass(frozen=True)

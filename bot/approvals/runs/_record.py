@@ -78,7 +78,7 @@ class RunsBase:
         self.db = db
         self.saver = db.saver
         self.policy = policy
-        self.workflows = dict(workflows)
+        self.workflows = workflows
         self.groups = groups
         self.audit = audit
         self.jobs = jobs

@@ -64,7 +64,16 @@ from ._sql.prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_
 from ._sql.read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
 from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
 from ._sql.schema import _check_revision, _migrate, _schema_revision
-from ._sql.write import _put_args, _put_pg, _put_tx, _stored_lists, _writes_args, _writes_tx
+from ._sql.write import (
+    _batch_tx,
+    _is_broken_chain,
+    _put_args,
+    _put_pg,
+    _put_tx,
+    _stored_lists,
+    _writes_args,
+    _writes_tx,
+)
 from .base import (
     ONCE,
     Checkpoint,
@@ -425,6 +434,87 @@ class SQLSaver(ThreadHolds):
         await self._arun(_writes_tx, self._d, *args, retry=False)
         if hold is not None:
             hold.note_writes(args[1], args[2], len(args[3]))
+
+    # The runtime's driver (`graphs._drive`) hands a run's input checkpoint, its `__start__`
+    # task's writes and the first step's checkpoint over together (no node code runs between
+    # them): one commit instead of three. `ops`: `(True, put's arguments)` or `(False,
+    # put_writes's)`, in order, all on one thread.
+
+    def _batch_of(
+        self, ops: Sequence[tuple[bool, tuple[Any, ...]]]
+    ) -> tuple[tuple[str, str], list[tuple[bool, tuple[Any, ...]]]]:
+        key = self._key(ops[0][1][0])
+        batch: list[tuple[bool, tuple[Any, ...]]] = []
+        for is_put, op in ops:
+            if is_put:
+                config, checkpoint, metadata, new_versions = op
+                batch.append(
+                    (True, _put_args(key, config, checkpoint, metadata, new_versions, self._heads))
+                )
+                # The next put of the batch is stored as an edit of this one (forgotten below
+                # if the transaction fails).
+                _stored_lists(self._heads, key, config, checkpoint, new_versions)
+            elif (args := _writes_args(key, op[0], op[1], op[2])) is not None:
+                batch.append((False, args))
+        return key, batch
+
+    def _batch_saved(self, key: tuple[str, str], batch: Any, hold: Any) -> None:
+        if hold is None:
+            return
+        for is_put, args in batch:
+            if is_put:
+                hold.note_put(key[1], args[2])
+            else:
+                hold.note_writes(key[1], args[2], len(args[3]))
+
+    def _takes_batch(self) -> bool:
+        """Whether the driver may batch: not for a subclass that overrides a write (it expects
+        each call, as its own transaction)."""
+        cls = type(self)
+        return (
+            cls.put is SQLSaver.put
+            and cls.put_writes is SQLSaver.put_writes
+            and cls.aput is SQLSaver.aput
+            and cls.aput_writes is SQLSaver.aput_writes
+        )
+
+    def _put_batch(self, ops: Sequence[tuple[bool, tuple[Any, ...]]]) -> None:
+        key, batch = self._batch_of(ops)
+        hold = self._hold_of(*key)
+        if hold is not None:
+            self._keep_hold(hold)
+        try:
+            self._run(_batch_tx, self._d, batch, retry=False)
+        except Exception as e:
+            self._heads.forget(key[0])
+            if not _is_broken_chain(e):
+                raise
+            for is_put, op in ops:  # a list stored whole, as `put` alone does
+                if is_put:
+                    self.put(*op)
+                else:
+                    self.put_writes(*op)
+            return
+        self._batch_saved(key, batch, hold)
+
+    async def _aput_batch(self, ops: Sequence[tuple[bool, tuple[Any, ...]]]) -> None:
+        key, batch = self._batch_of(ops)
+        hold = self._hold_of(*key)
+        if hold is not None:
+            await self._akeep_hold(hold)
+        try:
+            await self._arun(_batch_tx, self._d, batch, retry=False)
+        except Exception as e:
+            self._heads.forget(key[0])
+            if not _is_broken_chain(e):
+                raise
+            for is_put, op in ops:
+                if is_put:
+                    await self.aput(*op)
+                else:
+                    await self.aput_writes(*op)
+            return
+        self._batch_saved(key, batch, hold)
 
     def delete_thread(self, thread_id: str) -> None:
         self._heads.forget(thread_id)

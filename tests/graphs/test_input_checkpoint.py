@@ -263,3 +263,50 @@ def test_new_input_after_such_a_crash_applies_both_inputs_in_order(tmp_path: Pat
         ("loop", 3),
         ("loop", 4),
     ]
+
+
+# ---- the input, its `__start__` task and step 0 are one commit on SQLSaver -------------------
+
+
+def writes_of(saver: SQLSaver) -> list[str]:
+    """Every write transaction (`BEGIN IMMEDIATE`, one commit each) the saver's connections
+    begin on its SQLite file, from now on."""
+    from sqlalchemy import event  # SQLAlchemy: the saver's engine hooks, test-only
+
+    seen: list[str] = []
+
+    def traced(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.set_trace_callback(
+            lambda sql: seen.append(sql) if sql.strip().upper() == "BEGIN IMMEDIATE" else None
+        )
+
+    event.listen(saver._sync_engine(), "connect", traced)
+    return seen
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+def test_a_new_run_commits_once_per_step_its_input_with_step_zero(
+    tmp_path: Path, api: str
+) -> None:
+    sqlite(tmp_path)  # creates the tables
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'input.db'}")
+    writes = writes_of(saver)
+    app = pipeline(saver)
+    if api == "invoke":
+        out = app.invoke({"log": ["in"], "note": "x"}, thread())
+    else:
+        import asyncio  # stdlib; only this case runs an event loop
+
+        out = asyncio.run(app.ainvoke({"log": ["in"], "note": "x"}, thread()))
+    assert out == {"log": ["in", "a", "b"], "note": "x"}
+    if api == "invoke":  # (ainvoke writes through aiosqlite, on connections of its own)
+        # The input checkpoint, its `__start__` task's writes and step 0 were one commit (no
+        # node ran between them), then one commit per node's step.
+        assert len(writes) == 3, writes
+    # The history is LangGraph's, checkpoint for checkpoint.
+    assert layout(app, thread()) == [
+        ("input", -1, {"log": []}, ("__start__",), [("__start__", {"log": ["in"], "note": "x"})]),
+        ("loop", 0, {"log": ["in"], "note": "x"}, ("a",), [("a", None)]),
+        ("loop", 1, {"log": ["in", "a"], "note": "x"}, ("b",), [("b", None)]),
+        ("loop", 2, {"log": ["in", "a", "b"], "note": "x"}, (), []),
+    ]

@@ -181,8 +181,13 @@ def _put_pg(
     meta: bytes,
     full: list[dict[str, Any]],
     deltas: list[tuple[dict[str, Any], list[Any]]],
+    *,
+    whole_on_broken_chain: bool = True,
 ) -> None:
-    """`_put_tx` as one statement (PostgreSQL's data-modifying WITH): one round trip."""
+    """`_put_tx` as one statement (PostgreSQL's data-modifying WITH): one round trip.
+
+    `whole_on_broken_chain=False` (inside a larger transaction, which the failed statement
+    aborted): a broken append chain raises, for the caller to store every value whole."""
     now = _now()
     params: dict[str, Any] = {
         "t": thread_id,
@@ -207,7 +212,7 @@ def _put_pg(
     try:
         moved = tx.one(dialect.put_statement(head, len(full), len(deltas)), params)[0]
     except Exception as e:
-        if not (deltas and _is_broken_chain(e)):
+        if not (deltas and whole_on_broken_chain and _is_broken_chain(e)):
             raise
         # An appended list whose stored previous version is not what it extends: the
         # statement failed whole; store every value whole instead.
@@ -335,3 +340,16 @@ def _writes_pg(
 
 _writes_pg._single_statement = True  # type: ignore[attr-defined]
 _writes_tx._single_statement = True  # type: ignore[attr-defined]
+
+
+def _batch_tx(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]]) -> None:
+    """Puts and put_writes of one thread, in order, as one transaction (one commit): each
+    `(True, _put_args(...))` or `(False, _writes_args(...))`. Each put is the compare-and-set
+    on the head it is alone; the transaction stores all of them or none."""
+    for is_put, args in ops:
+        if not is_put:
+            _writes_tx(tx, dialect, *args)
+        elif dialect.pg:
+            _put_pg(tx, dialect, *args, whole_on_broken_chain=False)
+        else:
+            _put_tx(tx, dialect, *args)

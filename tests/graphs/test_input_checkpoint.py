@@ -5,6 +5,7 @@ two goes on with `invoke(None, config)`, the input applied once."""
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -295,9 +296,14 @@ def test_a_new_run_commits_once_per_step_its_input_with_step_zero(
     if api == "invoke":
         out = app.invoke({"log": ["in"], "note": "x"}, thread())
     else:
-        import asyncio  # stdlib; only this case runs an event loop
 
-        out = asyncio.run(app.ainvoke({"log": ["in"], "note": "x"}, thread()))
+        async def ainvoke() -> Any:
+            try:
+                return await app.ainvoke({"log": ["in"], "note": "x"}, thread())
+            finally:
+                await saver.aclose()  # its aiosqlite connections, on this loop
+
+        out = asyncio.run(ainvoke())
     assert out == {"log": ["in", "a", "b"], "note": "x"}
     if api == "invoke":  # (ainvoke writes through aiosqlite, on connections of its own)
         # The input checkpoint, its `__start__` task's writes and step 0 were one commit (no

@@ -92,7 +92,7 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
         return (yield from _drive_sync(run, gen, batch))
     finally:
         if batch.ops:  # the loop ended or failed right after its input checkpoint
-            run.saver._put_batch(batch.take())
+            batch.send()
 
 
 def _batch_for(run: Run) -> Batch | None:
@@ -100,7 +100,7 @@ def _batch_for(run: Run) -> Batch | None:
     if saver is None or run.unsaved is not None:
         return None
     takes = getattr(saver, "_takes_batch", None)
-    return Batch() if takes is not None and takes() else None
+    return Batch(saver) if takes is not None and takes() else None
 
 
 def _drive_sync(run: Run, gen: Loop[R], batch: Batch | None) -> Generator[Emit, None, R]:
@@ -120,9 +120,9 @@ def _drive_sync(run: Run, gen: Loop[R], batch: Batch | None) -> Generator[Emit, 
                 continue
             if type(request) is PutCheckpoint:
                 result = batch.hold(request)
-                saver._put_batch(batch.take())
+                batch.send()
                 continue
-            saver._put_batch(batch.take())  # before anything else the loop asks
+            batch.send()  # before anything else the loop asks
         if isinstance(request, RunTasks):
             tasks = request.tasks
             if len(tasks) == 1 and not live and run.graph.step_timeout is None:
@@ -185,7 +185,7 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
                 yield chunk
     finally:
         if batch is not None and batch.ops:
-            await run.saver._aput_batch(batch.take())
+            await batch.asend()
 
 
 async def _drive_async(
@@ -207,9 +207,9 @@ async def _drive_async(
                 continue
             if type(request) is PutCheckpoint:
                 result = batch.hold(request)
-                await saver._aput_batch(batch.take())
+                await batch.asend()
                 continue
-            await saver._aput_batch(batch.take())  # before anything else the loop asks
+            await batch.asend()  # before anything else the loop asks
         if isinstance(request, RunTasks):
             tasks = request.tasks
             if len(tasks) == 1 and not live and run.graph.step_timeout is None:

@@ -181,9 +181,10 @@ class Batch:
     a batch (`SQLSaver._put_batch`: one commit instead of three); any other request, an
     error or the loop's end hands over what is held first."""
 
-    __slots__ = ("ops",)
+    __slots__ = ("ops", "saver")
 
-    def __init__(self) -> None:
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
         self.ops: list[tuple[bool, tuple[Any, ...]]] = []
 
     @staticmethod
@@ -192,20 +193,23 @@ class Batch:
 
     def hold(self, request: PutCheckpoint | PutWrites) -> RunConfig | None:
         """Keep `request`; the reply its saver would give."""
-        if type(request) is PutWrites:
+        if isinstance(request, PutWrites):
             self.ops.append((False, tuple(request)))
             return None
         self.ops.append((True, tuple(request)))
         conf = request.parent["configurable"]
         return checkpoint_config(
-            str(conf["thread_id"]),
-            conf.get("checkpoint_ns") or "",
-            request.checkpoint["id"],  # type: ignore[union-attr]
+            str(conf["thread_id"]), conf.get("checkpoint_ns") or "", request.checkpoint["id"]
         )
 
-    def take(self) -> list[tuple[bool, tuple[Any, ...]]]:
+    def send(self) -> None:
+        """Hand what is held to the saver, as one transaction."""
         ops, self.ops = self.ops, []
-        return ops
+        self.saver._put_batch(ops)
+
+    async def asend(self) -> None:
+        ops, self.ops = self.ops, []
+        await self.saver._aput_batch(ops)
 
 
 Request = GetHead | GetCheckpoint | PutCheckpoint | PutWrites | RunTasks | Await | Emit

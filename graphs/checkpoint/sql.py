@@ -442,9 +442,9 @@ class SQLSaver(ThreadHolds):
 
     def _batch_of(
         self, ops: Sequence[tuple[bool, tuple[Any, ...]]]
-    ) -> tuple[tuple[str, str], list[tuple[bool, tuple[Any, ...]]]]:
+    ) -> tuple[tuple[str, str], builtins.list[tuple[bool, tuple[Any, ...]]]]:
         key = self._key(ops[0][1][0])
-        batch: list[tuple[bool, tuple[Any, ...]]] = []
+        batch: builtins.list[tuple[bool, tuple[Any, ...]]] = []
         for is_put, op in ops:
             if is_put:
                 config, checkpoint, metadata, new_versions = op

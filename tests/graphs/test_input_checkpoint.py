@@ -286,9 +286,7 @@ def writes_of(saver: SQLSaver) -> list[str]:
 
 
 @pytest.mark.parametrize("api", ["invoke", "ainvoke"])
-def test_a_new_run_commits_once_per_step_its_input_with_step_zero(
-    tmp_path: Path, api: str
-) -> None:
+def test_a_new_run_commits_once_per_step_its_input_with_step_zero(tmp_path: Path, api: str) -> None:
     sqlite(tmp_path)  # creates the tables
     saver = SQLSaver(f"sqlite:///{tmp_path / 'input.db'}")
     writes = writes_of(saver)

@@ -235,7 +235,8 @@ class SQLSaver(ThreadHolds):
     def _run_thread(
         self, key: tuple[str, str], fn: Callable[..., _T], *args: Any, retry: bool = True
     ) -> _T:
-        """`_run` for a one-statement operation on one thread (get_tuple, put, put_writes).
+        """`_run` for a one-statement operation on one thread (get_tuple, put, put_writes),
+        or a batch of them (`_put_batch`: one transaction).
 
         While this OS thread holds the thread (`lock_thread`, sync, PostgreSQL), the operation
         runs on the connection that holds the lock: it sits idle through the run anyway, so
@@ -245,13 +246,16 @@ class SQLSaver(ThreadHolds):
         session, as it did before when the lock connection dropped mid-run).
         """
         hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
-        if hold is None or hold.lost or not getattr(fn, "_single_statement", False):
+        single = getattr(fn, "_single_statement", False)
+        if hold is None or hold.lost or not (single or fn is _batch_tx):
             return self._run(fn, *args, retry=retry)
         if not self._schema_ok:
             self._check_schema()
         with hold.guard:
             raw = hold.raw
             try:
+                if not single:  # a transaction of several statements (a batch), then back
+                    raw.dbapi_connection.autocommit = False
                 return _transact(raw, fn, args, False, self._d.pg, self._sync_engine)
             except _Dropped as dropped:
                 hold.lost = True  # and the lock with the session: taken back before a write
@@ -484,7 +488,7 @@ class SQLSaver(ThreadHolds):
         if hold is not None:
             self._keep_hold(hold)
         try:
-            self._run(_batch_tx, self._d, batch, retry=False)
+            self._run_thread(key, _batch_tx, self._d, batch, retry=False)
         except Exception as e:
             self._heads.forget(key[0])
             if not _is_broken_chain(e):

@@ -26,7 +26,8 @@ Thread status, derived from what the runtime writes, in the same transaction:
 - `done`: the last checkpoint has no pending tasks;
 - `failed`: a task wrote `__error__` since the last checkpoint.
 
-Durability: each `put`/`put_writes` is one transaction, committed before the call returns.
+Durability: each `put`/`put_writes` is one transaction, committed before the call returns (the
+runtime hands a new run's input checkpoint, its `__start__` writes and step 0 over as one).
 SQLite runs in WAL mode with `synchronous=FULL` (the WAL is fsynced at every commit, so a
 committed step survives power loss, not only a process crash; pass `sqlite_synchronous="NORMAL"`
 to trade that for speed), a busy timeout, and `BEGIN IMMEDIATE` for writes, so that several

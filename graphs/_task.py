@@ -76,7 +76,10 @@ def _report_finished(task: Task) -> None:
 
 def _retry_sync(task: Task) -> None:
     if task.failure is None:
-        _attempts_sync(task)
+        if task.spec.retry is None and task.send_timeout is None:
+            _attempt_sync(task)  # the hot path: one attempt, nothing to refuse
+        else:
+            _attempts_sync(task)
         if task.error is None or not _fails_over(task):  # (no call on the hot path)
             return
         _record_failure_sync(task)

@@ -168,7 +168,11 @@ def _attempt_sync(task: Task) -> None:
                 task.result, task.cached = hit[key], True
                 return
         limit = task.limit
-        if run.messages is not None or task.traced is not None or _watched(limit):
+        if (
+            run.messages is not None
+            or task.traced is not None
+            or (limit is not None and _watched(limit))
+        ):
             lc_token = _models_report_to(task, state)
         config = run.config if task.traced is None else node_config(task)
         args = (state, config) if spec.takes_config else (state,)
@@ -255,7 +259,11 @@ async def _attempt_async(task: Task) -> None:
                 task.result, task.cached = hit[key], True
                 return
         limit = task.limit
-        if run.messages is not None or task.traced is not None or _watched(limit):
+        if (
+            run.messages is not None
+            or task.traced is not None
+            or (limit is not None and _watched(limit))
+        ):
             lc_token = _models_report_to(task, state)
         config = run.config if task.traced is None else node_config(task)
         if limit is not None:

@@ -211,10 +211,6 @@ def to_writes(run: Run, task: Task) -> None:
     result = task.result
     if result is None:
         return
-    own = run.writes_returned(result)
-    if own is not None:
-        task.writes = own
-        return
     if type(result) is dict and not run.graph.root:  # the hot path: a plain update
         channels = run.graph.channels
         for key in result:
@@ -223,6 +219,10 @@ def to_writes(run: Run, task: Task) -> None:
         else:
             task.writes = list(result.items())
             return
+    own = run.writes_returned(result)  # (None for a dict, whatever the run)
+    if own is not None:
+        task.writes = own
+        return
     parts = (
         list(result)
         if type(result) in (list, tuple) and any(isinstance(r, Command) for r in result)

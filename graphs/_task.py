@@ -167,7 +167,7 @@ def _attempt_sync(task: Task) -> None:
             if key in hit:
                 task.result, task.cached = hit[key], True
                 return
-        limit = task.limit
+        limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
         if (
             run.messages is not None
             or task.traced is not None
@@ -258,7 +258,7 @@ async def _attempt_async(task: Task) -> None:
             if key in hit:
                 task.result, task.cached = hit[key], True
                 return
-        limit = task.limit
+        limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
         if (
             run.messages is not None
             or task.traced is not None

@@ -67,6 +67,7 @@ from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (publ
 from ._sql.schema import _check_revision, _migrate, _schema_revision
 from ._sql.write import (
     _batch_tx,
+    _head_tx,
     _is_broken_chain,
     _put_args,
     _put_pg,
@@ -483,6 +484,22 @@ class SQLSaver(ThreadHolds):
             and cls.aput_writes is SQLSaver.aput_writes
         )
 
+    def _retried_one_by_one(self, e: Exception, key: tuple[str, str]) -> bool:
+        """Whether a batch that failed with `e` is to be written one by one, as `put` and
+        `put_writes` alone would: its append chain broke (they store the lists whole), or the
+        PostgreSQL connection failed (they retry once, each a compare-and-set), unless the
+        head shows that the batch committed after all (`_stored`)."""
+        self._heads.forget(key[0])
+        if _is_broken_chain(e):
+            return True
+        dbapi = self._sync_engine().dialect.loaded_dbapi
+        return self._d.pg and isinstance(e, dbapi.OperationalError)
+
+    @staticmethod
+    def _stored(head: Any, batch: Any) -> bool:
+        last = [args for is_put, args in batch if is_put][-1]
+        return head is not None and head[0] == last[2]
+
     def _put_batch(self, ops: Sequence[tuple[bool, tuple[Any, ...]]]) -> None:
         key, batch = self._batch_of(ops)
         hold = self._hold_of(*key)
@@ -491,10 +508,11 @@ class SQLSaver(ThreadHolds):
         try:
             self._run_thread(key, _batch_tx, self._d, batch, retry=False)
         except Exception as e:
-            self._heads.forget(key[0])
-            if not _is_broken_chain(e):
+            if not self._retried_one_by_one(e, key):
                 raise
-            for is_put, op in ops:  # a list stored whole, as `put` alone does
+            if self._stored(self._run(_head_tx, self._d, *key, read=True), batch):
+                return  # the connection dropped during COMMIT, which went through
+            for is_put, op in ops:
                 if is_put:
                     self.put(*op)
                 else:
@@ -510,9 +528,10 @@ class SQLSaver(ThreadHolds):
         try:
             await self._arun(_batch_tx, self._d, batch, retry=False)
         except Exception as e:
-            self._heads.forget(key[0])
-            if not _is_broken_chain(e):
+            if not self._retried_one_by_one(e, key):
                 raise
+            if self._stored(await self._arun(_head_tx, self._d, *key, read=True), batch):
+                return
             for is_put, op in ops:
                 if is_put:
                     await self.aput(*op)

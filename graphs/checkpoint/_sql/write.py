@@ -363,6 +363,11 @@ _writes_pg._single_statement = True  # type: ignore[attr-defined]
 _writes_tx._single_statement = True  # type: ignore[attr-defined]
 
 
+def _head_tx(tx: _Tx, dialect: _Dialect, thread_id: str, ns: str) -> Any:
+    """The thread's head row (its checkpoint id first), or None."""
+    return tx.one(dialect.sql["head"], {"t": thread_id, "ns": ns})
+
+
 def _batch_tx(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]]) -> None:
     """Puts and put_writes of one thread, in order, as one transaction (one commit): each
     `(True, _put_args(...))` or `(False, _writes_args(...))`. Each put is the compare-and-set

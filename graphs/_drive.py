@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._io import (
     Await,
+    Batch,
     Emit,
     GetCheckpoint,
     GetHead,
@@ -84,6 +85,25 @@ async def drive_run_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerato
 
 def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
     """Perform the loop's requests with the sync saver; yield emitted chunks; return its result."""
+    batch = _batch_for(run)
+    if batch is None:
+        return (yield from _drive_sync(run, gen, None))
+    try:
+        return (yield from _drive_sync(run, gen, batch))
+    finally:
+        if batch.ops:  # the loop ended or failed right after its input checkpoint
+            batch.send()
+
+
+def _batch_for(run: Run) -> Batch | None:
+    saver = run.saver
+    if saver is None or run.unsaved is not None:
+        return None
+    takes = getattr(saver, "_takes_batch", None)
+    return Batch(saver) if takes is not None and takes() else None
+
+
+def _drive_sync(run: Run, gen: Loop[R], batch: Batch | None) -> Generator[Emit, None, R]:
     saver = run.saver
     live = run.live
     result: Any = None
@@ -94,6 +114,15 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
             value: R = stop.value
             return value
         result = None
+        if batch is not None and batch.ops:
+            if type(request) is PutWrites:
+                batch.hold(request)
+                continue
+            if type(request) is PutCheckpoint:
+                result = batch.hold(request)
+                batch.send()
+                continue
+            batch.send()  # before anything else the loop asks
         if isinstance(request, RunTasks):
             tasks = request.tasks
             if len(tasks) == 1 and not live and run.graph.step_timeout is None:
@@ -104,6 +133,8 @@ def drive_sync(run: Run, gen: Loop[R]) -> Generator[Emit, None, R]:
             assert saver is not None
             if run.unsaved is not None:
                 result = run.unsaved.hold_checkpoint(request)
+            elif batch is not None and Batch.opens(request):
+                result = batch.hold(request)
             else:
                 result = saver.put(*request)
         elif isinstance(request, PutWrites):
@@ -147,6 +178,19 @@ def _emitted(run: Run, emit: Emit) -> bool:
 
 async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Emit, None]:
     """The async twin of `drive_sync`; the loop's result is appended to `out`."""
+    batch = _batch_for(run)
+    try:
+        async with contextlib.aclosing(_drive_async(run, gen, out, batch)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+    finally:
+        if batch is not None and batch.ops:
+            await batch.asend()
+
+
+async def _drive_async(
+    run: Run, gen: Loop[R], out: list[R], batch: Batch | None
+) -> AsyncGenerator[Emit, None]:
     saver = run.saver
     live = run.live
     result: Any = None
@@ -157,6 +201,15 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
             out.append(stop.value)
             return
         result = None
+        if batch is not None and batch.ops:
+            if type(request) is PutWrites:
+                batch.hold(request)
+                continue
+            if type(request) is PutCheckpoint:
+                result = batch.hold(request)
+                await batch.asend()
+                continue
+            await batch.asend()  # before anything else the loop asks
         if isinstance(request, RunTasks):
             tasks = request.tasks
             if len(tasks) == 1 and not live and run.graph.step_timeout is None:
@@ -169,6 +222,8 @@ async def drive_async(run: Run, gen: Loop[R], out: list[R]) -> AsyncGenerator[Em
             assert saver is not None
             if run.unsaved is not None:
                 result = run.unsaved.hold_checkpoint(request)
+            elif batch is not None and Batch.opens(request):
+                result = batch.hold(request)
             else:
                 result = await saver.aput(*request)
         elif isinstance(request, PutWrites):

@@ -20,6 +20,7 @@ from .checkpoint.base import BRANCH_HEAD, Checkpoint, CheckpointMetadata, checkp
 __all__ = [
     "LIVE_MODES",
     "Await",
+    "Batch",
     "Emit",
     "GetCheckpoint",
     "GetHead",
@@ -173,6 +174,45 @@ class Unsaved:
                 await saver.aput(*held)
             for w in writes:
                 await saver.aput_writes(*w)
+
+
+class Batch:
+    """Saves a driver holds back to hand its saver at once, as one transaction: a run's input
+    checkpoint (`source="input"`), the writes made on it, and the checkpoint after it, which
+    closes the batch; between them the loop runs no node code (the `__start__` task applies
+    the input), so a crash in between loses nothing a node did. Only for a saver that takes
+    a batch (`SQLSaver._put_batch`: one commit instead of three); any other request, an
+    error or the loop's end hands over what is held first."""
+
+    __slots__ = ("ops", "saver")
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+        self.ops: list[tuple[bool, tuple[Any, ...]]] = []
+
+    @staticmethod
+    def opens(request: PutCheckpoint) -> bool:
+        return request.metadata.get("source") == "input"
+
+    def hold(self, request: PutCheckpoint | PutWrites) -> RunConfig | None:
+        """Keep `request`; the reply its saver would give."""
+        if isinstance(request, PutWrites):
+            self.ops.append((False, tuple(request)))
+            return None
+        self.ops.append((True, tuple(request)))
+        conf = request.parent["configurable"]
+        return checkpoint_config(
+            str(conf["thread_id"]), conf.get("checkpoint_ns") or "", request.checkpoint["id"]
+        )
+
+    def send(self) -> None:
+        """Hand what is held to the saver, as one transaction."""
+        ops, self.ops = self.ops, []
+        self.saver._put_batch(ops)
+
+    async def asend(self) -> None:
+        ops, self.ops = self.ops, []
+        await self.saver._aput_batch(ops)
 
 
 Request = GetHead | GetCheckpoint | PutCheckpoint | PutWrites | RunTasks | Await | Emit

@@ -118,8 +118,12 @@ def run_steps(run: Run) -> Loop[Any]:
                 if run.trace:
                     yield from trace(run, "tasks", trace_result(t), run.step + 1)
                 continue
-            if not t.ended:
+            if t.ended:
+                pass
+            elif run.concurrent or t.shown or run.trace:
                 yield from finish(run, t)
+            else:  # the hot path: a task alone in its step, nothing to stream as it ends
+                settle(run, t)
             failed = failed or t.error is not None or t.pause is not None
         run.steps += 1
         if failed:  # (a task finished in an earlier attempt of this step has neither)
@@ -173,15 +177,11 @@ def finish(run: Run, t: Task) -> Loop[None]:
     then its `updates` chunk and its `tasks` result are streamed (the `updates` chunk of
     a task alone in its step comes once the step's checkpoint is saved). The step's writes
     still reach the reducers when it completes, in `write_order`."""
-    t.ended = True
     if t.shown:  # its `@task` calls' `{task_name: result}`, held while it ran
         shown, t.shown = t.shown, None
         for chunk in shown:
             yield Emit("updates", chunk)
-    if t.error is None and t.pause is None:
-        to_writes(run, t)  # may find the result invalid: an error
-        if t.pushed:  # push_message() wrote before the node returned
-            t.writes[:0] = t.pushed
+    settle(run, t)
     ok = t.error is None and t.pause is None
     if ok and run.concurrent and run.saver is not None:
         yield PutWrites(run.head(), finished_writes(run, t), t.id)
@@ -190,6 +190,17 @@ def finish(run: Run, t: Task) -> Loop[None]:
         yield Emit("updates", update_chunk(run, t))
     if run.trace:
         yield from trace(run, "tasks", trace_result(t), run.step + 1)
+
+
+def settle(run: Run, t: Task) -> None:
+    """What `finish` makes of an ended task before anything is streamed or saved: its
+    return value becomes its writes (which may find it invalid: an error), after what
+    `push_message()` wrote."""
+    t.ended = True
+    if t.error is None and t.pause is None:
+        to_writes(run, t)  # may find the result invalid: an error
+        if t.pushed:  # push_message() wrote before the node returned
+            t.writes[:0] = t.pushed
 
 
 def stop(run: Run, tasks: list[Task], ran: list[Task], stuck: list[Task]) -> Loop[Paused]:

@@ -76,8 +76,11 @@ def _report_finished(task: Task) -> None:
 
 def _retry_sync(task: Task) -> None:
     if task.failure is None:
-        _attempts_sync(task)
-        if not _fails_over(task):
+        if task.spec.retry is None and task.send_timeout is None:
+            _attempt_sync(task)  # the hot path: one attempt, nothing to refuse
+        else:
+            _attempts_sync(task)
+        if task.error is None or not _fails_over(task):  # (no call on the hot path)
             return
         _record_failure_sync(task)
     task.node_error = task.failure
@@ -146,6 +149,11 @@ def _attempts_sync(task: Task) -> None:
         sleep(policy.delay(failures))
 
 
+def _watched(limit: Any) -> bool:
+    """`Task.watched` of a task whose `limit` is read already (the hot path reads it once)."""
+    return limit is not None and limit.idle_timeout is not None and limit.refresh_on == "auto"
+
+
 def _attempt_sync(task: Task) -> None:
     _reset(task)
     token = _current.set(task)
@@ -159,11 +167,16 @@ def _attempt_sync(task: Task) -> None:
             if key in hit:
                 task.result, task.cached = hit[key], True
                 return
-        if run.messages is not None or task.traced is not None or task.watched:
+        limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
+        if (
+            run.messages is not None
+            or task.traced is not None
+            or (limit is not None and _watched(limit))
+        ):
             lc_token = _models_report_to(task, state)
         config = run.config if task.traced is None else node_config(task)
         args = (state, config) if spec.takes_config else (state,)
-        if task.limit is not None:  # its async code, under the timeout (`compile` checked)
+        if limit is not None:  # its async code, under the timeout (`compile` checked)
             result = _run_coroutine_sync(_timed(task, state, config), spec.name)
         elif spec.is_async:
             result = _run_coroutine_sync(spec.fn(*args), spec.name)
@@ -205,7 +218,7 @@ async def _retry_async(task: Task) -> None:
         return
     if task.failure is None:
         await _attempts_async(task)
-        if not _fails_over(task):
+        if task.error is None or not _fails_over(task):
             return
         await _record_failure_async(task)
     task.node_error = task.failure
@@ -245,10 +258,15 @@ async def _attempt_async(task: Task) -> None:
             if key in hit:
                 task.result, task.cached = hit[key], True
                 return
-        if run.messages is not None or task.traced is not None or task.watched:
+        limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
+        if (
+            run.messages is not None
+            or task.traced is not None
+            or (limit is not None and _watched(limit))
+        ):
             lc_token = _models_report_to(task, state)
         config = run.config if task.traced is None else node_config(task)
-        if task.limit is not None:
+        if limit is not None:
             coro = _timed(task, state, config)
         elif spec.afn is not None:
             coro = spec.afn(state, config)

@@ -27,7 +27,8 @@ Thread status, derived from what the runtime writes, in the same transaction:
 - `done`: the last checkpoint has no pending tasks;
 - `failed`: a task wrote `__error__` since the last checkpoint.
 
-Durability: each `put`/`put_writes` is one transaction, committed before the call returns.
+Durability: each `put`/`put_writes` is one transaction, committed before the call returns (the
+runtime hands a new run's input checkpoint, its `__start__` writes and step 0 over as one).
 SQLite runs in WAL mode with `synchronous=FULL` (the WAL is fsynced at every commit, so a
 committed step survives power loss, not only a process crash; pass `sqlite_synchronous="NORMAL"`
 to trade that for speed), a busy timeout, and `BEGIN IMMEDIATE` for writes, so that several
@@ -66,7 +67,17 @@ from ._sql.prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_
 from ._sql.read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
 from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
 from ._sql.schema import _check_revision, _migrate, _schema_revision
-from ._sql.write import _put_args, _put_pg, _put_tx, _stored_lists, _writes_args, _writes_tx
+from ._sql.write import (
+    _batch_tx,
+    _head_tx,
+    _is_broken_chain,
+    _put_args,
+    _put_pg,
+    _put_tx,
+    _stored_lists,
+    _writes_args,
+    _writes_tx,
+)
 from .base import (
     ONCE,
     Checkpoint,
@@ -229,7 +240,8 @@ class SQLSaver(ThreadHolds):
     def _run_thread(
         self, key: tuple[str, str], fn: Callable[..., _T], *args: Any, retry: bool = True
     ) -> _T:
-        """`_run` for a one-statement operation on one thread (get_tuple, put, put_writes).
+        """`_run` for a one-statement operation on one thread (get_tuple, put, put_writes),
+        or a batch of them (`_put_batch`: one transaction).
 
         While this OS thread holds the thread (`lock_thread`, sync, PostgreSQL), the operation
         runs on the connection that holds the lock: it sits idle through the run anyway, so
@@ -239,13 +251,16 @@ class SQLSaver(ThreadHolds):
         session, as it did before when the lock connection dropped mid-run).
         """
         hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
-        if hold is None or hold.lost or not getattr(fn, "_single_statement", False):
+        single = getattr(fn, "_single_statement", False)
+        if hold is None or hold.lost or not (single or fn is _batch_tx):
             return self._run(fn, *args, retry=retry)
         if not self._schema_ok:
             self._check_schema()
         with hold.guard:
             raw = hold.raw
             try:
+                if not single:  # a transaction of several statements (a batch), then back
+                    raw.dbapi_connection.autocommit = False
                 return _transact(raw, fn, args, False, self._d.pg, self._sync_engine)
             except _Dropped as dropped:
                 hold.lost = True  # and the lock with the session: taken back before a write
@@ -441,6 +456,105 @@ class SQLSaver(ThreadHolds):
         await self._arun(_writes_tx, self._d, *args, retry=False)
         if hold is not None:
             hold.note_writes(args[1], args[2], len(args[3]))
+
+    # The runtime's driver (`graphs._drive`) hands a run's input checkpoint, its `__start__`
+    # task's writes and the first step's checkpoint over together (no node code runs between
+    # them): one commit instead of three. `ops`: `(True, put's arguments)` or `(False,
+    # put_writes's)`, in order, all on one thread.
+
+    def _batch_of(
+        self, ops: Sequence[tuple[bool, tuple[Any, ...]]]
+    ) -> tuple[tuple[str, str], builtins.list[tuple[bool, tuple[Any, ...]]]]:
+        key = self._key(ops[0][1][0])
+        batch: builtins.list[tuple[bool, tuple[Any, ...]]] = []
+        for is_put, op in ops:
+            if is_put:
+                config, checkpoint, metadata, new_versions = op
+                batch.append(
+                    (True, _put_args(key, config, checkpoint, metadata, new_versions, self._heads))
+                )
+                # The next put of the batch is stored as an edit of this one (forgotten below
+                # if the transaction fails).
+                _stored_lists(self._heads, key, config, checkpoint, new_versions)
+            elif (args := _writes_args(key, op[0], op[1], op[2])) is not None:
+                batch.append((False, args))
+        return key, batch
+
+    def _batch_saved(self, key: tuple[str, str], batch: Any, hold: Any) -> None:
+        if hold is None:
+            return
+        for is_put, args in batch:
+            if is_put:
+                hold.note_put(key[1], args[2])
+            else:
+                hold.note_writes(key[1], args[2], len(args[3]))
+
+    def _takes_batch(self) -> bool:
+        """Whether the driver may batch: not for a subclass that overrides a write (it expects
+        each call, as its own transaction)."""
+        cls = type(self)
+        return (
+            cls.put is SQLSaver.put
+            and cls.put_writes is SQLSaver.put_writes
+            and cls.aput is SQLSaver.aput
+            and cls.aput_writes is SQLSaver.aput_writes
+        )
+
+    def _retried_one_by_one(self, e: Exception, key: tuple[str, str]) -> bool:
+        """Whether a batch that failed with `e` is to be written one by one, as `put` and
+        `put_writes` alone would: its append chain broke (they store the lists whole), or the
+        PostgreSQL connection failed (they retry once, each a compare-and-set), unless the
+        head shows that the batch committed after all (`_stored`)."""
+        self._heads.forget(key[0])
+        if _is_broken_chain(e):
+            return True
+        dbapi = self._sync_engine().dialect.loaded_dbapi
+        return self._d.pg and isinstance(e, dbapi.OperationalError)
+
+    @staticmethod
+    def _stored(head: Any, batch: Any) -> bool:
+        last = [args for is_put, args in batch if is_put][-1]
+        return head is not None and head[0] == last[2]
+
+    def _put_batch(self, ops: Sequence[tuple[bool, tuple[Any, ...]]]) -> None:
+        key, batch = self._batch_of(ops)
+        hold = self._hold_of(*key)
+        if hold is not None:
+            self._keep_hold(hold)
+        try:
+            self._run_thread(key, _batch_tx, self._d, batch, retry=False)
+        except Exception as e:
+            if not self._retried_one_by_one(e, key):
+                raise
+            if self._stored(self._run(_head_tx, self._d, *key, read=True), batch):
+                return  # the connection dropped during COMMIT, which went through
+            for is_put, op in ops:
+                if is_put:
+                    self.put(*op)
+                else:
+                    self.put_writes(*op)
+            return
+        self._batch_saved(key, batch, hold)
+
+    async def _aput_batch(self, ops: Sequence[tuple[bool, tuple[Any, ...]]]) -> None:
+        key, batch = self._batch_of(ops)
+        hold = self._hold_of(*key)
+        if hold is not None:
+            await self._akeep_hold(hold)
+        try:
+            await self._arun(_batch_tx, self._d, batch, retry=False)
+        except Exception as e:
+            if not self._retried_one_by_one(e, key):
+                raise
+            if self._stored(await self._arun(_head_tx, self._d, *key, read=True), batch):
+                return
+            for is_put, op in ops:
+                if is_put:
+                    await self.aput(*op)
+                else:
+                    await self.aput_writes(*op)
+            return
+        self._batch_saved(key, batch, hold)
 
     def delete_thread(self, thread_id: str) -> None:
         self._heads.forget(thread_id)

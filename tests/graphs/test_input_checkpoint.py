@@ -5,16 +5,23 @@ two goes on with `invoke(None, config)`, the input applied once."""
 
 from __future__ import annotations
 
+import asyncio
 import operator
+import secrets
+import threading
+import time
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
 from graphs import END, START, StateGraph, interrupt
 from graphs.checkpoint.memory import InMemorySaver
 from graphs.checkpoint.sql import SQLSaver
 from graphs.types import Command, StateUpdate
+from tests.kit.pg import admin_conninfo
 
 
 class State(TypedDict):
@@ -263,3 +270,127 @@ def test_new_input_after_such_a_crash_applies_both_inputs_in_order(tmp_path: Pat
         ("loop", 3),
         ("loop", 4),
     ]
+
+
+# ---- the input, its `__start__` task and step 0 are one commit on SQLSaver -------------------
+
+
+def writes_of(saver: SQLSaver) -> list[str]:
+    """Every write transaction (`BEGIN IMMEDIATE`, one commit each) the saver's connections
+    begin on its SQLite file, from now on."""
+    from sqlalchemy import event  # SQLAlchemy: the saver's engine hooks, test-only
+
+    seen: list[str] = []
+
+    def traced(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.set_trace_callback(
+            lambda sql: seen.append(sql) if sql.strip().upper() == "BEGIN IMMEDIATE" else None
+        )
+
+    event.listen(saver._sync_engine(), "connect", traced)
+    return seen
+
+
+@pytest.mark.parametrize("api", ["invoke", "ainvoke"])
+def test_a_new_run_commits_once_per_step_its_input_with_step_zero(tmp_path: Path, api: str) -> None:
+    sqlite(tmp_path)  # creates the tables
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'input.db'}")
+    writes = writes_of(saver)
+    app = pipeline(saver)
+    if api == "invoke":
+        out = app.invoke({"log": ["in"], "note": "x"}, thread())
+    else:
+
+        async def ainvoke() -> Any:
+            try:
+                return await app.ainvoke({"log": ["in"], "note": "x"}, thread())
+            finally:
+                await saver.aclose()  # its aiosqlite connections, on this loop
+
+        out = asyncio.run(ainvoke())
+    assert out == {"log": ["in", "a", "b"], "note": "x"}
+    if api == "invoke":  # (ainvoke writes through aiosqlite, on connections of its own)
+        # The input checkpoint, its `__start__` task's writes and step 0 were one commit (no
+        # node ran between them), then one commit per node's step.
+        assert len(writes) == 3, writes
+    # The history is LangGraph's, checkpoint for checkpoint.
+    assert layout(app, thread()) == [
+        ("input", -1, {"log": []}, ("__start__",), [("__start__", {"log": ["in"], "note": "x"})]),
+        ("loop", 0, {"log": ["in"], "note": "x"}, ("a",), [("a", None)]),
+        ("loop", 1, {"log": ["in", "a"], "note": "x"}, ("b",), [("b", None)]),
+        ("loop", 2, {"log": ["in", "a", "b"], "note": "x"}, (), []),
+    ]
+
+
+class DropsDuringItsInput(SQLSaver):
+    """A `SQLSaver` on PostgreSQL whose connection ends (as in a server restart) while it
+    writes a run's input: after the run read its thread's head, another session makes
+    inserts into `checkpoint_writes` wait (`LOCK ... IN SHARE MODE`); once the run's write
+    waits there, its session is ended and the other one lets go. It overrides no write, so
+    the input's batch is still made."""
+
+    def __init__(self, url: str) -> None:
+        self.app = f"drop_{secrets.token_hex(4)}"
+        super().__init__(make_url(url).update_query_dict({"application_name": self.app}))
+        self.ended = 0
+        self.ender: threading.Thread | None = None
+
+    def get_tuple(self, config: Any) -> Any:
+        found = super().get_tuple(config)
+        if self.ender is None and "checkpoint_id" not in config["configurable"]:
+            locked = threading.Event()
+            self.ender = threading.Thread(target=self._end_the_waiting_write, args=(locked,))
+            self.ender.start()
+            assert locked.wait(10)
+        return found
+
+    def _end_the_waiting_write(self, locked: threading.Event) -> None:
+        schema = str(make_url(self.url).query["options"]).split("search_path=", 1)[1]
+        with (
+            psycopg.connect(admin_conninfo(), autocommit=True) as admin,
+            admin.transaction(),
+        ):
+            admin.execute(f'LOCK TABLE "{schema}".checkpoint_writes IN SHARE MODE')
+            locked.set()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not self.ended:
+                row = admin.execute(
+                    "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000)) "
+                    "FROM pg_stat_activity WHERE application_name = %s "
+                    "AND wait_event_type = 'Lock'",
+                    (self.app,),
+                ).fetchone()
+                self.ended = row[0] if row else 0
+                time.sleep(0.01)
+
+
+@pytest.mark.postgres
+def test_a_run_whose_connection_drops_while_its_input_is_written_goes_on(pg_url: str) -> None:
+    with SQLSaver.from_conn_string(pg_url) as tables:
+        tables.setup()
+    saver = DropsDuringItsInput(pg_url)
+    try:
+        app = pipeline(saver)
+        assert app.invoke({"log": ["in"], "note": "x"}, thread()) == {
+            "log": ["in", "a", "b"],
+            "note": "x",
+        }
+        assert saver.ender is not None
+        saver.ender.join(10)
+        assert saver.ended == 1  # the input's write was waiting, and its session was ended
+        # Written again one by one (each put a compare-and-set, retried as it is alone):
+        # the same history, the input applied once.
+        assert layout(app, thread()) == [
+            (
+                "input",
+                -1,
+                {"log": []},
+                ("__start__",),
+                [("__start__", {"log": ["in"], "note": "x"})],
+            ),
+            ("loop", 0, {"log": ["in"], "note": "x"}, ("a",), [("a", None)]),
+            ("loop", 1, {"log": ["in", "a"], "note": "x"}, ("b",), [("b", None)]),
+            ("loop", 2, {"log": ["in", "a", "b"], "note": "x"}, (), []),
+        ]
+    finally:
+        saver.close()

@@ -69,6 +69,15 @@ class WriteGate:
             f"{self.timeout:g}s (the busy timeout)"
         )
 
+    def _take(self) -> bool:
+        """Take the gate if it is free and nobody waits: the uncontended path, which builds
+        nothing (no event, no future, no ticket)."""
+        with self._mutex:
+            if not self._held and not self._queue:
+                self._held = True
+                return True
+            return False
+
     def _take_or_queue(self, urgent: bool, wake: Callable[[], None]) -> _Ticket | None:
         """Take the gate if it is free and nobody waits (None), else join the queue."""
         with self._mutex:
@@ -102,6 +111,8 @@ class WriteGate:
 
     def acquire(self, *, urgent: bool = False) -> None:
         """Block this thread until the gate is ours (at most the busy timeout)."""
+        if self._take():
+            return
         woken = threading.Event()
         ticket = self._take_or_queue(urgent, woken.set)
         if ticket is None or woken.wait(self.timeout):
@@ -123,6 +134,8 @@ class WriteGate:
     async def aacquire(self, *, urgent: bool = False, timeout: float | None = None) -> None:
         """Wait, without blocking the event loop, until the gate is ours (at most `timeout`
         seconds, default the busy timeout)."""
+        if self._take():
+            return
         loop = asyncio.get_running_loop()
         turn: asyncio.Future[None] = loop.create_future()
 

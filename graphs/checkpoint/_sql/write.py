@@ -168,8 +168,7 @@ def _put_tx(
         tx.many(sql["insert_blob"], full)
 
 
-def _put_pg(
-    tx: _Tx,
+def _put_pg_statement(
     dialect: _Dialect,
     thread_id: str,
     ns: str,
@@ -181,8 +180,8 @@ def _put_pg(
     meta: bytes,
     full: list[dict[str, Any]],
     deltas: list[tuple[dict[str, Any], list[Any]]],
-) -> None:
-    """`_put_tx` as one statement (PostgreSQL's data-modifying WITH): one round trip."""
+) -> tuple[str, dict[str, Any]]:
+    """`_put_tx` as one PostgreSQL statement (a data-modifying WITH) and its parameters."""
     now = _now()
     params: dict[str, Any] = {
         "t": thread_id,
@@ -204,38 +203,52 @@ def _put_pg(
         params[f"dc{i}"], params[f"dv{i}"], params[f"dtotal{i}"] = d["c"], d["v"], d["total"]
         params[f"dprev{i}"], params[f"dvalue{i}"] = d["prev_total"], d["value"]
     head = "insert" if parent_id is None else "paused" if status == "paused" else "advance"
+    return dialect.put_statement(head, len(full), len(deltas)), params
+
+
+def _check_moved(
+    tx: _Tx, dialect: _Dialect, thread_id: str, ns: str, checkpoint_id: str, parent_id: Any
+) -> None:
+    """The head did not move to `checkpoint_id`: stored already (a retry after the connection
+    dropped during COMMIT), or another run wrote to the thread (`CheckpointConflictError`)."""
+    row = tx.one(dialect.sql["head"], {"t": thread_id, "ns": ns})
+    current = row[0] if row else None
+    if current == checkpoint_id:
+        return
+    raise CheckpointConflictError(
+        f"thread {thread_id!r} moved on: its head is {current!r}, not {parent_id!r}; "
+        "another run wrote to it",
+        thread_id,
+    )
+
+
+def _put_pg(
+    tx: _Tx,
+    dialect: _Dialect,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str,
+    parent_id: str | None,
+    status: str,
+    nodes: bytes | None,
+    record: bytes,
+    meta: bytes,
+    full: list[dict[str, Any]],
+    deltas: list[tuple[dict[str, Any], list[Any]]],
+) -> None:
+    """`_put_tx` as one statement (PostgreSQL's data-modifying WITH): one round trip."""
+    args = (thread_id, ns, checkpoint_id, parent_id, status, nodes, record, meta)
     try:
-        moved = tx.one(dialect.put_statement(head, len(full), len(deltas)), params)[0]
+        moved = tx.one(*_put_pg_statement(dialect, *args, full, deltas))[0]
     except Exception as e:
         if not (deltas and _is_broken_chain(e)):
             raise
         # An appended list whose stored previous version is not what it extends: the
         # statement failed whole; store every value whole instead.
         wholes = [{**d, "value": serde.dumps(whole).encode()} for d, whole in deltas]
-        return _put_pg(
-            tx,
-            dialect,
-            thread_id,
-            ns,
-            checkpoint_id,
-            parent_id,
-            status,
-            nodes,
-            record,
-            meta,
-            full + wholes,
-            [],
-        )
+        return _put_pg(tx, dialect, *args, full + wholes, [])
     if moved != 1:
-        row = tx.one(dialect.sql["head"], {"t": thread_id, "ns": ns})
-        current = row[0] if row else None
-        if current == checkpoint_id:
-            return None  # stored already: a retry after the connection dropped
-        raise CheckpointConflictError(
-            f"thread {thread_id!r} moved on: its head is {current!r}, not {parent_id!r}; "
-            "another run wrote to it",
-            thread_id,
-        )
+        _check_moved(tx, dialect, thread_id, ns, checkpoint_id, parent_id)
     return None
 
 
@@ -300,8 +313,7 @@ def _writes_tx(
         tx.run(sql["thread_after_writes"], head)
 
 
-def _writes_pg(
-    tx: _Tx,
+def _writes_pg_statement(
     dialect: _Dialect,
     thread_id: str,
     ns: str,
@@ -309,8 +321,8 @@ def _writes_pg(
     rows: list[dict[str, Any]],
     status: str | None,
     error: str | None,
-) -> None:
-    """PostgreSQL: the writes and the thread's new status in one statement."""
+) -> tuple[str, dict[str, Any]]:
+    """PostgreSQL: the writes and the thread's new status as one statement, its parameters."""
     params: dict[str, Any] = {
         "t": thread_id,
         "ns": ns,
@@ -330,8 +342,69 @@ def _writes_pg(
     params["new_pending"] = bool(new_ids - answered) or (None in new_ids)
     for i, iid in enumerate(sorted(answered)):
         params[f"a{i}"] = iid
-    tx.run(dialect.writes_statement(len(rows), status, len(answered)), params)
+    return dialect.writes_statement(len(rows), status, len(answered)), params
+
+
+def _writes_pg(
+    tx: _Tx,
+    dialect: _Dialect,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str,
+    rows: list[dict[str, Any]],
+    status: str | None,
+    error: str | None,
+) -> None:
+    """PostgreSQL: the writes and the thread's new status in one statement."""
+    tx.run(*_writes_pg_statement(dialect, thread_id, ns, checkpoint_id, rows, status, error))
 
 
 _writes_pg._single_statement = True  # type: ignore[attr-defined]
 _writes_tx._single_statement = True  # type: ignore[attr-defined]
+
+
+def _head_tx(tx: _Tx, dialect: _Dialect, thread_id: str, ns: str) -> Any:
+    """The thread's head row (its checkpoint id first), or None."""
+    return tx.one(dialect.sql["head"], {"t": thread_id, "ns": ns})
+
+
+def _batch_tx(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]]) -> None:
+    """Puts and put_writes of one thread, in order, as one transaction (one commit): each
+    `(True, _put_args(...))` or `(False, _writes_args(...))`. Each put is the compare-and-set
+    on the head it is alone; the transaction stores all of them or none. On PostgreSQL the
+    statements go in one pipeline (one round trip, BEGIN included), their results checked
+    before the caller commits; a broken append chain raises (`_is_broken_chain`) for the
+    caller to store the values whole."""
+    conn = getattr(tx.cur, "connection", None)  # psycopg's, on the sync engine
+    if dialect.pg and hasattr(conn, "pipeline"):
+        _batch_pg(conn, tx, dialect, ops)
+        return
+    for is_put, args in ops:  # (the async engine's adapted cursor: one statement at a time)
+        if not is_put:
+            _writes_tx(tx, dialect, *args)
+        elif dialect.pg:
+            moved = tx.one(*_put_pg_statement(dialect, *args))[0]
+            if moved != 1:
+                _check_moved(tx, dialect, *args[:4])
+        else:
+            _put_tx(tx, dialect, *args)
+
+
+def _batch_pg(
+    conn: Any, tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]]
+) -> None:
+    puts: list[tuple[Any, tuple[Any, ...]]] = []
+    with conn.pipeline():
+        for is_put, args in ops:
+            cur = conn.cursor()
+            if is_put:
+                cur.execute(*_put_pg_statement(dialect, *args))
+                puts.append((cur, args))
+            else:
+                cur.execute(*_writes_pg_statement(dialect, *args))
+                cur.close()
+    for cur, args in puts:  # (the pipeline has synced: every result is in)
+        moved = cur.fetchone()[0]
+        cur.close()
+        if moved != 1:
+            _check_moved(tx, dialect, *args[:4])

@@ -1,0 +1,255 @@
+"""The floor: one bare durable commit, beside the durable superstep (w2), in one run.
+
+A durable superstep cannot be cheaper than the one commit that makes it durable. This script
+measures that commit with the drivers and settings `SQLSaver` uses, and w2's ms per durable
+superstep (`bench/checkpointer.py`'s first row) in the same sitting, the floor right before and
+right after each w2, and prints their ratio beside the load average:
+
+- SQLite: the saver's own sync engine (so its pragmas: WAL, `synchronous=FULL`, the busy
+  timeout), one raw connection, `BEGIN IMMEDIATE`, an INSERT of one 200-byte row, COMMIT;
+- PostgreSQL: the saver's own sync engine (psycopg 3), one raw connection, an INSERT of one
+  200-byte row into a logged table and its COMMIT, in one transaction.
+
+Issue 37's goal is a durable superstep of at most 1.5 bare commits. `--rounds N` alternates
+floor / w2 / floor N times; the table shows medians over rounds (each floor figure is the median
+of `--commits` commits). Records go to bench/results/floor-<UTC>.jsonl.
+
+    .venv/bin/python bench/floor.py [--rounds 3] [--backends sqlite,postgres] [--engines graphs]
+
+`--measure sqlite|postgres` is the floor alone, one subprocess's worth (what the script runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from typing import Any
+
+from harness import ROOT, Session, add_common_args, fmt, show, table
+
+GOAL = 1.5  # issue 37: a durable superstep of at most 1.5 bare commits
+LABEL = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
+PAYLOAD = os.urandom(200)
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def _timed(commit: Any, n: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        commit()
+    pc = time.perf_counter_ns
+    times = []
+    for _ in range(n):
+        t0 = pc()
+        commit()
+        times.append((pc() - t0) / 1e6)
+    return times
+
+
+def floor_sqlite(n: int, warmup: int) -> list[float]:
+    from graphs.checkpoint.sql import SQLSaver  # the checkout under test (PYTHONPATH)
+
+    with tempfile.TemporaryDirectory(prefix="floor-") as tmp:
+        saver = SQLSaver(f"sqlite:///{tmp}/floor.db")
+        try:
+            raw = saver._sync_engine().raw_connection()  # the saver's pragmas, its driver
+            try:
+                cur = raw.cursor()
+                cur.execute("CREATE TABLE floor (id INTEGER PRIMARY KEY, v BLOB NOT NULL)")
+                sync = cur.execute("PRAGMA synchronous").fetchone()[0]
+                journal = cur.execute("PRAGMA journal_mode").fetchone()[0]
+                assert (sync, journal) == (2, "wal"), (sync, journal)  # FULL, WAL
+
+                def commit() -> None:
+                    cur.execute("BEGIN IMMEDIATE")
+                    cur.execute("INSERT INTO floor (v) VALUES (?)", (PAYLOAD,))
+                    raw.commit()
+
+                return _timed(commit, n, warmup)
+            finally:
+                raw.close()
+        finally:
+            saver.close()
+
+
+def floor_postgres(n: int, warmup: int, url: str) -> list[float]:
+    from graphs.checkpoint.sql import SQLSaver  # the checkout under test (PYTHONPATH)
+
+    table_name = f"floor_{uuid.uuid4().hex[:12]}"
+    saver = SQLSaver(url)
+    try:
+        raw = saver._sync_engine().raw_connection()  # psycopg 3, as the saver's writes
+        try:
+            cur = raw.cursor()
+            cur.execute(f"CREATE TABLE {table_name} (id bigserial PRIMARY KEY, v bytea NOT NULL)")
+            raw.commit()
+            insert = f"INSERT INTO {table_name} (v) VALUES (%s)"
+
+            def commit() -> None:
+                cur.execute(insert, (PAYLOAD,))
+                raw.commit()
+
+            try:
+                return _timed(commit, n, warmup)
+            finally:
+                cur.execute(f"DROP TABLE {table_name}")
+                raw.commit()
+        finally:
+            raw.close()
+    finally:
+        saver.close()
+
+
+def measure(args: argparse.Namespace) -> None:
+    """`--measure BACKEND`: the floor alone, one JSON record to stdout (and `--out`)."""
+    sys.path.insert(0, str(ROOT))  # PYTHONPATH (harness.engine_env) names the checkout first
+    import graphs  # the checkout under test
+
+    before = load()
+    if args.measure == "sqlite":
+        ms = floor_sqlite(args.commits, args.warmup)
+    else:
+        ms = floor_postgres(args.commits, args.warmup, args.pg_url or _pg_default())
+    srt = sorted(ms)
+    rec = {
+        "engine": "graphs",
+        "engine_version": getattr(graphs, "__version__", "-"),
+        "saver": args.measure,
+        "workload": "floor",
+        "figures": {
+            "commits": len(ms),
+            "median_ms": round(statistics.median(ms), 4),
+            "p99_ms": round(srt[min(len(srt) - 1, round(0.99 * (len(srt) - 1)))], 4),
+            "load_before": before,
+            "load_after": load(),
+        },
+        "host": {"nproc": os.cpu_count(), "python": platform.python_version()},
+    }
+    line = json.dumps(rec)
+    print(line, flush=True)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(line + "\n")
+
+
+def _pg_default() -> str:
+    from harness import DEFAULT_PG_URL
+
+    return DEFAULT_PG_URL
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_common_args(ap)
+    ap.set_defaults(engines="graphs")
+    ap.add_argument("--backends", default="sqlite,postgres")
+    ap.add_argument("--rounds", type=int, default=3, help="floor / w2 / floor, this many times")
+    ap.add_argument("--commits", type=int, default=1000, help="bare commits per floor figure")
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--w2-invokes", default="300")
+    ap.add_argument("--measure", choices=sorted(LABEL), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.measure:
+        measure(args)
+        return
+
+    s = Session("floor", args)
+    s.probe("graphs", "import graphs; graphs.SQLSaver")
+    s.probe("langgraph", "import langgraph.checkpoint.sqlite, langgraph.checkpoint.postgres")
+    backends = [b for b in args.backends.split(",") if b in LABEL]
+    pg = ["--pg-url", args.pg_url] if args.pg_url else []
+    floor_cmd = [args.python, "bench/floor.py", "--commits", str(args.commits), *pg]
+    loads: dict[str, list[float]] = {b: [] for b in backends}
+    for _ in range(args.rounds):
+        for b in backends:
+            s.subprocess("graphs", [*floor_cmd, "--measure", b])
+            for engine in ("graphs", "langgraph"):
+                loads[b].append(load())
+                s.workloads(
+                    engine,
+                    "--workload",
+                    "w2",
+                    "--saver",
+                    b,
+                    "--w2-invokes",
+                    args.w2_invokes,
+                    "--durability-extra=",
+                )
+            s.subprocess("graphs", [*floor_cmd, "--measure", b])
+
+    rows = []
+    for b in backends:
+        floors = [
+            r["figures"]
+            for r in s.records("graphs")
+            if r["workload"] == "floor" and r["saver"] == b
+        ]
+        floor = statistics.median(f["median_ms"] for f in floors) if floors else None
+        spread = (
+            f"{min(f['median_ms'] for f in floors):.3f}-{max(f['median_ms'] for f in floors):.3f}"
+            if floors
+            else "-"
+        )
+        for engine in ("graphs", "langgraph"):
+            step = s.median(engine, "durable10", b, "median_ms_per_superstep")
+            if step is None:
+                continue
+            r = None if floor in (None, 0) else step / floor
+            rows.append(
+                [
+                    LABEL[b],
+                    engine,
+                    fmt(step, 3),
+                    f"{fmt(floor, 3)} ({spread})",
+                    fmt(r, 2, "x"),
+                    f"<= {GOAL}x" if engine == "graphs" else "-",
+                    fmt(min(loads[b]), 1) + "-" + fmt(max(loads[b]), 1),
+                ]
+            )
+            s.emit(
+                {
+                    "engine": "compare",
+                    "workload": "floor_ratio",
+                    "saver": b,
+                    "figures": {
+                        "engine": engine,
+                        "ms_per_durable_superstep": step,
+                        "floor_ms": floor,
+                        "ratio": r,
+                        "goal_at_most": GOAL if engine == "graphs" else None,
+                        "loads": loads[b],
+                    },
+                }
+            )
+
+    print(s.header())
+    for line in s.report_unavailable():
+        print(line)
+    print()
+    head = [
+        "backend",
+        "engine",
+        "w2 ms per durable superstep",
+        "bare commit ms (range)",
+        "step / commit",
+        "goal",
+        "load average",
+    ]
+    print(table(head, rows))
+    print(f"\nresults: {show(s.out)}")
+    raise SystemExit(1 if any(r.error for r in s.runs) else 0)
+
+
+if __name__ == "__main__":
+    main()

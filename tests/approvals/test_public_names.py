@@ -72,10 +72,10 @@ APPROVALS_API = [
 
 LAZY = {
     "AuditLog", "Database", "DecideResult", "PendingView", "RunReport", "Signoff", "approval_gate",
-    "ExternalApproval", "ExternalApprovals",
+    "ExternalApproval", "ExternalApprovals", "request_approval",
 }  # fmt: skip
 """Imported on first use, so that `import bot.approvals` needs no SQLAlchemy (nor, for
-`approval_gate`, langchain_core)."""
+`approval_gate`, langchain_core, nor, for `request_approval`, the graph runtime)."""
 
 
 def public_names(module: types.ModuleType) -> set[str]:

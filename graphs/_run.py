@@ -75,6 +75,12 @@ def task_paths(
     return paths
 
 
+def refreshed_by_events(limit: TimeoutPolicy | None) -> bool:
+    """A task timed by `limit` runs under an `idle_timeout` that langchain_core callback events
+    refresh (`Task.watched`, for a `limit` read already)."""
+    return limit is not None and limit.idle_timeout is not None and limit.refresh_on == "auto"
+
+
 class MessagesSink(Protocol):
     """The `messages` stream of a run (`_stream.MessagesStream`), which its tasks report to."""
 
@@ -569,8 +575,7 @@ class Task:
     @property
     def watched(self) -> bool:
         """It runs under an `idle_timeout` that langchain_core callback events refresh."""
-        limit = self.limit
-        return limit is not None and limit.idle_timeout is not None and limit.refresh_on == "auto"
+        return refreshed_by_events(self.limit)
 
     def input(self) -> Any:
         """What the node runs on: a copy of the state (an instance of a dataclass or pydantic

@@ -16,7 +16,7 @@ from ._calls import await_for, gathered, wait_for
 from ._context import Pause, _current
 from ._events import node_config, task_async, task_sync
 from ._internal._constants import CONFIG_KEY_NODE_FINISHED
-from ._run import Task
+from ._run import Task, refreshed_by_events
 from ._timeout import Clock, enclosing_progress, progress_handler, refuse_sync, timed
 from ._types import Command, RunConfig
 from .cache import entry_key
@@ -149,11 +149,6 @@ def _attempts_sync(task: Task) -> None:
         sleep(policy.delay(failures))
 
 
-def _watched(limit: Any) -> bool:
-    """`Task.watched` of a task whose `limit` is read already (the hot path reads it once)."""
-    return limit is not None and limit.idle_timeout is not None and limit.refresh_on == "auto"
-
-
 def _attempt_sync(task: Task) -> None:
     _reset(task)
     token = _current.set(task)
@@ -168,11 +163,7 @@ def _attempt_sync(task: Task) -> None:
                 task.result, task.cached = hit[key], True
                 return
         limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
-        if (
-            run.messages is not None
-            or task.traced is not None
-            or (limit is not None and _watched(limit))
-        ):
+        if run.messages is not None or task.traced is not None or refreshed_by_events(limit):
             lc_token = _models_report_to(task, state)
         config = run.config if task.traced is None else node_config(task)
         args = (state, config) if spec.takes_config else (state,)
@@ -259,11 +250,7 @@ async def _attempt_async(task: Task) -> None:
                 task.result, task.cached = hit[key], True
                 return
         limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
-        if (
-            run.messages is not None
-            or task.traced is not None
-            or (limit is not None and _watched(limit))
-        ):
+        if run.messages is not None or task.traced is not None or refreshed_by_events(limit):
             lc_token = _models_report_to(task, state)
         config = run.config if task.traced is None else node_config(task)
         if limit is not None:

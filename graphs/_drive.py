@@ -23,6 +23,7 @@ from ._io import (
     Await,
     Batch,
     Emit,
+    FindCheckpoint,
     GetCheckpoint,
     GetHead,
     Loop,
@@ -152,6 +153,9 @@ def _drive_sync(run: Run, gen: Loop[R], batch: Batch | None) -> Generator[Emit, 
         elif isinstance(request, GetCheckpoint):
             assert saver is not None
             result = saver.get_tuple(request.config)
+        elif isinstance(request, FindCheckpoint):
+            assert saver is not None
+            result = next(filter(request.pick, saver.list(request.config)), None)
         elif isinstance(request, Await):
             request.coro.close()
             raise TypeError(
@@ -241,6 +245,11 @@ async def _drive_async(
         elif isinstance(request, GetCheckpoint):
             assert saver is not None
             result = await saver.aget_tuple(request.config)
+        elif isinstance(request, FindCheckpoint):
+            assert saver is not None
+            async for tup in saver.alist(request.config):  # to its end, which closes it
+                if result is None and request.pick(tup):
+                    result = tup
         elif isinstance(request, Await):
             try:
                 result = await request.coro

@@ -8,7 +8,8 @@ answers are recorded before anything runs (`answer`), its update and gotos appli
 checkpoint of their own; new input is applied before the frontier runs in seed 000's dialect,
 and starts a new run in LangGraph's (`drop_frontier`: the tasks the thread waited on never run).
 `invoke(None, config)` given a past checkpoint replays from it in LangGraph's dialect (`replay`,
-a branch inside the thread) and is refused in seed 000's (`refused_replay`).
+a branch inside the thread) and is refused in seed 000's (`refused_replay`); a subgraph that keeps
+its state goes back with it (`rewind_subgraph`).
 
 Generators over a `Run` (`_run.py`); the loop calls `take_input` first in `execute`.
 """
@@ -20,9 +21,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._algo import apply_writes, name_messages, static_pause, task_id_of
-from ._io import Emit, GetCheckpoint, GetHead, Loop, PutWrites
+from ._io import Emit, FindCheckpoint, GetCheckpoint, GetHead, Loop, PutWrites
 from ._routing import next_frontier
-from ._run import SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL, Paused
+from ._run import ONCE_CHANNEL, SEND_TIMEOUTS_CHANNEL, SENDS_CHANNEL, Paused
 from ._save import (
     START_CHANNEL,
     branch,
@@ -33,8 +34,8 @@ from ._save import (
     set_send_timeouts,
 )
 from ._schema import ROOT
-from ._types import END, START, Command, Send
-from .checkpoint.base import DONE, RESUME, CheckpointTuple, checkpoint_config
+from ._types import END, START, Command, RunConfig, Send
+from .checkpoint.base import DONE, RESUME, CheckpointTuple, checkpoint_config, checkpoint_seq
 from .errors import AmbiguousResumeError, EmptyInputError, InvalidUpdateError, ResumeError
 
 if TYPE_CHECKING:
@@ -67,12 +68,18 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
     tup = (yield GetHead()) if run.saver is not None else None
     if tup is not None:
         run.restore(tup)
+        travels = input is None and run.graph.dialect == "langgraph" and run.parent is None
         if run.requested_id is not None and run.requested_id != run.head_id:
-            if input is None and run.graph.dialect == "langgraph" and run.parent is None:
-                yield from replay(run, tup)
-            else:
+            if not travels:
                 raise refused_replay(run, input)
-    if run.parent is not None and tup is not None and run.same_task(tup):
+            yield from replay(run, tup)
+        elif run.requested_id is not None and travels:
+            # As LangGraph: `invoke(None, config)` naming a checkpoint is time travel to it,
+            # the head too (subgraphs that keep their state go back to theirs of then).
+            run.replay_point = travelled_to(tup)
+    if tup is not None and run.task_mark is not None and rewinds(run):
+        yield from rewind_subgraph(run, tup)
+    elif run.parent is not None and tup is not None and run.same_task(tup):
         # The parent's task ran this subgraph on an earlier attempt (it paused or failed):
         # go on from where it stopped, and a finished subgraph is not run again.
         if not run.frontier:
@@ -185,7 +192,61 @@ def replay(run: Run, head: CheckpointTuple) -> Loop[None]:
             run.thread_id,
         )
     branch(run, past, head)
+    run.replay_point = travelled_to(past)
     yield from save(run, "fork", frontier_names(run), {}, {}, [])
+
+
+def travelled_to(tup: CheckpointTuple) -> int:
+    """The sequence number of the point in the thread's history a run travels to from the
+    checkpoint `tup`: its own, or, for an update's or a fork's checkpoint, that of the one it
+    was made from, as LangGraph's (the subgraphs' checkpoints of then precede that one)."""
+    parent = tup.parent_config
+    if tup.metadata.get("source") in ("update", "fork") and parent is not None:
+        return checkpoint_seq(parent["configurable"].get("checkpoint_id"))
+    return checkpoint_seq(tup.checkpoint["id"])
+
+
+def rewinds(run: Run) -> bool:
+    """Whether this run of a `compile(checkpointer=True)` subgraph is its first under a run of
+    the graph that travelled to a past checkpoint (`Run.replay_point`)."""
+    top = run.top
+    return top.replay_point is not None and run.ns not in top.rewound
+
+
+def rewind_subgraph(run: Run, head: CheckpointTuple) -> Loop[None]:
+    """LangGraph's time travel reaches the subgraphs that keep their state: the first run of
+    one under a run that travelled to a past checkpoint goes on from the state it had then,
+    its newest checkpoint made before that point (the `parents` of its metadata say when),
+    or its empty state when it had not run yet, as LangGraph's. Its first checkpoint
+    branches from there over its head (`_save.branch`), and its input is applied as a new
+    run's, whatever that state waited on. Later runs of it in the same run go on as usual."""
+    top = run.top
+    top.rewound.add(run.ns)
+    point = top.replay_point
+    assert point is not None
+    config: RunConfig = {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": run.ns}}
+
+    def made_before(tup: CheckpointTuple) -> bool:
+        made_in = (tup.metadata.get("parents") or {}).get(top.ns)
+        return made_in is not None and checkpoint_seq(made_in) < point
+
+    past: CheckpointTuple | None = yield FindCheckpoint(config, made_before)
+    if past is not None:
+        if past.checkpoint["id"] != head.checkpoint["id"]:
+            branch(run, past, head)
+        return
+    # It had not run before that point: its empty state, on a branch from its first checkpoint.
+    first: CheckpointTuple | None = yield FindCheckpoint(config, _is_first)
+    assert first is not None  # (the namespace has a head)
+    branch(run, first, head)
+    once = run.internal.get(ONCE_CHANNEL)
+    run.values, run.internal = {}, ({ONCE_CHANNEL: once} if once is not None else {})
+    run.frontier, run.pending, run.paused = [], {}, []
+    run.step = -2
+
+
+def _is_first(tup: CheckpointTuple) -> bool:
+    return tup.parent_config is None
 
 
 def refused_replay(run: Run, input: Any) -> ResumeError:

@@ -15,7 +15,13 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from ._types import RunConfig
-from .checkpoint.base import BRANCH_HEAD, Checkpoint, CheckpointMetadata, checkpoint_config
+from .checkpoint.base import (
+    BRANCH_HEAD,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    checkpoint_config,
+)
 
 __all__ = [
     "LIVE_MODES",
@@ -57,6 +63,15 @@ class GetCheckpoint(NamedTuple):
 
     config: RunConfig
     """Names the checkpoint: thread, namespace and `checkpoint_id`."""
+
+
+class FindCheckpoint(NamedTuple):
+    """Find the newest checkpoint of a namespace that `pick` accepts (`saver.list`, newest
+    first). Reply: its `CheckpointTuple`, or None if `pick` accepts none."""
+
+    config: RunConfig
+    """Names the thread and namespace."""
+    pick: Callable[[CheckpointTuple], bool]
 
 
 class PutCheckpoint(NamedTuple):
@@ -192,7 +207,11 @@ class Batch:
 
     @staticmethod
     def opens(request: PutCheckpoint) -> bool:
-        return request.metadata.get("source") == "input"
+        # (not a branch's first put: that is a transaction of its own, `_sql/branch.py`)
+        return (
+            request.metadata.get("source") == "input"
+            and BRANCH_HEAD not in request.parent["configurable"]
+        )
 
     def hold(self, request: PutCheckpoint | PutWrites) -> RunConfig | None:
         """Keep `request`; the reply its saver would give."""
@@ -215,7 +234,9 @@ class Batch:
         await self.saver._aput_batch(ops)
 
 
-Request = GetHead | GetCheckpoint | PutCheckpoint | PutWrites | RunTasks | Await | Emit
+Request = (
+    GetHead | GetCheckpoint | FindCheckpoint | PutCheckpoint | PutWrites | RunTasks | Await | Emit
+)
 """What the loop can ask of its driver."""
 
 Loop = Generator[Request, Any, R]

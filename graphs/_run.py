@@ -189,6 +189,12 @@ class Run:
         """LangGraph's time travel: the thread's head that the run's first checkpoint is
         written over, branching from the past checkpoint the run went on from (`_save.branch`);
         None once that checkpoint is saved, and for every other run."""
+        self.replay_point: int | None = None
+        """LangGraph's time travel, on the run of the graph itself: the sequence number of the
+        checkpoint it travelled to. A `compile(checkpointer=True)` subgraph's first run under
+        it goes on from the state that subgraph had then (`_input.rewind_subgraph`)."""
+        self.rewound: set[str] = set()
+        """The namespaces of the subgraphs rewound so far under `replay_point`: each once."""
         self.tip_seq = -1
         """The sequence number of the thread's newest checkpoint when it is not the head the run
         goes on from (a branch): the run's checkpoint ids come after it, so the branch sorts

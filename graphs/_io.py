@@ -192,7 +192,11 @@ class Batch:
 
     @staticmethod
     def opens(request: PutCheckpoint) -> bool:
-        return request.metadata.get("source") == "input"
+        # (Not a branch's input checkpoint, LangGraph's dialect's new input given with a past
+        # checkpoint: its put is the saver's branch transaction, alone.)
+        return request.metadata.get("source") == "input" and (
+            BRANCH_HEAD not in request.parent["configurable"]
+        )
 
     def hold(self, request: PutCheckpoint | PutWrites) -> RunConfig | None:
         """Keep `request`; the reply its saver would give."""

@@ -239,6 +239,10 @@ def amend_step(run: Run, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunC
             writes = [] if values is None else run.check_input(values, "update_state values")
             step.append((node, writes))
             ran.append(node)
+        if run.graph.deferred and run.graph.dialect == "langgraph":
+            # As LangGraph, whose deferred node stays triggered until it runs: the head's
+            # deferred tasks are still to run after the update.
+            gotos += [n for n, _ in run.frontier if n in run.graph.deferred and n not in gotos]
         if run.frontier and run.frontier[0][0] == START and START in ran:
             # As LangGraph: an update as `"__start__"` on an input checkpoint is what its
             # `__start__` task wrote (history shows it as the task's result).

@@ -6,6 +6,8 @@ switched between LangGraph and `graphs`' LangGraph module paths, sees the same t
 - `update_state(config, None, as_node=END)` ends a paused run where it stands: the finished
   tasks' writes are kept, the pause and the tasks still to run are dropped.
 - `get_state().tasks` lists a step's `Send` tasks before its nodes, as LangGraph does.
+- `update_state(..., as_node=)` on a thread paused before a deferred node keeps that node to
+  run, as LangGraph's deferred trigger lasts until the node runs.
 """
 
 from __future__ import annotations
@@ -146,3 +148,43 @@ def test_a_snapshot_is_copied_with_fields_replaced_as_langgraphs_named_tuple(dia
     copy = state._replace(next=(), interrupts=())
     assert (copy.next, copy.interrupts, copy.values) == ((), (), state.values)
     assert state.next == ("ask",) and copy.config == state.config
+
+
+def deferred_summary(lg: SimpleNamespace, effects: list[str]) -> dict[str, Any]:
+    """Two branches, then a deferred `summary` paused before it runs; a person corrects the
+    state as the branch that ran last, and the run goes on."""
+
+    def branch(name: str) -> Any:
+        def node(state: State) -> dict[str, Any]:
+            effects.append(name)
+            return {"log": [name]}
+
+        return node
+
+    def summary(state: State) -> dict[str, Any]:
+        effects.append("summary")
+        return {"log": [f"summary of {len(state['log'])}"]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("left", branch("left")).add_node("right", branch("right"))
+    builder.add_node("after_left", branch("after_left"))
+    builder.add_node("summary", summary, defer=True)
+    builder.add_edge(lg.START, "left").add_edge(lg.START, "right")
+    builder.add_edge("left", "after_left")
+    builder.add_edge("left", "summary").add_edge("right", "summary")
+    app = builder.compile(checkpointer=lg.InMemorySaver(), interrupt_before=["summary"])
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"log": []}, config)
+    paused = app.get_state(config).next
+    app.update_state(config, {"log": ["fixed"]}, as_node="after_left")
+    updated = what_a_reader_sees(lg, app, config)
+    final = app.invoke(None, config)
+    return {"paused": paused, "updated": updated, "final": final, "effects": list(effects)}
+
+
+def test_an_update_keeps_a_deferred_node_to_run_as_on_langgraph() -> None:
+    ours, _ = seen("graphs", deferred_summary)
+    theirs, _ = seen("langgraph", deferred_summary)
+    assert ours == theirs
+    assert ours["updated"]["next"] == ("summary",)
+    assert ours["effects"][-1] == "summary"

@@ -77,7 +77,7 @@ def clear(run: Run, head: CheckpointTuple) -> Loop[RunConfig]:
     once = dict(run.once_results)
     for name, task_id in run.frontier:
         writes = run.pending.get(task_id, ())
-        if (DONE, True) in writes and name != START:
+        if (DONE, True) in writes:
             step.append((name, [(c, v) for c, v in writes if c in run.graph.channels]))
         once.update((v[0], v[2]) for c, v in writes if c == ONCE and v[1] == "done")
     new_versions, appended = apply_writes(run.graph.channels, run.values, run.versions, step)

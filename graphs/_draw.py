@@ -23,12 +23,14 @@ graphs' own description of the graph:
 
 Edges are ordered as LangGraph sorts them (by source, target, kind and label; the END edges of
 the last rule last). `xray=True` (or a depth) draws each subgraph's nodes in place of its node,
-named `node:inner`. Node data is None: graphs' nodes are not Runnables (LangGraph's `to_json()`
-names its own classes there). langchain_core is imported only here.
+named `node:inner`. A node's data, which `to_json()` names by class, is LangGraph's in LangGraph's
+dialect (`_stand_in`), so a drawing's JSON is LangGraph's; in seed 000's dialect it is None (graphs' nodes are not Runnables).
+langchain_core is imported only here.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections import defaultdict
@@ -258,6 +260,42 @@ def _channel(target: str) -> str:
     return END if target == END else _to(target)
 
 
+@functools.cache
+def _stand_in_class(module: str, name: str) -> type:
+    """A langchain_core Runnable class under the module and name of LangGraph's class for a
+    node, so `to_json()` names it as LangGraph's does. It only stands for the node in the
+    drawing: the node runs from the compiled graph, never through it."""
+    from langchain_core.runnables import Runnable
+
+    def invoke(self: Any, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            f"node {self.name!r} of a get_graph() drawing only stands for the node: "
+            "run the compiled graph instead"
+        )
+
+    return type(name, (Runnable,), {"__module__": module, "__qualname__": name, "invoke": invoke})
+
+
+def _stand_in(name: str, spec: Any) -> Any:
+    """A node's data in LangGraph's dialect, what LangGraph's drawing holds for it: a
+    langchain_core Runnable given to `add_node` is itself; a compiled graph stands as LangGraph's
+    `CompiledStateGraph`, a prebuilt node (`ToolNode`) as LangGraph's class of the same path, and
+    anything else (a function, START) as the `RunnableCallable` LangGraph wraps it in."""
+    from langchain_core.runnables import Runnable
+
+    given = None if spec is None else spec.runnable
+    if isinstance(given, Runnable):
+        return given
+    module, cls = "langgraph._internal._runnable", "RunnableCallable"
+    if isinstance(given, GraphShape):
+        module, cls = "langgraph.graph.state", "CompiledStateGraph"
+    elif type(given).__module__.startswith("graphs.prebuilt."):
+        module, cls = "langgraph" + type(given).__module__[6:], type(given).__name__
+    node = _stand_in_class(module, cls)()
+    node.name = name
+    return node
+
+
 def draw(graph: GraphShape, xray: bool | int = False) -> Graph:
     from langchain_core.runnables.graph import Graph, Node
 
@@ -282,7 +320,14 @@ def draw(graph: GraphShape, xray: bool | int = False) -> Graph:
         ]
         if where:
             metadata["__interrupt"] = ",".join(where)
-        out.add_node(None, name, metadata=metadata or None)
+        data = None
+        if graph.dialect == "langgraph":
+            node = graph.nodes.get(name)
+            data = _stand_in(name, node)
+            tools = getattr(node and node.runnable, "tools_by_name", None)  # a ToolNode's
+            if isinstance(tools, dict) and tools:
+                metadata["__tools"] = list(tools)
+        out.add_node(data, name, metadata=metadata or None)
 
     def add_edge(source: str, target: str, label: str | None, conditional: bool) -> None:
         if any(e.source == source and e.target == target for e in out.edges):

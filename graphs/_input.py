@@ -66,16 +66,29 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
     new run and the tasks the thread waited on are dropped). Returns `GO_ON` when the steps
     are to run next, else what the run returns (its output, or a static pause)."""
     tup = (yield GetHead()) if run.saver is not None else None
+    branched = False
     if tup is not None:
         run.restore(tup)
-        travels = input is None and run.graph.dialect == "langgraph" and run.parent is None
+        # As LangGraph: a run given a checkpoint, the head too, travels to it unless it answers
+        # a pause (subgraphs that keep their state go back to theirs of then).
+        travels = (
+            run.graph.dialect == "langgraph"
+            and run.parent is None
+            and not (isinstance(input, Command) and input.has_resume)
+        )
         if run.requested_id is not None and run.requested_id != run.head_id:
-            if not travels:
+            if run.graph.dialect != "langgraph" or run.parent is not None:
                 raise refused_replay(run, input)
-            yield from replay(run, tup)
+            if input is None:
+                yield from replay(run, tup)
+            elif not isinstance(input, Command):
+                # As LangGraph: new input given with a past checkpoint is a new run from
+                # there, branching the thread's history as a replay does.
+                yield from branch_from(run, tup)
+                branched = True
+            else:
+                raise refused_replay(run, input)
         elif run.requested_id is not None and travels:
-            # As LangGraph: `invoke(None, config)` naming a checkpoint is time travel to it,
-            # the head too (subgraphs that keep their state go back to theirs of then).
             run.replay_point = travelled_to(tup)
     if tup is not None and run.task_mark is not None and rewinds(run):
         yield from rewind_subgraph(run, tup)
@@ -87,7 +100,8 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
         yield from inherit_answers(run, run.parent.answers)
         input = None
     started = False
-    if run.frontier and run.frontier[0][0] == START:
+    if run.frontier and run.frontier[0][0] == START and not branched:
+        # (New input given with a past input checkpoint replaces the input it held.)
         # The head is an input checkpoint whose `__start__` task did not run (the process
         # stopped after saving it, or `update_state(as_node="__input__")` wrote it): apply
         # its input first, once, as the step it is.
@@ -181,19 +195,26 @@ def replay(run: Run, head: CheckpointTuple) -> Loop[None]:
     (`source="fork"`, as LangGraph's) is the branch point and the thread's new head, and the
     tasks it waited on run again from there under new ids (a static pause there is lifted, as
     on any resume; a `once()` effect the thread recorded is not run again)."""
+    yield from branch_from(run, head)
+    yield from save(run, "fork", frontier_names(run), {}, {}, [])
+
+
+def branch_from(run: Run, head: CheckpointTuple) -> Loop[None]:
+    """LangGraph's dialect: the run goes on from the past checkpoint its config names, and its
+    first checkpoint branches the thread's history there (`_save.branch`): a replay's
+    (`replay`), or the input checkpoint of new input given with it."""
     assert run.requested_id is not None
     past: CheckpointTuple | None = yield GetCheckpoint(
         checkpoint_config(run.thread_id, run.ns, run.requested_id)
     )
     if past is None:
         raise ResumeError(
-            f"thread {run.thread_id!r} has no checkpoint {run.requested_id} to replay from: "
+            f"thread {run.thread_id!r} has no checkpoint {run.requested_id} to run from: "
             "pick one from get_state_history(config)",
             run.thread_id,
         )
     branch(run, past, head)
     run.replay_point = travelled_to(past)
-    yield from save(run, "fork", frontier_names(run), {}, {}, [])
 
 
 def travelled_to(tup: CheckpointTuple) -> int:
@@ -251,15 +272,14 @@ def _is_first(tup: CheckpointTuple) -> bool:
 
 def refused_replay(run: Run, input: Any) -> ResumeError:
     """A run given a `checkpoint_id` that is not the thread's head, where that is no replay:
-    seed 000's dialect (history never branches inside a thread), input other than None, or a
+    seed 000's dialect (history never branches inside a thread), a `Command`, or a
     subgraph's run."""
     if run.graph.dialect == "langgraph" and run.parent is None:
         return ResumeError(
-            f"thread {run.thread_id!r}: only invoke(None, config) replays from a past "
-            f"checkpoint ({run.requested_id}; the thread's latest is {run.head_id}); input "
-            "given with it is not applied there: replay first, or write it with "
-            "update_state(config, values), which forks from that checkpoint, then "
-            "invoke(None, the config it returns)",
+            f"thread {run.thread_id!r}: a Command is not given with a past checkpoint "
+            f"({run.requested_id}; the thread's latest is {run.head_id}), whose pauses are "
+            "not the thread's: replay from it with invoke(None, config), or give new input "
+            "with it, or update_state(config, values), which forks from it",
             run.thread_id,
         )
     return ResumeError(

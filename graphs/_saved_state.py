@@ -27,7 +27,7 @@ from ._subgraph import (
     segment_of,
     subgraph_node_of,
 )
-from ._types import START, Interrupt, RunConfig, StateSnapshot, StateTask, StateUpdate
+from ._types import PUSH, START, Interrupt, RunConfig, StateSnapshot, StateTask, StateUpdate
 from .checkpoint.base import (
     DONE,
     ERROR,
@@ -256,6 +256,10 @@ class SavedState(GraphShape):
                     result = result.get(ROOT)
             tasks.append(StateTask(task_id, name, path, error, pending, state, result, done=done))
             interrupts.extend(pending)
+        if self.dialect == "langgraph" and len(tasks) > 1:
+            # As LangGraph lists them: the `Send` tasks first, then the nodes.
+            tasks.sort(key=lambda t: t.path[0] != PUSH)
+            interrupts = [i for t in tasks for i in t.interrupts]
         channel_values = cp["channel_values"]
         if latest and own and tup.pending_writes:
             # The head of an incomplete step shows what its finished tasks wrote, as in

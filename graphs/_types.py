@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, TypedDict
 
@@ -440,3 +440,8 @@ class StateSnapshot:
     """The pending frontier, with interrupts and errors."""
     interrupts: tuple[Interrupt, ...] = ()
     """Every unanswered `Interrupt` of the frontier."""
+
+    def _replace(self, **changes: Any) -> StateSnapshot:
+        """A copy with the fields given replaced (LangGraph's `StateSnapshot` is a NamedTuple,
+        and code built on it copies one this way)."""
+        return replace(self, **changes)

@@ -18,10 +18,10 @@ from ._algo import apply_writes, expire, is_overwrite, overwrite_value, static_p
 from ._input import save_input, update_gotos
 from ._io import GetCheckpoint, GetHead, Loop, PutWrites
 from ._routing import next_frontier
-from ._run import Run
-from ._save import branch, carry_over, frontier_names, save
-from ._types import START, Command, RunConfig, Send
-from .checkpoint.base import DONE, CheckpointTuple, checkpoint_config
+from ._run import ONCE_CHANNEL, Run
+from ._save import branch, carry_over, frontier_names, refuse_unknown_effects, save
+from ._types import END, START, Command, RunConfig, Send
+from .checkpoint.base import DONE, ONCE, CheckpointTuple, checkpoint_config
 from .errors import InvalidUpdateError, short
 
 __all__ = ["fork", "update", "update_step"]
@@ -57,9 +57,38 @@ def update_step(run: Run, updates: Sequence[tuple[Any, str | None]]) -> Loop[Run
                 "fork it into a new thread: graph.fork(config, thread_id, values=...); to "
                 "update the latest, drop checkpoint_id from the config"
             )
-    if len(updates) == 1 and updates[0][1] is None and run.graph.dialect == "langgraph":
-        updates = [(updates[0][0], (yield from last_ran(run, tup)))]
+    if run.graph.dialect == "langgraph" and len(updates) == 1 and updates[0][1] in (None, END):
+        values, as_node = updates[0]
+        if as_node == END and values is None and tup is not None:
+            return (yield from clear(run, tup))
+        if as_node is None:
+            updates = [(values, (yield from last_ran(run, tup)))]
     return (yield from amend_step(run, updates))
+
+
+def clear(run: Run, head: CheckpointTuple) -> Loop[RunConfig]:
+    """LangGraph's dialect: `update_state(config, None, as_node=END)` ends the thread's run
+    where it stands, as LangGraph: the writes of the head's finished tasks are applied, the
+    tasks still to run (pauses with them) are dropped, and the new checkpoint has nothing
+    next. The `once()` effects the dropped tasks recorded are kept, so they never run again on
+    the thread; a thread whose head holds an effect started with no outcome is refused."""
+    refuse_unknown_effects(run, head)
+    step: list[tuple[str, list[tuple[str, Any]]]] = []
+    once = dict(run.once_results)
+    for name, task_id in run.frontier:
+        writes = run.pending.get(task_id, ())
+        if (DONE, True) in writes:
+            step.append((name, [(c, v) for c, v in writes if c in run.graph.channels]))
+        once.update((v[0], v[2]) for c, v in writes if c == ONCE and v[1] == "done")
+    new_versions, appended = apply_writes(run.graph.channels, run.values, run.versions, step)
+    if once != run.once_results:
+        run.internal[ONCE_CHANNEL] = once
+        run.versions[ONCE_CHANNEL] = new_versions[ONCE_CHANNEL] = (
+            run.versions.get(ONCE_CHANNEL, 0) + 1
+        )
+    yield from save(run, "update", [], new_versions, appended, [])
+    assert run.head_config is not None
+    return run.head_config
 
 
 def branch_at(run: Run, head: CheckpointTuple) -> Loop[CheckpointTuple]:
@@ -210,6 +239,10 @@ def amend_step(run: Run, updates: Sequence[tuple[Any, str | None]]) -> Loop[RunC
             writes = [] if values is None else run.check_input(values, "update_state values")
             step.append((node, writes))
             ran.append(node)
+        if run.graph.deferred and run.graph.dialect == "langgraph":
+            # As LangGraph, whose deferred node stays triggered until it runs: the head's
+            # deferred tasks are still to run after the update.
+            gotos += [n for n, _ in run.frontier if n in run.graph.deferred and n not in gotos]
         if run.frontier and run.frontier[0][0] == START and START in ran:
             # As LangGraph: an update as `"__start__"` on an input checkpoint is what its
             # `__start__` task wrote (history shows it as the task's result).

@@ -93,6 +93,14 @@ class CompiledGraph(SavedState, Described, RunnableMethods):
             configurable = config["configurable"] = {}
         thread_id: Any = configurable.get("thread_id")
         if thread_id is None:
+            if self.checkpointer is not None and self.dialect == "langgraph" and parent is None:
+                # LangGraph's dialect: as LangGraph, a run that would be saved names its thread
+                # (a resume that forgot it must not start a new thread unnoticed).
+                raise ValueError(
+                    "Checkpointer requires one or more of the following 'configurable' keys: "
+                    "thread_id, checkpoint_ns, checkpoint_id (this graph has a checkpointer: "
+                    "give config={'configurable': {'thread_id': ...}})"
+                )
             thread_id = uuid.uuid4().hex
             if self.checkpointer is not None:
                 # Written back so the caller can learn the thread it must resume.

@@ -2,9 +2,9 @@
 
 Each graph is built twice, with graphs and with LangGraph (installed for the tests), and the two
 `get_graph()` results are compared whole: the nodes with their metadata, the edges in order
-(source, target, label, dashed or not) and the mermaid text. The one part left out is a node's
-`data`: LangGraph's nodes are its own Runnable classes and `to_json()` names them; graphs'
-nodes are not Runnables and carry none.
+(source, target, label, dashed or not) and the mermaid text. A node's `data` is compared in
+LangGraph's dialect (`graphs.graph`), whose drawing names LangGraph's classes as LangGraph's does;
+seed 000's top-level graphs carry none.
 """
 
 import operator
@@ -19,9 +19,17 @@ from hypothesis import strategies as st
 from langchain_core.runnables import RunnableConfig
 
 import graphs
+import graphs.graph
+import graphs.prebuilt
 
 GRAPHS = SimpleNamespace(
     StateGraph=graphs.StateGraph, START=graphs.START, END=graphs.END, Saver=graphs.InMemorySaver
+)
+DIALECT = SimpleNamespace(
+    StateGraph=graphs.graph.StateGraph,
+    START=graphs.START,
+    END=graphs.END,
+    Saver=graphs.InMemorySaver,
 )
 LANGGRAPH = SimpleNamespace(
     StateGraph=langgraph.graph.StateGraph,
@@ -248,3 +256,42 @@ def test_functions_taking_config_or_injected_arguments_are_read_as_declared() ->
     assert ours == shape(build_with(LANGGRAPH).get_graph(xray=True))
     assert "call:y" in [n["id"] for n in ours["nodes"]]
     assert {"source": "first", "target": "__end__", "conditional": True} in ours["edges"]
+
+
+def test_langgraphs_dialect_draws_the_json_langgraph_draws_node_data_included() -> None:
+    """`get_graph().to_json()` of a graph built with `graphs.graph` is LangGraph's, whole: each
+    node's data names the class LangGraph holds for it (a function's `RunnableCallable`, a
+    subgraph's `CompiledStateGraph`, `ToolNode`, a langchain_core Runnable as itself)."""
+    from langchain_core.runnables import RunnableLambda
+    from langgraph.prebuilt import ToolNode as LangGraphToolNode
+
+    def lookup(city: str) -> str:
+        """Weather in a city."""
+        return "sunny"
+
+    def build_with(lib: SimpleNamespace, tool_node: Any) -> Any:
+        child = lib.StateGraph(State)
+        child.add_node("x", noop).add_edge(lib.START, "x")
+        g = lib.StateGraph(State)
+        g.add_node("first", noop).add_node("sub", child.compile())
+        g.add_node("tools", tool_node([lookup]))
+        g.add_node("chain", RunnableLambda(lambda s: {}) | RunnableLambda(lambda s: {}))
+        g.add_edge(lib.START, "first").add_edge("first", "sub").add_edge("sub", "tools")
+        g.add_edge("tools", "chain")
+        return g.compile()
+
+    ours = build_with(DIALECT, graphs.prebuilt.ToolNode).get_graph()
+    theirs = build_with(LANGGRAPH, LangGraphToolNode).get_graph()
+    assert ours.to_json() == theirs.to_json()
+    ids = {n["id"]: n["data"]["id"][-1] for n in ours.to_json()["nodes"] if "data" in n}
+    assert ids == {
+        "__start__": "RunnableCallable",
+        "first": "RunnableCallable",
+        "sub": "CompiledStateGraph",
+        "tools": "ToolNode",
+        "chain": "RunnableSequence",
+    }
+    assert ours.draw_mermaid() == theirs.draw_mermaid()
+    assert build_with(GRAPHS, graphs.prebuilt.ToolNode).get_graph().to_json()["nodes"][0] == {
+        "id": "__start__"
+    }

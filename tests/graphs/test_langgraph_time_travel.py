@@ -10,8 +10,8 @@ history with each checkpoint's source, step, next nodes, values and parent) is c
 on LangGraph's `InMemorySaver` and on each of graphs' savers (in memory, SQLite, PostgreSQL).
 
 Around it, what graphs keeps: the top-level `graphs` API (seed 000's dialect) still refuses a
-past checkpoint; input given with a past checkpoint is refused in LangGraph's dialect too; one
-run per thread holds for a replay; a `once()` effect the thread recorded is not run again on a
+past checkpoint; new input given with a past checkpoint runs from there (as LangGraph), a
+`Command` given with one is refused; one run per thread holds for a replay; a `once()` effect the thread recorded is not run again on a
 replay.
 """
 
@@ -309,19 +309,64 @@ def test_seed_000_dialect_still_refuses_a_past_checkpoint() -> None:
     assert calls == ["pick", "write"]
 
 
-def test_input_with_a_past_checkpoint_is_refused_in_langgraph_dialect() -> None:
-    """Only `invoke(None, config)` replays: input given with a past checkpoint is not applied
-    there (nor to the head), and the refusal says how to do it."""
+def new_input_at_past_checkpoints(dialect: str, saver: Any = None) -> dict[str, Any]:
+    """Two turns; new input given with the checkpoint after the first (a new run from there,
+    the second turn not in its state); with a past checkpoint paused in the review (its pending
+    task is dropped, as new input on a paused thread does); with the second turn's input
+    checkpoint (the new input replaces the one it held)."""
+    lg = imports(dialect)
     calls: list[Any] = []
-    graph = joke_graph(imports("graphs"), calls, None)
-    config = {"configurable": {"thread_id": "jokes"}}
-    graph.invoke({"log": ["start"]}, config)
-    past = next(s for s in graph.get_state_history(config) if s.next == ("write_joke",))
+    graph = review_graph(lg, calls, saver)
+    config = {"configurable": {"thread_id": "turns"}}
+    Command = lg.types.Command
+    results = [graph.invoke({"messages": [HumanMessage(content="one", id="h1")]}, config)]
+    results.append(graph.invoke(Command(resume="yes"), config))
+    results.append(graph.invoke(None, config))
+    results.append(graph.invoke({"messages": [HumanMessage(content="two", id="h2")]}, config))
+    paused = next(s for s in graph.get_state_history(config) if s.next == ("review",))
+    past = list(graph.get_state_history(config))
+    finished = next(s for s in past if s.next == ())
+    second_input = next(s for s in past if s.next == ("__start__",))
+    for text, at in (("three", finished), ("four", paused), ("five", second_input)):
+        message = HumanMessage(content=text, id=text)
+        results.append(graph.invoke({"messages": [message]}, at.config))
+    return {
+        "results": [
+            (shown(r["messages"]), [i.value for i in r.get("__interrupt__", ())]) for r in results
+        ],
+        "calls": calls,
+        "head": (shown(graph.get_state(config).values), graph.get_state(config).next),
+        "history": history(graph, config),
+    }
+
+
+def test_new_input_with_a_past_checkpoint_runs_from_there_as_on_langgraph(
+    graphs_saver: Any,
+) -> None:
+    on_langgraph = new_input_at_past_checkpoints("langgraph")
+    ours = new_input_at_past_checkpoints("graphs", graphs_saver)
+    assert ours == on_langgraph
+    messages, asked = ours["results"][4]
+    assert messages == ["one", "draft 1", "review: yes", "sent", "three", "draft 5"]
+    assert asked == ["approve draft 5?"]
+    assert ours["results"][6][0] == ["one", "draft 1", "review: yes", "sent", "five", "draft 5"]
+
+
+def test_a_command_with_a_past_checkpoint_is_refused_in_langgraph_dialect() -> None:
+    """An answer given with a past checkpoint would answer a pause that is not the thread's:
+    it is refused, nothing written, and the refusal says what to do instead."""
+    calls: list[Any] = []
+    lg = imports("graphs")
+    graph = review_graph(lg, calls, None)
+    config = {"configurable": {"thread_id": "review"}}
+    graph.invoke({"messages": [HumanMessage(content="hi", id="h")]}, config)
+    graph.invoke(lg.types.Command(resume="yes"), config)
+    past = next(s for s in graph.get_state_history(config) if s.next == ("review",))
     count = len(list(graph.get_state_history(config)))
-    with pytest.raises(ResumeError, match=r"only invoke\(None, config\) replays"):
-        graph.invoke({"log": ["more"]}, past.config)
+    with pytest.raises(ResumeError, match="a Command is not given with a past checkpoint"):
+        graph.invoke(lg.types.Command(resume="no"), past.config)
     assert len(list(graph.get_state_history(config))) == count
-    assert len(calls) == 2
+    assert calls == [("draft", 1), ("review", "yes")]
 
 
 def test_a_replay_holds_the_thread_like_any_run() -> None:

@@ -274,12 +274,20 @@ def inbox_tool(dialect: str) -> dict[str, Any]:
 # --- multi-agent handoffs --------------------------------------------------------------------
 
 
-def handoffs(dialect: str, **tool_node: Any) -> dict[str, Any]:
+def handoffs(dialect: str, beside: bool = False, **tool_node: Any) -> dict[str, Any]:
     """The multi-agent guide's handoff: each agent a subgraph (a scripted model and a `ToolNode`);
     its handoff tool returns `Command(graph=Command.PARENT, goto=<other agent>, update=...)`.
-    `tool_node`: more arguments for the `ToolNode`s (graphs' `before_call=`)."""
+    `beside`: the model asks for the weather in the same message (the tools node leaves with
+    the handoff's `Command` alone). `tool_node`: more arguments for the `ToolNode`s (graphs'
+    `before_call=`)."""
     lg = imports(dialect)
     ran: list[tuple[str, Any]] = []
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        ran.append(("weather", city))
+        return f"sunny in {city}"
 
     def handoff_tool(agent: str) -> BaseTool:
         def handoff(state: dict, tool_call_id: str) -> Any:
@@ -307,12 +315,14 @@ def handoffs(dialect: str, **tool_node: Any) -> dict[str, Any]:
             last = state["messages"][-1]
             if name == "hotel_advisor" or isinstance(last, ToolMessage):
                 return {"messages": [AIMessage(f"{name}: stay at McKittrick", id=f"a_{name}")]}
-            call = {"name": f"transfer_to_{other}", "args": {}, "id": f"call_{name}"}
-            return {"messages": [AIMessage("", tool_calls=[call], id=f"a_{name}")]}
+            calls = [{"name": f"transfer_to_{other}", "args": {}, "id": f"call_{name}"}]
+            if beside:
+                calls.insert(0, {"name": "weather", "args": {"city": "NYC"}, "id": "call_w"})
+            return {"messages": [AIMessage("", tool_calls=calls, id=f"a_{name}")]}
 
         builder = lg.StateGraph(lg.MessagesState)
         builder.add_node("model", model)
-        builder.add_node("tools", lg.ToolNode([handoff_tool(other)], **tool_node))
+        builder.add_node("tools", lg.ToolNode([weather, handoff_tool(other)], **tool_node))
         builder.add_edge(lg.START, "model")
         builder.add_conditional_edges("model", lg.tools_condition)
         builder.add_edge("tools", "model")
@@ -334,10 +344,14 @@ def handoffs(dialect: str, **tool_node: Any) -> dict[str, Any]:
     )
     return {
         "chunks": [(ns(n), shown(c)) for n, c in chunks],
-        "ran": ran,
+        "ran": sorted(ran, key=str),  # a step's tool calls run in any order on LangGraph
         "state": shown(graph.get_state(config).values),
         "history": history(graph, config),
     }
+
+
+def handoff_beside_another_call(dialect: str) -> dict[str, Any]:
+    return handoffs(dialect, beside=True)
 
 
 # --- subgraphs -------------------------------------------------------------------------------
@@ -499,6 +513,7 @@ PROGRAMS = [
     dynamic_interrupt,
     inbox_tool,
     handoffs,
+    handoff_beside_another_call,
     subgraph_state_and_namespaces,
     map_reduce,
     model_events,

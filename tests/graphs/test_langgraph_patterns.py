@@ -267,17 +267,22 @@ def map_reduce(dialect: str) -> dict[str, Any]:
 
 
 def model_events(dialect: str) -> list[tuple[Any, ...]]:
-    """`astream_events(version="v2")` over a graph whose node calls a langchain_core chat model:
-    the graph's, the nodes' and the model's events, in order, with what they carry."""
+    """`astream_events(version="v2")` over a graph whose nodes call a langchain_core chat model
+    with their config (an async node, then a sync one): the graph's, the nodes' and the
+    models' events, in order, with what they carry."""
     lg = imports(dialect)
     model = GenericFakeChatModel(messages=iter([AIMessage("the answer is 42", id="ai_1")]))
+    closing = GenericFakeChatModel(messages=iter([AIMessage("bye now", id="ai_2")]))
 
     async def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         return {"messages": [await model.ainvoke(state["messages"], config)]}
 
+    def after(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return {"messages": [closing.invoke(state["messages"], config)]}
+
     builder = lg.StateGraph(lg.MessagesState)
     builder.add_node("call_model", call_model)
-    builder.add_node("after", lambda s: {"messages": [AIMessage("bye", id="ai_2")]})
+    builder.add_node("after", after)
     builder.add_edge(lg.START, "call_model")
     builder.add_edge("call_model", "after")
     graph = builder.compile(checkpointer=lg.InMemorySaver())

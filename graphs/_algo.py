@@ -210,9 +210,12 @@ def static_pause(
 def task_id_of(thread_id: str, ns: str, checkpoint_id: str, name: str) -> str:
     """The id of the task that runs `name` (a node, or a `Send`'s key) from checkpoint
     `checkpoint_id` of the thread's namespace `ns`: the same on every process and every retry,
-    so pending writes, answers and `once()` results find their task again."""
+    so pending writes, answers and `once()` results find their task again. Shaped as
+    LangGraph's (a UUID's 36 characters), as it shows in a subgraph's namespace `node:<task
+    id>`; a checkpoint keeps the ids of its frontier, so ids of an older shape go on as saved."""
     raw = f"{thread_id}\x00{ns}\x00{checkpoint_id}\x00{name}".encode()
-    return hashlib.blake2b(raw, digest_size=8).hexdigest()
+    h = hashlib.blake2b(raw, digest_size=16).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def write_order(tasks: list[Task]) -> list[Task]:

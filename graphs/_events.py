@@ -110,16 +110,43 @@ async def task_async(task: Task, body: Callable[[Task], Awaitable[None]]) -> Non
     if error is not None:
         await task.traced.on_chain_error(error)
     else:
+        await _stream_output(task.traced, output)
         await task.traced.on_chain_end(output)
+
+
+async def _stream_output(traced: Any, output: Any) -> None:
+    """Hand a task's output to the streaming tracers (`astream_events`' handler, which shows
+    it as the task's `on_chain_stream`), as LangGraph's async run streams each task when one
+    is there; the `messages` stream's own handler is not one of them."""
+    try:
+        from langchain_core.tracers._streaming import _StreamingCallbackHandler
+    except ImportError:  # pragma: no cover - older langchain_core
+        return
+    for handler in traced.handlers:
+        if isinstance(handler, _StreamingCallbackHandler) and not getattr(
+            handler, "messages_stream", False
+        ):
+            async for _ in handler.tap_output_aiter(traced.run_id, _one(output)):
+                pass
+
+
+async def _one(output: Any) -> AsyncIterator[Any]:
+    yield output
 
 
 def node_config(task: Task) -> Any:
     """The config a node that takes one is given in a traced run: the run's, with callbacks
-    under the task's chain run (so a model or subgraph called with it nests there)."""
+    under the task's chain run (so a model or subgraph called with it nests there), without
+    the run's `run_id` and `run_name` (the graph run's own: a model given them would report as
+    that run, its own parent, and langchain_core's event stream drops its events), as
+    langchain_core's `patch_config` leaves them out of a child's config."""
     callbacks = task.traced.get_child()
     if task.watched:  # its events refresh the node's idle timeout
         callbacks.add_handler(progress_handler(task), inherit=True)
-    return {**task.run.config, "callbacks": callbacks}
+    config = {**task.run.config, "callbacks": callbacks}
+    config.pop("run_id", None)
+    config.pop("run_name", None)
+    return config
 
 
 class _EventsSource:

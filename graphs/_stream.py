@@ -270,6 +270,7 @@ def _handler(stream: MessagesStream, metadata: dict[str, Any]) -> Any:
 
     class Handler(BaseCallbackHandler, _StreamingCallbackHandler):  # type: ignore[type-arg]
         run_inline = True
+        messages_stream = True  # not a tracer to hand a task's output (`_events.stream_output`)
 
         def __init__(self) -> None:
             self.models: dict[uuid.UUID, dict[str, Any]] = {}

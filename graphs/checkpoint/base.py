@@ -28,7 +28,9 @@ before it (`_delta.Heads`).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import re
 import secrets
 import sqlite3
 import threading
@@ -143,15 +145,40 @@ def new_checkpoint(
     }
 
 
-def checkpoint_record(checkpoint: Checkpoint) -> CheckpointRecord:
-    """What to store of `checkpoint` besides its id and values (copies, never shared with it)."""
+def checkpoint_record(checkpoint: Checkpoint, *, compact: bool = False) -> CheckpointRecord:
+    """What to store of `checkpoint` besides its id and values (copies, never shared with it).
+    `compact`: each task id in LangGraph's UUID shape (36 characters) as the 22 of its 16 bytes
+    in URL-safe base64 (a database's rows, where the 14 characters add up over a long thread;
+    `checkpoint_from_record` reads either)."""
+    if compact:
+        next_tasks = [[name, _compact_id(task_id)] for name, task_id in checkpoint["next_tasks"]]
+    else:
+        next_tasks = [list(t) for t in checkpoint["next_tasks"]]
     return {
         "v": checkpoint["v"],
         "ts": checkpoint["ts"],
         "channel_versions": dict(checkpoint["channel_versions"]),
-        "next_tasks": [list(t) for t in checkpoint["next_tasks"]],
+        "next_tasks": next_tasks,
         "paused": list(checkpoint["paused"]),
     }
+
+
+_UUID_SHAPE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_COMPACT = re.compile(r"[A-Za-z0-9_-]{22}")
+
+
+def _compact_id(task_id: str) -> str:
+    if len(task_id) != 36 or not _UUID_SHAPE.fullmatch(task_id):
+        return task_id  # another shape (an older checkpoint's 16 hex digits): as it is
+    raw = bytes.fromhex(task_id.replace("-", ""))
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _task_id(stored: str) -> str:
+    if len(stored) != 22 or not _COMPACT.fullmatch(stored):
+        return stored
+    h = base64.urlsafe_b64decode(stored + "==").hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def checkpoint_from_record(
@@ -164,7 +191,7 @@ def checkpoint_from_record(
         "ts": record["ts"],
         "channel_values": channel_values,
         "channel_versions": dict(record["channel_versions"]),
-        "next_tasks": [list(t) for t in record["next_tasks"]],
+        "next_tasks": [[name, _task_id(task_id)] for name, task_id in record["next_tasks"]],
         "paused": list(record["paused"]),
         "appended": {},
     }

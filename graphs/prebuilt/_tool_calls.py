@@ -116,14 +116,17 @@ def _noted(out: Any, note: str) -> Any:
 # the stored form of a tool's `Command` in a `once()` record (a `Command` is not storable)
 def _store(output: Any) -> Any:
     if isinstance(output, Command):
-        return {"$command": [dict(output.update or {}), _gotos(output.goto)]}
+        command = [dict(output.update or {}), _gotos(output.goto)]
+        if output.graph is not None:  # for the parent graph (a handoff)
+            command.append(output.graph)
+        return {"$command": command}
     return output
 
 
 def _load(stored: Any) -> Any:
     if isinstance(stored, dict) and "$command" in stored:
-        update, goto = stored["$command"]
-        return Command(update=update, goto=goto)
+        update, goto, *graph = stored["$command"]
+        return Command(graph=graph[0] if graph else None, update=update, goto=goto)
     return stored
 
 

@@ -64,7 +64,7 @@ from pydantic import ValidationError
 
 from .._context import Pause, _current, scope
 from .._once import aonce, once
-from .._types import Command, Interrupt, RunConfig, no_writer
+from .._types import Command, Interrupt, RunConfig, Send, no_writer
 from ..errors import GraphInterrupt
 from ..graph.message import REMOVE_ALL_MESSAGES
 from ..runtime import task_runtime
@@ -620,6 +620,8 @@ class ToolNode:
             if isinstance(input, list) and not _is_calls(input):
                 return messages
             return {self.messages_key: messages}
+        if any(c.graph is not None for c in commands):
+            return _to_parent(commands)
         # One Command for the node: the tool messages, then each Command's update and gotos.
         update: dict[str, Any] = {self.messages_key: messages}
         goto: list[Any] = []
@@ -633,3 +635,19 @@ class ToolNode:
                     update[key] = value
             goto += _gotos(c.goto)
         return Command(update=update, goto=goto)
+
+
+def _to_parent(commands: list[Command[Any]]) -> Command[Any]:
+    """What the node returns when a tool's `Command` is for the parent graph (a multi-agent
+    handoff): as LangGraph's, the node leaves its graph with the first such `Command` (none of
+    its own writes, the other calls' messages, is applied in this graph); `Command`s for the
+    parent that only `Send` are sent together, as one, when no other is there."""
+    parents = [c for c in commands if c.graph is not None]
+    for c in parents:
+        if not _sends_only(c.goto):
+            return c
+    return Command(graph=Command.PARENT, goto=[s for c in parents for s in _gotos(c.goto)])
+
+
+def _sends_only(goto: Any) -> bool:
+    return isinstance(goto, list) and all(isinstance(g, Send) for g in goto)

@@ -53,9 +53,11 @@ def test_the_graph_and_each_task_are_chain_runs_under_the_given_run_id() -> None
         ("on_chain_start", "counter"),
         ("on_chain_stream", "counter"),
         ("on_chain_start", "one"),
+        ("on_chain_stream", "one"),
         ("on_chain_end", "one"),
         ("on_chain_stream", "counter"),
         ("on_chain_start", "two"),
+        ("on_chain_stream", "two"),
         ("on_chain_end", "two"),
         ("on_chain_stream", "counter"),
         ("on_chain_end", "counter"),
@@ -71,7 +73,8 @@ def test_the_graph_and_each_task_are_chain_runs_under_the_given_run_id() -> None
     ]
     assert graph_events[-1]["data"]["output"] == {"n": 12}
     assert graph_events[0]["data"]["input"] == {"n": 1}
-    one_start, one_end = (e for e in events if e["name"] == "one")
+    one_start, one_stream, one_end = (e for e in events if e["name"] == "one")
+    assert one_stream["data"]["chunk"] == {"n": 2}  # the node's update, as LangGraph streams it
     assert one_start["parent_ids"] == [root]
     assert one_start["tags"] == ["graph:step:1"]
     assert one_start["metadata"]["langgraph_node"] == "one"

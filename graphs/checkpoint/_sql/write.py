@@ -71,7 +71,7 @@ def _put_args(
             deltas.append((delta, list(value)))
         else:
             full.append({**row, "total": total, "value": serde.dumps(value).encode()})
-    record = serde.dumps_record(checkpoint_record(checkpoint)).encode()
+    record = serde.dumps_record(checkpoint_record(checkpoint, compact=True)).encode()
     paused = list(checkpoint["paused"])
     if paused:
         status = "paused"

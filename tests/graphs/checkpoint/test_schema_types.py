@@ -310,3 +310,20 @@ def test_the_sql_saver_restores_them_too(saver: Any) -> None:
     assert values["by_name"]["note"].model_extra == {"mood": "calm"}
     assert values["nested"]["note"] == Note(text="inner")
     assert values["size"] is Size.L
+
+
+def test_an_agents_response_format_is_stored_as_itself(tmp_path: Any) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from graphs.checkpoint.sqlite import SqliteSaver
+    from graphs.prebuilt import create_react_agent
+    from tests.graphs.test_prebuilt_agent import Weather, _weather_model, search
+
+    with SqliteSaver.from_conn_string(str(tmp_path / "agent.sqlite")) as saver:
+        agent = create_react_agent(
+            _weather_model(), [search], response_format=Weather, checkpointer=saver
+        )
+        config = {"configurable": {"thread_id": "t"}}
+        agent.invoke({"messages": [HumanMessage("weather in Oslo?")]}, config)
+        stored = agent.get_state(config).values["structured_response"]
+    assert stored == Weather(city="Oslo", degrees=3) and type(stored) is Weather

@@ -37,12 +37,14 @@ from ..errors import CheckpointFormatError, SerializationError
 
 __all__ = [
     "FORMAT_VERSION",
+    "allow_schema_type",
     "compact_json",
     "dumps",
     "dumps_record",
     "loads",
     "loads_record",
     "register_type",
+    "schema_tag",
 ]
 
 FORMAT_VERSION = 1
@@ -75,7 +77,9 @@ def register_type(
         or (cls in _BY_TYPE and _BY_TYPE[cls][0] not in _SCHEMA_TAGS)
     ):
         raise ValueError(f"type tag {tag!r} or class {cls.__qualname__} is already registered")
-    _SCHEMA_TAGS.discard(tag)  # (a schema's tag of the class stays readable: values stored so)
+    # The tag is now the application's own; a schema's other tag for `cls` stays in `_BY_TAG`,
+    # so values stored under it are still read.
+    _SCHEMA_TAGS.discard(tag)
     _BY_TAG[tag] = (cls, encode, decode)
     _BY_TYPE[cls] = (tag, encode)
 

@@ -54,6 +54,7 @@ from ._results import (
 from ._routing import next_frontier, route
 from ._run import ONCE_CHANNEL, Paused, Run, Task
 from ._save import save
+from ._schema import ROOT
 from ._shape import GraphShape
 from ._stream import task_result as trace_result
 from ._stream import task_start as trace_start
@@ -161,11 +162,25 @@ def run_steps(run: Run) -> Loop[Any]:
             # saved, so a consumer that stops there leaves the step done.
             for t in todo:
                 yield Emit("updates", update_chunk(run, t))
-        if "values" in run.modes:
+        if "values" in run.modes and (
+            run.graph.dialect != "langgraph" or shows_state(run, new_versions)
+        ):
             yield Emit("values", run.output())
         if paused:
             return (yield from static_stop(run))
     return run.output()
+
+
+def shows_state(run: Run, new_versions: dict[str, int]) -> bool:
+    """LangGraph's rule for a step's `values` chunk: the step wrote a key the output shows (a
+    step whose nodes all returned None, or wrote only private keys, shows none). Seed 000's
+    dialect shows the state after every step, as it documents."""
+    if run.graph.root:
+        return ROOT in new_versions
+    keys: Any = run.graph.output_keys
+    if keys is None:
+        keys = run.graph.channels
+    return any(k in keys for k in new_versions)
 
 
 def finish(run: Run, t: Task) -> Loop[None]:

@@ -8,6 +8,7 @@ of letting it escape, for the loop to decide what to keep.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from contextvars import Token
 from typing import TYPE_CHECKING, Any
@@ -165,6 +166,8 @@ def _attempt_sync(task: Task) -> None:
         limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
         if run.messages is not None or task.traced is not None or refreshed_by_events(limit):
             lc_token = _models_report_to(task, state)
+        else:
+            lc_token = _tools_see_config(run)
         config = run.config if task.traced is None else node_config(task)
         args = (state, config) if spec.takes_config else (state,)
         if limit is not None:  # its async code, under the timeout (`compile` checked)
@@ -252,6 +255,8 @@ async def _attempt_async(task: Task) -> None:
         limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
         if run.messages is not None or task.traced is not None or refreshed_by_events(limit):
             lc_token = _models_report_to(task, state)
+        else:
+            lc_token = _tools_see_config(run)
         config = run.config if task.traced is None else node_config(task)
         if limit is not None:
             coro = _timed(task, state, config)
@@ -325,7 +330,33 @@ def _models_report_to(task: Task, state: Any) -> Token[Any]:
         merged = callbacks.copy()
         for handler in handlers:
             merged.add_handler(handler, inherit=True)
-    return var_child_runnable_config.set({**outer, "callbacks": merged})
+    inherited: Any = {**outer, "configurable": _configurable(outer, task.run), "callbacks": merged}
+    return var_child_runnable_config.set(inherited)
+
+
+def _configurable(outer: Any, run: Any) -> dict[str, Any]:
+    """The run's `configurable` over the one langchain_core's context held already."""
+    own = run.config.get("configurable") or {}
+    held = outer.get("configurable")
+    return {**held, **own} if held else own
+
+
+def _tools_see_config(run: Any) -> Token[Any] | None:
+    """Make a langchain_core tool (or model) a node calls without a config read the run's
+    `configurable`, as under LangGraph, whose node config is the one they inherit: set in
+    langchain_core's context variable, and only where langchain_core is loaded (a node that
+    calls a tool has loaded it), so `import graphs` and a run without it pay nothing."""
+    module = sys.modules.get("langchain_core.runnables.config")
+    if module is None:
+        return None
+    var = module.var_child_runnable_config
+    outer = var.get() or {}
+    configurable = _configurable(outer, run)
+    if not configurable:
+        return None
+    inherited: Any = {**outer, "configurable": configurable}
+    token: Token[Any] = var.set(inherited)
+    return token
 
 
 def _run_coroutine_sync(coro: Any, name: str) -> Any:

@@ -34,6 +34,7 @@ from ._specs import Branch, Join, NodeSpec, SupportsInvoke, is_runnable
 from ._subgraph import SubgraphNode
 from ._types import END, START, Command, Dialect, RetryPolicy, Send, TimeoutPolicy
 from .cache import CachePolicy
+from .checkpoint._schema_types import allow_schema_types
 from .checkpoint.base import BaseCheckpointSaver
 from .compiled import CompiledGraph
 from .errors import GraphSetupError, InvalidCheckpointerError
@@ -102,6 +103,8 @@ class StateGraph(Schemas):
         input_schema = input_schema or deprecated.get("input")
         output_schema = output_schema or deprecated.get("output")
         self.node_defaults: dict[str, Any] = {}
+        self.node_schemas: list[Any] = []
+        """Nodes' own input schemas: `compile` allows the classes they name in checkpoints."""
         """`set_node_defaults(...)`: what `compile` gives the nodes that set none of their own."""
         self.root = is_root_schema(state_schema)
         if self.root:
@@ -158,6 +161,7 @@ class StateGraph(Schemas):
             )
         if input_schema is self.schema or self.root:
             return None
+        self.node_schemas.append(input_schema)
         self._add_channels(input_schema)  # raises for what is not a schema class
         keys = tuple(schema_keys(input_schema))
         coerce = coercer(input_schema)
@@ -553,6 +557,12 @@ class StateGraph(Schemas):
                 f"{checkpointer!r}"
             )
         nodes = self._with_defaults()
+        try:  # the classes the schemas name, in checkpoints: found once, here, not per step
+            allow_schema_types(
+                self.schema, self.input_schema, self.output_schema, *self.node_schemas
+            )
+        except ValueError as e:
+            raise GraphSetupError(str(e)) from e
         check_shape(self.nodes, nodes, self.edges, self.joins, self.branches)
 
         before = self._interrupt_nodes(interrupt_before, "interrupt_before")

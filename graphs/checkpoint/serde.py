@@ -9,6 +9,13 @@ langchain_core's messages (`HumanMessage`, `AIMessage`, `ToolMessage`, ...) are 
 allow-list too, under the tag `message` (`_messages.py`): they are registered on first sight, in
 either direction, so that langchain_core is loaded only by a process that has messages.
 
+Values of the types a compiled graph's schemas name (its state, input, output and nodes' input
+schemas: dataclasses, pydantic models, enums, named tuples, and those inside them, found through
+TypedDicts, `list[X]`, `dict[str, X]`, `Optional`, `Union`, `Literal`, `Annotated`) are allowed
+too, without `register_type`: `compile` hands them to `allow_schema_types` (`_schema_types.py`),
+each under its module-qualified name (`myapp.state.Ticket`). The tag read back is looked up among
+the classes this process's code declared; nothing named in stored data is imported.
+
 `dumps(value)` returns `str`; `loads(text)` reverses it. Values are wrapped as
 `{"v": FORMAT_VERSION, "d": ...}` only where a whole record is stored (`dumps_record`), so
 that a later format can be recognised and read or refused with a clear error.
@@ -30,12 +37,14 @@ from ..errors import CheckpointFormatError, SerializationError
 
 __all__ = [
     "FORMAT_VERSION",
+    "allow_schema_type",
     "compact_json",
     "dumps",
     "dumps_record",
     "loads",
     "loads_record",
     "register_type",
+    "schema_tag",
 ]
 
 FORMAT_VERSION = 1
@@ -49,6 +58,9 @@ _Decoder = Callable[[Any], Any]
 # tag -> (type, encode(value) -> json-able, decode(json-able) -> value)
 _BY_TAG: dict[str, tuple[type, _Encoder, _Decoder]] = {}
 _BY_TYPE: dict[type, tuple[str, _Encoder]] = {}
+# The tags allowed because a compiled graph's schema names their class (`allow_schema_type`):
+# an explicit `register_type` of the class, or of the tag, takes their place.
+_SCHEMA_TAGS: set[str] = set()
 
 
 def register_type(
@@ -60,10 +72,48 @@ def register_type(
     values); `decode` turns that data back into an instance. The tag is what is stored, so keep
     it stable across renames of the class.
     """
-    if not replace and (tag in _BY_TAG or cls in _BY_TYPE):
+    if not replace and (
+        (tag in _BY_TAG and tag not in _SCHEMA_TAGS)
+        or (cls in _BY_TYPE and _BY_TYPE[cls][0] not in _SCHEMA_TAGS)
+    ):
         raise ValueError(f"type tag {tag!r} or class {cls.__qualname__} is already registered")
+    # The tag is now the application's own; a schema's other tag for `cls` stays in `_BY_TAG`,
+    # so values stored under it are still read.
+    _SCHEMA_TAGS.discard(tag)
     _BY_TAG[tag] = (cls, encode, decode)
     _BY_TYPE[cls] = (tag, encode)
+
+
+def schema_tag(cls: type) -> str:
+    """The tag a class named by a graph's schema is stored under: its module-qualified name."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def allow_schema_type(cls: type, encode: _Encoder, decode: _Decoder) -> bool:
+    """Allow `cls` because a compiled graph's schema names it (`_schema_types.py`), under
+    `schema_tag(cls)`. False, changing nothing, when the class is allowed already (by a
+    schema, the allow-list or `register_type`, which wins).
+
+    A class declared again under the same name (a module run again, a notebook cell, a
+    function that defines one called twice) takes the tag over: values stored under it are
+    read as the newest class of that name, as pickle would.
+
+    Raises:
+        ValueError: `register_type` gave the tag to another class.
+    """
+    if cls in _BY_TYPE:
+        return False
+    tag = schema_tag(cls)
+    if tag in _BY_TAG and tag not in _SCHEMA_TAGS:
+        raise ValueError(
+            f"the state schema names {tag}, whose tag {tag!r} register_type gave to "
+            f"{_BY_TAG[tag][0].__module__}.{_BY_TAG[tag][0].__qualname__}: register {tag} "
+            "under another tag"
+        )
+    _SCHEMA_TAGS.add(tag)
+    _BY_TAG[tag] = (cls, encode, decode)
+    _BY_TYPE[cls] = (tag, encode)
+    return True
 
 
 def _decode_float(data: str) -> float:
@@ -176,9 +226,11 @@ def _enc(value: Any) -> Any:
         return {_TAG: [tag, _enc(encode(value))]}
     raise SerializationError(
         f"cannot store a value of type {t.__module__}.{t.__qualname__} in a checkpoint: "
-        "state must be JSON-like (dict, list, str, int, float, bool, None) or a type on the "
-        "allow-list (tuple, set, bytes, datetime, date, time, timedelta, Decimal, UUID); register "
-        "others with graphs.checkpoint.serde.register_type"
+        "state must be JSON-like (dict, list, str, int, float, bool, None), a type on the "
+        "allow-list (tuple, set, bytes, datetime, date, time, timedelta, Decimal, UUID, "
+        "langchain_core messages), or a dataclass, pydantic model, enum or named tuple that a "
+        "compiled graph's state, input, output or node schema names; register "
+        f"{t.__qualname__} with graphs.checkpoint.serde.register_type, or name it in the schema"
     )
 
 
@@ -202,8 +254,11 @@ def _dec(data: Any) -> Any:
             entry = _BY_TAG.get(tag)
         if entry is None:
             raise CheckpointFormatError(
-                f"unknown type tag {tag!r}: the value was stored by code that registered a type "
-                "this process has not (graphs.checkpoint.serde.register_type)"
+                f"unknown type tag {tag!r}: the value was stored by code that registered a type, "
+                "or compiled a graph whose schema names a class, that this process has not; "
+                "compile that graph (import its module) before reading, or register the type "
+                "(graphs.checkpoint.serde.register_type). Nothing named in stored data is "
+                "imported"
             )
         return entry[2](_dec(payload))
     return data

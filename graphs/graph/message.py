@@ -19,7 +19,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from operator import attrgetter
-from typing import Annotated, Literal, TypedDict, Union, cast, overload
+from typing import Annotated, Literal, Union, cast, overload
 
 from langchain_core.messages import (
     AIMessage,
@@ -36,6 +36,7 @@ from langchain_core.messages import (
     convert_to_messages,
     message_chunk_to_message,
 )
+from typing_extensions import TypedDict  # pydantic takes it in a tool's signature on 3.11
 
 from .._context import _task
 from .._schema import APPENDS_ATTR

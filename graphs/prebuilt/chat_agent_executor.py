@@ -610,7 +610,10 @@ def _add_model_nodes(
         last = "post_model_hook"
     done = END
     if response_format is not None:
-        graph.add_node("generate_structured_response", _StructuredNode(model, response_format))
+        structured = _StructuredNode(model, response_format)
+        graph.add_node("generate_structured_response", structured)
+        # the app's schema, stored in `structured_response`: a class it names is allowed there
+        graph.node_schemas.append(structured.schema)
         graph.add_edge("generate_structured_response", END)
         done = "generate_structured_response"
     return entry, last, done

@@ -57,7 +57,7 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_messages,
 )
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from pydantic import ValidationError
@@ -190,8 +190,11 @@ _Verdict: TypeAlias = "ToolMessage | str | None | Literal[False]"
 """What the hook decided for one call (see `ToolNode._decide`)."""
 
 
-class ToolNode:
+class ToolNode(Runnable[Any, Any]):
     """A node that runs the tool calls of the last `AIMessage`.
+
+    A langchain_core `Runnable`, as LangGraph's: `with_fallbacks`, `with_retry`, `with_config`,
+    `batch`, `stream` and `|` work on it, and what they make is a node too.
 
     Args:
         tools: `BaseTool`s, `@tool` functions or plain functions (made tools with
@@ -250,7 +253,9 @@ class ToolNode:
 
     # ---- the node -----------------------------------------------------------------
 
-    def invoke(self, input: Any, config: RunConfig | None = None) -> Any:
+    def invoke(  # type: ignore[override]  # graphs' RunConfig is langchain_core's shape
+        self, input: Any, config: RunConfig | None = None, **kwargs: Any
+    ) -> Any:
         """Run the calls one after another; return `{messages_key: [ToolMessage, ...]}` (a list
         for a list input, a `Command` when a tool returned one)."""
         config = config or {}
@@ -263,7 +268,9 @@ class ToolNode:
         )
         return self._combine(input, outputs)
 
-    async def ainvoke(self, input: Any, config: RunConfig | None = None) -> Any:
+    async def ainvoke(  # type: ignore[override]
+        self, input: Any, config: RunConfig | None = None, **kwargs: Any
+    ) -> Any:
         """`invoke`, with the calls run concurrently (a call the hook said `RunsAfter` others
         once they ended)."""
         config = config or {}

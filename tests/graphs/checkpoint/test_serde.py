@@ -145,11 +145,14 @@ class Custom:
     pass
 
 
-ALLOWED = (
-    "state must be JSON-like (dict, list, str, int, float, bool, None) or a type on the "
-    "allow-list (tuple, set, bytes, datetime, date, time, timedelta, Decimal, UUID); register "
-    "others with graphs.checkpoint.serde.register_type"
-)
+def allowed(name: str) -> str:
+    return (
+        "state must be JSON-like (dict, list, str, int, float, bool, None), a type on the "
+        "allow-list (tuple, set, bytes, datetime, date, time, timedelta, Decimal, UUID, "
+        "langchain_core messages), or a dataclass, pydantic model, enum or named tuple that a "
+        "compiled graph's state, input, output or node schema names; register "
+        f"{name} with graphs.checkpoint.serde.register_type, or name it in the schema"
+    )
 
 
 @pytest.mark.parametrize(
@@ -163,7 +166,10 @@ ALLOWED = (
 def test_an_unknown_type_is_refused(value: Any, type_name: str) -> None:
     with pytest.raises(SerializationError) as info:
         serde.dumps(value)
-    assert str(info.value) == f"cannot store a value of type {type_name} in a checkpoint: {ALLOWED}"
+    name = type_name.rsplit(".", 1)[1]
+    assert str(info.value) == (
+        f"cannot store a value of type {type_name} in a checkpoint: {allowed(name)}"
+    )
 
 
 def test_an_unknown_type_in_state_fails_the_step_that_produced_it() -> None:
@@ -203,8 +209,10 @@ def test_an_unknown_tag_is_refused_on_load() -> None:
     with pytest.raises(CheckpointFormatError) as info:
         serde.loads('{"$t": ["os.system", "rm -rf /"]}')
     assert str(info.value) == (
-        "unknown type tag 'os.system': the value was stored by code that registered a type "
-        "this process has not (graphs.checkpoint.serde.register_type)"
+        "unknown type tag 'os.system': the value was stored by code that registered a type, "
+        "or compiled a graph whose schema names a class, that this process has not; compile "
+        "that graph (import its module) before reading, or register the type "
+        "(graphs.checkpoint.serde.register_type). Nothing named in stored data is imported"
     )
 
 

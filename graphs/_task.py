@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from ._calls import await_for, gathered, wait_for
 from ._context import Pause, _current
 from ._events import node_config, task_async, task_sync
-from ._internal._constants import CONFIG_KEY_NODE_FINISHED
 from ._run import Task, refreshed_by_events
 from ._timeout import Clock, enclosing_progress, progress_handler, refuse_sync, timed
 from ._types import Command, RunConfig
@@ -53,23 +52,20 @@ def run_sync(task: Task) -> None:
         task_sync(task, _retry_sync)
     else:
         _retry_sync(task)
-    _report_finished(task)
+    if task.run.node_finished is not None:
+        _report_finished(task)
 
 
 def _report_finished(task: Task) -> None:
-    """Call the run's `configurable[CONFIG_KEY_NODE_FINISHED]` with the node's name once
-    it finished: not after an error, a pause, a cache hit or a `Command.PARENT` (which
-    leaves its graph), as LangGraph's runner calls it. A subgraph's run reads the key
-    from its parent's config when its own does not have it."""
+    """Call the run's `configurable[CONFIG_KEY_NODE_FINISHED]` (`Run.node_finished`) with the
+    node's name once it finished: not after an error, a pause, a cache hit or a
+    `Command.PARENT` (which leaves its graph), as LangGraph's runner calls it."""
     if task.error is not None or task.pause is not None or task.cached:
         return
     result = task.result
     if isinstance(result, Command) and result.graph == Command.PARENT:
         return
-    run = task.run
-    hook: Any = (run.config.get("configurable") or {}).get(CONFIG_KEY_NODE_FINISHED)
-    if hook is None and run.top is not run:
-        hook = (run.top.config.get("configurable") or {}).get(CONFIG_KEY_NODE_FINISHED)
+    hook = task.run.node_finished
     if hook is not None:
         hook(task.name)
 
@@ -150,7 +146,8 @@ def _attempts_sync(task: Task) -> None:
 
 
 def _attempt_sync(task: Task) -> None:
-    _reset(task)
+    if task.attempt > 1 or task.failure is not None or task.run.parent is not None:
+        _reset(task)  # (a task's first attempt starts as `Task()` made it)
     token = _current.set(task)
     lc_token: Token[Any] | None = None
     try:
@@ -163,7 +160,11 @@ def _attempt_sync(task: Task) -> None:
                 task.result, task.cached = hit[key], True
                 return
         limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
-        if run.messages is not None or task.traced is not None or refreshed_by_events(limit):
+        if (
+            run.messages is not None
+            or task.traced is not None
+            or (limit is not None and refreshed_by_events(limit))
+        ):
             lc_token = _models_report_to(task, state)
         config = run.config if task.traced is None else node_config(task)
         args = (state, config) if spec.takes_config else (state,)
@@ -198,7 +199,8 @@ async def run_async(task: Task) -> None:
         await task_async(task, _retry_async)
     else:
         await _retry_async(task)
-    _report_finished(task)
+    if task.run.node_finished is not None:
+        _report_finished(task)
 
 
 async def _retry_async(task: Task) -> None:
@@ -237,7 +239,8 @@ async def _attempts_async(task: Task) -> None:
 
 
 async def _attempt_async(task: Task) -> None:
-    _reset(task)
+    if task.attempt > 1 or task.failure is not None or task.run.parent is not None:
+        _reset(task)
     token = _current.set(task)
     lc_token: Token[Any] | None = None
     try:
@@ -250,7 +253,11 @@ async def _attempt_async(task: Task) -> None:
                 task.result, task.cached = hit[key], True
                 return
         limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
-        if run.messages is not None or task.traced is not None or refreshed_by_events(limit):
+        if (
+            run.messages is not None
+            or task.traced is not None
+            or (limit is not None and refreshed_by_events(limit))
+        ):
             lc_token = _models_report_to(task, state)
         config = run.config if task.traced is None else node_config(task)
         if limit is not None:

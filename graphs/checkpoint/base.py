@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
+import os
 import sqlite3
 import threading
 import uuid
@@ -278,7 +278,7 @@ def branch_head(config: RunConfig) -> str | None:
 
 def new_checkpoint_id(seq: int) -> str:
     """A checkpoint id that sorts by `seq` within a thread and is unique across forks."""
-    return f"{seq:012x}-{secrets.token_hex(4)}"
+    return f"{seq:012x}-{os.urandom(4).hex()}"  # (`secrets.token_hex(4)`, in fewer calls)
 
 
 def checkpoint_seq(checkpoint_id: str | None) -> int:

@@ -32,7 +32,6 @@ from .base import (
     checkpoint_record,
     config_checkpoint_id,
     config_list_ns,
-    config_ns,
     config_thread_id,
 )
 
@@ -102,10 +101,13 @@ class InMemorySaver(BaseCheckpointSaver):
         self._heads = _delta.Heads()
 
     def _key(self, config: RunConfig) -> _Key:
-        thread_id = config_thread_id(config)
+        conf = (config or {}).get("configurable") or {}
+        thread_id = conf.get("thread_id")
+        if type(thread_id) is not str:  # an int or a UUID one is its string
+            thread_id = config_thread_id(config)
         if not thread_id:
             raise ValueError('config needs {"configurable": {"thread_id": ...}}')
-        return (thread_id, config_ns(config))
+        return (thread_id, conf.get("checkpoint_ns") or "")
 
     def get_tuple(self, config: RunConfig) -> CheckpointTuple | None:
         key = self._key(config)
@@ -224,7 +226,9 @@ class InMemorySaver(BaseCheckpointSaver):
             value = values[channel]
             try:
                 if type(value) is not list:
-                    blobs[(thread_id, ns, channel, version)] = _store(value)
+                    blobs[(thread_id, ns, channel, version)] = (
+                        (value,) if type(value) in _SCALARS else serde.dumps(value)
+                    )  # (`_store`)
                     continue
                 lists[channel] = (version, list(value))
                 n = appended.get(channel, 0)

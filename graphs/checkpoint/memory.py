@@ -29,7 +29,6 @@ from .base import (
     branch_head,
     checkpoint_config,
     checkpoint_from_record,
-    checkpoint_record,
     config_checkpoint_id,
     config_list_ns,
     config_thread_id,
@@ -38,7 +37,19 @@ from .base import (
 __all__ = ["InMemorySaver", "MemorySaver"]
 
 _Key = tuple[str, str]  # (thread_id, checkpoint_ns)
-_Entry = tuple[CheckpointRecord, CheckpointMetadata, str | None]  # (record, metadata, parent_id)
+_Entry = tuple[
+    int,
+    str,
+    dict[str, int],
+    tuple[tuple[str, ...], ...],
+    tuple[str, ...],
+    CheckpointMetadata,
+    str | None,
+]
+"""A stored checkpoint: its `CheckpointRecord` (`v`, `ts`, `channel_versions`, `next_tasks`,
+`paused`), its metadata and its parent's id, in one tuple. The frontier and the pause are kept
+as tuples of strings, and the versions in a dict of numbers, which the garbage collector does
+not scan: a long history costs less collection time."""
 
 # Immutable scalars need no copy: they are kept as they are, in a 1-tuple; the rest as JSON.
 _SCALARS = frozenset([str, int, bool, type(None)])
@@ -93,7 +104,7 @@ class InMemorySaver(BaseCheckpointSaver):
     def __init__(self) -> None:
         super().__init__()
         self._lock = threading.RLock()
-        # (thread, ns) -> {checkpoint_id: (record, metadata, parent_id)}, in insertion order
+        # (thread, ns) -> {checkpoint_id: `_Entry`}, in insertion order
         self._checkpoints: dict[_Key, dict[str, _Entry]] = {}
         self._blobs: dict[_BlobKey, _Blob] = {}
         self._writes: dict[tuple[str, str, str], list[tuple[str, str, tuple[Any] | str]]] = {}
@@ -126,10 +137,17 @@ class InMemorySaver(BaseCheckpointSaver):
         checkpoint_id: str,
         entry: _Entry,
     ) -> CheckpointTuple:
-        record, metadata, parent_id = entry
+        v, ts, versions, next_tasks, paused, metadata, parent_id = entry
+        record: CheckpointRecord = {
+            "v": v,
+            "ts": ts,
+            "channel_versions": versions,
+            "next_tasks": [list(t) for t in next_tasks],
+            "paused": list(paused),
+        }  # (`checkpoint_from_record` copies it)
         thread_id, ns = key
         values: dict[str, Any] = {}
-        for channel, version in record["channel_versions"].items():
+        for channel, version in versions.items():
             if (thread_id, ns, channel, version) not in self._blobs:
                 continue
             try:
@@ -245,7 +263,6 @@ class InMemorySaver(BaseCheckpointSaver):
                     )
             except SerializationError as e:
                 raise SerializationError(f"thread {thread_id!r}, state key {channel!r}: {e}") from e
-        record = checkpoint_record(checkpoint)
         with self._lock:
             history = self._checkpoints.setdefault(key, {})
             head = next(reversed(history)) if history else None
@@ -258,7 +275,7 @@ class InMemorySaver(BaseCheckpointSaver):
                 )
             if expected != parent_id:
                 _check_branch(history, thread_id, parent_id)
-            parent = history[parent_id][0]["channel_versions"] if parent_id else {}
+            parent = history[parent_id][2] if parent_id and grown else {}
             for channel, version, value, prev_total, delta, is_edit in grown:
                 # It extends the parent's version of the channel, if that holds what it grew from.
                 prev = parent.get(channel)
@@ -273,7 +290,15 @@ class InMemorySaver(BaseCheckpointSaver):
                     continue
                 blobs[(thread_id, ns, channel, version)] = _Whole(len(value), serde.dumps(value))
             self._blobs.update(blobs)
-            history[checkpoint["id"]] = (record, metadata.copy(), parent_id)
+            history[checkpoint["id"]] = (
+                checkpoint["v"],
+                checkpoint["ts"],
+                dict(checkpoint["channel_versions"]),
+                tuple(map(tuple, checkpoint["next_tasks"])),
+                tuple(checkpoint["paused"]),
+                metadata.copy(),
+                parent_id,
+            )  # (copies, never shared with the caller's checkpoint)
         finished = not checkpoint["next_tasks"] and not checkpoint["paused"]
         self._heads.stored(key, parent_id, checkpoint["id"], lists, finished)
         return checkpoint_config(thread_id, ns, checkpoint["id"])

@@ -20,13 +20,13 @@ from .._types import RunConfig
 from ..errors import CheckpointConflictError, CheckpointFormatError, SerializationError
 from . import _delta, serde
 from .base import (
+    BRANCH_HEAD,
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
     CheckpointRecord,
     CheckpointTuple,
     PendingWrite,
-    branch_head,
     checkpoint_config,
     checkpoint_from_record,
     config_checkpoint_id,
@@ -229,7 +229,8 @@ class InMemorySaver(BaseCheckpointSaver):
     ) -> RunConfig:
         key = self._key(config)
         thread_id, ns = key
-        parent_id = config_checkpoint_id(config)
+        conf = config["configurable"]  # (`_key` found the thread id in it)
+        parent_id = conf.get("checkpoint_id")
         # Serialize before taking the lock: a value that cannot be stored fails here, changing nothing.
         values = checkpoint["channel_values"]
         appended = checkpoint.get("appended") or {}
@@ -263,10 +264,22 @@ class InMemorySaver(BaseCheckpointSaver):
                     )
             except SerializationError as e:
                 raise SerializationError(f"thread {thread_id!r}, state key {channel!r}: {e}") from e
+        stored: _Entry = (
+            checkpoint["v"],
+            checkpoint["ts"],
+            dict(checkpoint["channel_versions"]),
+            tuple(map(tuple, checkpoint["next_tasks"])),
+            tuple(checkpoint["paused"]),
+            metadata.copy(),
+            parent_id,
+        )  # (copies, never shared with the caller's checkpoint)
+        checkpoint_id = checkpoint["id"]
         with self._lock:
-            history = self._checkpoints.setdefault(key, {})
+            history = self._checkpoints.get(key)
+            if history is None:
+                history = self._checkpoints[key] = {}
             head = next(reversed(history)) if history else None
-            expected = branch_head(config) or parent_id
+            expected = conf.get(BRANCH_HEAD) or parent_id  # (`branch_head`)
             if head != expected:
                 raise CheckpointConflictError(
                     f"thread {thread_id!r} moved on: its head is {head!r}, not {expected!r}; "
@@ -290,18 +303,10 @@ class InMemorySaver(BaseCheckpointSaver):
                     continue
                 blobs[(thread_id, ns, channel, version)] = _Whole(len(value), serde.dumps(value))
             self._blobs.update(blobs)
-            history[checkpoint["id"]] = (
-                checkpoint["v"],
-                checkpoint["ts"],
-                dict(checkpoint["channel_versions"]),
-                tuple(map(tuple, checkpoint["next_tasks"])),
-                tuple(checkpoint["paused"]),
-                metadata.copy(),
-                parent_id,
-            )  # (copies, never shared with the caller's checkpoint)
+            history[checkpoint_id] = stored
         finished = not checkpoint["next_tasks"] and not checkpoint["paused"]
-        self._heads.stored(key, parent_id, checkpoint["id"], lists, finished)
-        return checkpoint_config(thread_id, ns, checkpoint["id"])
+        self._heads.stored(key, parent_id, checkpoint_id, lists, finished)
+        return checkpoint_config(thread_id, ns, checkpoint_id)
 
     def put_writes(
         self,

@@ -160,11 +160,7 @@ def _attempt_sync(task: Task) -> None:
                 task.result, task.cached = hit[key], True
                 return
         limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
-        if (
-            run.messages is not None
-            or task.traced is not None
-            or (limit is not None and refreshed_by_events(limit))
-        ):
+        if run.messages is not None or task.traced is not None or refreshed_by_events(limit):
             lc_token = _models_report_to(task, state)
         config = run.config if task.traced is None else node_config(task)
         args = (state, config) if spec.takes_config else (state,)
@@ -253,11 +249,7 @@ async def _attempt_async(task: Task) -> None:
                 task.result, task.cached = hit[key], True
                 return
         limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
-        if (
-            run.messages is not None
-            or task.traced is not None
-            or (limit is not None and refreshed_by_events(limit))
-        ):
+        if run.messages is not None or task.traced is not None or refreshed_by_events(limit):
             lc_token = _models_report_to(task, state)
         config = run.config if task.traced is None else node_config(task)
         if limit is not None:

@@ -107,6 +107,10 @@ def _batch_for(run: Run) -> Batch | None:
 def _drive_sync(run: Run, gen: Loop[R], batch: Batch | None) -> Generator[Emit, None, R]:
     saver = run.saver
     live = run.live
+    if batch is None and not live and run.graph.step_timeout is None:
+        # A task alone in its step is run by the loop itself, as `RunTasks` would run it here
+        # (no batch can be held then, nothing streams while it runs).
+        run.run_alone = run_sync
     result: Any = None
     while True:
         try:
@@ -119,18 +123,12 @@ def _drive_sync(run: Run, gen: Loop[R], batch: Batch | None) -> Generator[Emit, 
             if type(request) is PutWrites:
                 batch.hold(request)
                 continue
-            if type(request) is PutCheckpoint:
+            if isinstance(request, PutCheckpoint):  # (the most frequent request first)
                 result = batch.hold(request)
                 batch.send()
                 continue
             batch.send()  # before anything else the loop asks
-        if isinstance(request, RunTasks):
-            tasks = request.tasks
-            if len(tasks) == 1 and not live and run.graph.step_timeout is None:
-                run_sync(tasks[0])  # (the loop reports it: `_loop.finish`)
-            else:
-                yield from _run_threads(run, tasks)
-        elif isinstance(request, PutCheckpoint):
+        if isinstance(request, PutCheckpoint):  # (the most frequent request first)
             assert saver is not None
             if run.unsaved is not None:
                 result = run.unsaved.hold_checkpoint(request)
@@ -138,6 +136,12 @@ def _drive_sync(run: Run, gen: Loop[R], batch: Batch | None) -> Generator[Emit, 
                 result = batch.hold(request)
             else:
                 result = saver.put(*request)
+        elif isinstance(request, RunTasks):
+            tasks = request.tasks
+            if len(tasks) == 1 and not live and run.graph.step_timeout is None:
+                run_sync(tasks[0])  # (the loop reports it: `_loop.finish`)
+            else:
+                yield from _run_threads(run, tasks)
         elif isinstance(request, PutWrites):
             assert saver is not None
             if run.unsaved is not None:
@@ -209,7 +213,7 @@ async def _drive_async(
             if type(request) is PutWrites:
                 batch.hold(request)
                 continue
-            if type(request) is PutCheckpoint:
+            if isinstance(request, PutCheckpoint):  # (the most frequent request first)
                 result = batch.hold(request)
                 await batch.asend()
                 continue

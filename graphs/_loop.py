@@ -5,7 +5,9 @@ One invocation is a `Run` (`_run.py`, its state). Its logic is written once, as 
 *describes* I/O (load the head, save a checkpoint, save pending writes, run these tasks, emit a
 chunk: the requests of `_io.py`) and never performs it; `drive_sync` and `drive_async`
 (`_drive.py`) perform each request with the sync or async saver and task runner. So `invoke` and
-`ainvoke` share every rule. Running a task (one node run of a step) is `_task.py`'s.
+`ainvoke` share every rule. Running a task (one node run of a step) is `_task.py`'s; a task alone
+in its step that the sync driver would run right where it stands, the loop runs itself with the
+function that driver hands it (`Run.run_alone`), sparing the request on the engine's hot path.
 
 The loop is functions over a `Run`, as the rest of a run is, each cut by job: its input
 (`_input.py`), the step's pure functions (`_algo.py`), the next frontier (`_routing.py`), what a
@@ -97,8 +99,14 @@ def run_steps(run: Run) -> Loop[Any]:
     while run.frontier:
         if run.steps >= run.limit:
             raise GraphRecursionError(run.limit, run.steps, run.thread_id)
-        tasks = [run.make_task(name, task_id) for name, task_id in run.frontier]
-        todo = [t for t in tasks if not t.done]
+        if len(run.frontier) == 1:  # the hot path: one task
+            name, task_id = run.frontier[0]
+            t = run.make_task(name, task_id)
+            tasks = [t]
+            todo = [] if t.done else [t]
+        else:
+            tasks = [run.make_task(name, task_id) for name, task_id in run.frontier]
+            todo = [t for t in tasks if not t.done]
         if len(todo) < len(tasks) and "updates" in run.modes:
             # As LangGraph: what the tasks that finished in an earlier attempt of this step
             # wrote shows again, marked as not run now.
@@ -111,7 +119,10 @@ def run_steps(run: Run) -> Loop[Any]:
                 payload = trace_start(t, t.input())
                 yield from trace(run, "tasks", payload, run.step + 1)
         run.concurrent = len(todo) > 1
-        yield RunTasks(todo)  # the driver reports each task of two or more as it ends
+        if run.run_alone is not None and len(todo) == 1:
+            run.run_alone(todo[0])  # the sync driver's hot path (as `RunTasks` runs it there)
+        else:
+            yield RunTasks(todo)  # the driver reports each task of two or more as it ends
         failed = run.step_error is not None
         for t in todo:
             if t.cancelled:  # a sibling failed, or the step timed out, before it finished
@@ -155,7 +166,12 @@ def run_steps(run: Run) -> Loop[Any]:
             names = yield from next_frontier(run, ran, gotos, new_versions)
         else:  # the hot path
             names = route(run, ran, gotos, new_versions)
-        paused = static_pause(run.graph.interrupt_before, run.graph.interrupt_after, names, ran)
+        g = run.graph
+        paused = (
+            static_pause(g.interrupt_before, g.interrupt_after, names, ran)
+            if g.interrupt_before or g.interrupt_after
+            else []
+        )
         yield from save(run, "loop", names, new_versions, appended, paused)
         if "updates" in run.modes and not run.concurrent:
             # A step of one task saves no pending writes: its update shows once the step is

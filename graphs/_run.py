@@ -11,9 +11,10 @@ loop `_loop.py`), and running a task is `_task.py`'s.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ._internal._constants import CONFIG_KEY_NODE_FINISHED
 from ._io import LIVE_MODES, TRACE_MODES, Emit, Sink, Unsaved
 from ._schema import ROOT, updates_of
 from ._shape import GraphShape
@@ -216,8 +217,19 @@ class Run:
         """`tasks`, `checkpoints` or `debug` is streamed."""
         self.noted = noted_metadata(config)
         """What the config adds to each checkpoint's metadata (`noted_metadata`)."""
+        hook: Any = (config.get("configurable") or {}).get(CONFIG_KEY_NODE_FINISHED)
+        self.node_finished: Callable[[str], Any] | None = (
+            hook if hook is not None or parent is None else self.top.node_finished
+        )
+        """The config's `configurable[CONFIG_KEY_NODE_FINISHED]`, called with a node's name
+        once it finished (`_task._report_finished`); a subgraph's run takes its top run's
+        when its own config has none."""
         self.chain: Any = None
         """Its langchain_core chain run, when it reports to callbacks (`_events.py`)."""
+        self.run_alone: Callable[[Task], None] | None = None
+        """Set by the sync driver (`_drive.py`) when it would run a task alone in its step
+        right where it stands (`_task.run_sync`): the loop then runs such a task itself,
+        without yielding `RunTasks`."""
         self.step_error: BaseException | None = None
         """Why the step stopped besides its tasks' own errors: the graph's `step_timeout`."""
         self.concurrent = False
@@ -308,8 +320,11 @@ class Run:
                 timeouts = self.internal.get(SEND_TIMEOUTS_CHANNEL)
                 if timeouts:
                     task.send_timeout = timeouts.get(task_id)
+        pending = self.pending.get(task_id)
+        if not pending:  # the hot path: nothing recorded of it yet
+            return task
         answered: dict[str, Any] = {}
-        for channel, value in self.pending.get(task_id, ()):
+        for channel, value in pending:
             if channel == INTERRUPT:
                 if all(i.id != value.id for i in task.recorded):
                     task.recorded.append(value)

@@ -10,6 +10,7 @@ Functions over a `Run` (`_run.py`); they yield the `PutCheckpoint` and `PutWrite
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -49,8 +50,23 @@ START_CHANNEL = START
 applies it (LangGraph's `__start__` channel)."""
 
 
+_SECOND: tuple[int, str, str] = (-1, "", "")
+"""The last second a checkpoint was stamped in: (its Unix time, its ISO-8601 date and time of
+day, the same with the UTC offset)."""
+
+
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat()
+    """The time now as `datetime.now(UTC).isoformat()` gives it, the date and time of day
+    formatted once per second."""
+    global _SECOND
+    second, fraction = divmod(time.time_ns() // 1000, 1_000_000)
+    cached = _SECOND
+    if cached[0] != second:
+        whole = dt.datetime.fromtimestamp(second, dt.UTC).isoformat()
+        cached = _SECOND = (second, whole.removesuffix("+00:00"), whole)
+    if fraction:
+        return f"{cached[1]}.{fraction:06d}+00:00"
+    return cached[2]
 
 
 def checkpoint(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ._schema import EPHEMERAL, TOPIC, UNTRACKED, Channel
 from ._specs import Branch, Join, NodeSpec
-from ._types import Dialect, RunConfig
+from ._types import END, Dialect, RunConfig
 
 if TYPE_CHECKING:
     from .checkpoint.base import BaseCheckpointSaver
@@ -120,6 +120,15 @@ class GraphShape:
         """Some router is async: the loop awaits it through its driver (`ainvoke` only)."""
         self.deferred = frozenset(n for n, spec in nodes.items() if spec.defer)
         """Nodes added with `defer=True`: they run once no other node is to run."""
+        self.plain_next: dict[str, tuple[str, ...]] = {}
+        """For a node whose only way out is its plain edges (no join, no router), in a graph
+        without deferred nodes: the frontier after it when it ran alone and went to no
+        `goto` (its edges' targets in the order the nodes were added, `END` left out)."""
+        if not self.deferred:
+            for source, targets in edges.items():
+                nexts = {t for t in targets if t != END}
+                if not joins.get(source) and not branches.get(source) and nexts <= nodes.keys():
+                    self.plain_next[source] = tuple(sorted(nexts, key=lambda n: nodes[n].index))
         self.cache: Any = None
         """`compile(cache=...)`: where nodes with a `cache_policy` keep their results."""
         self.store: Any = None

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from ._calls import await_for, gathered, wait_for
 from ._context import Pause, _current
 from ._events import node_config, task_async, task_sync
-from ._internal._constants import CONFIG_KEY_NODE_FINISHED
 from ._run import Task, refreshed_by_events
 from ._timeout import Clock, enclosing_progress, progress_handler, refuse_sync, timed
 from ._types import Command, RunConfig
@@ -54,23 +53,20 @@ def run_sync(task: Task) -> None:
         task_sync(task, _retry_sync)
     else:
         _retry_sync(task)
-    _report_finished(task)
+    if task.run.node_finished is not None:
+        _report_finished(task)
 
 
 def _report_finished(task: Task) -> None:
-    """Call the run's `configurable[CONFIG_KEY_NODE_FINISHED]` with the node's name once
-    it finished: not after an error, a pause, a cache hit or a `Command.PARENT` (which
-    leaves its graph), as LangGraph's runner calls it. A subgraph's run reads the key
-    from its parent's config when its own does not have it."""
+    """Call the run's `configurable[CONFIG_KEY_NODE_FINISHED]` (`Run.node_finished`) with the
+    node's name once it finished: not after an error, a pause, a cache hit or a
+    `Command.PARENT` (which leaves its graph), as LangGraph's runner calls it."""
     if task.error is not None or task.pause is not None or task.cached:
         return
     result = task.result
     if isinstance(result, Command) and result.graph == Command.PARENT:
         return
-    run = task.run
-    hook: Any = (run.config.get("configurable") or {}).get(CONFIG_KEY_NODE_FINISHED)
-    if hook is None and run.top is not run:
-        hook = (run.top.config.get("configurable") or {}).get(CONFIG_KEY_NODE_FINISHED)
+    hook = task.run.node_finished
     if hook is not None:
         hook(task.name)
 
@@ -151,7 +147,8 @@ def _attempts_sync(task: Task) -> None:
 
 
 def _attempt_sync(task: Task) -> None:
-    _reset(task)
+    if task.attempt > 1 or task.failure is not None or task.run.parent is not None:
+        _reset(task)  # (a task's first attempt starts as `Task()` made it)
     token = _current.set(task)
     lc_token: Token[Any] | None = None
     try:
@@ -201,7 +198,8 @@ async def run_async(task: Task) -> None:
         await task_async(task, _retry_async)
     else:
         await _retry_async(task)
-    _report_finished(task)
+    if task.run.node_finished is not None:
+        _report_finished(task)
 
 
 async def _retry_async(task: Task) -> None:
@@ -240,7 +238,8 @@ async def _attempts_async(task: Task) -> None:
 
 
 async def _attempt_async(task: Task) -> None:
-    _reset(task)
+    if task.attempt > 1 or task.failure is not None or task.run.parent is not None:
+        _reset(task)
     token = _current.set(task)
     lc_token: Token[Any] | None = None
     try:

@@ -30,8 +30,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import os
+import random
 import re
-import secrets
 import sqlite3
 import threading
 import uuid
@@ -303,9 +304,15 @@ def branch_head(config: RunConfig) -> str | None:
     return (config.get("configurable") or {}).get(BRANCH_HEAD)  # type: ignore[return-value]
 
 
+_ID_BITS = random.Random()
+"""The random part of checkpoint ids: seeded from the system's randomness, again in a forked
+child, and apart from the `random` module's own state (which code may seed)."""
+os.register_at_fork(after_in_child=_ID_BITS.seed)
+
+
 def new_checkpoint_id(seq: int) -> str:
     """A checkpoint id that sorts by `seq` within a thread and is unique across forks."""
-    return f"{seq:012x}-{secrets.token_hex(4)}"
+    return "%012x-%08x" % (seq, _ID_BITS.getrandbits(32))  # noqa: UP031 (faster than f"{:012x}")
 
 
 def checkpoint_seq(checkpoint_id: str | None) -> int:

@@ -20,26 +20,36 @@ from .._types import RunConfig
 from ..errors import CheckpointConflictError, CheckpointFormatError, SerializationError
 from . import _delta, serde
 from .base import (
+    BRANCH_HEAD,
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
     CheckpointRecord,
     CheckpointTuple,
     PendingWrite,
-    branch_head,
     checkpoint_config,
     checkpoint_from_record,
-    checkpoint_record,
     config_checkpoint_id,
     config_list_ns,
-    config_ns,
     config_thread_id,
 )
 
 __all__ = ["InMemorySaver", "MemorySaver"]
 
 _Key = tuple[str, str]  # (thread_id, checkpoint_ns)
-_Entry = tuple[CheckpointRecord, CheckpointMetadata, str | None]  # (record, metadata, parent_id)
+_Entry = tuple[
+    int,
+    str,
+    dict[str, int],
+    tuple[tuple[str, ...], ...],
+    tuple[str, ...],
+    CheckpointMetadata,
+    str | None,
+]
+"""A stored checkpoint: its `CheckpointRecord` (`v`, `ts`, `channel_versions`, `next_tasks`,
+`paused`), its metadata and its parent's id, in one tuple. The frontier and the pause are kept
+as tuples of strings, and the versions in a dict of numbers, which the garbage collector does
+not scan: a long history costs less collection time."""
 
 # Immutable scalars need no copy: they are kept as they are, in a 1-tuple; the rest as JSON.
 _SCALARS = frozenset([str, int, bool, type(None)])
@@ -94,7 +104,7 @@ class InMemorySaver(BaseCheckpointSaver):
     def __init__(self) -> None:
         super().__init__()
         self._lock = threading.RLock()
-        # (thread, ns) -> {checkpoint_id: (record, metadata, parent_id)}, in insertion order
+        # (thread, ns) -> {checkpoint_id: `_Entry`}, in insertion order
         self._checkpoints: dict[_Key, dict[str, _Entry]] = {}
         self._blobs: dict[_BlobKey, _Blob] = {}
         self._writes: dict[tuple[str, str, str], list[tuple[str, str, tuple[Any] | str]]] = {}
@@ -102,10 +112,13 @@ class InMemorySaver(BaseCheckpointSaver):
         self._heads = _delta.Heads()
 
     def _key(self, config: RunConfig) -> _Key:
-        thread_id = config_thread_id(config)
+        conf = (config or {}).get("configurable") or {}
+        thread_id = conf.get("thread_id")
+        if type(thread_id) is not str:  # an int or a UUID one is its string
+            thread_id = config_thread_id(config)
         if not thread_id:
             raise ValueError('config needs {"configurable": {"thread_id": ...}}')
-        return (thread_id, config_ns(config))
+        return (thread_id, conf.get("checkpoint_ns") or "")
 
     def get_tuple(self, config: RunConfig) -> CheckpointTuple | None:
         key = self._key(config)
@@ -124,10 +137,17 @@ class InMemorySaver(BaseCheckpointSaver):
         checkpoint_id: str,
         entry: _Entry,
     ) -> CheckpointTuple:
-        record, metadata, parent_id = entry
+        v, ts, versions, next_tasks, paused, metadata, parent_id = entry
+        record: CheckpointRecord = {
+            "v": v,
+            "ts": ts,
+            "channel_versions": versions,
+            "next_tasks": [list(t) for t in next_tasks],
+            "paused": list(paused),
+        }  # (`checkpoint_from_record` copies it)
         thread_id, ns = key
         values: dict[str, Any] = {}
-        for channel, version in record["channel_versions"].items():
+        for channel, version in versions.items():
             if (thread_id, ns, channel, version) not in self._blobs:
                 continue
             try:
@@ -209,7 +229,8 @@ class InMemorySaver(BaseCheckpointSaver):
     ) -> RunConfig:
         key = self._key(config)
         thread_id, ns = key
-        parent_id = config_checkpoint_id(config)
+        conf = config["configurable"]  # (`_key` found the thread id in it)
+        parent_id = conf.get("checkpoint_id")
         # Serialize before taking the lock: a value that cannot be stored fails here, changing nothing.
         values = checkpoint["channel_values"]
         appended = checkpoint.get("appended") or {}
@@ -224,7 +245,9 @@ class InMemorySaver(BaseCheckpointSaver):
             value = values[channel]
             try:
                 if type(value) is not list:
-                    blobs[(thread_id, ns, channel, version)] = _store(value)
+                    blobs[(thread_id, ns, channel, version)] = (
+                        (value,) if type(value) in _SCALARS else serde.dumps(value)
+                    )  # (`_store`)
                     continue
                 lists[channel] = (version, list(value))
                 n = appended.get(channel, 0)
@@ -241,11 +264,22 @@ class InMemorySaver(BaseCheckpointSaver):
                     )
             except SerializationError as e:
                 raise SerializationError(f"thread {thread_id!r}, state key {channel!r}: {e}") from e
-        record = checkpoint_record(checkpoint)
+        stored: _Entry = (
+            checkpoint["v"],
+            checkpoint["ts"],
+            dict(checkpoint["channel_versions"]),
+            tuple(map(tuple, checkpoint["next_tasks"])),
+            tuple(checkpoint["paused"]),
+            metadata.copy(),
+            parent_id,
+        )  # (copies, never shared with the caller's checkpoint)
+        checkpoint_id = checkpoint["id"]
         with self._lock:
-            history = self._checkpoints.setdefault(key, {})
+            history = self._checkpoints.get(key)
+            if history is None:
+                history = self._checkpoints[key] = {}
             head = next(reversed(history)) if history else None
-            expected = branch_head(config) or parent_id
+            expected = conf.get(BRANCH_HEAD) or parent_id  # (`branch_head`)
             if head != expected:
                 raise CheckpointConflictError(
                     f"thread {thread_id!r} moved on: its head is {head!r}, not {expected!r}; "
@@ -254,7 +288,7 @@ class InMemorySaver(BaseCheckpointSaver):
                 )
             if expected != parent_id:
                 _check_branch(history, thread_id, parent_id)
-            parent = history[parent_id][0]["channel_versions"] if parent_id else {}
+            parent = history[parent_id][2] if parent_id and grown else {}
             for channel, version, value, prev_total, delta, is_edit in grown:
                 # It extends the parent's version of the channel, if that holds what it grew from.
                 prev = parent.get(channel)
@@ -269,10 +303,10 @@ class InMemorySaver(BaseCheckpointSaver):
                     continue
                 blobs[(thread_id, ns, channel, version)] = _Whole(len(value), serde.dumps(value))
             self._blobs.update(blobs)
-            history[checkpoint["id"]] = (record, metadata.copy(), parent_id)
+            history[checkpoint_id] = stored
         finished = not checkpoint["next_tasks"] and not checkpoint["paused"]
-        self._heads.stored(key, parent_id, checkpoint["id"], lists, finished)
-        return checkpoint_config(thread_id, ns, checkpoint["id"])
+        self._heads.stored(key, parent_id, checkpoint_id, lists, finished)
+        return checkpoint_config(thread_id, ns, checkpoint_id)
 
     def put_writes(
         self,

@@ -284,12 +284,13 @@ def _stand_in(name: str, spec: Any) -> Any:
     from langchain_core.runnables import Runnable
 
     given = None if spec is None else spec.runnable
-    if isinstance(given, Runnable):
+    prebuilt = type(given).__module__.startswith("graphs.prebuilt.")
+    if isinstance(given, Runnable) and not prebuilt:  # (`ToolNode` is one too)
         return given
     module, cls = "langgraph._internal._runnable", "RunnableCallable"
     if isinstance(given, GraphShape):
         module, cls = "langgraph.graph.state", "CompiledStateGraph"
-    elif type(given).__module__.startswith("graphs.prebuilt."):
+    elif prebuilt:
         module, cls = "langgraph" + type(given).__module__[6:], type(given).__name__
     node = _stand_in_class(module, cls)()
     node.name = name

@@ -64,7 +64,7 @@ from ._sql.engine import (
 )
 from ._sql.holds import ThreadHolds
 from ._sql.prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
-from ._sql.read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
+from ._sql.read import PausedThread, _get_pg, _get_rows, _get_tx, _list_tx, _paused_tx
 from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
 from ._sql.schema import _check_revision, _migrate, _schema_revision
 from ._sql.write import (
@@ -72,6 +72,7 @@ from ._sql.write import (
     _head_tx,
     _is_broken_chain,
     _put_args,
+    _put_last_pg,
     _put_pg,
     _put_tx,
     _stored_lists,
@@ -252,6 +253,8 @@ class SQLSaver(ThreadHolds):
         """
         hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
         single = getattr(fn, "_single_statement", False)
+        if hold is not None:
+            hold.head = None  # the run asked something else first: the head may move
         if hold is None or hold.lost or not (single or fn is _batch_tx):
             return self._run(fn, *args, retry=retry)
         if not self._schema_ok:
@@ -324,7 +327,17 @@ class SQLSaver(ThreadHolds):
         thread_id, ns = self._key(config)
         if self._d.pg:
             checkpoint_id = config_checkpoint_id(config)
-            tup = self._run_thread((thread_id, ns), _get_pg, self._d, thread_id, ns, checkpoint_id)
+            hold = self._lock_conns.get((threading.get_ident(), thread_id, ns))
+            if hold is not None and hold.head is not None and checkpoint_id is None:
+                # The head, read in the round trip that took the thread's lock (`lock_thread`)
+                rows, hold.head = hold.head, None
+                tup = self._run_thread(
+                    (thread_id, ns), _get_rows, self._d, thread_id, ns, None, rows
+                )
+            else:
+                tup = self._run_thread(
+                    (thread_id, ns), _get_pg, self._d, thread_id, ns, checkpoint_id
+                )
             self._note_read(thread_id, ns, checkpoint_id, tup)
             return tup
         return self._run(_get_tx, self._d, thread_id, ns, config_checkpoint_id(config), read=True)
@@ -385,13 +398,41 @@ class SQLSaver(ThreadHolds):
             hold = self._hold_of(*key)
             if hold is not None:
                 self._keep_hold(hold)
-            self._run_thread(key, fn, self._d, *fargs)
+            if fn is _put_pg and args[4] == "done" and self._last_put(key, fargs):
+                pass
+            else:
+                self._run_thread(key, fn, self._d, *fargs)
             if hold is not None:
                 hold.note_put(key[1], checkpoint["id"])
         else:
             self._run(fn, self._d, *fargs)
         _stored_lists(self._heads, key, config, checkpoint, new_versions)
         return checkpoint_config(args[0], args[1], checkpoint["id"])
+
+    def _last_put(self, key: tuple[str, str], args: tuple[Any, ...]) -> bool:
+        """A finished checkpoint of the run that holds the thread on this OS thread (sync,
+        PostgreSQL): the run's last write, so the thread's lock is let go of with it, in its
+        round trip (`_put_last_pg`); `lock_thread` then has nothing left to send. A write after
+        it (unexpected) takes the lock back first, as after a lost session (`_keep_hold`).
+        False when this is not such a put, or the connection dropped (the put is not done)."""
+        hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
+        if hold is None or hold.lost or hold.ns != key[1]:
+            return False
+        if not self._schema_ok:
+            self._check_schema()
+        with hold.guard:
+            hold.head = None
+            raw = hold.raw
+            try:
+                released = _transact(
+                    raw, _put_last_pg, (self._d, hold.key, *args), False, True, self._sync_engine
+                )
+            except _Dropped:
+                hold.lost = True  # and the lock with the session: taken back before a write
+                return False
+            if released:
+                hold.released = hold.lost = True
+            return True
 
     def _put_fn(
         self, config: RunConfig, args: tuple[Any, ...]

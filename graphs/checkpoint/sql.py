@@ -77,6 +77,7 @@ from ._sql.write import (
     _put_tx,
     _stored_lists,
     _writes_args,
+    _writes_last_pg,
     _writes_tx,
 )
 from .base import (
@@ -361,6 +362,7 @@ class SQLSaver(ThreadHolds):
             hold.note_read(ns, None, 0)
         else:
             hold.note_read(ns, tup.checkpoint["id"], len(tup.pending_writes))
+            hold.note_tasks(ns, tup.checkpoint["id"], tup.checkpoint["next_tasks"])
 
     def list(
         self,
@@ -398,23 +400,25 @@ class SQLSaver(ThreadHolds):
             hold = self._hold_of(*key)
             if hold is not None:
                 self._keep_hold(hold)
-            if fn is _put_pg and args[4] == "done" and self._last_put(key, fargs):
-                pass
-            else:
+            # A finished or paused checkpoint ends the run: the lock goes with it.
+            last = fn is _put_pg and args[4] in ("done", "paused")
+            if not (last and self._write_and_release(key, _put_last_pg, fargs, _put_pg)):
                 self._run_thread(key, fn, self._d, *fargs)
             if hold is not None:
-                hold.note_put(key[1], checkpoint["id"])
+                hold.note_put(key[1], checkpoint["id"], checkpoint["next_tasks"])
         else:
             self._run(fn, self._d, *fargs)
         _stored_lists(self._heads, key, config, checkpoint, new_versions)
         return checkpoint_config(args[0], args[1], checkpoint["id"])
 
-    def _last_put(self, key: tuple[str, str], args: tuple[Any, ...]) -> bool:
-        """A finished checkpoint of the run that holds the thread on this OS thread (sync,
-        PostgreSQL): the run's last write, so the thread's lock is let go of with it, in its
-        round trip (`_put_last_pg`); `lock_thread` then has nothing left to send. A write after
-        it (unexpected) takes the lock back first, as after a lost session (`_keep_hold`).
-        False when this is not such a put, or the connection dropped (the put is not done)."""
+    def _write_and_release(
+        self, key: tuple[str, str], fn: Callable[..., bool], args: tuple[Any, ...], alone: Any
+    ) -> bool:
+        """The run's last write (`fn`: `_put_last_pg`, `_writes_last_pg`) on the lock's
+        connection of the run holding the thread on this OS thread (sync, PostgreSQL), the
+        lock let go of in its round trip. A write after it takes the lock back first, as after
+        a lost session (`_keep_hold`). False when there is no such hold. A dropped connection:
+        the write is retried through the pool as `alone` (a put), or not (writes: None)."""
         hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
         if hold is None or hold.lost or hold.ns != key[1]:
             return False
@@ -422,14 +426,20 @@ class SQLSaver(ThreadHolds):
             self._check_schema()
         with hold.guard:
             hold.head = None
-            raw = hold.raw
             try:
                 released = _transact(
-                    raw, _put_last_pg, (self._d, hold.key, *args), False, True, self._sync_engine
+                    hold.raw, fn, (self._d, hold.key, *args), False, True, self._sync_engine
                 )
-            except _Dropped:
+            except _Dropped as dropped:
                 hold.lost = True  # and the lock with the session: taken back before a write
-                return False
+                if alone is None:
+                    raise dropped.error from None
+                self._run(alone, self._d, *args)
+                return True
+            finally:
+                if hold.raw.dbapi_connection is not None:  # None once invalidated
+                    with contextlib.suppress(Exception):
+                        hold.raw.dbapi_connection.autocommit = True  # as `try_lock` left it
             if released:
                 hold.released = hold.lost = True
             return True
@@ -477,7 +487,14 @@ class SQLSaver(ThreadHolds):
         hold = self._hold_of(args[0], args[1])
         if hold is not None and not _is_outcome(writes):
             self._keep_hold(hold)
-        self._run_thread((args[0], args[1]), _writes_tx, self._d, *args, retry=False)
+        key = (args[0], args[1])
+        # An interrupt of the step's only task ends the run: the lock goes with it.
+        if not (
+            hold is not None
+            and hold.pauses(args[1], args[2], task_id, args[3])
+            and self._write_and_release(key, _writes_last_pg, args, None)
+        ):
+            self._run_thread(key, _writes_tx, self._d, *args, retry=False)
         if hold is not None:
             hold.note_writes(args[1], args[2], len(args[3]))
 
@@ -521,12 +538,13 @@ class SQLSaver(ThreadHolds):
                 batch.append((False, args))
         return key, batch
 
-    def _batch_saved(self, key: tuple[str, str], batch: Any, hold: Any) -> None:
+    def _batch_saved(self, key: tuple[str, str], batch: Any, hold: Any, ops: Any) -> None:
         if hold is None:
             return
+        checkpoints = iter(op[1] for is_put, op in ops if is_put)
         for is_put, args in batch:
             if is_put:
-                hold.note_put(key[1], args[2])
+                hold.note_put(key[1], args[2], next(checkpoints)["next_tasks"])
             else:
                 hold.note_writes(key[1], args[2], len(args[3]))
 
@@ -575,7 +593,7 @@ class SQLSaver(ThreadHolds):
                 else:
                     self.put_writes(*op)
             return
-        self._batch_saved(key, batch, hold)
+        self._batch_saved(key, batch, hold, ops)
 
     async def _aput_batch(self, ops: Sequence[tuple[bool, tuple[Any, ...]]]) -> None:
         key, batch = self._batch_of(ops)
@@ -595,7 +613,7 @@ class SQLSaver(ThreadHolds):
                 else:
                     await self.aput_writes(*op)
             return
-        self._batch_saved(key, batch, hold)
+        self._batch_saved(key, batch, hold, ops)
 
     def delete_thread(self, thread_id: str) -> None:
         self._heads.forget(thread_id)

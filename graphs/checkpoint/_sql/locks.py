@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from ...errors import ThreadBusyError, ThreadLockLostError
+from ..base import ERROR, INTERRUPT, RESUME
 from .engine import _Dropped, _handle_drop
 
 # ---- process-wide lock registry ---------------------------------------------------------
@@ -230,6 +231,7 @@ class _Hold:
         "raw",
         "released",
         "seen",
+        "tasks",
         "thread_id",
     )
 
@@ -254,6 +256,8 @@ class _Hold:
         self.head: list[Any] | None = None
         """Sync holds: the rows of the head, read in the lock's round trip, until the run's
         first operation (`SQLSaver.get_tuple` of the head takes them)."""
+        self.tasks: tuple[str, list[str]] | None = None
+        """The run's head in its own namespace and the ids of its step's tasks, once known."""
         self.released = False
         """The lock was let go of with the run's last write (a finished checkpoint); a write
         after it takes the lock back as after a lost session (`lost` is set too)."""
@@ -261,8 +265,26 @@ class _Hold:
     def note_read(self, ns: str, head_id: str | None, writes: int) -> None:
         self.seen[ns] = (head_id, writes)
 
-    def note_put(self, ns: str, checkpoint_id: str) -> None:
+    def note_put(self, ns: str, checkpoint_id: str, next_tasks: Any = None) -> None:
         self.seen[ns] = (checkpoint_id, 0)
+        self.note_tasks(ns, checkpoint_id, next_tasks)
+
+    def note_tasks(self, ns: str, checkpoint_id: str, next_tasks: Any) -> None:
+        """The tasks of the run's checkpoint `checkpoint_id` (its `next_tasks`, pairs of node
+        and task id), when it is the run's own namespace's."""
+        if ns == self.ns:
+            self.tasks = (checkpoint_id, [t[1] for t in next_tasks or ()])
+
+    def pauses(self, ns: str, checkpoint_id: str, task_id: str, rows: list[Any]) -> bool:
+        """Whether writes of `task_id` on `checkpoint_id` (`rows`, as `_writes_args` makes
+        them) end the run: an `interrupt()` of the only task of the run's step, in the run's
+        own namespace, with no answer among them. The run pauses on it and writes nothing
+        more (if it does, the write takes the lock back first)."""
+        if ns != self.ns or self.lost or self.tasks != (checkpoint_id, [task_id]):
+            return False
+        return any(r["c"] == INTERRUPT for r in rows) and not any(
+            r["c"] in (RESUME, ERROR) for r in rows
+        )
 
     def note_writes(self, ns: str, checkpoint_id: str, n: int) -> None:
         known = self.seen.get(ns)

@@ -258,26 +258,33 @@ def _put_pg(
 _put_pg._single_statement = True  # type: ignore[attr-defined]
 
 
-def _put_last_pg(tx: _Tx, dialect: _Dialect, lock_key: int, *args: Any) -> bool:
-    """`_put_pg` of a run's finished checkpoint on the connection that holds the thread's lock
-    (psycopg's, sync), and the lock let go of right after its COMMIT: BEGIN, the put, COMMIT
-    and the unlock in one pipeline, one round trip. Whoever takes the lock next sees the
-    checkpoint committed. Returns whether the lock was let go of (not when the put was stored
-    already, or its lists were stored whole after a broken append chain)."""
+def _and_unlock(tx: _Tx, lock_key: int, statement: tuple[str, dict[str, Any]]) -> bool:
+    """`statement` as a transaction on the connection that holds the thread's lock (psycopg's,
+    sync), and the lock let go of right after its COMMIT: BEGIN, the statement, COMMIT and the
+    unlock in one pipeline, one round trip. Whoever takes the lock next sees the write
+    committed; a statement that fails stops the pipeline before its COMMIT and the unlock.
+    Returns whether the lock was let go of."""
     conn = tx.cur.connection
     cur = tx.cur
+    with conn.pipeline():
+        cur.execute("BEGIN")
+        cur.execute(*statement)
+        cur.execute("COMMIT")
+        cur.execute("SELECT pg_advisory_unlock(%(k)s)", {"k": lock_key})
+    return bool(cur.fetchone()[0])
+
+
+def _put_last_pg(tx: _Tx, dialect: _Dialect, lock_key: int, *args: Any) -> bool:
+    """`_put_pg` of a checkpoint that ends the run, with the thread's lock let go of after it
+    (`_and_unlock`). Returns whether it was (not when the put was stored already, or its
+    lists were stored whole after a broken append chain)."""
     try:
-        with conn.pipeline():
-            cur.execute("BEGIN")
-            cur.execute(*_put_pg_statement(dialect, *args, strict=True))
-            cur.execute("COMMIT")
-            cur.execute("SELECT pg_advisory_unlock(%(k)s)", {"k": lock_key})
-        return bool(cur.fetchone()[0])
+        return _and_unlock(tx, lock_key, _put_pg_statement(dialect, *args, strict=True))
     except Exception as e:
         stored = getattr(e, "sqlstate", None) == _NOT_MOVED
         if not (stored or _is_broken_chain(e)):
             raise
-        conn.rollback()
+        tx.cur.connection.rollback()
         if stored:
             _check_moved(tx, dialect, *args[:4])  # returns if it was stored already
         else:
@@ -285,6 +292,13 @@ def _put_last_pg(tx: _Tx, dialect: _Dialect, lock_key: int, *args: Any) -> bool:
         return False
 
 
+def _writes_last_pg(tx: _Tx, dialect: _Dialect, lock_key: int, *args: Any) -> bool:
+    """`_writes_pg` of writes that end the run (a pause), with the thread's lock let go of
+    after them (`_and_unlock`)."""
+    return _and_unlock(tx, lock_key, _writes_pg_statement(dialect, *args))
+
+
+_writes_last_pg._single_statement = True  # type: ignore[attr-defined]
 _put_last_pg._single_statement = True  # type: ignore[attr-defined]
 
 

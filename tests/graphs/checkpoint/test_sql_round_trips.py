@@ -8,20 +8,26 @@ stale head, a half-written input, a thread written by two runs.
 
 from __future__ import annotations
 
+import operator
 import subprocess
 import sys
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
 from graphs import (
+    START,
     CheckpointConflictError,
+    Command,
+    GraphInterrupt,
     SQLSaver,
     StateGraph,
     ThreadBusyError,
     ThreadLockLostError,
+    interrupt,
 )
 from graphs.checkpoint import Checkpoint
+from graphs.checkpoint.base import INTERRUPT
 from tests.kit import sql_worker
 
 WORKER = sql_worker.PATH
@@ -184,3 +190,37 @@ def test_invoke_to_the_end_leaves_the_thread_free_and_one_run_at_a_time(pg_url: 
             other.lock_thread(thread()),
         ):
             pass
+
+
+class P(TypedDict, total=False):
+    log: Annotated[list, operator.add]
+
+
+@pytest.mark.postgres
+def test_an_interrupt_beside_another_task_keeps_both_and_the_thread_is_free_after(
+    pg_url: str,
+) -> None:
+    with SQLSaver.from_conn_string(pg_url) as saver:
+        saver.setup()
+
+        def ask(state: P) -> P:
+            return {"log": [f"asked {interrupt('ok?')}"]}
+
+        g = StateGraph(P)
+        g.add_node("ask", ask)
+        g.add_node("other", lambda s: {"log": ["other"]})
+        g.add_edge(START, "ask")
+        g.add_edge(START, "other")
+        app = g.compile(checkpointer=saver)
+        for name in ("t", "u"):
+            with pytest.raises(GraphInterrupt):
+                app.invoke({"log": []}, thread(name))
+            assert worker("try", pg_url, name) == "free"
+            head = saver.get_tuple(thread(name))
+            assert head is not None
+            channels = {w[1] for w in head.pending_writes}
+            assert {INTERRUPT, "log"} <= channels  # the other task's writes are kept
+            assert app.invoke(Command(resume="yes"), thread(name)) == {
+                "log": ["asked yes", "other"]
+            }
+            assert worker("try", pg_url, name) == "free"

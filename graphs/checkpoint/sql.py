@@ -64,7 +64,7 @@ from ._sql.engine import (
 )
 from ._sql.holds import ThreadHolds
 from ._sql.prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
-from ._sql.read import PausedThread, _get_pg, _get_tx, _list_tx, _paused_tx
+from ._sql.read import PausedThread, _get_pg, _get_rows, _get_tx, _list_tx, _paused_tx
 from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
 from ._sql.schema import _check_revision, _migrate, _schema_revision
 from ._sql.write import (
@@ -72,10 +72,12 @@ from ._sql.write import (
     _head_tx,
     _is_broken_chain,
     _put_args,
+    _put_last_pg,
     _put_pg,
     _put_tx,
     _stored_lists,
     _writes_args,
+    _writes_last_pg,
     _writes_tx,
 )
 from .base import (
@@ -252,6 +254,8 @@ class SQLSaver(ThreadHolds):
         """
         hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
         single = getattr(fn, "_single_statement", False)
+        if hold is not None:
+            hold.head = None  # the run asked something else first: the head may move
         if hold is None or hold.lost or not (single or fn is _batch_tx):
             return self._run(fn, *args, retry=retry)
         if not self._schema_ok:
@@ -324,7 +328,17 @@ class SQLSaver(ThreadHolds):
         thread_id, ns = self._key(config)
         if self._d.pg:
             checkpoint_id = config_checkpoint_id(config)
-            tup = self._run_thread((thread_id, ns), _get_pg, self._d, thread_id, ns, checkpoint_id)
+            hold = self._lock_conns.get((threading.get_ident(), thread_id, ns))
+            if hold is not None and hold.head is not None and checkpoint_id is None:
+                # The head, read in the round trip that took the thread's lock (`lock_thread`)
+                rows, hold.head = hold.head, None
+                tup = self._run_thread(
+                    (thread_id, ns), _get_rows, self._d, thread_id, ns, None, rows
+                )
+            else:
+                tup = self._run_thread(
+                    (thread_id, ns), _get_pg, self._d, thread_id, ns, checkpoint_id
+                )
             self._note_read(thread_id, ns, checkpoint_id, tup)
             return tup
         return self._run(_get_tx, self._d, thread_id, ns, config_checkpoint_id(config), read=True)
@@ -348,6 +362,7 @@ class SQLSaver(ThreadHolds):
             hold.note_read(ns, None, 0)
         else:
             hold.note_read(ns, tup.checkpoint["id"], len(tup.pending_writes))
+            hold.note_tasks(ns, tup.checkpoint["id"], tup.checkpoint["next_tasks"])
 
     def list(
         self,
@@ -385,13 +400,49 @@ class SQLSaver(ThreadHolds):
             hold = self._hold_of(*key)
             if hold is not None:
                 self._keep_hold(hold)
-            self._run_thread(key, fn, self._d, *fargs)
+            # A finished or paused checkpoint ends the run: the lock goes with it.
+            last = fn is _put_pg and args[4] in ("done", "paused")
+            if not (last and self._write_and_release(key, _put_last_pg, fargs, _put_pg)):
+                self._run_thread(key, fn, self._d, *fargs)
             if hold is not None:
-                hold.note_put(key[1], checkpoint["id"])
+                hold.note_put(key[1], checkpoint["id"], checkpoint["next_tasks"])
         else:
             self._run(fn, self._d, *fargs)
         _stored_lists(self._heads, key, config, checkpoint, new_versions)
         return checkpoint_config(args[0], args[1], checkpoint["id"])
+
+    def _write_and_release(
+        self, key: tuple[str, str], fn: Callable[..., bool], args: tuple[Any, ...], alone: Any
+    ) -> bool:
+        """The run's last write (`fn`: `_put_last_pg`, `_writes_last_pg`) on the lock's
+        connection of the run holding the thread on this OS thread (sync, PostgreSQL), the
+        lock let go of in its round trip. A write after it takes the lock back first, as after
+        a lost session (`_keep_hold`). False when there is no such hold. A dropped connection:
+        the write is retried through the pool as `alone` (a put), or not (writes: None)."""
+        hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
+        if hold is None or hold.lost or hold.ns != key[1]:
+            return False
+        if not self._schema_ok:
+            self._check_schema()
+        with hold.guard:
+            hold.head = None
+            try:
+                released = _transact(
+                    hold.raw, fn, (self._d, hold.key, *args), False, True, self._sync_engine
+                )
+            except _Dropped as dropped:
+                hold.lost = True  # and the lock with the session: taken back before a write
+                if alone is None:
+                    raise dropped.error from None
+                self._run(alone, self._d, *args)
+                return True
+            finally:
+                if hold.raw.dbapi_connection is not None:  # None once invalidated
+                    with contextlib.suppress(Exception):
+                        hold.raw.dbapi_connection.autocommit = True  # as `try_lock` left it
+            if released:
+                hold.released = hold.lost = True
+            return True
 
     def _put_fn(
         self, config: RunConfig, args: tuple[Any, ...]
@@ -436,7 +487,14 @@ class SQLSaver(ThreadHolds):
         hold = self._hold_of(args[0], args[1])
         if hold is not None and not _is_outcome(writes):
             self._keep_hold(hold)
-        self._run_thread((args[0], args[1]), _writes_tx, self._d, *args, retry=False)
+        key = (args[0], args[1])
+        # An interrupt of the step's only task ends the run: the lock goes with it.
+        if not (
+            hold is not None
+            and hold.pauses(args[1], args[2], task_id, args[3])
+            and self._write_and_release(key, _writes_last_pg, args, None)
+        ):
+            self._run_thread(key, _writes_tx, self._d, *args, retry=False)
         if hold is not None:
             hold.note_writes(args[1], args[2], len(args[3]))
 
@@ -480,12 +538,13 @@ class SQLSaver(ThreadHolds):
                 batch.append((False, args))
         return key, batch
 
-    def _batch_saved(self, key: tuple[str, str], batch: Any, hold: Any) -> None:
+    def _batch_saved(self, key: tuple[str, str], batch: Any, hold: Any, ops: Any) -> None:
         if hold is None:
             return
+        checkpoints = iter(op[1] for is_put, op in ops if is_put)
         for is_put, args in batch:
             if is_put:
-                hold.note_put(key[1], args[2])
+                hold.note_put(key[1], args[2], next(checkpoints)["next_tasks"])
             else:
                 hold.note_writes(key[1], args[2], len(args[3]))
 
@@ -534,7 +593,7 @@ class SQLSaver(ThreadHolds):
                 else:
                     self.put_writes(*op)
             return
-        self._batch_saved(key, batch, hold)
+        self._batch_saved(key, batch, hold, ops)
 
     async def _aput_batch(self, ops: Sequence[tuple[bool, tuple[Any, ...]]]) -> None:
         key, batch = self._batch_of(ops)
@@ -554,7 +613,7 @@ class SQLSaver(ThreadHolds):
                 else:
                     await self.aput_writes(*op)
             return
-        self._batch_saved(key, batch, hold)
+        self._batch_saved(key, batch, hold, ops)
 
     def delete_thread(self, thread_id: str) -> None:
         self._heads.forget(thread_id)

@@ -20,7 +20,16 @@ from ..._types import RunConfig
 from ...errors import ThreadBusyError
 from .engine import _Dropped
 from .engines import SQLEngines
-from .locks import _file_lock, _Hold, _lost, _moved, _probe, _proc_hold, _raw_unlock
+from .locks import (
+    _file_lock,
+    _Hold,
+    _lost,
+    _moved,
+    _probe,
+    _proc_hold,
+    _raw_close,
+    _raw_unlock,
+)
 
 __all__ = ["ThreadHolds"]
 
@@ -56,8 +65,17 @@ class ThreadHolds(SQLEngines):
                 yield
             return
         with _proc_hold(self._proc_key(thread_id, ns)):
-            raw, key = self._advisory.retry(thread_id, ns, self._locks_engine().raw_connection)
+            # The run's first request is the head: it is read in the lock's round trip.
+            read = (
+                (self._d.get_statement(False), {"t": thread_id, "ns": ns, "id": None})
+                if self._schema_ok
+                else None
+            )
+            raw, key, head = self._advisory.retry(
+                thread_id, ns, self._locks_engine().raw_connection, read
+            )
             hold = _Hold(thread_id, ns, key, raw)
+            hold.head = head
             me = (threading.get_ident(), thread_id, ns)
             self._lock_conns[me] = self._holds[(thread_id, ns)] = hold
             try:
@@ -66,7 +84,10 @@ class ThreadHolds(SQLEngines):
                 self._lock_conns.pop(me, None)
                 self._holds.pop((thread_id, ns), None)
                 with hold.guard:
-                    _raw_unlock(hold.raw, key)
+                    if hold.released:  # let go of with the run's last write (`SQLSaver.put`)
+                        _raw_close(hold.raw)
+                    else:
+                        _raw_unlock(hold.raw, key)
 
     @contextlib.asynccontextmanager
     async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:
@@ -115,7 +136,7 @@ class ThreadHolds(SQLEngines):
                 return  # something else was sent on the session: it is alive
             hold.lost = True
             try:
-                raw, _ = self._advisory.retry(
+                raw, _, _ = self._advisory.retry(
                     hold.thread_id, hold.ns, self._locks_engine().raw_connection
                 )
             except ThreadBusyError:
@@ -128,9 +149,11 @@ class ThreadHolds(SQLEngines):
             if why is not None:
                 _raw_unlock(raw, hold.key)
                 raise _lost(hold.thread_id, f"another run wrote to it meanwhile ({why})")
-            old, old_conn = hold.raw, hold.conn
-            hold.raw, hold.conn, hold.lost = raw, None, False
-            if old_conn is None:
+            old, old_conn, released = hold.raw, hold.conn, hold.released
+            hold.raw, hold.conn, hold.lost, hold.released = raw, None, False, False
+            if old_conn is None and released:
+                _raw_close(old)  # its lock was let go of with a write
+            elif old_conn is None:
                 _raw_unlock(old, hold.key)  # the session is gone: this lets go of the connection
 
     async def _akeep_hold(self, hold: _Hold) -> None:

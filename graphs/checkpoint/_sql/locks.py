@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from ...errors import ThreadBusyError, ThreadLockLostError
+from ..base import ERROR, INTERRUPT, RESUME
 from .engine import _Dropped, _handle_drop
 
 # ---- process-wide lock registry ---------------------------------------------------------
@@ -85,6 +86,17 @@ def _raw_unlock(raw: Any, key: int, close: bool = True) -> None:
             raw.close()
 
 
+def _raw_close(raw: Any) -> None:
+    """Give back a lock connection whose lock was let go of already."""
+    try:
+        raw.dbapi_connection.autocommit = False
+    except Exception:  # noqa: BLE001 (the session is gone)
+        if raw.dbapi_connection is not None:
+            raw.invalidate()
+    finally:
+        raw.close()
+
+
 @contextlib.contextmanager
 def _file_lock(lock_path: str | None, thread_id: str, ns: str) -> Iterator[None]:
     assert lock_path is not None
@@ -115,13 +127,17 @@ class _AdvisoryLock:
         self.scope: str | None = None
         """`database.schema` of the server, once known."""
 
-    def retry(self, thread_id: str, ns: str, checkout: Callable[[], Any]) -> tuple[Any, int]:
-        """A connection from `checkout` holding the thread's lock, and the lock's key; a
-        connection found dropped is replaced once."""
+    def retry(
+        self, thread_id: str, ns: str, checkout: Callable[[], Any], read: Any = None
+    ) -> tuple[Any, int, list[Any] | None]:
+        """A connection from `checkout` holding the thread's lock, the lock's key, and the rows
+        of `read` (see `try_lock`); a connection found dropped is replaced once."""
         for attempt in (0, 1):
             raw = checkout()
             try:
-                return raw, self.try_lock(raw, thread_id, ns)
+                got: list[Any] = []
+                key = self.try_lock(raw, thread_id, ns, read, got)
+                return raw, key, (got[0] if got else None)
             except _Dropped as dropped:
                 raw.close()
                 if attempt:
@@ -131,8 +147,17 @@ class _AdvisoryLock:
                 raise
         raise AssertionError("unreachable")
 
-    def try_lock(self, raw: Any, thread_id: str, ns: str) -> int:
-        """Take the thread's advisory lock on `raw` (in autocommit mode while held)."""
+    def try_lock(
+        self, raw: Any, thread_id: str, ns: str, read: Any = None, out: list[Any] | None = None
+    ) -> int:
+        """Take the thread's advisory lock on `raw` (in autocommit mode while held).
+
+        With `read` (a statement and its parameters, on the sync engine), the statement goes in
+        the same round trip, right after the lock (psycopg's pipeline; two statements, so the
+        read sees what was committed before the lock was taken), and its rows are appended to
+        `out` (as one list) if the lock was taken. A read that fails is dropped: the lock is
+        then taken alone, and the caller reads as it would have.
+        """
         cursor = None
         try:
             raw.dbapi_connection.autocommit = True
@@ -141,8 +166,12 @@ class _AdvisoryLock:
                 cursor.execute("SELECT current_database() || '.' || current_schema()")
                 self.scope = str(cursor.fetchone()[0])
             key = _advisory_key(self.scope, thread_id, ns)
-            cursor.execute("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
-            got = cursor.fetchone()[0]
+            got = None
+            if read is not None and out is not None:
+                got = self._lock_and_read(raw, cursor, key, read, out)
+            if got is None:
+                cursor.execute("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
+                got = cursor.fetchone()[0]
         except BaseException as e:
             _handle_drop(self._engine().dialect, raw, e, cursor)
             with contextlib.suppress(Exception):
@@ -157,6 +186,29 @@ class _AdvisoryLock:
             raise _busy(thread_id, "another process")
         return key
 
+    def _lock_and_read(self, raw: Any, cursor: Any, key: int, read: Any, out: list[Any]) -> Any:
+        """`try_lock`'s lock and read in one round trip: whether the lock was taken, or None
+        when the read failed (the lock let go of, if it was taken)."""
+        conn = raw.driver_connection
+        reader = conn.cursor()
+        try:
+            with conn.pipeline():
+                cursor.execute("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
+                reader.execute(*read)
+            got = cursor.fetchone()[0]
+            if got:
+                out.append(reader.fetchall())
+            return got
+        except Exception as e:  # noqa: BLE001 (a drop is raised; any other failure, below)
+            _handle_drop(self._engine().dialect, raw, e, reader)
+            # Not a dropped connection: the read itself failed (the lock, a session lock, was
+            # taken or not whatever became of the read's implicit transaction).
+            cursor.execute("SELECT pg_advisory_unlock_all()")
+            return None
+        finally:
+            with contextlib.suppress(Exception):
+                reader.close()
+
 
 class _Hold:
     """A run's hold on a thread's advisory lock (PostgreSQL), kept while the run goes on.
@@ -168,7 +220,20 @@ class _Hold:
     only if the thread is as this run left it (`seen`); else `ThreadLockLostError`.
     """
 
-    __slots__ = ("aguard", "conn", "guard", "key", "lost", "ns", "raw", "seen", "thread_id")
+    __slots__ = (
+        "aguard",
+        "conn",
+        "guard",
+        "head",
+        "key",
+        "lost",
+        "ns",
+        "raw",
+        "released",
+        "seen",
+        "tasks",
+        "thread_id",
+    )
 
     def __init__(self, thread_id: str, ns: str, key: int, raw: Any, conn: Any = None) -> None:
         self.thread_id = thread_id
@@ -188,12 +253,38 @@ class _Hold:
         """Held while the lock's connection is used (a sync run's own operations run on it)."""
         self.aguard: Any = None
         """Async holds: an `asyncio.Lock`, held while the lock is checked or taken back."""
+        self.head: list[Any] | None = None
+        """Sync holds: the rows of the head, read in the lock's round trip, until the run's
+        first operation (`SQLSaver.get_tuple` of the head takes them)."""
+        self.tasks: tuple[str, list[str]] | None = None
+        """The run's head in its own namespace and the ids of its step's tasks, once known."""
+        self.released = False
+        """The lock was let go of with the run's last write (a finished checkpoint); a write
+        after it takes the lock back as after a lost session (`lost` is set too)."""
 
     def note_read(self, ns: str, head_id: str | None, writes: int) -> None:
         self.seen[ns] = (head_id, writes)
 
-    def note_put(self, ns: str, checkpoint_id: str) -> None:
+    def note_put(self, ns: str, checkpoint_id: str, next_tasks: Any = None) -> None:
         self.seen[ns] = (checkpoint_id, 0)
+        self.note_tasks(ns, checkpoint_id, next_tasks)
+
+    def note_tasks(self, ns: str, checkpoint_id: str, next_tasks: Any) -> None:
+        """The tasks of the run's checkpoint `checkpoint_id` (its `next_tasks`, pairs of node
+        and task id), when it is the run's own namespace's."""
+        if ns == self.ns:
+            self.tasks = (checkpoint_id, [t[1] for t in next_tasks or ()])
+
+    def pauses(self, ns: str, checkpoint_id: str, task_id: str, rows: list[Any]) -> bool:
+        """Whether writes of `task_id` on `checkpoint_id` (`rows`, as `_writes_args` makes
+        them) end the run: an `interrupt()` of the only task of the run's step, in the run's
+        own namespace, with no answer among them. The run pauses on it and writes nothing
+        more (if it does, the write takes the lock back first)."""
+        if ns != self.ns or self.lost or self.tasks != (checkpoint_id, [task_id]):
+            return False
+        return any(r["c"] == INTERRUPT for r in rows) and not any(
+            r["c"] in (RESUME, ERROR) for r in rows
+        )
 
     def note_writes(self, ns: str, checkpoint_id: str, n: int) -> None:
         known = self.seen.get(ns)

@@ -110,6 +110,19 @@ def _get_pg(
             # the record is not JSON the server can read: let the general path say why
             return _get_tx(tx, dialect, thread_id, ns, checkpoint_id)
         raise
+    return _get_rows(tx, dialect, thread_id, ns, checkpoint_id, result)
+
+
+def _get_rows(
+    tx: _Tx,
+    dialect: _Dialect,
+    thread_id: str,
+    ns: str,
+    checkpoint_id: str | None,
+    result: list[Any],
+) -> CheckpointTuple | None:
+    """`_get_pg`'s tuple from its statement's rows (read already, as in the round trip that
+    takes a thread's lock); `tx` reads what they lack."""
     row = None
     writes: list[tuple[int, str, str, Any]] = []
     blob_rows: _BlobRows = {}
@@ -130,6 +143,7 @@ def _get_pg(
 
 
 _get_pg._single_statement = True  # type: ignore[attr-defined]
+_get_rows._single_statement = True  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)

@@ -204,8 +204,10 @@ class _Dialect:
         return self.render(" UNION ALL ".join(branch.format(i=i) for i in range(n)))
 
     @functools.lru_cache(maxsize=128)  # noqa: B019
-    def put_statement(self, head: str, n_full: int, n_deltas: int) -> str:
-        """PostgreSQL: the whole of a `put` in one statement; returns 1 if the head moved.
+    def put_statement(self, head: str, n_full: int, n_deltas: int, strict: bool = False) -> str:
+        """PostgreSQL: the whole of a `put` in one statement; returns 1 if the head moved, else
+        0, or with `strict` fails with division by zero (so a transaction it is part of, sent
+        ahead in one pipeline with its COMMIT, stops before the COMMIT).
 
         Rows are bound as scalars (`:c0, :v0, ...`): psycopg adapts those much faster than
         arrays, and one prepared statement per shape is cached on the server.
@@ -257,7 +259,8 @@ class _Dialect:
                       AND q.version < u.v
                     ORDER BY q.version DESC LIMIT 1) p ON true
                 ON CONFLICT DO NOTHING)"""
-        return self.render(text + " SELECT count(*) FROM moved")
+        moved = "1 / count(*)" if strict else "count(*)"
+        return self.render(text + f" SELECT {moved} FROM moved")
 
     @functools.lru_cache(maxsize=4)  # noqa: B019
     def get_statement(self, by_id: bool) -> str:

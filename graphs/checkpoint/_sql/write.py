@@ -180,8 +180,11 @@ def _put_pg_statement(
     meta: bytes,
     full: list[dict[str, Any]],
     deltas: list[tuple[dict[str, Any], list[Any]]],
+    *,
+    strict: bool = False,
 ) -> tuple[str, dict[str, Any]]:
-    """`_put_tx` as one PostgreSQL statement (a data-modifying WITH) and its parameters."""
+    """`_put_tx` as one PostgreSQL statement (a data-modifying WITH) and its parameters; it
+    returns 1 if the head moved, else 0, or with `strict` fails (`_NOT_MOVED`)."""
     now = _now()
     params: dict[str, Any] = {
         "t": thread_id,
@@ -203,7 +206,7 @@ def _put_pg_statement(
         params[f"dc{i}"], params[f"dv{i}"], params[f"dtotal{i}"] = d["c"], d["v"], d["total"]
         params[f"dprev{i}"], params[f"dvalue{i}"] = d["prev_total"], d["value"]
     head = "insert" if parent_id is None else "paused" if status == "paused" else "advance"
-    return dialect.put_statement(head, len(full), len(deltas)), params
+    return dialect.put_statement(head, len(full), len(deltas), strict), params
 
 
 def _check_moved(
@@ -253,6 +256,50 @@ def _put_pg(
 
 
 _put_pg._single_statement = True  # type: ignore[attr-defined]
+
+
+def _and_unlock(tx: _Tx, lock_key: int, statement: tuple[str, dict[str, Any]]) -> bool:
+    """`statement` as a transaction on the connection that holds the thread's lock (psycopg's,
+    sync), and the lock let go of right after its COMMIT: BEGIN, the statement, COMMIT and the
+    unlock in one pipeline, one round trip. Whoever takes the lock next sees the write
+    committed; a statement that fails stops the pipeline before its COMMIT and the unlock.
+    Returns whether the lock was let go of."""
+    conn = tx.cur.connection
+    cur = tx.cur
+    with conn.pipeline():
+        cur.execute("BEGIN")
+        cur.execute(*statement)
+        cur.execute("COMMIT")
+        cur.execute("SELECT pg_advisory_unlock(%(k)s)", {"k": lock_key})
+    return bool(cur.fetchone()[0])
+
+
+def _put_last_pg(tx: _Tx, dialect: _Dialect, lock_key: int, *args: Any) -> bool:
+    """`_put_pg` of a checkpoint that ends the run, with the thread's lock let go of after it
+    (`_and_unlock`). Returns whether it was (not when the put was stored already, or its
+    lists were stored whole after a broken append chain)."""
+    try:
+        return _and_unlock(tx, lock_key, _put_pg_statement(dialect, *args, strict=True))
+    except Exception as e:
+        stored = getattr(e, "sqlstate", None) == _NOT_MOVED
+        if not (stored or _is_broken_chain(e)):
+            raise
+        tx.cur.connection.rollback()
+        if stored:
+            _check_moved(tx, dialect, *args[:4])  # returns if it was stored already
+        else:
+            _put_pg(tx, dialect, *args)
+        return False
+
+
+def _writes_last_pg(tx: _Tx, dialect: _Dialect, lock_key: int, *args: Any) -> bool:
+    """`_writes_pg` of writes that end the run (a pause), with the thread's lock let go of
+    after them (`_and_unlock`)."""
+    return _and_unlock(tx, lock_key, _writes_pg_statement(dialect, *args))
+
+
+_writes_last_pg._single_statement = True  # type: ignore[attr-defined]
+_put_last_pg._single_statement = True  # type: ignore[attr-defined]
 
 
 def _writes_args(
@@ -371,40 +418,64 @@ def _head_tx(tx: _Tx, dialect: _Dialect, thread_id: str, ns: str) -> Any:
 def _batch_tx(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]]) -> None:
     """Puts and put_writes of one thread, in order, as one transaction (one commit): each
     `(True, _put_args(...))` or `(False, _writes_args(...))`. Each put is the compare-and-set
-    on the head it is alone; the transaction stores all of them or none. On PostgreSQL the
-    statements go in one pipeline (one round trip, BEGIN included), their results checked
-    before the caller commits; a broken append chain raises (`_is_broken_chain`) for the
-    caller to store the values whole."""
+    on the head it is alone; the transaction stores all of them or none. On PostgreSQL it runs
+    in autocommit mode and sends its own BEGIN and COMMIT: on the sync engine in one pipeline
+    with the statements (one round trip, `_batch_pg`); a broken append chain raises
+    (`_is_broken_chain`) for the caller to store the values whole."""
+    if not dialect.pg:
+        for is_put, args in ops:
+            if is_put:
+                _put_tx(tx, dialect, *args)
+            else:
+                _writes_tx(tx, dialect, *args)
+        return
     conn = getattr(tx.cur, "connection", None)  # psycopg's, on the sync engine
-    if dialect.pg and hasattr(conn, "pipeline"):
+    if hasattr(conn, "pipeline"):
         _batch_pg(conn, tx, dialect, ops)
         return
-    for is_put, args in ops:  # (the async engine's adapted cursor: one statement at a time)
+    tx.run("BEGIN")  # (the async engine's adapted cursor: one statement at a time)
+    for is_put, args in ops:
         if not is_put:
             _writes_tx(tx, dialect, *args)
-        elif dialect.pg:
-            moved = tx.one(*_put_pg_statement(dialect, *args))[0]
-            if moved != 1:
-                _check_moved(tx, dialect, *args[:4])
-        else:
-            _put_tx(tx, dialect, *args)
+            continue
+        moved = tx.one(*_put_pg_statement(dialect, *args))[0]
+        if moved != 1:
+            _check_moved(tx, dialect, *args[:4])
+    tx.run("COMMIT")
+
+
+_batch_tx._single_statement = True  # type: ignore[attr-defined]  # (autocommit, its own BEGIN)
 
 
 def _batch_pg(
     conn: Any, tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]]
 ) -> None:
-    puts: list[tuple[Any, tuple[Any, ...]]] = []
-    with conn.pipeline():
-        for is_put, args in ops:
-            cur = conn.cursor()
-            if is_put:
-                cur.execute(*_put_pg_statement(dialect, *args))
-                puts.append((cur, args))
-            else:
-                cur.execute(*_writes_pg_statement(dialect, *args))
-                cur.close()
-    for cur, args in puts:  # (the pipeline has synced: every result is in)
-        moved = cur.fetchone()[0]
+    """`_batch_tx` on psycopg: BEGIN, the statements and COMMIT in one pipeline. A put whose
+    head did not move fails its statement (`strict`), so the transaction never reaches its
+    COMMIT; then the head tells a batch stored already (a retry after the connection dropped
+    during COMMIT) from a thread another run moved on."""
+    cur = conn.cursor()
+    try:
+        with conn.pipeline():
+            cur.execute("BEGIN")
+            for is_put, args in ops:
+                if is_put:
+                    cur.execute(*_put_pg_statement(dialect, *args, strict=True))
+                else:
+                    cur.execute(*_writes_pg_statement(dialect, *args))
+            cur.execute("COMMIT")
+    except Exception as e:
+        if getattr(e, "sqlstate", None) != _NOT_MOVED:
+            raise
+        conn.rollback()
+        puts = [args for is_put, args in ops if is_put]
+        row = _head_tx(tx, dialect, *puts[0][:2])
+        if row is not None and row[0] == puts[-1][2]:
+            return
+        _check_moved(tx, dialect, *puts[0][:4])
+        raise  # (the head is the first put's own: not a state the batch can leave)
+    finally:
         cur.close()
-        if moved != 1:
-            _check_moved(tx, dialect, *args[:4])
+
+
+_NOT_MOVED = "22012"  # division_by_zero: a strict put's `1 / count(*)` with no head moved

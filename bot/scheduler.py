@@ -30,6 +30,10 @@ LINK_BACKOFF_MAX = 5.0
 GIVE_WAY_MAX = 1.0
 """The longest a job worker waits for a lull in the clicks before it takes its next job
 (seconds): under a steady stream of clicks the jobs still move, one per worker per wait."""
+SWEEP_GIVE_WAY = 10.0
+"""The longest the periodic sweep (expiries, reminders, escalations, every 30 s by default)
+waits for a lull in the clicks before it runs: a pass reads up to a few hundred approvals, all
+on the event loop the clicks' acks wait for, and a few seconds late changes nothing it does."""
 LULL = 0.05
 """Seconds without a click being served that make a lull (`Foreground.lull`): the clicks of
 a burst reach the bot a moment apart, and each gap is no time to start a job in."""
@@ -69,10 +73,11 @@ class Foreground:
             self._serving -= 1
             self._last = time.monotonic()
 
-    async def lull(self) -> None:
+    async def lull(self, longest: float | None = None) -> None:
         """Return once no click has been served for `quiet` seconds (clicks in a burst arrive
-        a moment apart), or after `longest` seconds."""
-        give_up = time.monotonic() + self.longest
+        a moment apart), or after `longest` seconds (the `longest` given here, else this
+        object's)."""
+        give_up = time.monotonic() + (self.longest if longest is None else longest)
         while (now := time.monotonic()) < give_up:
             if not self._serving and now - self._last >= self.quiet:
                 return
@@ -214,15 +219,19 @@ def start_scheduler(
     sweep_every: float = 30.0,
     jobs_every: float | None = 1.0,
     kinds: tuple[JobKind, ...] = ("resume", "event"),
+    foreground: Foreground | None = None,
 ) -> AsyncIOScheduler:
     """Start the sweep (and, unless `jobs_every` is None, the job worker) on the running loop.
 
     `shutdown()` the result to stop. `kinds` are the job kinds this process performs (the CLI
-    resumes but leaves Slack events to the bot).
+    resumes but leaves Slack events to the bot). With `foreground` (the bot's clicks being
+    served), each sweep waits for a lull in the clicks, `SWEEP_GIVE_WAY` seconds at most.
     """
 
     async def sweep() -> None:
         try:
+            if foreground is not None:
+                await foreground.lull(SWEEP_GIVE_WAY)
             await app.release_dead_leases()
             counts = await app.sweep()
             await app.link_audit()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import importlib
 import logging
 import signal
 from typing import Any
@@ -153,10 +154,14 @@ async def serve(settings: Settings, *, port: int, host: str = "0.0.0.0") -> None
         await _listen(web.TCPSite(web_runner, host, port), host, port)
         runner.start()
         opened.push_async_callback(_stop_workers, signoff, runner)
+        preloaded = asyncio.create_task(_preload())  # before the first click, not during it
+        opened.push_async_callback(_given_up, preloaded)
         groups_task = keep_groups_fresh(signoff)
         if groups_task is not None:
             opened.callback(groups_task.cancel)
-        scheduler = start_scheduler(signoff, sweep_every=settings.sweep_interval, jobs_every=None)
+        scheduler = start_scheduler(
+            signoff, sweep_every=settings.sweep_interval, jobs_every=None, foreground=foreground
+        )
         opened.callback(scheduler.shutdown, wait=False)
         # first on the way out: reads waiting on a decision answer now, with what they would read
         opened.callback(signoff.external.close)
@@ -200,6 +205,25 @@ async def _given_up(task: asyncio.Task[Any]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):  # said already, or moot
         await task
+
+
+RESUME_IMPORTS = ("langchain_core.runnables.utils",)
+"""What a decision's resume loads on first use that `signoff run` does not load to start: the
+graph runtime reads the paused run's state, and finds each node's subgraph as LangGraph does,
+with langchain_core's helper (`graphs._subgraph`). Its first import takes a tenth of a second
+or more of the event loop, which the first decisions' job would take in the middle of a burst
+of clicks, every click in flight waiting on it."""
+
+
+async def _preload() -> None:
+    """Import `RESUME_IMPORTS` on a thread once the bot serves: the event loop keeps taking
+    turns meanwhile, and neither the start (`/healthz`) nor the first clicks wait for it. One
+    that fails to import is left to fail where it is used."""
+    for name in RESUME_IMPORTS:
+        try:
+            await asyncio.to_thread(importlib.import_module, name)
+        except Exception as e:  # noqa: BLE001 - said where it is used, if it is
+            log.debug("could not preload %s: %s", name, e)
 
 
 async def _stop_workers(signoff: Signoff, runner: JobRunner) -> None:

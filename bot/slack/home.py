@@ -23,7 +23,11 @@ __all__ = ["Home"]
 log = logging.getLogger("signoff.slack")
 
 HOME_REFRESH_DELAY = 1.0
-"""Seconds from a decision to the refresh of the decider's Home (later clicks join it)."""
+"""Seconds from a person's last decision to the refresh of their Home: each decision of theirs
+within it moves the refresh on, so a burst of clicks is shown by one publish after it."""
+HOME_REFRESH_LONGEST = 10.0
+"""Seconds a refresh is put off at most by decisions that keep coming (counted from the first
+of them)."""
 
 
 class Home(Listener):
@@ -33,7 +37,8 @@ class Home(Listener):
         super().__init__(signoff, client, kick)
         self._home_locks: dict[str, asyncio.Lock] = {}
         self._home_waiting: set[str] = set()
-        self._home_soon: set[str] = set()
+        self._home_soon: dict[str, float] = {}
+        """Who has a refresh coming, and when they last decided (`time.monotonic()`)."""
 
     async def on_home_opened(self, event: dict[str, Any]) -> None:
         if event.get("tab") not in (None, "home"):
@@ -41,21 +46,28 @@ class Home(Listener):
         await self.publish_home(event["user"])
 
     def refresh_home_soon(self, user: str) -> None:
-        """Publish `user`'s Home after they decided something, within HOME_REFRESH_DELAY.
+        """Publish `user`'s Home once they stop deciding for HOME_REFRESH_DELAY (at most
+        HOME_REFRESH_LONGEST after the first decision of the burst).
 
         Clicks come in bursts (an approver working through a queue): one publish a moment after
-        the last of them shows them all, where a publish per click would keep the bot busy
-        rendering views nobody is looking at.
+        the last of them shows them all, where a publish per click, or one a second, would take
+        turns of the event loop from the clicks still waiting for their ack, to render views
+        nobody is looking at (the person is clicking in the channel).
         """
-        if user in self._home_soon:
+        now, coming = time.monotonic(), user in self._home_soon
+        self._home_soon[user] = now
+        if coming:
             return
-        self._home_soon.add(user)
 
         async def later() -> None:
+            give_up = now + HOME_REFRESH_LONGEST
             try:
-                await asyncio.sleep(HOME_REFRESH_DELAY)
+                while (due := self._home_soon[user] + HOME_REFRESH_DELAY) > time.monotonic():
+                    await asyncio.sleep(max(0.0, min(due, give_up) - time.monotonic()))
+                    if time.monotonic() >= give_up:
+                        break
             finally:
-                self._home_soon.discard(user)
+                self._home_soon.pop(user, None)
             await self.publish_home(user)
 
         self._spawn(later())

@@ -216,3 +216,32 @@ async def test_workers_give_way_to_the_clicks_being_served_and_catch_up_after(ki
         finally:
             await runner.stop()
     assert len(await kit.effects("refund")) == 2
+
+
+async def test_the_sweep_waits_for_a_lull_in_the_clicks(kit: Kit) -> None:
+    """The periodic sweep (expiries, reminders, escalations) does not start while a click is
+    being decided and answered: an approval past its deadline stays pending through sweep
+    periods that pass meanwhile, and is expired (once) when the clicks stop."""
+    from bot.scheduler import Foreground, start_scheduler
+
+    report = await kit.start("refund", REFUND)
+    (approval_id,) = report.approvals
+    kit.clock.advance(3 * 86400.0 + 3600.0)  # past its deadline (the demo policy: 3 days)
+    foreground = Foreground()
+    scheduler = None
+    try:
+        with foreground.serving():
+            scheduler = start_scheduler(
+                kit.app, sweep_every=0.05, jobs_every=None, foreground=foreground
+            )
+            await asyncio.sleep(0.5)  # ten sweep periods, a click served all the while
+            assert (await kit.app.get(approval_id)).status == "pending"
+        deadline = asyncio.get_running_loop().time() + 10
+        while (await kit.app.get(approval_id)).status == "pending":
+            assert asyncio.get_running_loop().time() < deadline, "the sweep never ran"
+            await asyncio.sleep(0.02)
+    finally:
+        if scheduler is not None:
+            scheduler.shutdown(wait=False)
+    assert (await kit.app.get(approval_id)).status == "expired"
+    assert len(await kit.audit("expired")) == 1

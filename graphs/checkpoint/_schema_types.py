@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import sys
 import types
 import typing
 from collections.abc import Callable
@@ -159,8 +158,12 @@ def _model_codec(cls: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
 
 
 def _is_model(cls: type) -> bool:
-    pydantic = sys.modules.get("pydantic")  # a pydantic model's module has loaded it
-    return pydantic is not None and issubclass(cls, pydantic.BaseModel)
+    # Read from the class itself, importing nothing: another thread may be importing pydantic
+    # right now (the bot loads langchain_core on a thread as it starts), and a half-imported
+    # module has no `BaseModel` yet.
+    return any(
+        base.__name__ == "BaseModel" and base.__module__ == "pydantic.main" for base in cls.__mro__
+    )
 
 
 def _field_hints(cls: type) -> list[Any]:

@@ -11,6 +11,7 @@ import dataclasses
 import enum
 import operator
 import sys
+import types
 from typing import Annotated, Any, Literal, NamedTuple, Optional, Union
 
 import pytest
@@ -113,6 +114,21 @@ def test_the_state_schemas_classes_come_back_as_themselves(builder_cls: Any) -> 
     assert values["nested"]["note"].model_fields_set == {"text"}  # the defaults were not given
     assert values["size"] is Size.L
     assert values["by_name"]["count"] == 3
+
+
+def test_a_graph_compiles_while_another_thread_is_importing_pydantic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The bot loads langchain_core (and so pydantic) on a thread as it starts, while the first
+    # requests compile their graphs: compile reads a class's own bases, not the half-imported
+    # module, whose `BaseModel` may not be there yet.
+    half_imported = types.ModuleType("pydantic")
+    monkeypatch.setitem(sys.modules, "pydantic", half_imported)
+    app = compiled(InMemorySaver())
+    monkeypatch.undo()
+    config = {"configurable": {"thread_id": "t"}}
+    app.invoke({"items": []}, config)
+    assert type(app.get_state(config).values["by_name"]["note"]) is Note
 
 
 def test_the_stored_form_names_the_class_by_module() -> None:

@@ -69,27 +69,8 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
     branched = False
     if tup is not None:
         run.restore(tup)
-        # As LangGraph: a run given a checkpoint, the head too, travels to it unless it answers
-        # a pause (subgraphs that keep their state go back to theirs of then).
-        travels = (
-            run.graph.dialect == "langgraph"
-            and run.parent is None
-            and not (isinstance(input, Command) and input.has_resume)
-        )
-        if run.requested_id is not None and run.requested_id != run.head_id:
-            if run.graph.dialect != "langgraph" or run.parent is not None:
-                raise refused_replay(run, input)
-            if input is None:
-                yield from replay(run, tup)
-            elif not isinstance(input, Command):
-                # As LangGraph: new input given with a past checkpoint is a new run from
-                # there, branching the thread's history as a replay does.
-                yield from branch_from(run, tup)
-                branched = True
-            else:
-                raise refused_replay(run, input)
-        elif run.requested_id is not None and travels:
-            run.replay_point = travelled_to(tup)
+        if run.requested_id is not None:
+            branched = yield from go_to_requested(run, tup, input)
     if tup is not None and run.task_mark is not None and rewinds(run):
         yield from rewind_subgraph(run, tup)
     elif run.parent is not None and tup is not None and run.same_task(tup):
@@ -187,6 +168,30 @@ def take_input(run: Run, input: Any) -> Loop[Any]:
             # As LangGraph: a resumed run shows the state it resumes.
             yield Emit("values", run.output())
     return GO_ON
+
+
+def go_to_requested(run: Run, head: CheckpointTuple, input: Any) -> Loop[bool]:
+    """A run given a `checkpoint_id`, the thread's head `head` restored: a past checkpoint is
+    replayed (`input` None) or run from with new input in LangGraph's dialect, and refused
+    otherwise. As LangGraph, a run given a checkpoint, the head too, travels to it unless it
+    answers a pause: subgraphs that keep their state go back to theirs of then
+    (`Run.replay_point`). Returns whether new input branches there."""
+    langgraphs = run.graph.dialect == "langgraph" and run.parent is None
+    if run.requested_id == run.head_id:
+        if langgraphs and not (isinstance(input, Command) and input.has_resume):
+            run.replay_point = travelled_to(head)
+        return False
+    if not langgraphs:
+        raise refused_replay(run, input)
+    if input is None:
+        yield from replay(run, head)
+        return False
+    if isinstance(input, Command):
+        raise refused_replay(run, input)
+    # As LangGraph: new input given with a past checkpoint is a new run from there,
+    # branching the thread's history as a replay does.
+    yield from branch_from(run, head)
+    return True
 
 
 def replay(run: Run, head: CheckpointTuple) -> Loop[None]:

@@ -205,7 +205,8 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
         with contextlib.suppress(ProcessLookupError):
             proc.terminate()
         try:
-            await asyncio.wait_for(proc.wait(), 10)
+            async with asyncio.timeout(10):
+                await proc.wait()
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
@@ -433,7 +434,8 @@ async def _serve(
             loop.remove_signal_handler(sig)
         await _stop(proc)
         with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            await asyncio.wait_for(relay, 5)
+            async with asyncio.timeout(5):
+                await relay
         slack.touch()  # answers the pages' long polls now
         await slack.stop()
         await runner.cleanup()

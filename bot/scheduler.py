@@ -164,12 +164,12 @@ class JobRunner:
         self._tasks.append(loop.create_task(self._link_loop(), name="signoff-audit-linker"))
 
     async def stop(self) -> None:
-        for task in self._tasks:
+        """Cancel the workers and the linker, and wait until each has ended; a cancellation of
+        the caller's own goes on to the caller (it is not taken for a worker's)."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _loop(
         self, kinds: tuple[JobKind, ...], prefer: JobKind, kicks: asyncio.Queue[None]
@@ -179,8 +179,9 @@ class JobRunner:
                 await self.signoff.run_jobs(kinds, prefer=prefer, before_each=self._give_way)
             except Exception:
                 log.exception("job worker failed; it runs again in %ss", self.every)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(kicks.get(), self.every)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.every):
+                    await kicks.get()
 
     async def _give_way(self) -> None:
         self._giving_way += 1

@@ -54,7 +54,8 @@ class ServiceChecks:
         """The record (`bot.approvals.checks`) of what `service`'s `check_url` answers about
         `request` now; never raises."""
         try:
-            found = await asyncio.wait_for(self._ask(service, request), CHECK_TIMEOUT)
+            async with asyncio.timeout(CHECK_TIMEOUT):
+                found = await self._ask(service, request)
         except TimeoutError:
             return _error(f"the check_url did not answer within {CHECK_TIMEOUT:g}s")
         except Exception as e:  # noqa: BLE001 - a failed check is a refusal, recorded

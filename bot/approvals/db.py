@@ -321,7 +321,8 @@ class Database:
         """Wait in `batch`'s queue for `me`'s turn (until its deadline, or the busy timeout)."""
         timeout = gate.timeout if me.deadline is None else max(me.deadline - time.monotonic(), 0)
         try:
-            return await asyncio.wait_for(asyncio.shield(me.turn), timeout)
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(me.turn)
         except (TimeoutError, asyncio.CancelledError) as e:
             if not me.turn.done():
                 me.turn.cancel()  # given up: the leader passes over it

@@ -23,6 +23,7 @@ sends and sees: the request's field checks, `ExternalApproval`, the webhook's si
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -451,10 +452,9 @@ class ExternalApprovals:
                 left = deadline - time.monotonic()
                 if found.status != "pending" or left <= 0 or self._closing.is_set():
                     return found
-                try:
-                    await asyncio.wait_for(self._closing.wait(), min(POLL_INTERVAL, left))
-                except TimeoutError:
-                    pass
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(POLL_INTERVAL, left)):
+                        await self._closing.wait()
                 found = await self._mine(approval_id, service)
         finally:
             self.waiting -= 1

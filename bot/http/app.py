@@ -203,8 +203,7 @@ async def _listen(site: web.TCPSite, host: str, port: int) -> None:
 async def _given_up(task: asyncio.Task[Any]) -> None:
     """Stop `task` if it is still running (start-up stopped half way), and wait for it."""
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):  # said already, or moot
-        await task
+    await asyncio.gather(task, return_exceptions=True)  # its error: said already, or moot
 
 
 RESUME_IMPORTS = ("langchain_core.runnables.utils",)

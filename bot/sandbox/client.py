@@ -300,7 +300,8 @@ async def start_fake_slack(
     )  # fmt: skip
     assert proc.stdout is not None
     try:
-        url = await asyncio.wait_for(_ready_url(proc.stdout), startup_timeout)
+        async with asyncio.timeout(startup_timeout):
+            url = await _ready_url(proc.stdout)
     except (TimeoutError, EOFError) as exc:
         await _stop(proc)
         raise RuntimeError(f"fake Slack did not start (exit status {proc.returncode})") from exc
@@ -322,7 +323,8 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
         proc.terminate()
         try:
-            await asyncio.wait_for(proc.wait(), 5)
+            async with asyncio.timeout(5):
+                await proc.wait()
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()

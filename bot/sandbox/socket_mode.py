@@ -91,10 +91,10 @@ class SocketModeHub:
         """
         async with self._changed:
             try:
-                await asyncio.wait_for(
-                    self._changed.wait_for(lambda: self.opened >= count and bool(self.connections)),
-                    timeout,
-                )
+                async with asyncio.timeout(timeout):
+                    await self._changed.wait_for(
+                        lambda: self.opened >= count and bool(self.connections)
+                    )
             except TimeoutError:
                 raise TimeoutError(
                     f"Socket Mode: {self.opened} connection(s) opened, not {count}, "
@@ -199,7 +199,8 @@ class SocketModeHub:
         self._pending[envelope["envelope_id"]] = future
         try:
             await self._send(self._next_connection(), envelope)
-            return await asyncio.wait_for(future, max(0.0, deadline - loop.time()))
+            async with asyncio.timeout_at(deadline):
+                return await future
         except (TimeoutError, ConnectionError):
             return None
         finally:

@@ -289,7 +289,8 @@ class SlackState:
         """Wait until `version` passes `after` (or `timeout` seconds); returns `version`."""
         if self.version <= after:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._changed.wait()
         return self.version
 
     async def wait_for(

@@ -104,7 +104,8 @@ class Listener:
             # the client's turns (`TokenGuard.pace`), the sink's too: no 429s of our own making
             call = self.client.chat_getPermalink(channel=channel, message_ts=ts)
             try:
-                resp = await asyncio.wait_for(call, PERMALINK_WAIT)
+                async with asyncio.timeout(PERMALINK_WAIT):
+                    resp = await call
             except Exception:  # noqa: BLE001 - a missing link is fine (a turn far off, too)
                 return None
             link = resp.get("permalink")

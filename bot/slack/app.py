@@ -143,7 +143,8 @@ class SlackGroups:
             return cached
         task = self._lookup(group)
         try:
-            return await asyncio.wait_for(asyncio.shield(task), self.budget)
+            async with asyncio.timeout(self.budget):
+                return await asyncio.shield(task)
         except TimeoutError:
             raise GroupsUnavailable(
                 f"Slack is slow to say who is in @{group}, so nothing was recorded: click "

@@ -100,7 +100,8 @@ class SlackWhereabouts:
             task.add_done_callback(_quiet)
             self._lookups[user] = task
         try:
-            return await asyncio.wait_for(asyncio.shield(task), self.budget)
+            async with asyncio.timeout(self.budget):
+                return await asyncio.shield(task)
         except (TimeoutError, *_FAILED) as e:
             log.info("could not ask Slack whether %s is away (%s): taken as present", user, e)
             return None

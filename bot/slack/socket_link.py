@@ -13,7 +13,6 @@ period while the link is down). When the connection comes back, all three say so
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -129,7 +128,6 @@ class SocketLink:
 
         async def stop() -> None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.gather(task, return_exceptions=True)
 
         return stop

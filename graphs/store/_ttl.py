@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -123,11 +124,10 @@ class _TTLStore(BaseStore):
 
         async def sweep() -> None:
             while True:
-                try:
-                    await asyncio.wait_for(stop.wait(), float(minutes) * 60)
-                    return
-                except TimeoutError:
-                    pass
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(float(minutes) * 60):
+                        await stop.wait()
+                        return
                 try:
                     if swept := await self.asweep_ttl():
                         logger.info("store TTL sweep deleted %d expired items", swept)
@@ -147,7 +147,8 @@ class _TTLStore(BaseStore):
         if self._asweep_stop is not None:
             self._asweep_stop.set()
         try:
-            await asyncio.wait_for(asyncio.shield(task), timeout)
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(task)
         except TimeoutError:
             return False
         except asyncio.CancelledError:

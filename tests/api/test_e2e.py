@@ -223,7 +223,8 @@ async def test_a_click_approves_a_service_request_and_its_webhook_arrives_once_a
         assert seen["card_url"] and card["ts"].replace(".", "") in seen["card_url"]
 
         # The receiver refuses the first delivery; the bot dies before it is made again.
-        await asyncio.wait_for(receiver.tried.wait(), WAIT)
+        async with asyncio.timeout(WAIT):
+            await receiver.tried.wait()
         first.kill()
         assert receiver.accepted == {}
 

@@ -161,8 +161,10 @@ async def test_a_current_database_is_upgraded_without_waiting_for_anyone(
     changes anything."""
     with every_write_lock_held(db):
         async with Database(db_url) as other:
-            await asyncio.wait_for(other.upgrade(), 5)
-            await asyncio.wait_for(asyncio.to_thread(other.upgrade_sync), 5)
+            async with asyncio.timeout(5):
+                await other.upgrade()
+            async with asyncio.timeout(5):
+                await asyncio.to_thread(other.upgrade_sync)
             assert await versions(other, tables.VERSION_TABLE) == [tables.SCHEMA_REVISION]
 
 

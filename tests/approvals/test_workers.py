@@ -82,6 +82,21 @@ async def test_one_worker_delivers_one_event_at_a_time(kit: Kit) -> None:
     assert len(await kit.effects("refund")) == 3
 
 
+async def test_the_runner_stops_when_a_kick_comes_as_it_is_stopped(kit: Kit) -> None:
+    """A kick in the moment the runner is stopped (a click as the bot shuts down) does not keep
+    its workers going: `stop()` returns. (`asyncio.wait_for` on Python 3.11 drops a
+    cancellation that comes as what it waits for is done: the worker looped on, and `stop()`
+    waited for it for ever.)"""
+    for _ in range(10):
+        runner = JobRunner(kit.app, concurrency=2, every=0.2)
+        runner.start()
+        await asyncio.sleep(0.1)  # the workers found nothing to do and wait for a kick
+        runner.kick()
+        stopping = asyncio.ensure_future(runner.stop())
+        done, _ = await asyncio.wait({stopping}, timeout=5)
+        assert done, "stop() did not return: a worker went on after it was cancelled"
+
+
 def test_the_number_of_workers_comes_from_the_environment() -> None:
     assert Settings.from_env({}).workers == 2
     assert Settings.from_env({"SIGNOFF_WORKERS": "8"}).workers == 8

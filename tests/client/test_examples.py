@@ -48,7 +48,8 @@ async def meanwhile(run: asyncio.Future[Any], person: Any) -> Any:
         clicks.cancel()
         return run.result()
     await clicks
-    return await asyncio.wait_for(run, WAIT * 2)
+    async with asyncio.timeout(WAIT * 2):
+        return await run
 
 
 async def edit_and_approve(e2e: E2E, customer: str, amount: float) -> None:

@@ -189,13 +189,15 @@ async def test_one_run_per_thread() -> None:
 
     async def slow(state: State) -> dict[str, Any]:
         started.set()
-        await asyncio.wait_for(release.wait(), timeout=5)
+        async with asyncio.timeout(5):
+            await release.wait()
         return {"log": ["slow"]}
 
     g = StateGraph(State).add_node("slow", slow).add_edge(START, "slow")
     app = g.compile(checkpointer=InMemorySaver())
     first = asyncio.create_task(app.ainvoke({"log": []}, thread("t")))
-    await asyncio.wait_for(started.wait(), timeout=5)
+    async with asyncio.timeout(5):
+        await started.wait()
     with pytest.raises(ThreadBusyError) as info:
         await app.ainvoke({"log": ["second"]}, thread("t"))
     assert str(info.value) == (

@@ -226,7 +226,8 @@ def test_closing_the_event_stream_cancels_the_running_step() -> None:
         async with contextlib.aclosing(stream):
             async for event in stream:
                 if event["event"] == "on_chain_start" and event["name"] == "slow":
-                    await asyncio.wait_for(started.wait(), 1)
+                    async with asyncio.timeout(1):
+                        await started.wait()
                     break
         # closed, the node has been cancelled already (not later, when Python finalizes)
         assert cancelled.is_set()

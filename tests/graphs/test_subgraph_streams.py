@@ -83,7 +83,8 @@ def test_astream_hands_on_a_subgraph_chunk_while_the_subgraph_still_runs() -> No
 
         async def b(state: S) -> S:
             try:
-                await asyncio.wait_for(seen.wait(), timeout=5)
+                async with asyncio.timeout(5):
+                    await seen.wait()
             except TimeoutError:
                 return {"steps": ["b (too late)"]}
             return {"steps": ["b"]}

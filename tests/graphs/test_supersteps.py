@@ -75,7 +75,8 @@ async def test_nodes_of_a_step_run_concurrently_under_ainvoke() -> None:
     second_started = asyncio.Event()
 
     async def first(state: State) -> dict[str, Any]:
-        await asyncio.wait_for(second_started.wait(), timeout=5)
+        async with asyncio.timeout(5):
+            await second_started.wait()
         return {"log": ["first"]}
 
     async def second(state: State) -> dict[str, Any]:

@@ -587,14 +587,16 @@ async def test_one_run_per_thread_through_the_saver(saver: BaseCheckpointSaver) 
 
     async def slow(state: State) -> dict[str, Any]:
         started.set()
-        await asyncio.wait_for(release.wait(), timeout=5)
+        async with asyncio.timeout(5):
+            await release.wait()
         return {"log": ["slow"]}
 
     app = (
         StateGraph(State).add_node("slow", slow).add_edge(START, "slow").compile(checkpointer=saver)
     )
     first = asyncio.create_task(app.ainvoke({"log": []}, CONFIG))
-    await asyncio.wait_for(started.wait(), timeout=5)
+    async with asyncio.timeout(5):
+        await started.wait()
     with pytest.raises(ThreadBusyError):
         await app.ainvoke({"log": []}, CONFIG)
     release.set()

@@ -119,7 +119,8 @@ async def test_a_cancelled_writer_does_not_keep_the_gate(tmp_path: Path) -> None
     for task in waiting:
         with contextlib.suppress(asyncio.CancelledError):
             await task
-    await asyncio.wait_for(writer(), 5)
+    async with asyncio.timeout(5):
+        await writer()
     got = threading.Event()
     thread = threading.Thread(target=lambda: (gate.acquire(), got.set(), gate.release()))
     thread.start()

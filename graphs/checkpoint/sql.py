@@ -71,6 +71,7 @@ from ._sql.write import (
     _batch_tx,
     _head_tx,
     _is_broken_chain,
+    _is_outcome,
     _put_args,
     _put_last_pg,
     _put_pg,
@@ -81,7 +82,6 @@ from ._sql.write import (
     _writes_tx,
 )
 from .base import (
-    ONCE,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
@@ -96,15 +96,7 @@ __all__ = ["AlembicSchema", "PausedThread", "SQLSaver", "async_url", "sync_url"]
 PausedThread.__module__ = __name__  # defined in `_sql/read.py`; this is its public home
 
 _T = TypeVar("_T")
-
-
-def _is_outcome(writes: Sequence[tuple[str, Any]]) -> bool:
-    """The writes are the record of a `once()` effect's outcome ("done", "failed"): written
-    whether or not the run still holds its thread's lock, since the effect did run."""
-    if len(writes) != 1 or writes[0][0] != ONCE:
-        return False
-    value = writes[0][1]
-    return isinstance(value, (list, tuple)) and len(value) == 3 and value[1] != "started"
+_NO_GATE = contextlib.nullcontext()  # (reusable: it holds nothing)
 
 
 class SQLSaver(ThreadHolds):
@@ -116,10 +108,9 @@ class SQLSaver(ThreadHolds):
         sqlite_synchronous: SQLite's `PRAGMA synchronous`: `"FULL"` (default: a committed step
             survives power loss) or `"NORMAL"` (survives a process crash only; faster).
         busy_timeout: seconds a SQLite writer waits for another one (default 30).
-        pool_size: PostgreSQL connections kept open per engine (default 5). A running thread
-            holds one for its lock, from a pool of its own (as large), and uses one of the
-            operations' pool for each write.
-        max_overflow: PostgreSQL connections opened beyond `pool_size` under load (default 10).
+        pool_size: connections kept open per engine (default 5). A sync run holds one, from
+            a pool of its own (as large), for its transactions (PostgreSQL: and its lock).
+        max_overflow: connections opened beyond `pool_size` under load (default 10).
         ping_after: PostgreSQL: a pooled connection idle this many seconds is pinged before
             use, and replaced if the server dropped it (default 1.0; 0 pings at every use).
         **engine_options: passed to `sqlalchemy.create_engine` / `create_async_engine`.
@@ -240,41 +231,47 @@ class SQLSaver(ThreadHolds):
         return self._gate.ahold(urgent=urgent, timeout=timeout)
 
     def _run_thread(
-        self, key: tuple[str, str], fn: Callable[..., _T], *args: Any, retry: bool = True
+        self,
+        key: tuple[str, str],
+        fn: Callable[..., _T],
+        *args: Any,
+        retry: bool = True,
+        read: bool = False,
     ) -> _T:
-        """`_run` for a one-statement operation on one thread (get_tuple, put, put_writes),
-        or a batch of them (`_put_batch`: one transaction).
+        """`_run` for an operation on one thread (get_tuple, put, put_writes; one statement
+        each on PostgreSQL), or a batch of them (`_put_batch`: one transaction).
 
-        While this OS thread holds the thread (`lock_thread`, sync, PostgreSQL), the operation
-        runs on the connection that holds the lock: it sits idle through the run anyway, so
-        this saves a pool checkout per step, and one server process serves the whole run (on
-        a busy two-core machine, ~0.01-0.02 ms a statement less than alternating two). If that
-        connection drops, the operation goes to the pool as before (the lock went with the
-        session, as it did before when the lock connection dropped mid-run).
+        While this OS thread holds the thread (`lock_thread`, sync), the operation runs on the
+        connection the run holds (on PostgreSQL, the lock's): no pool checkout and checkin a
+        step, and one server process serves the whole run. If it drops, the operation goes to
+        the pool (the lock went with the session, as when the lock connection drops mid-run).
         """
         hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
+        if hold is None:
+            return self._run(fn, *args, retry=retry, read=read)
+        pg = self._d.pg
+        hold.head = None  # the run asked something else first: the head may move
         single = getattr(fn, "_single_statement", False)
-        if hold is not None:
-            hold.head = None  # the run asked something else first: the head may move
-        if hold is None or hold.lost or not (single or fn is _batch_tx):
-            return self._run(fn, *args, retry=retry)
+        if hold.lost or (pg and not (single or fn is _batch_tx)):
+            return self._run(fn, *args, retry=retry, read=read)
         if not self._schema_ok:
             self._check_schema()
-        with hold.guard:
+        gate = self._gate.hold() if self._gate is not None and not read else _NO_GATE
+        with gate, hold.guard:
             raw = hold.raw
             try:
-                if not single:  # a transaction of several statements (a batch), then back
+                if pg and not single:  # a transaction of several statements, then back
                     raw.dbapi_connection.autocommit = False
-                return _transact(raw, fn, args, False, self._d.pg, self._sync_engine)
+                return _transact(raw, fn, args, read, pg, self._sync_engine)
             except _Dropped as dropped:
                 hold.lost = True  # and the lock with the session: taken back before a write
                 if not retry:
                     raise dropped.error from None
             finally:
-                if raw.dbapi_connection is not None:  # None once invalidated
+                if pg and not single and raw.dbapi_connection is not None:  # None: invalidated
                     with contextlib.suppress(Exception):
                         raw.dbapi_connection.autocommit = True  # as `try_lock` left it
-        return self._run(fn, *args, retry=retry)
+        return self._run(fn, *args, retry=retry, read=read)
 
     # ---- schema -------------------------------------------------------------------------
 
@@ -341,7 +338,10 @@ class SQLSaver(ThreadHolds):
                 )
             self._note_read(thread_id, ns, checkpoint_id, tup)
             return tup
-        return self._run(_get_tx, self._d, thread_id, ns, config_checkpoint_id(config), read=True)
+        checkpoint_id = config_checkpoint_id(config)
+        return self._run_thread(
+            (thread_id, ns), _get_tx, self._d, thread_id, ns, checkpoint_id, read=True
+        )
 
     async def aget_tuple(self, config: RunConfig) -> CheckpointTuple | None:
         thread_id, ns = self._key(config)
@@ -407,7 +407,7 @@ class SQLSaver(ThreadHolds):
             if hold is not None:
                 hold.note_put(key[1], checkpoint["id"], checkpoint["next_tasks"])
         else:
-            self._run(fn, self._d, *fargs)
+            self._run_thread(key, fn, self._d, *fargs)
         _stored_lists(self._heads, key, config, checkpoint, new_versions)
         return checkpoint_config(args[0], args[1], checkpoint["id"])
 
@@ -437,9 +437,10 @@ class SQLSaver(ThreadHolds):
                 self._run(alone, self._d, *args)
                 return True
             finally:
-                if hold.raw.dbapi_connection is not None:  # None once invalidated
+                conn = hold.raw.dbapi_connection  # None once invalidated
+                if conn is not None and not conn.autocommit:
                     with contextlib.suppress(Exception):
-                        hold.raw.dbapi_connection.autocommit = True  # as `try_lock` left it
+                        conn.autocommit = True  # as `try_lock` left it
             if released:
                 hold.released = hold.lost = True
             return True

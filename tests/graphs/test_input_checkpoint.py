@@ -287,7 +287,8 @@ def writes_of(saver: SQLSaver) -> list[str]:
             lambda sql: seen.append(sql) if sql.strip().upper() == "BEGIN IMMEDIATE" else None
         )
 
-    event.listen(saver._sync_engine(), "connect", traced)
+    for engine in (saver._sync_engine(), saver._locks_engine()):  # (a sync run's, held)
+        event.listen(engine, "connect", traced)
     return seen
 
 

@@ -247,8 +247,11 @@ def _transact(
     """
     cursor = None
     single = pg and getattr(fn, "_single_statement", False)
+    # Switched only when it is not already (a run's lock connection is in autocommit mode
+    # while held): psycopg's switch is a call through its wait loop, three of them a step.
+    switch = single and not raw.dbapi_connection.autocommit
     try:
-        if single:
+        if switch:
             raw.dbapi_connection.autocommit = True
         cursor = raw.cursor()
         if not pg:
@@ -266,6 +269,6 @@ def _transact(
         if cursor is not None:
             with contextlib.suppress(Exception):
                 cursor.close()
-        if single:
+        if switch:
             with contextlib.suppress(Exception):
                 raw.dbapi_connection.autocommit = False

@@ -174,19 +174,37 @@ class SQLEngines(BaseCheckpointSaver):
         return self._aread_engine if read else self._aengine  # type: ignore[return-value]
 
     def _locks_engine(self) -> Engine:
-        """PostgreSQL: the pool of the connections that hold runs' thread locks (`lock_thread`),
-        apart from the one the operations use. A run holds its lock connection throughout and
-        checks out another for each write: from one pool, `pool_size + max_overflow` runs at
-        once held every connection, each waited for one more, and none got it (every request
-        of the process failed after the pool timeout). Apart, a run waits for a lock
-        connection holding nothing, and the operations' pool only ever serves transactions."""
+        """The pool of the connections that runs hold (`lock_thread`), apart from the one the
+        operations use. PostgreSQL: each holds a run's thread lock. A run holds its lock
+        connection throughout and checks out another for each write: from one pool,
+        `pool_size + max_overflow` runs at once held every connection, each waited for one
+        more, and none got it (every request of the process failed after the pool timeout).
+        Apart, a run waits for a lock connection holding nothing, and the operations' pool
+        only ever serves transactions. SQLite (a file): a sync run's transactions go on one
+        connection instead of a checkout and a checkin each; a run finding none free at once
+        (`pool_timeout` 0) goes through the operations' pool as before (`_held_sqlite`)."""
         if self._lock_engine is None:
             with self._init_guard:
                 if self._lock_engine is None:
-                    engine = sa.create_engine(sync_url(self.url), **self._engine_kwargs())
-                    _install_pg_ping(engine, self._ping_after)
+                    if self._d.pg:
+                        engine = sa.create_engine(sync_url(self.url), **self._engine_kwargs())
+                        _install_pg_ping(engine, self._ping_after)
+                    else:
+                        options = self._engine_kwargs()
+                        if "poolclass" not in options:  # a queue pool: never wait in it
+                            options = {**self._pool, **options, "pool_timeout": 0}
+                        engine = sa.create_engine(sync_url(self.url), **options)
+                        _install_sqlite_hooks(engine, self._busy_ms, self._synchronous)
                     self._lock_engine = engine
         return self._lock_engine
+
+    def _held_sqlite(self) -> Any:
+        """SQLite: a connection of the lock pool for a sync run to hold, or None when every
+        one is held (the run then checks one out of the operations' pool per transaction)."""
+        try:
+            return self._locks_engine().raw_connection()
+        except sa.exc.TimeoutError:
+            return None
 
     def _alocks_engine(self) -> AsyncEngine:
         """Async form of `_locks_engine`."""

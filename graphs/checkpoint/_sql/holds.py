@@ -2,8 +2,9 @@
 engines (`engines.py`) and its operations.
 
 `lock_thread`/`alock_thread` hold a thread for one run, across processes: in memory, the base
-class's lock; on SQLite, this process's hold and a file lock (`locks.py`); on PostgreSQL, an
-advisory lock on a connection of the lock pool, held through the run. A run whose lock
+class's lock; on SQLite, this process's hold and a file lock (`locks.py`), and for a sync run a
+connection of the lock pool its transactions go on; on PostgreSQL, an advisory lock on a
+connection of the lock pool, held through the run. A run whose lock
 connection dropped takes the lock again before it writes (`_keep_hold`), unless another run
 holds the thread or wrote to it meanwhile.
 """
@@ -58,10 +59,7 @@ class ThreadHolds(SQLEngines):
                 yield
             return
         if not self._d.pg:
-            with (
-                _proc_hold(self._proc_key(thread_id, ns)),
-                _file_lock(self._lock_path, thread_id, ns),
-            ):
+            with self._file_hold(thread_id, ns, keep_connection=True):
                 yield
             return
         with _proc_hold(self._proc_key(thread_id, ns)):
@@ -89,12 +87,38 @@ class ThreadHolds(SQLEngines):
                     else:
                         _raw_unlock(hold.raw, key)
 
+    @contextlib.contextmanager
+    def _file_hold(self, thread_id: str, ns: str, *, keep_connection: bool) -> Iterator[None]:
+        """SQLite: hold the thread (this process's hold and the file lock) for one run; with
+        `keep_connection` (a sync run), also a connection its transactions on this OS thread
+        go on (`_run_thread`), if the lock pool has one free at once."""
+        with _proc_hold(self._proc_key(thread_id, ns)), _file_lock(self._lock_path, thread_id, ns):
+            raw = self._held_sqlite() if keep_connection else None
+            if raw is None:
+                yield
+                return
+            hold = _Hold(thread_id, ns, 0, raw)
+            me = (threading.get_ident(), thread_id, ns)
+            self._lock_conns[me] = hold
+            try:
+                yield
+            finally:
+                self._lock_conns.pop(me, None)
+                with hold.guard:
+                    raw.close()
+
     @contextlib.asynccontextmanager
     async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:
         """Async form of `lock_thread`."""
         thread_id, ns = self._key(config)
-        if self._memory or not self._d.pg:
-            with self.lock_thread(config):  # no I/O wait: fcntl is asked not to block
+        if self._memory:
+            with self.lock_thread(config):
+                yield
+            return
+        if not self._d.pg:
+            # No I/O wait: fcntl is asked not to block. No connection held: an async run's
+            # operations go through the async engine.
+            with self._file_hold(thread_id, ns, keep_connection=False):
                 yield
             return
         with _proc_hold(self._proc_key(thread_id, ns)):

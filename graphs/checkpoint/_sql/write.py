@@ -15,6 +15,7 @@ from .. import _delta, serde
 from ..base import (
     ERROR,
     INTERRUPT,
+    ONCE,
     RESUME,
     Checkpoint,
     CheckpointMetadata,
@@ -35,6 +36,15 @@ def _is_broken_chain(error: BaseException) -> bool:
         getattr(error, "sqlstate", None) == "23502"
         and getattr(diag, "column_name", None) == "full_version"
     )
+
+
+def _is_outcome(writes: Sequence[tuple[str, Any]]) -> bool:
+    """The writes are the record of a `once()` effect's outcome ("done", "failed"): written
+    whether or not the run still holds its thread's lock, since the effect did run."""
+    if len(writes) != 1 or writes[0][0] != ONCE:
+        return False
+    value = writes[0][1]
+    return isinstance(value, (list, tuple)) and len(value) == 3 and value[1] != "started"
 
 
 def _put_args(

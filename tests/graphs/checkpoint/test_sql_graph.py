@@ -225,12 +225,13 @@ def _steps_graph(saver: SQLSaver, pause: Any) -> Any:
     return g.compile(checkpointer=saver)
 
 
-@pytest.mark.postgres
-async def test_more_runs_at_once_than_the_pool_holds_each_finish(pg_url: str) -> None:
-    # A run holds its thread's lock on a connection until it ends and writes each step on
-    # another: from one pool, two runs held both connections and waited for a third until the
-    # pool timeout (every run failed, QueuePool limit reached); now locks have a pool apart.
-    saver = SQLSaver(pg_url, pool_size=2, max_overflow=0, pool_timeout=10)
+async def test_more_runs_at_once_than_the_pool_holds_each_finish(db_url: str) -> None:
+    # A run holds a connection until it ends (PostgreSQL: its thread's lock; SQLite, sync: its
+    # transactions), and a write may take another: from one pool, two runs held both
+    # connections and waited for a third until the pool timeout (every run failed, QueuePool
+    # limit reached); now held connections have a pool apart, and on SQLite a sync run that
+    # finds none free writes through the operations' pool.
+    saver = SQLSaver(db_url, pool_size=2, max_overflow=0, pool_timeout=10)
     try:
         await saver.asetup()
         graph = _steps_graph(saver, asyncio.sleep)
@@ -246,6 +247,26 @@ async def test_more_runs_at_once_than_the_pool_holds_each_finish(pg_url: str) ->
             assert [r.result()["log"] for r in runs] == [["a", "b", "c"]] * 6
     finally:
         await saver.aclose()
+
+
+def test_a_sync_run_on_sqlite_writes_every_step_on_the_one_connection_it_holds(
+    tmp_path: Path,
+) -> None:
+    from sqlalchemy import event
+
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'held.db'}")
+    try:
+        saver.setup()
+        graph = _steps_graph(saver, lambda _: None)
+        checkouts: list[str] = []
+        for name, engine in (("operations", saver._sync_engine()), ("held", saver._locks_engine())):
+            event.listen(engine.pool, "checkout", lambda *_, name=name: checkouts.append(name))
+        assert graph.invoke({"log": []}, worker.config("held"))["log"] == ["a", "b", "c"]
+        # The input, three steps and the end: five commits, one checkout.
+        assert checkouts == ["held"]
+        assert len(list(saver.list(worker.config("held")))) == 5
+    finally:
+        saver.close()
 
 
 def test_several_processes_write_one_sqlite_file_without_database_is_locked(

@@ -83,6 +83,9 @@ class SQLEngines(BaseCheckpointSaver):
         self._lock_engine: Engine | None = None
         self._alock_engine: AsyncEngine | None = None
         self._schema_ok = False
+        self._closes = 0
+        """How many times `close`/`aclose` ran: a run holding a connection from before the last
+        closes it when it ends, instead of giving it back to a pool that was let go of."""
         self._advisory = _AdvisoryLock(self._sync_engine)
         # The list channels last stored per thread: an update by id is stored as an edit.
         self._heads = _delta.Heads()
@@ -109,6 +112,7 @@ class SQLEngines(BaseCheckpointSaver):
         From async code prefer `await aclose()`: connections of the async engine can only be
         closed on an event loop, so inside a running loop `close` just lets go of them.
         """
+        self._closes += 1
         for engine in (self._engine, self._lock_engine):
             if engine is not None:
                 engine.dispose()
@@ -126,6 +130,7 @@ class SQLEngines(BaseCheckpointSaver):
                 aengine.sync_engine.dispose(close=False)
 
     async def aclose(self) -> None:
+        self._closes += 1
         for aengine in (self._aengine, self._alock_engine):
             if aengine is not None:
                 await aengine.dispose()

@@ -23,6 +23,7 @@ from .engine import _Dropped
 from .engines import SQLEngines
 from .locks import (
     _file_lock,
+    _give_back,
     _Hold,
     _lost,
     _moved,
@@ -69,6 +70,7 @@ class ThreadHolds(SQLEngines):
                 if self._schema_ok
                 else None
             )
+            closes = self._closes
             raw, key, head = self._advisory.retry(
                 thread_id, ns, self._locks_engine().raw_connection, read
             )
@@ -81,11 +83,12 @@ class ThreadHolds(SQLEngines):
             finally:
                 self._lock_conns.pop(me, None)
                 self._holds.pop((thread_id, ns), None)
+                stale = self._closes != closes  # the saver was closed meanwhile
                 with hold.guard:
                     if hold.released:  # let go of with the run's last write (`SQLSaver.put`)
-                        _raw_close(hold.raw)
+                        _raw_close(hold.raw, stale)
                     else:
-                        _raw_unlock(hold.raw, key)
+                        _raw_unlock(hold.raw, key, stale=stale)
 
     @contextlib.contextmanager
     def _file_hold(self, thread_id: str, ns: str, *, keep_connection: bool) -> Iterator[None]:
@@ -93,6 +96,7 @@ class ThreadHolds(SQLEngines):
         `keep_connection` (a sync run), also a connection its transactions on this OS thread
         go on (`_run_thread`), if the lock pool has one free at once."""
         with _proc_hold(self._proc_key(thread_id, ns)), _file_lock(self._lock_path, thread_id, ns):
+            closes = self._closes
             raw = self._held_sqlite() if keep_connection else None
             if raw is None:
                 yield
@@ -105,7 +109,7 @@ class ThreadHolds(SQLEngines):
             finally:
                 self._lock_conns.pop(me, None)
                 with hold.guard:
-                    raw.close()
+                    _give_back(raw, self._closes != closes)
 
     @contextlib.asynccontextmanager
     async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:

@@ -72,7 +72,16 @@ def _advisory_key(scope: str | None, thread_id: str, ns: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def _raw_unlock(raw: Any, key: int, close: bool = True) -> None:
+def _give_back(raw: Any, stale: bool = False) -> None:
+    """Return a held connection to its pool; `stale` (the saver was closed while a run held
+    it, and its pool let go of): close it instead, or it would stay open in that pool until
+    the garbage collector found it."""
+    if stale and raw.dbapi_connection is not None:
+        raw.invalidate()
+    raw.close()
+
+
+def _raw_unlock(raw: Any, key: int, close: bool = True, stale: bool = False) -> None:
     try:
         cursor = raw.cursor()
         cursor.execute("SELECT pg_advisory_unlock(%(k)s)", {"k": key})
@@ -83,10 +92,10 @@ def _raw_unlock(raw: Any, key: int, close: bool = True) -> None:
             raw.invalidate()
     finally:
         if close:
-            raw.close()
+            _give_back(raw, stale)
 
 
-def _raw_close(raw: Any) -> None:
+def _raw_close(raw: Any, stale: bool = False) -> None:
     """Give back a lock connection whose lock was let go of already."""
     try:
         raw.dbapi_connection.autocommit = False
@@ -94,7 +103,7 @@ def _raw_close(raw: Any) -> None:
         if raw.dbapi_connection is not None:
             raw.invalidate()
     finally:
-        raw.close()
+        _give_back(raw, stale)
 
 
 @contextlib.contextmanager

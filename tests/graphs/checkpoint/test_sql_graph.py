@@ -7,13 +7,16 @@ and the thread id: a pause is only real when it survives that boundary.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import warnings
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -247,6 +250,40 @@ async def test_more_runs_at_once_than_the_pool_holds_each_finish(db_url: str) ->
             assert [r.result()["log"] for r in runs] == [["a", "b", "c"]] * 6
     finally:
         await saver.aclose()
+
+
+@pytest.mark.postgres
+def test_a_saver_closed_while_a_run_holds_its_thread_leaves_no_connection_open(
+    pg_url: str,
+) -> None:
+    # The run's lock connection was checked out before `close()` let go of its pool: given back
+    # to that pool when the run ended, it stayed open until the garbage collector found it
+    # (psycopg's ResourceWarning, on whatever ran then). Now it is closed as the run ends.
+    saver = SQLSaver(pg_url)
+    saver.setup()
+    started, go = threading.Event(), threading.Event()
+
+    def slow(state: worker.State) -> dict[str, Any]:
+        started.set()
+        assert go.wait(10)
+        return {"log": ["slow"]}
+
+    g = StateGraph(worker.State)
+    g.add_node("slow", slow)
+    g.add_edge(START, "slow")
+    g.add_edge("slow", END)
+    graph = g.compile(checkpointer=saver)
+    with ThreadPoolExecutor(1) as pool:
+        run = pool.submit(graph.invoke, {"log": []}, worker.config("closed-mid-run"))
+        assert started.wait(10)
+        saver.close()
+        go.set()
+        assert run.result(timeout=10)["log"] == ["slow"]
+    saver.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
 
 
 def test_a_sync_run_on_sqlite_writes_every_step_on_the_one_connection_it_holds(

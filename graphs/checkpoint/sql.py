@@ -251,26 +251,20 @@ class SQLSaver(ThreadHolds):
             return self._run(fn, *args, retry=retry, read=read)
         pg = self._d.pg
         hold.head = None  # the run asked something else first: the head may move
-        single = getattr(fn, "_single_statement", False)
-        if hold.lost or (pg and not (single or fn is _batch_tx)):
+        # PostgreSQL: the lock's connection stays in autocommit mode, so only what runs in it
+        # (one statement, or a batch that sends its own BEGIN and COMMIT) goes on it.
+        if hold.lost or (pg and not getattr(fn, "_single_statement", False)):
             return self._run(fn, *args, retry=retry, read=read)
         if not self._schema_ok:
             self._check_schema()
         gate = self._gate.hold() if self._gate is not None and not read else _NO_GATE
         with gate, hold.guard:
-            raw = hold.raw
             try:
-                if pg and not single:  # a transaction of several statements, then back
-                    raw.dbapi_connection.autocommit = False
-                return _transact(raw, fn, args, read, pg, self._sync_engine)
+                return _transact(hold.raw, fn, args, read, pg, self._sync_engine)
             except _Dropped as dropped:
                 hold.lost = True  # and the lock with the session: taken back before a write
                 if not retry:
                     raise dropped.error from None
-            finally:
-                if pg and not single and raw.dbapi_connection is not None:  # None: invalidated
-                    with contextlib.suppress(Exception):
-                        raw.dbapi_connection.autocommit = True  # as `try_lock` left it
         return self._run(fn, *args, retry=retry, read=read)
 
     # ---- schema -------------------------------------------------------------------------

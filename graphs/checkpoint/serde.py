@@ -268,11 +268,25 @@ def _hashable(key: Any) -> Any:
     return tuple(key) if type(key) is list else key
 
 
-# Made once: `json.dumps` with options builds a new encoder at every call.
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-_SORTED = json.JSONEncoder(
-    separators=(",", ":"), ensure_ascii=False, allow_nan=False, sort_keys=True
-)
+def _encoder(sort_keys: bool) -> Callable[[Any], str]:
+    """`json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+    sort_keys=sort_keys).encode`, made once. Its `encode` builds json's C encoder afresh at
+    every call, a third of a small value's time (a checkpoint writes several), so the C encoder
+    is built here once, without the check for a value that holds itself: what graphs stores
+    comes from `_enc`, which rebuilds each container and ends such a value in RecursionError.
+    Where json has no C encoder, the encoder's own `encode`."""
+    options = {"separators": (",", ":"), "ensure_ascii": False, "allow_nan": False}
+    plain = json.JSONEncoder(**options, sort_keys=sort_keys)  # type: ignore[arg-type]
+    make = getattr(json.encoder, "c_make_encoder", None)
+    quote = getattr(json.encoder, "c_encode_basestring", None)
+    if make is None or quote is None:
+        return plain.encode
+    chunks = make(None, plain.default, quote, None, ":", ",", sort_keys, False, False)
+    return lambda data: "".join(chunks(data, 0))
+
+
+_COMPACT = _encoder(sort_keys=False)
+_SORTED = _encoder(sort_keys=True)
 
 
 def compact_json(data: Any, *, sort_keys: bool = False) -> str:
@@ -285,8 +299,9 @@ def compact_json(data: Any, *, sort_keys: bool = False) -> str:
     Raises:
         ValueError: `data` holds a float that is NaN or infinite.
         TypeError: `data` holds something that is not plain JSON data.
+        RecursionError: `data` holds itself.
     """
-    return (_SORTED if sort_keys else _COMPACT).encode(data)
+    return (_SORTED if sort_keys else _COMPACT)(data)
 
 
 def dumps(value: Any) -> str:

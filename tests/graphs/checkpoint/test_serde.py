@@ -138,6 +138,43 @@ def test_round_trip_property(value: Any) -> None:
     assert serde.loads_record(serde.dumps_record(value)) == value
 
 
+plain_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(plain_json)
+def test_compact_json_writes_what_the_json_encoder_it_stands_for_writes(value: Any) -> None:
+    # `compact_json` builds json's C encoder once instead of at every call: byte for byte the
+    # text json.JSONEncoder with its options writes, keys in order or sorted.
+    options = {"separators": (",", ":"), "ensure_ascii": False, "allow_nan": False}
+    assert serde.compact_json(value) == json.JSONEncoder(**options).encode(value)
+    assert serde.compact_json(value, sort_keys=True) == json.JSONEncoder(
+        **options, sort_keys=True
+    ).encode(value)
+
+
+@pytest.mark.parametrize(
+    "value, error, message",
+    [
+        ([1.0, math.inf], ValueError, "Out of range float values are not JSON compliant"),
+        ({"a": {1, 2}}, TypeError, "Object of type set is not JSON serializable"),
+        ({"a": object()}, TypeError, "Object of type object is not JSON serializable"),
+    ],
+)
+def test_compact_json_refuses_what_is_not_plain_json(value: Any, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        serde.compact_json(value)
+
+
 # ---- refusals ---------------------------------------------------------------------------------
 
 

@@ -111,6 +111,8 @@ def _drive_sync(run: Run, gen: Loop[R], batch: Batch | None) -> Generator[Emit, 
         # A task alone in its step is run by the loop itself, as `RunTasks` would run it here
         # (no batch can be held then, nothing streams while it runs).
         run.run_alone = run_sync
+    if batch is None and saver is not None and run.unsaved is None:
+        run.put_now = saver.put  # (as a `PutCheckpoint` is put below)
     result: Any = None
     while True:
         try:

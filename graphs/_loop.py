@@ -7,7 +7,8 @@ chunk: the requests of `_io.py`) and never performs it; `drive_sync` and `drive_
 (`_drive.py`) perform each request with the sync or async saver and task runner. So `invoke` and
 `ainvoke` share every rule. Running a task (one node run of a step) is `_task.py`'s; a task alone
 in its step that the sync driver would run right where it stands, the loop runs itself with the
-function that driver hands it (`Run.run_alone`), sparing the request on the engine's hot path.
+function that driver hands it (`Run.run_alone`), and so it puts a checkpoint the driver would
+put as it comes (`Run.put_now`), sparing the requests on the engine's hot path.
 
 The loop is functions over a `Run`, as the rest of a run is, each cut by job: its input
 (`_input.py`), the step's pure functions (`_algo.py`), the next frontier (`_routing.py`), what a
@@ -55,7 +56,7 @@ from ._results import (
 )
 from ._routing import next_frontier, route
 from ._run import ONCE_CHANNEL, Paused, Run, Task
-from ._save import save
+from ._save import move_on, save
 from ._schema import ROOT
 from ._shape import GraphShape
 from ._stream import task_result as trace_result
@@ -172,7 +173,10 @@ def run_steps(run: Run) -> Loop[Any]:
             if g.interrupt_before or g.interrupt_after
             else []
         )
-        yield from save(run, "loop", names, new_versions, appended, paused)
+        if run.saver is None:
+            move_on(run, names, new_versions, paused)  # (no generator: the hot path of no saver)
+        else:
+            yield from save(run, "loop", names, new_versions, appended, paused)
         if "updates" in run.modes and not run.concurrent:
             # A step of one task saves no pending writes: its update shows once the step is
             # saved, so a consumer that stops there leaves the step done.

@@ -230,6 +230,10 @@ class Run:
         """Set by the sync driver (`_drive.py`) when it would run a task alone in its step
         right where it stands (`_task.run_sync`): the loop then runs such a task itself,
         without yielding `RunTasks`."""
+        self.put_now: Callable[..., RunConfig] | None = None
+        """Set by the sync driver (`_drive.py`) when it would put a checkpoint right where it
+        stands (the saver's `put`: no batch holds it, nothing waits unsaved): the loop's `save`
+        then puts it itself, without yielding `PutCheckpoint`."""
         self.step_error: BaseException | None = None
         """Why the step stopped besides its tasks' own errors: the graph's `step_timeout`."""
         self.concurrent = False

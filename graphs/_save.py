@@ -192,6 +192,20 @@ def leave_untracked(run: Run, values: dict[str, Any]) -> None:
         }
 
 
+def move_on(
+    run: Run, names: Sequence[str | Send], new_versions: dict[str, int], paused: list[str]
+) -> None:
+    """A run without a saver finished a step: the next frontier, each task's id its node's
+    name (or its `Send`'s key), with nothing to save."""
+    run.step += 1
+    run.pending = {}
+    run.paused = list(paused)
+    if names and type(names[-1]) is not str or SENDS_CHANNEL in run.internal:
+        set_frontier(run, names, None, new_versions)
+    else:  # no Send (they come last): the hot path
+        run.frontier = [(n, n) for n in names]  # type: ignore[misc]
+
+
 def save(
     run: Run,
     source: str,
@@ -201,16 +215,13 @@ def save(
     paused: list[str],
     forked_from: dict[str, str] | None = None,
 ) -> Loop[None]:
-    """Write the next checkpoint (or, without a saver, just move the frontier)."""
+    """Write the next checkpoint (or, without a saver, just move the frontier: `move_on`)."""
+    if run.saver is None:
+        move_on(run, names, new_versions, paused)
+        return
     run.step += 1
     run.pending = {}
     run.paused = list(paused)
-    if run.saver is None:
-        if names and type(names[-1]) is not str or SENDS_CHANNEL in run.internal:
-            set_frontier(run, names, None, new_versions)
-        else:  # no Send (they come last): the hot path
-            run.frontier = [(n, n) for n in names]  # type: ignore[misc]
-        return
     if START_CHANNEL in run.internal and not (names and names[0] == START):
         # The input it held is applied, or replaced (a fork of an input checkpoint keeps it
         # for the `__start__` task that applies it).
@@ -230,10 +241,12 @@ def save(
         metadata["task"] = run.task_mark
     if run.noted:
         metadata.update(run.noted)  # type: ignore[typeddict-item]
-    if run.branch_head is None:
-        run.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
-    else:
+    if run.branch_head is not None:
         run.head_config = yield branch_put(run, parent, cp, metadata)
+    elif run.put_now is not None:  # the sync driver's hot path
+        run.head_config = run.put_now(parent, cp, metadata, new_versions)
+    else:
+        run.head_config = yield PutCheckpoint(parent, cp, metadata, new_versions)
     run.head_id = cp["id"]
     if run.trace:
         payload = checkpoint_payload(run, run.saved_parent(parent), metadata)

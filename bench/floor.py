@@ -13,18 +13,25 @@ right after each w2, and prints their ratio beside the load average:
   statement in autocommit mode); a BEGIN, INSERT, COMMIT in three round trips would flatter
   the ratio by the two trips the saver does not make.
 
+Between the two sits the saver's own write of a step with no engine around it: `SQLSaver.put`
+of w2's checkpoints one after another, on one thread held as a run holds it (`put_alone`). The
+step beyond it is the engine's and the run's fixed trips (its lock, head and input); the put
+beyond the bare commit is the saver's statement and its Python.
+
 Issue 37's goal is a durable superstep of at most 1.5 bare commits. `--rounds N` alternates
-floor / w2 / floor N times; the table shows medians over rounds (each floor figure is the median
-of `--commits` commits). Records go to bench/results/floor-<UTC>.jsonl.
+floor / w2 / the put alone / floor N times; the table shows medians over rounds (each floor and
+put figure is the median of `--commits` of them). Records go to bench/results/floor-<UTC>.jsonl.
 
     .venv/bin/python bench/floor.py [--rounds 3] [--backends sqlite,postgres] [--engines graphs]
 
-`--measure sqlite|postgres` is the floor alone, one subprocess's worth (what the script runs).
+`--measure sqlite|postgres` is the floor alone, one subprocess's worth (what the script runs), and
+with `--put` the put alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -111,22 +118,63 @@ def floor_postgres(n: int, warmup: int, url: str) -> list[float]:
         saver.close()
 
 
+def put_alone(url: str, n: int, warmup: int) -> list[float]:
+    """The saver's own write of a step with no engine around it: `SQLSaver.put` of w2's
+    checkpoints (one int channel written, one task next), each on the one before, on one thread
+    held as a run holds it (`lock_thread`: on PostgreSQL, its lock's connection). What a step
+    costs beyond this is the engine's, and the run's fixed trips (its lock, head and input)."""
+    from graphs.checkpoint.base import new_checkpoint, new_checkpoint_id
+    from graphs.checkpoint.sql import SQLSaver  # the checkout under test (PYTHONPATH)
+
+    saver = SQLSaver(url)
+    try:
+        saver.setup()
+        config: Any = {
+            "configurable": {"thread_id": f"floor-{uuid.uuid4().hex}", "checkpoint_ns": ""}
+        }
+        seq = iter(range(1, n + warmup + 2))
+
+        def put() -> None:
+            nonlocal config
+            i = next(seq)
+            checkpoint = new_checkpoint(
+                new_checkpoint_id(i),
+                datetime.datetime.now(datetime.UTC).isoformat(),
+                {"n": i},
+                {"__start__": 2, "n": i},
+                [["n1", str(uuid.UUID(int=i))]],
+                [],
+                {},
+            )
+            metadata: Any = {"source": "loop", "step": i, "parents": {}}
+            config = saver.put(config, checkpoint, metadata, {"n": i})
+
+        with saver.lock_thread(config):
+            put()  # the thread's first checkpoint (an insert, not a step)
+            return _timed(put, n, warmup)
+    finally:
+        saver.close()
+
+
 def measure(args: argparse.Namespace) -> None:
     """`--measure BACKEND`: the floor alone, one JSON record to stdout (and `--out`)."""
     sys.path.insert(0, str(ROOT))  # PYTHONPATH (harness.engine_env) names the checkout first
     import graphs  # the checkout under test
 
     before = load()
-    if args.measure == "sqlite":
+    url = args.pg_url or _pg_default()
+    if args.put:
+        ms = _put_alone(args.measure, url, args.commits, args.warmup)
+    elif args.measure == "sqlite":
         ms = floor_sqlite(args.commits, args.warmup)
     else:
-        ms = floor_postgres(args.commits, args.warmup, args.pg_url or _pg_default())
+        ms = floor_postgres(args.commits, args.warmup, url)
     srt = sorted(ms)
     rec = {
         "engine": "graphs",
         "engine_version": getattr(graphs, "__version__", "-"),
         "saver": args.measure,
-        "workload": "floor",
+        "workload": "put_alone" if args.put else "floor",
         "figures": {
             "commits": len(ms),
             "median_ms": round(statistics.median(ms), 4),
@@ -141,6 +189,22 @@ def measure(args: argparse.Namespace) -> None:
     if args.out:
         with open(args.out, "a") as f:
             f.write(line + "\n")
+
+
+def _put_alone(backend: str, pg_url: str, n: int, warmup: int) -> list[float]:
+    """`put_alone` on a new SQLite file, or in a new PostgreSQL schema (dropped after)."""
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="floor-") as tmp:
+            return put_alone(f"sqlite:///{tmp}/put.db", n, warmup)
+    import psycopg
+    from list_paused import load_workloads  # ../shared/bench/workloads.py's schema helpers
+
+    schema, url = load_workloads().pg_fresh_schema(pg_url)
+    try:
+        return put_alone(url, n, warmup)
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def _pg_default() -> str:
@@ -161,6 +225,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--w2-invokes", default="300")
     ap.add_argument("--measure", choices=sorted(LABEL), help=argparse.SUPPRESS)
+    ap.add_argument("--put", action="store_true", help=argparse.SUPPRESS)  # with --measure
     args = ap.parse_args()
     if args.measure:
         measure(args)
@@ -188,6 +253,7 @@ def main() -> None:
                     args.w2_invokes,
                     "--durability-extra=",
                 )
+            s.subprocess("graphs", [*floor_cmd, "--measure", b, "--put"])
             s.subprocess("graphs", [*floor_cmd, "--measure", b])
 
     rows = []
@@ -203,11 +269,20 @@ def main() -> None:
             if floors
             else "-"
         )
+        puts = [
+            r["figures"]["median_ms"]
+            for r in s.records("graphs")
+            if r["workload"] == "put_alone" and r["saver"] == b
+        ]
+        put = statistics.median(puts) if puts else None
         for engine in ("graphs", "langgraph"):
             step = s.median(engine, "durable10", b, "median_ms_per_superstep")
             if step is None:
                 continue
             r = None if floor in (None, 0) else step / floor
+            alone = "-"
+            if engine == "graphs" and put is not None and floor:
+                alone = f"{fmt(put, 3)} ({fmt(put / floor, 2, 'x')})"
             rows.append(
                 [
                     LABEL[b],
@@ -215,6 +290,7 @@ def main() -> None:
                     fmt(step, 3),
                     f"{fmt(floor, 3)} ({spread})",
                     fmt(r, 2, "x"),
+                    alone,
                     f"<= {GOAL}x" if engine == "graphs" else "-",
                     fmt(min(loads[b]), 1) + "-" + fmt(max(loads[b]), 1),
                 ]
@@ -229,6 +305,7 @@ def main() -> None:
                         "ms_per_durable_superstep": step,
                         "floor_ms": floor,
                         "ratio": r,
+                        "put_alone_ms": put if engine == "graphs" else None,
                         "goal_at_most": GOAL if engine == "graphs" else None,
                         "loads": loads[b],
                     },
@@ -245,6 +322,7 @@ def main() -> None:
         "w2 ms per durable superstep",
         "bare commit ms (range)",
         "step / commit",
+        "the saver's put alone ms (/ commit)",
         "goal",
         "load average",
     ]

@@ -143,16 +143,20 @@ def run_steps(run: Run) -> Loop[Any]:
             stuck = [t for t in tasks if t.error is not None or t.pause is not None]
             return (yield from stop(run, tasks, todo, stuck))
         # One pass over the step's tasks (this loop is the engine's hot path).
-        writes: list[tuple[str, list[tuple[str, Any]]]] = []
-        ran: list[str] = []
-        gotos: list[str | Send] = []
-        once: dict[str, Any] = {}
-        for t in tasks if len(tasks) == 1 else write_order(tasks):
-            ran.append(t.name)
-            writes.append((t.name, t.writes))
-            if t.goto:
+        ran: list[str]
+        writes: list[tuple[str, list[tuple[str, Any]]]]
+        gotos: list[str | Send]
+        once: dict[str, Any] | None  # the `once()` effects done in the step
+        if len(tasks) == 1:  # the hot path
+            t = tasks[0]
+            ran, writes, gotos = [t.name], [(t.name, t.writes)], [*t.goto]
+            once = {k: r for k, (s, r) in t.once.items() if s == "done"} if t.once else None
+        else:
+            ran, writes, gotos, once = [], [], [], {}
+            for t in write_order(tasks):
+                ran.append(t.name)
+                writes.append((t.name, t.writes))
                 gotos.extend(t.goto)
-            if t.once:
                 once.update((k, r) for k, (s, r) in t.once.items() if s == "done")
         new_versions, appended = apply_writes(run.graph.channels, run.values, run.versions, writes)
         if run.graph.fleeting:

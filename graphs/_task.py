@@ -161,7 +161,11 @@ def _attempt_sync(task: Task) -> None:
                 task.result, task.cached = hit[key], True
                 return
         limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
-        if run.messages is not None or task.traced is not None or refreshed_by_events(limit):
+        if (
+            run.messages is not None
+            or task.traced is not None
+            or (limit is not None and refreshed_by_events(limit))  # (no call on the hot path)
+        ):
             lc_token = _models_report_to(task, state)
         else:
             lc_token = _tools_see_config(run)
@@ -252,7 +256,11 @@ async def _attempt_async(task: Task) -> None:
                 task.result, task.cached = hit[key], True
                 return
         limit = spec.timeout if task.send_timeout is None else task.limit  # (the hot path)
-        if run.messages is not None or task.traced is not None or refreshed_by_events(limit):
+        if (
+            run.messages is not None
+            or task.traced is not None
+            or (limit is not None and refreshed_by_events(limit))  # (no call on the hot path)
+        ):
             lc_token = _models_report_to(task, state)
         else:
             lc_token = _tools_see_config(run)

@@ -3,8 +3,9 @@
 Runs workload w1 (linear10) of ../shared/bench/workloads.py with no checkpointer and with
 InMemorySaver, for LangGraph (throwaway venv, see bench/langgraph-venv.sh) and for `graphs`
 (the project's venv), then prints the median-of-medians µs per superstep of each, the ratio
-graphs / LangGraph, and the goal of issue 2 (a tenth of LangGraph's time). Every figure is also
-appended as JSON lines to bench/results/engine-<UTC time>.jsonl.
+graphs / LangGraph, and whether it meets issue 2's goal (a tenth of LangGraph's time) and issue
+37's (0.03: what issue 2's engine reached). Every figure is also appended as JSON lines to
+bench/results/engine-<UTC time>.jsonl.
 
     .venv/bin/python bench/engine.py [--repeats 3] [--invokes 2000] [--rounds 1]
 """
@@ -17,6 +18,7 @@ import statistics
 from harness import ENGINES, Session, add_common_args, fmt, ratio, show, table, verdict
 
 GOAL = 0.10  # issue 2: a tenth of LangGraph's time per superstep
+NEAR = 0.03  # issue 37: what issue 2's engine reached, kept
 SAVERS = ("none", "memory")
 
 
@@ -73,9 +75,9 @@ def main() -> None:
                 f"w1 linear10, {'no checkpointer' if saver == 'none' else 'InMemorySaver'}",
                 fmt(g, 1),
                 fmt(lg, 1),
-                fmt(r, 3),
-                f"<= {GOAL:.2f}",
+                fmt(r, 4),
                 verdict(r, GOAL),
+                verdict(r, NEAR),
             ]
         )
         s.emit(
@@ -89,6 +91,7 @@ def main() -> None:
                     "langgraph": lg,
                     "ratio_graphs_over_langgraph": r,
                     "goal_ratio_at_most": GOAL,
+                    "issue37_goal_ratio_at_most": NEAR,
                 },
             }
         )
@@ -104,8 +107,8 @@ def main() -> None:
                 "graphs",
                 "LangGraph",
                 "graphs / LangGraph",
-                "goal",
-                "met",
+                f"issue 2: <= {GOAL:.2f}",
+                f"issue 37: <= {NEAR:.2f}",
             ],
             rows,
         )

@@ -6,6 +6,8 @@
   before a write (between `SQLEngines` and `SQLSaver`);
 - `engine.py`: URLs and drivers, the engines' hooks, raw-cursor transactions;
 - `one_trip.py`: the async SQLite driver with one trip to aiosqlite's thread a statement;
+- `wire.py`: a sync run's PostgreSQL statements on libpq itself (psycopg's `pq` layer), without
+  psycopg's cursor: prepared once, pipelined, rows decoded from binary;
 - `statements.py`: the SQL, written once and rendered for each database;
 - `tables.py`: the tables, as SQLAlchemy metadata (the migrations create them);
 - `read.py`, `write.py`, `prune.py`: each operation as a function of one transaction;

@@ -19,6 +19,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
 
 from .gate import WriteGate
+from .wire import Wire, wire_of
 
 _T = TypeVar("_T")
 
@@ -178,12 +179,22 @@ _GATE_HELD = "graphs_sqlite_gate_held"
 
 
 class _Tx:
-    """The cursor of one transaction, with the few shapes of call the saver makes."""
+    """One transaction's connection, with the few shapes of call the saver makes: on its
+    cursor (`cur`, opened on first use), or on PostgreSQL's wire (`wire`, a sync psycopg
+    connection's libpq connection: `wire.py`), which needs no cursor."""
 
-    __slots__ = ("cur",)
+    __slots__ = ("_cur", "_raw", "wire")
 
-    def __init__(self, cur: Any) -> None:
-        self.cur = cur
+    def __init__(self, raw: Any, wire: Wire | None = None) -> None:
+        self._raw = raw
+        self._cur: Any = None
+        self.wire = wire
+
+    @property
+    def cur(self) -> Any:
+        if self._cur is None:
+            self._cur = self._raw.cursor()
+        return self._cur
 
     def run(self, sql: str, params: Any = ()) -> Any:
         self.cur.execute(sql, params)
@@ -202,6 +213,20 @@ class _Tx:
     def all(self, sql: str, params: Any = ()) -> list[Any]:
         self.cur.execute(sql, params)
         return list(self.cur.fetchall())
+
+    def rows(self, sql: str, params: dict[str, Any]) -> list[Any]:
+        """`all`, on the wire where there is one (PostgreSQL, sync)."""
+        if self.wire is not None:
+            return self.wire.pipeline([(sql, params)])[0]
+        return self.all(sql, params)
+
+    def value(self, sql: str, params: dict[str, Any]) -> Any:
+        """The first value of the statement's first row (None if it has none), on the wire
+        where there is one."""
+        if self.wire is not None:
+            return self.wire.one(sql, params)
+        row = self.one(sql, params)
+        return row[0] if row else None
 
     def count(self, sql: str, params: Any = ()) -> int:
         self.cur.execute(sql, params)
@@ -245,30 +270,29 @@ def _transact(
     one statement, which is its own transaction, and saves the BEGIN and COMMIT round trips.
     `engine` gives the saver's sync engine, whose dialect tells a dropped connection apart.
     """
-    cursor = None
     single = pg and getattr(fn, "_single_statement", False)
     # Switched only when it is not already (a run's lock connection is in autocommit mode
     # while held): psycopg's switch is a call through its wait loop, three of them a step.
     switch = single and not raw.dbapi_connection.autocommit
+    tx = _Tx(raw, wire_of(raw.dbapi_connection) if pg else None)
     try:
         if switch:
             raw.dbapi_connection.autocommit = True
-        cursor = raw.cursor()
         if not pg:
-            cursor.execute("BEGIN" if read else "BEGIN IMMEDIATE")
-        result = fn(_Tx(cursor), *args)
+            tx.cur.execute("BEGIN" if read else "BEGIN IMMEDIATE")
+        result = fn(tx, *args)
         if not single:
             raw.commit()
         return result
     except BaseException as e:
-        _handle_drop(engine().dialect, raw, e, cursor)
+        _handle_drop(engine().dialect, raw, e, tx._cur)
         with contextlib.suppress(Exception):
             raw.rollback()
         raise
     finally:
-        if cursor is not None:
+        if tx._cur is not None:
             with contextlib.suppress(Exception):
-                cursor.close()
+                tx._cur.close()
         if switch:
             with contextlib.suppress(Exception):
                 raw.dbapi_connection.autocommit = False

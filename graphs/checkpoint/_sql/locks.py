@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 from ...errors import ThreadBusyError, ThreadLockLostError
 from ..base import ERROR, INTERRUPT, RESUME
 from .engine import _Dropped, _handle_drop
+from .wire import wire_of
 
 # ---- process-wide lock registry ---------------------------------------------------------
 # POSIX record locks belong to the process, and closing *any* descriptor of a file drops all of
@@ -199,14 +200,21 @@ class _AdvisoryLock:
         """`try_lock`'s lock and read in one round trip: whether the lock was taken, or None
         when the read failed (the lock let go of, if it was taken)."""
         conn = raw.driver_connection
-        reader = conn.cursor()
+        lock = ("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
+        wire = wire_of(conn)
+        reader: Any = None if wire is not None else conn.cursor()
         try:
-            with conn.pipeline():
-                cursor.execute("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
-                reader.execute(*read)
-            got = cursor.fetchone()[0]
+            if wire is not None:
+                taken, rows = wire.pipeline([lock, read])
+                got = taken[0][0]
+            else:
+                with conn.pipeline():
+                    cursor.execute(*lock)
+                    reader.execute(*read)
+                got = cursor.fetchone()[0]
+                rows = reader.fetchall()
             if got:
-                out.append(reader.fetchall())
+                out.append(rows)
             return got
         except Exception as e:  # noqa: BLE001 (a drop is raised; any other failure, below)
             _handle_drop(self._engine().dialect, raw, e, reader)
@@ -215,8 +223,9 @@ class _AdvisoryLock:
             cursor.execute("SELECT pg_advisory_unlock_all()")
             return None
         finally:
-            with contextlib.suppress(Exception):
-                reader.close()
+            if reader is not None:
+                with contextlib.suppress(Exception):
+                    reader.close()
 
 
 class _Hold:

@@ -104,7 +104,7 @@ def _get_pg(
     """PostgreSQL: `get_tuple` in one statement (the checkpoint, its writes, its values)."""
     params = {"t": thread_id, "ns": ns, "id": checkpoint_id}
     try:
-        result = tx.all(dialect.get_statement(bool(checkpoint_id)), params)
+        result = tx.rows(dialect.get_statement(bool(checkpoint_id)), params)
     except Exception as e:
         if str(getattr(e, "sqlstate", "") or "").startswith("22"):
             # the record is not JSON the server can read: let the general path say why

@@ -25,8 +25,11 @@ from ..base import (
 from .engine import _Tx
 from .statements import _Dialect
 from .values import _now
+from .wire import Statement
 
 _SPECIAL = frozenset((INTERRUPT, RESUME, ERROR))
+_BEGIN: Statement = ("BEGIN", None)
+_COMMIT: Statement = ("COMMIT", None)
 
 
 def _is_broken_chain(error: BaseException) -> bool:
@@ -252,7 +255,7 @@ def _put_pg(
     """`_put_tx` as one statement (PostgreSQL's data-modifying WITH): one round trip."""
     args = (thread_id, ns, checkpoint_id, parent_id, status, nodes, record, meta)
     try:
-        moved = tx.one(*_put_pg_statement(dialect, *args, full, deltas))[0]
+        moved = tx.value(*_put_pg_statement(dialect, *args, full, deltas))
     except Exception as e:
         if not (deltas and _is_broken_chain(e)):
             raise
@@ -274,13 +277,16 @@ def _and_unlock(tx: _Tx, lock_key: int, statement: tuple[str, dict[str, Any]]) -
     unlock in one pipeline, one round trip. Whoever takes the lock next sees the write
     committed; a statement that fails stops the pipeline before its COMMIT and the unlock.
     Returns whether the lock was let go of."""
+    unlock = ("SELECT pg_advisory_unlock(%(k)s)", {"k": lock_key})
+    if tx.wire is not None:
+        return bool(tx.wire.pipeline([_BEGIN, statement, _COMMIT, unlock])[-1][0][0])
     conn = tx.cur.connection
     cur = tx.cur
     with conn.pipeline():
         cur.execute("BEGIN")
         cur.execute(*statement)
         cur.execute("COMMIT")
-        cur.execute("SELECT pg_advisory_unlock(%(k)s)", {"k": lock_key})
+        cur.execute(*unlock)
     return bool(cur.fetchone()[0])
 
 
@@ -413,7 +419,7 @@ def _writes_pg(
     error: str | None,
 ) -> None:
     """PostgreSQL: the writes and the thread's new status in one statement."""
-    tx.run(*_writes_pg_statement(dialect, thread_id, ns, checkpoint_id, rows, status, error))
+    tx.value(*_writes_pg_statement(dialect, thread_id, ns, checkpoint_id, rows, status, error))
 
 
 _writes_pg._single_statement = True  # type: ignore[attr-defined]
@@ -439,9 +445,8 @@ def _batch_tx(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]
             else:
                 _writes_tx(tx, dialect, *args)
         return
-    conn = getattr(tx.cur, "connection", None)  # psycopg's, on the sync engine
-    if hasattr(conn, "pipeline"):
-        _batch_pg(conn, tx, dialect, ops)
+    if tx.wire is not None:  # psycopg's, on the sync engine
+        _batch_pg(tx, dialect, ops)
         return
     tx.run("BEGIN")  # (the async engine's adapted cursor: one statement at a time)
     for is_put, args in ops:
@@ -457,35 +462,30 @@ def _batch_tx(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]
 _batch_tx._single_statement = True  # type: ignore[attr-defined]  # (autocommit, its own BEGIN)
 
 
-def _batch_pg(
-    conn: Any, tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]]
-) -> None:
-    """`_batch_tx` on psycopg: BEGIN, the statements and COMMIT in one pipeline. A put whose
-    head did not move fails its statement (`strict`), so the transaction never reaches its
-    COMMIT; then the head tells a batch stored already (a retry after the connection dropped
-    during COMMIT) from a thread another run moved on."""
-    cur = conn.cursor()
+def _batch_pg(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]]) -> None:
+    """`_batch_tx` on psycopg's wire: BEGIN, the statements and COMMIT in one pipeline. A put
+    whose head did not move fails its statement (`strict`), so the transaction never reaches
+    its COMMIT; then the head tells a batch stored already (a retry after the connection
+    dropped during COMMIT) from a thread another run moved on."""
+    assert tx.wire is not None
+    statements = [
+        _put_pg_statement(dialect, *args, strict=True)
+        if is_put
+        else _writes_pg_statement(dialect, *args)
+        for is_put, args in ops
+    ]
     try:
-        with conn.pipeline():
-            cur.execute("BEGIN")
-            for is_put, args in ops:
-                if is_put:
-                    cur.execute(*_put_pg_statement(dialect, *args, strict=True))
-                else:
-                    cur.execute(*_writes_pg_statement(dialect, *args))
-            cur.execute("COMMIT")
+        tx.wire.pipeline([_BEGIN, *statements, _COMMIT])
     except Exception as e:
         if getattr(e, "sqlstate", None) != _NOT_MOVED:
             raise
-        conn.rollback()
+        tx.cur.connection.rollback()
         puts = [args for is_put, args in ops if is_put]
         row = _head_tx(tx, dialect, *puts[0][:2])
         if row is not None and row[0] == puts[-1][2]:
             return
         _check_moved(tx, dialect, *puts[0][:4])
         raise  # (the head is the first put's own: not a state the batch can leave)
-    finally:
-        cur.close()
 
 
 _NOT_MOVED = "22012"  # division_by_zero: a strict put's `1 / count(*)` with no head moved

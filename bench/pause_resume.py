@@ -5,7 +5,8 @@ Builds w4's approval graph (draft -> approve, which calls interrupt() -> act) fr
 `invoke(input)` (the pause) and `invoke(Command(resume=...))` (the resume) and prints their
 medians and p99s, ours only (bench/checkpointer.py compares with LangGraph). With `--count`,
 also lists every statement (and COMMIT) one pause and one resume send to PostgreSQL, counted at
-psycopg's cursor and connection calls; each is one round trip unless pipelined.
+psycopg's cursor and connection calls and at the saver's wire (`_sql/wire.py`, libpq itself);
+each is one round trip unless pipelined.
 
     .venv/bin/python bench/pause_resume.py [--iterations 300] [--backends sqlite,postgres] [--count]
 """
@@ -32,8 +33,11 @@ def stats(ns: list[int]) -> str:
 
 
 def count_calls(wl: Any, engine: Any, graph: Any, thread: str) -> None:
-    """Print what one pause and one resume of `thread` send through psycopg."""
+    """Print what one pause and one resume of `thread` send through psycopg and the saver's
+    wire (libpq itself)."""
     import psycopg
+
+    from graphs.checkpoint._sql.wire import Wire
 
     log: list[str] = []
     patched = []
@@ -43,7 +47,9 @@ def count_calls(wl: Any, engine: Any, graph: Any, thread: str) -> None:
 
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
             what = describe(self, *args)
-            if what:
+            if isinstance(what, list):
+                log.extend(what)
+            elif what:
                 log.append(what)
             return orig(self, *args, **kwargs)
 
@@ -61,6 +67,15 @@ def count_calls(wl: Any, engine: Any, graph: Any, thread: str) -> None:
 
         return describe
 
+    def pipelined(_wire: Any, statements: Any) -> list[str]:
+        # The saver's wire (`graphs/checkpoint/_sql/wire.py`): one round trip for all.
+        n = len(statements)
+        return [
+            stmt(None, sql) + (f"  [wire, {i} of {n}]" if n > 1 else "  [wire]")
+            for i, (sql, _) in enumerate(statements, 1)
+        ]
+
+    wrap(Wire, "pipeline", pipelined)
     wrap(psycopg.Cursor, "execute", stmt)
     wrap(psycopg.Cursor, "executemany", stmt)
     wrap(psycopg.Connection, "commit", txn("COMMIT"))

@@ -114,18 +114,24 @@ def _encode_all(
 
 def _rows(result: Any) -> list[tuple[Any, ...]]:
     """A result's rows, each column decoded from binary by its type."""
+    ntuples = result.ntuples
+    if not ntuples:
+        return []
     decoders = []
     for i in range(result.nfields):
-        oid = result.ftype(i)
-        decode = _DECODE.get(oid)
+        decode = _DECODE.get(oid := result.ftype(i))
         if decode is None:
             raise TypeError(f"a column of type oid {oid} is not read on the wire")
-        decoders.append(decode)
+        decoders.append((i, decode))
     get = result.get_value
-    return [
-        tuple(None if (raw := get(r, i)) is None else d(raw) for i, d in enumerate(decoders))
-        for r in range(result.ntuples)
-    ]
+    rows = []
+    for r in range(ntuples):
+        row = []
+        for i, decode in decoders:
+            raw = get(r, i)
+            row.append(None if raw is None else decode(raw))
+        rows.append(tuple(row))
+    return rows
 
 
 class Wire:

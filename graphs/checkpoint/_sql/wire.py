@@ -163,8 +163,8 @@ class Wire:
                 raise psycopg.OperationalError("the connection is closed")
             try:
                 answers = self._exchange(encoded)
-            except BaseException as e:
-                if not (isinstance(e, psycopg.Error) and self._idle()):
+            except BaseException:
+                if not self._idle():
                     # Cut off mid-exchange (KeyboardInterrupt, say): what the server did is
                     # unknown, so the connection is closed, and the pool replaces it.
                     pg.finish()
@@ -206,18 +206,32 @@ class Wire:
         return answers
 
     def _name(self, key: tuple[bytes, tuple[int, ...]]) -> bytes:
-        """The statement's prepared name on this connection, preparing it on first use."""
-        name = self._names.get(key)
+        """The statement's prepared name on this connection, preparing it on first use; the
+        least recently used is deallocated past `_MAX_PREPARED` (as psycopg's `prepared_max`)."""
+        names = self._names
+        name = names.pop(key, None)
         if name is None:
+            if len(names) >= _MAX_PREPARED:
+                oldest = names.pop(next(iter(names)))
+                self._pg.send_query_params(b"DEALLOCATE " + oldest, None)
+                self._settle(gone_is_ok=True)
             name = b"graphs_w%d" % next(_NUMBERS)
             self._pg.send_prepare(name, key[0], key[1] or None)
-            self._flush()
-            result = self._result()
-            self._result()  # None: the end of the prepare's results
-            if result is None or result.status != _S.COMMAND_OK:
-                raise self._error(result)
-            self._names[key] = name
+            self._settle()
+        names[key] = name  # (the most recently used last)
         return name
+
+    def _settle(self, *, gone_is_ok: bool = False) -> None:
+        """Flush and read the one answer of a statement outside any pipeline; raise its error
+        (with `gone_is_ok`, not that the statement it names does not exist)."""
+        self._flush()
+        result = self._result()
+        self._result()  # None: the end of its results
+        if result is not None and result.status == _S.COMMAND_OK:
+            return
+        error = self._error(result)
+        if not (gone_is_ok and isinstance(error, psycopg.errors.InvalidSqlStatementName)):
+            raise error
 
     def _answer(self) -> list[tuple[Any, ...]] | psycopg.Error:
         """The next statement's rows, or its error (a skipped statement's: no rows), after
@@ -257,6 +271,7 @@ def _wait(fd: int, event: int) -> None:
 
 
 _NUMBERS = itertools.count()
+_MAX_PREPARED = 200
 _WIRES: weakref.WeakKeyDictionary[Any, Wire] = weakref.WeakKeyDictionary()
 
 

@@ -183,3 +183,24 @@ def test_statements_deallocated_behind_its_back_are_prepared_again(
     with pytest.raises(psycopg.errors.InvalidSqlStatementName):
         wire.one("SELECT count(*) FROM t")
     assert wire.one("SELECT count(*) FROM t") == 0
+
+
+def test_the_least_recently_used_statements_are_deallocated(
+    conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived connection keeps a bounded number of statements on the server."""
+    from graphs.checkpoint._sql import wire as wire_module
+
+    monkeypatch.setattr(wire_module, "_MAX_PREPARED", 3)
+    wire = wire_of(conn)
+    assert wire is not None
+    hot = "SELECT count(*) FROM t"
+    for i in range(6):
+        assert wire.one(hot) == 0  # used between the others: never the least recent
+        assert wire.one(f"SELECT {i} + %(n)s", {"n": 1}) == i + 1
+    prepared = conn.execute(
+        "SELECT statement FROM pg_prepared_statements WHERE name LIKE 'graphs_w%%'"
+    ).fetchall()
+    assert len(prepared) == 3
+    assert any("count(*)" in row[0] for row in prepared)
+    assert wire.one("SELECT 0 + %(n)s", {"n": 1}) == 1  # evicted, prepared again

@@ -3,7 +3,9 @@
 Drivers: `sqlite:///path` uses the standard library's `sqlite3` (sync) and `aiosqlite` (async) on
 the same file. `postgresql://` uses psycopg 3 for both: it is the one PostgreSQL driver with a
 sync and an asyncio interface over the same code, so sync `invoke` and the async bot see the
-same type adaptation, server-side prepared statements (after 5 uses) and error classes.
+same type adaptation, server-side prepared statements and error classes. (A sync run's
+statements skip psycopg's cursor for its libpq connection, `wire.py`, with psycopg's parameter
+types and error classes.)
 """
 
 from __future__ import annotations

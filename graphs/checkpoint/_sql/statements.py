@@ -3,7 +3,8 @@
 Statements are written once with :name parameters (sqlite3's named style) and rewritten to
 psycopg's %(name)s for PostgreSQL. They run on raw DBAPI cursors: the statements are fixed,
 so SQLAlchemy's compilation would only add time to the hot path (a durable step is a few of
-them); psycopg prepares them server-side after five uses.
+them); psycopg prepares them server-side after five uses. A sync run's on PostgreSQL skip the
+cursor and go on libpq itself (`wire.py`), prepared at their first use.
 """
 
 from __future__ import annotations

@@ -216,6 +216,9 @@ class _Tx:
         self.cur.execute(sql, params)
         return list(self.cur.fetchall())
 
+    def rollback(self) -> None:
+        self._raw.rollback()
+
     def rows(self, sql: str, params: dict[str, Any]) -> list[Any]:
         """`all`, on the wire where there is one (PostgreSQL, sync)."""
         if self.wire is not None:
@@ -276,7 +279,8 @@ def _transact(
     # Switched only when it is not already (a run's lock connection is in autocommit mode
     # while held): psycopg's switch is a call through its wait loop, three of them a step.
     switch = single and not raw.dbapi_connection.autocommit
-    tx = _Tx(raw, wire_of(raw.dbapi_connection) if pg else None)
+    # The wire sends no BEGIN: only what runs in autocommit mode goes on it.
+    tx = _Tx(raw, wire_of(raw.driver_connection) if single else None)
     try:
         if switch:
             raw.dbapi_connection.autocommit = True

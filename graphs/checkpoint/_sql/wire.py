@@ -157,24 +157,38 @@ class Wire:
         statements opened (BEGIN) is then left failed, for the caller to roll back.
         """
         encoded = [_encode_all(sql, params) for sql, params in statements]  # sends nothing
+        for attempt in (0, 1):
+            answers = self._locked_exchange(encoded)
+            error = next((a for a in answers if isinstance(a, psycopg.Error)), None)
+            if error is None:
+                return answers
+            if isinstance(error, psycopg.errors.InvalidSqlStatementName):
+                # Deallocated behind our back: psycopg sends DEALLOCATE ALL when it rolls back
+                # a transaction (or runs a DROP) after preparing statements of its own. They
+                # are prepared afresh, and sent again if nothing but a BEGIN ran before the
+                # refused one (that BEGIN rolled back first: the wire runs in autocommit mode).
+                self._names.clear()
+                refused = answers.index(error)
+                if attempt == 0 and all(key[0] == b"BEGIN" for key, _, _ in encoded[:refused]):
+                    if refused:
+                        self._locked_exchange([_encode_all("ROLLBACK", None)])
+                    continue
+            raise error
+        raise AssertionError("unreachable")
+
+    def _locked_exchange(self, encoded: list[Any]) -> list[Any]:
         pg = self._pg
         with self._conn.lock:
             if pg.status != _OK:
                 raise psycopg.OperationalError("the connection is closed")
             try:
-                answers = self._exchange(encoded)
+                return self._exchange(encoded)
             except BaseException:
                 if not self._idle():
                     # Cut off mid-exchange (KeyboardInterrupt, say): what the server did is
                     # unknown, so the connection is closed, and the pool replaces it.
                     pg.finish()
                 raise
-        for answer in answers:
-            if isinstance(answer, psycopg.Error):
-                if isinstance(answer, psycopg.errors.InvalidSqlStatementName):
-                    self._names.clear()  # deallocated behind our back: prepared afresh next
-                raise answer
-        return answers
 
     def _idle(self) -> bool:
         """libpq waits for nothing: every answer was read, and it is out of pipeline mode."""
@@ -276,9 +290,9 @@ _WIRES: weakref.WeakKeyDictionary[Any, Wire] = weakref.WeakKeyDictionary()
 
 
 def wire_of(conn: Any) -> Wire | None:
-    """The `Wire` of a sync psycopg connection, or None (another driver, the async engine's
-    adapted connection, a libpq without pipeline mode, or a connection told not to prepare
-    statements): the caller uses a cursor."""
+    """The `Wire` of a sync psycopg connection (a pooled connection's `driver_connection`), or
+    None (another driver, the async engine's connection, a libpq without pipeline mode, or a
+    connection told not to prepare statements): the caller uses a cursor."""
     if not isinstance(conn, psycopg.Connection) or pq.version() < 140000:
         return None
     if conn.prepare_threshold is None:  # told not to prepare (PgBouncer, say): psycopg's way

@@ -300,7 +300,7 @@ def _put_last_pg(tx: _Tx, dialect: _Dialect, lock_key: int, *args: Any) -> bool:
         stored = getattr(e, "sqlstate", None) == _NOT_MOVED
         if not (stored or _is_broken_chain(e)):
             raise
-        tx.cur.connection.rollback()
+        tx.rollback()
         if stored:
             _check_moved(tx, dialect, *args[:4])  # returns if it was stored already
         else:
@@ -479,7 +479,7 @@ def _batch_pg(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]
     except Exception as e:
         if getattr(e, "sqlstate", None) != _NOT_MOVED:
             raise
-        tx.cur.connection.rollback()
+        tx.rollback()
         puts = [args for is_put, args in ops if is_put]
         row = _head_tx(tx, dialect, *puts[0][:2])
         if row is not None and row[0] == puts[-1][2]:

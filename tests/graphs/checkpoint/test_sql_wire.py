@@ -176,13 +176,25 @@ def test_a_run_on_the_wire_reads_back_what_it_wrote(pg_url: str) -> None:
 def test_statements_deallocated_behind_its_back_are_prepared_again(
     conn: psycopg.Connection[Any],
 ) -> None:
+    """psycopg sends DEALLOCATE ALL after a DROP (or a rollback) once it prepared statements of
+    its own: the wire's go too. A statement refused for it, with nothing run before it, is
+    prepared afresh and sent again; after a refusal further in, the next call prepares afresh."""
     wire = wire_of(conn)
     assert wire is not None
-    assert wire.one("SELECT count(*) FROM t") == 0
-    conn.execute("DEALLOCATE ALL")  # what a pool's DISCARD ALL does to the session
+    count = "SELECT count(*) FROM t"
+    insert = "INSERT INTO t (id) VALUES (%(id)s)"
+    assert wire.one(count) == 0
+    wire.one(insert, {"id": "a"})
+    for _ in range(6):
+        conn.execute("SELECT 1")  # psycopg prepares it from the fifth use
+    conn.execute("CREATE TABLE scratch (x int)")
+    conn.execute("DROP TABLE scratch")  # psycopg's DEALLOCATE ALL
+    assert wire.pipeline([("BEGIN", None), (insert, {"id": "b"}), ("COMMIT", None)])
+    assert wire.one(count) == 2  # inserted once, not twice
+    conn.execute("DEALLOCATE ALL")
     with pytest.raises(psycopg.errors.InvalidSqlStatementName):
-        wire.one("SELECT count(*) FROM t")
-    assert wire.one("SELECT count(*) FROM t") == 0
+        wire.pipeline([("SELECT 1 + %(n)s", {"n": 1}), (count, {})])  # the first one ran
+    assert wire.one(count) == 2
 
 
 def test_the_least_recently_used_statements_are_deallocated(

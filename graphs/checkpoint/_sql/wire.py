@@ -18,6 +18,11 @@ each statement as it reads psycopg's; rows come back in binary and are decoded b
 An error the server answers is raised as psycopg raises it (`psycopg.errors`, with its SQLSTATE
 and diagnostics); a connection lost mid-exchange is left closed (`Connection.closed`), so the
 pool drops it as it drops any other.
+
+The wire sends no BEGIN of psycopg's, so only what runs in autocommit mode goes on it (a
+pipeline may send its own BEGIN and COMMIT). A connection keeps at most `_MAX_PREPARED` of its
+statements, the least recently used deallocated; those psycopg deallocates with its own (its
+DEALLOCATE ALL after a rollback or a DROP) are prepared again when next refused.
 """
 
 from __future__ import annotations

@@ -220,6 +220,13 @@ async def test_a_click_approves_a_service_request_and_its_webhook_arrives_once_a
         assert (seen["status"], seen["approved"]) == ("approved", True)
         assert seen["decision"]["by"] == [ALICE]
         assert seen["decision"]["args"] == request["args"]
+        # The link is known once the bot has stored where its card is. Slack shows the card
+        # before chat.postMessage's answer reaches the bot, so under load a click can decide
+        # the approval first: the link then follows within moments.
+        deadline = time.monotonic() + WAIT
+        while seen["card_url"] is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            seen = (await call(http, first, "GET", f"/api/approvals/{approval_id}"))[1]
         assert seen["card_url"] and card["ts"].replace(".", "") in seen["card_url"]
 
         # The receiver refuses the first delivery; the bot dies before it is made again.

@@ -105,6 +105,9 @@ class SQLEngines(BaseCheckpointSaver):
         else:
             self._lock_path = None
             self._gate = None
+        # What this process's holds of a thread are keyed by, beside the thread (`_proc_hold`):
+        # the database, named once here rather than on every run.
+        self._scope = self._lock_path or self.url.render_as_string(hide_password=True)
 
     def close(self) -> None:
         """Close every pooled connection (the saver can still be used: it reconnects).

@@ -44,8 +44,7 @@ class ThreadHolds(SQLEngines):
     """`SQLEngines` with one run per thread; `SQLSaver` adds the checkpoint operations."""
 
     def _proc_key(self, thread_id: str, ns: str) -> tuple[str, str, str]:
-        scope = self._lock_path or self.url.render_as_string(hide_password=True)
-        return (scope, thread_id, ns)
+        return (self._scope, thread_id, ns)
 
     @contextlib.contextmanager
     def lock_thread(self, config: RunConfig) -> Iterator[None]:

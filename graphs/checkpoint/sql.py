@@ -48,7 +48,7 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
@@ -62,11 +62,11 @@ from ._sql.engine import (
     async_url,
     sync_url,
 )
-from ._sql.holds import ThreadHolds
 from ._sql.prune import _delete_tx, _prune_finished_tx, _prune_tx, _thread_keys_tx
 from ._sql.read import PausedThread, _get_pg, _get_rows, _get_tx, _list_tx, _paused_tx
+from ._sql.running import SQLOperations
 from ._sql.schema import MIGRATIONS_DIR as MIGRATIONS_DIR  # noqa: PLC0414 (public)
-from ._sql.schema import _check_revision, _migrate, _schema_revision
+from ._sql.schema import _migrate
 from ._sql.write import (
     _batch_tx,
     _head_tx,
@@ -95,11 +95,8 @@ __all__ = ["AlembicSchema", "PausedThread", "SQLSaver", "async_url", "sync_url"]
 
 PausedThread.__module__ = __name__  # defined in `_sql/read.py`; this is its public home
 
-_T = TypeVar("_T")
-_NO_GATE = contextlib.nullcontext()  # (reusable: it holds nothing)
 
-
-class SQLSaver(ThreadHolds):
+class SQLSaver(SQLOperations):
     """Checkpoints in SQLite or PostgreSQL through SQLAlchemy Core; see the module docstring.
 
     Args:
@@ -108,8 +105,9 @@ class SQLSaver(ThreadHolds):
         sqlite_synchronous: SQLite's `PRAGMA synchronous`: `"FULL"` (default: a committed step
             survives power loss) or `"NORMAL"` (survives a process crash only; faster).
         busy_timeout: seconds a SQLite writer waits for another one (default 30).
-        pool_size: connections kept open per engine (default 5). A sync run holds one, from
-            a pool of its own (as large), for its transactions (PostgreSQL: and its lock).
+        pool_size: connections kept open per engine (default 5). A run holds one, from a pool
+            of its own (as large): on PostgreSQL for its lock and its own reads and writes, on
+            SQLite (a sync run) for its transactions.
         max_overflow: connections opened beyond `pool_size` under load (default 10).
         ping_after: PostgreSQL: a pooled connection idle this many seconds is pinged before
             use, and replaced if the server dropped it (default 1.0; 0 pings at every use).
@@ -141,142 +139,7 @@ class SQLSaver(ThreadHolds):
         finally:
             await saver.aclose()
 
-    # ---- running operations -------------------------------------------------------------
-    # Each operation is one transaction on a raw DBAPI cursor from SQLAlchemy's pool (which
-    # brings the idle ping, the SQLite pragmas and invalidation); SQLAlchemy's execution layer
-    # would cost more than the database does for these few fixed statements.
-
-    def _run(
-        self,
-        fn: Callable[..., _T],
-        *args: Any,
-        read: bool = False,
-        retry: bool = True,
-        schema: bool = True,
-    ) -> _T:
-        """Run `fn(tx, *args)` in one transaction; `schema=False` skips the check of the
-        checkpoint tables (for tables of another set on these engines, such as `SQLStore`'s)."""
-        if self._memory:
-            with self._memory_guard:
-                return self._run_once(fn, args, read, schema)
-        try:
-            return self._run_once(fn, args, read, schema)
-        except _Dropped as dropped:
-            if not retry:
-                raise dropped.error from None
-        try:
-            return self._run_once(fn, args, read, schema)  # the connection dropped: once more
-        except _Dropped as dropped:
-            raise dropped.error from None
-
-    def _run_once(
-        self, fn: Callable[..., _T], args: tuple[Any, ...], read: bool, schema: bool = True
-    ) -> _T:
-        if schema and not self._schema_ok:
-            self._check_schema()
-        with self._gate.hold() if self._gate is not None and not read else contextlib.nullcontext():
-            raw = self._sync_engine().raw_connection()
-            try:
-                return _transact(raw, fn, args, read, self._d.pg, self._sync_engine)
-            finally:
-                raw.close()
-
-    async def _arun(
-        self,
-        fn: Callable[..., _T],
-        *args: Any,
-        read: bool = False,
-        retry: bool = True,
-        schema: bool = True,
-    ) -> _T:
-        if self._memory:  # one in-memory database, reached through the sync engine only
-            return await asyncio.to_thread(
-                self._run, fn, *args, read=read, retry=retry, schema=schema
-            )
-        try:
-            return await self._arun_once(fn, args, read, schema)
-        except _Dropped as dropped:
-            if not retry:
-                raise dropped.error from None
-        try:
-            return await self._arun_once(fn, args, read, schema)
-        except _Dropped as dropped:
-            raise dropped.error from None
-
-    async def _arun_once(
-        self, fn: Callable[..., _T], args: tuple[Any, ...], read: bool, schema: bool = True
-    ) -> _T:
-        if schema and not self._schema_ok:
-            async with self._async_engine(read=True).connect() as conn:
-                revision = await conn.run_sync(_schema_revision)
-            self._accept_revision(revision)
-        async with self.write_gate(read), self._async_engine().connect() as conn:
-            return await conn.run_sync(
-                lambda sync_conn: _transact(
-                    sync_conn.connection, fn, args, read, self._d.pg, self._sync_engine
-                )
-            )
-
-    def write_gate(
-        self, read: bool = False, *, urgent: bool = False, timeout: float | None = None
-    ) -> contextlib.AbstractAsyncContextManager[None]:
-        """`async with saver.write_gate():` around an async write transaction on this database
-        that does not go through the saver (the bot's own tables share its engines): on a
-        SQLite file, this process's writers then take turns without SQLite's sleeping busy
-        wait, `urgent` ones (a person waits on the answer) first (`_sql/gate.py`). Waiting
-        longer than `timeout` (default: the busy timeout) fails with "database is locked", and
-        nothing was written. Nothing to wait for on PostgreSQL, in memory, or for a read."""
-        if self._gate is None or read:
-            return contextlib.nullcontext()
-        return self._gate.ahold(urgent=urgent, timeout=timeout)
-
-    def _run_thread(
-        self,
-        key: tuple[str, str],
-        fn: Callable[..., _T],
-        *args: Any,
-        retry: bool = True,
-        read: bool = False,
-    ) -> _T:
-        """`_run` for an operation on one thread (get_tuple, put, put_writes; one statement
-        each on PostgreSQL), or a batch of them (`_put_batch`: one transaction).
-
-        While this OS thread holds the thread (`lock_thread`, sync), the operation runs on the
-        connection the run holds (on PostgreSQL, the lock's): no pool checkout and checkin a
-        step, and one server process serves the whole run. If it drops, the operation goes to
-        the pool (the lock went with the session, as when the lock connection drops mid-run).
-        """
-        hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
-        if hold is None:
-            return self._run(fn, *args, retry=retry, read=read)
-        pg = self._d.pg
-        hold.head = None  # the run asked something else first: the head may move
-        # PostgreSQL: the lock's connection stays in autocommit mode, so only what runs in it
-        # (one statement, or a batch that sends its own BEGIN and COMMIT) goes on it.
-        if hold.lost or (pg and not getattr(fn, "_single_statement", False)):
-            return self._run(fn, *args, retry=retry, read=read)
-        if not self._schema_ok:
-            self._check_schema()
-        gate = self._gate.hold() if self._gate is not None and not read else _NO_GATE
-        with gate, hold.guard:
-            try:
-                return _transact(hold.raw, fn, args, read, pg, self._sync_engine)
-            except _Dropped as dropped:
-                hold.lost = True  # and the lock with the session: taken back before a write
-                if not retry:
-                    raise dropped.error from None
-        return self._run(fn, *args, retry=retry, read=read)
-
     # ---- schema -------------------------------------------------------------------------
-
-    def _check_schema(self) -> None:
-        with self._sync_engine(read=True).connect() as conn:
-            revision = _schema_revision(conn)
-        self._accept_revision(revision)
-
-    def _accept_revision(self, revision: str | None) -> None:
-        _check_revision(self, revision)
-        self._schema_ok = True
 
     def setup(self) -> None:
         """Create or upgrade the checkpoint tables (Alembic migrations). Idempotent.
@@ -341,7 +204,9 @@ class SQLSaver(ThreadHolds):
         thread_id, ns = self._key(config)
         get = _get_pg if self._d.pg else _get_tx
         checkpoint_id = config_checkpoint_id(config)
-        tup = await self._arun(get, self._d, thread_id, ns, checkpoint_id, read=True)
+        tup = await self._arun_thread(
+            (thread_id, ns), get, self._d, thread_id, ns, checkpoint_id, read=True
+        )
         self._note_read(thread_id, ns, checkpoint_id, tup)
         return tup
 
@@ -463,7 +328,7 @@ class SQLSaver(ThreadHolds):
         if hold is not None:
             await self._akeep_hold(hold)
         fn, fargs = self._put_fn(config, args)
-        await self._arun(fn, self._d, *fargs)
+        await self._arun_thread(key, fn, self._d, *fargs)
         if hold is not None:
             hold.note_put(key[1], checkpoint["id"])
         _stored_lists(self._heads, key, config, checkpoint, new_versions)
@@ -506,7 +371,7 @@ class SQLSaver(ThreadHolds):
         hold = self._hold_of(args[0], args[1])
         if hold is not None and not _is_outcome(writes):
             await self._akeep_hold(hold)
-        await self._arun(_writes_tx, self._d, *args, retry=False)
+        await self._arun_thread((args[0], args[1]), _writes_tx, self._d, *args, retry=False)
         if hold is not None:
             hold.note_writes(args[1], args[2], len(args[3]))
 
@@ -596,7 +461,7 @@ class SQLSaver(ThreadHolds):
         if hold is not None:
             await self._akeep_hold(hold)
         try:
-            await self._arun(_batch_tx, self._d, batch, retry=False)
+            await self._arun_thread(key, _batch_tx, self._d, batch, retry=False)
         except Exception as e:
             if not self._retried_one_by_one(e, key):
                 raise

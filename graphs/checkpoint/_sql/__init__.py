@@ -3,7 +3,10 @@
 - `engines.py`: `SQLEngines`, the saver's state and its engines, made on first use (the base
   of `SQLSaver`);
 - `holds.py`: `ThreadHolds`, one run per thread (`lock_thread`), and a lost lock taken back
-  before a write (between `SQLEngines` and `SQLSaver`);
+  before a write (between `SQLEngines` and `SQLOperations`);
+- `running.py`: `SQLOperations`, how each operation runs: a transaction on a pooled
+  connection, or on the connection the run holding its thread holds (between `ThreadHolds`
+  and `SQLSaver`);
 - `engine.py`: URLs and drivers, the engines' hooks, raw-cursor transactions;
 - `one_trip.py`: the async SQLite driver with one trip to aiosqlite's thread a statement;
 - `wire.py`: a sync run's PostgreSQL statements on libpq itself (psycopg's `pq` layer), without

@@ -183,8 +183,9 @@ class SQLEngines(BaseCheckpointSaver):
 
     def _locks_engine(self) -> Engine:
         """The pool of the connections that runs hold (`lock_thread`), apart from the one the
-        operations use. PostgreSQL: each holds a run's thread lock. A run holds its lock
-        connection throughout and checks out another for each write: from one pool,
+        operations use. PostgreSQL: each holds a run's thread lock, and the run's own reads and
+        writes go on it (`running.py`); what does not (a transaction that is not one statement,
+        a write after the session dropped) checks out another. From one pool,
         `pool_size + max_overflow` runs at once held every connection, each waited for one
         more, and none got it (every request of the process failed after the pool timeout).
         Apart, a run waits for a lock connection holding nothing, and the operations' pool

@@ -1,12 +1,12 @@
 """`ThreadHolds`: one run per thread for `SQLSaver` (`graphs.checkpoint.sql`), between its
-engines (`engines.py`) and its operations.
+engines (`engines.py`) and the running of its operations (`running.py`).
 
 `lock_thread`/`alock_thread` hold a thread for one run, across processes: in memory, the base
 class's lock; on SQLite, this process's hold and a file lock (`locks.py`), and for a sync run a
 connection of the lock pool its transactions go on; on PostgreSQL, an advisory lock on a
-connection of the lock pool, held through the run. A run whose lock
-connection dropped takes the lock again before it writes (`_keep_hold`), unless another run
-holds the thread or wrote to it meanwhile.
+connection of the lock pool, held through the run, which reads and writes on it
+(`running.py`). A run whose lock connection dropped takes the lock again before it writes
+(`_keep_hold`), unless another run holds the thread or wrote to it meanwhile.
 """
 
 from __future__ import annotations

@@ -224,3 +224,40 @@ def test_an_interrupt_beside_another_task_keeps_both_and_the_thread_is_free_afte
                 "log": ["asked yes", "other"]
             }
             assert worker("try", pg_url, name) == "free"
+
+
+@pytest.mark.postgres
+async def test_an_async_run_goes_on_while_the_pool_is_busy_its_writes_on_its_locks_session(
+    pg_url: str,
+) -> None:
+    # The bot's own tables share the saver's pool. An async run on PostgreSQL holds its
+    # thread's lock on a session of its own and reads and writes on that session, one
+    # operation at a time: it needs no connection of the pool, even while the bot's own work
+    # holds every one.
+    saver = SQLSaver(pg_url, pool_size=1, max_overflow=0, pool_timeout=2)
+    try:
+        await saver.asetup()
+
+        def ask(state: P) -> P:
+            return {"log": [f"asked {interrupt('ok?')}"]}
+
+        g = StateGraph(P)
+        g.add_node("ask", ask)
+        g.add_node("act", lambda s: {"log": ["acted"]})
+        g.add_edge(START, "ask")
+        g.add_edge("ask", "act")
+        app = g.compile(checkpointer=saver)
+        async with saver._async_engine().connect() as busy:  # the pool's only connection
+            await busy.exec_driver_sql("SELECT 1")
+            with pytest.raises(GraphInterrupt):
+                await app.ainvoke({"log": []}, thread())
+            done = await app.ainvoke(Command(resume="yes"), thread())
+        assert done == {"log": ["asked yes", "acted"]}
+        assert worker("try", pg_url, "t") == "free"
+        # What the run wrote is what a fresh reader finds.
+        with SQLSaver.from_conn_string(pg_url) as reader:
+            head = reader.get_tuple(thread())
+            assert head is not None
+            assert head.checkpoint["channel_values"]["log"] == ["asked yes", "acted"]
+    finally:
+        await saver.aclose()

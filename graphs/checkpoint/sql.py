@@ -202,11 +202,21 @@ class SQLSaver(SQLOperations):
 
     async def aget_tuple(self, config: RunConfig) -> CheckpointTuple | None:
         thread_id, ns = self._key(config)
-        get = _get_pg if self._d.pg else _get_tx
+        key = (thread_id, ns)
         checkpoint_id = config_checkpoint_id(config)
-        tup = await self._arun_thread(
-            (thread_id, ns), get, self._d, thread_id, ns, checkpoint_id, read=True
-        )
+        hold = self._holds.get(key) if self._holds else None
+        rows = None
+        if hold is not None and hold.aguard is not None and checkpoint_id is None:
+            rows = hold.head  # read in the round trip that took the thread's lock (`alock_thread`)
+        if rows is not None:  # (`_arun_thread` lets go of them: they are read once)
+            tup = await self._arun_thread(
+                key, _get_rows, self._d, thread_id, ns, None, rows, read=True
+            )
+        else:
+            get = _get_pg if self._d.pg else _get_tx
+            tup = await self._arun_thread(
+                key, get, self._d, thread_id, ns, checkpoint_id, read=True
+            )
         self._note_read(thread_id, ns, checkpoint_id, tup)
         return tup
 

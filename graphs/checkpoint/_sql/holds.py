@@ -22,6 +22,7 @@ from ...errors import ThreadBusyError
 from .engine import _Dropped
 from .engines import SQLEngines
 from .locks import (
+    _AdvisoryLock,
     _file_lock,
     _give_back,
     _Hold,
@@ -40,11 +41,22 @@ def _probe_sync(conn: Any) -> bool:
     return _probe(conn.connection)
 
 
+def _try_lock(conn: Any, advisory: _AdvisoryLock, *args: Any) -> int:
+    return advisory.try_lock(conn.connection, *args)
+
+
 class ThreadHolds(SQLEngines):
     """`SQLEngines` with one run per thread; `SQLSaver` adds the checkpoint operations."""
 
     def _proc_key(self, thread_id: str, ns: str) -> tuple[str, str, str]:
         return (self._scope, thread_id, ns)
+
+    def _head_read(self, thread_id: str, ns: str) -> tuple[str, dict[str, Any]] | None:
+        """The read of the thread's head, sent in the round trip that takes its lock: a run's
+        first request is the head (PostgreSQL, once the tables are known to be there)."""
+        if not self._schema_ok:
+            return None
+        return self._d.get_statement(False), {"t": thread_id, "ns": ns, "id": None}
 
     @contextlib.contextmanager
     def lock_thread(self, config: RunConfig) -> Iterator[None]:
@@ -63,15 +75,9 @@ class ThreadHolds(SQLEngines):
                 yield
             return
         with _proc_hold(self._proc_key(thread_id, ns)):
-            # The run's first request is the head: it is read in the lock's round trip.
-            read = (
-                (self._d.get_statement(False), {"t": thread_id, "ns": ns, "id": None})
-                if self._schema_ok
-                else None
-            )
             closes = self._closes
             raw, key, head = self._advisory.retry(
-                thread_id, ns, self._locks_engine().raw_connection, read
+                thread_id, ns, self._locks_engine().raw_connection, self._head_read(thread_id, ns)
             )
             hold = _Hold(thread_id, ns, key, raw)
             hold.head = head
@@ -125,8 +131,9 @@ class ThreadHolds(SQLEngines):
                 yield
             return
         with _proc_hold(self._proc_key(thread_id, ns)):
-            conn, key = await self._atake(thread_id, ns)
+            conn, key, head = await self._atake(thread_id, ns, self._head_read(thread_id, ns))
             hold = _Hold(thread_id, ns, key, await conn.get_raw_connection(), conn)
+            hold.head = head
             hold.aguard = asyncio.Lock()
             self._holds[(thread_id, ns)] = hold
             try:
@@ -196,7 +203,7 @@ class ThreadHolds(SQLEngines):
                 return  # something else was sent on the session: it is alive
             hold.lost = True
             try:
-                conn, _ = await self._atake(hold.thread_id, hold.ns)
+                conn, _, _ = await self._atake(hold.thread_id, hold.ns)
             except ThreadBusyError:
                 raise _lost(hold.thread_id, "another run holds the thread now") from None
             try:
@@ -214,16 +221,18 @@ class ThreadHolds(SQLEngines):
                     await old.invalidate()
                 await old.close()
 
-    async def _atake(self, thread_id: str, ns: str) -> tuple[Any, int]:
-        """A connection of the async lock pool holding the thread's lock, and the lock's key;
-        a connection found dropped is replaced once."""
+    async def _atake(
+        self, thread_id: str, ns: str, read: Any = None
+    ) -> tuple[Any, int, list[Any] | None]:
+        """A connection of the async lock pool holding the thread's lock, the lock's key, and
+        the rows of `read` (see `_AdvisoryLock.try_lock`); a connection found dropped is
+        replaced once."""
         for attempt in (0, 1):
             conn = await self._alocks_engine().connect()
+            got: list[Any] = []
             try:
-                key = await conn.run_sync(
-                    lambda c: self._advisory.try_lock(c.connection, thread_id, ns)
-                )
-                return conn, key
+                key = await conn.run_sync(_try_lock, self._advisory, thread_id, ns, read, got)
+                return conn, key, (got[0] if got else None)
             except _Dropped as dropped:
                 await conn.close()
                 if attempt:

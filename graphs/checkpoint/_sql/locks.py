@@ -18,7 +18,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import psycopg
 from sqlalchemy.engine import Engine
+from sqlalchemy.util import await_only
 
 from ...errors import ThreadBusyError, ThreadLockLostError
 from ..base import ERROR, INTERRUPT, RESUME
@@ -162,8 +164,7 @@ class _AdvisoryLock:
     ) -> int:
         """Take the thread's advisory lock on `raw` (in autocommit mode while held).
 
-        With `read` (a statement and its parameters, on the sync engine), the statement goes in
-        the same round trip, right after the lock (psycopg's pipeline; two statements, so the
+        With `read` (a statement and its parameters), the statement goes in the same round trip, right after the lock (psycopg's pipeline; two statements, so the
         read sees what was committed before the lock was taken), and its rows are appended to
         `out` (as one list) if the lock was taken. A read that fails is dropped: the lock is
         then taken alone, and the caller reads as it would have.
@@ -202,11 +203,14 @@ class _AdvisoryLock:
         conn = raw.driver_connection
         lock = ("SELECT pg_try_advisory_lock(%(k)s)", {"k": key})
         wire = wire_of(conn)
-        reader: Any = None if wire is not None else conn.cursor()
+        pipelined = wire is not None or isinstance(conn, psycopg.AsyncConnection)
+        reader: Any = None if pipelined else conn.cursor()
         try:
             if wire is not None:
                 taken, rows = wire.pipeline([lock, read])
                 got = taken[0][0]
+            elif pipelined:  # the async engine's, awaited from SQLAlchemy's greenlet
+                got, rows = await_only(_apipelined(conn, lock, read))
             else:
                 with conn.pipeline():
                     cursor.execute(*lock)
@@ -226,6 +230,20 @@ class _AdvisoryLock:
             if reader is not None:
                 with contextlib.suppress(Exception):
                     reader.close()
+
+
+async def _apipelined(conn: psycopg.AsyncConnection[Any], lock: Any, read: Any) -> Any:
+    """`_lock_and_read`'s two statements in one pipeline of psycopg's async connection."""
+    locking, reading = conn.cursor(), conn.cursor()
+    try:
+        async with conn.pipeline():
+            await locking.execute(*lock)
+            await reading.execute(*read)
+        taken = await locking.fetchone()
+        return (taken[0] if taken else False), await reading.fetchall()
+    finally:
+        await locking.close()
+        await reading.close()
 
 
 class _Hold:
@@ -272,8 +290,8 @@ class _Hold:
         self.aguard: Any = None
         """Async holds: an `asyncio.Lock`, held while the lock is checked or taken back."""
         self.head: list[Any] | None = None
-        """Sync holds: the rows of the head, read in the lock's round trip, until the run's
-        first operation (`SQLSaver.get_tuple` of the head takes them)."""
+        """The rows of the head, read in the lock's round trip, until the run's first operation
+        (`SQLSaver.get_tuple` or `aget_tuple` of the head takes them)."""
         self.tasks: tuple[str, list[str]] | None = None
         """The run's head in its own namespace and the ids of its step's tasks, once known."""
         self.released = False

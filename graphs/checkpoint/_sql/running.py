@@ -163,6 +163,8 @@ class SQLOperations(ThreadHolds):
         COMMIT) runs on the lock's connection, one at a time: no pool checkout and checkin,
         and no switch to autocommit mode and back. A dropped one goes to the pool (`_arun`)."""
         hold = self._holds.get(key) if self._holds else None
+        if hold is not None and hold.aguard is not None:
+            hold.head = None  # the run asked something else first: the head may move
         if (
             hold is None
             or hold.aguard is None

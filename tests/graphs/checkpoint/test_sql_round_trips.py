@@ -85,6 +85,36 @@ def test_the_head_read_with_the_lock_is_the_head(saver: SQLSaver) -> None:
         assert saver.get_tuple(thread()) == got
 
 
+async def test_an_async_runs_head_read_with_its_lock_is_the_head_and_read_once(
+    db_url: str,
+) -> None:
+    saver = SQLSaver(db_url)
+    try:
+        await saver.asetup()
+        first = await saver.aput(thread(), checkpoint(0, {"x": 1}, {"x": 1}), {}, {"x": 1})
+        await saver.aput_writes(first, [("x", 5)], "task0")
+        async with saver.alock_thread(thread()):
+            got = await saver.aget_tuple(thread())
+            assert got is not None
+            assert got.config == first
+            assert got.pending_writes == [("task0", "x", 5)]
+            assert await saver.aget_tuple(thread()) == got  # read again: the same
+            second = await saver.aput(first, checkpoint(1, {"x": 2}, {"x": 2}), {}, {"x": 2})
+            after = await saver.aget_tuple(thread())
+            assert after is not None
+            assert after.config == second
+            assert after.checkpoint["channel_values"] == {"x": 2}
+        # A write first: the head read with the lock is not what the run reads after it.
+        async with saver.alock_thread(thread()):
+            third = await saver.aput(second, checkpoint(2, {"x": 3}, {"x": 3}), {}, {"x": 3})
+            got = await saver.aget_tuple(thread())
+            assert got is not None
+            assert got.config == third
+            assert got.checkpoint["channel_values"] == {"x": 3}
+    finally:
+        await saver.aclose()
+
+
 class S(TypedDict, total=False):
     n: int
 

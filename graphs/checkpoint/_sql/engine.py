@@ -13,15 +13,17 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Dialect, Engine, make_url
+from sqlalchemy.util import await_only
 
 from .gate import WriteGate
-from .wire import Wire, wire_of
+from .wire import Statement, Wire, wire_of
 
 _T = TypeVar("_T")
 
@@ -219,6 +221,22 @@ class _Tx:
     def rollback(self) -> None:
         self._raw.rollback()
 
+    @property
+    def pipelines(self) -> bool:
+        """Whether `send` sends its statements in one round trip (PostgreSQL, psycopg)."""
+        return self.wire is not None or isinstance(
+            self._raw.driver_connection, psycopg.AsyncConnection
+        )
+
+    def send(self, statements: Sequence[Statement]) -> None:
+        """The statements in one round trip, their rows not read: on the wire (sync), or in
+        one pipeline of psycopg's async connection, awaited from SQLAlchemy's greenlet (the
+        async engine's). The first error is raised, and nothing after it ran."""
+        if self.wire is not None:
+            self.wire.pipeline(statements)
+        else:
+            await_only(_apipeline(self._raw.driver_connection, statements))
+
     def rows(self, sql: str, params: dict[str, Any]) -> list[Any]:
         """`all`, on the wire where there is one (PostgreSQL, sync)."""
         if self.wire is not None:
@@ -236,6 +254,16 @@ class _Tx:
     def count(self, sql: str, params: Any = ()) -> int:
         self.cur.execute(sql, params)
         return int(self.cur.rowcount)
+
+
+async def _apipeline(conn: psycopg.AsyncConnection[Any], statements: Sequence[Statement]) -> None:
+    cursor = conn.cursor()
+    try:
+        async with conn.pipeline():
+            for sql, params in statements:
+                await cursor.execute(sql, params)
+    finally:
+        await cursor.close()
 
 
 class _Dropped(Exception):

@@ -435,8 +435,8 @@ def _batch_tx(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]
     """Puts and put_writes of one thread, in order, as one transaction (one commit): each
     `(True, _put_args(...))` or `(False, _writes_args(...))`. Each put is the compare-and-set
     on the head it is alone; the transaction stores all of them or none. On PostgreSQL it runs
-    in autocommit mode and sends its own BEGIN and COMMIT: on the sync engine in one pipeline
-    with the statements (one round trip, `_batch_pg`); a broken append chain raises
+    in autocommit mode and sends its own BEGIN and COMMIT, in one pipeline with the statements
+    on psycopg (one round trip, `_batch_pg`); a broken append chain raises
     (`_is_broken_chain`) for the caller to store the values whole."""
     if not dialect.pg:
         for is_put, args in ops:
@@ -445,10 +445,10 @@ def _batch_tx(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]
             else:
                 _writes_tx(tx, dialect, *args)
         return
-    if tx.wire is not None:  # psycopg's, on the sync engine
+    if tx.pipelines:  # psycopg's (the sync engine's wire, or the async engine's pipeline)
         _batch_pg(tx, dialect, ops)
         return
-    tx.run("BEGIN")  # (the async engine's adapted cursor: one statement at a time)
+    tx.run("BEGIN")  # (another driver's cursor: one statement at a time)
     for is_put, args in ops:
         if not is_put:
             _writes_tx(tx, dialect, *args)
@@ -463,11 +463,10 @@ _batch_tx._single_statement = True  # type: ignore[attr-defined]  # (autocommit,
 
 
 def _batch_pg(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]]) -> None:
-    """`_batch_tx` on psycopg's wire: BEGIN, the statements and COMMIT in one pipeline. A put
+    """`_batch_tx` on psycopg: BEGIN, the statements and COMMIT in one pipeline (`_Tx.send`). A put
     whose head did not move fails its statement (`strict`), so the transaction never reaches
     its COMMIT; then the head tells a batch stored already (a retry after the connection
     dropped during COMMIT) from a thread another run moved on."""
-    assert tx.wire is not None
     statements = [
         _put_pg_statement(dialect, *args, strict=True)
         if is_put
@@ -475,7 +474,7 @@ def _batch_pg(tx: _Tx, dialect: _Dialect, ops: list[tuple[bool, tuple[Any, ...]]
         for is_put, args in ops
     ]
     try:
-        tx.wire.pipeline([_BEGIN, *statements, _COMMIT])
+        tx.send([_BEGIN, *statements, _COMMIT])
     except Exception as e:
         if getattr(e, "sqlstate", None) != _NOT_MOVED:
             raise

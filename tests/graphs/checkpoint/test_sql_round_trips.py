@@ -156,6 +156,36 @@ def test_a_new_runs_input_is_not_written_over_a_head_that_moved(db_url: str) -> 
         saver.close()
 
 
+class AsyncMovedUnderItsInput(MovedUnderItsInput):
+    """`MovedUnderItsInput` for an async run."""
+
+    async def aget_tuple(self, config: Any) -> Any:
+        found = await SQLSaver.aget_tuple(self, config)
+        if "checkpoint_id" not in config["configurable"]:
+            self.intruder.put(thread(), checkpoint(7, {"n": 7}, {"n": 1}), {}, {"n": 1})
+        return found
+
+
+async def test_an_async_runs_input_is_not_written_over_a_head_that_moved(db_url: str) -> None:
+    with SQLSaver.from_conn_string(db_url) as tables:
+        tables.setup()
+    saver = AsyncMovedUnderItsInput(db_url)
+    try:
+        g = StateGraph(S)
+        g.add_node("a", lambda s: {"n": s["n"] + 1})
+        g.set_entry_point("a")
+        app = g.compile(checkpointer=saver)
+        with pytest.raises(CheckpointConflictError, match="thread 't' moved on"):
+            await app.ainvoke({"n": 0}, thread())
+        history = [t async for t in saver.alist(thread())]
+        assert [t.checkpoint["id"] for t in history] == [checkpoint(7, {}, {})["id"]]
+        assert history[0].pending_writes == []
+        assert (await app.aget_state(thread())).values == {"n": 7}
+    finally:
+        saver.intruder.close()
+        await saver.aclose()
+
+
 @pytest.mark.postgres
 def test_a_finished_run_lets_go_of_its_thread_with_its_last_checkpoint(pg_url: str) -> None:
     with SQLSaver.from_conn_string(pg_url) as saver:

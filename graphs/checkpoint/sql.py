@@ -314,6 +314,34 @@ class SQLSaver(SQLOperations):
                 hold.released = hold.lost = True
             return True
 
+    async def _awrite_and_release(
+        self, key: tuple[str, str], fn: Callable[..., bool], args: tuple[Any, ...], alone: Any
+    ) -> bool:
+        """`_write_and_release` for an async run (`alock_thread`): the run's last write on its
+        lock's session, the lock let go of in its round trip."""
+        hold = self._holds.get(key) if self._holds else None
+        if hold is None or hold.aguard is None or hold.lost or not self._schema_ok:
+            return False
+        async with hold.aguard:
+            conn = None if hold.lost else hold.conn
+            if conn is None:
+                return False
+            hold.head = None
+            lock_args = (self._d, hold.key, *args)
+            try:
+                released = await conn.run_sync(
+                    lambda c: _transact(c.connection, fn, lock_args, False, True, self._sync_engine)
+                )
+            except _Dropped as dropped:
+                hold.lost = True  # and the lock with the session: taken back before a write
+                if alone is None:
+                    raise dropped.error from None
+                await self._arun(alone, self._d, *args)
+                return True
+            if released:
+                hold.released = hold.lost = True
+            return True
+
     def _put_fn(
         self, config: RunConfig, args: tuple[Any, ...]
     ) -> tuple[Callable[..., None], tuple[Any, ...]]:
@@ -338,9 +366,12 @@ class SQLSaver(SQLOperations):
         if hold is not None:
             await self._akeep_hold(hold)
         fn, fargs = self._put_fn(config, args)
-        await self._arun_thread(key, fn, self._d, *fargs)
+        # A finished or paused checkpoint ends the run: the lock goes with it.
+        last = fn is _put_pg and args[4] in ("done", "paused")
+        if not (last and await self._awrite_and_release(key, _put_last_pg, fargs, _put_pg)):
+            await self._arun_thread(key, fn, self._d, *fargs)
         if hold is not None:
-            hold.note_put(key[1], checkpoint["id"])
+            hold.note_put(key[1], checkpoint["id"], checkpoint["next_tasks"])
         _stored_lists(self._heads, key, config, checkpoint, new_versions)
         return checkpoint_config(args[0], args[1], checkpoint["id"])
 
@@ -381,7 +412,14 @@ class SQLSaver(SQLOperations):
         hold = self._hold_of(args[0], args[1])
         if hold is not None and not _is_outcome(writes):
             await self._akeep_hold(hold)
-        await self._arun_thread((args[0], args[1]), _writes_tx, self._d, *args, retry=False)
+        key = (args[0], args[1])
+        # An interrupt of the step's only task ends the run: the lock goes with it.
+        if not (
+            hold is not None
+            and hold.pauses(args[1], args[2], task_id, args[3])
+            and await self._awrite_and_release(key, _writes_last_pg, args, None)
+        ):
+            await self._arun_thread(key, _writes_tx, self._d, *args, retry=False)
         if hold is not None:
             hold.note_writes(args[1], args[2], len(args[3]))
 

@@ -228,14 +228,13 @@ class _Tx:
             self._raw.driver_connection, psycopg.AsyncConnection
         )
 
-    def send(self, statements: Sequence[Statement]) -> None:
-        """The statements in one round trip, their rows not read: on the wire (sync), or in
-        one pipeline of psycopg's async connection, awaited from SQLAlchemy's greenlet (the
+    def send(self, statements: Sequence[Statement]) -> list[Any]:
+        """The statements in one round trip, and the rows of the last: on the wire (sync), or
+        in one pipeline of psycopg's async connection, awaited from SQLAlchemy's greenlet (the
         async engine's). The first error is raised, and nothing after it ran."""
         if self.wire is not None:
-            self.wire.pipeline(statements)
-        else:
-            await_only(_apipeline(self._raw.driver_connection, statements))
+            return self.wire.pipeline(statements)[-1]
+        return await_only(_apipeline(self._raw.driver_connection, statements))
 
     def rows(self, sql: str, params: dict[str, Any]) -> list[Any]:
         """`all`, on the wire where there is one (PostgreSQL, sync)."""
@@ -256,12 +255,15 @@ class _Tx:
         return int(self.cur.rowcount)
 
 
-async def _apipeline(conn: psycopg.AsyncConnection[Any], statements: Sequence[Statement]) -> None:
+async def _apipeline(
+    conn: psycopg.AsyncConnection[Any], statements: Sequence[Statement]
+) -> list[Any]:
     cursor = conn.cursor()
     try:
         async with conn.pipeline():
             for sql, params in statements:
                 await cursor.execute(sql, params)
+        return await cursor.fetchall() if cursor.description is not None else []
     finally:
         await cursor.close()
 

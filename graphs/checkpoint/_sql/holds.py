@@ -141,7 +141,7 @@ class ThreadHolds(SQLEngines):
             finally:
                 self._holds.pop((thread_id, ns), None)
                 if hold.conn is not None:
-                    await self._arelease(hold.conn, key)
+                    await self._arelease(hold.conn, key, hold.released)
                 else:  # taken back by a sync write of the run (a sync node's once())
                     await asyncio.to_thread(_raw_unlock, hold.raw, key)
 
@@ -214,9 +214,12 @@ class ThreadHolds(SQLEngines):
             if why is not None:
                 await self._arelease(conn, hold.key)
                 raise _lost(hold.thread_id, f"another run wrote to it meanwhile ({why})")
-            old = hold.conn
-            hold.conn, hold.raw, hold.lost = conn, await conn.get_raw_connection(), False
-            if old is not None:
+            old, released = hold.conn, hold.released
+            hold.conn, hold.raw = conn, await conn.get_raw_connection()
+            hold.lost = hold.released = False
+            if old is not None and released:  # its lock was let go of with a write
+                await self._arelease(old, hold.key, released=True)
+            elif old is not None:
                 with contextlib.suppress(Exception):
                     await old.invalidate()
                 await old.close()
@@ -242,8 +245,13 @@ class ThreadHolds(SQLEngines):
                 raise
         raise AssertionError("unreachable")
 
-    async def _arelease(self, conn: Any, key: int) -> None:
+    async def _arelease(self, conn: Any, key: int, released: bool = False) -> None:
+        """Let go of the lock `conn` holds (unless it was `released` with the run's last write,
+        `SQLSaver.aput`) and give `conn` back to its pool."""
         try:
-            await conn.run_sync(lambda c: _raw_unlock(c.connection, key, close=False))
+            if released:
+                await conn.run_sync(lambda c: _raw_close(c.connection, close=False))
+            else:
+                await conn.run_sync(lambda c: _raw_unlock(c.connection, key, close=False))
         finally:
             await conn.close()

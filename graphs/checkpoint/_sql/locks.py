@@ -98,15 +98,17 @@ def _raw_unlock(raw: Any, key: int, close: bool = True, stale: bool = False) -> 
             _give_back(raw, stale)
 
 
-def _raw_close(raw: Any, stale: bool = False) -> None:
-    """Give back a lock connection whose lock was let go of already."""
+def _raw_close(raw: Any, stale: bool = False, close: bool = True) -> None:
+    """Give back a lock connection whose lock was let go of already (`close`; else leave it
+    to its caller, out of autocommit mode)."""
     try:
         raw.dbapi_connection.autocommit = False
     except Exception:  # noqa: BLE001 (the session is gone)
         if raw.dbapi_connection is not None:
             raw.invalidate()
     finally:
-        _give_back(raw, stale)
+        if close:
+            _give_back(raw, stale)
 
 
 @contextlib.contextmanager

@@ -272,14 +272,14 @@ _put_pg._single_statement = True  # type: ignore[attr-defined]
 
 
 def _and_unlock(tx: _Tx, lock_key: int, statement: tuple[str, dict[str, Any]]) -> bool:
-    """`statement` as a transaction on the connection that holds the thread's lock (psycopg's,
-    sync), and the lock let go of right after its COMMIT: BEGIN, the statement, COMMIT and the
-    unlock in one pipeline, one round trip. Whoever takes the lock next sees the write
+    """`statement` as a transaction on the connection that holds the thread's lock (psycopg's),
+    and the lock let go of right after its COMMIT: BEGIN, the statement, COMMIT and the unlock
+    in one pipeline, one round trip. Whoever takes the lock next sees the write
     committed; a statement that fails stops the pipeline before its COMMIT and the unlock.
     Returns whether the lock was let go of."""
     unlock = ("SELECT pg_advisory_unlock(%(k)s)", {"k": lock_key})
-    if tx.wire is not None:
-        return bool(tx.wire.pipeline([_BEGIN, statement, _COMMIT, unlock])[-1][0][0])
+    if tx.pipelines:
+        return bool(tx.send([_BEGIN, statement, _COMMIT, unlock])[0][0])
     conn = tx.cur.connection
     cur = tx.cur
     with conn.pipeline():

@@ -8,9 +8,11 @@ stale head, a half-written input, a thread written by two runs.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -61,6 +63,23 @@ def worker(command: str, url: str, thread_id: str) -> str:
     )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     return done.stdout.decode().strip()
+
+
+@contextlib.contextmanager
+def held_by_another_process(url: str, thread_id: str) -> Iterator[None]:
+    """The thread held by a run of another process (`lock_thread`), until the block ends."""
+    holder = subprocess.Popen(
+        [sys.executable, WORKER, "hold", url, thread_id],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == b"holding"
+        yield
+    finally:
+        holder.kill()
+        holder.communicate()
 
 
 def test_the_head_read_with_the_lock_is_not_kept_past_a_write(saver: SQLSaver) -> None:
@@ -214,22 +233,74 @@ def test_a_write_after_the_finished_checkpoint_is_refused_if_another_run_took_th
         with saver.lock_thread(thread()):
             first = saver.put(thread(), checkpoint(0, {"x": 1}, {"x": 1}), {}, {"x": 1})
             done = saver.put(first, checkpoint(1, {"x": 2}, {"x": 2}, finished=True), {}, {"x": 2})
-            holder = subprocess.Popen(
-                [sys.executable, WORKER, "hold", pg_url, "t"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-            try:
-                assert holder.stdout is not None
-                assert holder.stdout.readline().strip() == b"holding"
-                with pytest.raises(ThreadLockLostError, match="another run holds the thread"):
-                    saver.put(done, checkpoint(2, {"x": 3}, {"x": 3}), {}, {"x": 3})
-            finally:
-                holder.kill()
-                holder.communicate()
+            with (
+                held_by_another_process(pg_url, "t"),
+                pytest.raises(ThreadLockLostError, match="another run holds the thread"),
+            ):
+                saver.put(done, checkpoint(2, {"x": 3}, {"x": 3}), {}, {"x": 3})
         got = saver.get_tuple(thread())
         assert got is not None
         assert got.config == done  # nothing written after the finished checkpoint
+
+
+@pytest.mark.postgres
+async def test_an_async_run_lets_go_of_its_thread_with_its_last_checkpoint(pg_url: str) -> None:
+    saver = SQLSaver(pg_url)
+    try:
+        await saver.asetup()
+        async with saver.alock_thread(thread()):
+            first = await saver.aput(thread(), checkpoint(0, {"x": 1}, {"x": 1}), {}, {"x": 1})
+            assert worker("try", pg_url, "t") == "busy"
+            last = checkpoint(1, {"x": 2}, {"x": 2}, finished=True)
+            done = await saver.aput(first, last, {}, {"x": 2})
+            # The finished checkpoint is committed, and the thread free, before the run returns.
+            assert worker("try", pg_url, "t") == "free"
+            # A write after it takes the thread back first (nobody took it meanwhile).
+            await saver.aput(done, checkpoint(2, {"x": 3}, {"x": 3}), {}, {"x": 3})
+            assert worker("try", pg_url, "t") == "busy"
+        assert worker("try", pg_url, "t") == "free"
+        got = await saver.aget_tuple(thread())
+        assert got is not None
+        assert got.checkpoint["channel_values"] == {"x": 3}
+        # After a finished checkpoint another process took: the write is refused.
+        async with saver.alock_thread(thread("u")):
+            first = await saver.aput(thread("u"), checkpoint(0, {"x": 1}, {"x": 1}), {}, {"x": 1})
+            done = await saver.aput(first, last, {}, {"x": 2})
+            with (
+                held_by_another_process(pg_url, "u"),
+                pytest.raises(ThreadLockLostError, match="another run holds the thread"),
+            ):
+                await saver.aput(done, checkpoint(2, {"x": 3}, {"x": 3}), {}, {"x": 3})
+        got = await saver.aget_tuple(thread("u"))
+        assert got is not None
+        assert got.config == done  # nothing written after the finished checkpoint
+    finally:
+        await saver.aclose()
+
+
+@pytest.mark.postgres
+async def test_an_async_pause_lets_go_of_its_thread_with_its_interrupt(pg_url: str) -> None:
+    saver = SQLSaver(pg_url)
+    try:
+        await saver.asetup()
+
+        g = StateGraph(P)
+        g.add_node("ask", ask)
+        g.add_edge(START, "ask")
+        app = g.compile(checkpointer=saver)
+        for name in ("t", "u"):
+            with pytest.raises(GraphInterrupt):
+                await app.ainvoke({"log": []}, thread(name))
+            assert worker("try", pg_url, name) == "free"
+            head = await saver.aget_tuple(thread(name))
+            assert head is not None
+            assert [w[1] for w in head.pending_writes] == [INTERRUPT]
+            assert await app.ainvoke(Command(resume="yes"), thread(name)) == {"log": ["asked yes"]}
+            assert worker("try", pg_url, name) == "free"
+        # The sessions that held the locks went back to their pool, none left checked out.
+        assert saver._alocks_engine().pool.checkedout() == 0
+    finally:
+        await saver.aclose()
 
 
 @pytest.mark.postgres
@@ -256,15 +327,16 @@ class P(TypedDict, total=False):
     log: Annotated[list, operator.add]
 
 
+def ask(state: P) -> P:
+    return {"log": [f"asked {interrupt('ok?')}"]}
+
+
 @pytest.mark.postgres
 def test_an_interrupt_beside_another_task_keeps_both_and_the_thread_is_free_after(
     pg_url: str,
 ) -> None:
     with SQLSaver.from_conn_string(pg_url) as saver:
         saver.setup()
-
-        def ask(state: P) -> P:
-            return {"log": [f"asked {interrupt('ok?')}"]}
 
         g = StateGraph(P)
         g.add_node("ask", ask)
@@ -297,9 +369,6 @@ async def test_an_async_run_goes_on_while_the_pool_is_busy_its_writes_on_its_loc
     saver = SQLSaver(pg_url, pool_size=1, max_overflow=0, pool_timeout=2)
     try:
         await saver.asetup()
-
-        def ask(state: P) -> P:
-            return {"log": [f"asked {interrupt('ok?')}"]}
 
         g = StateGraph(P)
         g.add_node("ask", ask)

@@ -3,17 +3,21 @@
 Builds w4's approval graph (draft -> approve, which calls interrupt() -> act) from
 ../shared/bench/workloads.py (imported, not copied), then for N fresh threads times
 `invoke(input)` (the pause) and `invoke(Command(resume=...))` (the resume) and prints their
-medians and p99s, ours only (bench/checkpointer.py compares with LangGraph). With `--count`,
+medians and p99s, ours only (bench/checkpointer.py compares with LangGraph). `--api async`
+times `ainvoke` instead (the bot's path), each call run to completion on one event loop that
+lives through the run; `--api sync,async` alternates the two per backend. With `--count`,
 also lists every statement (and COMMIT) one pause and one resume send to PostgreSQL, counted at
 psycopg's cursor and connection calls and at the saver's wire (`_sql/wire.py`, libpq itself);
 each is one round trip unless pipelined.
 
-    .venv/bin/python bench/pause_resume.py [--iterations 300] [--backends sqlite,postgres] [--count]
+    .venv/bin/python bench/pause_resume.py [--iterations 300] [--backends sqlite,postgres]
+        [--api sync,async] [--count]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import statistics
 import tempfile
@@ -30,6 +34,15 @@ def stats(ns: list[int]) -> str:
     ms = sorted(x / 1e6 for x in ns)
     p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
     return f"median {statistics.median(ms):.3f} ms (p99 {p99:.3f})"
+
+
+def on_loop(loop: asyncio.AbstractEventLoop, ainvoke: Any) -> Any:
+    """`ainvoke` as a call that returns its result, run to completion on `loop`."""
+
+    def invoke(x: Any, c: Any) -> Any:
+        return loop.run_until_complete(ainvoke(x, c))
+
+    return invoke
 
 
 def count_calls(wl: Any, engine: Any, graph: Any, thread: str) -> None:
@@ -106,6 +119,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--backends", default="sqlite,postgres")
     ap.add_argument("--pg-url", default=None)
+    ap.add_argument("--api", default="sync", help="sync, async (ainvoke) or both: sync,async")
     ap.add_argument("--count", action="store_true", help="list a resume's statements (PostgreSQL)")
     args = ap.parse_args()
 
@@ -121,18 +135,24 @@ def main() -> None:
         else:
             schema = None
             saver = engine.make_sqlite_saver(os.path.join(tmp.name, "w4.sqlite"))
+        loop = asyncio.new_event_loop()
         try:
             graph = wl.build_approval(engine, saver)
-            wl.run_pause_resume(ctx, graph, graph.invoke, "warm", args.warmup)
-            pause, resume, paused, done = wl.run_pause_resume(
-                ctx, graph, graph.invoke, "w4", args.iterations
-            )
-            assert paused == done == args.iterations, (paused, done)
-            print(f"{backend}: pause {stats(pause)}; resume {stats(resume)}", flush=True)
+            for api in args.api.split(","):
+                invoke = on_loop(loop, graph.ainvoke) if api == "async" else graph.invoke
+                wl.run_pause_resume(ctx, graph, invoke, f"warm-{api}", args.warmup)
+                pause, resume, paused, done = wl.run_pause_resume(
+                    ctx, graph, invoke, f"w4-{api}", args.iterations
+                )
+                assert paused == done == args.iterations, (paused, done)
+                print(f"{backend} {api}: pause {stats(pause)}; resume {stats(resume)}", flush=True)
             if args.count and backend == "postgres":
                 count_calls(wl, engine, graph, "count")
         finally:
             wl.close_saver(saver)
+            if hasattr(saver, "aclose"):
+                loop.run_until_complete(saver.aclose())
+            loop.close()
             if schema:
                 wl.drop_db(
                     {"kind": "postgres", "schema": schema},

@@ -5,7 +5,8 @@ the same file. `postgresql://` uses psycopg 3 for both: it is the one PostgreSQL
 sync and an asyncio interface over the same code, so sync `invoke` and the async bot see the
 same type adaptation, server-side prepared statements and error classes. (A sync run's
 statements skip psycopg's cursor for its libpq connection, `wire.py`, with psycopg's parameter
-types and error classes.)
+types and error classes; an async run's batches and last write go in one pipeline of psycopg's
+async connection, `_Tx.send`.)
 """
 
 from __future__ import annotations

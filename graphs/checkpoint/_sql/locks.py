@@ -290,7 +290,9 @@ class _Hold:
         self.guard = threading.Lock()
         """Held while the lock's connection is used (a sync run's own operations run on it)."""
         self.aguard: Any = None
-        """Async holds: an `asyncio.Lock`, held while the lock is checked or taken back."""
+        """Async holds: an `asyncio.Lock`, held while the lock's connection is used (an async
+        run's own operations run on it, `SQLSaver._arun_thread`) or the lock is checked or
+        taken back."""
         self.head: list[Any] | None = None
         """The rows of the head, read in the lock's round trip, until the run's first operation
         (`SQLSaver.get_tuple` or `aget_tuple` of the head takes them)."""

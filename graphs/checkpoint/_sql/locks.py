@@ -166,9 +166,10 @@ class _AdvisoryLock:
     ) -> int:
         """Take the thread's advisory lock on `raw` (in autocommit mode while held).
 
-        With `read` (a statement and its parameters), the statement goes in the same round trip, right after the lock (psycopg's pipeline; two statements, so the
-        read sees what was committed before the lock was taken), and its rows are appended to
-        `out` (as one list) if the lock was taken. A read that fails is dropped: the lock is
+        With `read` (a statement and its parameters), the statement goes in the same round
+        trip, right after the lock (psycopg's pipeline; two statements, so the read sees what
+        was committed before the lock was taken), and its rows are appended to `out` (as one
+        list) if the lock was taken. A read that fails is dropped: the lock is
         then taken alone, and the caller reads as it would have.
         """
         cursor = None

@@ -5,10 +5,11 @@
 - `holds.py`: `ThreadHolds`, one run per thread (`lock_thread`), and a lost lock taken back
   before a write (between `SQLEngines` and `SQLOperations`);
 - `running.py`: `SQLOperations`, how each operation runs: a transaction on a pooled
-  connection, or on the connection the run holding its thread holds (between `ThreadHolds`
-  and `SQLSaver`);
+  connection, or on the connection the run holding its thread holds; an async one on a SQLite
+  file, whole in the saver's own thread (between `ThreadHolds` and `SQLSaver`);
 - `engine.py`: URLs and drivers, the engines' hooks, raw-cursor transactions;
-- `one_trip.py`: the async SQLite driver with one trip to aiosqlite's thread a statement;
+- `one_trip.py`: the async SQLite driver with one trip to aiosqlite's thread a statement (the
+  bot's tables, and the saver's setup);
 - `wire.py`: a sync run's PostgreSQL statements on libpq itself (psycopg's `pq` layer), without
   psycopg's cursor: prepared once, pipelined, rows decoded from binary;
 - `statements.py`: the SQL, written once and rendered for each database;

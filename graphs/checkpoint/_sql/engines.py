@@ -3,8 +3,9 @@ engines.
 
 It holds what `SQLSaver(url, ...)` was given (see its docstring for the arguments) and makes
 the engines on first use: a sync and an async one for the operations (each with a `read` form,
-for statements that take no write lock), and on PostgreSQL the pools of the connections that
-hold runs' thread locks; `close`/`aclose` let go of them all. The hooks the engines get (SQLite
+for statements that take no write lock), on PostgreSQL the pools of the connections that hold
+runs' thread locks, and on a SQLite file the two threads an async run's operations go to
+(`_in_sqlite_thread`); `close`/`aclose` let go of them all. The hooks the engines get (SQLite
 pragmas, the PostgreSQL ping) are `engine.py`'s.
 """
 
@@ -13,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
@@ -29,6 +32,8 @@ from .locks import _AdvisoryLock, _Hold
 from .statements import _DIALECTS
 
 __all__ = ["SQLEngines"]
+
+_T = TypeVar("_T")
 
 
 def _one_trip_options() -> dict[str, Any]:
@@ -82,6 +87,8 @@ class SQLEngines(BaseCheckpointSaver):
         # PostgreSQL: the pools of the connections that hold runs' thread locks (`lock_thread`)
         self._lock_engine: Engine | None = None
         self._alock_engine: AsyncEngine | None = None
+        # SQLite file: the threads of an async run's writes and of its reads (`_in_sqlite_thread`)
+        self._sqlite_threads: dict[bool, ThreadPoolExecutor] = {}
         self._schema_ok = False
         self._closes = 0
         """How many times `close`/`aclose` ran: a run holding a connection from before the last
@@ -116,6 +123,7 @@ class SQLEngines(BaseCheckpointSaver):
         closed on an event loop, so inside a running loop `close` just lets go of them.
         """
         self._closes += 1
+        self._let_go_of_threads()
         for engine in (self._engine, self._lock_engine):
             if engine is not None:
                 engine.dispose()
@@ -134,12 +142,41 @@ class SQLEngines(BaseCheckpointSaver):
 
     async def aclose(self) -> None:
         self._closes += 1
+        self._let_go_of_threads()
         for aengine in (self._aengine, self._alock_engine):
             if aengine is not None:
                 await aengine.dispose()
         for engine in (self._engine, self._lock_engine):
             if engine is not None:
                 engine.dispose()
+
+    def _in_sqlite_thread(self, read: bool, call: Callable[[], _T]) -> asyncio.Future[_T]:
+        """SQLite file: `call()` run in the saver's own thread, for an async run's operation,
+        whole, on the sync engine (`_arun`): one hand-over from the event loop and one back,
+        where the async engine made one per statement (aiosqlite's thread), four or more an
+        operation. A cancelled wait leaves a started `call` to finish (it is one transaction:
+        it commits whole or not at all).
+
+        Writes take the write gate in their thread, not on the event loop: the thread is the
+        saver's own, so waiting there keeps no thread of the loop's default executor from the
+        sync nodes (which may be waiting for the gate themselves), and the holder of the gate
+        never waits for a thread. Reads have a thread of their own, so a write waiting for
+        its turn holds up no read."""
+        with self._init_guard:  # (`_let_go_of_threads` stops none between these two lines)
+            thread = self._sqlite_threads.get(read)
+            if thread is None:
+                name = "signoff-sqlite-" + ("reads" if read else "writes")
+                thread = self._sqlite_threads[read] = ThreadPoolExecutor(1, name)
+            return asyncio.wrap_future(thread.submit(call))
+
+    def _let_go_of_threads(self) -> None:
+        """Stop the threads of `_in_sqlite_thread` once they finish what they were given (a
+        later operation starts new ones)."""
+        with self._init_guard:
+            threads = list(self._sqlite_threads.values())
+            self._sqlite_threads.clear()
+        for thread in threads:
+            thread.shutdown(wait=False)
 
     def _engine_kwargs(self) -> dict[str, Any]:
         if self._d.name == "sqlite":

@@ -126,7 +126,7 @@ class ThreadHolds(SQLEngines):
             return
         if not self._d.pg:
             # No I/O wait: fcntl is asked not to block. No connection held: an async run's
-            # operations go through the async engine.
+            # operations go to the saver's thread (`_in_sqlite_thread`), each on a pooled one.
             with self._file_hold(thread_id, ns, keep_connection=False):
                 yield
             return

@@ -6,12 +6,17 @@ from SQLAlchemy's pool, which brings the idle ping, the SQLite pragmas and inval
 while a run holds the operation's thread, on the connection the run holds (on PostgreSQL, its
 lock's session). SQLAlchemy's execution layer would cost more than the database does for these
 few fixed statements. The checkpoint tables' revision is checked before the first one.
+
+An async operation on PostgreSQL runs on the async engine (psycopg's async connection); on a
+SQLite file it runs whole, as a sync one, in the saver's own thread (`_in_sqlite_thread`): one
+hand-over each way, where aiosqlite's thread took one per statement.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -75,6 +80,11 @@ class SQLOperations(ThreadHolds):
         if self._memory:  # one in-memory database, reached through the sync engine only
             return await asyncio.to_thread(
                 self._run, fn, *args, read=read, retry=retry, schema=schema
+            )
+        if self._gate is not None:  # a SQLite file: the whole operation in the saver's thread
+            return await self._in_sqlite_thread(
+                read,
+                functools.partial(self._run, fn, *args, read=read, retry=retry, schema=schema),
             )
         try:
             return await self._arun_once(fn, args, read, schema)

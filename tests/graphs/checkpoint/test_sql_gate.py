@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypedDict
 
@@ -20,13 +21,19 @@ class State(TypedDict):
     n: int
 
 
-def _chain(saver: SQLSaver):  # type: ignore[no-untyped-def]
+def _chain(saver: SQLSaver, *, asynchronous: bool = False):  # type: ignore[no-untyped-def]
+    """Two steps, each adding one; `asynchronous` nodes make an `ainvoke` of it run nothing in
+    the event loop's executor."""
+
     def step(state: State) -> State:
         return {"n": state["n"] + 1}
 
+    async def astep(state: State) -> State:
+        return step(state)
+
     builder = StateGraph(State)
-    builder.add_node("a", step)
-    builder.add_node("b", step)
+    builder.add_node("a", astep if asynchronous else step)
+    builder.add_node("b", astep if asynchronous else step)
     builder.add_edge(START, "a")
     builder.add_edge("a", "b")
     builder.add_edge("b", END)
@@ -190,3 +197,77 @@ def test_two_event_loops_share_the_gate(tmp_path: Path) -> None:
             for i in range(20)
         )
     assert write_gate(str((tmp_path / "loops.db").resolve()), 30) is savers[0]._gate
+
+
+async def test_an_async_run_needs_no_thread_of_the_loops_executor(tmp_path: Path) -> None:
+    """The saver's operations run in its own threads: with every thread of the loop's default
+    executor taken (by sync nodes waiting for something, say), an async run still reads and
+    writes its checkpoints."""
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'own.db'}")
+    await saver.asetup()
+    graph = _chain(saver, asynchronous=True)
+    loop = asyncio.get_running_loop()
+    busy = ThreadPoolExecutor(1)
+    loop.set_default_executor(busy)
+    free = threading.Event()
+    taken = loop.run_in_executor(None, free.wait, 30)  # the executor's one thread, blocked
+    try:
+        async with asyncio.timeout(10):
+            assert await graph.ainvoke({"n": 0}, {"configurable": {"thread_id": "t"}}) == {"n": 2}
+            snapshot = await graph.aget_state({"configurable": {"thread_id": "t"}})
+        assert snapshot.values == {"n": 2}
+        assert not taken.done()
+    finally:
+        free.set()
+        await taken
+        await saver.aclose()
+
+
+async def test_a_read_is_not_held_up_by_a_write_waiting_its_turn(tmp_path: Path) -> None:
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'turns.db'}")
+    await saver.asetup()
+    graph = _chain(saver, asynchronous=True)
+    done = {"configurable": {"thread_id": "done"}}
+    await graph.ainvoke({"n": 0}, done)
+    assert saver._gate is not None
+    saver._gate.acquire()  # another writer's turn, for as long as this test says
+    try:
+        waiting = asyncio.create_task(graph.ainvoke({"n": 5}, {"configurable": {"thread_id": "w"}}))
+        async with asyncio.timeout(10):
+            while not saver._gate._queue:  # the run's first write, queued for its turn
+                await asyncio.sleep(0.005)
+            assert (await graph.aget_state(done)).values == {"n": 2}
+            assert [t.config for t in await _alist(saver, done)] != []
+        assert not waiting.done(), "the run wrote while another writer held the gate"
+    finally:
+        saver._gate.release()
+    async with asyncio.timeout(10):
+        assert await waiting == {"n": 7}
+    await saver.aclose()
+
+
+async def _alist(saver: SQLSaver, config: dict) -> list:  # type: ignore[type-arg]
+    return [t async for t in saver.alist(config)]
+
+
+async def test_closing_the_saver_stops_its_threads_and_it_works_again(tmp_path: Path) -> None:
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'close.db'}")
+    await saver.asetup()
+    graph = _chain(saver, asynchronous=True)
+
+    def own_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("signoff-sqlite-")]
+
+    before = set(own_threads())
+    await graph.ainvoke({"n": 0}, {"configurable": {"thread_id": "a"}})
+    started = [t for t in own_threads() if t not in before]
+    assert {t.name.rsplit("_", 1)[0] for t in started} == {
+        "signoff-sqlite-reads",
+        "signoff-sqlite-writes",
+    }
+    await saver.aclose()
+    for thread in started:
+        await asyncio.to_thread(thread.join, 5)
+        assert not thread.is_alive(), f"{thread.name} outlived the saver's close"
+    assert await graph.ainvoke({"n": 1}, {"configurable": {"thread_id": "b"}}) == {"n": 3}
+    await saver.aclose()

@@ -154,8 +154,10 @@ class SQLEngines(BaseCheckpointSaver):
         """SQLite file: `call()` run in the saver's own thread, for an async run's operation,
         whole, on the sync engine (`_arun`): one hand-over from the event loop and one back,
         where the async engine made one per statement (aiosqlite's thread), four or more an
-        operation. A cancelled wait leaves a started `call` to finish (it is one transaction:
-        it commits whole or not at all).
+        operation. A call cancelled before its thread takes it up never runs; one taken up
+        (running, or waiting there for the write gate) runs to its end after its caller has
+        gone, as `asyncio.to_thread`'s would: one transaction, committed whole or not at all,
+        and a put the thread's head has moved past since is refused by its compare-and-set.
 
         Writes take the write gate in their thread, not on the event loop: the thread is the
         saver's own, so waiting there keeps no thread of the loop's default executor from the

@@ -15,6 +15,7 @@ import pytest
 
 from graphs import END, START, SQLSaver, StateGraph
 from graphs.checkpoint._sql.gate import WriteGate, write_gate
+from graphs.errors import CheckpointConflictError
 
 
 class State(TypedDict):
@@ -270,4 +271,40 @@ async def test_closing_the_saver_stops_its_threads_and_it_works_again(tmp_path: 
         await asyncio.to_thread(thread.join, 5)
         assert not thread.is_alive(), f"{thread.name} outlived the saver's close"
     assert await graph.ainvoke({"n": 1}, {"configurable": {"thread_id": "b"}}) == {"n": 3}
+    await saver.aclose()
+
+
+async def test_a_write_queued_when_its_run_is_cancelled_lands_whole_and_refuses_a_later_run(
+    tmp_path: Path,
+) -> None:
+    """A run cancelled while its write waits for its turn: the write, already handed to the
+    saver's thread, still lands when its turn comes (one transaction, whole). A run of the
+    same thread started meanwhile read the head before it, and its first write is refused by
+    the compare-and-set instead of writing over it; the cancelled run goes on from where it
+    was stored."""
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'cancelled.db'}")
+    await saver.asetup()
+    graph = _chain(saver, asynchronous=True)
+    config = {"configurable": {"thread_id": "t"}}
+    assert saver._gate is not None
+    saver._gate.acquire()
+    try:
+        first = asyncio.create_task(graph.ainvoke({"n": 0}, config))
+        async with asyncio.timeout(10):
+            while not saver._gate._queue:  # its first write, waiting for its turn
+                await asyncio.sleep(0.005)
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            second = asyncio.create_task(graph.ainvoke({"n": 10}, config))
+            writes = saver._sqlite_threads[False]  # (the thread of the saver's writes)
+            while writes._work_queue.empty():  # its first write, queued behind the other
+                await asyncio.sleep(0.005)
+    finally:
+        saver._gate.release()
+    async with asyncio.timeout(10):
+        with pytest.raises(CheckpointConflictError, match="moved on"):
+            await second
+        assert (await graph.aget_state(config)).next == ("a",)
+        assert await graph.ainvoke(None, config) == {"n": 2}
     await saver.aclose()

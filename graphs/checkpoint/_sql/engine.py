@@ -1,13 +1,13 @@
 """Connecting: database URLs and drivers, the engines' hooks, and raw-cursor transactions.
 
 Drivers: `sqlite:///path` uses the standard library's `sqlite3` (sync) and `aiosqlite` (async) on
-the same file; the saver's own async operations run whole in a thread of its own on `sqlite3`
-(`SQLEngines._in_sqlite_thread`), and the bot's tables use the async engine. `postgresql://` uses psycopg 3 for both: it is the one PostgreSQL driver with a
-sync and an asyncio interface over the same code, so sync `invoke` and the async bot see the
-same type adaptation, server-side prepared statements and error classes. (A sync run's
-statements skip psycopg's cursor for its libpq connection, `wire.py`, with psycopg's parameter
-types and error classes; an async run's batches and last write go in one pipeline of psycopg's
-async connection, `_Tx.send`.)
+the same file (the saver's own async operations run whole in a thread of its own on `sqlite3`,
+`SQLEngines._in_sqlite_thread`; the bot's tables use the async engine). `postgresql://` uses
+psycopg 3 for both: it is the one PostgreSQL driver with a sync and an asyncio interface over
+the same code, so sync `invoke` and the async bot see the same type adaptation, server-side
+prepared statements and error classes. (A sync run's statements skip psycopg's cursor for its
+libpq connection, `wire.py`, with psycopg's parameter types and error classes; an async run's
+batches and last write go in one pipeline of psycopg's async connection, `_Tx.send`.)
 """
 
 from __future__ import annotations
@@ -129,9 +129,8 @@ def _install_sqlite_hooks(
     """Set each new connection's pragmas, and begin writes with `BEGIN IMMEDIATE`.
 
     With `gate` (the sync engine), a write transaction first takes the process's write gate
-    (`gate.py`) and gives it back at commit or rollback (the saver's async operations run on
-    this engine in a thread of their own, so they take it so too). The async engine's callers
-    take the gate themselves, before they start: an event loop must not block in this hook.
+    (`gate.py`) and gives it back at commit or rollback. The async engine's callers take
+    the gate themselves, before they start: an event loop must not block in this hook.
     """
 
     @event.listens_for(engine, "connect")

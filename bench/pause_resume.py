@@ -5,13 +5,16 @@ Builds w4's approval graph (draft -> approve, which calls interrupt() -> act) fr
 `invoke(input)` (the pause) and `invoke(Command(resume=...))` (the resume) and prints their
 medians and p99s, ours only (bench/checkpointer.py compares with LangGraph). `--api async`
 times `ainvoke` instead (the bot's path), each call run to completion on one event loop that
-lives through the run; `--api sync,async` alternates the two per backend. With `--count`,
-also lists every statement (and COMMIT) one pause and one resume send to PostgreSQL, counted at
-psycopg's cursor and connection calls and at the saver's wire (`_sql/wire.py`, libpq itself);
-each is one round trip unless pipelined.
+lives through the run; `--api sync,async` alternates the two per backend. `--at-once N` then
+runs N async runs side by side on that loop (as the bot resumes runs while clicks arrive), each
+pausing and resuming `--iterations / N` threads in turn, and prints runs a second and the
+process's CPU (user and system) per pause and resume. With `--count`, also lists every
+statement (and COMMIT) one pause and one resume send to PostgreSQL, counted at psycopg's cursor
+and connection calls and at the saver's wire (`_sql/wire.py`, libpq itself); each is one round
+trip unless pipelined.
 
     .venv/bin/python bench/pause_resume.py [--iterations 300] [--backends sqlite,postgres]
-        [--api sync,async] [--count]
+        [--api sync,async] [--at-once 16] [--count]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import asyncio
 import os
 import statistics
 import tempfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -111,6 +115,29 @@ def count_calls(wl: Any, engine: Any, graph: Any, thread: str) -> None:
             setattr(cls, name, orig)
 
 
+def at_once(wl: Any, engine: Any, graph: Any, loop: Any, n: int, iterations: int) -> str:
+    """`n` async runs side by side, each pausing then resuming its threads one after another:
+    runs a second, and the process's CPU per pause and resume."""
+    per = max(iterations // n, 1)
+
+    async def one(k: int) -> None:
+        for i in range(per):
+            config = wl.cfg(f"at-once-{k}-{i}")
+            out = await graph.ainvoke({"request": f"r{k}-{i}"}, config)
+            assert "__interrupt__" in out, out
+            done = await graph.ainvoke(engine.Command(resume={"approved": True}), config)
+            assert done.get("done") is True, done
+
+    async def all_of_them() -> None:
+        await asyncio.gather(*(one(k) for k in range(n)))
+
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    loop.run_until_complete(all_of_them())
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    runs = per * n
+    return f"{runs / wall:.0f} runs/s, CPU {cpu / runs * 1e3:.2f} ms a pause and resume"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -120,6 +147,7 @@ def main() -> None:
     ap.add_argument("--backends", default="sqlite,postgres")
     ap.add_argument("--pg-url", default=None)
     ap.add_argument("--api", default="sync", help="sync, async (ainvoke) or both: sync,async")
+    ap.add_argument("--at-once", type=int, default=0, help="then N async runs side by side")
     ap.add_argument("--count", action="store_true", help="list a resume's statements (PostgreSQL)")
     args = ap.parse_args()
 
@@ -146,6 +174,9 @@ def main() -> None:
                 )
                 assert paused == done == args.iterations, (paused, done)
                 print(f"{backend} {api}: pause {stats(pause)}; resume {stats(resume)}", flush=True)
+            if args.at_once:
+                figures = at_once(wl, engine, graph, loop, args.at_once, args.iterations)
+                print(f"{backend} async, {args.at_once} at once: {figures}", flush=True)
             if args.count and backend == "postgres":
                 count_calls(wl, engine, graph, "count")
         finally:

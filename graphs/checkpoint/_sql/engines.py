@@ -167,7 +167,7 @@ class SQLEngines(BaseCheckpointSaver):
         with self._init_guard:  # (`_let_go_of_threads` stops none between these two lines)
             thread = self._sqlite_threads.get(read)
             if thread is None:
-                name = "signoff-sqlite-" + ("reads" if read else "writes")
+                name = "graphs-sqlite-" + ("reads" if read else "writes")
                 thread = self._sqlite_threads[read] = ThreadPoolExecutor(1, name)
             return asyncio.wrap_future(thread.submit(call))
 

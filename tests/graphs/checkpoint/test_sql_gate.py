@@ -257,14 +257,14 @@ async def test_closing_the_saver_stops_its_threads_and_it_works_again(tmp_path: 
     graph = _chain(saver, asynchronous=True)
 
     def own_threads() -> list[threading.Thread]:
-        return [t for t in threading.enumerate() if t.name.startswith("signoff-sqlite-")]
+        return [t for t in threading.enumerate() if t.name.startswith("graphs-sqlite-")]
 
     before = set(own_threads())
     await graph.ainvoke({"n": 0}, {"configurable": {"thread_id": "a"}})
     started = [t for t in own_threads() if t not in before]
     assert {t.name.rsplit("_", 1)[0] for t in started} == {
-        "signoff-sqlite-reads",
-        "signoff-sqlite-writes",
+        "graphs-sqlite-reads",
+        "graphs-sqlite-writes",
     }
     await saver.aclose()
     for thread in started:

@@ -4,7 +4,7 @@ engines.
 It holds what `SQLSaver(url, ...)` was given (see its docstring for the arguments) and makes
 the engines on first use: a sync and an async one for the operations (each with a `read` form,
 for statements that take no write lock), on PostgreSQL the pools of the connections that hold
-runs' thread locks, and on a SQLite file the two threads an async run's operations go to
+runs' thread locks, and on a SQLite file the threads an async run's operations go to
 (`_in_sqlite_thread`); `close`/`aclose` let go of them all. The hooks the engines get (SQLite
 pragmas, the PostgreSQL ping) are `engine.py`'s.
 """
@@ -34,6 +34,9 @@ from .statements import _DIALECTS
 __all__ = ["SQLEngines"]
 
 _T = TypeVar("_T")
+_READ_THREADS = 4
+"""Threads for an async run's reads on a SQLite file (`_in_sqlite_thread`); with the one for
+its writes, within the default pool's five connections."""
 
 
 def _one_trip_options() -> dict[str, Any]:
@@ -87,7 +90,7 @@ class SQLEngines(BaseCheckpointSaver):
         # PostgreSQL: the pools of the connections that hold runs' thread locks (`lock_thread`)
         self._lock_engine: Engine | None = None
         self._alock_engine: AsyncEngine | None = None
-        # SQLite file: the threads of an async run's writes and of its reads (`_in_sqlite_thread`)
+        # SQLite file: the threads of async runs' writes and reads (`_in_sqlite_thread`)
         self._sqlite_threads: dict[bool, ThreadPoolExecutor] = {}
         self._schema_ok = False
         self._closes = 0
@@ -162,13 +165,15 @@ class SQLEngines(BaseCheckpointSaver):
         Writes take the write gate in their thread, not on the event loop: the thread is the
         saver's own, so waiting there keeps no thread of the loop's default executor from the
         sync nodes (which may be waiting for the gate themselves), and the holder of the gate
-        never waits for a thread. Reads have a thread of their own, so a write waiting for
-        its turn holds up no read."""
+        never waits for a thread. Reads have threads of their own (`_READ_THREADS`, as SQLite
+        lets readers read at once): a write waiting for its turn holds up no read, and a long
+        read (every paused thread, listed) no other."""
         with self._init_guard:  # (`_let_go_of_threads` stops none between these two lines)
             thread = self._sqlite_threads.get(read)
             if thread is None:
                 name = "graphs-sqlite-" + ("reads" if read else "writes")
-                thread = self._sqlite_threads[read] = ThreadPoolExecutor(1, name)
+                size = _READ_THREADS if read else 1
+                thread = self._sqlite_threads[read] = ThreadPoolExecutor(size, name)
             return asyncio.wrap_future(thread.submit(call))
 
     def _let_go_of_threads(self) -> None:

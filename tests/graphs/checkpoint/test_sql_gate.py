@@ -247,6 +247,27 @@ async def test_a_read_is_not_held_up_by_a_write_waiting_its_turn(tmp_path: Path)
     await saver.aclose()
 
 
+async def test_a_long_read_holds_up_no_other_read(tmp_path: Path) -> None:
+    """A read that takes long (every paused thread of a big database, listed) leaves the other
+    runs' reads to go on."""
+    saver = SQLSaver(f"sqlite:///{tmp_path / 'reads.db'}")
+    await saver.asetup()
+    graph = _chain(saver, asynchronous=True)
+    done = {"configurable": {"thread_id": "done"}}
+    await graph.ainvoke({"n": 0}, done)
+    go_on = threading.Event()
+    long_read = saver._in_sqlite_thread(True, lambda: go_on.wait(30))  # one read thread, taken
+    try:
+        async with asyncio.timeout(10):
+            assert (await graph.aget_state(done)).values == {"n": 2}
+            assert await graph.ainvoke({"n": 1}, {"configurable": {"thread_id": "new"}}) == {"n": 3}
+        assert not long_read.done()
+    finally:
+        go_on.set()
+    assert await long_read is True
+    await saver.aclose()
+
+
 async def _alist(saver: SQLSaver, config: dict) -> list:  # type: ignore[type-arg]
     return [t async for t in saver.alist(config)]
 

@@ -7,8 +7,9 @@ medians and p99s, ours only (bench/checkpointer.py compares with LangGraph). `--
 times `ainvoke` instead (the bot's path), each call run to completion on one event loop that
 lives through the run; `--api sync,async` alternates the two per backend. `--at-once N` then
 runs N async runs side by side on that loop (as the bot resumes runs while clicks arrive), each
-pausing and resuming `--iterations / N` threads in turn, and prints runs a second and the
-process's CPU (user and system) per pause and resume. With `--count`, also lists every
+pausing and resuming `--iterations / N` threads in turn, and prints runs a second, the
+process's CPU (user and system) per pause and resume, and how late the loop meanwhile wakes a
+task from a 1 ms sleep (what a click arriving then would wait for the loop). With `--count`, also lists every
 statement (and COMMIT) one pause and one resume send to PostgreSQL, counted at psycopg's cursor
 and connection calls and at the saver's wire (`_sql/wire.py`, libpq itself); each is one round
 trip unless pipelined.
@@ -128,14 +129,29 @@ def at_once(wl: Any, engine: Any, graph: Any, loop: Any, n: int, iterations: int
             done = await graph.ainvoke(engine.Command(resume={"approved": True}), config)
             assert done.get("done") is True, done
 
+    lags: list[int] = []  # how late the loop woke a 1 ms sleep: what a click would wait extra
+
+    async def ticker(stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            t = time.perf_counter_ns()
+            await asyncio.sleep(0.001)
+            lags.append(time.perf_counter_ns() - t - 1_000_000)
+
     async def all_of_them() -> None:
+        stop = asyncio.Event()
+        ticking = asyncio.create_task(ticker(stop))
         await asyncio.gather(*(one(k) for k in range(n)))
+        stop.set()
+        await ticking
 
     cpu0, t0 = time.process_time(), time.perf_counter()
     loop.run_until_complete(all_of_them())
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
     runs = per * n
-    return f"{runs / wall:.0f} runs/s, CPU {cpu / runs * 1e3:.2f} ms a pause and resume"
+    return (
+        f"{runs / wall:.0f} runs/s, CPU {cpu / runs * 1e3:.2f} ms a pause and resume; "
+        f"the loop's lag waking a 1 ms sleep {stats(lags)}"
+    )
 
 
 def main() -> None:

@@ -9,10 +9,10 @@ lives through the run; `--api sync,async` alternates the two per backend. `--at-
 runs N async runs side by side on that loop (as the bot resumes runs while clicks arrive), each
 pausing and resuming `--iterations / N` threads in turn, and prints runs a second, the
 process's CPU (user and system) per pause and resume, and how late the loop meanwhile wakes a
-task from a 1 ms sleep (what a click arriving then would wait for the loop). With `--count`, also lists every
-statement (and COMMIT) one pause and one resume send to PostgreSQL, counted at psycopg's cursor
-and connection calls and at the saver's wire (`_sql/wire.py`, libpq itself); each is one round
-trip unless pipelined.
+task from a 1 ms sleep (what a click arriving then would wait for the loop). With `--count`,
+also lists every statement (and COMMIT) one pause and one resume send to PostgreSQL, counted at
+psycopg's cursor and connection calls and at the saver's wire (`_sql/wire.py`, libpq itself);
+each is one round trip unless pipelined.
 
     .venv/bin/python bench/pause_resume.py [--iterations 300] [--backends sqlite,postgres]
         [--api sync,async] [--at-once 16] [--count]
@@ -118,7 +118,7 @@ def count_calls(wl: Any, engine: Any, graph: Any, thread: str) -> None:
 
 def at_once(wl: Any, engine: Any, graph: Any, loop: Any, n: int, iterations: int) -> str:
     """`n` async runs side by side, each pausing then resuming its threads one after another:
-    runs a second, and the process's CPU per pause and resume."""
+    runs a second, the process's CPU per pause and resume, and the loop's lag meanwhile."""
     per = max(iterations // n, 1)
 
     async def one(k: int) -> None:

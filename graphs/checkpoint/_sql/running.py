@@ -99,11 +99,13 @@ class SQLOperations(ThreadHolds):
     async def _arun_once(
         self, fn: Callable[..., _T], args: tuple[Any, ...], read: bool, schema: bool = True
     ) -> _T:
+        """An operation on the async engine: on PostgreSQL only (a SQLite file's run in the
+        saver's threads, `_in_sqlite_thread`, which take the write gate there)."""
         if schema and not self._schema_ok:
             async with self._async_engine(read=True).connect() as conn:
                 revision = await conn.run_sync(_schema_revision)
             self._accept_revision(revision)
-        async with self.write_gate(read), self._async_engine().connect() as conn:
+        async with self._async_engine().connect() as conn:
             return await conn.run_sync(
                 lambda sync_conn: _transact(
                     sync_conn.connection, fn, args, read, self._d.pg, self._sync_engine

@@ -238,7 +238,7 @@ async def test_a_read_is_not_held_up_by_a_write_waiting_its_turn(tmp_path: Path)
             while not saver._gate._queue:  # the run's first write, queued for its turn
                 await asyncio.sleep(0.005)
             assert (await graph.aget_state(done)).values == {"n": 2}
-            assert [t.config for t in await _alist(saver, done)] != []
+            assert [t.config async for t in saver.alist(done)] != []
         assert not waiting.done(), "the run wrote while another writer held the gate"
     finally:
         saver._gate.release()
@@ -266,10 +266,6 @@ async def test_a_long_read_holds_up_no_other_read(tmp_path: Path) -> None:
         go_on.set()
     assert await long_read is True
     await saver.aclose()
-
-
-async def _alist(saver: SQLSaver, config: dict) -> list:  # type: ignore[type-arg]
-    return [t async for t in saver.alist(config)]
 
 
 async def test_closing_the_saver_stops_its_threads_and_it_works_again(tmp_path: Path) -> None:

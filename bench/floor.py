@@ -16,16 +16,20 @@ right after each w2, and prints their ratio beside the load average:
 Between the two sits the saver's own write of a step with no engine around it: `SQLSaver.put`
 of w2's checkpoints one after another, on one thread held as a run holds it (`put_alone`). The
 step beyond it is the engine's and the run's fixed trips (its lock, head and input); the put
-beyond the bare commit is the saver's statement and its Python.
+beyond the bare commit is the saver's statement and its Python. On PostgreSQL, beneath the
+put sits its statement alone (`statement_alone`): w2's put statements rendered before the
+clock starts and sent with no Python around them, each right after a bare commit on the same
+connection; the table shows their ratio. It is what the server's work on three tables costs
+beyond the bare commit's one row, and what no Python of ours can take away.
 
 Issue 37's goal is a durable superstep of at most 1.5 bare commits. `--rounds N` alternates
-floor / w2 / the put alone / floor N times; the table shows medians over rounds (each floor and
+floor / w2 / the put alone (and its statement) / floor N times; the table shows medians over rounds (each floor and
 put figure is the median of `--commits` of them). Records go to bench/results/floor-<UTC>.jsonl.
 
     .venv/bin/python bench/floor.py [--rounds 3] [--backends sqlite,postgres] [--engines graphs]
 
 `--measure sqlite|postgres` is the floor alone, one subprocess's worth (what the script runs), and
-with `--put` the put alone.
+with `--put` the put alone, with `--statement` (PostgreSQL) its statement alone.
 """
 
 from __future__ import annotations
@@ -40,13 +44,15 @@ import sys
 import tempfile
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from harness import ROOT, Session, add_common_args, fmt, show, table
 
 GOAL = 1.5  # issue 37: a durable superstep of at most 1.5 bare commits
 LABEL = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
 PAYLOAD = os.urandom(200)
+T = TypeVar("T")
 
 
 def load() -> float:
@@ -118,12 +124,28 @@ def floor_postgres(n: int, warmup: int, url: str) -> list[float]:
         saver.close()
 
 
+def w2_step(i: int) -> tuple[Any, Any, dict[str, int]]:
+    """What the saver is given for step `i` of w2's chain: the checkpoint (one int channel
+    written, one task next), its metadata and its new versions."""
+    from graphs.checkpoint.base import new_checkpoint, new_checkpoint_id
+
+    checkpoint = new_checkpoint(
+        new_checkpoint_id(i),
+        datetime.datetime.now(datetime.UTC).isoformat(),
+        {"n": i},
+        {"__start__": 2, "n": i},
+        [["n1", str(uuid.UUID(int=i))]],
+        [],
+        {},
+    )
+    return checkpoint, {"source": "loop", "step": i, "parents": {}}, {"n": i}
+
+
 def put_alone(url: str, n: int, warmup: int) -> list[float]:
     """The saver's own write of a step with no engine around it: `SQLSaver.put` of w2's
     checkpoints (one int channel written, one task next), each on the one before, on one thread
     held as a run holds it (`lock_thread`: on PostgreSQL, its lock's connection). What a step
     costs beyond this is the engine's, and the run's fixed trips (its lock, head and input)."""
-    from graphs.checkpoint.base import new_checkpoint, new_checkpoint_id
     from graphs.checkpoint.sql import SQLSaver  # the checkout under test (PYTHONPATH)
 
     saver = SQLSaver(url)
@@ -136,22 +158,70 @@ def put_alone(url: str, n: int, warmup: int) -> list[float]:
 
         def put() -> None:
             nonlocal config
-            i = next(seq)
-            checkpoint = new_checkpoint(
-                new_checkpoint_id(i),
-                datetime.datetime.now(datetime.UTC).isoformat(),
-                {"n": i},
-                {"__start__": 2, "n": i},
-                [["n1", str(uuid.UUID(int=i))]],
-                [],
-                {},
-            )
-            metadata: Any = {"source": "loop", "step": i, "parents": {}}
-            config = saver.put(config, checkpoint, metadata, {"n": i})
+            config = saver.put(config, *w2_step(next(seq)))
 
         with saver.lock_thread(config):
             put()  # the thread's first checkpoint (an insert, not a step)
             return _timed(put, n, warmup)
+    finally:
+        saver.close()
+
+
+def statement_alone(url: str, n: int, warmup: int) -> tuple[list[float], list[float]]:
+    """The saver's statement of a step with no Python around it: w2's checkpoints rendered as
+    `SQLSaver.put` renders them (`_put_args`, `_put_pg_statement`: one data-modifying WITH that
+    moves the head, inserts the checkpoint and its one value) before the clock starts, then
+    sent one after another, each by the saver's own wire (prepared, binary), in autocommit
+    mode, as its one durable commit. Each goes right after a bare INSERT (`floor_postgres`'s)
+    on the same connection, so the two are timed at the same moment. Returns both lists (ms):
+    the statement's, then the bare commit's beside it.
+
+    What a step costs beyond the statement is Python (the engine's, the saver's) and the
+    run's fixed trips; what the statement costs beyond the bare commit is the server's work on
+    three tables and their indexes, and the statement's larger parameters."""
+    from graphs.checkpoint import _delta
+    from graphs.checkpoint._sql.statements import _DIALECTS
+    from graphs.checkpoint._sql.wire import wire_of
+    from graphs.checkpoint._sql.write import _put_args, _put_pg_statement
+    from graphs.checkpoint.sql import SQLSaver  # the checkout under test (PYTHONPATH)
+
+    thread = f"floor-{uuid.uuid4().hex}"
+    heads, dialect = _delta.Heads(), _DIALECTS["postgresql"]
+    statements = []
+    parent: dict[str, Any] = {}
+    for i in range(n + warmup + 1):
+        checkpoint, metadata, new_versions = w2_step(i)
+        config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": "", **parent}}
+        args = _put_args((thread, ""), config, checkpoint, metadata, new_versions, heads)
+        statements.append(_put_pg_statement(dialect, *args))
+        parent = {"checkpoint_id": checkpoint["id"]}
+
+    saver = SQLSaver(url)
+    try:
+        saver.setup()
+        raw = saver._sync_engine().raw_connection()
+        try:
+            raw.dbapi_connection.autocommit = True
+            wire = wire_of(raw.dbapi_connection)
+            assert wire is not None, "psycopg 3 with libpq 14 or later, as the saver's writes"
+            wire.one("CREATE TABLE floor (id bigserial PRIMARY KEY, v bytea NOT NULL)")
+            pc = time.perf_counter_ns
+            put_ms: list[float] = []
+            bare_ms: list[float] = []
+            wire.one(*statements[0])  # the thread's first checkpoint (an insert, not a step)
+            for i, statement in enumerate(statements[1:]):
+                t0 = pc()
+                wire.one("INSERT INTO floor (v) VALUES (%(v)s)", {"v": PAYLOAD})
+                t1 = pc()
+                moved = wire.one(*statement)
+                t2 = pc()
+                assert moved == 1, "the head did not move: the statements are not a chain"
+                if i >= warmup:
+                    bare_ms.append((t1 - t0) / 1e6)
+                    put_ms.append((t2 - t1) / 1e6)
+            return put_ms, bare_ms
+        finally:
+            raw.close()
     finally:
         saver.close()
 
@@ -163,7 +233,12 @@ def measure(args: argparse.Namespace) -> None:
 
     before = load()
     url = args.pg_url or _pg_default()
-    if args.put:
+    beside: list[float] = []
+    if args.statement:
+        if args.measure != "postgres":
+            sys.exit("--statement measures PostgreSQL's put statement (SQLite's put is not one)")
+        ms, beside = _in_fresh_schema(url, statement_alone, args.commits, args.warmup)
+    elif args.put:
         ms = _put_alone(args.measure, url, args.commits, args.warmup)
     elif args.measure == "sqlite":
         ms = floor_sqlite(args.commits, args.warmup)
@@ -174,10 +249,11 @@ def measure(args: argparse.Namespace) -> None:
         "engine": "graphs",
         "engine_version": getattr(graphs, "__version__", "-"),
         "saver": args.measure,
-        "workload": "put_alone" if args.put else "floor",
+        "workload": "statement_alone" if args.statement else "put_alone" if args.put else "floor",
         "figures": {
             "commits": len(ms),
             "median_ms": round(statistics.median(ms), 4),
+            **({"floor_beside_ms": round(statistics.median(beside), 4)} if beside else {}),
             "p99_ms": round(srt[min(len(srt) - 1, round(0.99 * (len(srt) - 1)))], 4),
             "load_before": before,
             "load_after": load(),
@@ -196,12 +272,17 @@ def _put_alone(backend: str, pg_url: str, n: int, warmup: int) -> list[float]:
     if backend == "sqlite":
         with tempfile.TemporaryDirectory(prefix="floor-") as tmp:
             return put_alone(f"sqlite:///{tmp}/put.db", n, warmup)
+    return _in_fresh_schema(pg_url, put_alone, n, warmup)
+
+
+def _in_fresh_schema(pg_url: str, fn: Callable[[str, int, int], T], n: int, warmup: int) -> T:
+    """`fn(url, n, warmup)` with `url` in a new PostgreSQL schema, dropped after."""
     import psycopg
     from list_paused import load_workloads  # ../shared/bench/workloads.py's schema helpers
 
     schema, url = load_workloads().pg_fresh_schema(pg_url)
     try:
-        return put_alone(url, n, warmup)
+        return fn(url, n, warmup)
     finally:
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
@@ -226,6 +307,7 @@ def main() -> None:
     ap.add_argument("--w2-invokes", default="300")
     ap.add_argument("--measure", choices=sorted(LABEL), help=argparse.SUPPRESS)
     ap.add_argument("--put", action="store_true", help=argparse.SUPPRESS)  # with --measure
+    ap.add_argument("--statement", action="store_true", help=argparse.SUPPRESS)  # the same
     args = ap.parse_args()
     if args.measure:
         measure(args)
@@ -254,6 +336,8 @@ def main() -> None:
                     "--durability-extra=",
                 )
             s.subprocess("graphs", [*floor_cmd, "--measure", b, "--put"])
+            if b == "postgres":
+                s.subprocess("graphs", [*floor_cmd, "--measure", b, "--statement"])
             s.subprocess("graphs", [*floor_cmd, "--measure", b])
 
     rows = []
@@ -275,6 +359,13 @@ def main() -> None:
             if r["workload"] == "put_alone" and r["saver"] == b
         ]
         put = statistics.median(puts) if puts else None
+        # The statement alone, over the bare commit timed beside it (each run's ratio)
+        alone_ratios = [
+            r["figures"]["median_ms"] / r["figures"]["floor_beside_ms"]
+            for r in s.records("graphs")
+            if r["workload"] == "statement_alone" and r["saver"] == b
+        ]
+        statement = statistics.median(alone_ratios) if alone_ratios else None
         for engine in ("graphs", "langgraph"):
             step = s.median(engine, "durable10", b, "median_ms_per_superstep")
             if step is None:
@@ -291,6 +382,7 @@ def main() -> None:
                     f"{fmt(floor, 3)} ({spread})",
                     fmt(r, 2, "x"),
                     alone,
+                    fmt(statement, 2, "x") if engine == "graphs" else "-",
                     f"<= {GOAL}x" if engine == "graphs" else "-",
                     fmt(min(loads[b]), 1) + "-" + fmt(max(loads[b]), 1),
                 ]
@@ -306,6 +398,7 @@ def main() -> None:
                         "floor_ms": floor,
                         "ratio": r,
                         "put_alone_ms": put if engine == "graphs" else None,
+                        "statement_alone_ratio": statement if engine == "graphs" else None,
                         "goal_at_most": GOAL if engine == "graphs" else None,
                         "loads": loads[b],
                     },
@@ -323,6 +416,7 @@ def main() -> None:
         "bare commit ms (range)",
         "step / commit",
         "the saver's put alone ms (/ commit)",
+        "its statement alone / a bare commit beside it",
         "goal",
         "load average",
     ]

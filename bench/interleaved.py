@@ -60,6 +60,7 @@ def serve(engine_name: str, pg_url: str | None) -> None:
         saver = engine.make_postgres_saver(url)
         chain = wl.build_linear10(engine, saver)
         approval = wl.build_approval(engine, saver)
+    in_trips = _time_round_trips() if engine_name == "graphs" else None
 
     def cfg(tag: str) -> dict[str, Any]:
         return {"configurable": {"thread_id": f"{tag}-{next(counter)}"}}
@@ -75,16 +76,20 @@ def serve(engine_name: str, pg_url: str | None) -> None:
                 out.append(pc() - t0)
             elif what == "w2":
                 c = cfg("w2")
+                trips = _trips(in_trips)
                 t0 = pc()
                 chain.invoke({"n": 0}, c)
-                out.append(pc() - t0)
+                out.append((pc() - t0, _trips(in_trips) - trips))
             else:
                 c = cfg("w4")
+                trips = _trips(in_trips)
                 t0 = pc()
                 approval.invoke({"request": "x"}, c)
                 t1 = pc()
+                paused = _trips(in_trips)
                 approval.invoke(engine.Command(resume={"approved": True}), c)
-                out.append((t1 - t0, pc() - t1))
+                t2 = pc()
+                out.append((t1 - t0, t2 - t1, paused - trips, _trips(in_trips) - paused))
         print(json.dumps(out), flush=True)
     if engine_name == "floor":
         conn.close()
@@ -93,6 +98,35 @@ def serve(engine_name: str, pg_url: str | None) -> None:
     wl.drop_db(
         {"kind": "postgres", "schema": schema}, SimpleNamespace(keep_db=False, pg_url=base_url)
     )
+
+
+def _time_round_trips() -> list[int] | None:
+    """Count the ns this process spends in the saver's round trips to PostgreSQL (each
+    exchange on its wire: libpq sending, the server, libpq reading the answers) into the list
+    returned; None where the checkout has no wire (an older `--base`)."""
+    import time
+
+    try:
+        from graphs.checkpoint._sql.wire import Wire
+    except ImportError:
+        return None
+    total = [0]
+    exchange = Wire._exchange
+    pc = time.perf_counter_ns
+
+    def timed(self: Any, encoded: Any) -> Any:
+        t0 = pc()
+        try:
+            return exchange(self, encoded)
+        finally:
+            total[0] += pc() - t0
+
+    Wire._exchange = timed  # type: ignore[method-assign]
+    return total
+
+
+def _trips(total: list[int] | None) -> int:
+    return 0 if total is None else total[0]
 
 
 class Child:
@@ -172,25 +206,54 @@ def main() -> None:
     floor = med(samples["floor"]["floor"])
     print(f"load average {min(loads):.1f}-{max(loads):.1f}, {args.slices} slices")
     print(f"bare INSERT, autocommit: {floor:.3f} ms")
-    print("| engine | w2 ms per step | / bare commit | w4 pause ms | w4 resume ms |")
+    print(
+        "| engine | w2 ms per step (in round trips) | / bare commit (in round trips) "
+        "| w4 pause ms (in round trips) | w4 resume ms (in round trips) |"
+    )
     print("| --- | --- | --- | --- | --- |")
     rows = {}
+    trips = {}
     for c in children:
         if c.name == "floor":
             continue
-        w2 = med(samples[c.name]["w2"]) / 10
-        pause = med([p for p, _ in samples[c.name]["w4"]])
-        resume = med([r for _, r in samples[c.name]["w4"]])
-        rows[c.name] = (w2, pause, resume)
-        print(f"| {c.name} | {w2:.3f} | {w2 / floor:.2f}x | {pause:.2f} | {resume:.2f} |")
+        w2s, w4s = samples[c.name]["w2"], samples[c.name]["w4"]
+        rows[c.name] = (
+            med([t for t, _ in w2s]) / 10,
+            med([s[0] for s in w4s]),
+            med([s[1] for s in w4s]),
+        )
+        if any(t for _, t in w2s):  # our saver's wire: what the round trips alone took
+            trips[c.name] = (
+                med([t for _, t in w2s]) / 10,
+                med([s[2] for s in w4s]),
+                med([s[3] for s in w4s]),
+            )
+        w2, pause, resume = rows[c.name]
+        t = trips.get(c.name)
+        print(
+            f"| {c.name} | {w2:.3f}{_of(t, 0, 3)} | {w2 / floor:.2f}x"
+            f"{_of(t and (t[0] / floor,), 0, 2, 'x')} | {pause:.2f}{_of(t, 1, 2)} "
+            f"| {resume:.2f}{_of(t, 2, 2)} |"
+        )
     if "langgraph" in rows:
         lg = rows["langgraph"]
         for name, (w2, pause, resume) in rows.items():
-            if name != "langgraph":
+            if name == "langgraph":
+                continue
+            print(
+                f"{name} / langgraph: w2 {w2 / lg[0]:.2f}, pause {pause / lg[1]:.2f}, "
+                f"resume {resume / lg[2]:.2f}"
+            )
+            if name in trips:
+                t = trips[name]
                 print(
-                    f"{name} / langgraph: w2 {w2 / lg[0]:.2f}, pause {pause / lg[1]:.2f}, "
-                    f"resume {resume / lg[2]:.2f}"
+                    f"{name}'s round trips alone / langgraph: w2 {t[0] / lg[0]:.2f}, "
+                    f"pause {t[1] / lg[1]:.2f}, resume {t[2] / lg[2]:.2f}"
                 )
+
+
+def _of(t: tuple[float, ...] | None, i: int, digits: int, unit: str = "") -> str:
+    return "" if not t else f" ({t[i]:.{digits}f}{unit})"
 
 
 if __name__ == "__main__":

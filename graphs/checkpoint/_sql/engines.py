@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -51,6 +52,18 @@ def _one_trip_options() -> dict[str, Any]:
     except ImportError:  # SQLAlchemy 2.0 builds its adapter otherwise (no `await_` to import)
         return {}
     return one_trip.async_engine_options()
+
+
+_SAVERS: weakref.WeakSet[SQLEngines] = weakref.WeakSet()
+"""The savers of this process, for a forked child to let go of what is the parent's."""
+
+
+def _after_fork_in_child() -> None:
+    for saver in list(_SAVERS):
+        saver._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class SQLEngines(BaseCheckpointSaver):
@@ -118,6 +131,26 @@ class SQLEngines(BaseCheckpointSaver):
         # What this process's holds of a thread are keyed by, beside the thread (`_proc_hold`):
         # the database, named once here rather than on every run.
         self._scope = self._lock_path or self.url.render_as_string(hide_password=True)
+        _SAVERS.add(self)
+
+    def _forked(self) -> None:
+        """In a child this process forked: what the saver had is the parent's. The pooled
+        connections (a socket or a SQLite handle both processes now have) stay open for the
+        parent, dropped from this process's pools, which start empty (`dispose(close=False)`,
+        SQLAlchemy's way for a fork); the saver's threads did not come along (an operation
+        starts new ones); a guard another thread held at the fork is held for ever here, so
+        the guards are new. An in-memory database is this process's own copy, and is kept."""
+        self._init_guard = threading.Lock()
+        self._memory_guard = threading.RLock()
+        self._sqlite_threads = {}
+        if self._memory:
+            return
+        for engine in (self._engine, self._read_engine, self._lock_engine):
+            if engine is not None:
+                engine.dispose(close=False)
+        for aengine in (self._aengine, self._aread_engine, self._alock_engine):
+            if aengine is not None:
+                aengine.sync_engine.dispose(close=False)
 
     def close(self) -> None:
         """Close every pooled connection (the saver can still be used: it reconnects).

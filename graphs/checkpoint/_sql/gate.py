@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import os
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -27,6 +28,19 @@ __all__ = ["WriteGate", "write_gate"]
 
 _registry_guard = threading.Lock()
 _gates: dict[str, WriteGate] = {}
+
+
+def _after_fork_in_child() -> None:
+    """The writers that held or waited for a gate were the parent's threads: none is here."""
+    global _registry_guard
+    _registry_guard = threading.Lock()
+    for gate in _gates.values():
+        gate._mutex = threading.Lock()
+        gate._held = False
+        gate._queue = []
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def write_gate(path: str, timeout: float) -> WriteGate:

@@ -36,6 +36,17 @@ _proc_held: set[tuple[str, str, str]] = set()
 _lock_fds: dict[str, int] = {}
 
 
+def _after_fork_in_child() -> None:
+    """The runs this process held threads for are the parent's (its locks stay the parent's:
+    the child asks for them as another process would)."""
+    global _proc_guard
+    _proc_guard = threading.Lock()
+    _proc_held.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _lock_fd(path: str) -> int:
     with _proc_guard:
         fd = _lock_fds.get(path)

@@ -139,10 +139,14 @@ class SQLEngines(BaseCheckpointSaver):
         parent, dropped from this process's pools, which start empty (`dispose(close=False)`,
         SQLAlchemy's way for a fork); the saver's threads did not come along (an operation
         starts new ones); a guard another thread held at the fork is held for ever here, so
-        the guards are new. An in-memory database is this process's own copy, and is kept."""
+        the guards are new; the runs that held threads were the parent's, on its connections,
+        so this process holds none. An in-memory database is this process's own copy, and is
+        kept."""
         self._init_guard = threading.Lock()
         self._memory_guard = threading.RLock()
         self._sqlite_threads = {}
+        self._lock_conns = {}
+        self._holds = {}
         if self._memory:
             return
         for engine in (self._engine, self._read_engine, self._lock_engine):

@@ -31,13 +31,10 @@ _gates: dict[str, WriteGate] = {}
 
 
 def _after_fork_in_child() -> None:
-    """The writers that held or waited for a gate were the parent's threads: none is here."""
     global _registry_guard
     _registry_guard = threading.Lock()
     for gate in _gates.values():
-        gate._mutex = threading.Lock()
-        gate._held = False
-        gate._queue = []
+        gate.forget_writers()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -76,6 +73,13 @@ class WriteGate:
         self._held = False
         self._queue: list[_Ticket] = []
         self._arrivals = itertools.count()
+
+    def forget_writers(self) -> None:
+        """In a forked child: the writers that held or waited for the gate were the parent's
+        threads, and none of them is here."""
+        self._mutex = threading.Lock()
+        self._held = False
+        self._queue = []
 
     def _locked(self) -> sqlite3.OperationalError:
         return sqlite3.OperationalError(

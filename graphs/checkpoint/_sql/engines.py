@@ -144,6 +144,8 @@ class SQLEngines(BaseCheckpointSaver):
         kept."""
         self._init_guard = threading.Lock()
         self._memory_guard = threading.RLock()
+        self._locks_guard = threading.Lock()
+        self._heads = _delta.Heads()  # (a cache: the next put of a list stores it whole)
         self._sqlite_threads = {}
         self._lock_conns = {}
         self._holds = {}

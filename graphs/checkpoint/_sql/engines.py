@@ -151,10 +151,11 @@ class SQLEngines(BaseCheckpointSaver):
         self._holds = {}
         if self._memory:
             return
-        for engine in (self._engine, self._read_engine, self._lock_engine):
+        # (as `close`: the `read` engines are views of these, sharing their pools)
+        for engine in (self._engine, self._lock_engine):
             if engine is not None:
                 engine.dispose(close=False)
-        for aengine in (self._aengine, self._aread_engine, self._alock_engine):
+        for aengine in (self._aengine, self._alock_engine):
             if aengine is not None:
                 aengine.sync_engine.dispose(close=False)
 

@@ -41,6 +41,11 @@ saver.setup()
 graph = builder.compile(checkpointer=saver, interrupt_mode="return")
 
 
+def say(*words: object) -> None:
+    # One write a line: the parent and the child print at once to the same pipe.
+    os.write(1, (" ".join(map(str, words)) + "\n").encode())
+
+
 def cycle(who: str) -> None:
     config = {"configurable": {"thread_id": who + "-sync"}}
     assert "__interrupt__" in graph.invoke({"amount": 42}, config)
@@ -52,7 +57,7 @@ def cycle(who: str) -> None:
         assert (await graph.ainvoke(Command(resume=True), config))["approved"] is True
 
     asyncio.run(run())
-    print(who, "paused and resumed, sync and async", flush=True)
+    say(who, "paused and resumed, sync and async")
 
 
 cycle("parent")  # its pools, its threads, its connections, all used once
@@ -78,8 +83,7 @@ if pid == 0:
         try:
             graph.invoke({"amount": 1}, {"configurable": {"thread_id": "held"}})
         except ThreadBusyError as e:
-            print("child refused the parent's thread:", e, flush=True)
-    sys.stdout.flush()
+            say("child refused the parent's thread:", e)
     os._exit(0)
 if busy:
     forked.set()
@@ -88,9 +92,9 @@ _, status = os.waitpid(pid, 0)
 if busy:
     child_done.set()
     worker.join()
-print("child exit", os.waitstatus_to_exitcode(status), flush=True)
+say("child exit", os.waitstatus_to_exitcode(status))
 done = graph.get_state({"configurable": {"thread_id": "child-async"}})
-print("the child's run, read by the parent:", done.values, flush=True)
+say("the child's run, read by the parent:", done.values)
 saver.close()
 """
 

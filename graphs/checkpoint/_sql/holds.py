@@ -24,6 +24,7 @@ from .engines import SQLEngines
 from .locks import (
     _AdvisoryLock,
     _file_lock,
+    _forked_away,
     _give_back,
     _Hold,
     _lost,
@@ -88,12 +89,19 @@ class ThreadHolds(SQLEngines):
             finally:
                 self._lock_conns.pop(me, None)
                 self._holds.pop((thread_id, ns), None)
-                stale = self._closes != closes  # the saver was closed meanwhile
-                with hold.guard:
-                    if hold.released:  # let go of with the run's last write (`SQLSaver.put`)
-                        _raw_close(hold.raw, stale)
-                    else:
-                        _raw_unlock(hold.raw, key, stale=stale)
+                if not hold.forked:  # (else the parent's lock, on the parent's connection)
+                    self._let_go(hold, stale=self._closes != closes)
+
+    @staticmethod
+    def _let_go(hold: _Hold, *, stale: bool) -> None:
+        """The end of a sync run on PostgreSQL: let go of its lock, unless its last write did
+        (`SQLSaver.put`), and give its connection back (`stale`: the saver was closed
+        meanwhile)."""
+        with hold.guard:
+            if hold.released:
+                _raw_close(hold.raw, stale)
+            else:
+                _raw_unlock(hold.raw, hold.key, stale=stale)
 
     @contextlib.contextmanager
     def _file_hold(self, thread_id: str, ns: str, *, keep_connection: bool) -> Iterator[None]:
@@ -113,8 +121,9 @@ class ThreadHolds(SQLEngines):
                 yield
             finally:
                 self._lock_conns.pop(me, None)
-                with hold.guard:
-                    _give_back(raw, self._closes != closes)
+                if not hold.forked:  # (else the parent's SQLite handle)
+                    with hold.guard:
+                        _give_back(raw, self._closes != closes)
 
     @contextlib.asynccontextmanager
     async def alock_thread(self, config: RunConfig) -> AsyncIterator[None]:
@@ -140,10 +149,15 @@ class ThreadHolds(SQLEngines):
                 yield
             finally:
                 self._holds.pop((thread_id, ns), None)
-                if hold.conn is not None:
-                    await self._arelease(hold.conn, key, hold.released)
-                else:  # taken back by a sync write of the run (a sync node's once())
-                    await asyncio.to_thread(_raw_unlock, hold.raw, key)
+                if not hold.forked:  # (else the parent's lock, on the parent's connection)
+                    await self._alet_go(hold)
+
+    async def _alet_go(self, hold: _Hold) -> None:
+        """`_let_go` for an async run."""
+        if hold.conn is not None:
+            await self._arelease(hold.conn, hold.key, hold.released)
+        else:  # taken back by a sync write of the run (a sync node's once())
+            await asyncio.to_thread(_raw_unlock, hold.raw, hold.key)
 
     # ---- keeping the thread's lock --------------------------------------------------------
 
@@ -161,8 +175,11 @@ class ThreadHolds(SQLEngines):
         none wrote to it meanwhile (`_Hold.seen`).
 
         Raises:
-            ThreadLockLostError: another run holds the thread, or wrote to it meanwhile.
+            ThreadLockLostError: another run holds the thread, or wrote to it meanwhile; or
+                this process was forked from inside the run (`_Hold.forked`).
         """
+        if hold.forked:
+            raise _forked_away(hold.thread_id)
         with hold.guard:
             if not hold.ended():
                 return
@@ -192,6 +209,8 @@ class ThreadHolds(SQLEngines):
 
     async def _akeep_hold(self, hold: _Hold) -> None:
         """Async form of `_keep_hold`."""
+        if hold.forked:
+            raise _forked_away(hold.thread_id)
         if hold.aguard is None:  # a sync `lock_thread`'s hold
             await asyncio.to_thread(self._keep_hold, hold)
             return

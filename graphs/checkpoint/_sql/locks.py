@@ -273,6 +273,7 @@ class _Hold:
     __slots__ = (
         "aguard",
         "conn",
+        "forked",
         "guard",
         "head",
         "key",
@@ -313,6 +314,11 @@ class _Hold:
         self.released = False
         """The lock was let go of with the run's last write (a finished checkpoint); a write
         after it takes the lock back as after a lost session (`lost` is set too)."""
+        self.forked = False
+        """This process is a child forked from the one that made the hold, mid-run
+        (`SQLEngines._forked`): the lock, its connection and the run are that process's.
+        Nothing of it is used here: a write under it is refused (`_forked_away`), a read goes
+        to the pool, and the run's end lets go of nothing."""
 
     def note_read(self, ns: str, head_id: str | None, writes: int) -> None:
         self.seen[ns] = (head_id, writes)
@@ -405,6 +411,16 @@ def _moved(raw: Any, hold: _Hold) -> str | None:
     finally:
         cursor.close()
     return None
+
+
+def _forked_away(thread_id: str) -> ThreadLockLostError:
+    return ThreadLockLostError(
+        f"thread {thread_id!r}: this process was forked from inside a run of the thread, and "
+        "the run's lock is the parent process's, which goes on with the run; its copy here "
+        "stopped and wrote nothing. Fork between runs, or end a child forked inside a node "
+        "with os._exit() (as multiprocessing does) instead of returning into the run.",
+        thread_id,
+    )
 
 
 def _lost(thread_id: str, why: str) -> ThreadLockLostError:

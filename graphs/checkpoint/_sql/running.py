@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from .engine import _Dropped, _transact
 from .holds import ThreadHolds
+from .locks import _forked_away
 from .schema import _check_revision, _schema_revision
 
 __all__ = ["SQLOperations"]
@@ -144,6 +145,10 @@ class SQLOperations(ThreadHolds):
         hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
         if hold is None:
             return self._run(fn, *args, retry=retry, read=read)
+        if hold.forked:  # a run of the process this one was forked from
+            if not read:
+                raise _forked_away(hold.thread_id)
+            return self._run(fn, *args, retry=retry, read=read)
         pg = self._d.pg
         hold.head = None  # the run asked something else first: the head may move
         # PostgreSQL: the lock's connection stays in autocommit mode, so only what runs in it
@@ -175,6 +180,10 @@ class SQLOperations(ThreadHolds):
         COMMIT) runs on the lock's connection, one at a time: no pool checkout and checkin,
         and no switch to autocommit mode and back. A dropped one goes to the pool (`_arun`)."""
         hold = self._holds.get(key) if self._holds else None
+        if hold is not None and hold.forked:  # a run of the process this one was forked from
+            if not read:
+                raise _forked_away(hold.thread_id)
+            hold = None
         if hold is not None and hold.aguard is not None:
             hold.head = None  # the run asked something else first: the head may move
         if (

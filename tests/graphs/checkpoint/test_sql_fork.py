@@ -99,9 +99,68 @@ saver.close()
 """
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
+INSIDE_A_RUN = r"""
+import os, sys
+from typing import TypedDict
+
+from graphs import END, START, StateGraph, ThreadLockLostError
+from graphs.checkpoint.sql import SQLSaver
+
+
+class State(TypedDict):
+    n: int
+
+
+def say(*words: object) -> None:
+    os.write(1, (" ".join(map(str, words)) + "\n").encode())
+
+
+def forks(state: State) -> State:
+    if state["n"]:  # (the thread's next run forks no more)
+        return {"n": state["n"] + 1}
+    pid = os.fork()  # the child returns into the run, as the parent does
+    if pid:
+        _, status = os.waitpid(pid, 0)  # the child's copy of the run has ended
+        say("child exit", os.waitstatus_to_exitcode(status))
+    return {"n": state["n"] + 1}
+
+
+def after(state: State) -> State:
+    say("parent" if os.getpid() == PARENT else "child", "ran the step after", state["n"])
+    return {"n": state["n"] + 10}
+
+
+builder = StateGraph(State)
+builder.add_node("forks", forks)
+builder.add_node("after", after)
+builder.add_edge(START, "forks")
+builder.add_edge("forks", "after")
+builder.add_edge("after", END)
+saver = SQLSaver(sys.argv[1])
+saver.setup()
+graph = builder.compile(checkpointer=saver)
+PARENT = os.getpid()
+config = {"configurable": {"thread_id": "forked-mid-run"}}
+try:
+    out = graph.invoke({"n": 0}, config)
+except BaseException as e:
+    if os.getpid() == PARENT:
+        raise
+    say("child stopped:", type(e).__name__, e)
+    os._exit(0)
+if os.getpid() != PARENT:
+    say("child went on with the run:", out)
+    os._exit(0)
+say("parent's run:", out)
+say("stored:", graph.get_state(config).values)
+print(graph.invoke({"n": 100}, config), flush=True)  # the thread's lock was let go of
+saver.close()
+"""
+
+
+def _run(*args: str, program: str = PROGRAM) -> subprocess.CompletedProcess[str]:
     out = subprocess.run(
-        [sys.executable, "-c", PROGRAM, *args],
+        [sys.executable, "-c", program, *args],
         check=False,  # (the output says what went wrong)
         cwd=ROOT,
         capture_output=True,
@@ -131,3 +190,20 @@ def test_a_run_mid_way_in_the_parent_holds_up_nothing_in_the_child(db_url: str) 
     assert "child exit 0" in lines, out.stdout + out.stderr
     refused = [line for line in lines if line.startswith("child refused the parent's thread:")]
     assert refused and "another process" in refused[0], out.stdout
+
+
+def test_a_run_forked_from_inside_goes_on_in_the_parent_alone(db_url: str) -> None:
+    """A node forks and the child returns into the run, as the parent does: the child's copy
+    is refused its first write and lets go of nothing of the parent's (its lock, its
+    connection); the parent's run ends as if nothing had forked, and each step ran once."""
+    out = _run(db_url, program=INSIDE_A_RUN)
+    lines = out.stdout.splitlines()
+    stopped = [line for line in lines if line.startswith("child stopped:")]
+    assert stopped and "ThreadLockLostError" in stopped[0], out.stdout + out.stderr
+    assert "forked from inside a run" in stopped[0], out.stdout
+    assert "child exit 0" in lines, out.stdout
+    assert lines.count("parent ran the step after 1") == 1, out.stdout
+    assert not any(line.startswith("child ran") for line in lines), out.stdout
+    assert "parent's run: {'n': 11}" in lines, out.stdout + out.stderr
+    assert "stored: {'n': 11}" in lines, out.stdout
+    assert "{'n': 111}" in lines, out.stdout + out.stderr  # (the next run took the thread)

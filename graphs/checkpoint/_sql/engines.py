@@ -141,7 +141,7 @@ class SQLEngines(BaseCheckpointSaver):
         starts new ones); a guard another thread held at the fork is held for ever here, so
         the guards are new. The runs that held threads are the parent's, on its connections:
         this process holds none. A run the forking thread was in (a node that forked), or its
-        event loop was running, would go on here: its holds stay, marked (`_Hold.forked`), so
+        event loop was running, would go on here: its hold stays, marked (`_Hold.forked`), so
         its next write is refused, its reads go to the pool and its end lets go of nothing.
         An in-memory database is this process's own copy, and is kept."""
         self._init_guard = threading.Lock()
@@ -149,10 +149,16 @@ class SQLEngines(BaseCheckpointSaver):
         self._locks_guard = threading.Lock()
         self._heads = _delta.Heads()  # (a cache: the next put of a list stores it whole)
         self._sqlite_threads = {}
-        for hold in (*self._lock_conns.values(), *self._holds.values()):
-            hold.forked = True
         me = threading.get_ident()  # the one thread a child has: the forking one
         self._lock_conns = {k: hold for k, hold in self._lock_conns.items() if k[0] == me}
+        mine = {id(hold) for hold in self._lock_conns.values()}
+        self._holds = {  # (an async run's: the forking thread may have run its event loop)
+            k: hold
+            for k, hold in self._holds.items()
+            if id(hold) in mine or hold.aguard is not None
+        }
+        for hold in (*self._lock_conns.values(), *self._holds.values()):
+            hold.forked = True
         if self._memory:
             return
         # (as `close`: the `read` engines are views of these, sharing their pools)

@@ -9,7 +9,8 @@ throwaway venv, `bench/langgraph-venv.sh`), and the bare commit (`floor.py`'s: o
 autocommit mode with psycopg, the shape of the saver's write of a step). Each slice asks every
 process in turn for a few invokes (w2: the 10-node chain, a new thread each; w4: a pause and its
 resume, a new thread each) or a few bare commits, and the medians are taken over every sample
-of every slice. Ratios are read from one such run.
+of every slice. Ratios are read from one such run. Beside our figures: the time our runs
+spent in their round trips, and a w2 run's round trips one by one (the median of each place).
 
     .venv/bin/python bench/interleaved.py [--slices 30] [--base PATH] [--no-langgraph]
 """
@@ -79,7 +80,9 @@ def serve(engine_name: str, pg_url: str | None) -> None:
                 trips = _trips(in_trips)
                 t0 = pc()
                 chain.invoke({"n": 0}, c)
-                out.append((pc() - t0, _trips(in_trips) - trips))
+                dt = pc() - t0
+                each = in_trips[trips:] if in_trips is not None else []
+                out.append((dt, sum(each), each))
             else:
                 c = cfg("w4")
                 trips = _trips(in_trips)
@@ -89,7 +92,9 @@ def serve(engine_name: str, pg_url: str | None) -> None:
                 paused = _trips(in_trips)
                 approval.invoke(engine.Command(resume={"approved": True}), c)
                 t2 = pc()
-                out.append((t1 - t0, t2 - t1, paused - trips, _trips(in_trips) - paused))
+                out.append(
+                    (t1 - t0, t2 - t1, _spent(in_trips, trips, paused), _spent(in_trips, paused))
+                )
         print(json.dumps(out), flush=True)
     if engine_name == "floor":
         conn.close()
@@ -101,16 +106,16 @@ def serve(engine_name: str, pg_url: str | None) -> None:
 
 
 def _time_round_trips() -> list[int] | None:
-    """Count the ns this process spends in the saver's round trips to PostgreSQL (each
-    exchange on its wire: libpq sending, the server, libpq reading the answers) into the list
-    returned; None where the checkout has no wire (an older `--base`)."""
+    """Time each round trip this process makes to PostgreSQL (each exchange on the saver's
+    wire: libpq sending, the server, libpq reading the answers), in ns, into the list returned;
+    None where the checkout has no wire (an older `--base`)."""
     import time
 
     try:
         from graphs.checkpoint._sql.wire import Wire
     except ImportError:
         return None
-    total = [0]
+    each: list[int] = []
     exchange = Wire._exchange
     pc = time.perf_counter_ns
 
@@ -119,14 +124,19 @@ def _time_round_trips() -> list[int] | None:
         try:
             return exchange(self, encoded)
         finally:
-            total[0] += pc() - t0
+            each.append(pc() - t0)
 
     Wire._exchange = timed  # type: ignore[method-assign]
-    return total
+    return each
 
 
-def _trips(total: list[int] | None) -> int:
-    return 0 if total is None else total[0]
+def _trips(each: list[int] | None) -> int:
+    """How many round trips `_time_round_trips` timed so far."""
+    return 0 if each is None else len(each)
+
+
+def _spent(each: list[int] | None, since: int, until: int | None = None) -> int:
+    return 0 if each is None else sum(each[since:until])
 
 
 class Child:
@@ -218,13 +228,13 @@ def main() -> None:
             continue
         w2s, w4s = samples[c.name]["w2"], samples[c.name]["w4"]
         rows[c.name] = (
-            med([t for t, _ in w2s]) / 10,
+            med([s[0] for s in w2s]) / 10,
             med([s[0] for s in w4s]),
             med([s[1] for s in w4s]),
         )
-        if any(t for _, t in w2s):  # our saver's wire: what the round trips alone took
+        if any(s[1] for s in w2s):  # our saver's wire: what the round trips alone took
             trips[c.name] = (
-                med([t for _, t in w2s]) / 10,
+                med([s[1] for s in w2s]) / 10,
                 med([s[2] for s in w4s]),
                 med([s[3] for s in w4s]),
             )
@@ -234,6 +244,10 @@ def main() -> None:
             f"| {c.name} | {w2:.3f}{_of(t, 0, 3)} | {w2 / floor:.2f}x"
             f"{_of(t and (t[0] / floor,), 0, 2, 'x')} | {pause:.2f}{_of(t, 1, 2)} "
             f"| {resume:.2f}{_of(t, 2, 2)} |"
+        )
+    for name in trips:
+        print(
+            f"{name}'s w2 run, trip by trip (median ms, / bare commit): {_by_trip(samples[name]['w2'], floor)}"
         )
     if "langgraph" in rows:
         lg = rows["langgraph"]
@@ -250,6 +264,14 @@ def main() -> None:
                     f"{name}'s round trips alone / langgraph: w2 {t[0] / lg[0]:.2f}, "
                     f"pause {t[1] / lg[1]:.2f}, resume {t[2] / lg[2]:.2f}"
                 )
+
+
+def _by_trip(w2s: list[Any], floor: float) -> str:
+    """Each round trip of a w2 run, by its place in the run: the median over the runs."""
+    runs = [s[2] for s in w2s if s[2]]
+    n = statistics.mode(len(r) for r in runs)  # (a run whose connection dropped has more)
+    places = [med([r[i] for r in runs if len(r) == n]) for i in range(n)]
+    return ", ".join(f"{i + 1}: {ms:.3f} ({ms / floor:.2f}x)" for i, ms in enumerate(places))
 
 
 def _of(t: tuple[float, ...] | None, i: int, digits: int, unit: str = "") -> str:

@@ -23,13 +23,27 @@ from typing import Any, TypeVar
 
 from .engine import _Dropped, _transact
 from .holds import ThreadHolds
-from .locks import _forked_away
+from .locks import _forked_away, _Hold
 from .schema import _check_revision, _schema_revision
 
 __all__ = ["SQLOperations"]
 
 _T = TypeVar("_T")
 _NO_GATE = contextlib.nullcontext()  # (reusable: it holds nothing)
+
+
+def _usable(hold: _Hold | None, read: bool) -> _Hold | None:
+    """`hold`, for an operation to run on its connection; None for a read under a hold made
+    by the process this one was forked from (the pool serves it).
+
+    Raises:
+        ThreadLockLostError: a write under such a hold (`_Hold.forked`).
+    """
+    if hold is None or not hold.forked:
+        return hold
+    if not read:
+        raise _forked_away(hold.thread_id)
+    return None
 
 
 class SQLOperations(ThreadHolds):
@@ -142,12 +156,9 @@ class SQLOperations(ThreadHolds):
         step, and one server process serves the whole run. If it drops, the operation goes to
         the pool (the lock went with the session, as when the lock connection drops mid-run).
         """
-        hold = self._lock_conns.get((threading.get_ident(), *key)) if self._lock_conns else None
+        me = (threading.get_ident(), *key)
+        hold = _usable(self._lock_conns.get(me), read) if self._lock_conns else None
         if hold is None:
-            return self._run(fn, *args, retry=retry, read=read)
-        if hold.forked:  # a run of the process this one was forked from
-            if not read:
-                raise _forked_away(hold.thread_id)
             return self._run(fn, *args, retry=retry, read=read)
         pg = self._d.pg
         hold.head = None  # the run asked something else first: the head may move
@@ -179,11 +190,7 @@ class SQLOperations(ThreadHolds):
         PostgreSQL), an operation of one statement (or a batch sending its own BEGIN and
         COMMIT) runs on the lock's connection, one at a time: no pool checkout and checkin,
         and no switch to autocommit mode and back. A dropped one goes to the pool (`_arun`)."""
-        hold = self._holds.get(key) if self._holds else None
-        if hold is not None and hold.forked:  # a run of the process this one was forked from
-            if not read:
-                raise _forked_away(hold.thread_id)
-            hold = None
+        hold = _usable(self._holds.get(key), read) if self._holds else None
         if hold is not None and hold.aguard is not None:
             hold.head = None  # the run asked something else first: the head may move
         if (

@@ -23,8 +23,9 @@ connection; the table shows their ratio. It is what the server's work on three t
 beyond the bare commit's one row, and what no Python of ours can take away.
 
 Issue 37's goal is a durable superstep of at most 1.5 bare commits. `--rounds N` alternates
-floor / w2 / the put alone (and its statement) / floor N times; the table shows medians over rounds (each floor and
-put figure is the median of `--commits` of them). Records go to bench/results/floor-<UTC>.jsonl.
+floor / w2 / the put alone (and its statement) / floor N times; the table shows medians over
+rounds (each floor and put figure is the median of `--commits` of them). Records go to
+bench/results/floor-<UTC>.jsonl.
 
     .venv/bin/python bench/floor.py [--rounds 3] [--backends sqlite,postgres] [--engines graphs]
 
